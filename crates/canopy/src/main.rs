@@ -1,0 +1,161 @@
+//! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools.
+
+mod tools;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use canopy_server::listener::Bound;
+use canopy_server::Config;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "canopy", version, about = "An LDAPv3 directory server on LMDB")]
+struct Cli {
+    /// Configuration file (TOML); without it the embedded defaults apply.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Data directory (overrides the configuration).
+    #[arg(long, global = true)]
+    data: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve {
+        /// Listener URL, e.g. ldap://127.0.0.1:3389 or ldapi://%2Ftmp%2Fcanopy.sock (repeatable).
+        #[arg(long = "listen")]
+        listen: Vec<String>,
+    },
+    /// Bulk-load an LDIF file into an empty database, offline (like slapadd -q).
+    Import {
+        file: PathBuf,
+        /// Skip the fsync at the end (for throwaway databases).
+        #[arg(long)]
+        no_sync: bool,
+    },
+    /// Write the database as LDIF (like slapcat), to FILE or standard output.
+    Export { file: Option<PathBuf> },
+    /// Rebuild every index from the entries (like slapindex), offline.
+    Reindex,
+    /// Hash a password for userPassword or root_password (like slappasswd).
+    Passwd {
+        /// Scheme, e.g. {SSHA}, {SSHA512}, {CRYPT}, {ARGON2}, {PBKDF2-SHA512}.
+        #[arg(short = 'H', long = "scheme", default_value = "{SSHA}")]
+        scheme: String,
+        /// The secret; read from standard input when absent.
+        #[arg(short = 's', long = "secret")]
+        secret: Option<String>,
+    },
+}
+
+fn main() {
+    if let Err(error) = run() {
+        eprintln!("canopy: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CANOPY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+
+    let mut config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(data) = &cli.data {
+        config.data_dir = data.clone();
+    }
+    match cli.command {
+        Command::Serve { listen } => {
+            if !listen.is_empty() {
+                config.listen = listen;
+            }
+            serve(config)
+        }
+        Command::Import { file, no_sync } => tools::import(&config, &file, !no_sync),
+        Command::Export { file } => tools::export(&config, file.as_deref()),
+        Command::Reindex => tools::reindex(&config),
+        Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
+    }
+}
+
+/// The root password: configuration, then CANOPY_ROOTPW, then one generated on first start whose hash is
+/// kept in the data directory (the cleartext is printed once).
+fn root_password(config: &Config) -> Result<Vec<u8>> {
+    if let Some(pw) = &config.root_password {
+        return Ok(pw.clone().into_bytes());
+    }
+    if let Ok(pw) = std::env::var("CANOPY_ROOTPW") {
+        if !pw.is_empty() {
+            return Ok(pw.into_bytes());
+        }
+    }
+    let stored = config.data_dir.join("rootpw");
+    if let Ok(hash) = std::fs::read_to_string(&stored) {
+        return Ok(hash.trim().as_bytes().to_vec());
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    let password = canopy_password::generate_password();
+    let hash = canopy_password::hash(canopy_password::Scheme::Ssha, password.as_bytes())
+        .map_err(|e| anyhow::anyhow!("hashing the root password: {e}"))?;
+    write_private(&stored, &hash).with_context(|| format!("writing {}", stored.display()))?;
+    println!("Generated a password for {}: {password}", config.root_dn);
+    println!("(shown once; its hash is in {}; set CANOPY_ROOTPW or root_password to choose one)", stored.display());
+    Ok(hash.into_bytes())
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")
+}
+
+fn serve(config: Config) -> Result<()> {
+    if config.listen.is_empty() {
+        bail!("no listeners configured");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let password = root_password(&config)?;
+    let listen = config.listen.clone();
+    let state = canopy_server::build_state(config, password)?;
+    runtime.block_on(async move {
+        let mut tasks = Vec::new();
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        for url in &listen {
+            let bound = Bound::bind(url).await?;
+            tracing::info!(url = %bound.url(), "listening");
+            let mut stop = stop_rx.clone();
+            let state = state.clone();
+            tasks.push(tokio::spawn(async move {
+                bound
+                    .run(state, async move {
+                        let _ = stop.wait_for(|s| *s).await;
+                    })
+                    .await
+            }));
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+        for task in tasks {
+            let _ = task.await;
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
+    // Writes are acknowledged only once durable, so nothing is left to flush here.
+    Ok(())
+}

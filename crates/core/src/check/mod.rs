@@ -1,0 +1,258 @@
+//! Schema checks of whole entries (RFC 4512 §2.4, §4.1): object classes, required and allowed attributes,
+//! SINGLE-VALUE and naming attributes, with slapd's result codes and texts.
+
+mod build;
+pub(crate) mod values;
+
+use canopy_proto::ResultCode;
+use canopy_schema::{AttributeType, ObjectClass, ObjectClassKind, Schema};
+
+use crate::desc::split_stored;
+use crate::entry::Entry;
+use crate::error::LdapError;
+use crate::filter::normalize;
+
+pub use build::{entry_from_attributes, entry_from_attributes_with};
+
+/// Depth bound when walking SUP chains, so a cyclic schema cannot loop.
+const MAX_CLASS_DEPTH: usize = 64;
+
+/// The structural class of the entry: the most specific of its structural classes, which must all lie on
+/// one SUP chain (RFC 4512 §2.4.2).
+pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapError> {
+    let classes = entry_classes(schema, entry)?;
+    structural_of(schema, &classes).map(|c| c.name().to_string())
+}
+
+/// Full schema check after an add or modify. In slapd's order: objectClass present, classes known, one
+/// structural chain, structural class unchanged (against a stored structuralObjectClass), naming attributes,
+/// MUST, MAY, SINGLE-VALUE.
+pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
+    let classes = entry_classes(schema, entry)?;
+    let structural = structural_of(schema, &classes)?;
+    check_structural_unchanged(schema, entry, structural)?;
+    check_naming(schema, entry)?;
+    let mut all: Vec<&ObjectClass> = Vec::new();
+    for class in &classes {
+        for ancestor in with_superclasses(schema, class) {
+            if !all.iter().any(|c| c.oid == ancestor.oid) {
+                all.push(ancestor);
+            }
+        }
+    }
+    for class in &classes {
+        for ancestor in with_superclasses(schema, class) {
+            for must in &ancestor.must {
+                if !has_type(schema, entry, must) {
+                    return Err(violation(format!(
+                        "object class '{}' requires attribute '{}'",
+                        class.name(),
+                        display_name(schema, must)
+                    )));
+                }
+            }
+        }
+    }
+    let extensible = all.iter().any(|c| c.name().eq_ignore_ascii_case("extensibleObject"));
+    for attr in &entry.attrs {
+        let (type_name, _) = split_stored(&attr.desc);
+        let at = schema.attribute_type(type_name).ok_or_else(|| {
+            LdapError::new(
+                ResultCode::UndefinedAttributeType,
+                format!("{type_name}: attribute type undefined"),
+            )
+        })?;
+        if !extensible && !at.is_operational() && !allowed(schema, &all, at) {
+            return Err(violation(format!("attribute '{}' not allowed", at.name())));
+        }
+        if at.single_value && attr.values.len() > 1 {
+            return Err(LdapError::new(
+                ResultCode::ConstraintViolation,
+                format!("attribute '{}' cannot have multiple values", at.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn violation(text: String) -> LdapError {
+    LdapError::new(ResultCode::ObjectClassViolation, text)
+}
+
+/// The classes named by the entry's objectClass values (any options), in stored order.
+fn entry_classes<'s>(schema: &'s Schema, entry: &Entry) -> Result<Vec<&'s ObjectClass>, LdapError> {
+    let mut seen_attr = false;
+    let mut classes: Vec<&ObjectClass> = Vec::new();
+    for attr in &entry.attrs {
+        let (type_name, _) = split_stored(&attr.desc);
+        if !is_object_class_type(schema, type_name) {
+            continue;
+        }
+        seen_attr = true;
+        for value in &attr.values {
+            let name = String::from_utf8_lossy(value);
+            let class = schema
+                .object_class(&name)
+                .ok_or_else(|| violation(format!("unrecognized objectClass '{name}'")))?;
+            if !classes.iter().any(|c| c.oid == class.oid) {
+                classes.push(class);
+            }
+        }
+    }
+    if !seen_attr || classes.is_empty() {
+        return Err(violation("no objectClass attribute".to_string()));
+    }
+    Ok(classes)
+}
+
+fn is_object_class_type(schema: &Schema, type_name: &str) -> bool {
+    schema
+        .attribute_type(type_name)
+        .is_some_and(|at| at.oid == values::OBJECT_CLASS_OID)
+}
+
+fn structural_of<'s>(
+    schema: &'s Schema,
+    classes: &[&'s ObjectClass],
+) -> Result<&'s ObjectClass, LdapError> {
+    let mut current: Option<&ObjectClass> = None;
+    for class in classes {
+        if class.kind != ObjectClassKind::Structural {
+            continue;
+        }
+        current = match current {
+            None => Some(class),
+            Some(best) if is_subclass(schema, class, best) => Some(class),
+            Some(best) if is_subclass(schema, best, class) => Some(best),
+            Some(best) => {
+                return Err(violation(format!(
+                    "invalid structural object class chain ({}/{})",
+                    best.name(),
+                    class.name()
+                )))
+            }
+        };
+    }
+    current.ok_or_else(|| violation("no structural object class provided".to_string()))
+}
+
+/// slapd keeps an entry's structural class for life: a modify that would change it is refused.
+fn check_structural_unchanged(
+    schema: &Schema,
+    entry: &Entry,
+    structural: &ObjectClass,
+) -> Result<(), LdapError> {
+    let stored = entry
+        .attrs
+        .iter()
+        .find(|a| split_stored(&a.desc).0.eq_ignore_ascii_case("structuralObjectClass"))
+        .and_then(|a| a.values.first());
+    let Some(stored) = stored else {
+        return Ok(());
+    };
+    let stored_name = String::from_utf8_lossy(stored);
+    let same = schema
+        .object_class(&stored_name)
+        .is_some_and(|c| c.oid == structural.oid);
+    if same {
+        return Ok(());
+    }
+    Err(LdapError::new(
+        ResultCode::ObjectClassModsProhibited,
+        format!(
+            "structural object class modification from '{}' to '{}' not allowed",
+            stored_name,
+            structural.name()
+        ),
+    ))
+}
+
+/// Every AVA of the entry's RDN must be a value of the entry (RFC 4512 §2.3).
+fn check_naming(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
+    let Some(rdn) = entry.dn.rdns.first() else {
+        return Ok(());
+    };
+    for ava in &rdn.avas {
+        let at = schema.attribute_type(&ava.attr).ok_or_else(|| {
+            LdapError::new(
+                ResultCode::UndefinedAttributeType,
+                format!("{}: attribute type undefined", ava.attr),
+            )
+        })?;
+        let attr = entry.attrs.iter().find(|a| a.desc.eq_ignore_ascii_case(at.name()));
+        let Some(attr) = attr else {
+            return Err(LdapError::new(
+                ResultCode::NamingViolation,
+                format!("naming attribute '{}' is not present in entry", ava.attr),
+            ));
+        };
+        let wanted = values::value_key(schema, at, &ava.value);
+        if !attr.values.iter().any(|v| values::value_key(schema, at, v) == wanted) {
+            return Err(LdapError::new(
+                ResultCode::NamingViolation,
+                format!("value of naming attribute '{}' is not present in entry", ava.attr),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A MUST is met by an attribute of exactly that type, with any options (slapd counts `cn;lang-en` for cn).
+fn has_type(schema: &Schema, entry: &Entry, wanted: &str) -> bool {
+    let Some(wanted) = schema.attribute_type(wanted) else {
+        return false;
+    };
+    entry.attrs.iter().any(|attr| {
+        let (type_name, _) = split_stored(&attr.desc);
+        !attr.values.is_empty()
+            && schema
+                .attribute_type(type_name)
+                .is_some_and(|at| at.oid == wanted.oid)
+    })
+}
+
+fn allowed(schema: &Schema, classes: &[&ObjectClass], at: &AttributeType) -> bool {
+    classes.iter().any(|class| {
+        class.must.iter().chain(class.may.iter()).any(|name| {
+            schema
+                .attribute_type(name)
+                .is_some_and(|listed| listed.oid == at.oid)
+        })
+    })
+}
+
+fn display_name(schema: &Schema, name: &str) -> String {
+    schema
+        .attribute_type(name)
+        .map(|at| at.name().to_string())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// `class` followed by all its superclasses (each once).
+pub(crate) fn with_superclasses<'s>(schema: &'s Schema, class: &'s ObjectClass) -> Vec<&'s ObjectClass> {
+    let mut out: Vec<&ObjectClass> = vec![class];
+    let mut index = 0;
+    while let Some(current) = out.get(index).copied() {
+        if index >= MAX_CLASS_DEPTH * 4 {
+            break;
+        }
+        for sup in &current.sup {
+            if let Some(next) = schema.object_class(sup) {
+                if !out.iter().any(|c| c.oid == next.oid) {
+                    out.push(next);
+                }
+            }
+        }
+        index += 1;
+    }
+    out
+}
+
+fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
+    with_superclasses(schema, class)
+        .iter()
+        .any(|c| c.oid == ancestor.oid)
+}
+
+#[cfg(test)]
+mod tests;

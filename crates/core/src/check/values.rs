@@ -1,0 +1,105 @@
+//! Value checks shared by adds and modifies: syntax validation, duplicate detection, value equality.
+
+use canopy_proto::ResultCode;
+use canopy_schema::{AttributeType, Schema};
+
+use crate::error::LdapError;
+use crate::filter::normalize;
+
+/// OID of objectClass, whose values compare by the class they name rather than by their spelling.
+pub(crate) const OBJECT_CLASS_OID: &str = "2.5.4.0";
+
+/// The syntax check slapd applies to every value of an add or modify ("value #N invalid per syntax",
+/// counting from 0). objectClass values must also name a known class, as in slapd.
+pub(crate) fn validate_values(
+    schema: &Schema,
+    at: &AttributeType,
+    given: &str,
+    values: &[Vec<u8>],
+) -> Result<(), LdapError> {
+    for (index, value) in values.iter().enumerate() {
+        let valid = if at.oid == OBJECT_CLASS_OID {
+            std::str::from_utf8(value)
+                .ok()
+                .and_then(|name| schema.object_class(name))
+                .is_some()
+        } else {
+            at.validate(value)
+        };
+        if !valid {
+            return Err(LdapError::new(
+                ResultCode::InvalidAttributeSyntax,
+                format!("{given}: value #{index} invalid per syntax"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The form two values of `at` are compared in: the equality rule's normal form, the class OID for
+/// objectClass, the bytes themselves when the type has no equality rule (or the value does not normalize).
+pub(crate) fn value_key(schema: &Schema, at: &AttributeType, value: &[u8]) -> Vec<u8> {
+    if at.oid == OBJECT_CLASS_OID {
+        if let Some(class) = std::str::from_utf8(value)
+            .ok()
+            .and_then(|name| schema.object_class(name))
+        {
+            return class.oid.as_bytes().to_vec();
+        }
+    }
+    at.equality
+        .and_then(|rule| normalize(rule, value))
+        .unwrap_or_else(|| value.to_vec())
+}
+
+/// Whether values of `at` can be compared at all (slapd answers inappropriateMatching otherwise).
+pub(crate) fn has_equality(at: &AttributeType) -> bool {
+    at.equality.is_some() || at.oid == OBJECT_CLASS_OID
+}
+
+/// slapd's "value #N provided more than once": N is the first value that reappears later in the list.
+pub(crate) fn reject_duplicates(
+    schema: &Schema,
+    at: &AttributeType,
+    given: &str,
+    values: &[Vec<u8>],
+) -> Result<(), LdapError> {
+    let keys: Vec<Vec<u8>> = values.iter().map(|v| value_key(schema, at, v)).collect();
+    for (index, key) in keys.iter().enumerate() {
+        if keys.iter().skip(index + 1).any(|later| later == key) {
+            return Err(LdapError::new(
+                ResultCode::AttributeOrValueExists,
+                format!("{given}: value #{index} provided more than once"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// slapd's check for a SINGLE-VALUE type given several values in one add or modify.
+pub(crate) fn reject_multiple(
+    at: &AttributeType,
+    given: &str,
+    values: &[Vec<u8>],
+) -> Result<(), LdapError> {
+    if at.single_value && values.len() > 1 {
+        return Err(LdapError::new(
+            ResultCode::ConstraintViolation,
+            format!("{given}: multiple values provided"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn reject_no_user_modification(
+    at: &AttributeType,
+    given: &str,
+) -> Result<(), LdapError> {
+    if at.no_user_modification {
+        return Err(LdapError::new(
+            ResultCode::ConstraintViolation,
+            format!("{given}: no user modification allowed"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! Testing one entry against a prepared filter.
+
+use std::cmp::Ordering;
+
+use canopy_schema::{AttributeType, MatchKind, MatchingRule, ObjectClass, Schema};
+
+use super::{normalize, rule_applies, Node, Target, Ternary};
+use crate::desc::split_stored;
+use crate::entry::{Attribute, Entry};
+
+/// Depth bound when walking object class SUP chains, so a cyclic schema cannot loop.
+const MAX_CLASS_DEPTH: usize = 64;
+
+pub(super) fn evaluate_node(
+    schema: &Schema,
+    node: &Node<'_>,
+    entry: &Entry,
+    extra: &[Attribute],
+) -> Ternary {
+    match node {
+        Node::And(parts) => {
+            let mut result = Ternary::True;
+            for part in parts {
+                match evaluate_node(schema, part, entry, extra) {
+                    Ternary::False => return Ternary::False,
+                    Ternary::Undefined => result = Ternary::Undefined,
+                    Ternary::True => {}
+                }
+            }
+            result
+        }
+        Node::Or(parts) => {
+            let mut result = Ternary::False;
+            for part in parts {
+                match evaluate_node(schema, part, entry, extra) {
+                    Ternary::True => return Ternary::True,
+                    Ternary::Undefined => result = Ternary::Undefined,
+                    Ternary::False => {}
+                }
+            }
+            result
+        }
+        Node::Not(inner) => evaluate_node(schema, inner, entry, extra).not(),
+        Node::Undefined => Ternary::Undefined,
+        Node::Present { target } => {
+            let found = attributes_of(schema, target, entry, extra).any(|a| !a.values.is_empty());
+            if found {
+                Ternary::True
+            } else {
+                Ternary::False
+            }
+        }
+        Node::Equality { target, rule, norm } => any_value(schema, target, entry, extra, |v| {
+            normalize(*rule, v).map(|n| n == *norm)
+        }),
+        Node::ObjectClassEquality { target, class, rule, norm } => {
+            any_value(schema, target, entry, extra, |v| {
+                if let Some(wanted) = class {
+                    let stored = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|name| schema.object_class(name));
+                    if let Some(stored) = stored {
+                        return Some(is_subclass(schema, stored, wanted));
+                    }
+                }
+                normalize(*rule, v).map(|n| n == *norm)
+            })
+        }
+        Node::Ordering { target, rule, norm, greater } => {
+            any_value(schema, target, entry, extra, |v| {
+                normalize(*rule, v).map(|n| {
+                    let ord = rule.compare(&n, norm);
+                    if *greater {
+                        ord != Ordering::Less
+                    } else {
+                        ord != Ordering::Greater
+                    }
+                })
+            })
+        }
+        Node::Substrings { target, rule, initial, any, final_ } => {
+            any_value(schema, target, entry, extra, |v| {
+                rule.matches_substrings(v, initial.as_deref(), any, final_.as_deref())
+                    .ok()
+            })
+        }
+        Node::Approx { target, rule, key } => any_value(schema, target, entry, extra, |v| {
+            rule.approx_key(v).ok().map(|k| k == *key)
+        }),
+        Node::Extensible { target, rule, norm, dn_attributes } => {
+            extensible(schema, target.as_ref(), *rule, norm, *dn_attributes, entry, extra)
+        }
+    }
+}
+
+/// Stored attributes a filter component on `target` looks at: those whose type is the target's type or a
+/// subtype of it, and which carry the target's options.
+fn attributes_of<'a>(
+    schema: &'a Schema,
+    target: &'a Target<'_>,
+    entry: &'a Entry,
+    extra: &'a [Attribute],
+) -> impl Iterator<Item = &'a Attribute> + 'a {
+    entry.attrs.iter().chain(extra.iter()).filter(move |attr| {
+        let (type_name, options) = split_stored(&attr.desc);
+        target.desc.options_match(&options) && type_matches(schema, type_name, target.at)
+    })
+}
+
+fn type_matches(schema: &Schema, stored_type: &str, wanted: &AttributeType) -> bool {
+    if stored_type.eq_ignore_ascii_case(wanted.name()) {
+        return true;
+    }
+    match schema.attribute_type(stored_type) {
+        Some(at) => schema.is_subtype_of(at, wanted),
+        None => false,
+    }
+}
+
+/// RFC 4511 §4.5.1.7: TRUE if some value matches, Undefined if none does but some could not be compared,
+/// FALSE otherwise. `test` answers None for a value it cannot compare.
+fn any_value(
+    schema: &Schema,
+    target: &Target<'_>,
+    entry: &Entry,
+    extra: &[Attribute],
+    test: impl Fn(&[u8]) -> Option<bool>,
+) -> Ternary {
+    let mut undefined = false;
+    for attr in attributes_of(schema, target, entry, extra) {
+        for value in &attr.values {
+            match test(value) {
+                Some(true) => return Ternary::True,
+                Some(false) => {}
+                None => undefined = true,
+            }
+        }
+    }
+    if undefined {
+        Ternary::Undefined
+    } else {
+        Ternary::False
+    }
+}
+
+/// Whether `class` is `ancestor` or inherits from it through its SUP chain.
+pub(crate) fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
+    let mut pending: Vec<(&ObjectClass, usize)> = vec![(class, 0)];
+    while let Some((current, depth)) = pending.pop() {
+        if current.oid == ancestor.oid {
+            return true;
+        }
+        if depth >= MAX_CLASS_DEPTH {
+            continue;
+        }
+        for sup in &current.sup {
+            if let Some(next) = schema.object_class(sup) {
+                pending.push((next, depth + 1));
+            }
+        }
+    }
+    false
+}
+
+/// One value under an extensible-match rule: equality rules compare normal forms, ordering rules are true
+/// when the value sorts before the assertion (X.501 "less than").
+fn rule_matches(rule: MatchingRule, norm: &[u8], value: &[u8]) -> Option<bool> {
+    let value_norm = normalize(rule, value)?;
+    match rule.kind() {
+        MatchKind::Equality => Some(value_norm == norm),
+        MatchKind::Ordering => Some(rule.compare(&value_norm, norm) == Ordering::Less),
+        MatchKind::Substrings => None,
+    }
+}
+
+fn extensible(
+    schema: &Schema,
+    target: Option<&Target<'_>>,
+    rule: MatchingRule,
+    norm: &[u8],
+    dn_attributes: bool,
+    entry: &Entry,
+    extra: &[Attribute],
+) -> Ternary {
+    let mut undefined = false;
+    let mut consider = |value: &[u8]| -> bool {
+        match rule_matches(rule, norm, value) {
+            Some(true) => true,
+            Some(false) => false,
+            None => {
+                undefined = true;
+                false
+            }
+        }
+    };
+    for attr in entry.attrs.iter().chain(extra.iter()) {
+        let (type_name, options) = split_stored(&attr.desc);
+        let applies = match target {
+            Some(t) => t.desc.options_match(&options) && type_matches(schema, type_name, t.at),
+            None => schema
+                .attribute_type(type_name)
+                .is_some_and(|at| rule_applies(rule, at)),
+        };
+        if applies && attr.values.iter().any(|v| consider(v)) {
+            return Ternary::True;
+        }
+    }
+    if dn_attributes {
+        for ava in entry.dn.rdns.iter().flat_map(|rdn| rdn.avas.iter()) {
+            let Some(at) = schema.attribute_type(&ava.attr) else {
+                continue;
+            };
+            let applies = match target {
+                Some(t) => t.desc.options.is_empty() && schema.is_subtype_of(at, t.at),
+                None => rule_applies(rule, at),
+            };
+            if applies && consider(&ava.value) {
+                return Ternary::True;
+            }
+        }
+    }
+    if undefined {
+        Ternary::Undefined
+    } else {
+        Ternary::False
+    }
+}

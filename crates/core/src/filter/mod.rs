@@ -1,0 +1,130 @@
+//! RFC 4511 §4.5.1.7 filter evaluation against an entry, three-valued (TRUE, FALSE, Undefined).
+//!
+//! A filter is first resolved against the schema ([`PreparedFilter`]): attribute descriptions are looked up
+//! and assertion values normalized once, so testing many candidates of one search costs only the per-entry
+//! work. Anything that cannot be resolved (unknown type, missing matching rule, invalid assertion value)
+//! becomes an Undefined leaf, which is how slapd treats such filter components: never an error.
+
+mod eval;
+mod prepare;
+
+use canopy_proto::Filter;
+use canopy_schema::{AttributeType, MatchingRule, ObjectClass, Schema};
+
+use crate::desc::AttrDesc;
+use crate::entry::{Attribute, Entry};
+
+pub use prepare::rule_applies;
+
+/// RFC 4511 §4.5.1.7 result of a filter test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ternary {
+    True,
+    False,
+    Undefined,
+}
+
+impl Ternary {
+    /// RFC 4511: NOT maps TRUE and FALSE to each other and leaves Undefined alone.
+    pub fn not(self) -> Ternary {
+        match self {
+            Ternary::True => Ternary::False,
+            Ternary::False => Ternary::True,
+            Ternary::Undefined => Ternary::Undefined,
+        }
+    }
+
+    pub fn is_true(self) -> bool {
+        self == Ternary::True
+    }
+}
+
+/// Evaluates `filter` against `entry` plus the computed attributes in `extra` (entryDN, hasSubordinates,
+/// subschemaSubentry...). Prefer [`PreparedFilter`] when testing many entries against one filter.
+pub fn evaluate(schema: &Schema, entry: &Entry, extra: &[Attribute], filter: &Filter) -> Ternary {
+    PreparedFilter::new(schema, filter).evaluate(entry, extra)
+}
+
+/// A filter resolved against one schema, ready to test entries.
+#[derive(Debug, Clone)]
+pub struct PreparedFilter<'s> {
+    schema: &'s Schema,
+    root: Node<'s>,
+}
+
+impl<'s> PreparedFilter<'s> {
+    pub fn new(schema: &'s Schema, filter: &Filter) -> PreparedFilter<'s> {
+        PreparedFilter { schema, root: prepare::prepare(schema, filter) }
+    }
+
+    pub fn evaluate(&self, entry: &Entry, extra: &[Attribute]) -> Ternary {
+        eval::evaluate_node(self.schema, &self.root, entry, extra)
+    }
+}
+
+/// The attribute a filter component is about: its type and the options the stored attribute must carry.
+#[derive(Debug, Clone)]
+pub(crate) struct Target<'s> {
+    pub at: &'s AttributeType,
+    pub desc: AttrDesc,
+}
+
+/// One resolved filter component.
+#[derive(Debug, Clone)]
+pub(crate) enum Node<'s> {
+    And(Vec<Node<'s>>),
+    Or(Vec<Node<'s>>),
+    Not(Box<Node<'s>>),
+    Undefined,
+    Equality {
+        target: Target<'s>,
+        rule: MatchingRule,
+        norm: Vec<u8>,
+    },
+    /// Equality on objectClass: also true when a stored class is a subclass of the asserted one, which is
+    /// what slapd's objectSubClassMatch does (an inetOrgPerson entry matches `(objectClass=person)`).
+    ObjectClassEquality {
+        target: Target<'s>,
+        class: Option<&'s ObjectClass>,
+        rule: MatchingRule,
+        norm: Vec<u8>,
+    },
+    Ordering {
+        target: Target<'s>,
+        rule: MatchingRule,
+        norm: Vec<u8>,
+        greater: bool,
+    },
+    Substrings {
+        target: Target<'s>,
+        rule: MatchingRule,
+        initial: Option<Vec<u8>>,
+        any: Vec<Vec<u8>>,
+        final_: Option<Vec<u8>>,
+    },
+    Present {
+        target: Target<'s>,
+    },
+    Approx {
+        target: Target<'s>,
+        rule: MatchingRule,
+        key: Vec<u8>,
+    },
+    Extensible {
+        target: Option<Target<'s>>,
+        rule: MatchingRule,
+        norm: Vec<u8>,
+        dn_attributes: bool,
+    },
+}
+
+/// Normal form of `value` under `rule`. Kept in one place so that filters, modifications and index keys
+/// always agree on it.
+pub(crate) fn normalize(rule: MatchingRule, value: &[u8]) -> Option<Vec<u8>> {
+    rule.normalize(value).ok()
+}
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+pub(crate) mod testutil;

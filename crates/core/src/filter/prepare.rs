@@ -1,0 +1,172 @@
+//! Resolving a filter against the schema: descriptions to types, assertion values to normal forms.
+
+use canopy_proto::{Filter, MatchingRuleAssertion, SubstringFilter};
+use canopy_schema::{AttributeType, MatchKind, MatchingRule, Schema};
+
+use super::{normalize, Node, Target};
+use crate::desc::AttrDesc;
+
+/// Syntaxes an equality or ordering rule also accepts besides its own assertion syntax, as slapd's
+/// compatibility lists do: directory string rules take printable and country strings.
+const COMPATIBLE_SYNTAXES: &[(&str, &str)] = &[
+    (
+        "1.3.6.1.4.1.1466.115.121.1.15",
+        "1.3.6.1.4.1.1466.115.121.1.44",
+    ),
+    (
+        "1.3.6.1.4.1.1466.115.121.1.15",
+        "1.3.6.1.4.1.1466.115.121.1.11",
+    ),
+];
+
+/// Whether an extensible match with `rule` can be applied to values of `at` (RFC 4511 §4.5.1.7.7: the rule
+/// must be usable with the attribute's syntax). A type's own rules always apply.
+pub fn rule_applies(rule: MatchingRule, at: &AttributeType) -> bool {
+    if at.equality == Some(rule) || at.ordering == Some(rule) || at.substr == Some(rule) {
+        return true;
+    }
+    let rule_syntax = rule.syntax_oid();
+    rule_syntax == at.syntax
+        || COMPATIBLE_SYNTAXES
+            .iter()
+            .any(|(r, s)| *r == rule_syntax && *s == at.syntax)
+}
+
+pub(super) fn prepare<'s>(schema: &'s Schema, filter: &Filter) -> Node<'s> {
+    match filter {
+        Filter::And(parts) => Node::And(parts.iter().map(|f| prepare(schema, f)).collect()),
+        Filter::Or(parts) => Node::Or(parts.iter().map(|f| prepare(schema, f)).collect()),
+        Filter::Not(inner) => Node::Not(Box::new(prepare(schema, inner))),
+        Filter::Equality(desc, value) => equality(schema, desc, value),
+        Filter::GreaterOrEqual(desc, value) => ordering(schema, desc, value, true),
+        Filter::LessOrEqual(desc, value) => ordering(schema, desc, value, false),
+        Filter::Substrings(sub) => substrings(schema, sub),
+        Filter::Present(desc) => match target(schema, desc) {
+            Some(target) => Node::Present { target },
+            None => Node::Undefined,
+        },
+        Filter::Approx(desc, value) => approx(schema, desc, value),
+        Filter::Extensible(mra) => extensible(schema, mra),
+    }
+}
+
+pub(super) fn target<'s>(schema: &'s Schema, desc: &str) -> Option<Target<'s>> {
+    let desc = AttrDesc::parse_for_filter(schema, desc).ok()?;
+    let at = schema.attribute_type(&desc.type_name)?;
+    Some(Target { at, desc })
+}
+
+fn equality<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
+    let Some(target) = target(schema, desc) else {
+        return Node::Undefined;
+    };
+    let Some(rule) = target.at.equality else {
+        return Node::Undefined;
+    };
+    if target.at.oid == "2.5.4.0" {
+        let class = std::str::from_utf8(value)
+            .ok()
+            .and_then(|name| schema.object_class(name));
+        let norm = normalize(rule, value);
+        return match (class, norm) {
+            (None, None) => Node::Undefined,
+            (class, norm) => Node::ObjectClassEquality {
+                target,
+                class,
+                rule,
+                norm: norm.unwrap_or_default(),
+            },
+        };
+    }
+    match normalize(rule, value) {
+        Some(norm) => Node::Equality { target, rule, norm },
+        None => Node::Undefined,
+    }
+}
+
+fn ordering<'s>(schema: &'s Schema, desc: &str, value: &[u8], greater: bool) -> Node<'s> {
+    let Some(target) = target(schema, desc) else {
+        return Node::Undefined;
+    };
+    let Some(rule) = target.at.ordering else {
+        return Node::Undefined;
+    };
+    match normalize(rule, value) {
+        Some(norm) => Node::Ordering { target, rule, norm, greater },
+        None => Node::Undefined,
+    }
+}
+
+fn substrings<'s>(schema: &'s Schema, sub: &SubstringFilter) -> Node<'s> {
+    let Some(target) = target(schema, &sub.attr) else {
+        return Node::Undefined;
+    };
+    let Some(rule) = target.at.substr else {
+        return Node::Undefined;
+    };
+    // An assertion part the rule cannot prepare makes the whole component Undefined, checked once here.
+    let parts = sub
+        .initial
+        .iter()
+        .chain(sub.any.iter())
+        .chain(sub.final_.iter());
+    for part in parts {
+        if rule.normalize_substring(part).is_err() {
+            return Node::Undefined;
+        }
+    }
+    Node::Substrings {
+        target,
+        rule,
+        initial: sub.initial.clone(),
+        any: sub.any.clone(),
+        final_: sub.final_.clone(),
+    }
+}
+
+fn approx<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
+    let Some(target) = target(schema, desc) else {
+        return Node::Undefined;
+    };
+    let Some(rule) = target.at.equality else {
+        return Node::Undefined;
+    };
+    match rule.approx_key(value) {
+        Ok(key) => Node::Approx { target, rule, key },
+        Err(_) => Node::Undefined,
+    }
+}
+
+fn extensible<'s>(schema: &'s Schema, mra: &MatchingRuleAssertion) -> Node<'s> {
+    let target = match &mra.attr {
+        Some(desc) => match target(schema, desc) {
+            Some(t) => Some(t),
+            None => return Node::Undefined,
+        },
+        None => None,
+    };
+    let rule = match (&mra.rule, &target) {
+        (Some(name), _) => match MatchingRule::by_name_or_oid(name) {
+            Some(rule) => rule,
+            None => return Node::Undefined,
+        },
+        (None, Some(t)) => match t.at.equality {
+            Some(rule) => rule,
+            None => return Node::Undefined,
+        },
+        (None, None) => return Node::Undefined,
+    };
+    // Substring rules take a SubstringAssertion, which a plain assertion value cannot carry.
+    if rule.kind() == MatchKind::Substrings {
+        return Node::Undefined;
+    }
+    if let Some(t) = &target {
+        if !rule_applies(rule, t.at) {
+            return Node::Undefined;
+        }
+    }
+    match normalize(rule, &mra.value) {
+        Some(norm) => Node::Extensible { target, rule, norm, dn_attributes: mra.dn_attributes },
+        None => Node::Undefined,
+    }
+}

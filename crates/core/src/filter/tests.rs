@@ -1,0 +1,214 @@
+//! Filter evaluation tables: every filter kind, subtypes, options, Undefined propagation.
+
+use canopy_proto::Filter;
+use canopy_schema::Schema;
+
+use super::testutil::entry;
+use super::{evaluate, Ternary};
+use crate::entry::{Attribute, Entry};
+
+const T: Ternary = Ternary::True;
+const F: Ternary = Ternary::False;
+const U: Ternary = Ternary::Undefined;
+
+fn person(schema: &Schema) -> Entry {
+    entry(
+        schema,
+        "dn: uid=jdoe,ou=People,dc=example,dc=com
+         objectClass: inetOrgPerson
+         objectClass: posixAccount
+         uid: JDoe
+         cn: John Doe
+         cn;lang-en: John
+         cn;lang-en-us: Johnny
+         sn: Doe
+         mail: jdoe@example.com
+         description: Grüße aus Köln
+         uidNumber: 1000
+         gidNumber: 100
+         homeDirectory: /home/jdoe",
+    )
+}
+
+fn computed() -> Vec<Attribute> {
+    vec![
+        Attribute { desc: "hasSubordinates".into(), values: vec![b"FALSE".to_vec()] },
+        Attribute {
+            desc: "entryDN".into(),
+            values: vec![b"uid=jdoe,ou=People,dc=example,dc=com".to_vec()],
+        },
+    ]
+}
+
+fn check(schema: &Schema, e: &Entry, filter: &str, expected: Ternary) {
+    let parsed = Filter::parse(filter).unwrap();
+    let got = evaluate(schema, e, &computed(), &parsed);
+    assert_eq!(got, expected, "{filter}");
+}
+
+#[test]
+fn equality_subtypes_options_and_object_classes() {
+    let schema = Schema::builtin();
+    let e = person(&schema);
+    let table = [
+        ("(objectClass=inetOrgPerson)", T),
+        ("(objectclass=INETORGPERSON)", T),
+        ("(objectClass=person)", T),
+        ("(objectClass=organizationalPerson)", T),
+        ("(objectClass=top)", T),
+        ("(objectClass=2.5.6.6)", T),
+        ("(objectClass=organization)", F),
+        ("(cn=John Doe)", T),
+        ("(CN=JOHN DOE)", T),
+        ("(commonName=john  doe)", T),
+        ("(cn=John)", T),
+        ("(cn=Jane)", F),
+        ("(name=Doe)", T),
+        ("(name=johnny)", T),
+        ("(cn;lang-en=John)", T),
+        ("(cn;lang-en=John Doe)", F),
+        ("(cn;lang-en=Johnny)", F),
+        ("(cn;lang-en-us=Johnny)", T),
+        ("(cn;lang-de=John)", F),
+        ("(uid=jdoe)", T),
+        ("(mail=JDOE@EXAMPLE.COM)", T),
+        ("(homeDirectory=/HOME/jdoe)", F),
+        ("(homeDirectory=/home/jdoe)", T),
+        ("(uidNumber=1000)", T),
+        ("(uidNumber=abc)", U),
+        ("(foo=bar)", U),
+        ("(cn;x-foo=John)", U),
+        ("(jpegPhoto=x)", U),
+        ("(hasSubordinates=FALSE)", T),
+        ("(hasSubordinates=TRUE)", F),
+        ("(entryDN=uid=jdoe,ou=People,dc=example,dc=com)", T),
+    ];
+    for (filter, expected) in table {
+        check(&schema, &e, filter, expected);
+    }
+}
+
+#[test]
+fn boolean_combinations_with_undefined() {
+    let schema = Schema::builtin();
+    let e = person(&schema);
+    let table = [
+        ("(!(foo=bar))", U),
+        ("(!(cn=x))", T),
+        ("(!(cn=John))", F),
+        ("(&(cn=John Doe)(foo=bar))", U),
+        ("(&(cn=x)(foo=bar))", F),
+        ("(&(cn=John Doe)(sn=Doe))", T),
+        ("(|(cn=John Doe)(foo=bar))", T),
+        ("(|(cn=x)(foo=bar))", U),
+        ("(|(cn=x)(sn=y))", F),
+        ("(!(&(cn=x)(foo=bar)))", T),
+        ("(!(|(cn=x)(foo=bar)))", U),
+    ];
+    for (filter, expected) in table {
+        check(&schema, &e, filter, expected);
+    }
+    let empty_and = Filter::And(vec![]);
+    let empty_or = Filter::Or(vec![]);
+    assert_eq!(evaluate(&schema, &e, &[], &empty_and), T);
+    assert_eq!(evaluate(&schema, &e, &[], &empty_or), F);
+}
+
+#[test]
+fn ordering_substrings_presence_approx() {
+    let schema = Schema::builtin();
+    let e = person(&schema);
+    let table = [
+        ("(uidNumber>=1000)", T),
+        ("(uidNumber>=999)", T),
+        ("(uidNumber>=1001)", F),
+        ("(uidNumber>=200)", T),
+        ("(uidNumber<=200)", F),
+        ("(uidNumber<=1000)", T),
+        ("(uidNumber>=abc)", U),
+        ("(!(uidNumber>=abc))", U),
+        ("(sn>=D)", U),
+        ("(description=*öln)", T),
+        ("(description=*ÖLN)", T),
+        ("(description=GRÜSSE*)", F),
+        ("(description=grüße*)", T),
+        ("(description=*aus*)", T),
+        ("(description=*xyz*)", F),
+        ("(cn=j*n*e)", T),
+        ("(cn=*ohn d*)", T),
+        ("(cn=*doe*john*)", F),
+        ("(name=jo*ny)", T),
+        ("(cn;lang-en=*ny)", F),
+        ("(mail=JDOE@*)", T),
+        ("(uidNumber=1*)", U),
+        ("(homeDirectory=/home*)", U),
+        ("(foo=a*)", U),
+        ("(mail=*)", T),
+        ("(telephoneNumber=*)", F),
+        ("(name=*)", T),
+        ("(cn;lang-=*)", T),
+        ("(cn;lang-de=*)", F),
+        ("(foo=*)", U),
+        ("(hasSubordinates=*)", T),
+        ("(cn~=john doe)", T),
+        ("(sn~=xyzzy)", F),
+        ("(uidNumber~=1000)", T),
+        ("(foo~=x)", U),
+    ];
+    for (filter, expected) in table {
+        check(&schema, &e, filter, expected);
+    }
+}
+
+#[test]
+fn extensible_matching() {
+    let schema = Schema::builtin();
+    let e = person(&schema);
+    let table = [
+        ("(cn:caseExactMatch:=John Doe)", T),
+        ("(cn:caseExactMatch:=john doe)", F),
+        ("(cn:2.5.13.5:=John Doe)", T),
+        ("(:caseExactMatch:=John Doe)", T),
+        ("(:caseExactMatch:=john doe)", F),
+        ("(cn:=john doe)", T),
+        ("(uid:caseExactMatch:=jdoe)", F),
+        ("(uid:dn:caseExactMatch:=jdoe)", T),
+        ("(ou=people)", F),
+        ("(ou:=people)", F),
+        ("(ou:dn:=people)", T),
+        ("(:dn:2.5.13.2:=people)", T),
+        ("(:2.5.13.2:=people)", F),
+        ("(:dn:caseIgnoreMatch:=example)", F),
+        ("(dc:dn:=example)", T),
+        ("(cn:integerMatch:=1)", U),
+        ("(cn:fooMatch:=x)", U),
+        ("(:fooMatch:=x)", U),
+        ("(foo:=x)", U),
+        ("(uidNumber:integerOrderingMatch:=2000)", T),
+        ("(uidNumber:integerOrderingMatch:=1000)", F),
+        ("(:integerMatch:=1000)", T),
+        ("(:integerMatch:=100)", T),
+        ("(:integerMatch:=5)", F),
+        ("(uidNumber:integerMatch:=abc)", U),
+        ("(cn:caseIgnoreSubstringsMatch:=john)", U),
+    ];
+    for (filter, expected) in table {
+        check(&schema, &e, filter, expected);
+    }
+}
+
+#[test]
+fn object_class_chain_from_stored_values_only() {
+    let schema = Schema::builtin();
+    let e = entry(
+        &schema,
+        "dn: cn=x,dc=example,dc=com
+         objectClass: organizationalPerson
+         cn: x
+         sn: y",
+    );
+    check(&schema, &e, "(objectClass=person)", T);
+    check(&schema, &e, "(objectClass=top)", T);
+    check(&schema, &e, "(objectClass=inetOrgPerson)", F);
+    check(&schema, &e, "(objectClass=noSuchClass)", F);
+}

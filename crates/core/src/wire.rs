@@ -1,0 +1,218 @@
+//! The wire-ready stored form of an entry (docs/design/entry-format.md): sections of BER PartialAttributes.
+//!
+//! A search that returns the usual attributes copies one section straight into the SearchResultEntry, so the
+//! stored bytes are the answer (seed 000's BER cache made permanent, seed 002's "entries ready to send").
+
+use canopy_ber::Reader;
+use canopy_proto::{encode_partial_attribute, Dn};
+use canopy_schema::{NormDn, Schema};
+
+use crate::entry::{Attribute, Entry};
+
+/// Format version byte, first byte of every stored entry.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Which section an attribute is stored in. The split follows the default access policy: the common answer
+/// (user attributes a reader may see) is one contiguous run of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// User attributes readable under the default policy.
+    User,
+    /// User attributes only the root DN may read (userPassword and its subtypes).
+    Secret,
+    /// Stored operational attributes (entryUUID, entryCSN, timestamps, creatorsName, ...).
+    Operational,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("stored entry is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("stored entry has format version {0}, this build reads {FORMAT_VERSION}")]
+    Version(u8),
+}
+
+/// Decides the section of an attribute description (canonical form).
+pub fn section_of(schema: &Schema, desc: &str) -> Section {
+    let type_name = desc.split(';').next().unwrap_or(desc);
+    match schema.attribute_type(type_name) {
+        Some(at) if at.is_operational() => Section::Operational,
+        Some(at) => match schema.attribute_type("userPassword") {
+            Some(pw) if schema.is_subtype_of(at, pw) => Section::Secret,
+            _ => Section::User,
+        },
+        None => Section::User,
+    }
+}
+
+/// Encodes an entry. Layout: version u8; ndn RDN count u16 LE, each RDN as u16 LE length + bytes (leftmost
+/// first); dn u32 LE length + bytes; user and secret section lengths u32 LE each; then the user, secret and
+/// operational sections, each a concatenation of PartialAttribute TLVs.
+pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
+    out.push(FORMAT_VERSION);
+    let rdns = entry.ndn.rdns();
+    put_u16(out, rdns.len());
+    for rdn in rdns {
+        put_u16(out, rdn.len());
+        out.extend_from_slice(rdn.as_bytes());
+    }
+    let dn = entry.dn.to_string();
+    put_u32(out, dn.len());
+    out.extend_from_slice(dn.as_bytes());
+    let lengths_at = out.len();
+    out.extend_from_slice(&[0; 8]);
+    let mut lengths = [0usize; 2];
+    for (index, section) in [Section::User, Section::Secret, Section::Operational].iter().enumerate() {
+        let start = out.len();
+        for attr in entry.attrs.iter().filter(|a| section_of(schema, &a.desc) == *section) {
+            let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
+            encode_partial_attribute(out, &attr.desc, &values);
+        }
+        if index < 2 {
+            lengths[index] = out.len() - start;
+        }
+    }
+    out[lengths_at..lengths_at + 4].copy_from_slice(&(lengths[0] as u32).to_le_bytes());
+    out[lengths_at + 4..lengths_at + 8].copy_from_slice(&(lengths[1] as u32).to_le_bytes());
+}
+
+fn put_u16(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&(n.min(u16::MAX as usize) as u16).to_le_bytes());
+}
+
+fn put_u32(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&(n.min(u32::MAX as usize) as u32).to_le_bytes());
+}
+
+/// A stored entry viewed in place, without copying.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredEntry<'a> {
+    pub ndn_rdns: &'a [u8],
+    pub rdn_count: usize,
+    pub dn: &'a [u8],
+    pub user: &'a [u8],
+    pub secret: &'a [u8],
+    pub operational: &'a [u8],
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        if self.buf.len() < n {
+            return Err(WireError::Corrupt("truncated"));
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+    fn u16(&mut self) -> Result<usize, WireError> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]) as usize)
+    }
+    fn u32(&mut self) -> Result<usize, WireError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+}
+
+impl<'a> StoredEntry<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Result<StoredEntry<'a>, WireError> {
+        let mut c = Cursor { buf: bytes };
+        let version = c.take(1)?[0];
+        if version != FORMAT_VERSION {
+            return Err(WireError::Version(version));
+        }
+        let rdn_count = c.u16()?;
+        let rdn_start = c.buf;
+        let mut rdn_len = 0;
+        for _ in 0..rdn_count {
+            let n = c.u16()?;
+            c.take(n)?;
+            rdn_len += 2 + n;
+        }
+        let ndn_rdns = &rdn_start[..rdn_len];
+        let dn_len = c.u32()?;
+        let dn = c.take(dn_len)?;
+        let user_len = c.u32()?;
+        let secret_len = c.u32()?;
+        let user = c.take(user_len)?;
+        let secret = c.take(secret_len)?;
+        Ok(StoredEntry { ndn_rdns, rdn_count, dn, user, secret, operational: c.buf })
+    }
+
+    /// The normalized DN's RDN strings, leftmost first.
+    pub fn ndn(&self) -> Result<NormDn, WireError> {
+        let mut c = Cursor { buf: self.ndn_rdns };
+        let mut rdns = Vec::with_capacity(self.rdn_count);
+        for _ in 0..self.rdn_count {
+            let n = c.u16()?;
+            let rdn = std::str::from_utf8(c.take(n)?).map_err(|_| WireError::Corrupt("rdn utf-8"))?;
+            rdns.push(rdn);
+        }
+        let mut ndn = NormDn::root();
+        for rdn in rdns.iter().rev() {
+            ndn = ndn.child(rdn);
+        }
+        Ok(ndn)
+    }
+
+    /// Decodes the whole entry into memory (for modifications and filter evaluation).
+    pub fn to_entry(&self) -> Result<Entry, WireError> {
+        let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
+        let mut attrs = Vec::new();
+        for section in [self.user, self.secret, self.operational] {
+            for attr in attributes(section) {
+                let (desc, values) = attr?;
+                attrs.push(Attribute {
+                    desc: desc.to_string(),
+                    values: values.iter().map(|v| v.to_vec()).collect(),
+                });
+            }
+        }
+        Ok(Entry { dn, ndn: self.ndn()?, attrs })
+    }
+}
+
+/// Iterates the PartialAttribute TLVs of one section: (description, values), borrowed.
+pub fn attributes(section: &[u8]) -> impl Iterator<Item = Result<(&str, Vec<&[u8]>), WireError>> {
+    let mut reader = Reader::new(section);
+    std::iter::from_fn(move || {
+        if reader.is_empty() {
+            return None;
+        }
+        Some(read_attribute(&mut reader))
+    })
+}
+
+/// One PartialAttribute TLV with its raw bytes, for copying selected attributes into an answer.
+pub fn attribute_tlvs(section: &[u8]) -> impl Iterator<Item = Result<(&str, &[u8]), WireError>> {
+    let mut rest = section;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut reader = Reader::new(rest);
+        let before = reader.remaining();
+        let item = read_attribute(&mut reader);
+        let used = before - reader.remaining();
+        let (tlv, tail) = rest.split_at(used.min(rest.len()));
+        rest = tail;
+        Some(item.map(|(desc, _)| (desc, tlv)))
+    })
+}
+
+fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>), WireError> {
+    let corrupt = |_| WireError::Corrupt("attribute TLV");
+    let mut attr = reader.read_constructed(canopy_ber::tag::SEQUENCE).map_err(corrupt)?;
+    let desc = attr.read_octet_string(canopy_ber::tag::OCTET_STRING).map_err(corrupt)?;
+    let desc = std::str::from_utf8(desc).map_err(|_| WireError::Corrupt("attribute name"))?;
+    let mut set = attr.read_constructed(canopy_ber::tag::SET).map_err(corrupt)?;
+    let mut values = Vec::new();
+    while !set.is_empty() {
+        values.push(set.read_octet_string(canopy_ber::tag::OCTET_STRING).map_err(corrupt)?);
+    }
+    Ok((desc, values))
+}

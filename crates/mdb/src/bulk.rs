@@ -1,0 +1,315 @@
+//! Offline bulk loading (`canopy import`, like `slapadd -q`).
+//!
+//! The caller's thread only validates and buffers; a flusher thread sorts each full batch and writes
+//! it in one transaction, so parsing the input and writing the database overlap. id2entry is written
+//! with MDB_APPEND (IDs ascend, so pages fill completely); dn2id, dn2children and the indexes are sorted
+//! per batch so that consecutive inserts touch neighbouring pages. Batches commit without fsync; one
+//! sync at the end makes the whole load durable. A batch that hits MDB_MAP_FULL is aborted, the map is
+//! grown and the batch is written again: it is still in memory, so nothing is lost.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use heed::{EnvFlags, FlagSetMode, PutFlags, RwTxn};
+
+use crate::error::StoreError;
+use crate::keys::{check_key_len, decode_id, id_key, DN_KEY_TAG, META_NEXT_ID};
+use crate::read::ReadOps;
+use crate::store::{stats_of, Shared, Stats};
+use crate::tables::META;
+
+/// A batch is handed to the flusher once it holds this many bytes...
+const BATCH_BYTES: usize = 64 << 20;
+/// ...or this many entries.
+const BATCH_ENTRIES: usize = 100_000;
+/// Attempts at writing one batch, each after growing the map.
+const BATCH_ATTEMPTS: usize = 12;
+
+#[derive(Default)]
+struct KeyedIds {
+    arena: Vec<u8>,
+    items: Vec<(Range<usize>, u64)>,
+}
+
+impl KeyedIds {
+    fn push(&mut self, key_parts: &[&[u8]], id: u64) {
+        let start = self.arena.len();
+        for part in key_parts {
+            self.arena.extend_from_slice(part);
+        }
+        self.items.push((start..self.arena.len(), id));
+    }
+
+    fn key(&self, range: &Range<usize>) -> &[u8] {
+        self.arena.get(range.clone()).unwrap_or_default()
+    }
+
+    /// Sorts by (key, id) and drops exact repeats. With `last_wins`, only the last id pushed for a key
+    /// survives (dn2id: a DN added twice maps to its latest ID).
+    fn sort(&mut self, last_wins: bool) {
+        let mut items = std::mem::take(&mut self.items);
+        if last_wins {
+            // Stable: among equal keys, push order is kept, so the last is the latest.
+            items.sort_by(|a, b| self.key(&a.0).cmp(self.key(&b.0)));
+            let mut kept: Vec<(Range<usize>, u64)> = Vec::with_capacity(items.len());
+            for item in items {
+                match kept.last_mut() {
+                    Some(last) if self.key(&last.0) == self.key(&item.0) => *last = item,
+                    _ => kept.push(item),
+                }
+            }
+            self.items = kept;
+        } else {
+            items.sort_unstable_by(|a, b| self.key(&a.0).cmp(self.key(&b.0)).then(a.1.cmp(&b.1)));
+            items.dedup_by(|a, b| a.1 == b.1 && self.key(&a.0) == self.key(&b.0));
+            self.items = items;
+        }
+    }
+}
+
+#[derive(Default)]
+struct Batch {
+    entry_bytes: Vec<u8>,
+    entries: Vec<(u64, Range<usize>)>,
+    dns: KeyedIds,
+    children: Vec<(u64, u64)>,
+    indexes: Vec<KeyedIds>,
+    bytes: usize,
+    max_id: u64,
+}
+
+impl Batch {
+    fn new(index_count: usize) -> Self {
+        Batch { indexes: (0..index_count).map(|_| KeyedIds::default()).collect(), ..Batch::default() }
+    }
+
+    fn is_full(&self) -> bool {
+        self.bytes >= BATCH_BYTES || self.entries.len() >= BATCH_ENTRIES
+    }
+}
+
+/// Loads entries in ascending ID order without other writers running; see [`Store::bulk_loader`].
+///
+/// Dropping it without [`finish`](Self::finish) discards the entries not yet flushed (batches already
+/// written stay) and skips the final sync.
+///
+/// [`Store::bulk_loader`]: crate::Store::bulk_loader
+pub struct BulkLoader {
+    shared: Arc<Shared>,
+    batch: Batch,
+    index_count: usize,
+    last_id: u64,
+    next_id_floor: u64,
+    batches: Option<SyncSender<Batch>>,
+    flusher: Option<JoinHandle<Result<(), StoreError>>>,
+    restore_sync: bool,
+}
+
+impl BulkLoader {
+    pub(crate) fn new(shared: Arc<Shared>, index_count: usize) -> Result<Self, StoreError> {
+        if shared.bulk_active.swap(true, Ordering::AcqRel) {
+            return Err(StoreError::BulkLoadActive);
+        }
+        let mut loader = BulkLoader {
+            shared: Arc::clone(&shared),
+            batch: Batch::new(index_count),
+            index_count,
+            last_id: 0,
+            next_id_floor: 1,
+            batches: None,
+            flusher: None,
+            restore_sync: false,
+        };
+        {
+            let rtxn = crate::store::read_shared(&shared)?;
+            loader.last_id = rtxn.last_id()?.unwrap_or(0);
+            loader.next_id_floor = match rtxn.get_meta(META_NEXT_ID)? {
+                Some(raw) => decode_id(META, &raw)?,
+                None => 1,
+            };
+        }
+        if shared.durable {
+            // SAFETY: `bulk_active` makes this loader the only caller of set_flags on this env.
+            unsafe { shared.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Enable) }?;
+            loader.restore_sync = true;
+        }
+        let (batches, queue) = mpsc::sync_channel::<Batch>(1);
+        let flusher_shared = Arc::clone(&shared);
+        loader.flusher = Some(
+            thread::Builder::new()
+                .name("canopy-mdb-bulk".into())
+                .spawn(move || run_flusher(&flusher_shared, &queue))?,
+        );
+        loader.batches = Some(batches);
+        Ok(loader)
+    }
+
+    /// The lowest ID `add` accepts next: above every stored ID and every ID handed out before.
+    pub fn next_id(&self) -> u64 {
+        self.last_id.saturating_add(1).max(self.next_id_floor)
+    }
+
+    /// Buffers one entry: its ID (strictly ascending), DN key, parent ID (`None` for a suffix entry),
+    /// entry bytes, and index keys as (position in `StoreConfig::indexes`, key).
+    pub fn add(
+        &mut self,
+        id: u64,
+        dn_key: &[u8],
+        parent: Option<u64>,
+        entry: &[u8],
+        index_keys: &[(usize, Vec<u8>)],
+    ) -> Result<(), StoreError> {
+        if id < self.next_id() {
+            return Err(StoreError::IdNotAscending { id, previous: self.last_id });
+        }
+        let max_key = self.shared.max_key;
+        check_key_len(dn_key.len() + 1, max_key)?;
+        for (position, key) in index_keys {
+            if *position >= self.index_count {
+                return Err(StoreError::UnknownIndex(*position));
+            }
+            check_key_len(key.len(), max_key)?;
+        }
+        let batch = &mut self.batch;
+        let start = batch.entry_bytes.len();
+        batch.entry_bytes.extend_from_slice(entry);
+        batch.entries.push((id, start..batch.entry_bytes.len()));
+        batch.dns.push(&[&[DN_KEY_TAG], dn_key], id);
+        if let Some(parent) = parent {
+            batch.children.push((parent, id));
+        }
+        let mut key_bytes = 0;
+        for (position, key) in index_keys {
+            if let Some(index) = batch.indexes.get_mut(*position) {
+                index.push(&[key], id);
+                key_bytes += key.len() + 24;
+            }
+        }
+        batch.bytes += entry.len() + dn_key.len() + key_bytes + 64;
+        batch.max_id = id;
+        self.last_id = id;
+        if batch.is_full() {
+            self.send_batch()?;
+        }
+        Ok(())
+    }
+
+    fn send_batch(&mut self) -> Result<(), StoreError> {
+        let batch = std::mem::replace(&mut self.batch, Batch::new(self.index_count));
+        let sent = match &self.batches {
+            Some(batches) => batches.send(batch).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The flusher stopped: it failed, and its error explains why.
+        Err(self.stop_flusher().err().unwrap_or(StoreError::WriterGone))
+    }
+
+    fn stop_flusher(&mut self) -> Result<(), StoreError> {
+        drop(self.batches.take());
+        match self.flusher.take() {
+            Some(flusher) => flusher.join().unwrap_or(Err(StoreError::Panicked)),
+            None => Ok(()),
+        }
+    }
+
+    fn restore_sync_flag(&mut self) -> Result<(), StoreError> {
+        if std::mem::take(&mut self.restore_sync) {
+            // SAFETY: as in `new`; the flusher has stopped.
+            unsafe { self.shared.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Disable) }?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered, syncs once, and reports the resulting figures.
+    pub fn finish(mut self) -> Result<Stats, StoreError> {
+        let flushed = if self.batch.entries.is_empty() { Ok(()) } else { self.send_batch() };
+        let stopped = self.stop_flusher();
+        flushed?;
+        stopped?;
+        self.shared.env.force_sync()?;
+        self.restore_sync_flag()?;
+        stats_of(&self.shared)
+    }
+}
+
+impl Drop for BulkLoader {
+    fn drop(&mut self) {
+        if let Err(err) = self.stop_flusher() {
+            tracing::error!(%err, "bulk load failed");
+        }
+        if let Err(err) = self.restore_sync_flag() {
+            tracing::error!(%err, "could not restore MDB_NOSYNC after a bulk load");
+        }
+        self.shared.bulk_active.store(false, Ordering::Release);
+    }
+}
+
+fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreError> {
+    for mut batch in queue.iter() {
+        batch.dns.sort(true);
+        batch.children.sort_unstable();
+        batch.children.dedup();
+        for index in &mut batch.indexes {
+            index.sort(false);
+        }
+        write_batch(shared, &batch)?;
+    }
+    Ok(())
+}
+
+fn write_batch(shared: &Shared, batch: &Batch) -> Result<(), StoreError> {
+    // B-tree pages are at best full and at worst half full after splits: twice the raw size suffices.
+    shared.ensure_headroom(batch.bytes.saturating_mul(2), Duration::from_secs(5));
+    for _ in 0..BATCH_ATTEMPTS {
+        let outcome = {
+            let _pass = shared.gate.pass();
+            let mut txn = shared.env.write_txn()?;
+            match put_batch(shared, &mut txn, batch) {
+                Ok(()) => txn.commit().map_err(StoreError::from),
+                Err(err) => Err(err),
+            }
+        };
+        match outcome {
+            Ok(()) => return Ok(()),
+            Err(StoreError::MapFull) => {
+                let (map, _) = shared.usage();
+                shared.grow(map.saturating_mul(2), Duration::from_secs(5));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Err(StoreError::MapFull)
+}
+
+fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), StoreError> {
+    let tables = &shared.tables;
+    for (id, range) in &batch.entries {
+        let bytes = batch.entry_bytes.get(range.clone()).unwrap_or_default();
+        tables.id2entry.put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
+    }
+    for (range, id) in &batch.dns.items {
+        tables.dn2id.put(txn, batch.dns.key(range), &id_key(*id))?;
+    }
+    for (parent, child) in &batch.children {
+        tables.dn2children.put(txn, &id_key(*parent), &id_key(*child))?;
+    }
+    for (ids, (_, table)) in batch.indexes.iter().zip(&tables.indexes) {
+        for (range, id) in &ids.items {
+            table.put(txn, ids.key(range), &id_key(*id))?;
+        }
+    }
+    let stored_next = match tables.meta.get(txn, META_NEXT_ID)? {
+        Some(raw) => decode_id(META, raw)?,
+        None => 1,
+    };
+    let next = batch.max_id.saturating_add(1).max(stored_next);
+    tables.meta.put(txn, META_NEXT_ID, &id_key(next))?;
+    Ok(())
+}

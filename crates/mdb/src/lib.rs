@@ -1,0 +1,27 @@
+//! Canopy's LMDB storage layer, in the spirit of OpenLDAP's back-mdb, byte-level.
+//!
+//! It stores opaque entry bytes under 64-bit IDs (`id2entry`), maps caller-built DN keys to IDs
+//! (`dn2id`, where a subtree is a key prefix), lists children per parent (`dn2children`), keeps one
+//! ID-list table per indexed attribute (`idx.<attr>`) and a few settings (`meta`). It knows nothing of
+//! LDAP: the server builds every key and value. The layout is specified in `docs/design/storage.md`.
+//!
+//! Reads are lock-free LMDB snapshots ([`Store::read`]). Writes go to one writer thread that commits
+//! concurrent requests together ([`Store::write_then`]). The map grows by itself.
+
+mod bulk;
+mod error;
+mod gate;
+mod keys;
+mod read;
+mod store;
+mod tables;
+mod write;
+mod writer;
+
+pub use bulk::BulkLoader;
+pub use error::StoreError;
+pub use heed::MdbError;
+pub use keys::FORMAT_VERSION;
+pub use read::{EntryIter, EntryRangeIter, ReadOps, ReadTxn, SubtreeIter};
+pub use store::{Stats, Store, StoreConfig, TableStats};
+pub use write::WriteTxn;

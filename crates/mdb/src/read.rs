@@ -1,0 +1,244 @@
+//! Reading: the operations shared by read and write transactions, and the read transaction itself.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use heed::types::Bytes;
+use heed::{RoIter, RoPrefix, RoTxn, WithoutTls};
+
+use crate::error::StoreError;
+use crate::gate::Pass;
+use crate::keys::{decode_id, dn_key, id_key, strip_dn_key};
+use crate::store::Shared;
+use crate::tables::{Tables, DN2CHILDREN, DN2ID, ID2ENTRY};
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// What a transaction must expose for [`ReadOps`](super::ReadOps); private so that only this
+    /// crate's transactions implement it.
+    pub trait Access {
+        fn ro_txn(&self) -> &RoTxn<'_>;
+        fn tables(&self) -> &Tables;
+    }
+}
+
+use sealed::Access;
+
+/// Reads available on both [`ReadTxn`] (a committed snapshot) and [`WriteTxn`](crate::WriteTxn) (which
+/// also sees its own uncommitted writes). Returned slices borrow the memory map: no copy.
+pub trait ReadOps: Access {
+    /// The ID stored under a DN key.
+    fn get_id(&self, dn_key_bytes: &[u8]) -> Result<Option<u64>, StoreError> {
+        let key = dn_key(dn_key_bytes);
+        match self.tables().dn2id.get(self.ro_txn(), &key)? {
+            Some(raw) => decode_id(DN2ID, raw).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The entry bytes stored under an ID.
+    fn get_entry(&self, id: u64) -> Result<Option<&[u8]>, StoreError> {
+        Ok(self.tables().id2entry.get(self.ro_txn(), &id_key(id))?)
+    }
+
+    /// The IDs of the direct children of `parent`, ascending.
+    fn children(&self, parent: u64) -> Result<Vec<u64>, StoreError> {
+        let mut ids = Vec::new();
+        if let Some(dups) = self.tables().dn2children.get_duplicates(self.ro_txn(), &id_key(parent))? {
+            for item in dups {
+                let (_, raw) = item?;
+                ids.push(decode_id(DN2CHILDREN, raw)?);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Whether `parent` has at least one child.
+    fn has_children(&self, parent: u64) -> Result<bool, StoreError> {
+        Ok(self.tables().dn2children.get(self.ro_txn(), &id_key(parent))?.is_some())
+    }
+
+    /// Every (DN key, ID) whose DN key starts with `dn_key_prefix`, in key order; with the caller's DN
+    /// key format this is the subtree below and including the base.
+    fn subtree(&self, dn_key_prefix: &[u8]) -> Result<SubtreeIter<'_>, StoreError> {
+        let inner = self.tables().dn2id.prefix_iter(self.ro_txn(), &dn_key(dn_key_prefix))?;
+        Ok(SubtreeIter { inner })
+    }
+
+    /// The IDs indexed under exactly `key`, ascending; empty if `attr` has no index.
+    fn index_get(&self, attr: &str, key: &[u8]) -> Result<Vec<u64>, StoreError> {
+        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        if key.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::new();
+        if let Some(dups) = table.get_duplicates(self.ro_txn(), key)? {
+            for item in dups {
+                let (_, raw) = item?;
+                ids.push(decode_id("idx", raw)?);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The union of the IDs under every key starting with `key_prefix`, ascending and deduplicated.
+    fn index_prefix(&self, attr: &str, key_prefix: &[u8]) -> Result<Vec<u64>, StoreError> {
+        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        let mut ids = Vec::new();
+        if key_prefix.is_empty() {
+            collect_ids(table.iter(self.ro_txn())?, &mut ids)?;
+        } else {
+            collect_ids(table.prefix_iter(self.ro_txn(), key_prefix)?, &mut ids)?;
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The union of the IDs under every key within the bounds, ascending and deduplicated.
+    fn index_range(
+        &self,
+        attr: &str,
+        from: Bound<&[u8]>,
+        to: Bound<&[u8]>,
+    ) -> Result<Vec<u64>, StoreError> {
+        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        // LMDB keys are never empty: an empty lower bound is no bound, an empty upper bound admits nothing.
+        let from = match from {
+            Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
+            other => other,
+        };
+        if matches!(to, Bound::Included([]) | Bound::Excluded([])) {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::new();
+        collect_ids(table.range(self.ro_txn(), &(from, to))?, &mut ids)?;
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Every (ID, entry bytes) in ID order: the full scan.
+    fn entries(&self) -> Result<EntryIter<'_>, StoreError> {
+        Ok(EntryIter { inner: self.tables().id2entry.iter(self.ro_txn())? })
+    }
+
+    /// Every (ID, entry bytes) with `from <= ID`, in ID order.
+    fn entries_from(&self, from: u64) -> Result<EntryRangeIter<'_>, StoreError> {
+        let start = id_key(from);
+        let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Included(&start[..]), Bound::Unbounded);
+        Ok(EntryRangeIter { inner: self.tables().id2entry.range(self.ro_txn(), &bounds)? })
+    }
+
+    /// The number of entries (O(1): LMDB keeps the count).
+    fn entry_count(&self) -> Result<u64, StoreError> {
+        Ok(self.tables().id2entry.len(self.ro_txn())?)
+    }
+
+    /// The highest entry ID stored, if any.
+    fn last_id(&self) -> Result<Option<u64>, StoreError> {
+        match self.tables().id2entry.last(self.ro_txn())? {
+            Some((raw, _)) => decode_id(ID2ENTRY, raw).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A value stored with `put_meta` (or an internal one, whose keys start with 0x00).
+    fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        if key.is_empty() {
+            return Ok(None);
+        }
+        Ok(self.tables().meta.get(self.ro_txn(), key)?.map(<[u8]>::to_vec))
+    }
+}
+
+impl<T: Access> ReadOps for T {}
+
+fn collect_ids<'t, I>(iter: I, ids: &mut Vec<u64>) -> Result<(), StoreError>
+where
+    I: Iterator<Item = heed::Result<(&'t [u8], &'t [u8])>>,
+{
+    for item in iter {
+        let (_, raw) = item?;
+        ids.push(decode_id("idx", raw)?);
+    }
+    Ok(())
+}
+
+/// Iterator returned by [`ReadOps::subtree`]: (caller's DN key, ID).
+pub struct SubtreeIter<'t> {
+    inner: RoPrefix<'t, Bytes, Bytes>,
+}
+
+impl<'t> Iterator for SubtreeIter<'t> {
+    type Item = Result<(&'t [u8], u64), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next()?;
+        Some(item.map_err(StoreError::from).and_then(|(key, raw)| {
+            Ok((strip_dn_key(key)?, decode_id(DN2ID, raw)?))
+        }))
+    }
+}
+
+fn decode_entry<'t>(item: heed::Result<(&'t [u8], &'t [u8])>) -> Result<(u64, &'t [u8]), StoreError> {
+    let (key, bytes) = item?;
+    Ok((decode_id(ID2ENTRY, key)?, bytes))
+}
+
+/// Iterator returned by [`ReadOps::entries`]: (ID, entry bytes).
+pub struct EntryIter<'t> {
+    inner: RoIter<'t, Bytes, Bytes>,
+}
+
+impl<'t> Iterator for EntryIter<'t> {
+    type Item = Result<(u64, &'t [u8]), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(decode_entry)
+    }
+}
+
+/// Iterator returned by [`ReadOps::entries_from`]: (ID, entry bytes).
+pub struct EntryRangeIter<'t> {
+    inner: heed::RoRange<'t, Bytes, Bytes>,
+}
+
+impl<'t> Iterator for EntryRangeIter<'t> {
+    type Item = Result<(u64, &'t [u8]), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(decode_entry)
+    }
+}
+
+/// A consistent snapshot of the committed database. `Send`, so a search can move between threads;
+/// keep it short-lived: an open snapshot keeps the pages it sees from being reused, and delays map growth.
+pub struct ReadTxn {
+    // Field order matters: the LMDB transaction must end before the gate pass is returned.
+    txn: RoTxn<'static, WithoutTls>,
+    shared: Arc<Shared>,
+    _pass: Pass,
+}
+
+impl ReadTxn {
+    pub(crate) fn new(txn: RoTxn<'static, WithoutTls>, shared: Arc<Shared>, pass: Pass) -> Self {
+        ReadTxn { txn, shared, _pass: pass }
+    }
+
+    /// The LMDB transaction ID of this snapshot (grows with every commit).
+    pub fn snapshot_id(&self) -> usize {
+        self.txn.id()
+    }
+}
+
+impl Access for ReadTxn {
+    fn ro_txn(&self) -> &RoTxn<'_> {
+        &self.txn
+    }
+
+    fn tables(&self) -> &Tables {
+        &self.shared.tables
+    }
+}

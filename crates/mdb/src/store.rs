@@ -1,0 +1,388 @@
+//! The store: opening the environment, read snapshots, the write queue, map growth and statistics.
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle, ThreadId};
+use std::time::Duration;
+
+use heed::{Env, EnvFlags, EnvOpenOptions, MdbError, WithoutTls};
+
+use crate::bulk::BulkLoader;
+use crate::error::StoreError;
+use crate::gate::Gate;
+use crate::read::ReadTxn;
+use crate::tables::{create_tables, max_dbs, Tables};
+use crate::writer::{run_writer, Job, Request};
+use crate::WriteTxn;
+
+const MIB: usize = 1 << 20;
+
+/// How to open a [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The database directory (holds LMDB's `data.mdb` and `lock.mdb`); created if missing.
+    pub path: PathBuf,
+    /// Attributes with an `idx.<attr>` table, compared ASCII-case-insensitively. Tables of attributes
+    /// missing here are kept on disk but not maintained.
+    pub indexes: Vec<String>,
+    /// The initial memory-map size. Address space only, not disk; the map grows by itself.
+    pub initial_map_size: usize,
+    /// fsync every group commit (LMDB's default). `false` sets MDB_NOSYNC: a crash may lose the last
+    /// commits (never the database's consistency); meant for imports and tests.
+    pub durable: bool,
+    /// LMDB reader-table slots: the most read transactions open at once across every process.
+    pub max_readers: u32,
+    /// Grow the map before a group commit when less than this much (or less than a quarter of the map)
+    /// is free beyond the last used page.
+    pub min_free_space: usize,
+}
+
+impl StoreConfig {
+    /// Defaults for `path`: no indexes, 1 GiB initial map, durable, 1024 readers, 64 MiB headroom.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StoreConfig {
+            path: path.into(),
+            indexes: Vec::new(),
+            initial_map_size: 1 << 30,
+            durable: true,
+            max_readers: 1024,
+            min_free_space: 64 * MIB,
+        }
+    }
+}
+
+/// Size and activity figures of a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Entries in id2entry.
+    pub entries: u64,
+    /// Current memory-map size in bytes.
+    pub map_size: usize,
+    /// Bytes up to and including the last page ever used (the high-water mark of the file).
+    pub map_used: usize,
+    /// Size of data.mdb on disk.
+    pub file_size: u64,
+    pub page_size: u32,
+    /// Read transactions open in every process (LMDB reader table).
+    pub readers: u32,
+    pub max_readers: u32,
+    /// Per table: pages and records.
+    pub tables: Vec<TableStats>,
+    /// Group commits done by this process's writer thread.
+    pub groups_committed: u64,
+    /// Write requests in those groups (including closures that returned `Err`).
+    pub ops_committed: u64,
+    /// The largest number of write requests committed together.
+    pub max_group_size: u64,
+    /// Times this process grew the map.
+    pub map_grows: u64,
+}
+
+/// Page figures of one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableStats {
+    pub name: String,
+    pub depth: u32,
+    pub branch_pages: usize,
+    pub leaf_pages: usize,
+    pub overflow_pages: usize,
+    /// Records (for dup-sort tables: key/ID pairs).
+    pub entries: usize,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) groups: AtomicU64,
+    pub(crate) ops: AtomicU64,
+    pub(crate) max_group: AtomicU64,
+    pub(crate) grows: AtomicU64,
+}
+
+/// State shared by handles, read transactions, the writer thread and the bulk loader.
+pub(crate) struct Shared {
+    pub(crate) env: Env<WithoutTls>,
+    pub(crate) tables: Tables,
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) max_key: usize,
+    pub(crate) min_free: usize,
+    pub(crate) durable: bool,
+    pub(crate) counters: Counters,
+    /// Set while a bulk loader exists.
+    pub(crate) bulk_active: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn page_size(&self) -> usize {
+        usize::try_from(self.env.unnamed_database_stat().page_size).unwrap_or(4096)
+    }
+
+    /// (map size, bytes up to the last used page) of the last committed state.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        let info = self.env.info();
+        let used = info.last_page_number.saturating_add(1).saturating_mul(self.page_size());
+        (info.map_size, used)
+    }
+
+    /// Grows the map when fewer than `extra` bytes plus the headroom rule are free. Returns false when
+    /// growth was needed but readers did not drain within `wait`.
+    pub(crate) fn ensure_headroom(&self, extra: usize, wait: Duration) -> bool {
+        let (map, used) = self.usage();
+        let free = map.saturating_sub(used);
+        let want = (map / 4).max(self.min_free).saturating_add(extra);
+        if free >= want {
+            return true;
+        }
+        self.grow(used.saturating_add(want), wait)
+    }
+
+    /// Grows the map geometrically to at least `needed` bytes (and at least double).
+    pub(crate) fn grow(&self, needed: usize, wait: Duration) -> bool {
+        let Some(_exclusive) = self.gate.exclusive(wait) else {
+            tracing::debug!("map growth postponed: read transactions still open");
+            return false;
+        };
+        // Re-read under the gate: another thread may have grown it meanwhile.
+        let (map, _) = self.usage();
+        if map >= needed && needed != 0 {
+            return true;
+        }
+        let mut new_size = map.max(MIB).saturating_mul(2);
+        while new_size < needed {
+            new_size = new_size.saturating_mul(2);
+        }
+        let new_size = round_map_size(new_size);
+        // SAFETY: the exclusive gate is held, so no read or write transaction of this process is
+        // open: readers and bulk-load transactions hold passes, and the writer thread only grows the
+        // map between group commits, outside any transaction.
+        match unsafe { self.env.resize(new_size) } {
+            Ok(()) => {
+                self.counters.grows.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(old = map, new = new_size, "grew the LMDB map");
+                true
+            }
+            Err(err) => {
+                tracing::error!(%err, "could not grow the LMDB map");
+                false
+            }
+        }
+    }
+
+    /// After MDB_MAP_RESIZED (another process grew the map): adopt the size recorded in the file.
+    pub(crate) fn adopt_map_size(&self) -> Result<(), StoreError> {
+        let Some(_exclusive) = self.gate.exclusive(Duration::from_secs(2)) else {
+            return Err(StoreError::Lmdb(MdbError::MapResized));
+        };
+        // SAFETY: as in `grow`. Size 0 makes LMDB take the size from the meta page.
+        unsafe { self.env.resize(0) }?;
+        Ok(())
+    }
+}
+
+/// Rounds up to a whole MiB, a multiple of every OS page size LMDB runs with.
+fn round_map_size(size: usize) -> usize {
+    size.max(MIB).div_ceil(MIB).saturating_mul(MIB)
+}
+
+struct StoreInner {
+    shared: Arc<Shared>,
+    indexes: Vec<String>,
+    jobs: Option<Sender<Box<dyn Job>>>,
+    writer: Option<JoinHandle<()>>,
+    writer_id: ThreadId,
+}
+
+impl Drop for StoreInner {
+    fn drop(&mut self) {
+        // Closing the queue lets the writer finish what is queued and exit; waiting for it releases
+        // the environment, so the same directory can be opened again right after.
+        drop(self.jobs.take());
+        if thread::current().id() != self.writer_id {
+            if let Some(writer) = self.writer.take() {
+                if writer.join().is_err() {
+                    tracing::error!("the LMDB writer thread panicked");
+                }
+            }
+        }
+    }
+}
+
+/// An open database. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database directory, creates missing index tables, drops none.
+    pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
+        fs::create_dir_all(&cfg.path)?;
+        let mut options = EnvOpenOptions::new().read_txn_without_tls();
+        options
+            .map_size(round_map_size(cfg.initial_map_size))
+            .max_dbs(max_dbs(cfg.indexes.len()))
+            .max_readers(cfg.max_readers.max(1));
+        if !cfg.durable {
+            // SAFETY: NO_SYNC only trades crash durability of recent commits; it cannot corrupt.
+            unsafe { options.flags(EnvFlags::NO_SYNC) };
+        }
+        // SAFETY: heed refuses to open one directory twice in a process, and the data file is only
+        // ever changed through LMDB (by this or another process, coordinated by lock.mdb).
+        let env = unsafe { options.open(&cfg.path) }?;
+        let tables = create_tables(&env, &cfg.indexes)?;
+        let shared = Arc::new(Shared {
+            max_key: env.max_key_size(),
+            env,
+            tables,
+            gate: Arc::new(Gate::default()),
+            min_free: cfg.min_free_space,
+            durable: cfg.durable,
+            counters: Counters::default(),
+            bulk_active: AtomicBool::new(false),
+        });
+        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let writer_shared = Arc::clone(&shared);
+        let writer = thread::Builder::new()
+            .name("canopy-mdb-writer".into())
+            .spawn(move || run_writer(&writer_shared, &queue))?;
+        let writer_id = writer.thread().id();
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                shared,
+                indexes: cfg.indexes,
+                jobs: Some(jobs),
+                writer: Some(writer),
+                writer_id,
+            }),
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// A consistent snapshot of the committed state.
+    pub fn read(&self) -> Result<ReadTxn, StoreError> {
+        read_shared(self.shared())
+    }
+
+    /// Queues `f` for the writer thread and returns at once. `f` runs in its own nested transaction
+    /// inside a group commit; `Err` from `f` undoes only `f`'s writes. `done` runs on the writer thread
+    /// once the group is durably committed (or with the error that failed the commit, in which case
+    /// nothing of the group was stored). If the store is shutting down, `done` gets
+    /// [`StoreError::WriterGone`] on the calling thread.
+    pub fn write_then<T, E, F, C>(&self, f: F, done: C)
+    where
+        F: FnOnce(&mut WriteTxn<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        C: FnOnce(Result<Result<T, E>, StoreError>) + Send + 'static,
+    {
+        let job: Box<dyn Job> = Box::new(Request::new(f, done));
+        match &self.inner.jobs {
+            Some(jobs) => {
+                if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                    job.complete(Err(StoreError::WriterGone));
+                }
+            }
+            None => job.complete(Err(StoreError::WriterGone)),
+        }
+    }
+
+    /// Like [`write_then`](Self::write_then), waiting for the outcome. Must not be called from the
+    /// writer thread (from a `write_then` callback): that returns [`StoreError::WouldDeadlock`].
+    pub fn write<T, E, F>(&self, f: F) -> Result<Result<T, E>, StoreError>
+    where
+        F: FnOnce(&mut WriteTxn<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        if thread::current().id() == self.inner.writer_id {
+            return Err(StoreError::WouldDeadlock);
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.write_then(f, move |outcome| {
+            // The waiting side only disappears if its thread is gone; nothing to report to then.
+            let _ = tx.send(outcome);
+        });
+        rx.recv().unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// An offline bulk loader (like `slapadd -q`). No other write may run until it is finished.
+    pub fn bulk_loader(&self) -> Result<BulkLoader, StoreError> {
+        BulkLoader::new(Arc::clone(self.shared()), self.inner.indexes.len())
+    }
+
+    /// The configured index attributes, in configuration order (bulk-load positions refer to it).
+    pub fn indexes(&self) -> &[String] {
+        &self.inner.indexes
+    }
+
+    /// The longest DN key (`dn_key` bytes) or index key accepted.
+    pub fn max_key_len(&self) -> usize {
+        self.shared().max_key.saturating_sub(1)
+    }
+
+    /// Flushes the OS buffers of a non-durable store to disk (a no-op cost-wise when durable).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        Ok(self.shared().env.force_sync()?)
+    }
+
+    /// Size and activity figures.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        stats_of(self.shared())
+    }
+}
+
+pub(crate) fn read_shared(shared: &Arc<Shared>) -> Result<ReadTxn, StoreError> {
+    let mut adopted = false;
+    loop {
+        let pass = shared.gate.pass();
+        match shared.env.clone().static_read_txn() {
+            Ok(txn) => return Ok(ReadTxn::new(txn, Arc::clone(shared), pass)),
+            Err(heed::Error::Mdb(MdbError::MapResized)) if !adopted => {
+                drop(pass);
+                shared.adopt_map_size()?;
+                adopted = true;
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+pub(crate) fn stats_of(shared: &Arc<Shared>) -> Result<Stats, StoreError> {
+    use crate::read::sealed::Access;
+    use crate::ReadOps;
+    let rtxn = read_shared(shared)?;
+    let mut tables = Vec::new();
+    for (name, table) in shared.tables.named() {
+        let stat = table.stat(rtxn.ro_txn())?;
+        tables.push(TableStats {
+            name,
+            depth: stat.depth,
+            branch_pages: stat.branch_pages,
+            leaf_pages: stat.leaf_pages,
+            overflow_pages: stat.overflow_pages,
+            entries: stat.entries,
+        });
+    }
+    let info = shared.env.info();
+    let (map_size, map_used) = shared.usage();
+    let counters = &shared.counters;
+    Ok(Stats {
+        entries: rtxn.entry_count()?,
+        map_size,
+        map_used,
+        file_size: shared.env.real_disk_size()?,
+        page_size: shared.env.unnamed_database_stat().page_size,
+        readers: info.number_of_readers,
+        max_readers: info.maximum_number_of_readers,
+        tables,
+        groups_committed: counters.groups.load(Ordering::Relaxed),
+        ops_committed: counters.ops.load(Ordering::Relaxed),
+        max_group_size: counters.max_group.load(Ordering::Relaxed),
+        map_grows: counters.grows.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,147 @@
+//! The named LMDB tables and their creation at open time.
+
+use heed::types::Bytes;
+use heed::{CommitOrAbort, CommitToken, Database, DatabaseFlags, Env, OnCommit, RwTxn, WithoutTls};
+
+use crate::error::StoreError;
+use crate::keys::{FORMAT_VERSION, META_FORMAT};
+
+/// Every table maps bytes to bytes; the encodings live in `keys`.
+pub(crate) type Table = Database<'static, Bytes, Bytes>;
+
+pub(crate) const ID2ENTRY: &str = "id2entry";
+pub(crate) const DN2ID: &str = "dn2id";
+pub(crate) const DN2CHILDREN: &str = "dn2children";
+pub(crate) const META: &str = "meta";
+/// Prefix of the per-attribute index tables.
+pub(crate) const INDEX_PREFIX: &str = "idx.";
+
+/// Fixed tables plus room for the configured indexes and for tables of indexes no longer configured.
+pub(crate) fn max_dbs(index_count: usize) -> u32 {
+    u32::try_from(index_count).unwrap_or(u32::MAX - 64).saturating_add(64)
+}
+
+pub(crate) struct Tables {
+    pub(crate) id2entry: Table,
+    pub(crate) dn2id: Table,
+    pub(crate) dn2children: Table,
+    pub(crate) meta: Table,
+    /// One per `StoreConfig::indexes` position, named as configured.
+    pub(crate) indexes: Vec<(String, Table)>,
+}
+
+impl Tables {
+    /// The index table of `attr`; attribute names compare ASCII-case-insensitively, as LDAP's do.
+    pub(crate) fn index(&self, attr: &str) -> Option<&Table> {
+        self.indexes.iter().find(|(name, _)| name.eq_ignore_ascii_case(attr)).map(|(_, table)| table)
+    }
+
+    /// (table name, table) for every table, for statistics.
+    pub(crate) fn named(&self) -> Vec<(String, &Table)> {
+        let mut all = vec![
+            (ID2ENTRY.to_string(), &self.id2entry),
+            (DN2ID.to_string(), &self.dn2id),
+            (DN2CHILDREN.to_string(), &self.dn2children),
+            (META.to_string(), &self.meta),
+        ];
+        for (attr, table) in &self.indexes {
+            let name = index_table_name(attr);
+            if !all.iter().any(|(n, _)| *n == name) {
+                all.push((name, table));
+            }
+        }
+        all
+    }
+}
+
+pub(crate) fn index_table_name(attr: &str) -> String {
+    format!("{INDEX_PREFIX}{}", attr.to_ascii_lowercase())
+}
+
+fn check_index_name(attr: &str) -> Result<(), StoreError> {
+    if attr.is_empty() || attr.len() > 200 || attr.contains('\0') {
+        return Err(StoreError::InvalidIndexName(attr.to_string()));
+    }
+    Ok(())
+}
+
+struct Opening<'e> {
+    id2entry: Database<'e, Bytes, Bytes>,
+    dn2id: Database<'e, Bytes, Bytes>,
+    dn2children: Database<'e, Bytes, Bytes>,
+    meta: Database<'e, Bytes, Bytes>,
+    indexes: Vec<(String, Database<'e, Bytes, Bytes>)>,
+}
+
+impl OnCommit for Opening<'_> {
+    type Committed = Tables;
+
+    fn on_commit(self, token: &CommitToken) -> Tables {
+        Tables {
+            id2entry: self.id2entry.on_commit(token),
+            dn2id: self.dn2id.on_commit(token),
+            dn2children: self.dn2children.on_commit(token),
+            meta: self.meta.on_commit(token),
+            indexes: self
+                .indexes
+                .into_iter()
+                .map(|(attr, table)| (attr, table.on_commit(token)))
+                .collect(),
+        }
+    }
+}
+
+/// Creates the missing tables (dropping none), checks or records the format version, and commits.
+pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<Tables, StoreError> {
+    for attr in attrs {
+        check_index_name(attr)?;
+    }
+    let wtxn = env.write_txn()?;
+    let opened = env.create_databases_and_commit(wtxn, |opener, wtxn: &mut RwTxn<'_>| {
+        let plain = |name: &str, wtxn: &mut RwTxn<'_>| {
+            opener.database_options().types::<Bytes, Bytes>().name(name).create(wtxn)
+        };
+        let id_list = |name: &str, wtxn: &mut RwTxn<'_>| {
+            opener
+                .database_options()
+                .types::<Bytes, Bytes>()
+                .flags(DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED)
+                .name(name)
+                .create(wtxn)
+        };
+        let id2entry = plain(ID2ENTRY, wtxn)?;
+        let dn2id = plain(DN2ID, wtxn)?;
+        let dn2children = id_list(DN2CHILDREN, wtxn)?;
+        let meta = plain(META, wtxn)?;
+        let mut indexes = Vec::with_capacity(attrs.len());
+        for attr in attrs {
+            indexes.push((attr.clone(), id_list(&index_table_name(attr), wtxn)?));
+        }
+        match meta.get(wtxn, META_FORMAT)? {
+            None => meta.put(wtxn, META_FORMAT, &FORMAT_VERSION.to_be_bytes())?,
+            Some(raw) => {
+                let found = <[u8; 4]>::try_from(raw).map(u32::from_be_bytes).map_err(|_| {
+                    StoreError::Corrupt { table: META, detail: "format version is not 4 bytes".into() }
+                })?;
+                if found != FORMAT_VERSION {
+                    return Err(StoreError::UnsupportedFormat { found, supported: FORMAT_VERSION });
+                }
+            }
+        }
+        Ok::<_, StoreError>(CommitOrAbort::<_, ()>::Commit(Opening {
+            id2entry,
+            dn2id,
+            dn2children,
+            meta,
+            indexes,
+        }))
+    })?;
+    match opened {
+        CommitOrAbort::Commit(tables) => Ok(tables),
+        // The closure above never asks to abort.
+        CommitOrAbort::Abort(()) => Err(StoreError::Corrupt {
+            table: META,
+            detail: "table creation aborted".into(),
+        }),
+    }
+}

@@ -1,0 +1,140 @@
+//! The write transaction handed to write closures: one LMDB nested transaction inside a group commit.
+
+use heed::{RoTxn, RwTxn};
+
+use crate::error::StoreError;
+use crate::keys::{check_key_len, check_meta_key, decode_id, dn_key, id_key, META_NEXT_ID};
+use crate::read::sealed::Access;
+use crate::tables::{Tables, META};
+
+/// A write transaction. Reads through [`ReadOps`](crate::ReadOps) see its own uncommitted writes.
+///
+/// It is nested inside the group's transaction: if the closure returns `Err`, only its own writes are
+/// undone. After an LMDB failure (e.g. map full) every later call fails too, and the writes are
+/// undone whatever the closure returns.
+pub struct WriteTxn<'a> {
+    txn: RwTxn<'a>,
+    tables: &'a Tables,
+    max_key: usize,
+    poison: Option<StoreError>,
+}
+
+impl<'a> WriteTxn<'a> {
+    pub(crate) fn new(txn: RwTxn<'a>, tables: &'a Tables, max_key: usize) -> Self {
+        WriteTxn { txn, tables, max_key, poison: None }
+    }
+
+    pub(crate) fn into_parts(self) -> (RwTxn<'a>, Option<StoreError>) {
+        (self.txn, self.poison)
+    }
+
+    /// Runs one LMDB write and remembers failures that leave the transaction unusable.
+    fn guard<T>(&mut self, op: impl FnOnce(&mut RwTxn<'a>, &Tables) -> heed::Result<T>) -> Result<T, StoreError> {
+        if let Some(err) = &self.poison {
+            return Err(err.clone());
+        }
+        op(&mut self.txn, self.tables).map_err(|err| {
+            let err = StoreError::from(err);
+            if err.poisons_txn() {
+                self.poison = Some(err.clone());
+            }
+            err
+        })
+    }
+
+    /// Hands out the next entry ID: 1 on a new database, then ascending; never reused once committed.
+    pub fn next_id(&mut self) -> Result<u64, StoreError> {
+        let current = match self.tables.meta.get(&self.txn, META_NEXT_ID)? {
+            Some(raw) => decode_id(META, raw)?,
+            None => 1,
+        };
+        let following = current.checked_add(1).ok_or_else(|| StoreError::Corrupt {
+            table: META,
+            detail: "entry IDs exhausted".into(),
+        })?;
+        self.guard(|txn, t| t.meta.put(txn, META_NEXT_ID, &id_key(following)))?;
+        Ok(current)
+    }
+
+    /// Stores (or replaces) the entry bytes of `id`.
+    pub fn put_entry(&mut self, id: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        self.guard(|txn, t| t.id2entry.put(txn, &id_key(id), bytes))
+    }
+
+    /// Removes the entry bytes of `id` (no error if absent).
+    pub fn del_entry(&mut self, id: u64) -> Result<(), StoreError> {
+        self.guard(|txn, t| t.id2entry.delete(txn, &id_key(id)).map(drop))
+    }
+
+    /// Maps a DN key to `id`, replacing any previous mapping.
+    pub fn put_dn(&mut self, dn_key_bytes: &[u8], id: u64) -> Result<(), StoreError> {
+        let key = dn_key(dn_key_bytes);
+        check_key_len(key.len(), self.max_key)?;
+        self.guard(|txn, t| t.dn2id.put(txn, &key, &id_key(id)))
+    }
+
+    /// Removes a DN key (no error if absent).
+    pub fn del_dn(&mut self, dn_key_bytes: &[u8]) -> Result<(), StoreError> {
+        let key = dn_key(dn_key_bytes);
+        if key.len() > self.max_key {
+            return Ok(());
+        }
+        self.guard(|txn, t| t.dn2id.delete(txn, &key).map(drop))
+    }
+
+    /// Records `child` under `parent` (idempotent).
+    pub fn add_child(&mut self, parent: u64, child: u64) -> Result<(), StoreError> {
+        self.guard(|txn, t| t.dn2children.put(txn, &id_key(parent), &id_key(child)))
+    }
+
+    /// Removes `child` from `parent` (no error if absent).
+    pub fn del_child(&mut self, parent: u64, child: u64) -> Result<(), StoreError> {
+        self.guard(|txn, t| {
+            t.dn2children.delete_one_duplicate(txn, &id_key(parent), &id_key(child)).map(drop)
+        })
+    }
+
+    /// Adds `id` under `key` in the index of `attr` (idempotent); a no-op if `attr` is not indexed.
+    pub fn index_add(&mut self, attr: &str, key: &[u8], id: u64) -> Result<(), StoreError> {
+        let tables = self.tables;
+        let Some(table) = tables.index(attr) else { return Ok(()) };
+        check_key_len(key.len(), self.max_key)?;
+        self.guard(|txn, _| table.put(txn, key, &id_key(id)))
+    }
+
+    /// Removes `id` from `key` in the index of `attr`; a no-op if absent or `attr` is not indexed.
+    pub fn index_del(&mut self, attr: &str, key: &[u8], id: u64) -> Result<(), StoreError> {
+        let tables = self.tables;
+        let Some(table) = tables.index(attr) else { return Ok(()) };
+        if key.is_empty() || key.len() > self.max_key {
+            return Ok(());
+        }
+        self.guard(|txn, _| table.delete_one_duplicate(txn, key, &id_key(id)).map(drop))
+    }
+
+    /// Stores a caller setting. Keys must be non-empty and must not start with 0x00 (reserved).
+    pub fn put_meta(&mut self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        check_meta_key(key)?;
+        check_key_len(key.len(), self.max_key)?;
+        self.guard(|txn, t| t.meta.put(txn, key, value))
+    }
+
+    /// Removes a caller setting (no error if absent).
+    pub fn del_meta(&mut self, key: &[u8]) -> Result<(), StoreError> {
+        check_meta_key(key)?;
+        if key.len() > self.max_key {
+            return Ok(());
+        }
+        self.guard(|txn, t| t.meta.delete(txn, key).map(drop))
+    }
+}
+
+impl Access for WriteTxn<'_> {
+    fn ro_txn(&self) -> &RoTxn<'_> {
+        &self.txn
+    }
+
+    fn tables(&self) -> &Tables {
+        self.tables
+    }
+}

@@ -1,0 +1,194 @@
+//! The writer thread: group commit of queued write requests, each in its own nested transaction.
+//!
+//! Protocol: take every request queued (up to `MAX_GROUP`), grow the map if headroom is low, begin
+//! one parent transaction, run each request in a nested transaction (committed into the parent if the
+//! closure returns `Ok`, aborted otherwise), commit the parent once (one fsync), and only then call
+//! the requests' callbacks. If the parent commit fails, every request of the group gets the error.
+//! If a request hits MDB_MAP_FULL, its nested transaction is aborted, the requests before it are
+//! committed, the ones after it stay queued for the next group, the map is grown, and only then is
+//! the failed request told `MapFull` — so a retry finds room.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use crate::error::StoreError;
+use crate::store::Shared;
+use crate::WriteTxn;
+
+/// Bounds one group so that the first request's latency stays bounded under a flood.
+const MAX_GROUP: usize = 1024;
+/// How long proactive growth waits for readers to drain before trying again later.
+const SOFT_GROW_WAIT: Duration = Duration::from_millis(50);
+/// After a postponed proactive growth, the next attempt waits at least this long.
+const SOFT_GROW_BACKOFF: Duration = Duration::from_millis(500);
+/// How long growth after a real MDB_MAP_FULL waits for readers.
+const HARD_GROW_WAIT: Duration = Duration::from_secs(2);
+
+/// One queued write request, with its types erased.
+pub(crate) trait Job: Send {
+    /// Runs the closure; returns whether its nested transaction should be committed.
+    fn run(&mut self, txn: &mut WriteTxn<'_>) -> bool;
+    /// Reports the outcome: `Ok` once the group is committed, otherwise the error that failed it.
+    fn complete(self: Box<Self>, outcome: Result<(), StoreError>);
+}
+
+pub(crate) struct Request<F, C, T, E> {
+    f: Option<F>,
+    result: Option<Result<T, E>>,
+    done: C,
+}
+
+impl<F, C, T, E> Request<F, C, T, E> {
+    pub(crate) fn new(f: F, done: C) -> Self {
+        Request { f: Some(f), result: None, done }
+    }
+}
+
+impl<F, C, T, E> Job for Request<F, C, T, E>
+where
+    F: FnOnce(&mut WriteTxn<'_>) -> Result<T, E> + Send,
+    C: FnOnce(Result<Result<T, E>, StoreError>) + Send,
+    T: Send,
+    E: Send,
+{
+    fn run(&mut self, txn: &mut WriteTxn<'_>) -> bool {
+        let Some(f) = self.f.take() else { return false };
+        // A panicking closure must not take the writer thread (and every later write) down with it;
+        // its nested transaction is aborted like an `Err`.
+        match catch_unwind(AssertUnwindSafe(|| f(txn))) {
+            Ok(result) => {
+                let commit = result.is_ok();
+                self.result = Some(result);
+                commit
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn complete(self: Box<Self>, outcome: Result<(), StoreError>) {
+        let Request { result, done, .. } = *self;
+        let reply = match (outcome, result) {
+            (Err(err), _) => Err(err),
+            (Ok(()), Some(result)) => Ok(result),
+            (Ok(()), None) => Err(StoreError::Panicked),
+        };
+        if catch_unwind(AssertUnwindSafe(|| done(reply))).is_err() {
+            tracing::error!("a write completion callback panicked");
+        }
+    }
+}
+
+pub(crate) fn run_writer(shared: &Shared, jobs: &Receiver<Box<dyn Job>>) {
+    let mut queue: VecDeque<Box<dyn Job>> = VecDeque::new();
+    let mut next_soft_grow = Instant::now();
+    loop {
+        if queue.is_empty() {
+            match jobs.recv() {
+                Ok(job) => queue.push_back(job),
+                // Every handle is gone and the queue is drained.
+                Err(_) => return,
+            }
+        }
+        while queue.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => break,
+            }
+        }
+        if Instant::now() >= next_soft_grow && !shared.ensure_headroom(0, SOFT_GROW_WAIT) {
+            next_soft_grow = Instant::now() + SOFT_GROW_BACKOFF;
+        }
+        run_group(shared, &mut queue);
+    }
+}
+
+/// Runs up to `MAX_GROUP` requests from the front of `queue` as one group; requests not run (after a
+/// map-full) stay queued.
+fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
+    let group_len = queue.len().min(MAX_GROUP);
+    let mut parent = match begin(shared) {
+        Ok(parent) => parent,
+        Err(err) => {
+            tracing::error!(%err, "cannot begin a write transaction");
+            for job in queue.drain(..group_len) {
+                job.complete(Err(err.clone()));
+            }
+            return;
+        }
+    };
+    let mut ran: Vec<(Box<dyn Job>, Option<StoreError>)> = Vec::with_capacity(group_len);
+    let mut map_full = false;
+    for _ in 0..group_len {
+        let Some(mut job) = queue.pop_front() else { break };
+        let nested = match shared.env.nested_write_txn(&mut parent) {
+            Ok(nested) => nested,
+            Err(err) => {
+                ran.push((job, Some(err.into())));
+                break;
+            }
+        };
+        let mut txn = WriteTxn::new(nested, &shared.tables, shared.max_key);
+        let commit = job.run(&mut txn);
+        let (nested, poison) = txn.into_parts();
+        let failure = match poison {
+            Some(err) => {
+                nested.abort();
+                Some(err)
+            }
+            None if commit => nested.commit().err().map(StoreError::from),
+            None => {
+                nested.abort();
+                None
+            }
+        };
+        let full = matches!(failure, Some(StoreError::MapFull));
+        ran.push((job, failure));
+        if full {
+            map_full = true;
+            break;
+        }
+    }
+    let committed = parent.commit().map_err(StoreError::from);
+    if matches!(committed, Err(StoreError::MapFull)) {
+        map_full = true;
+    }
+    if map_full {
+        let (map, _) = shared.usage();
+        if !shared.grow(map.saturating_mul(2), HARD_GROW_WAIT) {
+            tracing::warn!("map full and growth blocked by long read transactions");
+        }
+    }
+    match committed {
+        Ok(()) => {
+            let counters = &shared.counters;
+            let size = u64::try_from(ran.len()).unwrap_or(u64::MAX);
+            counters.groups.fetch_add(1, Ordering::Relaxed);
+            counters.ops.fetch_add(size, Ordering::Relaxed);
+            counters.max_group.fetch_max(size, Ordering::Relaxed);
+            for (job, failure) in ran {
+                job.complete(failure.map_or(Ok(()), Err));
+            }
+        }
+        Err(err) => {
+            tracing::error!(%err, "group commit failed");
+            for (job, _) in ran {
+                job.complete(Err(err.clone()));
+            }
+        }
+    }
+}
+
+/// Begins the group's parent transaction, adopting a map grown by another process if needed.
+fn begin(shared: &Shared) -> Result<heed::RwTxn<'_>, StoreError> {
+    match shared.env.write_txn() {
+        Ok(txn) => Ok(txn),
+        Err(heed::Error::Mdb(heed::MdbError::MapResized)) => {
+            shared.adopt_map_size()?;
+            Ok(shared.env.write_txn()?)
+        }
+        Err(err) => Err(err.into()),
+    }
+}

@@ -1,0 +1,71 @@
+//! Splitting a byte stream into LDAPMessages, and the pre-encoded SearchResultEntry fast path.
+
+use canopy_ber::{encoded_len, integer_len, parse_header, tag, write_header, BerError, Writer};
+
+use super::encode::op_tag;
+
+/// Why the bytes at the start of a stream cannot be an LDAPMessage. Either way the connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("message of {len} bytes exceeds the limit of {max}")]
+    TooLarge { len: usize, max: usize },
+    #[error("malformed message header: {0}")]
+    Malformed(&'static str),
+}
+
+/// Length in bytes of the first complete LDAPMessage in `buf`, None if more bytes are needed.
+/// Err(TooLarge) when the announced length (header included) exceeds `max_len`, known as soon as
+/// the header is in; Err(Malformed) for a bad tag/length header (indefinite length, length of more
+/// than 4 octets, tag not 0x30).
+pub fn frame_len(buf: &[u8], max_len: usize) -> Result<Option<usize>, FrameError> {
+    if let Some(&first) = buf.first() {
+        if first != tag::SEQUENCE {
+            return Err(FrameError::Malformed("tag is not SEQUENCE"));
+        }
+    }
+    let header = match parse_header(buf) {
+        Ok(Some(header)) => header,
+        Ok(None) => return Ok(None),
+        Err(BerError::IndefiniteLength) => return Err(FrameError::Malformed("indefinite length")),
+        Err(BerError::LengthTooLong) => {
+            return Err(FrameError::Malformed("length of more than 4 octets"))
+        }
+        Err(_) => return Err(FrameError::Malformed("bad header")),
+    };
+    let len = header.header_len.saturating_add(header.content_len);
+    if len > max_len {
+        return Err(FrameError::TooLarge { len, max: max_len });
+    }
+    Ok((buf.len() >= len).then_some(len))
+}
+
+/// SearchResultEntry with pre-encoded attributes: `attrs` is the concatenation of complete PartialAttribute
+/// TLVs (each `30 len 04 type 31 len vals...`); this writes the LDAPMessage, op header and SEQUENCE OF header.
+pub fn encode_search_result_entry_raw(out: &mut Vec<u8>, message_id: i32, dn: &[u8], attrs: &[u8]) {
+    // Lengths are known up front, so the headers go out first and `attrs` is copied exactly once.
+    let op_len = encoded_len(dn.len()) + encoded_len(attrs.len());
+    let message_len = encoded_len(integer_len(i64::from(message_id))) + encoded_len(op_len);
+    out.reserve(encoded_len(message_len));
+    write_header(out, tag::SEQUENCE, message_len);
+    Writer::new(out).integer(tag::INTEGER, i64::from(message_id));
+    write_header(out, op_tag::SEARCH_RESULT_ENTRY, op_len);
+    write_header(out, tag::OCTET_STRING, dn.len());
+    out.extend_from_slice(dn);
+    write_header(out, tag::SEQUENCE, attrs.len());
+    out.extend_from_slice(attrs);
+}
+
+/// Encodes one PartialAttribute TLV.
+pub fn encode_partial_attribute(out: &mut Vec<u8>, name: &str, values: &[&[u8]]) {
+    let set_len: usize = values.iter().map(|v| encoded_len(v.len())).sum();
+    let seq_len = encoded_len(name.len()) + encoded_len(set_len);
+    out.reserve(encoded_len(seq_len));
+    write_header(out, tag::SEQUENCE, seq_len);
+    write_header(out, tag::OCTET_STRING, name.len());
+    out.extend_from_slice(name.as_bytes());
+    write_header(out, tag::SET, set_len);
+    for value in values {
+        write_header(out, tag::OCTET_STRING, value.len());
+        out.extend_from_slice(value);
+    }
+}

@@ -1,0 +1,23 @@
+//! LDAPv3 protocol types (RFC 4511), filters (RFC 4515), DNs (RFC 4514) and LDIF (RFC 2849).
+
+pub mod codec;
+pub mod control;
+pub mod dn;
+pub mod exop;
+pub mod filter;
+pub mod ldif;
+pub mod message;
+pub mod oid;
+pub mod result;
+
+pub use codec::{
+    encode_partial_attribute, encode_search_result_entry_raw, frame_len, DecodeError, DecodeLimits,
+    FrameError,
+};
+pub use control::PagedResults;
+pub use dn::{Ava, Dn, DnError, Rdn};
+pub use exop::{encode_passwd_modify_response, PasswdModifyRequest};
+pub use filter::{Filter, FilterError, MatchingRuleAssertion, SubstringFilter};
+pub use ldif::{write_ldif_entry, LdifChange, LdifError, LdifReader, LdifRecord};
+pub use message::*;
+pub use result::ResultCode;

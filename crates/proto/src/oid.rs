@@ -1,0 +1,9 @@
+//! Object identifiers of the controls and extended operations Canopy knows.
+
+pub const CONTROL_PAGED_RESULTS: &str = "1.2.840.113556.1.4.319";
+pub const CONTROL_MANAGE_DSA_IT: &str = "2.16.840.1.113730.3.4.2";
+pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
+pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
+pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
+/// RFC 4511 §4.4.1 Notice of Disconnection.
+pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";

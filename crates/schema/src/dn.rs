@@ -1,0 +1,198 @@
+//! Normalized distinguished names (`NormDn`) and DN normalization against the schema.
+
+use crate::error::{InvalidValue, SchemaError};
+use crate::matching::{prepare, Fold, MatchingRule};
+use crate::schema::Schema;
+use canopy_proto::Dn;
+
+/// A normalized DN: RDNs leftmost first, each `attr=value` with the canonical lower-case attribute
+/// name and the normalized value escaped per RFC 4514 (never a raw 0x00, `,` or `+`), AVAs of a
+/// multi-valued RDN sorted and joined with `+`. The string form joins RDNs with `,`; the root is "".
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct NormDn {
+    text: String,
+    rdns: Vec<String>,
+}
+
+impl NormDn {
+    pub fn root() -> NormDn {
+        NormDn::default()
+    }
+
+    /// Builds a DN from normalized RDNs, leftmost first.
+    pub(crate) fn from_rdns(rdns: Vec<String>) -> NormDn {
+        NormDn {
+            text: rdns.join(","),
+            rdns,
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Normalized RDNs, leftmost (most specific) first.
+    pub fn rdns(&self) -> &[String] {
+        &self.rdns
+    }
+
+    /// The DN one level up; `None` for the root.
+    pub fn parent(&self) -> Option<NormDn> {
+        let rest = self.rdns.get(1..)?;
+        Some(NormDn::from_rdns(rest.to_vec()))
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.rdns.is_empty()
+    }
+
+    /// True if `self` equals `other` or is an ancestor of it.
+    pub fn is_suffix_of(&self, other: &NormDn) -> bool {
+        other.rdns.ends_with(&self.rdns)
+    }
+
+    /// `rdn` (already normalized) placed under `self`.
+    pub fn child(&self, rdn: &str) -> NormDn {
+        let mut rdns = Vec::with_capacity(self.rdns.len() + 1);
+        rdns.push(rdn.to_string());
+        rdns.extend(self.rdns.iter().cloned());
+        NormDn::from_rdns(rdns)
+    }
+}
+
+impl std::fmt::Display for NormDn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// RFC 4514 §2.4 escaping of a normalized value. Bytes that are not UTF-8, NUL and other control
+/// characters become `\XX`, so the result is always a valid string without raw 0x00.
+pub(crate) fn escape_value(value: &[u8]) -> String {
+    let mut out = String::with_capacity(value.len());
+    let text = String::from_utf8_lossy(value);
+    let valid_utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
+    if !valid_utf8 {
+        for b in value {
+            out.push_str(&format!("\\{b:02X}"));
+        }
+        return out;
+    }
+    let last = text.chars().count().saturating_sub(1);
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '#' if i == 0 => out.push_str("\\#"),
+            ' ' if i == 0 || i == last => out.push_str("\\ "),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:02X}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Sorts the normalized AVAs of one RDN and joins them with `+`.
+fn join_avas(mut avas: Vec<String>) -> String {
+    avas.sort();
+    avas.dedup();
+    avas.join("+")
+}
+
+impl Schema {
+    /// Normalizes every RDN value with its attribute's EQUALITY rule (exact bytes when it has none)
+    /// after checking it against the attribute's syntax, and attribute names (or OIDs) to the
+    /// canonical lower-case name.
+    pub fn normalize_dn(&self, dn: &Dn) -> Result<NormDn, SchemaError> {
+        let mut rdns = Vec::with_capacity(dn.rdns.len());
+        for rdn in &dn.rdns {
+            let mut avas = Vec::with_capacity(rdn.avas.len());
+            for ava in &rdn.avas {
+                let at = self
+                    .attribute_type(&ava.attr)
+                    .ok_or_else(|| SchemaError::UnknownAttributeType(ava.attr.clone()))?;
+                let invalid = |reason: String| SchemaError::InvalidValue {
+                    attr: at.name().to_string(),
+                    reason,
+                };
+                if !at.validate(&ava.value) {
+                    return Err(invalid(format!("value does not conform to syntax {}", at.syntax)));
+                }
+                let value = match at.equality {
+                    Some(rule) => self
+                        .normalize_value(rule, &ava.value)
+                        .map_err(|e| invalid(e.reason))?,
+                    None => ava.value.clone(),
+                };
+                avas.push(format!(
+                    "{}={}",
+                    at.name().to_ascii_lowercase(),
+                    escape_value(&value)
+                ));
+            }
+            rdns.push(join_avas(avas));
+        }
+        Ok(NormDn::from_rdns(rdns))
+    }
+
+    /// Normalizes `value` under `rule` with what only the schema knows: DN rules
+    /// (distinguishedNameMatch, uniqueMemberMatch) normalize through `normalize_dn`, OID rules map
+    /// names to numeric OIDs where the schema knows the name. Every other rule is
+    /// `MatchingRule::normalize`. This is the entry point for equality keys of stored values.
+    pub fn normalize_value(&self, rule: MatchingRule, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+        match rule {
+            MatchingRule::DistinguishedNameMatch => self.normalize_dn_value(value),
+            MatchingRule::UniqueMemberMatch => {
+                crate::matching::values::unique_member(value, |dn| self.normalize_dn_value(dn))
+            }
+            MatchingRule::ObjectIdentifierMatch | MatchingRule::ObjectIdentifierFirstComponentMatch => {
+                let norm = rule.normalize(value)?;
+                let text = String::from_utf8_lossy(&norm);
+                Ok(self.resolve_oid_name(&text).unwrap_or(norm))
+            }
+            _ => rule.normalize(value),
+        }
+    }
+
+    fn normalize_dn_value(&self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+        let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+        let norm = self.normalize_dn(&dn).map_err(|e| InvalidValue::new(e.to_string()))?;
+        Ok(norm.text.into_bytes())
+    }
+}
+
+/// distinguishedNameMatch without a schema: attribute names lower-cased, values prepared like
+/// caseIgnoreMatch when they are UTF-8. Exact only for case-insensitive string attributes.
+pub(crate) fn normalize_dn_without_schema(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+    let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+    let rdns = dn
+        .rdns
+        .iter()
+        .map(|rdn| {
+            join_avas(
+                rdn.avas
+                    .iter()
+                    .map(|ava| {
+                        let value = match std::str::from_utf8(&ava.value) {
+                            Ok(s) => prepare(s, Fold::Unicode, crate::matching::Spaces::Trim)
+                                .into_bytes(),
+                            Err(_) => ava.value.clone(),
+                        };
+                        format!("{}={}", ava.attr.to_ascii_lowercase(), escape_value(&value))
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok(NormDn::from_rdns(rdns).text.into_bytes())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,19 @@
+//! LDAP schema (RFC 4512): definitions and their parser, syntaxes, matching rules and the built-in schemas.
+//!
+//! `Schema::builtin()` gives the standard user and operational schema; OpenLDAP `.schema` and `.ldif`
+//! files load on top of it. Matching rules normalize values so that equality is byte equality of normal
+//! forms, which is what indexes and DN keys (`NormDn`) rely on.
+
+mod dn;
+mod error;
+mod matching;
+mod model;
+mod parse;
+mod schema;
+mod syntax;
+
+pub use dn::NormDn;
+pub use error::{InvalidValue, SchemaError};
+pub use matching::{MatchKind, MatchingRule};
+pub use model::{AttributeType, ObjectClass, ObjectClassKind, Syntax, Usage};
+pub use schema::Schema;

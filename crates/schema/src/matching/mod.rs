@@ -1,0 +1,331 @@
+//! Matching rules (RFC 4517 §4.2 and the extra rules OpenLDAP has): metadata and dispatch.
+//!
+//! Every rule maps a value to a normal form; equality is byte equality of normal forms, ordering is
+//! `compare` on normal forms. Rules that need the schema (DN and OID rules) have a schema-free
+//! approximation here; `Schema::normalize_value` gives their exact form.
+
+mod approx;
+mod prep;
+pub(crate) mod values;
+
+use crate::error::InvalidValue;
+use std::cmp::Ordering;
+
+pub(crate) use prep::{prepare, Fold, Spaces};
+
+/// Whether a rule is used for equality, ordering or substrings assertions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatchKind {
+    Equality,
+    Ordering,
+    Substrings,
+}
+
+macro_rules! rules {
+    ($($variant:ident, $name:literal, $oid:literal, $syntax:literal, $kind:ident;)*) => {
+        /// One matching rule known to the server.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum MatchingRule {
+            $($variant,)*
+        }
+
+        const ALL: &[MatchingRule] = &[$(MatchingRule::$variant,)*];
+
+        impl MatchingRule {
+            /// The OID of the rule.
+            pub fn oid(self) -> &'static str {
+                match self { $(MatchingRule::$variant => $oid,)* }
+            }
+            /// The rule's name as OpenLDAP spells it.
+            pub fn name(self) -> &'static str {
+                match self { $(MatchingRule::$variant => $name,)* }
+            }
+            /// The syntax of the rule's assertion value.
+            pub fn syntax_oid(self) -> &'static str {
+                match self { $(MatchingRule::$variant => $syntax,)* }
+            }
+            pub fn kind(self) -> MatchKind {
+                match self { $(MatchingRule::$variant => MatchKind::$kind,)* }
+            }
+        }
+    };
+}
+
+rules! {
+    ObjectIdentifierMatch, "objectIdentifierMatch", "2.5.13.0", "1.3.6.1.4.1.1466.115.121.1.38", Equality;
+    DistinguishedNameMatch, "distinguishedNameMatch", "2.5.13.1", "1.3.6.1.4.1.1466.115.121.1.12", Equality;
+    CaseIgnoreMatch, "caseIgnoreMatch", "2.5.13.2", "1.3.6.1.4.1.1466.115.121.1.15", Equality;
+    CaseIgnoreOrderingMatch, "caseIgnoreOrderingMatch", "2.5.13.3", "1.3.6.1.4.1.1466.115.121.1.15", Ordering;
+    CaseIgnoreSubstringsMatch, "caseIgnoreSubstringsMatch", "2.5.13.4", "1.3.6.1.4.1.1466.115.121.1.58", Substrings;
+    CaseExactMatch, "caseExactMatch", "2.5.13.5", "1.3.6.1.4.1.1466.115.121.1.15", Equality;
+    CaseExactOrderingMatch, "caseExactOrderingMatch", "2.5.13.6", "1.3.6.1.4.1.1466.115.121.1.15", Ordering;
+    CaseExactSubstringsMatch, "caseExactSubstringsMatch", "2.5.13.7", "1.3.6.1.4.1.1466.115.121.1.58", Substrings;
+    NumericStringMatch, "numericStringMatch", "2.5.13.8", "1.3.6.1.4.1.1466.115.121.1.36", Equality;
+    NumericStringOrderingMatch, "numericStringOrderingMatch", "2.5.13.9", "1.3.6.1.4.1.1466.115.121.1.36", Ordering;
+    NumericStringSubstringsMatch, "numericStringSubstringsMatch", "2.5.13.10", "1.3.6.1.4.1.1466.115.121.1.58", Substrings;
+    CaseIgnoreListMatch, "caseIgnoreListMatch", "2.5.13.11", "1.3.6.1.4.1.1466.115.121.1.41", Equality;
+    CaseIgnoreListSubstringsMatch, "caseIgnoreListSubstringsMatch", "2.5.13.12", "1.3.6.1.4.1.1466.115.121.1.58", Substrings;
+    BooleanMatch, "booleanMatch", "2.5.13.13", "1.3.6.1.4.1.1466.115.121.1.7", Equality;
+    IntegerMatch, "integerMatch", "2.5.13.14", "1.3.6.1.4.1.1466.115.121.1.27", Equality;
+    IntegerOrderingMatch, "integerOrderingMatch", "2.5.13.15", "1.3.6.1.4.1.1466.115.121.1.27", Ordering;
+    BitStringMatch, "bitStringMatch", "2.5.13.16", "1.3.6.1.4.1.1466.115.121.1.6", Equality;
+    OctetStringMatch, "octetStringMatch", "2.5.13.17", "1.3.6.1.4.1.1466.115.121.1.40", Equality;
+    OctetStringOrderingMatch, "octetStringOrderingMatch", "2.5.13.18", "1.3.6.1.4.1.1466.115.121.1.40", Ordering;
+    OctetStringSubstringsMatch, "octetStringSubstringsMatch", "2.5.13.19", "1.3.6.1.4.1.1466.115.121.1.40", Substrings;
+    TelephoneNumberMatch, "telephoneNumberMatch", "2.5.13.20", "1.3.6.1.4.1.1466.115.121.1.50", Equality;
+    TelephoneNumberSubstringsMatch, "telephoneNumberSubstringsMatch", "2.5.13.21", "1.3.6.1.4.1.1466.115.121.1.58", Substrings;
+    PresentationAddressMatch, "presentationAddressMatch", "2.5.13.22", "1.3.6.1.4.1.1466.115.121.1.43", Equality;
+    UniqueMemberMatch, "uniqueMemberMatch", "2.5.13.23", "1.3.6.1.4.1.1466.115.121.1.34", Equality;
+    ProtocolInformationMatch, "protocolInformationMatch", "2.5.13.24", "1.3.6.1.4.1.1466.115.121.1.42", Equality;
+    GeneralizedTimeMatch, "generalizedTimeMatch", "2.5.13.27", "1.3.6.1.4.1.1466.115.121.1.24", Equality;
+    GeneralizedTimeOrderingMatch, "generalizedTimeOrderingMatch", "2.5.13.28", "1.3.6.1.4.1.1466.115.121.1.24", Ordering;
+    IntegerFirstComponentMatch, "integerFirstComponentMatch", "2.5.13.29", "1.3.6.1.4.1.1466.115.121.1.27", Equality;
+    ObjectIdentifierFirstComponentMatch, "objectIdentifierFirstComponentMatch", "2.5.13.30", "1.3.6.1.4.1.1466.115.121.1.38", Equality;
+    DirectoryStringFirstComponentMatch, "directoryStringFirstComponentMatch", "2.5.13.31", "1.3.6.1.4.1.1466.115.121.1.15", Equality;
+    CertificateExactMatch, "certificateExactMatch", "2.5.13.34", "1.3.6.1.1.15.1", Equality;
+    CaseExactIA5Match, "caseExactIA5Match", "1.3.6.1.4.1.1466.109.114.1", "1.3.6.1.4.1.1466.115.121.1.26", Equality;
+    CaseIgnoreIA5Match, "caseIgnoreIA5Match", "1.3.6.1.4.1.1466.109.114.2", "1.3.6.1.4.1.1466.115.121.1.26", Equality;
+    CaseIgnoreIA5SubstringsMatch, "caseIgnoreIA5SubstringsMatch", "1.3.6.1.4.1.1466.109.114.3", "1.3.6.1.4.1.1466.115.121.1.26", Substrings;
+    CaseExactIA5SubstringsMatch, "caseExactIA5SubstringsMatch", "1.3.6.1.4.1.4203.1.2.1", "1.3.6.1.4.1.1466.115.121.1.26", Substrings;
+    UuidMatch, "UUIDMatch", "1.3.6.1.1.16.2", "1.3.6.1.1.16.1", Equality;
+    UuidOrderingMatch, "UUIDOrderingMatch", "1.3.6.1.1.16.3", "1.3.6.1.1.16.1", Ordering;
+    CsnMatch, "CSNMatch", "1.3.6.1.4.1.4203.666.11.2.2", "1.3.6.1.4.1.4203.666.11.2.1", Equality;
+    CsnOrderingMatch, "CSNOrderingMatch", "1.3.6.1.4.1.4203.666.11.2.3", "1.3.6.1.4.1.4203.666.11.2.1", Ordering;
+}
+
+/// How a rule prepares values and assertion parts for substring matching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SubstringPrep {
+    /// RFC 4518 preparation with the given folding and insignificant space handling.
+    Text(Fold),
+    /// Numeric strings: every space removed.
+    Numeric,
+    /// Telephone numbers: spaces and hyphens removed, case ignored.
+    Telephone,
+    /// Raw octets.
+    Octets,
+}
+
+impl MatchingRule {
+    /// Looks a rule up by name (ASCII case-insensitive) or numeric OID.
+    pub fn by_name_or_oid(s: &str) -> Option<MatchingRule> {
+        ALL.iter()
+            .copied()
+            .find(|r| r.oid() == s || r.name().eq_ignore_ascii_case(s))
+    }
+
+    /// Every rule this crate implements.
+    pub fn all() -> impl Iterator<Item = MatchingRule> {
+        ALL.iter().copied()
+    }
+
+    /// RFC 4512 MatchingRuleDescription.
+    pub fn definition(self) -> String {
+        format!(
+            "( {} NAME '{}' SYNTAX {} )",
+            self.oid(),
+            self.name(),
+            self.syntax_oid()
+        )
+    }
+
+    /// Canonical form. Under an equality rule two values match iff their normal forms are byte-equal;
+    /// under an ordering rule `compare` orders normal forms. Err when the value is invalid for the rule's
+    /// syntax (e.g. "abc" for integerMatch). DN and OID rules are schema-free approximations here; use
+    /// `Schema::normalize_value` for those.
+    pub fn normalize(self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+        use MatchingRule::*;
+        match self {
+            CaseIgnoreMatch
+            | CaseIgnoreOrderingMatch
+            | CaseIgnoreSubstringsMatch
+            | DirectoryStringFirstComponentMatch => {
+                values::directory_string(value, Fold::Unicode)
+            }
+            CaseExactMatch | CaseExactOrderingMatch | CaseExactSubstringsMatch => {
+                values::directory_string(value, Fold::None)
+            }
+            CaseIgnoreIA5Match | CaseIgnoreIA5SubstringsMatch => values::ia5(value, Fold::Ascii),
+            CaseExactIA5Match | CaseExactIA5SubstringsMatch => values::ia5(value, Fold::None),
+            CaseIgnoreListMatch | CaseIgnoreListSubstringsMatch => values::postal_address(value),
+            NumericStringMatch | NumericStringOrderingMatch | NumericStringSubstringsMatch => {
+                values::numeric_string(value)
+            }
+            TelephoneNumberMatch | TelephoneNumberSubstringsMatch => values::telephone(value),
+            IntegerMatch | IntegerOrderingMatch => values::integer(value),
+            IntegerFirstComponentMatch => values::integer(values::first_component(value)),
+            GeneralizedTimeMatch | GeneralizedTimeOrderingMatch => {
+                values::generalized_time(value)
+            }
+            BooleanMatch => values::boolean(value),
+            BitStringMatch => values::bit_string(value),
+            ObjectIdentifierMatch => values::oid(value),
+            ObjectIdentifierFirstComponentMatch => values::oid(values::first_component(value)),
+            DistinguishedNameMatch => crate::dn::normalize_dn_without_schema(value),
+            UniqueMemberMatch => values::unique_member(value, |dn| {
+                crate::dn::normalize_dn_without_schema(dn)
+            }),
+            UuidMatch | UuidOrderingMatch => values::uuid(value),
+            CsnMatch | CsnOrderingMatch => values::csn(value),
+            OctetStringMatch
+            | OctetStringOrderingMatch
+            | OctetStringSubstringsMatch
+            | PresentationAddressMatch
+            | ProtocolInformationMatch
+            | CertificateExactMatch => Ok(value.to_vec()),
+        }
+    }
+
+    /// Orders two normal forms produced by `normalize` of this rule.
+    pub fn compare(self, a_norm: &[u8], b_norm: &[u8]) -> Ordering {
+        use MatchingRule::*;
+        match self {
+            IntegerMatch | IntegerOrderingMatch | IntegerFirstComponentMatch => {
+                values::compare_integers(a_norm, b_norm)
+            }
+            GeneralizedTimeMatch | GeneralizedTimeOrderingMatch => {
+                values::compare_times(a_norm, b_norm)
+            }
+            _ => a_norm.cmp(b_norm),
+        }
+    }
+
+    fn substring_prep(self) -> Option<SubstringPrep> {
+        use MatchingRule::*;
+        match self {
+            CaseIgnoreMatch
+            | CaseIgnoreOrderingMatch
+            | CaseIgnoreSubstringsMatch
+            | CaseIgnoreListMatch
+            | CaseIgnoreListSubstringsMatch
+            | DirectoryStringFirstComponentMatch => Some(SubstringPrep::Text(Fold::Unicode)),
+            CaseExactMatch | CaseExactOrderingMatch | CaseExactSubstringsMatch => {
+                Some(SubstringPrep::Text(Fold::None))
+            }
+            CaseIgnoreIA5Match | CaseIgnoreIA5SubstringsMatch => {
+                Some(SubstringPrep::Text(Fold::Ascii))
+            }
+            CaseExactIA5Match | CaseExactIA5SubstringsMatch => Some(SubstringPrep::Text(Fold::None)),
+            NumericStringMatch | NumericStringOrderingMatch | NumericStringSubstringsMatch => {
+                Some(SubstringPrep::Numeric)
+            }
+            TelephoneNumberMatch | TelephoneNumberSubstringsMatch => {
+                Some(SubstringPrep::Telephone)
+            }
+            OctetStringMatch | OctetStringOrderingMatch | OctetStringSubstringsMatch => {
+                Some(SubstringPrep::Octets)
+            }
+            _ => None,
+        }
+    }
+
+    /// Normal form of one substring assertion part, for index keys (same folding as
+    /// `matches_substrings`). Inner runs of spaces collapse to one space; a space at either end is kept
+    /// as one space because it is significant inside the value.
+    pub fn normalize_substring(self, part: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+        let prep = self.substring_prep().ok_or_else(|| {
+            InvalidValue::new(format!("{} has no substrings matching", self.name()))
+        })?;
+        match prep {
+            SubstringPrep::Text(fold) => {
+                let s = std::str::from_utf8(part)
+                    .map_err(|_| InvalidValue::new("substring is not valid UTF-8"))?;
+                Ok(prepare(s, fold, prep::Spaces::CollapseKeepEnds).into_bytes())
+            }
+            SubstringPrep::Numeric => Ok(part.iter().copied().filter(|b| *b != b' ').collect()),
+            SubstringPrep::Telephone => Ok(part
+                .iter()
+                .filter(|b| **b != b' ' && **b != b'-')
+                .map(u8::to_ascii_lowercase)
+                .collect()),
+            SubstringPrep::Octets => Ok(part.to_vec()),
+        }
+    }
+
+    /// Substring matching with this rule (RFC 4518 §2.6 preparation for strings). Equality and ordering
+    /// rules of string syntaxes match like their substrings counterpart.
+    pub fn matches_substrings(
+        self,
+        value: &[u8],
+        initial: Option<&[u8]>,
+        any: &[Vec<u8>],
+        final_: Option<&[u8]>,
+    ) -> Result<bool, InvalidValue> {
+        let prep = self.substring_prep().ok_or_else(|| {
+            InvalidValue::new(format!("{} has no substrings matching", self.name()))
+        })?;
+        let value = match prep {
+            SubstringPrep::Text(fold) => {
+                let s = std::str::from_utf8(value)
+                    .map_err(|_| InvalidValue::new("value is not valid UTF-8"))?;
+                prepare(s, fold, prep::Spaces::Trim).into_bytes()
+            }
+            _ => self.normalize_substring(value)?,
+        };
+        let trim = matches!(prep, SubstringPrep::Text(_));
+        let mut rest: &[u8] = &value;
+        if let Some(initial) = initial {
+            let mut part = self.normalize_substring(initial)?;
+            if trim {
+                trim_start_space(&mut part);
+            }
+            match rest.strip_prefix(part.as_slice()) {
+                Some(r) => rest = r,
+                None => return Ok(false),
+            }
+        }
+        if let Some(f) = final_ {
+                let mut part = self.normalize_substring(f)?;
+                if trim {
+                    trim_end_space(&mut part);
+                }
+            match rest.strip_suffix(part.as_slice()) {
+                Some(r) => rest = r,
+                None => return Ok(false),
+            }
+        }
+        for a in any {
+            let part = self.normalize_substring(a)?;
+            if part.is_empty() {
+                continue;
+            }
+            match find(rest, &part) {
+                Some(pos) => rest = rest.get(pos + part.len()..).unwrap_or_default(),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Key for approximate matching (`~=`): two values match approximately iff their keys are equal.
+    /// String rules use a phonetic code per word; other rules fall back to the equality normal form.
+    pub fn approx_key(self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+        match self.substring_prep() {
+            Some(SubstringPrep::Text(_)) => {
+                let s = std::str::from_utf8(value)
+                    .map_err(|_| InvalidValue::new("value is not valid UTF-8"))?;
+                Ok(approx::phonetic_key(&prepare(s, Fold::Unicode, prep::Spaces::Trim)).into_bytes())
+            }
+            _ => self.normalize(value),
+        }
+    }
+}
+
+fn trim_start_space(part: &mut Vec<u8>) {
+    if part.first() == Some(&b' ') {
+        part.remove(0);
+    }
+}
+
+fn trim_end_space(part: &mut Vec<u8>) {
+    if part.last() == Some(&b' ') {
+        part.pop();
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.len() > haystack.len() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

@@ -1,0 +1,381 @@
+//! The schema: lookup tables, loading of definitions with reference resolution, and the built-in set.
+
+use crate::error::SchemaError;
+use crate::matching::values::{is_descr, is_numeric_oid};
+use crate::matching::MatchingRule;
+use crate::model::{AttributeType, Declared, ObjectClass, Syntax, Usage};
+use crate::parse::{self, DescError, Directive, Statement};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// The built-in definitions, loaded in this order (each file may use what the ones before define).
+const BUILTIN: &[(&str, &str)] = &[
+    ("builtin:core.schema", include_str!("../schema/core.schema")),
+    ("builtin:operational.schema", include_str!("../schema/operational.schema")),
+    ("builtin:cosine.schema", include_str!("../schema/cosine.schema")),
+    ("builtin:inetorgperson.schema", include_str!("../schema/inetorgperson.schema")),
+    ("builtin:nis.schema", include_str!("../schema/nis.schema")),
+];
+
+/// A set of attribute types and object classes with lookup by any name or OID.
+#[derive(Clone, Debug, Default)]
+pub struct Schema {
+    attributes: Vec<AttributeType>,
+    /// Lower-case names and OIDs to indexes in `attributes`.
+    attribute_index: HashMap<String, usize>,
+    classes: Vec<ObjectClass>,
+    class_index: HashMap<String, usize>,
+    syntaxes: Vec<Syntax>,
+    /// `objectidentifier` macros: lower-case name to numeric OID.
+    oid_macros: HashMap<String, String>,
+}
+
+/// Where a statement's problem is, for error messages.
+struct Place<'a> {
+    origin: &'a str,
+    statement: &'a Statement,
+}
+
+impl Place<'_> {
+    fn error_at(&self, offset: usize, reason: impl Into<String>) -> SchemaError {
+        SchemaError::Parse {
+            origin: self.origin.to_string(),
+            line: self.statement.line_of(offset),
+            reason: reason.into(),
+        }
+    }
+
+    fn error(&self, reason: impl Into<String>) -> SchemaError {
+        self.error_at(0, reason)
+    }
+
+    fn desc_error(&self, e: DescError) -> SchemaError {
+        self.error_at(e.offset, e.reason)
+    }
+
+    fn duplicate(&self, what: String) -> SchemaError {
+        SchemaError::Duplicate {
+            origin: self.origin.to_string(),
+            line: self.statement.first_line(),
+            what,
+        }
+    }
+}
+
+impl Schema {
+    /// An empty schema that knows the syntaxes and matching rules but defines nothing.
+    pub fn empty() -> Schema {
+        Schema {
+            syntaxes: crate::syntax::known_syntaxes(),
+            ..Schema::default()
+        }
+    }
+
+    /// core (RFC 4512/4519), cosine (RFC 4524), inetOrgPerson (RFC 2798), nis (RFC 2307) and the
+    /// operational attributes of a slapd.
+    pub fn builtin() -> Schema {
+        static BUILTIN_SCHEMA: OnceLock<Schema> = OnceLock::new();
+        BUILTIN_SCHEMA
+            .get_or_init(|| {
+                let mut schema = Schema::empty();
+                for (origin, text) in BUILTIN {
+                    // The embedded text is fixed at compile time; `tests::builtin_loads` proves it.
+                    if let Err(e) = schema.load_text(text, origin) {
+                        panic!("built-in schema does not load: {e}");
+                    }
+                }
+                schema
+            })
+            .clone()
+    }
+
+    /// Loads an OpenLDAP `.schema` file or a `.ldif` schema file. Errors name the file and line.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), SchemaError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.load_text(&text, &path.display().to_string())
+    }
+
+    /// Loads schema text (`.schema` or `.ldif` form, told apart by content). Nothing is changed when
+    /// an error is returned. A definition identical to an existing one is ignored; any other reuse
+    /// of an OID or name is a `Duplicate` error.
+    pub fn load_text(&mut self, text: &str, origin: &str) -> Result<(), SchemaError> {
+        let statements = parse::statements(text, origin)?;
+        let mut next = self.clone();
+        for statement in &statements {
+            let place = Place { origin, statement };
+            match statement.directive {
+                Directive::ObjectIdentifier => next.add_oid_macro(&place)?,
+                Directive::AttributeType => next.add_attribute_type(&place)?,
+                Directive::ObjectClass => next.add_object_class(&place)?,
+            }
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Lookup by any NAME (ASCII case-insensitive) or numeric OID; no options.
+    pub fn attribute_type(&self, name_or_oid: &str) -> Option<&AttributeType> {
+        let index = self.attribute_index.get(&name_or_oid.to_ascii_lowercase())?;
+        self.attributes.get(*index)
+    }
+
+    pub fn object_class(&self, name_or_oid: &str) -> Option<&ObjectClass> {
+        let index = self.class_index.get(&name_or_oid.to_ascii_lowercase())?;
+        self.classes.get(*index)
+    }
+
+    pub fn attribute_types(&self) -> impl Iterator<Item = &AttributeType> {
+        self.attributes.iter()
+    }
+
+    pub fn object_classes(&self) -> impl Iterator<Item = &ObjectClass> {
+        self.classes.iter()
+    }
+
+    pub fn syntaxes(&self) -> impl Iterator<Item = &Syntax> {
+        self.syntaxes.iter()
+    }
+
+    pub fn matching_rules(&self) -> impl Iterator<Item = MatchingRule> {
+        MatchingRule::all()
+    }
+
+    /// Reflexive; follows the SUP chain.
+    pub fn is_subtype_of(&self, sub: &AttributeType, sup: &AttributeType) -> bool {
+        let mut current = Some(sub);
+        // A chain cannot be longer than the number of types; the bound guards against cycles.
+        for _ in 0..=self.attributes.len() {
+            let Some(at) = current else { return false };
+            if at.oid == sup.oid {
+                return true;
+            }
+            current = at.sup.as_deref().and_then(|s| self.attribute_type(s));
+        }
+        false
+    }
+
+    /// The numeric OID of an attribute type, object class or matching rule known by `name`.
+    pub(crate) fn resolve_oid_name(&self, name: &str) -> Option<Vec<u8>> {
+        if is_numeric_oid(name) {
+            return None;
+        }
+        let oid = self
+            .attribute_type(name)
+            .map(|a| a.oid.clone())
+            .or_else(|| self.object_class(name).map(|c| c.oid.clone()))
+            .or_else(|| MatchingRule::by_name_or_oid(name).map(|r| r.oid().to_string()))?;
+        Some(oid.into_bytes())
+    }
+
+    /// Expands an OID written as a numeric OID, a macro name or `macro:suffix`.
+    fn expand_oid(&self, written: &str) -> Option<String> {
+        if is_numeric_oid(written) {
+            return Some(written.to_string());
+        }
+        match written.split_once(':') {
+            Some((prefix, suffix)) => {
+                let base = self.oid_macros.get(&prefix.to_ascii_lowercase())?;
+                let oid = format!("{base}.{suffix}");
+                is_numeric_oid(&oid).then_some(oid)
+            }
+            None => self.oid_macros.get(&written.to_ascii_lowercase()).cloned(),
+        }
+    }
+
+    fn add_oid_macro(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
+        let (name, written) =
+            parse::parse_object_identifier(&place.statement.text).map_err(|e| place.desc_error(e))?;
+        if !is_descr(&name) {
+            return Err(place.error(format!("invalid OID macro name \"{name}\"")));
+        }
+        let oid = self
+            .expand_oid(&written)
+            .ok_or_else(|| place.error(format!("cannot resolve OID \"{written}\"")))?;
+        let key = name.to_ascii_lowercase();
+        match self.oid_macros.get(&key) {
+            Some(existing) if *existing != oid => {
+                Err(place.duplicate(format!("object identifier {name}")))
+            }
+            _ => {
+                self.oid_macros.insert(key, oid);
+                Ok(())
+            }
+        }
+    }
+
+    fn element_oid(&self, place: &Place<'_>, written: &str) -> Result<String, SchemaError> {
+        self.expand_oid(written)
+            .ok_or_else(|| place.error(format!("invalid or unknown OID \"{written}\"")))
+    }
+
+    fn check_names(place: &Place<'_>, names: &[String]) -> Result<(), SchemaError> {
+        match names.iter().find(|n| !is_descr(n)) {
+            Some(bad) => Err(place.error(format!("invalid name \"{bad}\""))),
+            None => Ok(()),
+        }
+    }
+
+    fn rule(
+        place: &Place<'_>,
+        written: Option<&str>,
+        inherited: Option<MatchingRule>,
+    ) -> Result<Option<MatchingRule>, SchemaError> {
+        match written {
+            None => Ok(inherited),
+            Some(w) => MatchingRule::by_name_or_oid(w)
+                .map(Some)
+                .ok_or_else(|| place.error(format!("unknown matching rule \"{w}\""))),
+        }
+    }
+
+    fn add_attribute_type(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
+        let raw = parse::parse_attribute_type(&place.statement.text)
+            .map_err(|e| place.desc_error(e))?;
+        let oid = self.element_oid(place, &raw.oid)?;
+        Self::check_names(place, &raw.names)?;
+        let sup = match &raw.sup {
+            Some(s) => Some(
+                self.attribute_type(s)
+                    .ok_or_else(|| place.error(format!("unknown supertype \"{s}\"")))?,
+            ),
+            None => None,
+        };
+        let syntax_written = match &raw.syntax {
+            Some(s) => {
+                let (base, bound) = match s.find('{') {
+                    Some(i) => (s.get(..i).unwrap_or_default(), s.get(i..).unwrap_or_default()),
+                    None => (s.as_str(), ""),
+                };
+                let valid_bound = bound.is_empty()
+                    || bound
+                        .strip_prefix('{')
+                        .and_then(|b| b.strip_suffix('}'))
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if !valid_bound {
+                    return Err(place.error(format!("invalid syntax length in \"{s}\"")));
+                }
+                let base = self.element_oid(place, base)?;
+                Some((base.clone(), format!("{base}{bound}")))
+            }
+            None => None,
+        };
+        let syntax = match (&syntax_written, sup) {
+            (Some((base, _)), _) => base.clone(),
+            (None, Some(sup)) => sup.syntax.clone(),
+            (None, None) => return Err(place.error("attribute type has neither SYNTAX nor SUP")),
+        };
+        let usage = raw.usage.unwrap_or(Usage::UserApplications);
+        if let Some(sup) = sup {
+            if sup.usage != usage {
+                return Err(place.error("USAGE differs from the supertype's"));
+            }
+        }
+        if raw.collective && usage != Usage::UserApplications {
+            return Err(place.error("a COLLECTIVE attribute type must have userApplications usage"));
+        }
+        if raw.no_user_modification && usage == Usage::UserApplications {
+            return Err(place.error("NO-USER-MODIFICATION requires an operational USAGE"));
+        }
+        let at = AttributeType {
+            oid,
+            names: raw.names.clone(),
+            desc: raw.desc.clone(),
+            obsolete: raw.obsolete,
+            sup: sup.map(|s| s.name().to_string()),
+            equality: Self::rule(place, raw.equality.as_deref(), sup.and_then(|s| s.equality))?,
+            ordering: Self::rule(place, raw.ordering.as_deref(), sup.and_then(|s| s.ordering))?,
+            substr: Self::rule(place, raw.substr.as_deref(), sup.and_then(|s| s.substr))?,
+            syntax,
+            single_value: raw.single_value,
+            collective: raw.collective,
+            no_user_modification: raw.no_user_modification,
+            usage,
+            extensions: raw.extensions.clone(),
+            declared: Declared {
+                equality: raw.equality.is_some(),
+                ordering: raw.ordering.is_some(),
+                substr: raw.substr.is_some(),
+                syntax: syntax_written.map(|(_, written)| written),
+            },
+        };
+        let mut clash = None;
+        for key in std::iter::once(&at.oid).chain(at.names.iter()) {
+            if let Some(&i) = self.attribute_index.get(&key.to_ascii_lowercase()) {
+                clash = Some((i, key.clone()));
+                break;
+            }
+        }
+        if let Some((i, key)) = clash {
+            return match self.attributes.get(i) {
+                Some(existing) if existing.same_as(&at) => Ok(()),
+                _ => Err(place.duplicate(format!("attribute type {key}"))),
+            };
+        }
+        let index = self.attributes.len();
+        for key in std::iter::once(&at.oid).chain(at.names.iter()) {
+            self.attribute_index.insert(key.to_ascii_lowercase(), index);
+        }
+        self.attributes.push(at);
+        Ok(())
+    }
+
+    fn add_object_class(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
+        let raw =
+            parse::parse_object_class(&place.statement.text).map_err(|e| place.desc_error(e))?;
+        let oid = self.element_oid(place, &raw.oid)?;
+        Self::check_names(place, &raw.names)?;
+        let mut sup = Vec::with_capacity(raw.sup.len());
+        for s in &raw.sup {
+            let class = self
+                .object_class(s)
+                .ok_or_else(|| place.error(format!("unknown superclass \"{s}\"")))?;
+            sup.push(class.name().to_string());
+        }
+        let attributes = |list: &[String]| -> Result<Vec<String>, SchemaError> {
+            list.iter()
+                .map(|a| {
+                    self.attribute_type(a)
+                        .map(|at| at.name().to_string())
+                        .ok_or_else(|| place.error(format!("unknown attribute type \"{a}\"")))
+                })
+                .collect()
+        };
+        let oc = ObjectClass {
+            oid,
+            names: raw.names.clone(),
+            desc: raw.desc.clone(),
+            obsolete: raw.obsolete,
+            sup,
+            kind: raw.kind,
+            must: attributes(&raw.must)?,
+            may: attributes(&raw.may)?,
+            extensions: raw.extensions.clone(),
+        };
+        let mut clash = None;
+        for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
+            if let Some(&i) = self.class_index.get(&key.to_ascii_lowercase()) {
+                clash = Some((i, key.clone()));
+                break;
+            }
+        }
+        if let Some((i, key)) = clash {
+            return match self.classes.get(i) {
+                Some(existing) if existing.same_as(&oc) => Ok(()),
+                _ => Err(place.duplicate(format!("object class {key}"))),
+            };
+        }
+        let index = self.classes.len();
+        for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
+            self.class_index.insert(key.to_ascii_lowercase(), index);
+        }
+        self.classes.push(oc);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

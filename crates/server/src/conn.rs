@@ -1,0 +1,291 @@
+//! One client connection: framing with limits, pipelined dispatch, abandon, and a bounded response queue.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use canopy_core::LdapError;
+use canopy_proto::oid::{CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, NOTICE_OF_DISCONNECTION};
+use canopy_proto::{
+    frame_len, BindResponse, Control, DecodeLimits, ExtendedResponse, FrameError, LdapMessage, LdapResult,
+    PagedResults, ProtocolOp, ResultCode,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::access::Who;
+use crate::ops::{self, bind::Peer, encode, error_result, result_of};
+use crate::state::State;
+
+/// Responses waiting to be written, per connection. A client that stops reading fills this queue, and then the
+/// operations producing responses wait: back-pressure instead of unbounded memory.
+const RESPONSE_QUEUE: usize = 64;
+
+type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
+
+/// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
+pub async fn serve<S>(stream: S, state: State, peer: Peer)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut reader, writer) = tokio::io::split(stream);
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
+    let writer_task = tokio::spawn(write_responses(writer, rx));
+    let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+    let permits = Arc::new(Semaphore::new(state.config.limits.max_pending_per_connection.max(1)));
+    let decode_limits = DecodeLimits { max_filter_depth: state.config.limits.max_filter_depth };
+    let mut who = Who::anonymous();
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut start = 0usize;
+
+    'connection: loop {
+        loop {
+            let max = if who.ndn.is_some() {
+                state.config.limits.max_pdu_bound
+            } else {
+                state.config.limits.max_pdu_anonymous
+            };
+            let available = buf.get(start..).unwrap_or(&[]);
+            let len = match frame_len(available, max) {
+                Ok(Some(len)) => len,
+                Ok(None) => break,
+                Err(error) => {
+                    let reason = match error {
+                        FrameError::TooLarge { len, max } => format!("PDU of {len} bytes exceeds the limit of {max}"),
+                        FrameError::Malformed(what) => format!("malformed PDU: {what}"),
+                    };
+                    tracing::info!(?peer, %reason, "closing connection");
+                    disconnect(&tx, &reason).await;
+                    break 'connection;
+                }
+            };
+            let frame = available.get(..len).unwrap_or(&[]).to_vec();
+            start += len;
+            let message = match LdapMessage::decode(&frame, &decode_limits) {
+                Ok(message) => message,
+                Err(error) => {
+                    tracing::info!(?peer, %error, "undecodable request, closing connection");
+                    disconnect(&tx, &error.to_string()).await;
+                    break 'connection;
+                }
+            };
+            match dispatch(message, &state, &mut who, &peer, &tx, &pending, &permits).await {
+                Flow::Continue => {}
+                Flow::Close => break 'connection,
+            }
+        }
+        if start > 0 {
+            buf.drain(..start.min(buf.len()));
+            start = 0;
+        }
+        match reader.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    for flag in pending.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        flag.store(true, Ordering::Relaxed);
+    }
+    drop(tx);
+    let _ = writer_task.await;
+}
+
+enum Flow {
+    Continue,
+    Close,
+}
+
+async fn write_responses<W: AsyncWrite>(writer: W, mut rx: mpsc::Receiver<Vec<u8>>) {
+    let mut writer = std::pin::pin!(writer);
+    let mut batch = Vec::with_capacity(16 * 1024);
+    while let Some(first) = rx.recv().await {
+        batch.clear();
+        batch.extend_from_slice(&first);
+        // Coalesce whatever else is ready into one write.
+        while batch.len() < 64 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => batch.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        if writer.write_all(&batch).await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
+}
+
+/// RFC 4511 §4.4.1 Notice of Disconnection: an unsolicited ExtendedResponse with message ID 0.
+async fn disconnect(tx: &mpsc::Sender<Vec<u8>>, reason: &str) {
+    let notice = ExtendedResponse {
+        result: LdapResult::new(ResultCode::ProtocolError, reason),
+        name: Some(NOTICE_OF_DISCONNECTION.to_string()),
+        value: None,
+    };
+    let _ = tx.send(encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new())).await;
+}
+
+/// Checks request controls: unknown critical ones fail the operation (RFC 4511 §4.1.11).
+fn check_controls(controls: &[Control], is_search: bool) -> Result<Option<PagedResults>, LdapError> {
+    let mut paged = None;
+    for control in controls {
+        match control.oid.as_str() {
+            CONTROL_PAGED_RESULTS if is_search => {
+                let value = control.value.as_deref().unwrap_or(&[]);
+                paged = Some(PagedResults::decode(value).map_err(|_| {
+                    LdapError::new(ResultCode::ProtocolError, "paged results control value is malformed")
+                })?);
+            }
+            CONTROL_MANAGE_DSA_IT => {}
+            _ if control.critical => {
+                return Err(LdapError::new(
+                    ResultCode::UnavailableCriticalExtension,
+                    "critical extension is unavailable",
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(paged)
+}
+
+async fn dispatch(
+    message: LdapMessage,
+    state: &State,
+    who: &mut Who,
+    peer: &Peer,
+    tx: &mpsc::Sender<Vec<u8>>,
+    pending: &Pending,
+    permits: &Arc<Semaphore>,
+) -> Flow {
+    let id = message.message_id;
+    let is_search = matches!(message.op, ProtocolOp::SearchRequest(_));
+    let paged = match check_controls(&message.controls, is_search) {
+        Ok(paged) => paged,
+        Err(e) => {
+            if let Some(op) = error_response(&message.op, e) {
+                let _ = tx.send(encode(id, op, Vec::new())).await;
+            }
+            return Flow::Continue;
+        }
+    };
+    match message.op {
+        ProtocolOp::BindRequest(req) => {
+            // Binds run in order: later requests on this connection see the new identity.
+            let outcome = ops::bind::bind(state, req, peer).await;
+            let result = match outcome {
+                Ok(new) => {
+                    *who = new;
+                    LdapResult::success()
+                }
+                Err(e) => {
+                    *who = Who::anonymous();
+                    error_result(e)
+                }
+            };
+            let response = BindResponse { result, server_sasl_creds: None };
+            let _ = tx.send(encode(id, ProtocolOp::BindResponse(response), Vec::new())).await;
+            Flow::Continue
+        }
+        ProtocolOp::UnbindRequest => Flow::Close,
+        ProtocolOp::AbandonRequest(target) => {
+            if let Some(flag) = pending.lock().unwrap_or_else(|e| e.into_inner()).get(&target) {
+                flag.store(true, Ordering::Relaxed);
+            }
+            Flow::Continue
+        }
+        ProtocolOp::SearchRequest(req) => {
+            let Ok(permit) = permits.clone().acquire_owned().await else { return Flow::Close };
+            let cancel = Arc::new(AtomicBool::new(false));
+            pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, cancel.clone());
+            let job = ops::search::SearchJob {
+                state: state.clone(),
+                who: who.clone(),
+                message_id: id,
+                req,
+                paged,
+                cancel,
+                tx: tx.clone(),
+            };
+            let pending = pending.clone();
+            tokio::task::spawn_blocking(move || {
+                ops::search::run(job);
+                pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                drop(permit);
+            });
+            Flow::Continue
+        }
+        op @ (ProtocolOp::AddRequest(_)
+        | ProtocolOp::DelRequest(_)
+        | ProtocolOp::ModifyRequest(_)
+        | ProtocolOp::ModifyDnRequest(_)
+        | ProtocolOp::CompareRequest(_)
+        | ProtocolOp::ExtendedRequest(_)) => {
+            let Ok(permit) = permits.clone().acquire_owned().await else { return Flow::Close };
+            let state = state.clone();
+            let who = who.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let response = run_update(&state, &who, op).await;
+                let _ = tx.send(encode(id, response, Vec::new())).await;
+                drop(permit);
+            });
+            Flow::Continue
+        }
+        // Responses are never requests: a client sending one is confused beyond repair.
+        _ => {
+            disconnect(tx, "unexpected protocol operation").await;
+            Flow::Close
+        }
+    }
+}
+
+async fn run_update(state: &State, who: &Who, op: ProtocolOp) -> ProtocolOp {
+    match op {
+        ProtocolOp::AddRequest(req) => ProtocolOp::AddResponse(result_of(ops::add::add(state, who, req).await)),
+        ProtocolOp::DelRequest(dn) => ProtocolOp::DelResponse(result_of(ops::delete::delete(state, who, &dn).await)),
+        ProtocolOp::ModifyRequest(req) => {
+            ProtocolOp::ModifyResponse(result_of(ops::modify::modify(state, who, req).await))
+        }
+        ProtocolOp::ModifyDnRequest(req) => {
+            ProtocolOp::ModifyDnResponse(result_of(ops::modify_dn::modify_dn(state, who, req).await))
+        }
+        ProtocolOp::CompareRequest(req) => {
+            let result = match ops::compare::compare(state, who, &req) {
+                Ok(code) => LdapResult::new(code, ""),
+                Err(e) => error_result(e),
+            };
+            ProtocolOp::CompareResponse(result)
+        }
+        ProtocolOp::ExtendedRequest(req) => {
+            ProtocolOp::ExtendedResponse(ops::extended::extended(state, who, req).await)
+        }
+        other => {
+            let e = LdapError::new(ResultCode::ProtocolError, "unexpected operation");
+            error_response(&other, e).unwrap_or(ProtocolOp::ExtendedResponse(ExtendedResponse {
+                result: LdapResult::new(ResultCode::ProtocolError, "unexpected operation"),
+                name: None,
+                value: None,
+            }))
+        }
+    }
+}
+
+/// The response type that answers a request with an error, or None for requests that get no response.
+fn error_response(op: &ProtocolOp, e: LdapError) -> Option<ProtocolOp> {
+    let result = error_result(e);
+    Some(match op {
+        ProtocolOp::BindRequest(_) => ProtocolOp::BindResponse(BindResponse { result, server_sasl_creds: None }),
+        ProtocolOp::SearchRequest(_) => ProtocolOp::SearchResultDone(result),
+        ProtocolOp::ModifyRequest(_) => ProtocolOp::ModifyResponse(result),
+        ProtocolOp::AddRequest(_) => ProtocolOp::AddResponse(result),
+        ProtocolOp::DelRequest(_) => ProtocolOp::DelResponse(result),
+        ProtocolOp::ModifyDnRequest(_) => ProtocolOp::ModifyDnResponse(result),
+        ProtocolOp::CompareRequest(_) => ProtocolOp::CompareResponse(result),
+        ProtocolOp::ExtendedRequest(_) => {
+            ProtocolOp::ExtendedResponse(ExtendedResponse { result, name: None, value: None })
+        }
+        _ => return None,
+    })
+}

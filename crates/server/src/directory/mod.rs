@@ -1,0 +1,143 @@
+//! The directory database: LDAP entries on the byte-level LMDB store, with DN keys, index upkeep and writes.
+
+mod keys;
+mod write;
+
+use std::sync::Arc;
+
+use canopy_core::index::IndexSpec;
+use canopy_core::wire::StoredEntry;
+use canopy_core::LdapError;
+use canopy_mdb::{ReadTxn, Store, StoreConfig, StoreError};
+use canopy_proto::{Dn, ResultCode};
+use canopy_schema::{NormDn, Schema};
+
+pub use keys::dn_key;
+pub use write::{ModifyDn, WriteOp};
+
+/// The database of one naming context.
+#[derive(Clone)]
+pub struct Directory {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    schema: Arc<Schema>,
+    indexes: Vec<IndexSpec>,
+    suffix: NormDn,
+    suffix_dn: Dn,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("suffix {0:?}: {1}")]
+    Suffix(String, String),
+    #[error("index on {0:?}: no such attribute type in the schema")]
+    IndexAttribute(String),
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Maps a storage failure to what the client sees; the detail goes to the log.
+pub fn store_error(error: StoreError) -> LdapError {
+    tracing::error!(%error, "storage error");
+    LdapError::new(ResultCode::Other, "internal storage error")
+}
+
+impl Directory {
+    pub fn open(
+        schema: Arc<Schema>,
+        suffix: &str,
+        indexes: Vec<IndexSpec>,
+        mut store_config: StoreConfig,
+    ) -> Result<Directory, OpenError> {
+        let suffix_dn =
+            Dn::parse(suffix.as_bytes()).map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
+        let suffix_n = schema
+            .normalize_dn(&suffix_dn)
+            .map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
+        for spec in &indexes {
+            if schema.attribute_type(&spec.attr).is_none() {
+                return Err(OpenError::IndexAttribute(spec.attr.clone()));
+            }
+        }
+        store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
+        let store = Store::open(store_config)?;
+        Ok(Directory { inner: Arc::new(Inner { store, schema, indexes, suffix: suffix_n, suffix_dn }) })
+    }
+
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.inner.schema
+    }
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+    pub fn indexes(&self) -> &[IndexSpec] {
+        &self.inner.indexes
+    }
+    pub fn suffix(&self) -> &NormDn {
+        &self.inner.suffix
+    }
+    pub fn suffix_dn(&self) -> &Dn {
+        &self.inner.suffix_dn
+    }
+
+    /// Parses and normalizes a DN from a request, with the result codes slapd gives.
+    pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
+        let dn = Dn::parse(raw).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+        let ndn = self
+            .inner
+            .schema
+            .normalize_dn(&dn)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+        Ok((dn, ndn))
+    }
+
+    /// Whether `ndn` lies in this database's naming context.
+    pub fn holds(&self, ndn: &NormDn) -> bool {
+        self.inner.suffix.is_suffix_of(ndn)
+    }
+
+    pub fn read(&self) -> Result<ReadTxn, LdapError> {
+        self.inner.store.read().map_err(store_error)
+    }
+
+    /// The error for a missing entry: noSuchObject with the nearest existing ancestor as matchedDN.
+    pub fn no_such_object(&self, txn: &ReadTxn, ndn: &NormDn, dn: &Dn) -> LdapError {
+        let err = LdapError::new(ResultCode::NoSuchObject, "");
+        let mut up = ndn.parent();
+        let mut depth = 1;
+        while let Some(candidate) = up {
+            if !self.holds(&candidate) {
+                break;
+            }
+            if let Ok(Some(_)) = txn.get_id(&dn_key(&candidate)) {
+                let rdns = dn.rdns.get(depth..).unwrap_or(&[]).to_vec();
+                return err.with_matched(Dn { rdns }.to_string());
+            }
+            up = candidate.parent();
+            depth += 1;
+        }
+        err
+    }
+
+    /// Looks up an entry by normalized DN: its ID and stored bytes.
+    pub fn lookup<'t>(&self, txn: &'t ReadTxn, ndn: &NormDn) -> Result<Option<(u64, &'t [u8])>, LdapError> {
+        let Some(id) = txn.get_id(&dn_key(ndn)).map_err(store_error)? else {
+            return Ok(None);
+        };
+        match txn.get_entry(id).map_err(store_error)? {
+            Some(bytes) => Ok(Some((id, bytes))),
+            None => Err(LdapError::new(ResultCode::Other, "dn2id points to a missing entry")),
+        }
+    }
+
+    /// Decodes stored bytes, mapping corruption to an operations error.
+    pub fn parse_stored(bytes: &[u8]) -> Result<StoredEntry<'_>, LdapError> {
+        StoredEntry::parse(bytes).map_err(|e| {
+            tracing::error!(error = %e, "corrupt entry");
+            LdapError::new(ResultCode::Other, "stored entry is unreadable")
+        })
+    }
+}

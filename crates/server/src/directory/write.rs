@@ -1,0 +1,366 @@
+//! Writes: add, delete, modify and modifyDN, each run in one nested transaction on the store's writer thread.
+
+use std::collections::BTreeSet;
+
+use canopy_core::check::{check_entry, structural_class};
+use canopy_core::index::entry_keys;
+use canopy_core::modify::apply_modifications;
+use canopy_core::wire::{encode_entry, StoredEntry};
+use canopy_core::{Attribute, Entry, LdapError};
+use canopy_mdb::WriteTxn;
+use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
+use canopy_schema::NormDn;
+
+use super::{dn_key, store_error, Directory};
+use crate::access::Who;
+use crate::opattrs::Stamp;
+
+/// One write operation, fully parsed; run by [`Directory::write`].
+#[derive(Debug)]
+pub enum WriteOp {
+    /// A complete entry, operational attributes included.
+    Add(Entry),
+    Delete { dn: Dn, ndn: NormDn },
+    Modify { dn: Dn, ndn: NormDn, changes: Vec<Change> },
+    ModifyDn(ModifyDn),
+}
+
+#[derive(Debug)]
+pub struct ModifyDn {
+    pub dn: Dn,
+    pub ndn: NormDn,
+    pub new_rdn: Rdn,
+    pub delete_old_rdn: bool,
+    pub new_superior: Option<(Dn, NormDn)>,
+}
+
+impl Directory {
+    /// Runs a write and returns once it is durable (or failed). `who` is checked against the default policy
+    /// after existence, as slapd does, so a missing entry is noSuchObject for everyone.
+    pub async fn write(&self, op: WriteOp, who: Who, stamp: Stamp) -> Result<(), LdapError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let dir = self.clone();
+        self.store().write_then(
+            move |txn: &mut WriteTxn<'_>| dir.apply(txn, op, &who, &stamp),
+            move |result| {
+                let _ = tx.send(result);
+            },
+        );
+        match rx.await {
+            Ok(Ok(result)) => result,
+            Ok(Err(store)) => Err(store_error(store)),
+            Err(_) => Err(LdapError::new(ResultCode::Unavailable, "writer stopped")),
+        }
+    }
+
+    fn apply(&self, txn: &mut WriteTxn<'_>, op: WriteOp, who: &Who, stamp: &Stamp) -> Result<(), LdapError> {
+        match op {
+            WriteOp::Add(entry) => self.add(txn, entry, who),
+            WriteOp::Delete { dn, ndn } => self.delete(txn, &dn, &ndn, who),
+            WriteOp::Modify { dn, ndn, changes } => self.modify(txn, &dn, &ndn, &changes, who, stamp),
+            WriteOp::ModifyDn(m) => self.modify_dn(txn, m, who, stamp),
+        }
+    }
+
+    fn matched(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> LdapError {
+        let err = LdapError::new(ResultCode::NoSuchObject, "");
+        let mut up = ndn.parent();
+        let mut depth = 1;
+        while let Some(candidate) = up {
+            if !self.holds(&candidate) {
+                break;
+            }
+            if let Ok(Some(_)) = txn.get_id(&dn_key(&candidate)) {
+                let rdns = dn.rdns.get(depth..).unwrap_or(&[]).to_vec();
+                return err.with_matched(Dn { rdns }.to_string());
+            }
+            up = candidate.parent();
+            depth += 1;
+        }
+        err
+    }
+
+    fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
+        let id = txn.get_id(&dn_key(ndn)).map_err(store_error)?.ok_or_else(|| self.matched(txn, ndn, dn))?;
+        let bytes = txn
+            .get_entry(id)
+            .map_err(store_error)?
+            .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
+        let entry = Directory::parse_stored(bytes)?.to_entry().map_err(|e| {
+            tracing::error!(error = %e, "corrupt entry");
+            LdapError::new(ResultCode::Other, "stored entry is unreadable")
+        })?;
+        Ok((id, entry))
+    }
+
+    fn put(&self, txn: &mut WriteTxn<'_>, id: u64, entry: &Entry) -> Result<(), LdapError> {
+        let mut bytes = Vec::with_capacity(512);
+        encode_entry(self.schema(), entry, &mut bytes);
+        txn.put_entry(id, &bytes).map_err(store_error)
+    }
+
+    fn index_keys(&self, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
+        self.indexes().iter().map(|spec| entry_keys(self.schema(), spec, entry).into_iter().collect()).collect()
+    }
+
+    /// Adds the index keys of `new` that `old` lacks and removes those `old` has that `new` lacks.
+    fn reindex(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        id: u64,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+    ) -> Result<(), LdapError> {
+        let empty = || vec![BTreeSet::new(); self.indexes().len()];
+        let old_keys = old.map(|e| self.index_keys(e)).unwrap_or_else(empty);
+        let new_keys = new.map(|e| self.index_keys(e)).unwrap_or_else(empty);
+        for ((spec, before), after) in self.indexes().iter().zip(&old_keys).zip(&new_keys) {
+            for key in before.difference(after) {
+                txn.index_del(&spec.attr, key, id).map_err(store_error)?;
+            }
+            for key in after.difference(before) {
+                txn.index_add(&spec.attr, key, id).map_err(store_error)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&self, txn: &mut WriteTxn<'_>, entry: Entry, who: &Who) -> Result<(), LdapError> {
+        let key = dn_key(&entry.ndn);
+        let parent_id = if entry.ndn == *self.suffix() {
+            0
+        } else {
+            let parent_ndn = entry.ndn.parent().unwrap_or_else(NormDn::root);
+            let parent_dn = entry.dn.parent();
+            match txn.get_id(&dn_key(&parent_ndn)).map_err(store_error)? {
+                Some(id) => id,
+                None => return Err(self.matched(txn, &parent_ndn, &parent_dn)),
+            }
+        };
+        who.require_write(&entry.ndn, None)?;
+        if txn.get_id(&key).map_err(store_error)?.is_some() {
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "Entry already exists"));
+        }
+        let id = txn.next_id().map_err(store_error)?;
+        self.put(txn, id, &entry)?;
+        txn.put_dn(&key, id).map_err(store_error)?;
+        txn.add_child(parent_id, id).map_err(store_error)?;
+        self.reindex(txn, id, None, Some(&entry))
+    }
+
+    fn delete(&self, txn: &mut WriteTxn<'_>, dn: &Dn, ndn: &NormDn, who: &Who) -> Result<(), LdapError> {
+        let (id, entry) = self.load(txn, ndn, dn)?;
+        who.require_write(ndn, None)?;
+        if txn.has_children(id).map_err(store_error)? {
+            return Err(LdapError::new(ResultCode::NotAllowedOnNonLeaf, "subordinate objects must be deleted first"));
+        }
+        let parent_id = self.parent_id(txn, ndn)?;
+        self.reindex(txn, id, Some(&entry), None)?;
+        txn.del_entry(id).map_err(store_error)?;
+        txn.del_dn(&dn_key(ndn)).map_err(store_error)?;
+        txn.del_child(parent_id, id).map_err(store_error)
+    }
+
+    fn parent_id(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<u64, LdapError> {
+        if ndn == self.suffix() {
+            return Ok(0);
+        }
+        let parent = ndn.parent().unwrap_or_else(NormDn::root);
+        txn.get_id(&dn_key(&parent))
+            .map_err(store_error)?
+            .ok_or_else(|| LdapError::new(ResultCode::Other, "entry without a parent"))
+    }
+
+    fn modify(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        dn: &Dn,
+        ndn: &NormDn,
+        changes: &[Change],
+        who: &Who,
+        stamp: &Stamp,
+    ) -> Result<(), LdapError> {
+        let (id, old) = self.load(txn, ndn, dn)?;
+        let touched: Vec<&str> = changes.iter().map(|c| c.modification.name.as_str()).collect();
+        who.require_write(ndn, Some(&touched))?;
+        let mut entry = old.clone();
+        apply_modifications(self.schema(), &mut entry, changes)?;
+        check_entry(self.schema(), &entry)?;
+        stamp.touch(&mut entry, who);
+        self.put(txn, id, &entry)?;
+        self.reindex(txn, id, Some(&old), Some(&entry))
+    }
+
+    fn modify_dn(&self, txn: &mut WriteTxn<'_>, m: ModifyDn, who: &Who, stamp: &Stamp) -> Result<(), LdapError> {
+        let (id, old) = self.load(txn, &m.ndn, &m.dn)?;
+        if m.ndn == *self.suffix() {
+            return Err(LdapError::new(ResultCode::UnwillingToPerform, "cannot rename the suffix entry"));
+        }
+        who.require_write(&m.ndn, None)?;
+        let old_parent_id = self.parent_id(txn, &m.ndn)?;
+        let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
+            Some((sup_dn, sup_ndn)) => {
+                if !self.holds(sup_ndn) {
+                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "new superior is outside the naming context"));
+                }
+                if m.ndn.is_suffix_of(sup_ndn) {
+                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "new superior is inside the renamed subtree"));
+                }
+                let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(store_error)? {
+                    Some(id) => id,
+                    None => return Err(self.matched(txn, sup_ndn, sup_dn)),
+                };
+                (sup_dn.clone(), sup_ndn.clone(), sup_id)
+            }
+            None => (m.dn.parent(), m.ndn.parent().unwrap_or_else(NormDn::root), old_parent_id),
+        };
+        let rdn_dn = Dn { rdns: vec![m.new_rdn.clone()] };
+        let rdn_ndn = self
+            .schema()
+            .normalize_dn(&rdn_dn)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
+        let new_rdn_norm = rdn_ndn.rdns().first().cloned().unwrap_or_default();
+        let new_ndn = parent_ndn.child(&new_rdn_norm);
+        let mut new_dn = parent_dn.clone();
+        new_dn.rdns.insert(0, m.new_rdn.clone());
+        let same_dn = new_ndn == m.ndn;
+        if !same_dn && txn.get_id(&dn_key(&new_ndn)).map_err(store_error)?.is_some() {
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "Entry already exists"));
+        }
+
+        // New RDN values are added, old ones removed when asked, through the ordinary modify rules.
+        let mut changes = Vec::new();
+        for ava in &m.new_rdn.avas {
+            changes.push(Change {
+                operation: ModifyOperation::Add,
+                modification: PartialAttribute { name: ava.attr.clone(), values: vec![ava.value.clone()] },
+            });
+        }
+        let mut entry = old.clone();
+        entry.dn = new_dn.clone();
+        entry.ndn = new_ndn.clone();
+        let add_result = apply_rdn_values(self, &mut entry, &changes);
+        add_result?;
+        if m.delete_old_rdn {
+            if let Some(old_rdn) = m.dn.rdns.first() {
+                let mut removals = Vec::new();
+                for ava in &old_rdn.avas {
+                    let still_named = m.new_rdn.avas.iter().any(|n| {
+                        n.attr.eq_ignore_ascii_case(&ava.attr) && same_value(self, &n.attr, &n.value, &ava.value)
+                    });
+                    if !still_named {
+                        removals.push(Change {
+                            operation: ModifyOperation::Delete,
+                            modification: PartialAttribute { name: ava.attr.clone(), values: vec![ava.value.clone()] },
+                        });
+                    }
+                }
+                remove_rdn_values(self, &mut entry, &removals)?;
+            }
+        }
+        check_entry(self.schema(), &entry)?;
+        stamp.touch(&mut entry, who);
+        self.put(txn, id, &entry)?;
+        self.reindex(txn, id, Some(&old), Some(&entry))?;
+        if !same_dn {
+            self.move_subtree(txn, &m.ndn, &new_ndn, &new_dn, id)?;
+            if parent_id != old_parent_id {
+                txn.del_child(old_parent_id, id).map_err(store_error)?;
+                txn.add_child(parent_id, id).map_err(store_error)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.
+    fn move_subtree(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        old_ndn: &NormDn,
+        new_ndn: &NormDn,
+        new_dn: &Dn,
+        id: u64,
+    ) -> Result<(), LdapError> {
+        let old_key = dn_key(old_ndn);
+        let new_key = dn_key(new_ndn);
+        let members = txn.subtree(&old_key).map_err(store_error)?;
+        let depth = old_ndn.rdns().len();
+        for (key, member) in members {
+            let suffix_part = key.get(old_key.len()..).unwrap_or(&[]).to_vec();
+            txn.del_dn(&key).map_err(store_error)?;
+            let mut moved = new_key.clone();
+            moved.extend_from_slice(&suffix_part);
+            txn.put_dn(&moved, member).map_err(store_error)?;
+            if member == id {
+                continue;
+            }
+            let bytes = txn
+                .get_entry(member)
+                .map_err(store_error)?
+                .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
+            let stored: StoredEntry<'_> = Directory::parse_stored(bytes)?;
+            let mut entry = stored
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            let own = entry.dn.rdns.len().saturating_sub(depth);
+            let mut dn = Dn { rdns: entry.dn.rdns.get(..own).unwrap_or(&[]).to_vec() };
+            dn.rdns.extend(new_dn.rdns.iter().cloned());
+            let mut ndn = new_ndn.clone();
+            for rdn in entry.ndn.rdns().get(..own).unwrap_or(&[]).iter().rev() {
+                ndn = ndn.child(rdn);
+            }
+            entry.dn = dn;
+            entry.ndn = ndn;
+            self.put(txn, member, &entry)?;
+        }
+        Ok(())
+    }
+}
+
+fn same_value(dir: &Directory, attr: &str, a: &[u8], b: &[u8]) -> bool {
+    let schema = dir.schema();
+    match schema.attribute_type(attr).and_then(|at| at.equality) {
+        Some(rule) => match (schema.normalize_value(rule, a), schema.normalize_value(rule, b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        },
+        None => a == b,
+    }
+}
+
+/// Adds the new RDN's values unless they are already present (modifyDN must not fail on that).
+fn apply_rdn_values(dir: &Directory, entry: &mut Entry, adds: &[Change]) -> Result<(), LdapError> {
+    for change in adds {
+        let name = &change.modification.name;
+        let Some(value) = change.modification.values.first() else { continue };
+        let present = entry_values(dir, entry, name).iter().any(|v| same_value(dir, name, v, value));
+        if !present {
+            apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
+        }
+    }
+    Ok(())
+}
+
+fn remove_rdn_values(dir: &Directory, entry: &mut Entry, removals: &[Change]) -> Result<(), LdapError> {
+    for change in removals {
+        let name = &change.modification.name;
+        let Some(value) = change.modification.values.first() else { continue };
+        let present = entry_values(dir, entry, name).iter().any(|v| same_value(dir, name, v, value));
+        if present {
+            // The RDN check would refuse removing a naming value; the entry's DN already changed, so it passes.
+            apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
+        }
+    }
+    Ok(())
+}
+
+fn entry_values(dir: &Directory, entry: &Entry, name: &str) -> Vec<Vec<u8>> {
+    let canonical =
+        dir.schema().attribute_type(name).map(|at| at.name().to_string()).unwrap_or_else(|| name.to_string());
+    entry.attrs.iter().filter(|a: &&Attribute| a.desc.eq_ignore_ascii_case(&canonical)).flat_map(|a| a.values.clone()).collect()
+}
+
+/// Stamps the structural class on a new entry.
+pub fn structural(dir: &Directory, entry: &Entry) -> Result<String, LdapError> {
+    structural_class(dir.schema(), entry)
+}

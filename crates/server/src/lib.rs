@@ -1,0 +1,83 @@
+//! The Canopy server: listeners, connections, the operation pipeline, configuration and the directory.
+
+pub mod access;
+pub mod config;
+pub mod conn;
+pub mod directory;
+pub mod listener;
+pub mod opattrs;
+pub mod ops;
+pub mod select;
+pub mod special;
+pub mod state;
+
+use std::sync::Arc;
+
+use canopy_core::index::IndexSpec;
+use canopy_mdb::StoreConfig;
+use canopy_schema::Schema;
+
+pub use config::{Config, ConfigError, ListenUrl};
+pub use directory::Directory;
+pub use state::{ServerState, State};
+
+/// Failure to start: configuration, schema or database.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("schema: {0}")]
+    Schema(#[from] canopy_schema::SchemaError),
+    #[error("{0}")]
+    Open(#[from] directory::OpenError),
+    #[error("root DN {0:?}: {1}")]
+    RootDn(String, String),
+    #[error("listener {0}: {1}")]
+    Listen(String, std::io::Error),
+}
+
+/// Loads the built-in schema plus the configured schema files.
+pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
+    let mut schema = Schema::builtin();
+    for path in &config.schema_files {
+        schema.load_file(path)?;
+    }
+    Ok(schema)
+}
+
+/// The index specifications of a configuration, with attribute names made canonical.
+pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, StartError> {
+    let mut specs = Vec::new();
+    for index in &config.indexes {
+        let Some(at) = schema.attribute_type(&index.attr) else {
+            return Err(StartError::Open(directory::OpenError::IndexAttribute(index.attr.clone())));
+        };
+        let has = |k: &str| index.kinds.iter().any(|x| x == k);
+        specs.push(IndexSpec { attr: at.name().to_string(), eq: has("eq"), pres: has("pres"), sub: has("sub") });
+    }
+    Ok(specs)
+}
+
+/// Opens the directory database a configuration names.
+pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, StartError> {
+    let schema = Arc::new(load_schema(config)?);
+    let specs = index_specs(&schema, config)?;
+    let store_config = StoreConfig {
+        path: config.data_dir.clone(),
+        indexes: Vec::new(),
+        initial_map_size: 1 << 30,
+        durable,
+        max_readers: 1024,
+    };
+    Ok(Directory::open(schema, &config.suffix, specs, store_config)?)
+}
+
+/// Builds the shared state for serving.
+pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
+    let directory = open_directory(&config, config.durable)?;
+    let root_dn = canopy_proto::Dn::parse(config.root_dn.as_bytes())
+        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
+    let root_ndn = directory
+        .schema()
+        .normalize_dn(&root_dn)
+        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
+    Ok(Arc::new(ServerState { directory, config, root_ndn, root_password }))
+}

@@ -1,0 +1,98 @@
+//! Accepting connections on `ldap://` (TCP, with TCP_NODELAY) and `ldapi://` (Unix socket, peer credentials).
+
+use std::future::Future;
+
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::config::ListenUrl;
+use crate::ops::bind::Peer;
+use crate::state::State;
+use crate::StartError;
+
+/// A bound listener, before it accepts.
+pub enum Bound {
+    Tcp(TcpListener),
+    Unix(UnixListener, std::path::PathBuf),
+}
+
+impl Bound {
+    /// Binds a listener URL. A stale ldapi socket file is replaced.
+    pub async fn bind(url: &str) -> Result<Bound, StartError> {
+        let parsed = ListenUrl::parse(url).map_err(|e| StartError::Listen(url.to_string(), std::io::Error::other(e)))?;
+        match parsed {
+            ListenUrl::Tcp(addr) => {
+                let listener =
+                    TcpListener::bind(&addr).await.map_err(|e| StartError::Listen(url.to_string(), e))?;
+                Ok(Bound::Tcp(listener))
+            }
+            ListenUrl::Unix(path) => {
+                if path.exists() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                let listener = UnixListener::bind(&path).map_err(|e| StartError::Listen(url.to_string(), e))?;
+                // Like slapd's ldapi socket: anyone may connect; identity comes from peer credentials.
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
+                Ok(Bound::Unix(listener, path))
+            }
+        }
+    }
+
+    /// The address clients reach this listener at, as a URL.
+    pub fn url(&self) -> String {
+        match self {
+            Bound::Tcp(l) => match l.local_addr() {
+                Ok(addr) => format!("ldap://{addr}"),
+                Err(_) => "ldap://?".to_string(),
+            },
+            Bound::Unix(_, path) => format!("ldapi://{}", path.display().to_string().replace('/', "%2F")),
+        }
+    }
+
+    /// Accepts connections until `shutdown` completes.
+    pub async fn run(self, state: State, shutdown: impl Future<Output = ()>) {
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let state = state.clone();
+                        match stream {
+                            Stream::Tcp(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
+                            Stream::Unix(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed");
+                        // Out of descriptors and similar: do not spin.
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+        if let Bound::Unix(_, path) = &self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    async fn accept(&self) -> std::io::Result<(Stream, Peer)> {
+        match self {
+            Bound::Tcp(listener) => {
+                let (stream, addr) = listener.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok((Stream::Tcp(stream), Peer::Tcp(addr)))
+            }
+            Bound::Unix(listener, _) => {
+                let (stream, _) = listener.accept().await?;
+                let cred = stream.peer_cred()?;
+                Ok((Stream::Unix(stream), Peer::Unix { uid: cred.uid(), gid: cred.gid() }))
+            }
+        }
+    }
+}
+
+enum Stream {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}

@@ -1,0 +1,115 @@
+//! Operational attributes a server keeps on every entry: timestamps, CSNs, entryUUID, creators and modifiers.
+
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use canopy_core::{Attribute, Entry};
+
+use crate::access::Who;
+
+/// The time and change sequence number of one write, taken once so every attribute agrees.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    /// Generalized time, `YYYYMMDDHHMMSSZ`.
+    pub time: String,
+    /// OpenLDAP-format CSN: `YYYYMMDDHHMMSS.uuuuuuZ#counter#sid#mod`.
+    pub csn: String,
+}
+
+static LAST: Mutex<(u128, u32)> = Mutex::new((0, 0));
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+        // CSNs must grow strictly: the same microsecond gets a higher counter.
+        let (micros, counter) = {
+            let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+            if micros > last.0 {
+                *last = (micros, 0);
+            } else {
+                last.1 += 1;
+            }
+            *last
+        };
+        let secs = (micros / 1_000_000) as i64;
+        let frac = (micros % 1_000_000) as u32;
+        let (y, mo, d, h, mi, s) = civil(secs);
+        Stamp {
+            time: format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}Z"),
+            csn: format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{frac:06}Z#{counter:06x}#000#000000"),
+        }
+    }
+
+    /// Sets modifiersName, modifyTimestamp and entryCSN for a modification.
+    pub fn touch(&self, entry: &mut Entry, who: &Who) {
+        set(entry, "modifiersName", who.dn.as_bytes().to_vec());
+        set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
+        set(entry, "entryCSN", self.csn.as_bytes().to_vec());
+    }
+
+    /// Sets every operational attribute of a new entry (keeping any an import supplied).
+    pub fn create(&self, entry: &mut Entry, who: &Who, structural: &str) {
+        let keep = |entry: &Entry, name: &str| entry.get(name).is_some();
+        if !keep(entry, "entryUUID") {
+            set(entry, "entryUUID", uuid::Uuid::new_v4().hyphenated().to_string().into_bytes());
+        }
+        if !keep(entry, "creatorsName") {
+            set(entry, "creatorsName", who.dn.as_bytes().to_vec());
+        }
+        if !keep(entry, "createTimestamp") {
+            set(entry, "createTimestamp", self.time.as_bytes().to_vec());
+        }
+        if !keep(entry, "entryCSN") {
+            set(entry, "entryCSN", self.csn.as_bytes().to_vec());
+        }
+        if !keep(entry, "modifiersName") {
+            set(entry, "modifiersName", who.dn.as_bytes().to_vec());
+        }
+        if !keep(entry, "modifyTimestamp") {
+            set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
+        }
+        set(entry, "structuralObjectClass", structural.as_bytes().to_vec());
+    }
+}
+
+fn set(entry: &mut Entry, desc: &str, value: Vec<u8>) {
+    match entry.get_mut(desc) {
+        Some(attr) => attr.values = vec![value],
+        None => entry.attrs.push(Attribute { desc: desc.to_string(), values: vec![value] }),
+    }
+}
+
+/// Seconds since the epoch to (year, month, day, hour, minute, second) in UTC (proleptic Gregorian).
+pub fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(civil(1_795_261_543), (2026, 11, 21, 11, 45, 43));
+    }
+
+    #[test]
+    fn csns_grow() {
+        let a = Stamp::now().csn;
+        let b = Stamp::now().csn;
+        assert!(b > a, "{a} {b}");
+    }
+}

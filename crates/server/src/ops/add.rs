@@ -1,0 +1,35 @@
+//! RFC 4511 §4.7 Add.
+
+use canopy_core::check::entry_from_attributes;
+use canopy_core::LdapError;
+use canopy_proto::{AddRequest, ResultCode};
+
+use crate::access::Who;
+use crate::directory::{structural, WriteOp};
+use crate::opattrs::Stamp;
+use crate::state::State;
+
+pub async fn add(state: &State, who: &Who, req: AddRequest) -> Result<(), LdapError> {
+    let dir = &state.directory;
+    let (dn, ndn) = dir.normalize(&req.dn)?;
+    if !dir.holds(&ndn) {
+        return Err(state.outside_naming_context(&ndn));
+    }
+    for attr in &req.attributes {
+        let name = attr.name.split(';').next().unwrap_or(&attr.name);
+        if let Some(at) = dir.schema().attribute_type(name) {
+            if at.no_user_modification {
+                return Err(LdapError::new(
+                    ResultCode::ConstraintViolation,
+                    format!("{}: no user modification allowed", attr.name),
+                ));
+            }
+        }
+    }
+    let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
+    canopy_core::check::check_entry(dir.schema(), &entry)?;
+    let structural = structural(dir, &entry)?;
+    let stamp = Stamp::now();
+    stamp.create(&mut entry, who, &structural);
+    dir.write(WriteOp::Add(entry), who.clone(), stamp).await
+}

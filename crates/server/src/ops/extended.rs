@@ -1,0 +1,85 @@
+//! RFC 4511 §4.12 Extended operations: WhoAmI (RFC 4532) and Password Modify (RFC 3062).
+
+use canopy_core::LdapError;
+use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I};
+use canopy_proto::{
+    encode_passwd_modify_response, Change, ExtendedRequest, ExtendedResponse, LdapResult, ModifyOperation,
+    PartialAttribute, PasswdModifyRequest, ResultCode,
+};
+
+use crate::access::Who;
+use crate::directory::WriteOp;
+use crate::opattrs::Stamp;
+use crate::ops::error_result;
+use crate::state::State;
+
+pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> ExtendedResponse {
+    let outcome = match req.name.as_str() {
+        EXOP_WHO_AM_I => {
+            let authz = if who.ndn.is_some() { format!("dn:{}", who.dn) } else { String::new() };
+            Ok((None, Some(authz.into_bytes())))
+        }
+        EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref()).await.map(|v| (None, v)),
+        EXOP_START_TLS => Err(LdapError::new(ResultCode::Unavailable, "TLS is not configured")),
+        other => Err(LdapError::new(ResultCode::ProtocolError, format!("{other} not supported"))),
+    };
+    match outcome {
+        Ok((name, value)) => ExtendedResponse { result: LdapResult::success(), name, value },
+        Err(e) => ExtendedResponse { result: error_result(e), name: None, value: None },
+    }
+}
+
+async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Result<Option<Vec<u8>>, LdapError> {
+    let req = match value {
+        Some(v) => PasswdModifyRequest::decode(v)
+            .map_err(|_| LdapError::new(ResultCode::ProtocolError, "password modify: bad request value"))?,
+        None => PasswdModifyRequest { user_identity: None, old_passwd: None, new_passwd: None },
+    };
+    let dir = &state.directory;
+    let (dn, ndn) = match &req.user_identity {
+        Some(id) => {
+            let raw = id.strip_prefix(b"dn:").unwrap_or(id);
+            dir.normalize(raw)?
+        }
+        None => match &who.ndn {
+            Some(_) => dir.normalize(who.dn.as_bytes())?,
+            None => {
+                return Err(LdapError::new(ResultCode::UnwillingToPerform, "only authenticated users may change passwords"))
+            }
+        },
+    };
+    if !dir.holds(&ndn) {
+        return Err(LdapError::new(ResultCode::UnwillingToPerform, "password change only in this naming context"));
+    }
+    if let Some(old) = &req.old_passwd {
+        if !who.root {
+            let txn = dir.read()?;
+            let Some((_, bytes)) = dir.lookup(&txn, &ndn)? else {
+                return Err(dir.no_such_object(&txn, &ndn, &dn));
+            };
+            let stored = crate::directory::Directory::parse_stored(bytes)?;
+            let mut ok = false;
+            for attr in canopy_core::wire::attributes(stored.secret).flatten() {
+                ok |= attr.1.iter().any(|v| canopy_password::verify(v, old).unwrap_or(false));
+            }
+            if !ok {
+                return Err(LdapError::new(ResultCode::UnwillingToPerform, "unwilling to verify old password"));
+            }
+        }
+    }
+    let generated = req.new_passwd.is_none();
+    let new_password = match req.new_passwd {
+        Some(p) if !p.is_empty() => p,
+        _ => canopy_password::generate_password().into_bytes(),
+    };
+    let scheme = canopy_password::Scheme::from_name(&state.config.password_hash)
+        .ok_or_else(|| LdapError::new(ResultCode::Other, "bad password_hash setting"))?;
+    let hashed = canopy_password::hash(scheme, &new_password)
+        .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?;
+    let change = Change {
+        operation: ModifyOperation::Replace,
+        modification: PartialAttribute { name: "userPassword".into(), values: vec![hashed.into_bytes()] },
+    };
+    dir.write(WriteOp::Modify { dn, ndn, changes: vec![change] }, who.clone(), Stamp::now()).await?;
+    Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
+}

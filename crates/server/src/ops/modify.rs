@@ -1,0 +1,36 @@
+//! RFC 4511 §4.6 Modify (with RFC 4525 increment).
+
+use canopy_core::LdapError;
+use canopy_proto::{ModifyRequest, ResultCode};
+
+use crate::access::Who;
+use crate::directory::WriteOp;
+use crate::opattrs::Stamp;
+use crate::state::State;
+
+pub async fn modify(state: &State, who: &Who, req: ModifyRequest) -> Result<(), LdapError> {
+    let dir = &state.directory;
+    let (dn, ndn) = dir.normalize(&req.dn)?;
+    if !dir.holds(&ndn) {
+        return Err(state.outside_naming_context(&ndn));
+    }
+    for change in &req.changes {
+        let name = &change.modification.name;
+        let type_name = name.split(';').next().unwrap_or(name);
+        match dir.schema().attribute_type(type_name) {
+            Some(at) if at.no_user_modification => {
+                return Err(LdapError::new(
+                    ResultCode::ConstraintViolation,
+                    format!("{name}: no user modification allowed"),
+                ))
+            }
+            Some(_) => {}
+            None => {
+                return Err(LdapError::new(ResultCode::UndefinedAttributeType, format!("{name}: attribute type undefined")))
+            }
+        }
+    }
+    // Cleartext passwords written through modify are stored as written, as slapd does without ppolicy's
+    // `hash cleartext`; the Password Modify operation is what hashes.
+    dir.write(WriteOp::Modify { dn, ndn, changes: req.changes }, who.clone(), Stamp::now()).await
+}

@@ -1,0 +1,367 @@
+//! RFC 4511 §4.5 Search: candidates from the indexes or the scope, one exact filter test, limits, paging.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use canopy_core::filter::{evaluate, Ternary};
+use canopy_core::index::{plan, Plan};
+use canopy_core::wire::{attribute_tlvs, StoredEntry};
+use canopy_core::{Attribute, Entry, LdapError};
+use canopy_mdb::ReadTxn;
+use canopy_proto::oid::CONTROL_PAGED_RESULTS;
+use canopy_proto::{
+    encode_partial_attribute, encode_search_result_entry_raw, Control, LdapResult, PagedResults, ProtocolOp,
+    ResultCode, SearchRequest, SearchScope,
+};
+use canopy_schema::NormDn;
+use tokio::sync::mpsc::Sender;
+
+use crate::access::{is_secret, Who};
+use crate::directory::{dn_key, store_error, Directory};
+use crate::ops::{encode, error_result};
+use crate::select::Selection;
+use crate::special;
+use crate::state::State;
+
+/// Everything a running search needs; it runs on a blocking thread and streams entries into `tx`.
+pub struct SearchJob {
+    pub state: State,
+    pub who: Who,
+    pub message_id: i32,
+    pub req: SearchRequest,
+    pub paged: Option<PagedResults>,
+    pub cancel: Arc<AtomicBool>,
+    pub tx: Sender<Vec<u8>>,
+}
+
+/// Why a search stopped before its end.
+enum Stop {
+    Error(LdapError),
+    /// Abandoned or the connection went away: send nothing more.
+    Silent,
+}
+
+impl From<LdapError> for Stop {
+    fn from(e: LdapError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+/// Runs the search to its end and sends SearchResultDone (unless abandoned).
+pub fn run(job: SearchJob) {
+    let mut done_controls = Vec::new();
+    let outcome = execute(&job, &mut done_controls);
+    let result = match outcome {
+        Ok(()) => LdapResult::success(),
+        Err(Stop::Error(e)) => error_result(e),
+        Err(Stop::Silent) => return,
+    };
+    let _ = job.tx.blocking_send(encode(job.message_id, ProtocolOp::SearchResultDone(result), done_controls));
+}
+
+struct Limits {
+    size: Option<usize>,
+    deadline: Option<Instant>,
+}
+
+fn limits(job: &SearchJob) -> Limits {
+    let server = &job.state.config.limits;
+    let pick = |client: i32, server: u32| -> Option<u64> {
+        let client = u64::try_from(client).unwrap_or(0);
+        let server = u64::from(server);
+        match (job.who.root, client, server) {
+            (true, 0, _) => None,
+            (true, c, _) => Some(c),
+            (false, 0, 0) => None,
+            (false, 0, s) => Some(s),
+            (false, c, 0) => Some(c),
+            (false, c, s) => Some(c.min(s)),
+        }
+    };
+    Limits {
+        size: pick(job.req.size_limit, server.size_limit).map(|n| n as usize),
+        deadline: pick(job.req.time_limit, server.time_limit).map(|s| Instant::now() + Duration::from_secs(s)),
+    }
+}
+
+fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop> {
+    let state = &job.state;
+    let dir = &state.directory;
+    let schema = dir.schema();
+    let (base_dn, base) = dir.normalize(&job.req.base)?;
+    let selection = Selection::parse(schema, &job.req.attributes);
+
+    if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
+        return send_special(job, &selection, &entry);
+    }
+    if !dir.holds(&base) {
+        return Err(state.outside_naming_context(&base).into());
+    }
+    let txn = dir.read()?;
+    let Some((base_id, _)) = dir.lookup(&txn, &base)? else {
+        return Err(dir.no_such_object(&txn, &base, &base_dn).into());
+    };
+    let limits = limits(job);
+
+    let mut ids = candidates(dir, &txn, job, &base, base_id)?;
+    let page_size = match &job.paged {
+        Some(paged) => {
+            if paged.size <= 0 {
+                // RFC 2696 §3: size 0 abandons the paged result set.
+                done_controls.push(paged_control(Vec::new()));
+                return Ok(());
+            }
+            if let Some(last) = cookie_id(&paged.cookie) {
+                ids.retain(|id| *id > last);
+            }
+            Some(paged.size as usize)
+        }
+        None => None,
+    };
+
+    let mut sent = 0usize;
+    let mut out = Vec::with_capacity(1024);
+    let mut examined = 0u64;
+    let mut last_sent = None;
+    for (position, id) in ids.iter().copied().enumerate() {
+        examined += 1;
+        if examined % 64 == 0 {
+            if job.cancel.load(Ordering::Relaxed) {
+                return Err(Stop::Silent);
+            }
+            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
+            }
+        }
+        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else { continue };
+        let stored = Directory::parse_stored(bytes)?;
+        let ndn = stored.ndn().map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+        if !in_scope(&base, &ndn, job.req.scope) {
+            continue;
+        }
+        let entry = visible_entry(&stored, &job.who)?;
+        let computed = computed_attributes(&txn, dir, id, &entry)?;
+        if evaluate(schema, &entry, &computed, &job.req.filter) != Ternary::True {
+            continue;
+        }
+        if limits.size.is_some_and(|limit| sent >= limit) {
+            return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
+        }
+        if page_size.is_some_and(|size| sent >= size) {
+            let _ = position;
+            if let Some(last) = last_sent {
+                done_controls.push(paged_control(u64::to_be_bytes(last).to_vec()));
+            }
+            return Ok(());
+        }
+        out.clear();
+        encode_stored(job, &selection, &stored, &computed, &mut out);
+        if job.tx.blocking_send(std::mem::replace(&mut out, Vec::with_capacity(1024))).is_err() {
+            return Err(Stop::Silent);
+        }
+        sent += 1;
+        last_sent = Some(id);
+    }
+    if job.paged.is_some() {
+        done_controls.push(paged_control(Vec::new()));
+    }
+    Ok(())
+}
+
+fn paged_control(cookie: Vec<u8>) -> Control {
+    Control {
+        oid: CONTROL_PAGED_RESULTS.to_string(),
+        critical: false,
+        value: Some(PagedResults { size: 0, cookie }.encode()),
+    }
+}
+
+fn cookie_id(cookie: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(cookie).ok().map(u64::from_be_bytes)
+}
+
+/// The candidate IDs, ascending: from the indexes when the filter allows, else from the scope.
+fn candidates(
+    dir: &Directory,
+    txn: &ReadTxn,
+    job: &SearchJob,
+    base: &NormDn,
+    base_id: u64,
+) -> Result<Vec<u64>, LdapError> {
+    if job.req.scope == SearchScope::BaseObject {
+        return Ok(vec![base_id]);
+    }
+    let plan = plan(dir.schema(), dir.indexes(), &job.req.filter);
+    if let Some(ids) = resolve(txn, &plan)? {
+        return Ok(ids);
+    }
+    tracing::info!(filter = %job.req.filter, "unindexed search: scanning the scope");
+    let mut ids = match job.req.scope {
+        SearchScope::BaseObject => vec![base_id],
+        SearchScope::SingleLevel => txn.children(base_id).map_err(store_error)?,
+        SearchScope::WholeSubtree | SearchScope::SubordinateSubtree => {
+            if base == dir.suffix() {
+                txn.entries().map_err(store_error)?.map(|(id, _)| id).collect()
+            } else {
+                txn.subtree(&dn_key(base)).map_err(store_error)?.into_iter().map(|(_, id)| id).collect()
+            }
+        }
+    };
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Evaluates an index plan to a sorted ID list; None means "everything" (unindexed).
+fn resolve(txn: &ReadTxn, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
+    Ok(match plan {
+        Plan::All => None,
+        Plan::Empty => Some(Vec::new()),
+        Plan::Keys { attr, keys } => {
+            let mut result: Option<Vec<u64>> = None;
+            for key in keys {
+                let ids = txn.index_get(attr, key).map_err(store_error)?;
+                result = Some(match result {
+                    None => ids,
+                    Some(acc) => intersect(&acc, &ids),
+                });
+            }
+            result
+        }
+        Plan::And(parts) => {
+            let mut result: Option<Vec<u64>> = None;
+            for part in parts {
+                if let Some(ids) = resolve(txn, part)? {
+                    result = Some(match result {
+                        None => ids,
+                        Some(acc) => intersect(&acc, &ids),
+                    });
+                }
+            }
+            result
+        }
+        Plan::Or(parts) => {
+            let mut all = Vec::new();
+            for part in parts {
+                match resolve(txn, part)? {
+                    Some(ids) => all.extend(ids),
+                    None => return Ok(None),
+                }
+            }
+            all.sort_unstable();
+            all.dedup();
+            Some(all)
+        }
+    })
+}
+
+fn intersect(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(a.len().min(b.len())));
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(*x);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
+    let depth = ndn.rdns().len();
+    let base_depth = base.rdns().len();
+    match scope {
+        SearchScope::BaseObject => ndn == base,
+        SearchScope::SingleLevel => depth == base_depth + 1 && base.is_suffix_of(ndn),
+        SearchScope::WholeSubtree => base.is_suffix_of(ndn),
+        SearchScope::SubordinateSubtree => depth > base_depth && base.is_suffix_of(ndn),
+    }
+}
+
+/// The entry as the filter sees it: secret attributes only for those who may read them.
+fn visible_entry(stored: &StoredEntry<'_>, who: &Who) -> Result<Entry, LdapError> {
+    let mut entry = stored.to_entry().map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    if !who.root {
+        let secret: Vec<&str> =
+            canopy_core::wire::attributes(stored.secret).filter_map(|a| a.ok().map(|(d, _)| d)).collect();
+        entry.attrs.retain(|a| !secret.contains(&a.desc.as_str()));
+    }
+    Ok(entry)
+}
+
+/// hasSubordinates, entryDN and subschemaSubentry: computed, never stored.
+fn computed_attributes(txn: &ReadTxn, dir: &Directory, id: u64, entry: &Entry) -> Result<Vec<Attribute>, LdapError> {
+    let has = txn.has_children(id).map_err(store_error)?;
+    let _ = dir;
+    Ok(vec![
+        Attribute { desc: "hasSubordinates".into(), values: vec![if has { b"TRUE".to_vec() } else { b"FALSE".to_vec() }] },
+        Attribute { desc: "entryDN".into(), values: vec![entry.dn.to_string().into_bytes()] },
+        Attribute { desc: "subschemaSubentry".into(), values: vec![special::SUBSCHEMA_DN.as_bytes().to_vec()] },
+    ])
+}
+
+fn encode_stored(job: &SearchJob, selection: &Selection, stored: &StoredEntry<'_>, computed: &[Attribute], out: &mut Vec<u8>) {
+    let schema = job.state.directory.schema();
+    if selection.is_all_user_only() && !job.req.types_only {
+        // The common answer is the stored bytes themselves.
+        if job.who.root {
+            let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+            attrs.extend_from_slice(stored.user);
+            attrs.extend_from_slice(stored.secret);
+            encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+        } else {
+            encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+        }
+        return;
+    }
+    let mut attrs = Vec::with_capacity(512);
+    let sections: [&[u8]; 3] = [stored.user, stored.secret, stored.operational];
+    for (index, section) in sections.iter().enumerate() {
+        if index == 1 && !job.who.root {
+            continue;
+        }
+        for item in attribute_tlvs(section) {
+            let Ok((desc, tlv)) = item else { continue };
+            if !selection.wants(schema, desc) {
+                continue;
+            }
+            if job.req.types_only {
+                encode_partial_attribute(&mut attrs, desc, &[]);
+            } else {
+                attrs.extend_from_slice(tlv);
+            }
+        }
+    }
+    for attr in computed {
+        if selection.wants_computed(&attr.desc) {
+            let values: Vec<&[u8]> =
+                if job.req.types_only { Vec::new() } else { attr.values.iter().map(|v| v.as_slice()).collect() };
+            encode_partial_attribute(&mut attrs, &attr.desc, &values);
+        }
+    }
+    encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+}
+
+/// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.
+fn send_special(job: &SearchJob, selection: &Selection, entry: &Entry) -> Result<(), Stop> {
+    let schema = job.state.directory.schema();
+    if evaluate(schema, entry, &[], &job.req.filter) != Ternary::True {
+        return Ok(());
+    }
+    let mut attrs = Vec::new();
+    for attr in &entry.attrs {
+        if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root) {
+            continue;
+        }
+        let values: Vec<&[u8]> =
+            if job.req.types_only { Vec::new() } else { attr.values.iter().map(|v| v.as_slice()).collect() };
+        encode_partial_attribute(&mut attrs, &attr.desc, &values);
+    }
+    let mut out = Vec::new();
+    encode_search_result_entry_raw(&mut out, job.message_id, entry.dn.to_string().as_bytes(), &attrs);
+    job.tx.blocking_send(out).map_err(|_| Stop::Silent)
+}

@@ -1,0 +1,56 @@
+//! Which attributes a search returns: RFC 4511 §4.5.1.8 attribute selection (`*`, `+`, `1.1`, names).
+
+use canopy_core::desc::AttrDesc;
+use canopy_schema::Schema;
+
+/// A parsed attribute list.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub all_user: bool,
+    pub all_operational: bool,
+    pub named: Vec<AttrDesc>,
+}
+
+impl Selection {
+    pub fn parse(schema: &Schema, attributes: &[String]) -> Selection {
+        let mut selection = Selection { all_user: attributes.is_empty(), all_operational: false, named: Vec::new() };
+        for name in attributes {
+            match name.as_str() {
+                "*" => selection.all_user = true,
+                "+" => selection.all_operational = true,
+                "1.1" => {}
+                // Unknown names select nothing, as RFC 4511 §4.5.1.8 says.
+                other => {
+                    if let Ok(desc) = AttrDesc::parse(schema, other) {
+                        selection.named.push(desc);
+                    }
+                }
+            }
+        }
+        selection
+    }
+
+    /// Only the plain "all user attributes" case: the stored user section can be sent as it is.
+    pub fn is_all_user_only(&self) -> bool {
+        self.all_user && !self.all_operational && self.named.is_empty()
+    }
+
+    /// Whether an attribute with this canonical description is selected.
+    pub fn wants(&self, schema: &Schema, desc: &str) -> bool {
+        let Ok(have) = AttrDesc::parse(schema, desc) else { return false };
+        let operational = schema.attribute_type(&have.type_name).is_some_and(|at| at.is_operational());
+        if (operational && self.all_operational) || (!operational && self.all_user) {
+            return true;
+        }
+        let Some(have_type) = schema.attribute_type(&have.type_name) else { return false };
+        self.named.iter().any(|want| {
+            schema.attribute_type(&want.type_name).is_some_and(|want_type| schema.is_subtype_of(have_type, want_type))
+                && want.options.iter().all(|o| have.options.contains(o))
+        })
+    }
+
+    /// Whether a computed attribute (by canonical name) is asked for, explicitly or through `+`.
+    pub fn wants_computed(&self, name: &str) -> bool {
+        self.all_operational || self.named.iter().any(|d| d.type_name.eq_ignore_ascii_case(name))
+    }
+}

@@ -1,0 +1,28 @@
+//! What every connection shares: the directory, the configuration and the root identity.
+
+use std::sync::Arc;
+
+use canopy_core::LdapError;
+use canopy_proto::ResultCode;
+use canopy_schema::NormDn;
+
+use crate::config::Config;
+use crate::directory::Directory;
+
+pub struct ServerState {
+    pub directory: Directory,
+    pub config: Config,
+    /// The root DN, normalized.
+    pub root_ndn: NormDn,
+    /// The root password as configured: cleartext or a `{SCHEME}` hash.
+    pub root_password: Vec<u8>,
+}
+
+pub type State = Arc<ServerState>;
+
+impl ServerState {
+    /// slapd answers noSuchObject, without a matched DN, for names outside every naming context.
+    pub fn outside_naming_context(&self, _ndn: &NormDn) -> LdapError {
+        LdapError::new(ResultCode::NoSuchObject, "")
+    }
+}

@@ -1,0 +1,234 @@
+//! Runs the real clients (ldap-utils, python-ldap scripts) against a server, with a timeout, and
+//! returns their exit code and output.
+
+use crate::server::{Server, ROOT_DN, ROOT_PW, SUFFIX};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A client gets this long before it is killed and the test fails.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The interpreter that has python3-ldap on Debian; the PATH one may be another Python.
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// What a client did: its exit code (ldap-utils exit with the LDAP result code) and its output.
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// Normalized LDIF of stdout.
+    pub fn ldif(&self) -> String {
+        crate::ldif::normalize(&self.stdout)
+    }
+
+    /// Parsed stdout.
+    pub fn records(&self) -> Vec<crate::ldif::Record> {
+        crate::ldif::parse(&self.stdout)
+    }
+
+    /// Panics with the full output unless the exit code is `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32, what: &str) -> &Out {
+        assert_eq!(
+            self.code, code,
+            "{what}: expected exit code {code}, got {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// Who the client binds as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    Anonymous,
+    Root,
+    /// Simple bind with this DN and password.
+    Simple(String, String),
+    /// SASL EXTERNAL; only meaningful over ldapi://.
+    External,
+}
+
+impl Bind {
+    /// A base.ldif user by uid, with its password `<uid>-pw`.
+    pub fn user(uid: &str) -> Bind {
+        Bind::Simple(user_dn(uid), format!("{uid}-pw"))
+    }
+
+    fn args(&self) -> Vec<String> {
+        match self {
+            Bind::Anonymous => vec!["-x".into()],
+            Bind::Root => vec!["-x".into(), "-D".into(), ROOT_DN.into(), "-w".into(), ROOT_PW.into()],
+            Bind::Simple(dn, pw) => vec!["-x".into(), "-D".into(), dn.clone(), "-w".into(), pw.clone()],
+            Bind::External => vec!["-Q".into(), "-Y".into(), "EXTERNAL".into()],
+        }
+    }
+}
+
+/// The DN of a base.ldif user.
+pub fn user_dn(uid: &str) -> String {
+    format!("uid={uid},ou=people,{SUFFIX}")
+}
+
+/// Which listener a client talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Ldap,
+    Ldapi,
+}
+
+impl Server {
+    pub fn url(&self, via: Via) -> String {
+        match via {
+            Via::Ldap => self.ldap_url(),
+            Via::Ldapi => self.ldapi_url(),
+        }
+    }
+
+    /// Runs an ldap-utils tool over ldap:// (ldapi:// for SASL EXTERNAL).
+    pub fn tool(&self, tool: &str, bind: &Bind, args: &[&str], stdin: Option<&str>) -> Out {
+        let via = if *bind == Bind::External { Via::Ldapi } else { Via::Ldap };
+        self.tool_via(via, tool, bind, args, stdin)
+    }
+
+    pub fn tool_via(
+        &self,
+        via: Via,
+        tool: &str,
+        bind: &Bind,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Out {
+        let mut cmd = Command::new(tool);
+        cmd.arg("-H").arg(self.url(via)).args(bind.args()).args(args);
+        run(cmd, stdin)
+    }
+
+    /// `ldapsearch -LLL` without line wrapping.
+    pub fn search(&self, bind: &Bind, args: &[&str]) -> Out {
+        let mut all = vec!["-LLL", "-o", "ldif-wrap=no"];
+        all.extend_from_slice(args);
+        self.tool("ldapsearch", bind, &all, None)
+    }
+
+    /// `ldapsearch -LLL` of one entry (scope base), all user attributes unless `attrs` says.
+    pub fn read(&self, bind: &Bind, dn: &str, attrs: &[&str]) -> Out {
+        let mut args = vec!["-b", dn, "-s", "base", "(objectClass=*)"];
+        args.extend_from_slice(attrs);
+        self.search(bind, &args)
+    }
+
+    /// `ldapmodify` with LDIF on stdin.
+    pub fn modify(&self, bind: &Bind, ldif: &str) -> Out {
+        self.tool("ldapmodify", bind, &[], Some(ldif))
+    }
+
+    /// `ldapadd` with LDIF on stdin.
+    pub fn add(&self, bind: &Bind, ldif: &str) -> Out {
+        self.tool("ldapadd", bind, &[], Some(ldif))
+    }
+
+    /// `ldapwhoami` over the given listener.
+    pub fn whoami(&self, via: Via, bind: &Bind) -> Out {
+        self.tool_via(via, "ldapwhoami", bind, &[], None)
+    }
+
+    /// Runs tests/e2e/py/`script` with python-ldap; the script finds the server in its environment.
+    pub fn python(&self, script: &str, args: &[&str]) -> Out {
+        let path = crate::py_dir().join(script);
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg(path)
+            .args(args)
+            .env("LDAP_URL", self.ldap_url())
+            .env("LDAPI_URL", self.ldapi_url())
+            .env("ROOT_DN", ROOT_DN)
+            .env("ROOT_PW", ROOT_PW)
+            .env("SUFFIX", SUFFIX);
+        run(cmd, None)
+    }
+
+    /// Spawns a python-ldap script with piped stdout, for tests that react while it runs.
+    pub fn python_spawn(&self, script: &str, args: &[&str]) -> std::process::Child {
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg(crate::py_dir().join(script))
+            .args(args)
+            .env("LDAP_URL", self.ldap_url())
+            .env("ROOT_DN", ROOT_DN)
+            .env("ROOT_PW", ROOT_PW)
+            .env("SUFFIX", SUFFIX)
+            .env("LDAPNOINIT", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn()
+            .unwrap_or_else(|e| panic!("cannot run {PYTHON}: {e}; {}", install_hint()))
+    }
+}
+
+fn install_hint() -> &'static str {
+    "install the clients with `apt-get install ldap-utils python3-ldap libsasl2-modules` \
+     (scripts/test.sh does it)"
+}
+
+/// Runs a command to completion (or the timeout), feeding `stdin`, collecting both outputs.
+pub fn run(mut cmd: Command, stdin: Option<&str>) -> Out {
+    // Ignore /etc/ldap/ldap.conf and ~/.ldaprc: the tests say everything on the command line.
+    cmd.env("LDAPNOINIT", "1")
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let program = PathBuf::from(cmd.get_program());
+    let mut child = cmd.spawn().unwrap_or_else(|e| {
+        panic!("cannot run {}: {e}; {}", program.display(), install_hint())
+    });
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        let text = text.to_string();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(text.as_bytes());
+        });
+    }
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out_pipe.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err_pipe.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap()).into_owned();
+    let mut stderr = String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned();
+    let code = match status {
+        Some(s) => s.code().unwrap_or(-1),
+        None => {
+            stderr.push_str(&format!("\n[killed after {CLIENT_TIMEOUT:?}]"));
+            -1
+        }
+    };
+    Out {
+        code,
+        stdout,
+        stderr,
+    }
+}

@@ -1,0 +1,314 @@
+//! Starts the server under test (canopy or Debian's slapd) in a scratch directory on a free
+//! loopback port plus an ldapi socket, waits until it answers, and kills it on drop.
+
+use crate::tempdir::TempDir;
+use std::fs::File;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SUFFIX: &str = "dc=example,dc=com";
+pub const ROOT_DN: &str = "cn=admin,dc=example,dc=com";
+pub const ROOT_PW: &str = "secret";
+pub const SLAPD: &str = "/usr/sbin/slapd";
+
+/// How long a server may take to answer after being started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Which server the suite drives, from `CANOPY_E2E_TARGET` (default canopy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Canopy,
+    Slapd,
+}
+
+impl Target {
+    pub fn from_env() -> Target {
+        match std::env::var("CANOPY_E2E_TARGET").as_deref() {
+            Err(_) | Ok("") | Ok("canopy") => Target::Canopy,
+            Ok("slapd") => Target::Slapd,
+            Ok(other) => panic!("CANOPY_E2E_TARGET={other:?}: expected `canopy` or `slapd`"),
+        }
+    }
+}
+
+/// The canopy binary: `$CANOPY_BIN`, else `canopy` next to the target dir this test was built in.
+pub fn canopy_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("CANOPY_BIN") {
+        return PathBuf::from(p);
+    }
+    // The test executable lives in <target>/debug/deps/; the binary in <target>/debug/.
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("canopy")))
+        .unwrap_or_else(|| PathBuf::from("target/debug/canopy"))
+}
+
+/// A running server. Dropping it kills the process (SIGKILL) and removes its directory.
+#[derive(Debug)]
+pub struct Server {
+    pub target: Target,
+    dir: TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+enum StartError {
+    /// The TCP port was taken between probing and binding: try another.
+    PortInUse,
+}
+
+impl Server {
+    /// Starts the target chosen by the environment and loads tests/e2e/data/base.ldif.
+    pub fn start() -> Server {
+        let s = Server::start_empty();
+        s.load_base();
+        s
+    }
+
+    /// Starts the target chosen by the environment with an empty database.
+    pub fn start_empty() -> Server {
+        Server::start_target(Target::from_env())
+    }
+
+    pub fn start_target(target: Target) -> Server {
+        let dir = TempDir::new(match target {
+            Target::Canopy => "canopy",
+            Target::Slapd => "slapd",
+        });
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        if target == Target::Slapd {
+            let conf = crate::slapd_conf::render(dir.path(), &data);
+            std::fs::write(dir.path().join("slapd.conf"), conf).unwrap();
+        }
+        let mut server = Server {
+            target,
+            dir,
+            port: 0,
+            child: None,
+        };
+        server.launch();
+        server
+    }
+
+    /// The scratch directory (config, logs, ldapi socket, database under `data/`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn ldap_url(&self) -> String {
+        format!("ldap://127.0.0.1:{}", self.port)
+    }
+
+    pub fn ldapi_path(&self) -> PathBuf {
+        self.dir.path().join("ldapi.sock")
+    }
+
+    pub fn ldapi_url(&self) -> String {
+        format!(
+            "ldapi://{}",
+            percent_encode(&self.ldapi_path().to_string_lossy())
+        )
+    }
+
+    /// Everything the server wrote to stdout and stderr so far (all runs).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// SIGKILL: no chance to flush or clean up, as in a power cut of the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same data directory (on a fresh port).
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.launch();
+    }
+
+    /// Loads the base directory through ldapadd as the root DN.
+    pub fn load_base(&self) {
+        let base = crate::data_dir().join("base.ldif");
+        let out = self.tool(
+            "ldapadd",
+            &crate::Bind::Root,
+            &["-f", &base.to_string_lossy()],
+            None,
+        );
+        assert_eq!(
+            out.code,
+            0,
+            "loading base.ldif failed: {}\n{}\nserver log:\n{}",
+            out.stderr,
+            out.stdout,
+            self.log()
+        );
+    }
+
+    fn launch(&mut self) {
+        for _ in 0..8 {
+            self.port = free_port();
+            match self.try_launch() {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return;
+                }
+                Err(StartError::PortInUse) => continue,
+            }
+        }
+        panic!("could not find a free port for the server after 8 tries");
+    }
+
+    fn try_launch(&mut self) -> Result<Child, StartError> {
+        let log_path = self.dir.path().join("server.log");
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .unwrap();
+        let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut cmd = self.command();
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd.spawn().unwrap_or_else(|e| {
+            panic!("cannot start {program}: {e}\n{}", missing_server_hint(self.target))
+        });
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let this_run = log.get(log_start as usize..).unwrap_or(&log);
+                if this_run.contains("Address already in use") || this_run.contains("errno=98") {
+                    return Err(StartError::PortInUse);
+                }
+                panic!(
+                    "{program} exited with {status} before answering; its output:\n{this_run}"
+                );
+            }
+            if self.answers() {
+                return Ok(child);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{program} did not answer on {} and {} within {START_TIMEOUT:?}; output:\n{}",
+                    self.ldap_url(),
+                    self.ldapi_url(),
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Both listeners accept connections. The ldapi socket lives in our private directory, so an
+    /// answer there is our server and not someone else's on a reused port.
+    fn answers(&self) -> bool {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
+        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            && UnixStream::connect(self.ldapi_path()).is_ok()
+    }
+
+    fn command(&self) -> Command {
+        match self.target {
+            Target::Slapd => {
+                let mut cmd = Command::new(SLAPD);
+                // -d 0 keeps slapd in the foreground as our child, logging only errors.
+                cmd.arg("-d").arg("0").arg("-h").arg(format!(
+                    "{}/ {}",
+                    self.ldap_url(),
+                    self.ldapi_url()
+                ));
+                cmd.arg("-f").arg(self.dir.path().join("slapd.conf"));
+                cmd
+            }
+            Target::Canopy => {
+                let bin = canopy_bin();
+                if !bin.exists() {
+                    panic!(
+                        "canopy binary not found at {}.\nBuild it first (`cargo build -p canopy`) \
+                         or set CANOPY_BIN; scripts/test.sh does both. To run this suite against \
+                         Debian's slapd instead, set CANOPY_E2E_TARGET=slapd.",
+                        bin.display()
+                    );
+                }
+                let mut cmd = Command::new(bin);
+                cmd.arg("serve")
+                    .arg("--data")
+                    .arg(self.data_dir())
+                    .arg("--listen")
+                    .arg(self.ldap_url())
+                    .arg("--listen")
+                    .arg(self.ldapi_url())
+                    .env("CANOPY_ROOTPW", ROOT_PW);
+                cmd
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn missing_server_hint(target: Target) -> &'static str {
+    match target {
+        Target::Slapd => "install Debian's slapd (scripts/test.sh does it)",
+        Target::Canopy => "build canopy with `cargo build -p canopy` or set CANOPY_BIN",
+    }
+}
+
+/// A port that was free a moment ago. The server binds it later; `launch` retries on a collision.
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local_addr").port()
+}
+
+/// Percent-encodes a socket path for an ldapi:// URL (RFC 3986 unreserved characters stay).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_encode;
+
+    #[test]
+    fn encodes_socket_paths() {
+        let cases = [
+            ("/tmp/x.sock", "%2Ftmp%2Fx.sock"),
+            ("/a b/c-d_e~", "%2Fa%20b%2Fc-d_e~"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(percent_encode(input), want);
+        }
+    }
+}

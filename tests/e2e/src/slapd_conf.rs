@@ -1,0 +1,79 @@
+//! The slapd.conf that makes Debian's slapd the reference: same suffix, schema, indexes and access
+//! rules as canopy's defaults, with back-mdb in the server's scratch directory.
+
+use crate::server::{ROOT_DN, ROOT_PW, SUFFIX};
+use std::path::Path;
+
+/// Indexed attributes, the same list as canopy's defaults (see the canopy crate's configuration).
+pub const INDEXES: &[&str] = &[
+    "objectClass",
+    "uid",
+    "cn",
+    "sn",
+    "mail",
+    "member",
+    "memberUid",
+    "uidNumber",
+    "gidNumber",
+    "entryUUID",
+    "entryCSN",
+];
+
+/// Renders slapd.conf for a server whose files live in `dir` and database in `data`.
+pub fn render(dir: &Path, data: &Path) -> String {
+    let schema: String = ["core", "cosine", "inetorgperson", "nis"]
+        .iter()
+        .map(|s| format!("include /etc/ldap/schema/{s}.schema\n"))
+        .collect();
+    let indexes: String = INDEXES
+        .iter()
+        .map(|a| format!("index {a} eq\n"))
+        .collect();
+    format!(
+        "{schema}\
+         modulepath /usr/lib/ldap\n\
+         moduleload back_mdb\n\
+         # Password schemes beyond slapd's built-in ones ({{SSHA}}, {{SHA}}, {{CRYPT}}, cleartext).\n\
+         moduleload pw-sha2\n\
+         moduleload argon2\n\
+         moduleload pw-pbkdf2\n\
+         pidfile {dir}/slapd.pid\n\
+         argsfile {dir}/slapd.args\n\
+         \n\
+         # Frontend: the root DSE and the subschema entry are public.\n\
+         access to dn.exact=\"\" by * read\n\
+         access to dn.exact=\"cn=Subschema\" by * read\n\
+         \n\
+         database mdb\n\
+         suffix \"{SUFFIX}\"\n\
+         rootdn \"{ROOT_DN}\"\n\
+         rootpw {ROOT_PW}\n\
+         directory {data}\n\
+         {indexes}\
+         # Debian's default rules for the main database.\n\
+         access to attrs=userPassword by self write by anonymous auth by * none\n\
+         access to * by * read\n",
+        dir = dir.display(),
+        data = data.display(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_paths_and_rules() {
+        let conf = render(Path::new("/t"), Path::new("/t/data"));
+        for needle in [
+            "directory /t/data\n",
+            "pidfile /t/slapd.pid\n",
+            "suffix \"dc=example,dc=com\"\n",
+            "index entryCSN eq\n",
+            "access to attrs=userPassword by self write by anonymous auth by * none\n",
+            "include /etc/ldap/schema/nis.schema\n",
+        ] {
+            assert!(conf.contains(needle), "missing {needle:?} in\n{conf}");
+        }
+    }
+}

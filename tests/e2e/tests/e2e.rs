@@ -1,0 +1,19 @@
+//! The end-to-end suite: one test binary, one module per area. Each test starts its own server
+//! (canopy, or slapd with CANOPY_E2E_TARGET=slapd) loaded with data/base.ldif.
+
+#[path = "e2e/access.rs"]
+mod access;
+#[path = "e2e/bind.rs"]
+mod bind;
+#[path = "e2e/crash.rs"]
+mod crash;
+#[path = "e2e/extended.rs"]
+mod extended;
+#[path = "e2e/python.rs"]
+mod python;
+#[path = "e2e/rootdse.rs"]
+mod rootdse;
+#[path = "e2e/search.rs"]
+mod search;
+#[path = "e2e/write.rs"]
+mod write;
