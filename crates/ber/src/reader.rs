@@ -25,7 +25,11 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<Header>, BerError> {
         return Ok(None);
     };
     if first < 0x80 {
-        return Ok(Some(Header { tag, header_len: 2, content_len: usize::from(first) }));
+        return Ok(Some(Header {
+            tag,
+            header_len: 2,
+            content_len: usize::from(first),
+        }));
     }
     let count = usize::from(first & 0x7f);
     if count == 0 {
@@ -38,8 +42,14 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<Header>, BerError> {
         return Ok(None);
     };
     // Non-minimal long forms are accepted: older libldap always wrote 4-octet lengths.
-    let content_len = octets.iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
-    Ok(Some(Header { tag, header_len: 2 + count, content_len }))
+    let content_len = octets
+        .iter()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    Ok(Some(Header {
+        tag,
+        header_len: 2 + count,
+        content_len,
+    }))
 }
 
 /// Sequential reader over the TLVs in a buffer.
@@ -69,9 +79,15 @@ impl<'a> Reader<'a> {
     /// Reads one TLV of any tag and returns the tag and its contents.
     pub fn read_tlv(&mut self) -> Result<(u8, &'a [u8]), BerError> {
         let header = parse_header(self.buf)?.ok_or(BerError::UnexpectedEnd)?;
-        let rest = self.buf.get(header.header_len..).ok_or(BerError::UnexpectedEnd)?;
+        let rest = self
+            .buf
+            .get(header.header_len..)
+            .ok_or(BerError::UnexpectedEnd)?;
         if header.content_len > rest.len() {
-            return Err(BerError::LengthOverrun { len: header.content_len, remaining: rest.len() });
+            return Err(BerError::LengthOverrun {
+                len: header.content_len,
+                remaining: rest.len(),
+            });
         }
         let (contents, after) = rest.split_at(header.content_len);
         self.buf = after;
@@ -82,7 +98,10 @@ impl<'a> Reader<'a> {
     pub fn read_expected(&mut self, tag: u8) -> Result<&'a [u8], BerError> {
         match self.peek_tag() {
             None => Err(BerError::UnexpectedEnd),
-            Some(found) if found != tag => Err(BerError::UnexpectedTag { expected: tag, found }),
+            Some(found) if found != tag => Err(BerError::UnexpectedTag {
+                expected: tag,
+                found,
+            }),
             Some(_) => self.read_tlv().map(|(_, contents)| contents),
         }
     }
@@ -129,7 +148,9 @@ pub fn decode_integer(contents: &[u8]) -> Result<i64, BerError> {
         return Err(BerError::BadInteger(contents.len()));
     }
     let init: i64 = if first & 0x80 != 0 { -1 } else { 0 };
-    Ok(contents.iter().fold(init, |acc, &b| (acc << 8) | i64::from(b)))
+    Ok(contents
+        .iter()
+        .fold(init, |acc, &b| (acc << 8) | i64::from(b)))
 }
 
 #[cfg(test)]
@@ -138,12 +159,17 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
+
+    type Expected = Result<Option<(u8, usize, usize)>, BerError>;
 
     #[test]
     fn headers() {
-        let cases: &[(&str, Result<Option<(u8, usize, usize)>, BerError>)] = &[
+        let cases: &[(&str, Expected)] = &[
             ("", Ok(None)),
             ("30", Ok(None)),
             ("30 05", Ok(Some((0x30, 2, 5)))),
@@ -161,8 +187,8 @@ mod tests {
             ("bf 01", Err(BerError::MultiByteTag)),
         ];
         for (input, expected) in cases {
-            let got = parse_header(&hex(input))
-                .map(|h| h.map(|h| (h.tag, h.header_len, h.content_len)));
+            let got =
+                parse_header(&hex(input)).map(|h| h.map(|h| (h.tag, h.header_len, h.content_len)));
             assert_eq!(&got, expected, "input {input}");
         }
     }
@@ -180,14 +206,33 @@ mod tests {
             ("02 08 80 00 00 00 00 00 00 00", Ok(i64::MIN)),
             ("02 03 00 00 05", Ok(5)),
             ("02 00", Err(BerError::BadInteger(0))),
-            ("02 09 00 00 00 00 00 00 00 00 01", Err(BerError::BadInteger(9))),
-            ("04 01 00", Err(BerError::UnexpectedTag { expected: 2, found: 4 })),
-            ("02 02 00", Err(BerError::LengthOverrun { len: 2, remaining: 1 })),
+            (
+                "02 09 00 00 00 00 00 00 00 00 01",
+                Err(BerError::BadInteger(9)),
+            ),
+            (
+                "04 01 00",
+                Err(BerError::UnexpectedTag {
+                    expected: 2,
+                    found: 4,
+                }),
+            ),
+            (
+                "02 02 00",
+                Err(BerError::LengthOverrun {
+                    len: 2,
+                    remaining: 1,
+                }),
+            ),
             ("", Err(BerError::UnexpectedEnd)),
         ];
         for (input, expected) in cases {
             let bytes = hex(input);
-            assert_eq!(&Reader::new(&bytes).read_integer(0x02), expected, "input {input}");
+            assert_eq!(
+                &Reader::new(&bytes).read_integer(0x02),
+                expected,
+                "input {input}"
+            );
         }
     }
 
@@ -202,7 +247,11 @@ mod tests {
         ];
         for (input, expected) in cases {
             let bytes = hex(input);
-            assert_eq!(&Reader::new(&bytes).read_bool(0x01), expected, "input {input}");
+            assert_eq!(
+                &Reader::new(&bytes).read_bool(0x01),
+                expected,
+                "input {input}"
+            );
         }
     }
 
@@ -227,7 +276,10 @@ mod tests {
         let bytes = hex("04 84 7f ff ff ff 00");
         assert_eq!(
             Reader::new(&bytes).read_tlv(),
-            Err(BerError::LengthOverrun { len: 0x7fff_ffff, remaining: 1 })
+            Err(BerError::LengthOverrun {
+                len: 0x7fff_ffff,
+                remaining: 1
+            })
         );
     }
 }

@@ -79,7 +79,8 @@ impl<'a> Writer<'a> {
 
     /// Writes a BOOLEAN; TRUE is 0xFF as RFC 4511 §5.1 requires.
     pub fn boolean(&mut self, tag: u8, value: bool) {
-        self.out.extend_from_slice(&[tag, 1, if value { 0xff } else { 0 }]);
+        self.out
+            .extend_from_slice(&[tag, 1, if value { 0xff } else { 0 }]);
     }
 
     /// Appends bytes that are already a complete encoding.
@@ -101,7 +102,8 @@ impl<'a> Writer<'a> {
         if n > 1 {
             let old_end = self.out.len();
             self.out.resize(old_end + n - 1, 0);
-            self.out.copy_within(content_start..old_end, content_start + n - 1);
+            self.out
+                .copy_within(content_start..old_end, content_start + n - 1);
         }
         let mut header = [0u8; 9];
         if n == 1 {
@@ -124,7 +126,11 @@ mod tests {
     use crate::Reader;
 
     fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+        bytes
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use canopy_core::check::{check_entry, entry_from_attributes, structural_class};
+use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
 use canopy_core::index::entry_keys;
 use canopy_core::wire::{attributes, encode_entry, StoredEntry};
 use canopy_proto::ldif::{write_ldif_entry, LdifChange, LdifReader, LdifRecord};
@@ -85,7 +85,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             bail!("{}: entry {shown:?} appears twice", file.display());
         }
         let partial = group(attrs);
-        let mut entry = entry_from_attributes(&schema, dn, ndn.clone(), &partial).map_err(fail)?;
+        let mut entry = entry_from_attributes_with(&schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
         check_entry(&schema, &entry).map_err(fail)?;
         let structural = structural_class(&schema, &entry).map_err(fail)?;
         stamp.create(&mut entry, &who, &structural);

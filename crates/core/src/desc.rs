@@ -59,10 +59,7 @@ impl AttrDesc {
             let lower = option.to_ascii_lowercase();
             if lower == "binary" {
                 if !BINARY_SYNTAXES.contains(&at.syntax.as_str()) {
-                    return Err(undefined(
-                        s,
-                        "option \"binary\" not supported with type",
-                    ));
+                    return Err(undefined(s, "option \"binary\" not supported with type"));
                 }
             } else if let Some(tag) = lower.strip_prefix("lang-") {
                 if (tag.is_empty() || tag.ends_with('-')) && !allow_ranges {
@@ -75,7 +72,10 @@ impl AttrDesc {
         }
         opts.sort();
         opts.dedup();
-        Ok(AttrDesc { type_name: at.name().to_string(), options: opts })
+        Ok(AttrDesc {
+            type_name: at.name().to_string(),
+            options: opts,
+        })
     }
 
     /// The form stored in `Attribute::desc`: canonical type name, then `;option` for each option.
@@ -92,24 +92,25 @@ impl AttrDesc {
         schema.attribute_type(&self.type_name)
     }
 
-    /// Whether an attribute stored under `options` (already lower-case) carries every option of this
-    /// description; an option ending in `-` is a language range and matches by prefix.
-    pub fn options_match(&self, stored: &[&str]) -> bool {
+    /// Whether an attribute stored with `stored` options (the lower-case `a;b` part of a stored
+    /// description after the type) carries every option of this description; an option ending in `-` is
+    /// a language range and matches by prefix.
+    pub fn options_match(&self, stored: &str) -> bool {
         self.options.iter().all(|wanted| {
+            let mut have = stored.split(';').filter(|o| !o.is_empty());
             if wanted.ends_with('-') {
-                stored.iter().any(|have| have.starts_with(wanted.as_str()))
+                have.any(|o| o.starts_with(wanted.as_str()))
             } else {
-                stored.iter().any(|have| have == wanted)
+                have.any(|o| o == wanted)
             }
         })
     }
 }
 
-/// Splits a stored (canonical) description `type;opt;opt` into its type and options without any checks.
-pub(crate) fn split_stored(desc: &str) -> (&str, Vec<&str>) {
-    let mut parts = desc.split(';');
-    let type_part = parts.next().unwrap_or("");
-    (type_part, parts.collect())
+/// Splits a stored (canonical) description `type;opt;opt` into its type and its options part (`opt;opt`,
+/// empty without options), without any checks.
+pub(crate) fn split_stored(desc: &str) -> (&str, &str) {
+    desc.split_once(';').unwrap_or((desc, ""))
 }
 
 /// RFC 4512 §2.5 syntax: `oid *( ";" option )` where oid is a descr (ALPHA *keychar) or a numericoid and an
@@ -131,7 +132,10 @@ fn split_syntax(s: &str) -> Result<(&str, Vec<&str>), LdapError> {
         if option.is_empty() {
             return Err(undefined(s, "zero length option is invalid"));
         }
-        if !option.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        if !option
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
             return Err(undefined(
                 s,
                 "AttributeDescription contains inappropriate characters",
@@ -201,28 +205,40 @@ mod tests {
             "cn;range=0-1",
             Err("cn;range=0-1: AttributeDescription contains inappropriate characters"),
         );
-        check("1cn", Err("1cn: AttributeDescription contains inappropriate characters"));
-        check("2.5.04.3", Err("2.5.04.3: AttributeDescription contains inappropriate characters"));
+        check(
+            "1cn",
+            Err("1cn: AttributeDescription contains inappropriate characters"),
+        );
+        check(
+            "2.5.04.3",
+            Err("2.5.04.3: AttributeDescription contains inappropriate characters"),
+        );
         check("cn;", Err("cn;: zero length option is invalid"));
         check("fooBar", Err("fooBar: attribute type undefined"));
         check("cn;foo", Err("cn;foo: unrecognized option"));
         check("cn;x-foo", Err("cn;x-foo: unrecognized option"));
-        check("cn;lang-", Err("cn;lang-: inappropriate use of tag range option"));
-        check("cn;binary", Err("cn;binary: option \"binary\" not supported with type"));
+        check(
+            "cn;lang-",
+            Err("cn;lang-: inappropriate use of tag range option"),
+        );
+        check(
+            "cn;binary",
+            Err("cn;binary: option \"binary\" not supported with type"),
+        );
     }
 
     #[test]
     fn filter_ranges_and_option_matching() {
         let schema = Schema::builtin();
         let d = AttrDesc::parse_for_filter(&schema, "cn;lang-").unwrap();
-        assert!(d.options_match(&["lang-en"]));
-        assert!(d.options_match(&["lang-en-us", "x"]));
-        assert!(!d.options_match(&[]));
+        assert!(d.options_match("lang-en"));
+        assert!(d.options_match("lang-en-us;x"));
+        assert!(!d.options_match(""));
         let d = AttrDesc::parse(&schema, "cn;lang-en").unwrap();
-        assert!(d.options_match(&["lang-en"]));
-        assert!(!d.options_match(&["lang-en-us"]));
+        assert!(d.options_match("lang-en"));
+        assert!(!d.options_match("lang-en-us"));
         let plain = AttrDesc::parse(&schema, "cn").unwrap();
-        assert!(plain.options_match(&["lang-en"]));
+        assert!(plain.options_match("lang-en"));
     }
 
     #[test]

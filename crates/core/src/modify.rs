@@ -10,8 +10,8 @@ use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::{AttributeType, Schema};
 
 use crate::check::values::{
-    has_equality, reject_duplicates, reject_multiple, reject_no_user_modification,
-    validate_values, value_key,
+    has_equality, reject_duplicates, reject_multiple, reject_no_user_modification, validate_values,
+    value_key,
 };
 use crate::desc::AttrDesc;
 use crate::entry::{Attribute, Entry};
@@ -103,7 +103,10 @@ fn resolve<'s>(
         ));
     }
     validate_values(schema, at, given, values)?;
-    if matches!(change.operation, ModifyOperation::Add | ModifyOperation::Replace) {
+    if matches!(
+        change.operation,
+        ModifyOperation::Add | ModifyOperation::Replace
+    ) {
         reject_multiple(at, given, values)?;
         reject_duplicates(schema, at, given, values)?;
     }
@@ -123,15 +126,23 @@ fn apply_one(
     match change.operation {
         ModifyOperation::Add => {
             let Some(pos) = position else {
-                attrs.push(Attribute { desc: desc.to_string(), values: values.clone() });
+                attrs.push(Attribute {
+                    desc: desc.to_string(),
+                    values: values.clone(),
+                });
                 return Ok(());
             };
             if !has_equality(at) {
                 return Err(inappropriate("modify/add", given));
             }
-            let attr = attrs.get_mut(pos).ok_or_else(|| no_such("modify/add", given))?;
-            let existing: Vec<Vec<u8>> =
-                attr.values.iter().map(|v| value_key(schema, at, v)).collect();
+            let attr = attrs
+                .get_mut(pos)
+                .ok_or_else(|| no_such("modify/add", given))?;
+            let existing: Vec<Vec<u8>> = attr
+                .values
+                .iter()
+                .map(|v| value_key(schema, at, v))
+                .collect();
             for (index, value) in values.iter().enumerate() {
                 if existing.contains(&value_key(schema, at, value)) {
                     return Err(LdapError::new(
@@ -153,9 +164,14 @@ fn apply_one(
             if !has_equality(at) {
                 return Err(inappropriate("modify/delete", given));
             }
-            let attr = attrs.get_mut(pos).ok_or_else(|| no_such("modify/delete", given))?;
-            let existing: Vec<Vec<u8>> =
-                attr.values.iter().map(|v| value_key(schema, at, v)).collect();
+            let attr = attrs
+                .get_mut(pos)
+                .ok_or_else(|| no_such("modify/delete", given))?;
+            let existing: Vec<Vec<u8>> = attr
+                .values
+                .iter()
+                .map(|v| value_key(schema, at, v))
+                .collect();
             let mut remove = vec![false; existing.len()];
             for value in values {
                 let key = value_key(schema, at, value);
@@ -174,7 +190,8 @@ fn apply_one(
                 }
             }
             let mut flags = remove.iter();
-            attr.values.retain(|_| !flags.next().copied().unwrap_or(false));
+            attr.values
+                .retain(|_| !flags.next().copied().unwrap_or(false));
             if attr.values.is_empty() {
                 attrs.remove(pos);
             }
@@ -184,7 +201,10 @@ fn apply_one(
                 attrs.remove(pos);
             }
             if !values.is_empty() {
-                attrs.push(Attribute { desc: desc.to_string(), values: values.clone() });
+                attrs.push(Attribute {
+                    desc: desc.to_string(),
+                    values: values.clone(),
+                });
             }
         }
         ModifyOperation::Increment => {

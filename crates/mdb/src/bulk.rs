@@ -84,11 +84,14 @@ struct Batch {
 
 impl Batch {
     fn new(index_count: usize) -> Self {
-        Batch { indexes: (0..index_count).map(|_| KeyedIds::default()).collect(), ..Batch::default() }
+        Batch {
+            indexes: (0..index_count).map(|_| KeyedIds::default()).collect(),
+            ..Batch::default()
+        }
     }
 
-    fn is_full(&self) -> bool {
-        self.bytes >= BATCH_BYTES || self.entries.len() >= BATCH_ENTRIES
+    fn is_full(&self, max_entries: usize) -> bool {
+        self.bytes >= BATCH_BYTES || self.entries.len() >= max_entries
     }
 }
 
@@ -102,6 +105,7 @@ pub struct BulkLoader {
     shared: Arc<Shared>,
     batch: Batch,
     index_count: usize,
+    batch_entries: usize,
     last_id: u64,
     next_id_floor: u64,
     batches: Option<SyncSender<Batch>>,
@@ -118,6 +122,7 @@ impl BulkLoader {
             shared: Arc::clone(&shared),
             batch: Batch::new(index_count),
             index_count,
+            batch_entries: BATCH_ENTRIES,
             last_id: 0,
             next_id_floor: 1,
             batches: None,
@@ -153,6 +158,11 @@ impl BulkLoader {
         self.last_id.saturating_add(1).max(self.next_id_floor)
     }
 
+    /// Sets how many entries go into one transaction (default 100,000; a batch also closes at 64 MiB).
+    pub fn set_batch_entries(&mut self, entries: usize) {
+        self.batch_entries = entries.max(1);
+    }
+
     /// Buffers one entry: its ID (strictly ascending), DN key, parent ID (`None` for a suffix entry),
     /// entry bytes, and index keys as (position in `StoreConfig::indexes`, key).
     pub fn add(
@@ -164,10 +174,18 @@ impl BulkLoader {
         index_keys: &[(usize, Vec<u8>)],
     ) -> Result<(), StoreError> {
         if id < self.next_id() {
-            return Err(StoreError::IdNotAscending { id, previous: self.last_id });
+            return Err(StoreError::IdNotAscending {
+                id,
+                previous: self.last_id,
+            });
         }
         let max_key = self.shared.max_key;
-        check_key_len(dn_key.len() + 1, max_key)?;
+        if dn_key.len() > max_key {
+            return Err(StoreError::KeyTooLong {
+                len: dn_key.len(),
+                max: max_key,
+            });
+        }
         for (position, key) in index_keys {
             if *position >= self.index_count {
                 return Err(StoreError::UnknownIndex(*position));
@@ -192,7 +210,7 @@ impl BulkLoader {
         batch.bytes += entry.len() + dn_key.len() + key_bytes + 64;
         batch.max_id = id;
         self.last_id = id;
-        if batch.is_full() {
+        if batch.is_full(self.batch_entries) {
             self.send_batch()?;
         }
         Ok(())
@@ -222,14 +240,22 @@ impl BulkLoader {
     fn restore_sync_flag(&mut self) -> Result<(), StoreError> {
         if std::mem::take(&mut self.restore_sync) {
             // SAFETY: as in `new`; the flusher has stopped.
-            unsafe { self.shared.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Disable) }?;
+            unsafe {
+                self.shared
+                    .env
+                    .set_flags(EnvFlags::NO_SYNC, FlagSetMode::Disable)
+            }?;
         }
         Ok(())
     }
 
     /// Writes what is buffered, syncs once, and reports the resulting figures.
     pub fn finish(mut self) -> Result<Stats, StoreError> {
-        let flushed = if self.batch.entries.is_empty() { Ok(()) } else { self.send_batch() };
+        let flushed = if self.batch.entries.is_empty() {
+            Ok(())
+        } else {
+            self.send_batch()
+        };
         let stopped = self.stop_flusher();
         flushed?;
         stopped?;
@@ -292,13 +318,17 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
     let tables = &shared.tables;
     for (id, range) in &batch.entries {
         let bytes = batch.entry_bytes.get(range.clone()).unwrap_or_default();
-        tables.id2entry.put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
+        tables
+            .id2entry
+            .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
     }
     for (range, id) in &batch.dns.items {
         tables.dn2id.put(txn, batch.dns.key(range), &id_key(*id))?;
     }
     for (parent, child) in &batch.children {
-        tables.dn2children.put(txn, &id_key(*parent), &id_key(*child))?;
+        tables
+            .dn2children
+            .put(txn, &id_key(*parent), &id_key(*child))?;
     }
     for (ids, (_, table)) in batch.indexes.iter().zip(&tables.indexes) {
         for (range, id) in &ids.items {

@@ -12,6 +12,9 @@ pub enum StoreError {
     /// so retrying the same request normally succeeds.
     #[error("the database map was full; it has been grown, retry the request")]
     MapFull,
+    /// LMDB keys cannot be empty (DN keys, index keys and meta keys alike).
+    #[error("empty key")]
+    EmptyKey,
     /// A key is longer than LMDB accepts (see `Store::max_key_len`).
     #[error("key of {len} bytes is longer than the maximum of {max} bytes")]
     KeyTooLong { len: usize, max: usize },
@@ -85,6 +88,7 @@ impl StoreError {
         match self {
             StoreError::MapFull | StoreError::Lmdb(_) | StoreError::Io(_) => true,
             StoreError::KeyTooLong { .. }
+            | StoreError::EmptyKey
             | StoreError::ReservedMetaKey(_)
             | StoreError::Corrupt { .. }
             | StoreError::UnsupportedFormat { .. }

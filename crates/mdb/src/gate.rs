@@ -44,10 +44,15 @@ impl Gate {
     pub(crate) fn pass(self: &Arc<Self>) -> Pass {
         let mut state = self.lock();
         while state.resizing {
-            state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
         }
         state.readers += 1;
-        Pass { gate: Arc::clone(self) }
+        Pass {
+            gate: Arc::clone(self),
+        }
     }
 
     /// Waits up to `timeout` for every pass to be returned; `None` if they were not.

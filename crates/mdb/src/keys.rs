@@ -11,9 +11,6 @@ pub(crate) const META_FORMAT: &[u8] = b"\x00format";
 /// Meta key of the next entry ID to hand out (u64 big-endian; absent means 1).
 pub(crate) const META_NEXT_ID: &[u8] = b"\x00next_id";
 
-/// Every dn2id key starts with this byte, because LMDB forbids the empty key that the root DN has.
-pub(crate) const DN_KEY_TAG: u8 = 0x01;
-
 pub(crate) fn id_key(id: u64) -> [u8; 8] {
     id.to_be_bytes()
 }
@@ -28,25 +25,6 @@ pub(crate) fn decode_id(table: &'static str, bytes: &[u8]) -> Result<u64, StoreE
     }
 }
 
-/// The stored dn2id key of a caller's DN key.
-pub(crate) fn dn_key(caller_key: &[u8]) -> Vec<u8> {
-    let mut key = Vec::with_capacity(caller_key.len() + 1);
-    key.push(DN_KEY_TAG);
-    key.extend_from_slice(caller_key);
-    key
-}
-
-/// The caller's DN key of a stored dn2id key.
-pub(crate) fn strip_dn_key(stored: &[u8]) -> Result<&[u8], StoreError> {
-    match stored.split_first() {
-        Some((&DN_KEY_TAG, rest)) => Ok(rest),
-        _ => Err(StoreError::Corrupt {
-            table: "dn2id",
-            detail: "key without the 0x01 tag byte".to_string(),
-        }),
-    }
-}
-
 pub(crate) fn check_meta_key(key: &[u8]) -> Result<(), StoreError> {
     match key.first() {
         None | Some(0) => Err(StoreError::ReservedMetaKey(key.to_vec())),
@@ -54,9 +32,13 @@ pub(crate) fn check_meta_key(key: &[u8]) -> Result<(), StoreError> {
     }
 }
 
-pub(crate) fn check_key_len(len: usize, max: usize) -> Result<(), StoreError> {
-    if len == 0 || len > max {
-        return Err(StoreError::KeyTooLong { len, max });
+/// LMDB refuses empty keys and keys over its limit; say which, before LMDB fails the transaction.
+pub(crate) fn check_key(key: &[u8], max: usize) -> Result<(), StoreError> {
+    if key.is_empty() {
+        return Err(StoreError::EmptyKey);
+    }
+    if key.len() > max {
+        return Err(StoreError::KeyTooLong { len: key.len(), max });
     }
     Ok(())
 }
@@ -77,21 +59,22 @@ mod tests {
     #[test]
     fn decode_id_rejects_wrong_sizes() {
         for bad in [&b""[..], b"1234567", b"123456789"] {
-            assert!(matches!(decode_id("t", bad), Err(StoreError::Corrupt { .. })));
+            assert!(matches!(
+                decode_id("t", bad),
+                Err(StoreError::Corrupt { .. })
+            ));
         }
     }
 
     #[test]
-    fn dn_keys() {
-        let check = |caller: &[u8], stored: &[u8]| {
-            assert_eq!(dn_key(caller), stored);
-            assert_eq!(strip_dn_key(stored).unwrap(), caller);
-        };
-        check(b"", b"\x01");
-        check(b"dc=com\x00", b"\x01dc=com\x00");
-        check(b"dc=com\x00dc=example\x00", b"\x01dc=com\x00dc=example\x00");
-        assert!(strip_dn_key(b"").is_err());
-        assert!(strip_dn_key(b"\x02x").is_err());
+    fn key_limits() {
+        let check = |key: &[u8], max: usize, ok: bool| assert_eq!(check_key(key, max).is_ok(), ok, "{key:?}");
+        check(b"", 4, false);
+        check(b"a", 4, true);
+        check(b"abcd", 4, true);
+        check(b"abcde", 4, false);
+        assert!(matches!(check_key(b"", 4), Err(StoreError::EmptyKey)));
+        assert!(matches!(check_key(b"abcde", 4), Err(StoreError::KeyTooLong { len: 5, max: 4 })));
     }
 
     #[test]

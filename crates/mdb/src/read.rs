@@ -45,7 +45,11 @@ pub trait ReadOps: Access {
     /// The IDs of the direct children of `parent`, ascending.
     fn children(&self, parent: u64) -> Result<Vec<u64>, StoreError> {
         let mut ids = Vec::new();
-        if let Some(dups) = self.tables().dn2children.get_duplicates(self.ro_txn(), &id_key(parent))? {
+        if let Some(dups) = self
+            .tables()
+            .dn2children
+            .get_duplicates(self.ro_txn(), &id_key(parent))?
+        {
             for item in dups {
                 let (_, raw) = item?;
                 ids.push(decode_id(DN2CHILDREN, raw)?);
@@ -56,19 +60,28 @@ pub trait ReadOps: Access {
 
     /// Whether `parent` has at least one child.
     fn has_children(&self, parent: u64) -> Result<bool, StoreError> {
-        Ok(self.tables().dn2children.get(self.ro_txn(), &id_key(parent))?.is_some())
+        Ok(self
+            .tables()
+            .dn2children
+            .get(self.ro_txn(), &id_key(parent))?
+            .is_some())
     }
 
     /// Every (DN key, ID) whose DN key starts with `dn_key_prefix`, in key order; with the caller's DN
     /// key format this is the subtree below and including the base.
     fn subtree(&self, dn_key_prefix: &[u8]) -> Result<SubtreeIter<'_>, StoreError> {
-        let inner = self.tables().dn2id.prefix_iter(self.ro_txn(), &dn_key(dn_key_prefix))?;
+        let inner = self
+            .tables()
+            .dn2id
+            .prefix_iter(self.ro_txn(), &dn_key(dn_key_prefix))?;
         Ok(SubtreeIter { inner })
     }
 
     /// The IDs indexed under exactly `key`, ascending; empty if `attr` has no index.
     fn index_get(&self, attr: &str, key: &[u8]) -> Result<Vec<u64>, StoreError> {
-        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        let Some(table) = self.tables().index(attr) else {
+            return Ok(Vec::new());
+        };
         if key.is_empty() {
             return Ok(Vec::new());
         }
@@ -84,7 +97,9 @@ pub trait ReadOps: Access {
 
     /// The union of the IDs under every key starting with `key_prefix`, ascending and deduplicated.
     fn index_prefix(&self, attr: &str, key_prefix: &[u8]) -> Result<Vec<u64>, StoreError> {
-        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        let Some(table) = self.tables().index(attr) else {
+            return Ok(Vec::new());
+        };
         let mut ids = Vec::new();
         if key_prefix.is_empty() {
             collect_ids(table.iter(self.ro_txn())?, &mut ids)?;
@@ -103,7 +118,9 @@ pub trait ReadOps: Access {
         from: Bound<&[u8]>,
         to: Bound<&[u8]>,
     ) -> Result<Vec<u64>, StoreError> {
-        let Some(table) = self.tables().index(attr) else { return Ok(Vec::new()) };
+        let Some(table) = self.tables().index(attr) else {
+            return Ok(Vec::new());
+        };
         // LMDB keys are never empty: an empty lower bound is no bound, an empty upper bound admits nothing.
         let from = match from {
             Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
@@ -121,14 +138,18 @@ pub trait ReadOps: Access {
 
     /// Every (ID, entry bytes) in ID order: the full scan.
     fn entries(&self) -> Result<EntryIter<'_>, StoreError> {
-        Ok(EntryIter { inner: self.tables().id2entry.iter(self.ro_txn())? })
+        Ok(EntryIter {
+            inner: self.tables().id2entry.iter(self.ro_txn())?,
+        })
     }
 
     /// Every (ID, entry bytes) with `from <= ID`, in ID order.
     fn entries_from(&self, from: u64) -> Result<EntryRangeIter<'_>, StoreError> {
         let start = id_key(from);
         let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Included(&start[..]), Bound::Unbounded);
-        Ok(EntryRangeIter { inner: self.tables().id2entry.range(self.ro_txn(), &bounds)? })
+        Ok(EntryRangeIter {
+            inner: self.tables().id2entry.range(self.ro_txn(), &bounds)?,
+        })
     }
 
     /// The number of entries (O(1): LMDB keeps the count).
@@ -149,7 +170,11 @@ pub trait ReadOps: Access {
         if key.is_empty() {
             return Ok(None);
         }
-        Ok(self.tables().meta.get(self.ro_txn(), key)?.map(<[u8]>::to_vec))
+        Ok(self
+            .tables()
+            .meta
+            .get(self.ro_txn(), key)?
+            .map(<[u8]>::to_vec))
     }
 }
 
@@ -176,13 +201,16 @@ impl<'t> Iterator for SubtreeIter<'t> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.inner.next()?;
-        Some(item.map_err(StoreError::from).and_then(|(key, raw)| {
-            Ok((strip_dn_key(key)?, decode_id(DN2ID, raw)?))
-        }))
+        Some(
+            item.map_err(StoreError::from)
+                .and_then(|(key, raw)| Ok((strip_dn_key(key)?, decode_id(DN2ID, raw)?))),
+        )
     }
 }
 
-fn decode_entry<'t>(item: heed::Result<(&'t [u8], &'t [u8])>) -> Result<(u64, &'t [u8]), StoreError> {
+fn decode_entry<'t>(
+    item: heed::Result<(&'t [u8], &'t [u8])>,
+) -> Result<(u64, &'t [u8]), StoreError> {
     let (key, bytes) = item?;
     Ok((decode_id(ID2ENTRY, key)?, bytes))
 }
@@ -224,7 +252,11 @@ pub struct ReadTxn {
 
 impl ReadTxn {
     pub(crate) fn new(txn: RoTxn<'static, WithoutTls>, shared: Arc<Shared>, pass: Pass) -> Self {
-        ReadTxn { txn, shared, _pass: pass }
+        ReadTxn {
+            txn,
+            shared,
+            _pass: pass,
+        }
     }
 
     /// The LMDB transaction ID of this snapshot (grows with every commit).

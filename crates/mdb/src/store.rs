@@ -106,6 +106,7 @@ pub(crate) struct Shared {
     pub(crate) env: Env<WithoutTls>,
     pub(crate) tables: Tables,
     pub(crate) gate: Arc<Gate>,
+    /// The longest caller key (DN key, index key, meta key) accepted.
     pub(crate) max_key: usize,
     pub(crate) min_free: usize,
     pub(crate) durable: bool,
@@ -122,7 +123,10 @@ impl Shared {
     /// (map size, bytes up to the last used page) of the last committed state.
     pub(crate) fn usage(&self) -> (usize, usize) {
         let info = self.env.info();
-        let used = info.last_page_number.saturating_add(1).saturating_mul(self.page_size());
+        let used = info
+            .last_page_number
+            .saturating_add(1)
+            .saturating_mul(self.page_size());
         (info.map_size, used)
     }
 
@@ -233,7 +237,8 @@ impl Store {
         let env = unsafe { options.open(&cfg.path) }?;
         let tables = create_tables(&env, &cfg.indexes)?;
         let shared = Arc::new(Shared {
-            max_key: env.max_key_size(),
+            // One byte of LMDB's limit goes to the dn2id tag; index and meta keys share the bound.
+            max_key: env.max_key_size().saturating_sub(1),
             env,
             tables,
             gate: Arc::new(Gate::default()),
@@ -322,7 +327,7 @@ impl Store {
 
     /// The longest DN key (`dn_key` bytes) or index key accepted.
     pub fn max_key_len(&self) -> usize {
-        self.shared().max_key.saturating_sub(1)
+        self.shared().max_key
     }
 
     /// Flushes the OS buffers of a non-durable store to disk (a no-op cost-wise when durable).

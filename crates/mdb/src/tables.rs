@@ -18,10 +18,13 @@ pub(crate) const INDEX_PREFIX: &str = "idx.";
 
 /// Fixed tables plus room for the configured indexes and for tables of indexes no longer configured.
 pub(crate) fn max_dbs(index_count: usize) -> u32 {
-    u32::try_from(index_count).unwrap_or(u32::MAX - 64).saturating_add(64)
+    u32::try_from(index_count)
+        .unwrap_or(u32::MAX - 64)
+        .saturating_add(64)
 }
 
-pub(crate) struct Tables {
+/// The table handles of one environment (internal; not reachable from outside the crate).
+pub struct Tables {
     pub(crate) id2entry: Table,
     pub(crate) dn2id: Table,
     pub(crate) dn2children: Table,
@@ -33,7 +36,10 @@ pub(crate) struct Tables {
 impl Tables {
     /// The index table of `attr`; attribute names compare ASCII-case-insensitively, as LDAP's do.
     pub(crate) fn index(&self, attr: &str) -> Option<&Table> {
-        self.indexes.iter().find(|(name, _)| name.eq_ignore_ascii_case(attr)).map(|(_, table)| table)
+        self.indexes
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(attr))
+            .map(|(_, table)| table)
     }
 
     /// (table name, table) for every table, for statistics.
@@ -99,7 +105,11 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
     let wtxn = env.write_txn()?;
     let opened = env.create_databases_and_commit(wtxn, |opener, wtxn: &mut RwTxn<'_>| {
         let plain = |name: &str, wtxn: &mut RwTxn<'_>| {
-            opener.database_options().types::<Bytes, Bytes>().name(name).create(wtxn)
+            opener
+                .database_options()
+                .types::<Bytes, Bytes>()
+                .name(name)
+                .create(wtxn)
         };
         let id_list = |name: &str, wtxn: &mut RwTxn<'_>| {
             opener
@@ -120,11 +130,17 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
         match meta.get(wtxn, META_FORMAT)? {
             None => meta.put(wtxn, META_FORMAT, &FORMAT_VERSION.to_be_bytes())?,
             Some(raw) => {
-                let found = <[u8; 4]>::try_from(raw).map(u32::from_be_bytes).map_err(|_| {
-                    StoreError::Corrupt { table: META, detail: "format version is not 4 bytes".into() }
-                })?;
+                let found = <[u8; 4]>::try_from(raw)
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        table: META,
+                        detail: "format version is not 4 bytes".into(),
+                    })?;
                 if found != FORMAT_VERSION {
-                    return Err(StoreError::UnsupportedFormat { found, supported: FORMAT_VERSION });
+                    return Err(StoreError::UnsupportedFormat {
+                        found,
+                        supported: FORMAT_VERSION,
+                    });
                 }
             }
         }

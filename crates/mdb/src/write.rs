@@ -3,7 +3,7 @@
 use heed::{RoTxn, RwTxn};
 
 use crate::error::StoreError;
-use crate::keys::{check_key_len, check_meta_key, decode_id, dn_key, id_key, META_NEXT_ID};
+use crate::keys::{check_key, check_meta_key, decode_id, id_key, META_NEXT_ID};
 use crate::read::sealed::Access;
 use crate::tables::{Tables, META};
 
@@ -21,7 +21,12 @@ pub struct WriteTxn<'a> {
 
 impl<'a> WriteTxn<'a> {
     pub(crate) fn new(txn: RwTxn<'a>, tables: &'a Tables, max_key: usize) -> Self {
-        WriteTxn { txn, tables, max_key, poison: None }
+        WriteTxn {
+            txn,
+            tables,
+            max_key,
+            poison: None,
+        }
     }
 
     pub(crate) fn into_parts(self) -> (RwTxn<'a>, Option<StoreError>) {
@@ -29,7 +34,10 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Runs one LMDB write and remembers failures that leave the transaction unusable.
-    fn guard<T>(&mut self, op: impl FnOnce(&mut RwTxn<'a>, &Tables) -> heed::Result<T>) -> Result<T, StoreError> {
+    fn guard<T>(
+        &mut self,
+        op: impl FnOnce(&mut RwTxn<'a>, &Tables) -> heed::Result<T>,
+    ) -> Result<T, StoreError> {
         if let Some(err) = &self.poison {
             return Err(err.clone());
         }
@@ -66,20 +74,18 @@ impl<'a> WriteTxn<'a> {
         self.guard(|txn, t| t.id2entry.delete(txn, &id_key(id)).map(drop))
     }
 
-    /// Maps a DN key to `id`, replacing any previous mapping.
-    pub fn put_dn(&mut self, dn_key_bytes: &[u8], id: u64) -> Result<(), StoreError> {
-        let key = dn_key(dn_key_bytes);
-        check_key_len(key.len(), self.max_key)?;
-        self.guard(|txn, t| t.dn2id.put(txn, &key, &id_key(id)))
+    /// Maps a (non-empty) DN key to `id`, replacing any previous mapping.
+    pub fn put_dn(&mut self, dn_key: &[u8], id: u64) -> Result<(), StoreError> {
+        check_key(dn_key, self.max_key)?;
+        self.guard(|txn, t| t.dn2id.put(txn, dn_key, &id_key(id)))
     }
 
     /// Removes a DN key (no error if absent).
-    pub fn del_dn(&mut self, dn_key_bytes: &[u8]) -> Result<(), StoreError> {
-        let key = dn_key(dn_key_bytes);
-        if key.len() > self.max_key {
+    pub fn del_dn(&mut self, dn_key: &[u8]) -> Result<(), StoreError> {
+        if check_key(dn_key, self.max_key).is_err() {
             return Ok(());
         }
-        self.guard(|txn, t| t.dn2id.delete(txn, &key).map(drop))
+        self.guard(|txn, t| t.dn2id.delete(txn, dn_key).map(drop))
     }
 
     /// Records `child` under `parent` (idempotent).
@@ -90,32 +96,45 @@ impl<'a> WriteTxn<'a> {
     /// Removes `child` from `parent` (no error if absent).
     pub fn del_child(&mut self, parent: u64, child: u64) -> Result<(), StoreError> {
         self.guard(|txn, t| {
-            t.dn2children.delete_one_duplicate(txn, &id_key(parent), &id_key(child)).map(drop)
+            t.dn2children
+                .delete_one_duplicate(txn, &id_key(parent), &id_key(child))
+                .map(drop)
         })
     }
 
     /// Adds `id` under `key` in the index of `attr` (idempotent); a no-op if `attr` is not indexed.
     pub fn index_add(&mut self, attr: &str, key: &[u8], id: u64) -> Result<(), StoreError> {
         let tables = self.tables;
-        let Some(table) = tables.index(attr) else { return Ok(()) };
-        check_key_len(key.len(), self.max_key)?;
+        let Some(table) = tables.index(attr) else {
+            return Ok(());
+        };
+        check_key(key, self.max_key)?;
         self.guard(|txn, _| table.put(txn, key, &id_key(id)))
     }
 
     /// Removes `id` from `key` in the index of `attr`; a no-op if absent or `attr` is not indexed.
     pub fn index_del(&mut self, attr: &str, key: &[u8], id: u64) -> Result<(), StoreError> {
         let tables = self.tables;
-        let Some(table) = tables.index(attr) else { return Ok(()) };
-        if key.is_empty() || key.len() > self.max_key {
+        let Some(table) = tables.index(attr) else {
+            return Ok(());
+        };
+        if check_key(key, self.max_key).is_err() {
             return Ok(());
         }
         self.guard(|txn, _| table.delete_one_duplicate(txn, key, &id_key(id)).map(drop))
     }
 
+    /// Empties the index of `attr` (for a reindex); a no-op if `attr` is not indexed.
+    pub fn clear_index(&mut self, attr: &str) -> Result<(), StoreError> {
+        let tables = self.tables;
+        let Some(table) = tables.index(attr) else { return Ok(()) };
+        self.guard(|txn, _| table.clear(txn))
+    }
+
     /// Stores a caller setting. Keys must be non-empty and must not start with 0x00 (reserved).
     pub fn put_meta(&mut self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         check_meta_key(key)?;
-        check_key_len(key.len(), self.max_key)?;
+        check_key(key, self.max_key)?;
         self.guard(|txn, t| t.meta.put(txn, key, value))
     }
 

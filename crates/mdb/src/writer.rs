@@ -43,7 +43,11 @@ pub(crate) struct Request<F, C, T, E> {
 
 impl<F, C, T, E> Request<F, C, T, E> {
     pub(crate) fn new(f: F, done: C) -> Self {
-        Request { f: Some(f), result: None, done }
+        Request {
+            f: Some(f),
+            result: None,
+            done,
+        }
     }
 }
 
@@ -122,7 +126,9 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
     let mut ran: Vec<(Box<dyn Job>, Option<StoreError>)> = Vec::with_capacity(group_len);
     let mut map_full = false;
     for _ in 0..group_len {
-        let Some(mut job) = queue.pop_front() else { break };
+        let Some(mut job) = queue.pop_front() else {
+            break;
+        };
         let nested = match shared.env.nested_write_txn(&mut parent) {
             Ok(nested) => nested,
             Err(err) => {

@@ -23,29 +23,37 @@ pub const MAX_ARGON2_PARALLELISM: u32 = 64;
 
 /// Checks `password` against an `$argon2...` PHC string.
 pub(crate) fn verify(payload: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
-    let text =
-        std::str::from_utf8(payload).map_err(|_| PasswordError::Malformed("argon2 value is not text"))?;
-    let phc = PasswordHash::new(text).map_err(|_| PasswordError::Malformed("invalid PHC string"))?;
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| PasswordError::Malformed("argon2 value is not text"))?;
+    let phc =
+        PasswordHash::new(text).map_err(|_| PasswordError::Malformed("invalid PHC string"))?;
     let algorithm = Algorithm::try_from(phc.algorithm)
         .map_err(|_| PasswordError::Malformed("PHC string names no argon2 variant"))?;
     // libargon2 reads a string without `v=` as version 1.0 (0x10), not the current 1.3.
     let version = match phc.version {
         None => Version::V0x10,
-        Some(v) => Version::try_from(v).map_err(|_| PasswordError::Malformed("unknown argon2 version"))?,
+        Some(v) => {
+            Version::try_from(v).map_err(|_| PasswordError::Malformed("unknown argon2 version"))?
+        }
     };
-    let params = Params::try_from(&phc).map_err(|_| PasswordError::Malformed("invalid argon2 parameters"))?;
+    let params = Params::try_from(&phc)
+        .map_err(|_| PasswordError::Malformed("invalid argon2 parameters"))?;
     if params.m_cost() > MAX_ARGON2_MEMORY_KIB
         || params.t_cost() > MAX_ARGON2_ITERATIONS
         || params.p_cost() > MAX_ARGON2_PARALLELISM
     {
         return Err(PasswordError::Malformed("argon2 cost above Canopy's limit"));
     }
-    let salt = phc.salt.ok_or(PasswordError::Malformed("PHC string without salt"))?;
+    let salt = phc
+        .salt
+        .ok_or(PasswordError::Malformed("PHC string without salt"))?;
     let mut salt_buf = [0u8; 64];
     let salt = salt
         .decode_b64(&mut salt_buf)
         .map_err(|_| PasswordError::Malformed("invalid base64 in argon2 salt"))?;
-    let stored = phc.hash.ok_or(PasswordError::Malformed("PHC string without hash"))?;
+    let stored = phc
+        .hash
+        .ok_or(PasswordError::Malformed("PHC string without hash"))?;
     let mut computed = vec![0u8; stored.len()];
     Argon2::new(algorithm, version, params)
         .hash_password_into(password, salt, &mut computed)
@@ -56,8 +64,13 @@ pub(crate) fn verify(payload: &[u8], password: &[u8]) -> Result<bool, PasswordEr
 /// A fresh argon2id PHC string with the parameters above.
 pub(crate) fn hash(password: &[u8]) -> Result<String, PasswordError> {
     use argon2::PasswordHasher as _;
-    let params = Params::new(ARGON2_MEMORY_KIB, ARGON2_ITERATIONS, ARGON2_PARALLELISM, Some(HASH_LEN))
-        .map_err(|e| PasswordError::Hash(format!("argon2: {e}")))?;
+    let params = Params::new(
+        ARGON2_MEMORY_KIB,
+        ARGON2_ITERATIONS,
+        ARGON2_PARALLELISM,
+        Some(HASH_LEN),
+    )
+    .map_err(|e| PasswordError::Hash(format!("argon2: {e}")))?;
     let salt = SaltString::encode_b64(&random_bytes::<SALT_LEN>())
         .map_err(|e| PasswordError::Hash(format!("argon2 salt: {e}")))?;
     let phc = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
@@ -81,10 +94,22 @@ mod tests {
         };
         check("", "invalid PHC string");
         check("argon2id$v=19", "invalid PHC string");
-        check("$argon2id$v=19$m=4096,t=3,p=1$!!!!$DmDZ", "invalid PHC string");
-        check("$scrypt$m=16$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo", "PHC string names no argon2 variant");
-        check("$argon2id$v=17$m=4096,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo", "unknown argon2 version");
-        check("$argon2id$v=19$m=1,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo", "invalid argon2 parameters");
+        check(
+            "$argon2id$v=19$m=4096,t=3,p=1$!!!!$DmDZ",
+            "invalid PHC string",
+        );
+        check(
+            "$scrypt$m=16$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo",
+            "PHC string names no argon2 variant",
+        );
+        check(
+            "$argon2id$v=17$m=4096,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo",
+            "unknown argon2 version",
+        );
+        check(
+            "$argon2id$v=19$m=1,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo",
+            "invalid argon2 parameters",
+        );
         check(
             "$argon2id$v=19$m=4194304,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo",
             "argon2 cost above Canopy's limit",
@@ -94,6 +119,9 @@ mod tests {
             "argon2 cost above Canopy's limit",
         );
         check("$argon2id$v=19$m=4096,t=3,p=1", "PHC string without salt");
-        check("$argon2id$v=19$m=4096,t=3,p=1$c2FsdHNhbHQ", "PHC string without hash");
+        check(
+            "$argon2id$v=19$m=4096,t=3,p=1$c2FsdHNhbHQ",
+            "PHC string without hash",
+        );
     }
 }

@@ -1,8 +1,9 @@
-//! {CRYPT}: crypt(3) strings as glibc/libxcrypt writes them; `$6$`, `$5$` and `$1$` are verified here.
+//! {CRYPT}: crypt(3) strings as glibc/libxcrypt writes them: `$6$`, `$5$`, `$1$`, DES and bigcrypt.
 
 use sha_crypt::{Sha256Params, Sha512Params};
 use subtle::ConstantTimeEq;
 
+use crate::des_crypt::{self, DES_CHARS, SEGMENT_CHARS};
 use crate::{md5_crypt, random_bytes, PasswordError};
 
 /// The crypt(3) base-64 alphabet, used for salts and hashes alike.
@@ -47,8 +48,8 @@ impl ShaCrypt {
 
 /// Checks `password` against the payload of a `{CRYPT}` value.
 pub(crate) fn verify(payload: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
-    let text =
-        std::str::from_utf8(payload).map_err(|_| PasswordError::Malformed("crypt value is not text"))?;
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| PasswordError::Malformed("crypt value is not text"))?;
     if let Some(body) = text.strip_prefix("$6$") {
         return verify_sha(ShaCrypt::Sha512, body, password);
     }
@@ -64,13 +65,17 @@ pub(crate) fn verify(payload: &[u8], password: &[u8]) -> Result<bool, PasswordEr
         return Err(PasswordError::UnknownScheme(format!("{{CRYPT}}${id}$")));
     }
     if text.starts_with('_') {
-        return Err(PasswordError::UnknownScheme("{CRYPT} BSDi extended DES".into()));
+        return Err(PasswordError::UnknownScheme(
+            "{CRYPT} BSDi extended DES".into(),
+        ));
     }
     let all_crypt_chars = text.bytes().all(|b| CRYPT_ALPHABET.contains(&b));
-    if all_crypt_chars && text.len() >= 13 && (text.len() - 13) % 11 == 0 {
-        // Traditional DES (13 characters) and bigcrypt (13 + 11n), which is what slappasswd's
-        // default {CRYPT} writes on Debian; see the report: DES is not implemented yet.
-        return Err(PasswordError::UnknownScheme("{CRYPT} DES".into()));
+    let des_length = text
+        .len()
+        .checked_sub(DES_CHARS)
+        .is_some_and(|extra| extra.is_multiple_of(SEGMENT_CHARS));
+    if all_crypt_chars && des_length {
+        return Ok(des_crypt::verify(text.as_bytes(), password));
     }
     Err(PasswordError::Malformed("unrecognized crypt(3) format"))
 }
@@ -92,13 +97,17 @@ fn verify_sha(kind: ShaCrypt, body: &str, password: &[u8]) -> Result<bool, Passw
         None => (ROUNDS_DEFAULT, body),
     };
     if rounds > MAX_CRYPT_ROUNDS {
-        return Err(PasswordError::Malformed("crypt rounds above Canopy's limit"));
+        return Err(PasswordError::Malformed(
+            "crypt rounds above Canopy's limit",
+        ));
     }
     let (salt, stored) = rest
         .split_once('$')
         .ok_or(PasswordError::Malformed("crypt value without hash"))?;
     if stored.len() != kind.hash_chars() || !stored.bytes().all(|b| CRYPT_ALPHABET.contains(&b)) {
-        return Err(PasswordError::Malformed("crypt hash has the wrong length or alphabet"));
+        return Err(PasswordError::Malformed(
+            "crypt hash has the wrong length or alphabet",
+        ));
     }
     // glibc reads at most 16 salt characters and ignores the rest.
     let salt = salt.as_bytes();
@@ -118,7 +127,12 @@ pub(crate) fn hash_sha512(password: &[u8]) -> Result<String, PasswordError> {
 /// `N` random characters of the crypt alphabet.
 pub(crate) fn random_salt_chars<const N: usize>() -> [u8; N] {
     // 64 divides 256, so masking keeps the characters uniform.
-    random_bytes::<N>().map(|b| CRYPT_ALPHABET.get(usize::from(b & 63)).copied().unwrap_or(b'.'))
+    random_bytes::<N>().map(|b| {
+        CRYPT_ALPHABET
+            .get(usize::from(b & 63))
+            .copied()
+            .unwrap_or(b'.')
+    })
 }
 
 #[cfg(test)]
@@ -128,14 +142,30 @@ mod tests {
     #[test]
     fn errors_table() {
         let check = |payload: &str, expected: PasswordError| {
-            assert_eq!(verify(payload.as_bytes(), b"pw"), Err(expected), "{payload}");
+            assert_eq!(
+                verify(payload.as_bytes(), b"pw"),
+                Err(expected),
+                "{payload}"
+            );
         };
         let malformed = PasswordError::Malformed;
         check("$6$salt", malformed("crypt value without hash"));
-        check("$6$salt$short", malformed("crypt hash has the wrong length or alphabet"));
-        check("$5$salt$", malformed("crypt hash has the wrong length or alphabet"));
-        check("$6$rounds=$salt$x", malformed("crypt rounds is not a number"));
-        check("$6$rounds=-5$salt$x", malformed("crypt rounds is not a number"));
+        check(
+            "$6$salt$short",
+            malformed("crypt hash has the wrong length or alphabet"),
+        );
+        check(
+            "$5$salt$",
+            malformed("crypt hash has the wrong length or alphabet"),
+        );
+        check(
+            "$6$rounds=$salt$x",
+            malformed("crypt rounds is not a number"),
+        );
+        check(
+            "$6$rounds=-5$salt$x",
+            malformed("crypt rounds is not a number"),
+        );
         check("$6$rounds=5000", malformed("crypt rounds without salt"));
         check(
             "$6$rounds=999999999$salt$x",
@@ -153,7 +183,6 @@ mod tests {
         check("$2b$10$abcdefghijklmnopqrstuv", unknown("{CRYPT}$2b$"));
         check("$y$j9T$salt$hash", unknown("{CRYPT}$y$"));
         check("_J9..abcd", unknown("{CRYPT} BSDi extended DES"));
-        check("HTVrw8y2lsgVM", unknown("{CRYPT} DES"));
         assert_eq!(
             verify(b"\xff$6$", b"pw"),
             Err(malformed("crypt value is not text"))
@@ -167,9 +196,18 @@ mod tests {
             assert!(verify(stored.as_bytes(), password).unwrap(), "{stored}");
             assert!(!verify(stored.as_bytes(), b"wrong").unwrap(), "{stored}");
         };
-        check("$5$rounds=1000$saltsalt$eNI.02a9Kos9UxzxjTLpNZ6kYHkRe9Z8OsGkDDoW/X2", b"pw");
-        check("$5$rounds=5000$saltsalt$0rl.MZtoLLPP3X0Rdl8riRnphIcAXJY27/aOAyK2hB5", b"pw");
-        check("$5$saltsalt$0rl.MZtoLLPP3X0Rdl8riRnphIcAXJY27/aOAyK2hB5", b"pw");
+        check(
+            "$5$rounds=1000$saltsalt$eNI.02a9Kos9UxzxjTLpNZ6kYHkRe9Z8OsGkDDoW/X2",
+            b"pw",
+        );
+        check(
+            "$5$rounds=5000$saltsalt$0rl.MZtoLLPP3X0Rdl8riRnphIcAXJY27/aOAyK2hB5",
+            b"pw",
+        );
+        check(
+            "$5$saltsalt$0rl.MZtoLLPP3X0Rdl8riRnphIcAXJY27/aOAyK2hB5",
+            b"pw",
+        );
         // SALT '$6$0123456789abcdefXYZ': only 16 salt characters are kept.
         check(
             "$6$0123456789abcdef$zAYvvEJcrKSqV2KUPTUM1K9eaGv20n9mUjWSDZW0QnwBRk0LSoTIT3PW7mCEa30acQuLwC1rnfhmbdGOSp.jX.",

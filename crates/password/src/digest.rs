@@ -76,7 +76,11 @@ fn algorithm(scheme: Scheme) -> Option<(Algorithm, bool)> {
 }
 
 /// Checks `password` against the base64 payload of a digest scheme value.
-pub(crate) fn verify(scheme: Scheme, payload: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
+pub(crate) fn verify(
+    scheme: Scheme,
+    payload: &[u8],
+    password: &[u8],
+) -> Result<bool, PasswordError> {
     let (alg, salted) = algorithm(scheme).ok_or(PasswordError::Malformed("not a digest scheme"))?;
     let decoded = B64
         .decode(payload)
@@ -99,7 +103,11 @@ pub(crate) fn verify(scheme: Scheme, payload: &[u8], password: &[u8]) -> Result<
 /// Hashes `password` under a digest scheme, with a fresh salt if the scheme is salted.
 pub(crate) fn hash(scheme: Scheme, password: &[u8]) -> Result<String, PasswordError> {
     let (alg, salted) = algorithm(scheme).ok_or(PasswordError::Malformed("not a digest scheme"))?;
-    let salt = if salted { random_bytes::<SALT_LEN>().to_vec() } else { Vec::new() };
+    let salt = if salted {
+        random_bytes::<SALT_LEN>().to_vec()
+    } else {
+        Vec::new()
+    };
     let mut raw = alg.digest(password, &salt);
     raw.extend_from_slice(&salt);
     Ok(format!("{}{}", scheme.name(), B64.encode(raw)))
@@ -111,27 +119,51 @@ mod tests {
 
     #[test]
     fn malformed_payloads_are_errors() {
-        let check = |scheme: Scheme, payload: &str, message: &str| {
-            match verify(scheme, payload.as_bytes(), b"pw") {
-                Err(PasswordError::Malformed(m)) => assert_eq!(m, message, "{scheme} {payload}"),
-                other => panic!("{scheme} {payload}: {other:?}"),
-            }
+        let check = |scheme: Scheme, payload: &str, message: &str| match verify(
+            scheme,
+            payload.as_bytes(),
+            b"pw",
+        ) {
+            Err(PasswordError::Malformed(m)) => assert_eq!(m, message, "{scheme} {payload}"),
+            other => panic!("{scheme} {payload}: {other:?}"),
         };
         check(Scheme::Ssha, "!!!!", "invalid base64 in digest");
         check(Scheme::Ssha, "a", "invalid base64 in digest");
         // 20 bytes: a SHA-1 digest with no salt.
-        check(Scheme::Ssha, "L55TUjtiq8FBorTWAZ0jy6g129A=", "salted digest is too short");
+        check(
+            Scheme::Ssha,
+            "L55TUjtiq8FBorTWAZ0jy6g129A=",
+            "salted digest is too short",
+        );
         check(Scheme::Ssha512, "", "salted digest is too short");
-        check(Scheme::Sha, "L55TUjtiq8FBorTWAZ0jy6g12w==", "digest has the wrong length");
-        check(Scheme::Sha256, "L55TUjtiq8FBorTWAZ0jy6g129A=", "digest has the wrong length");
+        check(
+            Scheme::Sha,
+            "L55TUjtiq8FBorTWAZ0jy6g12w==",
+            "digest has the wrong length",
+        );
+        check(
+            Scheme::Sha256,
+            "L55TUjtiq8FBorTWAZ0jy6g129A=",
+            "digest has the wrong length",
+        );
         check(Scheme::Md5, "", "digest has the wrong length");
     }
 
     #[test]
     fn padding_is_optional_on_input() {
         // {SHA} of "correct horse" from slappasswd, with and without its '=' padding.
-        assert!(verify(Scheme::Sha, b"L55TUjtiq8FBorTWAZ0jy6g129A=", b"correct horse").unwrap());
-        assert!(verify(Scheme::Sha, b"L55TUjtiq8FBorTWAZ0jy6g129A", b"correct horse").unwrap());
+        assert!(verify(
+            Scheme::Sha,
+            b"L55TUjtiq8FBorTWAZ0jy6g129A=",
+            b"correct horse"
+        )
+        .unwrap());
+        assert!(verify(
+            Scheme::Sha,
+            b"L55TUjtiq8FBorTWAZ0jy6g129A",
+            b"correct horse"
+        )
+        .unwrap());
     }
 
     #[test]

@@ -7,20 +7,22 @@
 //! | --- | --- |
 //! | `{SHA}` `{SHA256}` `{SHA384}` `{SHA512}` `{MD5}` | base64(digest(password)) |
 //! | `{SSHA}` `{SSHA256}` `{SSHA384}` `{SSHA512}` `{SMD5}` | base64(digest(password + salt) + salt); any salt length on input, 8 bytes on output |
-//! | `{CRYPT}` | crypt(3): `$6$[rounds=N$]salt$hash` and `$5$...` (SHA-crypt), `$1$salt$hash` (md5-crypt); we write `$6$` with a 16-character salt and 5000 rounds |
+//! | `{CRYPT}` | crypt(3): `$6$[rounds=N$]salt$hash` and `$5$...` (SHA-crypt), `$1$salt$hash` (md5-crypt), DES/bigcrypt; we write `$6$` with a 16-character salt and 5000 rounds |
 //! | `{ARGON2}` | PHC string `$argon2id$v=19$m=..,t=..,p=..$salt$hash` (also `$argon2i$`, `$argon2d$`); we write argon2id, m=4096 KiB, t=3, p=1 |
 //! | `{PBKDF2-SHA1}` (alias `{PBKDF2}`) `{PBKDF2-SHA256}` `{PBKDF2-SHA512}` | pw-pbkdf2's `iterations$salt$hash`, "adapted base64" (`.` for `+`, no padding); we write 10000 iterations and a 16-byte salt |
 //! | `{CLEARTEXT}` | the password |
 //!
-//! Not supported, reported as [`PasswordError::UnknownScheme`]: DES and bigcrypt `{CRYPT}` values
-//! (slappasswd's default `{CRYPT}` output), bcrypt, yescrypt and other crypt(3) methods, and
-//! schemes such as `{SASL}` or `{K5KEY}` that delegate to outside services.
+//! `{CRYPT}` also verifies traditional DES (13 characters) and bigcrypt (13 + 11n), which Debian's
+//! slappasswd writes by default. Not supported, reported as [`PasswordError::UnknownScheme`]:
+//! bcrypt, yescrypt, BSDi DES and other crypt(3) methods, and schemes such as `{SASL}` or
+//! `{K5KEY}` that delegate to outside services.
 //!
 //! Digests are compared in constant time. Stored values whose cost parameters exceed the `MAX_*`
 //! constants are refused as malformed, because users may often write their own userPassword.
 
 mod argon;
 mod crypt;
+mod des_crypt;
 mod digest;
 mod md5_crypt;
 mod pbkdf;
@@ -95,7 +97,11 @@ pub fn hash(scheme: Scheme, password: &[u8]) -> Result<String, PasswordError> {
     match scheme {
         Scheme::Cleartext => String::from_utf8(password.to_vec())
             .map_err(|_| PasswordError::Hash("cleartext password is not UTF-8".into())),
-        Scheme::Crypt => Ok(format!("{}{}", scheme.name(), crypt::hash_sha512(password)?)),
+        Scheme::Crypt => Ok(format!(
+            "{}{}",
+            scheme.name(),
+            crypt::hash_sha512(password)?
+        )),
         Scheme::Argon2 => Ok(format!("{}{}", scheme.name(), argon::hash(password)?)),
         Scheme::Pbkdf2Sha1 | Scheme::Pbkdf2Sha256 | Scheme::Pbkdf2Sha512 => {
             pbkdf::hash(scheme, password)

@@ -18,7 +18,9 @@ pub(crate) fn verify(body: &str, password: &[u8]) -> Result<bool, PasswordError>
         .split_once('$')
         .ok_or(PasswordError::Malformed("md5-crypt value without hash"))?;
     if stored.len() != HASH_CHARS || !stored.bytes().all(|b| CRYPT_ALPHABET.contains(&b)) {
-        return Err(PasswordError::Malformed("md5-crypt hash has the wrong length or alphabet"));
+        return Err(PasswordError::Malformed(
+            "md5-crypt hash has the wrong length or alphabet",
+        ));
     }
     let salt = salt.as_bytes();
     let salt = salt.get(..MAX_SALT).unwrap_or(salt);
@@ -118,7 +120,12 @@ mod tests {
 
     #[test]
     fn malformed() {
-        let check = |body: &str| assert!(matches!(verify(body, b"pw"), Err(PasswordError::Malformed(_))));
+        let check = |body: &str| {
+            assert!(matches!(
+                verify(body, b"pw"),
+                Err(PasswordError::Malformed(_))
+            ))
+        };
         check("saltonly");
         check("salt$tooshort");
         check("salt$X.XwD2x/AlQ9zU6BfYyGB1x");

@@ -68,31 +68,43 @@ fn ab64_encode(bytes: &[u8]) -> String {
 }
 
 /// Checks `password` against a pw-pbkdf2 payload.
-pub(crate) fn verify(scheme: Scheme, payload: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
+pub(crate) fn verify(
+    scheme: Scheme,
+    payload: &[u8],
+    password: &[u8],
+) -> Result<bool, PasswordError> {
     let prf = Prf::of(scheme).ok_or(PasswordError::Malformed("not a PBKDF2 scheme"))?;
-    let text =
-        std::str::from_utf8(payload).map_err(|_| PasswordError::Malformed("PBKDF2 value is not text"))?;
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| PasswordError::Malformed("PBKDF2 value is not text"))?;
     let mut fields = text.split('$');
     let (Some(iterations), Some(salt), Some(stored), None) =
         (fields.next(), fields.next(), fields.next(), fields.next())
     else {
-        return Err(PasswordError::Malformed("PBKDF2 value is not iterations$salt$hash"));
+        return Err(PasswordError::Malformed(
+            "PBKDF2 value is not iterations$salt$hash",
+        ));
     };
     if iterations.is_empty() || !iterations.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(PasswordError::Malformed("PBKDF2 iterations is not a number"));
+        return Err(PasswordError::Malformed(
+            "PBKDF2 iterations is not a number",
+        ));
     }
     let iterations = iterations.parse::<u32>().unwrap_or(u32::MAX);
     if iterations == 0 {
         return Err(PasswordError::Malformed("PBKDF2 iterations is zero"));
     }
     if iterations > MAX_PBKDF2_ITERATIONS {
-        return Err(PasswordError::Malformed("PBKDF2 iterations above Canopy's limit"));
+        return Err(PasswordError::Malformed(
+            "PBKDF2 iterations above Canopy's limit",
+        ));
     }
-    let salt = ab64_decode(salt).ok_or(PasswordError::Malformed("invalid base64 in PBKDF2 salt"))?;
+    let salt =
+        ab64_decode(salt).ok_or(PasswordError::Malformed("invalid base64 in PBKDF2 salt"))?;
     if salt.is_empty() {
         return Err(PasswordError::Malformed("PBKDF2 salt is empty"));
     }
-    let stored = ab64_decode(stored).ok_or(PasswordError::Malformed("invalid base64 in PBKDF2 hash"))?;
+    let stored =
+        ab64_decode(stored).ok_or(PasswordError::Malformed("invalid base64 in PBKDF2 hash"))?;
     if stored.is_empty() || stored.len() > MAX_KEY_LEN {
         return Err(PasswordError::Malformed("PBKDF2 hash has the wrong length"));
     }
@@ -145,7 +157,10 @@ mod tests {
         check("x$c2FsdA$aGFzaA", "PBKDF2 iterations is not a number");
         check("$c2FsdA$aGFzaA", "PBKDF2 iterations is not a number");
         check("0$c2FsdA$aGFzaA", "PBKDF2 iterations is zero");
-        check("99999999999$c2FsdA$aGFzaA", "PBKDF2 iterations above Canopy's limit");
+        check(
+            "99999999999$c2FsdA$aGFzaA",
+            "PBKDF2 iterations above Canopy's limit",
+        );
         check("1000$c2F!dA$aGFzaA", "invalid base64 in PBKDF2 salt");
         check("1000$$aGFzaA", "PBKDF2 salt is empty");
         check("1000$c2FsdA$a", "invalid base64 in PBKDF2 hash");

@@ -159,7 +159,10 @@ mod tests {
     fn names_round_trip_and_ignore_case() {
         for scheme in Scheme::ALL {
             assert_eq!(Scheme::from_name(scheme.name()), Some(scheme));
-            assert_eq!(Scheme::from_name(&scheme.name().to_lowercase()), Some(scheme));
+            assert_eq!(
+                Scheme::from_name(&scheme.name().to_lowercase()),
+                Some(scheme)
+            );
             let bare = scheme.name().trim_matches(|c| c == '{' || c == '}');
             assert_eq!(Scheme::from_name(bare), Some(scheme));
         }
@@ -183,7 +186,12 @@ mod tests {
     #[test]
     fn split_prefix_table() {
         let check = |input: &[u8], expected: Prefix<'_>| {
-            assert_eq!(split_prefix(input), expected, "{:?}", String::from_utf8_lossy(input));
+            assert_eq!(
+                split_prefix(input),
+                expected,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
         };
         check(b"secret", Prefix::None);
         check(b"", Prefix::None);
@@ -193,7 +201,10 @@ mod tests {
         check(b"{\xff}x", Prefix::None);
         check(b"{SSHA}abc", Prefix::Known(Scheme::Ssha, b"abc"));
         check(b"{ssha}", Prefix::Known(Scheme::Ssha, b""));
-        check(b"{PBKDF2}1$a$b", Prefix::Known(Scheme::Pbkdf2Sha1, b"1$a$b"));
+        check(
+            b"{PBKDF2}1$a$b",
+            Prefix::Known(Scheme::Pbkdf2Sha1, b"1$a$b"),
+        );
         check(b"{BCRYPT}xyz", Prefix::Unknown("{BCRYPT}"));
         check(b"{K5KEY}", Prefix::Unknown("{K5KEY}"));
         let long = format!("{{{}}}x", "A".repeat(MAX_NAME_LEN + 1));

@@ -52,7 +52,10 @@ mod tests {
             (1000, b"ab", "30 08 02 02 03 e8 04 02 61 62"),
         ];
         for &(size, cookie, expected) in cases {
-            let value = PagedResults { size, cookie: cookie.to_vec() };
+            let value = PagedResults {
+                size,
+                cookie: cookie.to_vec(),
+            };
             assert_eq!(hex(&value.encode()), expected);
             assert_eq!(PagedResults::decode(&unhex(expected)).unwrap(), value);
         }
@@ -60,7 +63,13 @@ mod tests {
 
     #[test]
     fn paged_results_rejects() {
-        for bad in ["", "30 03 02 01 05", "30 05 02 01 ff 04 00", "30 06 02 01 05 04 00 00", "04 00"] {
+        for bad in [
+            "",
+            "30 03 02 01 05",
+            "30 05 02 01 ff 04 00",
+            "30 06 02 01 05 04 00 00",
+            "04 00",
+        ] {
             assert!(PagedResults::decode(&unhex(bad)).is_err(), "{bad}");
         }
     }

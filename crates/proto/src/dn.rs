@@ -35,6 +35,11 @@ impl Dn {
 
     /// The DN one level up; empty for the root and for single-RDN DNs.
     pub fn parent(&self) -> Dn {
-        Dn { rdns: self.rdns.get(1..).unwrap_or_default().to_vec() }
+        Dn {
+            rdns: self.rdns.get(1..).unwrap_or_default().to_vec(),
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -25,9 +25,15 @@ impl PasswdModifyRequest {
         let old_passwd = seq.read_optional(OLD_PASSWD)?.map(<[u8]>::to_vec);
         let new_passwd = seq.read_optional(NEW_PASSWD)?.map(<[u8]>::to_vec);
         if !seq.is_empty() || !outer.is_empty() {
-            return Err(DecodeError::new("unexpected data in password modify request"));
+            return Err(DecodeError::new(
+                "unexpected data in password modify request",
+            ));
         }
-        Ok(PasswdModifyRequest { user_identity, old_passwd, new_passwd })
+        Ok(PasswdModifyRequest {
+            user_identity,
+            old_passwd,
+            new_passwd,
+        })
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -66,17 +72,28 @@ mod tests {
         let cases = [
             (PasswdModifyRequest::default(), "30 00"),
             (
-                PasswdModifyRequest { user_identity: some("u"), old_passwd: None, new_passwd: some("n") },
+                PasswdModifyRequest {
+                    user_identity: some("u"),
+                    old_passwd: None,
+                    new_passwd: some("n"),
+                },
                 "30 06 80 01 75 82 01 6e",
             ),
             (
-                PasswdModifyRequest { user_identity: None, old_passwd: some("o"), new_passwd: None },
+                PasswdModifyRequest {
+                    user_identity: None,
+                    old_passwd: some("o"),
+                    new_passwd: None,
+                },
                 "30 03 81 01 6f",
             ),
         ];
         for (value, expected) in cases {
             assert_eq!(hex(&value.encode()), expected);
-            assert_eq!(PasswdModifyRequest::decode(&unhex(expected)).unwrap(), value);
+            assert_eq!(
+                PasswdModifyRequest::decode(&unhex(expected)).unwrap(),
+                value
+            );
         }
         // Fields out of order or unknown are refused.
         for bad in ["30 06 82 01 6e 80 01 75", "30 03 83 01 00", "", "31 00"] {
@@ -86,6 +103,9 @@ mod tests {
 
     #[test]
     fn passwd_modify_response() {
-        assert_eq!(hex(&encode_passwd_modify_response(b"pw")), "30 04 80 02 70 77");
+        assert_eq!(
+            hex(&encode_passwd_modify_response(b"pw")),
+            "30 04 80 02 70 77"
+        );
     }
 }

@@ -46,3 +46,6 @@ pub(crate) mod string;
 
 /// Filters nested deeper than this are refused by `Filter::parse`.
 pub const MAX_PARSE_DEPTH: usize = 64;
+
+#[cfg(test)]
+mod tests;

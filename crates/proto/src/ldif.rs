@@ -12,9 +12,16 @@ use crate::message::{Change, Control};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LdifRecord {
     /// An entry (`dn:` followed by attribute lines), as slapcat and ldapsearch write them.
-    Content { dn: Vec<u8>, attrs: Vec<(String, Vec<u8>)> },
+    Content {
+        dn: Vec<u8>,
+        attrs: Vec<(String, Vec<u8>)>,
+    },
     /// A `changetype:` record, as ldapmodify reads them.
-    Change { dn: Vec<u8>, controls: Vec<Control>, change: LdifChange },
+    Change {
+        dn: Vec<u8>,
+        controls: Vec<Control>,
+        change: LdifChange,
+    },
 }
 
 /// The body of a change record.
@@ -24,7 +31,11 @@ pub enum LdifChange {
     Delete,
     Modify(Vec<Change>),
     /// `changetype: modrdn` or `moddn`.
-    ModDn { new_rdn: Vec<u8>, delete_old_rdn: bool, new_superior: Option<Vec<u8>> },
+    ModDn {
+        new_rdn: Vec<u8>,
+        delete_old_rdn: bool,
+        new_superior: Option<Vec<u8>>,
+    },
 }
 
 /// A record that could not be read; `line` is the 1-based physical line where the problem is.
@@ -34,3 +45,6 @@ pub struct LdifError {
     pub line: usize,
     pub reason: String,
 }
+
+#[cfg(test)]
+mod tests;

@@ -59,7 +59,12 @@ pub struct LdapResult {
 
 impl LdapResult {
     pub fn new(code: ResultCode, message: impl Into<String>) -> LdapResult {
-        LdapResult { code, matched_dn: Vec::new(), message: message.into(), referral: Vec::new() }
+        LdapResult {
+            code,
+            matched_dn: Vec::new(),
+            message: message.into(),
+            referral: Vec::new(),
+        }
     }
     pub fn success() -> LdapResult {
         LdapResult::new(ResultCode::Success, "")
@@ -79,7 +84,10 @@ pub enum BindAuth {
     /// [0] simple
     Simple(Vec<u8>),
     /// [3] sasl
-    Sasl { mechanism: String, credentials: Option<Vec<u8>> },
+    Sasl {
+        mechanism: String,
+        credentials: Option<Vec<u8>>,
+    },
 }
 
 /// RFC 4511 §4.2.2 BindResponse.

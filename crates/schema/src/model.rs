@@ -224,7 +224,9 @@ fn same_names(a: &[String], b: &[String]) -> bool {
     let mut a: Vec<String> = a.iter().map(|s| s.to_ascii_lowercase()).collect();
     let mut b: Vec<String> = b.iter().map(|s| s.to_ascii_lowercase()).collect();
     a.sort();
+    a.dedup();
     b.sort();
+    b.dedup();
     a == b
 }
 

@@ -312,7 +312,11 @@ impl Schema {
         if let Some((i, key)) = clash {
             return match self.attributes.get(i) {
                 Some(existing) if existing.same_as(&at) => Ok(()),
-                _ => Err(place.duplicate(format!("attribute type {key}"))),
+                Some(existing) => Err(place.duplicate(format!(
+                    "attribute type {key} (differs from {})",
+                    existing.definition()
+                ))),
+                None => Err(place.duplicate(format!("attribute type {key}"))),
             };
         }
         let index = self.attributes.len();
@@ -365,7 +369,11 @@ impl Schema {
         if let Some((i, key)) = clash {
             return match self.classes.get(i) {
                 Some(existing) if existing.same_as(&oc) => Ok(()),
-                _ => Err(place.duplicate(format!("object class {key}"))),
+                Some(existing) => Err(place.duplicate(format!(
+                    "object class {key} (differs from {})",
+                    existing.definition()
+                ))),
+                None => Err(place.duplicate(format!("object class {key}"))),
             };
         }
         let index = self.classes.len();

@@ -36,9 +36,10 @@ print("compare uidNumber=2000: %s" % admin.compare_s(dn, "uidNumber", b"2000"))
 
 user = connect(dn, "py-initial")
 print("user whoami: %s" % user.whoami_s())
-_, generated = user.passwd_s(dn, "py-initial", None)
+_, generated = user.passwd_s(dn, "py-initial", None, extract_newpw=True)
 print("generated a password: %s" % bool(generated))
-again = connect(dn, generated.decode() if isinstance(generated, bytes) else generated)
+new_pw = generated.genPasswd
+again = connect(dn, new_pw.decode() if isinstance(new_pw, bytes) else new_pw)
 print("bind with generated: %s" % again.whoami_s())
 try:
     connect(dn, "py-initial")

@@ -64,8 +64,20 @@ impl Bind {
     fn args(&self) -> Vec<String> {
         match self {
             Bind::Anonymous => vec!["-x".into()],
-            Bind::Root => vec!["-x".into(), "-D".into(), ROOT_DN.into(), "-w".into(), ROOT_PW.into()],
-            Bind::Simple(dn, pw) => vec!["-x".into(), "-D".into(), dn.clone(), "-w".into(), pw.clone()],
+            Bind::Root => vec![
+                "-x".into(),
+                "-D".into(),
+                ROOT_DN.into(),
+                "-w".into(),
+                ROOT_PW.into(),
+            ],
+            Bind::Simple(dn, pw) => vec![
+                "-x".into(),
+                "-D".into(),
+                dn.clone(),
+                "-w".into(),
+                pw.clone(),
+            ],
             Bind::External => vec!["-Q".into(), "-Y".into(), "EXTERNAL".into()],
         }
     }
@@ -93,7 +105,11 @@ impl Server {
 
     /// Runs an ldap-utils tool over ldap:// (ldapi:// for SASL EXTERNAL).
     pub fn tool(&self, tool: &str, bind: &Bind, args: &[&str], stdin: Option<&str>) -> Out {
-        let via = if *bind == Bind::External { Via::Ldapi } else { Via::Ldap };
+        let via = if *bind == Bind::External {
+            Via::Ldapi
+        } else {
+            Via::Ldap
+        };
         self.tool_via(via, tool, bind, args, stdin)
     }
 
@@ -106,7 +122,10 @@ impl Server {
         stdin: Option<&str>,
     ) -> Out {
         let mut cmd = Command::new(tool);
-        cmd.arg("-H").arg(self.url(via)).args(bind.args()).args(args);
+        cmd.arg("-H")
+            .arg(self.url(via))
+            .args(bind.args())
+            .args(args);
         run(cmd, stdin)
     }
 
@@ -180,13 +199,17 @@ fn install_hint() -> &'static str {
 pub fn run(mut cmd: Command, stdin: Option<&str>) -> Out {
     // Ignore /etc/ldap/ldap.conf and ~/.ldaprc: the tests say everything on the command line.
     cmd.env("LDAPNOINIT", "1")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let program = PathBuf::from(cmd.get_program());
-    let mut child = cmd.spawn().unwrap_or_else(|e| {
-        panic!("cannot run {}: {e}; {}", program.display(), install_hint())
-    });
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; {}", program.display(), install_hint()));
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         let text = text.to_string();
         std::thread::spawn(move || {

@@ -28,20 +28,33 @@ impl Transcript {
     /// Records a client run: its exit code (= the LDAP result code for ldap-utils) and its
     /// normalized stdout. Stderr is left out: diagnostic messages are free text that differs.
     pub fn section(&mut self, title: &str, out: &Out) {
-        self.text.push_str(&format!("## {title}\n# rc: {}\n", out.code));
+        self.text
+            .push_str(&format!("## {title}\n# rc: {}\n", out.code));
         self.text.push_str(&crate::ldif::normalize(&out.stdout));
         self.text.push('\n');
     }
 
     /// Records a client run whose stdout is not LDIF (ldapwhoami, ldapcompare, python): exit code
     /// and stdout verbatim.
+    /// "Additional info" lines are left out: that text is the server's free-form diagnostic.
     pub fn raw(&mut self, title: &str, out: &Out) {
-        self.text(title, &format!("# rc: {}\n{}", out.code, out.stdout));
+        let body: String = out
+            .stdout
+            .lines()
+            .filter(|l| {
+                !l.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("additional info")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        self.text(title, &format!("# rc: {}\n{body}", out.code));
     }
 
     /// Records free text (for outputs that are not LDIF, e.g. ldapwhoami or python scripts).
     pub fn text(&mut self, title: &str, body: &str) {
-        self.text.push_str(&format!("## {title}\n{}", body.trim_end()));
+        self.text
+            .push_str(&format!("## {title}\n{}", body.trim_end()));
         self.text.push_str("\n\n");
     }
 
@@ -143,7 +156,11 @@ mod tests {
         let cases: &[(&str, &str, &str)] = &[
             ("a\nb\nc\n", "a\nB\nc\n", "  a\n- b\n+ B\n  c\n"),
             ("a\n", "a\nb\n", "  a\n+ b\n"),
-            ("1\n2\n3\n4\n5\n6\n7\n", "1\n2\n3\n4\n5\n6\n8\n", "  ...\n  5\n  6\n- 7\n+ 8\n"),
+            (
+                "1\n2\n3\n4\n5\n6\n7\n",
+                "1\n2\n3\n4\n5\n6\n8\n",
+                "  ...\n  5\n  6\n- 7\n+ 8\n",
+            ),
         ];
         for (e, a, want) in cases {
             assert_eq!(diff(e, a), *want);

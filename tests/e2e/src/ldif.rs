@@ -7,8 +7,11 @@
 //! else (attribute-name spelling, DN spelling, values, which attributes are returned) is compared
 //! byte for byte, because those are things a client sees.
 
+/// Tells whether a value has the syntax its attribute promises.
+type ShapeCheck = fn(&str) -> bool;
+
 /// Volatile operational attributes: (lowercased name, check, placeholder).
-const VOLATILE: &[(&str, fn(&str) -> bool, &str)] = &[
+const VOLATILE: &[(&str, ShapeCheck, &str)] = &[
     ("entryuuid", is_uuid, "<uuid>"),
     ("entrycsn", is_csn, "<csn>"),
     ("contextcsn", is_csn, "<csn>"),
@@ -69,7 +72,12 @@ pub fn parse(text: &str) -> Vec<Record> {
             continue;
         }
         match current.as_mut() {
-            None => current = Some(Record { dn_line: line, attrs: Vec::new() }),
+            None => {
+                current = Some(Record {
+                    dn_line: line,
+                    attrs: Vec::new(),
+                })
+            }
             Some(r) => r.attrs.push(line),
         }
     }
@@ -80,10 +88,21 @@ pub fn parse(text: &str) -> Vec<Record> {
 /// The canonical form: records sorted by DN (parents before children), attributes by name, values
 /// sorted, volatile values masked.
 pub fn normalize(text: &str) -> String {
+    canonical(text, true)
+}
+
+/// Like [`normalize`] but keeps volatile values, for comparing a database with its own copy.
+pub fn sorted(text: &str) -> String {
+    canonical(text, false)
+}
+
+fn canonical(text: &str, mask: bool) -> String {
     let mut records = parse(text);
     for r in &mut records {
-        for line in &mut r.attrs {
-            *line = mask_volatile(line);
+        if mask {
+            for line in &mut r.attrs {
+                *line = mask_volatile(line);
+            }
         }
         r.attrs
             .sort_by_key(|l| (name_of(l).to_ascii_lowercase(), l.clone()));
@@ -122,6 +141,12 @@ pub fn value_of(line: &str) -> String {
         return b64.to_string();
     }
     rest.strip_prefix(' ').unwrap_or(rest).to_string()
+}
+
+/// The text after `name:` or `name::` (still base64-encoded for the latter).
+pub fn value_of_raw(line: &str) -> &str {
+    let rest = line.split_once(':').map_or("", |(_, r)| r);
+    rest.strip_prefix(':').unwrap_or(rest).trim_start()
 }
 
 fn mask_volatile(line: &str) -> String {
@@ -165,9 +190,10 @@ fn is_uuid(v: &str) -> bool {
     let groups: Vec<&str> = v.split('-').collect();
     let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
     lens == [8, 4, 4, 4, 12]
-        && groups
-            .iter()
-            .all(|g| g.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)))
+        && groups.iter().all(|g| {
+            g.chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        })
 }
 
 /// `YYYYmmddHHMMSS.uuuuuuZ#cccccc#sid#mmmmmm` (RFC 4533-style CSN as OpenLDAP writes it).
@@ -269,6 +295,13 @@ mod tests {
     }
 
     #[test]
+    fn sorted_keeps_volatile_values() {
+        let input = "dn: dc=x\nentryUUID: 0e7b4a8e-5c2a-103f-8a8b-1b7c2d5e6f70\ncn: a\n";
+        let want = "dn: dc=x\ncn: a\nentryUUID: 0e7b4a8e-5c2a-103f-8a8b-1b7c2d5e6f70\n";
+        assert_eq!(sorted(input), want);
+    }
+
+    #[test]
     fn decodes_values() {
         let cases: &[(&str, &str)] = &[
             ("cn: plain", "plain"),
@@ -292,5 +325,7 @@ mod tests {
         assert!(!is_generalized_time("2026112114300Z"));
         assert_eq!(decode_base64("YWI="), Some(b"ab".to_vec()));
         assert_eq!(decode_base64("YWI"), None);
+        assert_eq!(value_of_raw("jpegPhoto:: AAE="), "AAE=");
+        assert_eq!(value_of_raw("cn: x"), "x");
     }
 }

@@ -10,6 +10,7 @@ pub mod ldif;
 pub mod server;
 pub mod slapd_conf;
 pub mod tempdir;
+pub mod tools;
 
 pub use client::{user_dn, Bind, Out, Via};
 pub use expect::Transcript;

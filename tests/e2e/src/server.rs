@@ -74,6 +74,22 @@ impl Server {
     }
 
     pub fn start_target(target: Target) -> Server {
+        let mut server = Server::prepare(target);
+        server.launch();
+        server
+    }
+
+    /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
+    /// the target chosen by the environment, then starts the server on it.
+    pub fn start_imported(ldif: &Path) -> Server {
+        let mut server = Server::prepare(Target::from_env());
+        server.import(ldif).expect_code(0, "offline import");
+        server.launch();
+        server
+    }
+
+    /// A scratch directory with configuration and an empty data directory; nothing running.
+    fn prepare(target: Target) -> Server {
         let dir = TempDir::new(match target {
             Target::Canopy => "canopy",
             Target::Slapd => "slapd",
@@ -84,14 +100,12 @@ impl Server {
             let conf = crate::slapd_conf::render(dir.path(), &data);
             std::fs::write(dir.path().join("slapd.conf"), conf).unwrap();
         }
-        let mut server = Server {
+        Server {
             target,
             dir,
             port: 0,
             child: None,
-        };
-        server.launch();
-        server
+        }
     }
 
     /// The scratch directory (config, logs, ldapi socket, database under `data/`).
@@ -160,7 +174,12 @@ impl Server {
         );
     }
 
-    fn launch(&mut self) {
+    /// Whether the server process is running (not killed or never started).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    pub(crate) fn launch(&mut self) {
         for _ in 0..8 {
             self.port = free_port();
             match self.try_launch() {
@@ -188,7 +207,10 @@ impl Server {
             .stderr(log);
         let program = cmd.get_program().to_string_lossy().into_owned();
         let mut child = cmd.spawn().unwrap_or_else(|e| {
-            panic!("cannot start {program}: {e}\n{}", missing_server_hint(self.target))
+            panic!(
+                "cannot start {program}: {e}\n{}",
+                missing_server_hint(self.target)
+            )
         });
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -198,9 +220,7 @@ impl Server {
                 if this_run.contains("Address already in use") || this_run.contains("errno=98") {
                     return Err(StartError::PortInUse);
                 }
-                panic!(
-                    "{program} exited with {status} before answering; its output:\n{this_run}"
-                );
+                panic!("{program} exited with {status} before answering; its output:\n{this_run}");
             }
             if self.answers() {
                 return Ok(child);

@@ -25,10 +25,7 @@ pub fn render(dir: &Path, data: &Path) -> String {
         .iter()
         .map(|s| format!("include /etc/ldap/schema/{s}.schema\n"))
         .collect();
-    let indexes: String = INDEXES
-        .iter()
-        .map(|a| format!("index {a} eq\n"))
-        .collect();
+    let indexes: String = INDEXES.iter().map(|a| format!("index {a} eq\n")).collect();
     format!(
         "{schema}\
          modulepath /usr/lib/ldap\n\

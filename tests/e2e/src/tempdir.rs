@@ -15,12 +15,8 @@ impl TempDir {
     /// Creates `$TMPDIR/canopy-e2e-<pid>-<n>-<label>`.
     pub fn new(label: &str) -> TempDir {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!(
-            "canopy-e2e-{}-{}-{}",
-            std::process::id(),
-            n,
-            label
-        ));
+        let path =
+            std::env::temp_dir().join(format!("canopy-e2e-{}-{}-{}", std::process::id(), n, label));
         // A leftover from a crashed earlier run with the same pid is stale by definition.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path)

@@ -1,5 +1,6 @@
-//! The end-to-end suite: one test binary, one module per area. Each test starts its own server
-//! (canopy, or slapd with CANOPY_E2E_TARGET=slapd) loaded with data/base.ldif.
+//! The end-to-end suite: one test binary, one module per area (files in tests/e2e/). Each test
+//! starts its own server (canopy, or slapd with CANOPY_E2E_TARGET=slapd) loaded with
+//! data/base.ldif, and drives it only through ldap-utils and python-ldap.
 
 #[path = "e2e/access.rs"]
 mod access;
@@ -15,5 +16,7 @@ mod python;
 mod rootdse;
 #[path = "e2e/search.rs"]
 mod search;
+#[path = "e2e/tools.rs"]
+mod tools;
 #[path = "e2e/write.rs"]
 mod write;

@@ -10,7 +10,6 @@ use canopy_schema::{AttributeType, ObjectClass, ObjectClassKind, Schema};
 use crate::desc::split_stored;
 use crate::entry::Entry;
 use crate::error::LdapError;
-use crate::filter::normalize;
 
 pub use build::{entry_from_attributes, entry_from_attributes_with};
 
@@ -53,7 +52,9 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
             }
         }
     }
-    let extensible = all.iter().any(|c| c.name().eq_ignore_ascii_case("extensibleObject"));
+    let extensible = all
+        .iter()
+        .any(|c| c.name().eq_ignore_ascii_case("extensibleObject"));
     for attr in &entry.attrs {
         let (type_name, _) = split_stored(&attr.desc);
         let at = schema.attribute_type(type_name).ok_or_else(|| {
@@ -145,7 +146,11 @@ fn check_structural_unchanged(
     let stored = entry
         .attrs
         .iter()
-        .find(|a| split_stored(&a.desc).0.eq_ignore_ascii_case("structuralObjectClass"))
+        .find(|a| {
+            split_stored(&a.desc)
+                .0
+                .eq_ignore_ascii_case("structuralObjectClass")
+        })
         .and_then(|a| a.values.first());
     let Some(stored) = stored else {
         return Ok(());
@@ -179,7 +184,10 @@ fn check_naming(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
                 format!("{}: attribute type undefined", ava.attr),
             )
         })?;
-        let attr = entry.attrs.iter().find(|a| a.desc.eq_ignore_ascii_case(at.name()));
+        let attr = entry
+            .attrs
+            .iter()
+            .find(|a| a.desc.eq_ignore_ascii_case(at.name()));
         let Some(attr) = attr else {
             return Err(LdapError::new(
                 ResultCode::NamingViolation,
@@ -187,10 +195,17 @@ fn check_naming(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
             ));
         };
         let wanted = values::value_key(schema, at, &ava.value);
-        if !attr.values.iter().any(|v| values::value_key(schema, at, v) == wanted) {
+        if !attr
+            .values
+            .iter()
+            .any(|v| values::value_key(schema, at, v) == wanted)
+        {
             return Err(LdapError::new(
                 ResultCode::NamingViolation,
-                format!("value of naming attribute '{}' is not present in entry", ava.attr),
+                format!(
+                    "value of naming attribute '{}' is not present in entry",
+                    ava.attr
+                ),
             ));
         }
     }
@@ -229,7 +244,10 @@ fn display_name(schema: &Schema, name: &str) -> String {
 }
 
 /// `class` followed by all its superclasses (each once).
-pub(crate) fn with_superclasses<'s>(schema: &'s Schema, class: &'s ObjectClass) -> Vec<&'s ObjectClass> {
+pub(crate) fn with_superclasses<'s>(
+    schema: &'s Schema,
+    class: &'s ObjectClass,
+) -> Vec<&'s ObjectClass> {
     let mut out: Vec<&ObjectClass> = vec![class];
     let mut index = 0;
     while let Some(current) = out.get(index).copied() {

@@ -48,7 +48,7 @@ pub(crate) fn value_key(schema: &Schema, at: &AttributeType, value: &[u8]) -> Ve
         }
     }
     at.equality
-        .and_then(|rule| normalize(rule, value))
+        .and_then(|rule| normalize(schema, rule, value))
         .unwrap_or_else(|| value.to_vec())
 }
 

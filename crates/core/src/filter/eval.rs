@@ -5,11 +5,9 @@ use std::cmp::Ordering;
 use canopy_schema::{AttributeType, MatchKind, MatchingRule, ObjectClass, Schema};
 
 use super::{normalize, rule_applies, Node, Target, Ternary};
+use crate::check::with_superclasses;
 use crate::desc::split_stored;
 use crate::entry::{Attribute, Entry};
-
-/// Depth bound when walking object class SUP chains, so a cyclic schema cannot loop.
-const MAX_CLASS_DEPTH: usize = 64;
 
 pub(super) fn evaluate_node(
     schema: &Schema,
@@ -40,7 +38,7 @@ pub(super) fn evaluate_node(
             }
             result
         }
-        Node::Not(inner) => evaluate_node(schema, inner, entry, extra).not(),
+        Node::Not(inner) => !evaluate_node(schema, inner, entry, extra),
         Node::Undefined => Ternary::Undefined,
         Node::Present { target } => {
             let found = attributes_of(schema, target, entry, extra).any(|a| !a.values.is_empty());
@@ -51,45 +49,66 @@ pub(super) fn evaluate_node(
             }
         }
         Node::Equality { target, rule, norm } => any_value(schema, target, entry, extra, |v| {
-            normalize(*rule, v).map(|n| n == *norm)
+            normalize(schema, *rule, v).map(|n| n == *norm)
         }),
-        Node::ObjectClassEquality { target, class, rule, norm } => {
-            any_value(schema, target, entry, extra, |v| {
-                if let Some(wanted) = class {
-                    let stored = std::str::from_utf8(v)
-                        .ok()
-                        .and_then(|name| schema.object_class(name));
-                    if let Some(stored) = stored {
-                        return Some(is_subclass(schema, stored, wanted));
-                    }
-                }
-                normalize(*rule, v).map(|n| n == *norm)
-            })
-        }
-        Node::Ordering { target, rule, norm, greater } => {
-            any_value(schema, target, entry, extra, |v| {
-                normalize(*rule, v).map(|n| {
-                    let ord = rule.compare(&n, norm);
-                    if *greater {
-                        ord != Ordering::Less
-                    } else {
-                        ord != Ordering::Greater
-                    }
-                })
-            })
-        }
-        Node::Substrings { target, rule, initial, any, final_ } => {
-            any_value(schema, target, entry, extra, |v| {
-                rule.matches_substrings(v, initial.as_deref(), any, final_.as_deref())
+        Node::ObjectClassEquality {
+            target,
+            class,
+            rule,
+            norm,
+        } => any_value(schema, target, entry, extra, |v| {
+            if let Some(wanted) = class {
+                let stored = std::str::from_utf8(v)
                     .ok()
+                    .and_then(|name| schema.object_class(name));
+                if let Some(stored) = stored {
+                    return Some(is_subclass(schema, stored, wanted));
+                }
+            }
+            normalize(schema, *rule, v).map(|n| n == *norm)
+        }),
+        Node::Ordering {
+            target,
+            rule,
+            norm,
+            greater,
+        } => any_value(schema, target, entry, extra, |v| {
+            normalize(schema, *rule, v).map(|n| {
+                let ord = rule.compare(&n, norm);
+                if *greater {
+                    ord != Ordering::Less
+                } else {
+                    ord != Ordering::Greater
+                }
             })
-        }
+        }),
+        Node::Substrings {
+            target,
+            rule,
+            initial,
+            any,
+            final_,
+        } => any_value(schema, target, entry, extra, |v| {
+            rule.matches_substrings(v, initial.as_deref(), any, final_.as_deref())
+                .ok()
+        }),
         Node::Approx { target, rule, key } => any_value(schema, target, entry, extra, |v| {
             rule.approx_key(v).ok().map(|k| k == *key)
         }),
-        Node::Extensible { target, rule, norm, dn_attributes } => {
-            extensible(schema, target.as_ref(), *rule, norm, *dn_attributes, entry, extra)
-        }
+        Node::Extensible {
+            target,
+            rule,
+            norm,
+            dn_attributes,
+        } => extensible(
+            schema,
+            target.as_ref(),
+            *rule,
+            norm,
+            *dn_attributes,
+            entry,
+            extra,
+        ),
     }
 }
 
@@ -103,7 +122,7 @@ fn attributes_of<'a>(
 ) -> impl Iterator<Item = &'a Attribute> + 'a {
     entry.attrs.iter().chain(extra.iter()).filter(move |attr| {
         let (type_name, options) = split_stored(&attr.desc);
-        target.desc.options_match(&options) && type_matches(schema, type_name, target.at)
+        target.desc.options_match(options) && type_matches(schema, type_name, target.at)
     })
 }
 
@@ -144,28 +163,16 @@ fn any_value(
 }
 
 /// Whether `class` is `ancestor` or inherits from it through its SUP chain.
-pub(crate) fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
-    let mut pending: Vec<(&ObjectClass, usize)> = vec![(class, 0)];
-    while let Some((current, depth)) = pending.pop() {
-        if current.oid == ancestor.oid {
-            return true;
-        }
-        if depth >= MAX_CLASS_DEPTH {
-            continue;
-        }
-        for sup in &current.sup {
-            if let Some(next) = schema.object_class(sup) {
-                pending.push((next, depth + 1));
-            }
-        }
-    }
-    false
+fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
+    with_superclasses(schema, class)
+        .iter()
+        .any(|c| c.oid == ancestor.oid)
 }
 
 /// One value under an extensible-match rule: equality rules compare normal forms, ordering rules are true
 /// when the value sorts before the assertion (X.501 "less than").
-fn rule_matches(rule: MatchingRule, norm: &[u8], value: &[u8]) -> Option<bool> {
-    let value_norm = normalize(rule, value)?;
+fn rule_matches(schema: &Schema, rule: MatchingRule, norm: &[u8], value: &[u8]) -> Option<bool> {
+    let value_norm = normalize(schema, rule, value)?;
     match rule.kind() {
         MatchKind::Equality => Some(value_norm == norm),
         MatchKind::Ordering => Some(rule.compare(&value_norm, norm) == Ordering::Less),
@@ -184,7 +191,7 @@ fn extensible(
 ) -> Ternary {
     let mut undefined = false;
     let mut consider = |value: &[u8]| -> bool {
-        match rule_matches(rule, norm, value) {
+        match rule_matches(schema, rule, norm, value) {
             Some(true) => true,
             Some(false) => false,
             None => {
@@ -196,7 +203,7 @@ fn extensible(
     for attr in entry.attrs.iter().chain(extra.iter()) {
         let (type_name, options) = split_stored(&attr.desc);
         let applies = match target {
-            Some(t) => t.desc.options_match(&options) && type_matches(schema, type_name, t.at),
+            Some(t) => t.desc.options_match(options) && type_matches(schema, type_name, t.at),
             None => schema
                 .attribute_type(type_name)
                 .is_some_and(|at| rule_applies(rule, at)),

@@ -24,16 +24,20 @@ pub enum Ternary {
     Undefined,
 }
 
-impl Ternary {
+impl std::ops::Not for Ternary {
+    type Output = Ternary;
+
     /// RFC 4511: NOT maps TRUE and FALSE to each other and leaves Undefined alone.
-    pub fn not(self) -> Ternary {
+    fn not(self) -> Ternary {
         match self {
             Ternary::True => Ternary::False,
             Ternary::False => Ternary::True,
             Ternary::Undefined => Ternary::Undefined,
         }
     }
+}
 
+impl Ternary {
     pub fn is_true(self) -> bool {
         self == Ternary::True
     }
@@ -54,11 +58,18 @@ pub struct PreparedFilter<'s> {
 
 impl<'s> PreparedFilter<'s> {
     pub fn new(schema: &'s Schema, filter: &Filter) -> PreparedFilter<'s> {
-        PreparedFilter { schema, root: prepare::prepare(schema, filter) }
+        PreparedFilter {
+            schema,
+            root: prepare::prepare(schema, filter),
+        }
     }
 
     pub fn evaluate(&self, entry: &Entry, extra: &[Attribute]) -> Ternary {
         eval::evaluate_node(self.schema, &self.root, entry, extra)
+    }
+
+    pub(crate) fn root(&self) -> &Node<'s> {
+        &self.root
     }
 }
 
@@ -118,10 +129,10 @@ pub(crate) enum Node<'s> {
     },
 }
 
-/// Normal form of `value` under `rule`. Kept in one place so that filters, modifications and index keys
-/// always agree on it.
-pub(crate) fn normalize(rule: MatchingRule, value: &[u8]) -> Option<Vec<u8>> {
-    rule.normalize(value).ok()
+/// Normal form of `value` under `rule`, with what only the schema knows (DN and OID rules). Kept in one
+/// place so that filters, modifications and index keys always agree on it.
+pub(crate) fn normalize(schema: &Schema, rule: MatchingRule, value: &[u8]) -> Option<Vec<u8>> {
+    schema.normalize_value(rule, value).ok()
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ fn equality<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
         let class = std::str::from_utf8(value)
             .ok()
             .and_then(|name| schema.object_class(name));
-        let norm = normalize(rule, value);
+        let norm = normalize(schema, rule, value);
         return match (class, norm) {
             (None, None) => Node::Undefined,
             (class, norm) => Node::ObjectClassEquality {
@@ -78,7 +78,7 @@ fn equality<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
             },
         };
     }
-    match normalize(rule, value) {
+    match normalize(schema, rule, value) {
         Some(norm) => Node::Equality { target, rule, norm },
         None => Node::Undefined,
     }
@@ -91,8 +91,13 @@ fn ordering<'s>(schema: &'s Schema, desc: &str, value: &[u8], greater: bool) -> 
     let Some(rule) = target.at.ordering else {
         return Node::Undefined;
     };
-    match normalize(rule, value) {
-        Some(norm) => Node::Ordering { target, rule, norm, greater },
+    match normalize(schema, rule, value) {
+        Some(norm) => Node::Ordering {
+            target,
+            rule,
+            norm,
+            greater,
+        },
         None => Node::Undefined,
     }
 }
@@ -165,8 +170,13 @@ fn extensible<'s>(schema: &'s Schema, mra: &MatchingRuleAssertion) -> Node<'s> {
             return Node::Undefined;
         }
     }
-    match normalize(rule, &mra.value) {
-        Some(norm) => Node::Extensible { target, rule, norm, dn_attributes: mra.dn_attributes },
+    match normalize(schema, rule, &mra.value) {
+        Some(norm) => Node::Extensible {
+            target,
+            rule,
+            norm,
+            dn_attributes: mra.dn_attributes,
+        },
         None => Node::Undefined,
     }
 }

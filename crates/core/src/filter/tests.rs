@@ -32,7 +32,10 @@ fn person(schema: &Schema) -> Entry {
 
 fn computed() -> Vec<Attribute> {
     vec![
-        Attribute { desc: "hasSubordinates".into(), values: vec![b"FALSE".to_vec()] },
+        Attribute {
+            desc: "hasSubordinates".into(),
+            values: vec![b"FALSE".to_vec()],
+        },
         Attribute {
             desc: "entryDN".into(),
             values: vec![b"uid=jdoe,ou=People,dc=example,dc=com".to_vec()],
@@ -82,6 +85,9 @@ fn equality_subtypes_options_and_object_classes() {
         ("(hasSubordinates=FALSE)", T),
         ("(hasSubordinates=TRUE)", F),
         ("(entryDN=uid=jdoe,ou=People,dc=example,dc=com)", T),
+        ("(entryDN=UID=JDOE, OU=people,DC=example,dc=COM)", T),
+        ("(entryDN=uid=jdoe,dc=example,dc=com)", F),
+        ("(entryDN=not a dn)", U),
     ];
     for (filter, expected) in table {
         check(&schema, &e, filter, expected);

@@ -17,11 +17,16 @@ pub(crate) fn entry(schema: &Schema, text: &str) -> Entry {
     let mut attrs: Vec<Attribute> = Vec::new();
     for line in lines {
         let (desc, value) = line.split_once(':').unwrap();
-        let desc = AttrDesc::parse(schema, desc.trim()).unwrap().to_desc_string();
+        let desc = AttrDesc::parse(schema, desc.trim())
+            .unwrap()
+            .to_desc_string();
         let value = value.strip_prefix(' ').unwrap_or(value).as_bytes().to_vec();
         match attrs.iter_mut().find(|a| a.desc == desc) {
             Some(a) => a.values.push(value),
-            None => attrs.push(Attribute { desc, values: vec![value] }),
+            None => attrs.push(Attribute {
+                desc,
+                values: vec![value],
+            }),
         }
     }
     Entry { dn, ndn, attrs }

@@ -32,9 +32,15 @@ impl LdapMessage {
             return Err(with_id(DecodeError::new("unexpected data after controls")));
         }
         if !outer.is_empty() {
-            return Err(with_id(DecodeError::new("trailing bytes after LDAPMessage")));
+            return Err(with_id(DecodeError::new(
+                "trailing bytes after LDAPMessage",
+            )));
         }
-        Ok(LdapMessage { message_id, op, controls })
+        Ok(LdapMessage {
+            message_id,
+            op,
+            controls,
+        })
     }
 }
 
@@ -43,7 +49,9 @@ fn finish(r: &Reader<'_>, what: &str) -> Result<(), DecodeError> {
     if r.is_empty() {
         Ok(())
     } else {
-        Err(DecodeError::new(format!("unexpected data at end of {what}")))
+        Err(DecodeError::new(format!(
+            "unexpected data at end of {what}"
+        )))
     }
 }
 
@@ -64,7 +72,11 @@ fn decode_controls(contents: &[u8]) -> Result<Vec<Control>, DecodeError> {
         };
         let value = c.read_optional(tag::OCTET_STRING)?.map(<[u8]>::to_vec);
         finish(&c, "control")?;
-        controls.push(Control { oid, critical, value });
+        controls.push(Control {
+            oid,
+            critical,
+            value,
+        });
     }
     Ok(controls)
 }
@@ -78,7 +90,10 @@ fn decode_op(r: &mut Reader<'_>, limits: &DecodeLimits) -> Result<ProtocolOp, De
         BIND_RESPONSE => {
             let result = decode_result_fields(&mut c)?;
             let server_sasl_creds = c.read_optional(ctx::SERVER_SASL_CREDS)?.map(<[u8]>::to_vec);
-            ProtocolOp::BindResponse(BindResponse { result, server_sasl_creds })
+            ProtocolOp::BindResponse(BindResponse {
+                result,
+                server_sasl_creds,
+            })
         }
         UNBIND_REQUEST => {
             if !contents.is_empty() {
@@ -115,13 +130,21 @@ fn decode_op(r: &mut Reader<'_>, limits: &DecodeLimits) -> Result<ProtocolOp, De
             let new_rdn = c.read_octet_string(tag::OCTET_STRING)?.to_vec();
             let delete_old_rdn = c.read_bool(tag::BOOLEAN)?;
             let new_superior = c.read_optional(ctx::NEW_SUPERIOR)?.map(<[u8]>::to_vec);
-            ProtocolOp::ModifyDnRequest(ModifyDnRequest { dn, new_rdn, delete_old_rdn, new_superior })
+            ProtocolOp::ModifyDnRequest(ModifyDnRequest {
+                dn,
+                new_rdn,
+                delete_old_rdn,
+                new_superior,
+            })
         }
         MODIFY_DN_RESPONSE => ProtocolOp::ModifyDnResponse(decode_result_fields(&mut c)?),
         COMPARE_REQUEST => {
             let dn = c.read_octet_string(tag::OCTET_STRING)?.to_vec();
             let mut ava = c.read_constructed(tag::SEQUENCE)?;
-            let attr = utf8(ava.read_octet_string(tag::OCTET_STRING)?, "attribute description")?;
+            let attr = utf8(
+                ava.read_octet_string(tag::OCTET_STRING)?,
+                "attribute description",
+            )?;
             let value = ava.read_octet_string(tag::OCTET_STRING)?.to_vec();
             finish(&ava, "AttributeValueAssertion")?;
             ProtocolOp::CompareRequest(CompareRequest { dn, attr, value })
@@ -137,7 +160,9 @@ fn decode_op(r: &mut Reader<'_>, limits: &DecodeLimits) -> Result<ProtocolOp, De
         }
         EXTENDED_REQUEST => {
             let name = utf8(c.read_octet_string(ctx::EXOP_REQUEST_NAME)?, "requestName")?;
-            let value = c.read_optional(ctx::EXOP_REQUEST_VALUE)?.map(<[u8]>::to_vec);
+            let value = c
+                .read_optional(ctx::EXOP_REQUEST_VALUE)?
+                .map(<[u8]>::to_vec);
             ProtocolOp::ExtendedRequest(ExtendedRequest { name, value })
         }
         EXTENDED_RESPONSE => {
@@ -146,20 +171,34 @@ fn decode_op(r: &mut Reader<'_>, limits: &DecodeLimits) -> Result<ProtocolOp, De
                 Some(name) => Some(utf8(name, "responseName")?),
                 None => None,
             };
-            let value = c.read_optional(ctx::EXOP_RESPONSE_VALUE)?.map(<[u8]>::to_vec);
-            ProtocolOp::ExtendedResponse(ExtendedResponse { result, name, value })
+            let value = c
+                .read_optional(ctx::EXOP_RESPONSE_VALUE)?
+                .map(<[u8]>::to_vec);
+            ProtocolOp::ExtendedResponse(ExtendedResponse {
+                result,
+                name,
+                value,
+            })
         }
         INTERMEDIATE_RESPONSE => {
             let name = match c.read_optional(ctx::INTERMEDIATE_NAME)? {
                 Some(name) => Some(utf8(name, "responseName")?),
                 None => None,
             };
-            let value = c.read_optional(ctx::INTERMEDIATE_VALUE)?.map(<[u8]>::to_vec);
+            let value = c
+                .read_optional(ctx::INTERMEDIATE_VALUE)?
+                .map(<[u8]>::to_vec);
             ProtocolOp::IntermediateResponse(IntermediateResponse { name, value })
         }
-        other => return Err(DecodeError::new(format!("unknown protocolOp tag 0x{other:02x}"))),
+        other => {
+            return Err(DecodeError::new(format!(
+                "unknown protocolOp tag 0x{other:02x}"
+            )))
+        }
     };
-    finish(&c, "protocolOp")?;
+    if op & tag::CONSTRUCTED != 0 {
+        finish(&c, "protocolOp")?;
+    }
     Ok(decoded)
 }
 
@@ -180,7 +219,10 @@ fn decode_bind_request(c: &mut Reader<'_>) -> Result<BindRequest, DecodeError> {
             let mechanism = utf8(s.read_octet_string(tag::OCTET_STRING)?, "SASL mechanism")?;
             let credentials = s.read_optional(tag::OCTET_STRING)?.map(<[u8]>::to_vec);
             finish(&s, "SaslCredentials")?;
-            BindAuth::Sasl { mechanism, credentials }
+            BindAuth::Sasl {
+                mechanism,
+                credentials,
+            }
         }
         (other, _) => {
             return Err(DecodeError::new(format!(
@@ -188,7 +230,11 @@ fn decode_bind_request(c: &mut Reader<'_>) -> Result<BindRequest, DecodeError> {
             )))
         }
     };
-    Ok(BindRequest { version, name, auth })
+    Ok(BindRequest {
+        version,
+        name,
+        auth,
+    })
 }
 
 fn decode_search_request(
@@ -217,9 +263,21 @@ fn decode_search_request(
     let mut list = c.read_constructed(tag::SEQUENCE)?;
     let mut attributes = Vec::new();
     while !list.is_empty() {
-        attributes.push(utf8(list.read_octet_string(tag::OCTET_STRING)?, "attribute selector")?);
+        attributes.push(utf8(
+            list.read_octet_string(tag::OCTET_STRING)?,
+            "attribute selector",
+        )?);
     }
-    Ok(SearchRequest { base, scope, deref, size_limit, time_limit, types_only, filter, attributes })
+    Ok(SearchRequest {
+        base,
+        scope,
+        deref,
+        size_limit,
+        time_limit,
+        types_only,
+        filter,
+        attributes,
+    })
 }
 
 fn non_negative(value: i64, what: &str) -> Result<i32, DecodeError> {
@@ -240,11 +298,18 @@ fn decode_modify_request(c: &mut Reader<'_>) -> Result<ModifyRequest, DecodeErro
             1 => ModifyOperation::Delete,
             2 => ModifyOperation::Replace,
             3 => ModifyOperation::Increment,
-            other => return Err(DecodeError::new(format!("unknown modify operation {other}"))),
+            other => {
+                return Err(DecodeError::new(format!(
+                    "unknown modify operation {other}"
+                )))
+            }
         };
         let modification = decode_attribute(&mut change)?;
         finish(&change, "change")?;
-        changes.push(Change { operation, modification });
+        changes.push(Change {
+            operation,
+            modification,
+        });
     }
     Ok(ModifyRequest { dn, changes })
 }
@@ -260,7 +325,10 @@ fn decode_attribute_list(c: &mut Reader<'_>) -> Result<Vec<PartialAttribute>, De
 
 fn decode_attribute(r: &mut Reader<'_>) -> Result<PartialAttribute, DecodeError> {
     let mut seq = r.read_constructed(tag::SEQUENCE)?;
-    let name = utf8(seq.read_octet_string(tag::OCTET_STRING)?, "attribute description")?;
+    let name = utf8(
+        seq.read_octet_string(tag::OCTET_STRING)?,
+        "attribute description",
+    )?;
     let mut set = seq.read_constructed(tag::SET)?;
     finish(&seq, "PartialAttribute")?;
     let mut values = Vec::new();
@@ -283,5 +351,10 @@ fn decode_result_fields(c: &mut Reader<'_>) -> Result<LdapResult, DecodeError> {
             referral.push(lossy(uris.read_octet_string(tag::OCTET_STRING)?));
         }
     }
-    Ok(LdapResult { code: ResultCode::from_code(code), matched_dn, message, referral })
+    Ok(LdapResult {
+        code: ResultCode::from_code(code),
+        matched_dn,
+        message,
+        referral,
+    })
 }

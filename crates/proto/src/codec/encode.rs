@@ -83,7 +83,10 @@ fn encode_op(w: &mut Writer<'_>, op: &ProtocolOp) {
             w.octet_string(tag::OCTET_STRING, &req.name);
             match &req.auth {
                 BindAuth::Simple(password) => w.octet_string(ctx::AUTH_SIMPLE, password),
-                BindAuth::Sasl { mechanism, credentials } => w.constructed(ctx::AUTH_SASL, |w| {
+                BindAuth::Sasl {
+                    mechanism,
+                    credentials,
+                } => w.constructed(ctx::AUTH_SASL, |w| {
                     w.octet_string(tag::OCTET_STRING, mechanism.as_bytes());
                     if let Some(credentials) = credentials {
                         w.octet_string(tag::OCTET_STRING, credentials);

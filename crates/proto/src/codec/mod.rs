@@ -8,9 +8,7 @@ mod frame;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use frame::{
-    encode_partial_attribute, encode_search_result_entry_raw, frame_len, FrameError,
-};
+pub use frame::{encode_partial_attribute, encode_search_result_entry_raw, frame_len, FrameError};
 
 /// Limits applied while decoding a request, so hostile input costs bounded work and stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +19,9 @@ pub struct DecodeLimits {
 
 impl Default for DecodeLimits {
     fn default() -> Self {
-        DecodeLimits { max_filter_depth: 64 }
+        DecodeLimits {
+            max_filter_depth: 64,
+        }
     }
 }
 
@@ -36,7 +36,10 @@ pub struct DecodeError {
 
 impl DecodeError {
     pub fn new(reason: impl Into<String>) -> Self {
-        DecodeError { message_id: None, reason: reason.into() }
+        DecodeError {
+            message_id: None,
+            reason: reason.into(),
+        }
     }
 }
 

@@ -35,7 +35,8 @@ impl fmt::Display for Ava {
             // Binary values only survive as a hexstring of a BER OCTET STRING (RFC 4514 §2.4).
             f.write_char('#')?;
             let mut ber = Vec::with_capacity(self.value.len() + 6);
-            canopy_ber::Writer::new(&mut ber).octet_string(canopy_ber::tag::OCTET_STRING, &self.value);
+            canopy_ber::Writer::new(&mut ber)
+                .octet_string(canopy_ber::tag::OCTET_STRING, &self.value);
             for b in ber {
                 write!(f, "{b:02x}")?;
             }

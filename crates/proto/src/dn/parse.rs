@@ -46,7 +46,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, reason: &'static str) -> DnError {
-        DnError::Syntax { offset: self.pos, reason }
+        DnError::Syntax {
+            offset: self.pos,
+            reason,
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -71,7 +74,10 @@ impl Parser<'_> {
     fn ava(&mut self) -> Result<Ava, DnError> {
         self.skip_spaces();
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+        {
             self.pos += 1;
         }
         let attr = std::str::from_utf8(self.s.get(start..self.pos).unwrap_or_default())
@@ -97,6 +103,7 @@ impl Parser<'_> {
 
     /// `#` hexpairs: a BER element whose primitive contents are the value.
     fn hex_value(&mut self) -> Result<Vec<u8>, DnError> {
+        let start = self.pos;
         self.pos += 1;
         let mut ber = Vec::new();
         while let Some(hi) = self.peek().and_then(hex_digit) {
@@ -107,7 +114,6 @@ impl Parser<'_> {
             ber.push(hi << 4 | lo);
             self.pos += 2;
         }
-        let start = self.pos;
         self.skip_spaces();
         if !matches!(self.peek(), None | Some(b',' | b'+')) {
             return Err(self.error("invalid character in hex string"));
@@ -117,7 +123,10 @@ impl Parser<'_> {
             Ok((tag, contents)) if tag & canopy_ber::tag::CONSTRUCTED == 0 && reader.is_empty() => {
                 Ok(contents.to_vec())
             }
-            _ => Err(DnError::Syntax { offset: start, reason: "hex string is not one primitive BER element" }),
+            _ => Err(DnError::Syntax {
+                offset: start,
+                reason: "hex string is not one primitive BER element",
+            }),
         }
     }
 

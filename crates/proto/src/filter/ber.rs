@@ -85,7 +85,9 @@ fn attr_string(bytes: &[u8]) -> Result<String, DecodeError> {
 
 fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, DecodeError> {
     if depth > max {
-        return Err(DecodeError::new(format!("filter nested deeper than {max} levels")));
+        return Err(DecodeError::new(format!(
+            "filter nested deeper than {max} levels"
+        )));
     }
     let (choice, contents) = r.read_tlv()?;
     let mut c = Reader::new(contents);
@@ -118,7 +120,11 @@ fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, Decode
         }
         SUBSTRINGS => Filter::Substrings(decode_substrings(&mut c)?),
         EXTENSIBLE => Filter::Extensible(decode_extensible(&mut c)?),
-        other => return Err(DecodeError::new(format!("unknown filter choice 0x{other:02x}"))),
+        other => {
+            return Err(DecodeError::new(format!(
+                "unknown filter choice 0x{other:02x}"
+            )))
+        }
     };
     if !c.is_empty() {
         return Err(DecodeError::new("unexpected data at end of filter"));
@@ -129,7 +135,12 @@ fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, Decode
 fn decode_substrings(c: &mut Reader<'_>) -> Result<SubstringFilter, DecodeError> {
     let attr = attr_string(c.read_octet_string(tag::OCTET_STRING)?)?;
     let mut parts = c.read_constructed(tag::SEQUENCE)?;
-    let mut sub = SubstringFilter { attr, initial: None, any: Vec::new(), final_: None };
+    let mut sub = SubstringFilter {
+        attr,
+        initial: None,
+        any: Vec::new(),
+        final_: None,
+    };
     if parts.is_empty() {
         return Err(DecodeError::new("substring filter without substrings"));
     }
@@ -145,7 +156,11 @@ fn decode_substrings(c: &mut Reader<'_>) -> Result<SubstringFilter, DecodeError>
             }
             SUB_ANY => sub.any.push(value.to_vec()),
             SUB_FINAL => sub.final_ = Some(value.to_vec()),
-            _ => return Err(DecodeError::new(format!("bad substring choice 0x{kind:02x}"))),
+            _ => {
+                return Err(DecodeError::new(format!(
+                    "bad substring choice 0x{kind:02x}"
+                )))
+            }
         }
     }
     Ok(sub)
@@ -166,7 +181,14 @@ fn decode_extensible(c: &mut Reader<'_>) -> Result<MatchingRuleAssertion, Decode
         _ => false,
     };
     if rule.is_none() && attr.is_none() {
-        return Err(DecodeError::new("extensible match needs a matching rule or a type"));
+        return Err(DecodeError::new(
+            "extensible match needs a matching rule or a type",
+        ));
     }
-    Ok(MatchingRuleAssertion { rule, attr, value, dn_attributes })
+    Ok(MatchingRuleAssertion {
+        rule,
+        attr,
+        value,
+        dn_attributes,
+    })
 }

@@ -8,7 +8,10 @@ impl Filter {
     /// Parses an RFC 4515 filter string. Attribute options (`cn;lang-en`) and numeric OIDs are
     /// accepted as attribute descriptions; `(&)` and `(|)` are the RFC 4526 absolute true/false.
     pub fn parse(s: &str) -> Result<Filter, FilterError> {
-        let mut p = Parser { s: s.as_bytes(), pos: 0 };
+        let mut p = Parser {
+            s: s.as_bytes(),
+            pos: 0,
+        };
         let filter = p.filter(1)?;
         if p.pos != p.s.len() {
             return Err(p.error("unexpected characters after the filter"));
@@ -24,7 +27,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, reason: &'static str) -> FilterError {
-        FilterError::Syntax { offset: self.pos, reason }
+        FilterError::Syntax {
+            offset: self.pos,
+            reason,
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -117,7 +123,12 @@ impl Parser<'_> {
                 if any.iter().any(Vec::is_empty) {
                     return Err(self.error("empty substring between '*'"));
                 }
-                Ok(Filter::Substrings(SubstringFilter { attr, initial, any, final_ }))
+                Ok(Filter::Substrings(SubstringFilter {
+                    attr,
+                    initial,
+                    any,
+                    final_,
+                }))
             }
             (Some(c @ (b'~' | b'>' | b'<')), Some(attr)) => {
                 self.pos += 1;
@@ -161,7 +172,12 @@ impl Parser<'_> {
             return Err(self.error("extensible match needs an attribute or a matching rule"));
         }
         let value = self.single_value()?;
-        Ok(Filter::Extensible(MatchingRuleAssertion { rule, attr, value, dn_attributes }))
+        Ok(Filter::Extensible(MatchingRuleAssertion {
+            rule,
+            attr,
+            value,
+            dn_attributes,
+        }))
     }
 
     fn single_value(&mut self) -> Result<Vec<u8>, FilterError> {
@@ -219,9 +235,9 @@ pub(crate) fn hex_digit(c: u8) -> Option<u8> {
 pub(crate) fn is_oid(s: &str) -> bool {
     let bytes = s.as_bytes();
     match bytes.first() {
-        Some(c) if c.is_ascii_alphabetic() => {
-            bytes.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
-        }
+        Some(c) if c.is_ascii_alphabetic() => bytes
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-'),
         Some(c) if c.is_ascii_digit() => s.split('.').all(|n| {
             !n.is_empty()
                 && n.bytes().all(|c| c.is_ascii_digit())
@@ -258,7 +274,11 @@ impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Filter::And(list) | Filter::Or(list) => {
-                f.write_str(if matches!(self, Filter::And(_)) { "(&" } else { "(|" })?;
+                f.write_str(if matches!(self, Filter::And(_)) {
+                    "(&"
+                } else {
+                    "(|"
+                })?;
                 for item in list {
                     write!(f, "{item}")?;
                 }

@@ -20,12 +20,19 @@ pub struct LdifReader<R: BufRead> {
 type Line = (usize, Vec<u8>);
 
 fn error(line: usize, reason: impl Into<String>) -> LdifError {
-    LdifError { line, reason: reason.into() }
+    LdifError {
+        line,
+        reason: reason.into(),
+    }
 }
 
 impl<R: BufRead> LdifReader<R> {
     pub fn new(r: R) -> Self {
-        LdifReader { input: r, line: 0, failed_io: false }
+        LdifReader {
+            input: r,
+            line: 0,
+            failed_io: false,
+        }
     }
 
     /// Number of physical lines consumed so far.
@@ -66,7 +73,12 @@ impl<R: BufRead> LdifReader<R> {
                 Some((b' ', _)) if in_comment => {}
                 Some((b' ', rest)) => match lines.last_mut() {
                     Some((_, last)) => last.extend_from_slice(rest),
-                    None => return Err(error(number, "continuation line without a line to continue")),
+                    None => {
+                        return Err(error(
+                            number,
+                            "continuation line without a line to continue",
+                        ))
+                    }
                 },
                 Some((b'#', _)) => in_comment = true,
                 Some(_) => {
@@ -114,13 +126,15 @@ impl<R: BufRead> Iterator for LdifReader<R> {
 }
 
 fn starts_with_ignore_case(line: &[u8], prefix: &[u8]) -> bool {
-    line.get(..prefix.len()).is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+    line.get(..prefix.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
 }
 
 /// The attribute description before the first ':' of `line`, lower-cased for keyword tests.
 fn line_name(line: &[u8]) -> Option<String> {
     let colon = line.iter().position(|&c| c == b':')?;
-    line.get(..colon).map(|name| String::from_utf8_lossy(name).to_ascii_lowercase())
+    line.get(..colon)
+        .map(|name| String::from_utf8_lossy(name).to_ascii_lowercase())
 }
 
 /// Splits `name: value` / `name:: base64` / `name:< url`.
@@ -156,8 +170,8 @@ fn parse_value_spec(number: usize, spec: &[u8]) -> Result<Vec<u8>, LdifError> {
             let path = url
                 .strip_prefix(b"file://")
                 .ok_or_else(|| error(number, "only file:// URLs are supported"))?;
-            let path = std::str::from_utf8(path)
-                .map_err(|_| error(number, "URL is not valid UTF-8"))?;
+            let path =
+                std::str::from_utf8(path).map_err(|_| error(number, "URL is not valid UTF-8"))?;
             std::fs::read(path).map_err(|e| error(number, format!("cannot read {path}: {e}")))
         }
         [b':', rest @ ..] => Ok(skip_fill(rest).to_vec()),
@@ -177,7 +191,9 @@ fn parse_record(lines: Vec<Line>) -> Result<LdifRecord, LdifError> {
     let (_, dn) = parse_attrval(number, &first)?;
     let mut controls = Vec::new();
     let mut first_control_line = None;
-    while let Some((number, line)) = lines.next_if(|(_, l)| line_name(l).as_deref() == Some("control")) {
+    while let Some((number, line)) =
+        lines.next_if(|(_, l)| line_name(l).as_deref() == Some("control"))
+    {
         first_control_line.get_or_insert(number);
         controls.push(parse_control(number, &line)?);
     }
@@ -187,13 +203,17 @@ fn parse_record(lines: Vec<Line>) -> Result<LdifRecord, LdifError> {
         if let Some(number) = first_control_line {
             return Err(error(number, "control: without changetype:"));
         }
-        let attrs = lines.map(|(n, l)| parse_attrval(n, &l)).collect::<Result<_, _>>()?;
+        let attrs = lines
+            .map(|(n, l)| parse_attrval(n, &l))
+            .collect::<Result<_, _>>()?;
         return Ok(LdifRecord::Content { dn, attrs });
     };
     let (_, changetype) = parse_attrval(number, &line)?;
     let change = match changetype.to_ascii_lowercase().as_slice() {
         b"add" => {
-            let attrs: Vec<_> = lines.map(|(n, l)| parse_attrval(n, &l)).collect::<Result<_, _>>()?;
+            let attrs: Vec<_> = lines
+                .map(|(n, l)| parse_attrval(n, &l))
+                .collect::<Result<_, _>>()?;
             if attrs.is_empty() {
                 return Err(error(number, "add record without attributes"));
             }
@@ -209,14 +229,21 @@ fn parse_record(lines: Vec<Line>) -> Result<LdifRecord, LdifError> {
         b"modrdn" | b"moddn" => parse_moddn(number, lines)?,
         _ => return Err(error(number, "unknown changetype")),
     };
-    Ok(LdifRecord::Change { dn, controls, change })
+    Ok(LdifRecord::Change {
+        dn,
+        controls,
+        change,
+    })
 }
 
 /// `control: oid [true|false] [value-spec]`.
 fn parse_control(number: usize, line: &[u8]) -> Result<Control, LdifError> {
     let rest = line.get("control:".len()..).unwrap_or_default();
     let rest = skip_fill(rest);
-    let oid_len = rest.iter().position(|&c| c == b' ' || c == b':').unwrap_or(rest.len());
+    let oid_len = rest
+        .iter()
+        .position(|&c| c == b' ' || c == b':')
+        .unwrap_or(rest.len());
     let (oid, rest) = rest.split_at(oid_len);
     let oid = std::str::from_utf8(oid)
         .ok()
@@ -233,8 +260,16 @@ fn parse_control(number: usize, line: &[u8]) -> Result<Control, LdifError> {
             }
         }
     }
-    let value = if rest.is_empty() { None } else { Some(parse_value_spec(number, rest)?) };
-    Ok(Control { oid, critical, value })
+    let value = if rest.is_empty() {
+        None
+    } else {
+        Some(parse_value_spec(number, rest)?)
+    };
+    Ok(Control {
+        oid,
+        critical,
+        value,
+    })
 }
 
 fn parse_modify(lines: impl Iterator<Item = Line>) -> Result<Vec<Change>, LdifError> {
@@ -247,7 +282,12 @@ fn parse_modify(lines: impl Iterator<Item = Line>) -> Result<Vec<Change>, LdifEr
             "delete" => ModifyOperation::Delete,
             "replace" => ModifyOperation::Replace,
             "increment" => ModifyOperation::Increment,
-            _ => return Err(error(number, "expected add:, delete:, replace: or increment:")),
+            _ => {
+                return Err(error(
+                    number,
+                    "expected add:, delete:, replace: or increment:",
+                ))
+            }
         };
         let name = std::str::from_utf8(&attr)
             .ok()
@@ -257,7 +297,7 @@ fn parse_modify(lines: impl Iterator<Item = Line>) -> Result<Vec<Change>, LdifEr
             .to_owned();
         let mut values = Vec::new();
         // ldapmodify tolerates a missing '-' after the last modification, so do we.
-        while let Some((number, line)) = lines.next() {
+        for (number, line) in lines.by_ref() {
             if line.trim_ascii_end() == b"-" {
                 break;
             }
@@ -267,7 +307,10 @@ fn parse_modify(lines: impl Iterator<Item = Line>) -> Result<Vec<Change>, LdifEr
             }
             values.push(value);
         }
-        changes.push(Change { operation, modification: PartialAttribute { name, values } });
+        changes.push(Change {
+            operation,
+            modification: PartialAttribute { name, values },
+        });
     }
     Ok(changes)
 }
@@ -294,5 +337,9 @@ fn parse_moddn(
     if let Some((n, _)) = lines.next() {
         return Err(error(n, "unexpected line in modrdn record"));
     }
-    Ok(LdifChange::ModDn { new_rdn, delete_old_rdn, new_superior })
+    Ok(LdifChange::ModDn {
+        new_rdn,
+        delete_old_rdn,
+        new_superior,
+    })
 }

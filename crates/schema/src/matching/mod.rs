@@ -91,6 +91,7 @@ rules! {
     UuidOrderingMatch, "UUIDOrderingMatch", "1.3.6.1.1.16.3", "1.3.6.1.1.16.1", Ordering;
     CsnMatch, "CSNMatch", "1.3.6.1.4.1.4203.666.11.2.2", "1.3.6.1.4.1.4203.666.11.2.1", Equality;
     CsnOrderingMatch, "CSNOrderingMatch", "1.3.6.1.4.1.4203.666.11.2.3", "1.3.6.1.4.1.4203.666.11.2.1", Ordering;
+    AuthzMatch, "authzMatch", "1.3.6.1.4.1.4203.666.4.12", "1.3.6.1.4.1.4203.666.2.7", Equality;
 }
 
 /// How a rule prepares values and assertion parts for substring matching.
@@ -172,7 +173,8 @@ impl MatchingRule {
             | OctetStringSubstringsMatch
             | PresentationAddressMatch
             | ProtocolInformationMatch
-            | CertificateExactMatch => Ok(value.to_vec()),
+            | CertificateExactMatch
+            | AuthzMatch => Ok(value.to_vec()),
         }
     }
 
@@ -329,3 +331,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     }
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests;

@@ -160,9 +160,10 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A bare word; a quoted one is accepted too, as OpenLDAP does for OIDs.
     fn word(&mut self, what: &str) -> Result<String, DescError> {
         match self.next()? {
-            (_, Token::Word(w)) => Ok(w),
+            (_, Token::Word(w)) | (_, Token::Quoted(w)) => Ok(w),
             (offset, t) => Err(DescError {
                 offset,
                 reason: format!("expected {what}, found {}", describe(&t)),
@@ -344,11 +345,14 @@ pub(crate) fn parse_attribute_type(text: &str) -> Result<RawAttributeType, DescE
             "COLLECTIVE" => at.collective = true,
             "NO-USER-MODIFICATION" => at.no_user_modification = true,
             "USAGE" => {
-                let (woffset, _) = (p.lexer.pos, ());
-                let w = p.word("usage")?;
-                let usage = Usage::from_keyword(&w).ok_or(DescError {
+                let (woffset, token) = p.next()?;
+                let usage = match &token {
+                    Token::Word(w) => Usage::from_keyword(w),
+                    _ => None,
+                }
+                .ok_or(DescError {
                     offset: woffset,
-                    reason: format!("unknown USAGE {w}"),
+                    reason: format!("unknown USAGE {}", describe(&token)),
                 })?;
                 set_once(&mut at.usage, usage, "USAGE", offset)?;
             }

@@ -47,14 +47,35 @@ fn refused_binds() {
     let s = Server::start();
     let mut t = Transcript::new("bind_refused");
     let cases = [
-        ("unauthenticated (DN, empty password)", Bind::Simple(user_dn("alice"), String::new())),
-        ("wrong password", Bind::Simple(user_dn("alice"), "bob-pw".into())),
-        ("wrong password for a hash scheme", Bind::Simple(user_dn("frank"), "x".into())),
-        ("wrong root password", Bind::Simple(ROOT_DN.into(), "not-secret".into())),
+        (
+            "unauthenticated (DN, empty password)",
+            Bind::Simple(user_dn("alice"), String::new()),
+        ),
+        (
+            "wrong password",
+            Bind::Simple(user_dn("alice"), "bob-pw".into()),
+        ),
+        (
+            "wrong password for a hash scheme",
+            Bind::Simple(user_dn("frank"), "x".into()),
+        ),
+        (
+            "wrong root password",
+            Bind::Simple(ROOT_DN.into(), "not-secret".into()),
+        ),
         ("no such entry", Bind::Simple(user_dn("nobody"), "x".into())),
-        ("entry without userPassword", Bind::Simple(user_dn("nopass"), "x".into())),
-        ("password hash itself", Bind::Simple(user_dn("bob"), "{SHA}bOWgjgJew8XNjPXTyFghAc+ha1M=".into())),
-        ("entry outside the suffix", Bind::Simple("cn=x,o=elsewhere".into(), "x".into())),
+        (
+            "entry without userPassword",
+            Bind::Simple(user_dn("nopass"), "x".into()),
+        ),
+        (
+            "password hash itself",
+            Bind::Simple(user_dn("bob"), "{SHA}bOWgjgJew8XNjPXTyFghAc+ha1M=".into()),
+        ),
+        (
+            "entry outside the suffix",
+            Bind::Simple("cn=x,o=elsewhere".into(), "x".into()),
+        ),
     ];
     for (title, bind) in &cases {
         t.raw(title, &s.whoami(Via::Ldap, bind));
@@ -79,14 +100,32 @@ fn binds_over_ldapi() {
     assert_eq!(out.stdout.trim(), want);
 
     let mut t = Transcript::new("bind_ldapi");
-    t.raw("simple bind as root over ldapi", &s.whoami(Via::Ldapi, &Bind::Root));
-    t.raw("simple bind as alice over ldapi", &s.whoami(Via::Ldapi, &Bind::user("alice")));
-    t.raw("anonymous over ldapi", &s.whoami(Via::Ldapi, &Bind::Anonymous));
+    t.raw(
+        "simple bind as root over ldapi",
+        &s.whoami(Via::Ldapi, &Bind::Root),
+    );
+    t.raw(
+        "simple bind as alice over ldapi",
+        &s.whoami(Via::Ldapi, &Bind::user("alice")),
+    );
+    t.raw(
+        "anonymous over ldapi",
+        &s.whoami(Via::Ldapi, &Bind::Anonymous),
+    );
     // EXTERNAL identity can read what any authenticated user can.
     let read = s.tool(
         "ldapsearch",
         &Bind::External,
-        &["-LLL", "-b", &user_dn("alice"), "-s", "base", "(objectClass=*)", "uid", "userPassword"],
+        &[
+            "-LLL",
+            "-b",
+            &user_dn("alice"),
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "uid",
+            "userPassword",
+        ],
         None,
     );
     t.section("search as the EXTERNAL identity", &read);
@@ -97,5 +136,8 @@ fn binds_over_ldapi() {
 fn external_refused_over_tcp() {
     let s = Server::start();
     let out = s.tool_via(Via::Ldap, "ldapwhoami", &Bind::External, &[], None);
-    assert_ne!(out.code, 0, "SASL EXTERNAL over TCP without TLS must fail: {out:?}");
+    assert_ne!(
+        out.code, 0,
+        "SASL EXTERNAL over TCP without TLS must fail: {out:?}"
+    );
 }

@@ -1,0 +1,326 @@
+//! Index keys of entries and candidate plans for filters. The byte format is fixed in
+//! docs/design/index-keys.md; a plan always yields a superset of the matching entries, and the caller
+//! decides each candidate with the filter test.
+
+use canopy_proto::Filter;
+use canopy_schema::{AttributeType, MatchingRule, Schema};
+
+use crate::check::values::OBJECT_CLASS_OID;
+use crate::check::with_superclasses;
+use crate::desc::split_stored;
+use crate::entry::Entry;
+use crate::filter::{normalize, Node, PreparedFilter, Target};
+
+/// Key kind tags: the first byte of every key.
+pub const TAG_PRESENT: u8 = 0x01;
+pub const TAG_EQUALITY: u8 = 0x02;
+pub const TAG_SUBSTR_INITIAL: u8 = 0x03;
+pub const TAG_SUBSTR_FINAL: u8 = 0x04;
+pub const TAG_SUBSTR_ANY: u8 = 0x05;
+
+/// Length of substring grams, and the anchored prefix/suffix lengths stored for each value.
+const GRAM: usize = 3;
+const ANCHOR_LENGTHS: [usize; 2] = [2, 3];
+
+/// Which index kinds exist for one attribute type (canonical name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub attr: String,
+    pub eq: bool,
+    pub pres: bool,
+    pub sub: bool,
+}
+
+/// How to find candidate entries: a superset of the entries the filter matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Unindexed: every entry in scope is a candidate.
+    All,
+    /// No entry can match.
+    Empty,
+    /// The intersection of the ID lists of `keys` in the index of `attr`.
+    Keys {
+        attr: String,
+        keys: Vec<Vec<u8>>,
+    },
+    And(Vec<Plan>),
+    Or(Vec<Plan>),
+}
+
+/// The keys `entry` contributes to the index of `spec.attr`: from the values of that type and its subtypes,
+/// options ignored. Sorted and without duplicates.
+pub fn entry_keys(schema: &Schema, spec: &IndexSpec, entry: &Entry) -> Vec<Vec<u8>> {
+    let Some(spec_at) = schema.attribute_type(&spec.attr) else {
+        return Vec::new();
+    };
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for attr in &entry.attrs {
+        let (type_name, _) = split_stored(&attr.desc);
+        let Some(at) = schema.attribute_type(type_name) else {
+            continue;
+        };
+        if !schema.is_subtype_of(at, spec_at) || attr.values.is_empty() {
+            continue;
+        }
+        if spec.pres {
+            keys.push(vec![TAG_PRESENT]);
+        }
+        for value in &attr.values {
+            if spec.eq {
+                equality_keys(schema, spec_at, value, &mut keys);
+            }
+            if spec.sub {
+                if let Some(rule) = spec_at.substr {
+                    value_substring_keys(rule, value, &mut keys);
+                }
+            }
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+fn equality_keys(schema: &Schema, spec_at: &AttributeType, value: &[u8], keys: &mut Vec<Vec<u8>>) {
+    let Some(rule) = spec_at.equality else {
+        return;
+    };
+    if let Some(norm) = normalize(schema, rule, value) {
+        keys.push(tagged(TAG_EQUALITY, &norm));
+    }
+    // objectClass matches superclasses too, so each class is indexed under the OIDs of its whole chain.
+    if spec_at.oid == OBJECT_CLASS_OID {
+        if let Some(class) = std::str::from_utf8(value)
+            .ok()
+            .and_then(|name| schema.object_class(name))
+        {
+            for ancestor in with_superclasses(schema, class) {
+                keys.push(tagged(TAG_EQUALITY, ancestor.oid.as_bytes()));
+            }
+        }
+    }
+}
+
+fn tagged(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(payload.len() + 1);
+    key.push(tag);
+    key.extend_from_slice(payload);
+    key
+}
+
+/// The substring form keys are cut from: the rule's normal form of the part with every space removed,
+/// because the rule treats spaces at part boundaries differently from spaces inside a value, and removing
+/// them on both sides keeps "P occurs in V" true.
+fn key_form(rule: MatchingRule, part: &[u8]) -> Option<Vec<u8>> {
+    let mut form = rule.normalize_substring(part).ok()?;
+    form.retain(|b| *b != b' ');
+    Some(form)
+}
+
+fn value_substring_keys(rule: MatchingRule, value: &[u8], keys: &mut Vec<Vec<u8>>) {
+    let Some(form) = key_form(rule, value) else {
+        return;
+    };
+    for len in ANCHOR_LENGTHS {
+        if let Some(prefix) = form.get(..len) {
+            keys.push(tagged(TAG_SUBSTR_INITIAL, prefix));
+        }
+        if let Some(suffix) = form
+            .len()
+            .checked_sub(len)
+            .and_then(|start| form.get(start..))
+        {
+            keys.push(tagged(TAG_SUBSTR_FINAL, suffix));
+        }
+    }
+    for gram in form.windows(GRAM) {
+        keys.push(tagged(TAG_SUBSTR_ANY, gram));
+    }
+}
+
+/// Keys every value matching the substring assertion must have; empty when the parts are too short.
+fn assertion_substring_keys(
+    rule: MatchingRule,
+    initial: Option<&[u8]>,
+    any: &[Vec<u8>],
+    final_: Option<&[u8]>,
+) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    let grams = |form: &[u8], keys: &mut Vec<Vec<u8>>| {
+        for gram in form.windows(GRAM) {
+            keys.push(tagged(TAG_SUBSTR_ANY, gram));
+        }
+    };
+    if let Some(form) = initial.and_then(|p| key_form(rule, p)) {
+        let anchor = form.len().min(GRAM);
+        if anchor >= ANCHOR_LENGTHS[0] {
+            if let Some(prefix) = form.get(..anchor) {
+                keys.push(tagged(TAG_SUBSTR_INITIAL, prefix));
+            }
+        }
+        grams(&form, &mut keys);
+    }
+    for part in any {
+        if let Some(form) = key_form(rule, part) {
+            grams(&form, &mut keys);
+        }
+    }
+    if let Some(form) = final_.and_then(|p| key_form(rule, p)) {
+        let anchor = form.len().min(GRAM);
+        if anchor >= ANCHOR_LENGTHS[0] {
+            if let Some(suffix) = form.get(form.len() - anchor..) {
+                keys.push(tagged(TAG_SUBSTR_FINAL, suffix));
+            }
+        }
+        grams(&form, &mut keys);
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// A plan whose result is a superset of the entries matching `filter`. NOT, ordering, approx and
+/// extensible components use the presence index of their type when there is one, else give All.
+pub fn plan(schema: &Schema, specs: &[IndexSpec], filter: &Filter) -> Plan {
+    let prepared = PreparedFilter::new(schema, filter);
+    plan_node(schema, specs, prepared.root())
+}
+
+fn plan_node(schema: &Schema, specs: &[IndexSpec], node: &Node<'_>) -> Plan {
+    match node {
+        Node::And(parts) => and(parts.iter().map(|p| plan_node(schema, specs, p)).collect()),
+        Node::Or(parts) => or(parts.iter().map(|p| plan_node(schema, specs, p)).collect()),
+        Node::Not(_) => Plan::All,
+        // Undefined is never TRUE, so no entry can be selected by this component.
+        Node::Undefined => Plan::Empty,
+        Node::Present { target } => presence(schema, specs, target),
+        Node::Equality { target, rule, norm } => {
+            match find_spec(schema, specs, target.at, |s, at| {
+                s.eq && at.equality == Some(*rule)
+            }) {
+                Some(spec) => keys(spec, vec![tagged(TAG_EQUALITY, norm)]),
+                None => presence(schema, specs, target),
+            }
+        }
+        Node::ObjectClassEquality {
+            target,
+            class,
+            rule,
+            norm,
+        } => {
+            let spec = find_spec(schema, specs, target.at, |s, at| {
+                s.eq && at.equality == Some(*rule) && at.oid == OBJECT_CLASS_OID
+            });
+            match (spec, class) {
+                (Some(spec), Some(class)) => {
+                    keys(spec, vec![tagged(TAG_EQUALITY, class.oid.as_bytes())])
+                }
+                (Some(spec), None) => keys(spec, vec![tagged(TAG_EQUALITY, norm)]),
+                (None, _) => presence(schema, specs, target),
+            }
+        }
+        Node::Substrings {
+            target,
+            rule,
+            initial,
+            any,
+            final_,
+        } => {
+            let spec = find_spec(schema, specs, target.at, |s, at| {
+                s.sub && at.substr == Some(*rule)
+            });
+            let found = spec.map(|spec| {
+                let k = assertion_substring_keys(*rule, initial.as_deref(), any, final_.as_deref());
+                (spec, k)
+            });
+            match found {
+                Some((spec, k)) if !k.is_empty() => keys(spec, k),
+                _ => presence(schema, specs, target),
+            }
+        }
+        Node::Ordering { target, .. } | Node::Approx { target, .. } => {
+            presence(schema, specs, target)
+        }
+        Node::Extensible {
+            target: Some(target),
+            dn_attributes: false,
+            ..
+        } => presence(schema, specs, target),
+        Node::Extensible { .. } => Plan::All,
+    }
+}
+
+fn keys(spec: &IndexSpec, keys: Vec<Vec<u8>>) -> Plan {
+    Plan::Keys {
+        attr: spec.attr.clone(),
+        keys,
+    }
+}
+
+fn presence(schema: &Schema, specs: &[IndexSpec], target: &Target<'_>) -> Plan {
+    match find_spec(schema, specs, target.at, |s, _| s.pres) {
+        Some(spec) => keys(spec, vec![vec![TAG_PRESENT]]),
+        None => Plan::All,
+    }
+}
+
+/// An index usable for a component on `filter_at`: on that type or a supertype (whose index also holds the
+/// subtype's values), with the same matching rule as the component uses. The exact type is preferred.
+fn find_spec<'a>(
+    schema: &Schema,
+    specs: &'a [IndexSpec],
+    filter_at: &AttributeType,
+    usable: impl Fn(&IndexSpec, &AttributeType) -> bool,
+) -> Option<&'a IndexSpec> {
+    let mut fallback = None;
+    for spec in specs {
+        let Some(spec_at) = schema.attribute_type(&spec.attr) else {
+            continue;
+        };
+        if !usable(spec, spec_at) || !schema.is_subtype_of(filter_at, spec_at) {
+            continue;
+        }
+        if spec_at.oid == filter_at.oid {
+            return Some(spec);
+        }
+        fallback.get_or_insert(spec);
+    }
+    fallback
+}
+
+fn and(parts: Vec<Plan>) -> Plan {
+    let mut kept = Vec::new();
+    for part in parts {
+        match part {
+            Plan::Empty => return Plan::Empty,
+            Plan::All => {}
+            Plan::And(inner) => kept.extend(inner),
+            other => kept.push(other),
+        }
+    }
+    match kept.len() {
+        0 => Plan::All,
+        1 => kept.pop().unwrap_or(Plan::All),
+        _ => Plan::And(kept),
+    }
+}
+
+fn or(parts: Vec<Plan>) -> Plan {
+    let mut kept = Vec::new();
+    for part in parts {
+        match part {
+            Plan::All => return Plan::All,
+            Plan::Empty => {}
+            Plan::Or(inner) => kept.extend(inner),
+            other => kept.push(other),
+        }
+    }
+    match kept.len() {
+        0 => Plan::Empty,
+        1 => kept.pop().unwrap_or(Plan::Empty),
+        _ => Plan::Or(kept),
+    }
+}
+
+#[cfg(test)]
+mod tests;

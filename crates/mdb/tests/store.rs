@@ -1,0 +1,310 @@
+//! Group commit, map growth, bulk loading and reopening, through the public API.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use canopy_mdb::{ReadOps, Store, StoreConfig, StoreError};
+use common::{config, open, Rng};
+
+fn put_one(store: &Store, id: u64, bytes: Vec<u8>) {
+    store
+        .write(move |txn| -> Result<(), StoreError> {
+            txn.put_entry(id, &bytes)?;
+            txn.put_dn(format!("e{id:08}\0").as_bytes(), id)?;
+            txn.add_child(0, id)
+        })
+        .unwrap()
+        .unwrap();
+}
+
+#[test]
+fn concurrent_writers_are_group_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &["cn"]);
+    cfg.durable = true;
+    let store = Store::open(cfg).unwrap();
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let store = store.clone();
+            thread::spawn(move || {
+                for i in 0..40u64 {
+                    let id = 1 + t * 1000 + i;
+                    let acked = store
+                        .write(move |txn| -> Result<u64, StoreError> {
+                            txn.put_entry(id, &id.to_le_bytes())?;
+                            txn.index_add("cn", b"all", id)?;
+                            Ok(id)
+                        })
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(acked, id);
+                    // Acknowledged means committed: visible to a new snapshot at once.
+                    assert!(store.read().unwrap().get_entry(id).unwrap().is_some());
+                }
+            })
+        })
+        .collect();
+    // A burst of non-blocking requests queues up behind the running commit.
+    let (tx, rx) = mpsc::channel();
+    for i in 0..300u64 {
+        let tx = tx.clone();
+        let id = 100_000 + i;
+        store.write_then(
+            move |txn| txn.put_entry(id, b"burst"),
+            move |r| tx.send(r).unwrap(),
+        );
+    }
+    drop(tx);
+    assert_eq!(rx.iter().map(|r| r.unwrap().unwrap()).count(), 300);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let r = store.read().unwrap();
+    assert_eq!(r.entry_count().unwrap(), 8 * 40 + 300);
+    assert_eq!(r.index_get("cn", b"all").unwrap().len(), 8 * 40);
+    let stats = store.stats().unwrap();
+    assert!(stats.max_group_size > 1, "{stats:?}");
+    assert!(stats.groups_committed < stats.ops_committed, "{stats:?}");
+    assert_eq!(stats.ops_committed, 8 * 40 + 300);
+}
+
+#[test]
+fn map_grows_under_load_with_concurrent_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &[]);
+    cfg.initial_map_size = 1 << 20;
+    cfg.min_free_space = 0;
+    let store = Store::open(cfg).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, stop) = (store.clone(), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut checks = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let r = store.read().unwrap();
+                    let n = r.entry_count().unwrap();
+                    if n > 0 {
+                        let id = 1 + checks % n;
+                        let bytes = r.get_entry(id).unwrap().unwrap();
+                        assert!(bytes.iter().all(|b| *b == id as u8));
+                    }
+                    checks += 1;
+                    drop(r);
+                    thread::sleep(Duration::from_micros(200));
+                }
+                checks
+            })
+        })
+        .collect();
+    // 50 MB in 50 KB entries, written by two threads.
+    let writers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let store = store.clone();
+            thread::spawn(move || {
+                for i in 0..500u64 {
+                    let id = 1 + i * 2 + w;
+                    put_one(&store, id, vec![id as u8; 50_000]);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.entries, 1000);
+    assert!(stats.map_size >= 50_000_000, "{stats:?}");
+    assert!(stats.map_grows >= 5, "{stats:?}");
+    let r = store.read().unwrap();
+    assert_eq!(r.children(0).unwrap(), (1..=1000).collect::<Vec<_>>());
+}
+
+#[test]
+fn map_full_is_reported_after_growing_so_a_retry_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &[]);
+    cfg.initial_map_size = 1 << 20;
+    cfg.min_free_space = 0;
+    let store = Store::open(cfg).unwrap();
+    let big = vec![7u8; 1_200_000];
+    let attempt = |bytes: Vec<u8>| store.write(move |txn| txn.put_entry(1, &bytes));
+    match attempt(big.clone()) {
+        Err(StoreError::MapFull) => {}
+        other => panic!("expected MapFull, got {other:?}"),
+    }
+    attempt(big.clone()).unwrap().unwrap();
+    assert_eq!(store.read().unwrap().get_entry(1).unwrap(), Some(&big[..]));
+    assert!(store.stats().unwrap().map_grows >= 1);
+}
+
+#[test]
+fn a_held_reader_postpones_growth_without_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &[]);
+    cfg.initial_map_size = 1 << 20;
+    cfg.min_free_space = 0;
+    let store = Store::open(cfg).unwrap();
+    let held = store.read().unwrap();
+    // 800 KB: past the 75% mark, so growth is wanted, but it fits, so the writes succeed anyway.
+    for id in 1..=8 {
+        put_one(&store, id, vec![1; 100_000]);
+    }
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.map_grows, 0);
+    assert!(stats.map_used > stats.map_size / 4 * 3, "{stats:?}");
+    assert_eq!(held.entry_count().unwrap(), 0);
+    drop(held);
+    thread::sleep(Duration::from_millis(600)); // past the growth back-off
+    put_one(&store, 9, vec![1; 10]);
+    assert!(store.stats().unwrap().map_grows >= 1);
+}
+
+/// Builds a tree: id 1 is the suffix, ids 2..=n hang below pseudo-random earlier ids.
+fn tree(n: u64, rng: &mut Rng) -> Vec<(u64, Vec<u8>, Option<u64>)> {
+    let mut nodes: Vec<(u64, Vec<u8>, Option<u64>)> = vec![(1, b"dc=example\0".to_vec(), None)];
+    for id in 2..=n {
+        let parent = 1 + rng.below(id - 1);
+        let mut key = nodes[(parent - 1) as usize].1.clone();
+        key.extend_from_slice(format!("cn=n{id}\0").as_bytes());
+        nodes.push((id, key, Some(parent)));
+    }
+    nodes
+}
+
+#[test]
+fn bulk_load_then_read_back_and_keep_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &["objectclass", "cn"]);
+    cfg.initial_map_size = 1 << 20; // forces growth inside the load too
+    cfg.min_free_space = 0;
+    cfg.durable = true;
+    let store = Store::open(cfg).unwrap();
+    let mut rng = Rng::new(42);
+    let nodes = tree(5000, &mut rng);
+    let mut loader = store.bulk_loader().unwrap();
+    assert!(matches!(
+        store.bulk_loader(),
+        Err(StoreError::BulkLoadActive)
+    ));
+    loader.set_batch_entries(700);
+    assert_eq!(loader.next_id(), 1);
+    for (id, key, parent) in &nodes {
+        let entry = format!("entry {id} ").repeat(1 + (*id as usize % 50));
+        let keys = vec![
+            (0, b"person".to_vec()),
+            (1, format!("n{}", id % 100).into_bytes()),
+        ];
+        loader
+            .add(*id, key, *parent, entry.as_bytes(), &keys)
+            .unwrap();
+    }
+    assert!(matches!(
+        loader.add(3, b"x\0", None, b"", &[]),
+        Err(StoreError::IdNotAscending { .. })
+    ));
+    assert!(matches!(
+        loader.add(9000, b"x\0", None, b"", &[(2, vec![1])]),
+        Err(StoreError::UnknownIndex(2))
+    ));
+    let stats = loader.finish().unwrap();
+    assert_eq!(stats.entries, 5000);
+
+    let check = |store: &Store| {
+        let r = store.read().unwrap();
+        for (id, key, parent) in &nodes {
+            assert_eq!(r.get_id(key).unwrap(), Some(*id));
+            let entry = format!("entry {id} ").repeat(1 + (*id as usize % 50));
+            assert_eq!(r.get_entry(*id).unwrap(), Some(entry.as_bytes()));
+            if let Some(p) = parent {
+                assert!(r.children(*p).unwrap().binary_search(id).is_ok());
+            }
+        }
+        let subtree: Vec<u64> = r
+            .subtree(b"dc=example\0")
+            .unwrap()
+            .map(|i| i.unwrap().1)
+            .collect();
+        assert_eq!(subtree.len(), 5000);
+        assert_eq!(r.index_get("objectClass", b"person").unwrap().len(), 5000);
+        let n7: Vec<u64> = (1..=5000).filter(|id| id % 100 == 7).collect();
+        assert_eq!(r.index_get("cn", b"n7").unwrap(), n7);
+        let total: usize = nodes.iter().filter(|(id, _, _)| *id > 1).count();
+        let children: usize = (1..=5000).map(|p| r.children(p).unwrap().len()).sum();
+        assert_eq!(children, total);
+    };
+    check(&store);
+    // Normal writes continue above the loaded IDs.
+    let next = store.write(|txn| txn.next_id()).unwrap().unwrap();
+    assert_eq!(next, 5001);
+    drop(store);
+    let store = open(dir.path(), &["objectclass", "cn"]);
+    check(&store);
+    let mut loader = store.bulk_loader().unwrap();
+    assert_eq!(loader.next_id(), 5002);
+    loader.add(5002, b"dc=other\0", None, b"more", &[]).unwrap();
+    drop(loader); // not finished: the unflushed entry is discarded
+    assert!(store.read().unwrap().get_entry(5002).unwrap().is_none());
+}
+
+#[test]
+fn reopen_keeps_data_and_adds_new_index_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path(), &["cn"]);
+        store
+            .write(|txn| -> Result<(), StoreError> {
+                let id = txn.next_id()?;
+                txn.put_entry(id, b"one")?;
+                txn.put_dn(b"", id)?; // the root DN has the empty key
+                txn.index_add("cn", b"x", id)?;
+                txn.put_meta(b"suffix", b"dc=example")
+            })
+            .unwrap()
+            .unwrap();
+        // A reader outliving its store still works.
+        let r = store.read().unwrap();
+        drop(store);
+        assert_eq!(r.get_entry(1).unwrap(), Some(&b"one"[..]));
+    }
+    let store = open(dir.path(), &["cn", "mail"]);
+    assert_eq!(store.indexes(), ["cn".to_string(), "mail".to_string()]);
+    let r = store.read().unwrap();
+    assert_eq!(r.get_entry(1).unwrap(), Some(&b"one"[..]));
+    assert_eq!(r.get_id(b"").unwrap(), Some(1));
+    assert_eq!(r.index_get("cn", b"x").unwrap(), vec![1]);
+    assert!(r.index_get("mail", b"x").unwrap().is_empty());
+    assert_eq!(r.get_meta(b"suffix").unwrap(), Some(b"dc=example".to_vec()));
+    let names: Vec<String> = store
+        .stats()
+        .unwrap()
+        .tables
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "id2entry",
+            "dn2id",
+            "dn2children",
+            "meta",
+            "idx.cn",
+            "idx.mail"
+        ]
+    );
+    drop(r);
+    // Opening the same directory twice in one process is refused, not undefined.
+    assert!(matches!(
+        Store::open(StoreConfig::new(dir.path())),
+        Err(StoreError::AlreadyOpen)
+    ));
+}

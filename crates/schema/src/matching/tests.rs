@@ -1,0 +1,402 @@
+//! Tables for every matching rule: normal forms, ordering, substrings and approximate keys.
+
+use super::*;
+use MatchingRule::*;
+
+fn norm(rule: MatchingRule, value: &str) -> Option<String> {
+    rule.normalize(value.as_bytes())
+        .ok()
+        .map(|v| String::from_utf8(v).unwrap())
+}
+
+fn check_normalize(rule: MatchingRule, table: &[(&str, Option<&str>)]) {
+    for (input, expected) in table {
+        assert_eq!(
+            norm(rule, input).as_deref(),
+            *expected,
+            "{} of {input:?}",
+            rule.name()
+        );
+    }
+}
+
+/// Every pair of neighbouring values must be in ascending order.
+fn check_order(rule: MatchingRule, ascending: &[&str]) {
+    let normal: Vec<Vec<u8>> = ascending
+        .iter()
+        .map(|v| rule.normalize(v.as_bytes()).unwrap())
+        .collect();
+    for (i, pair) in normal.windows(2).enumerate() {
+        assert_eq!(
+            rule.compare(&pair[0], &pair[1]),
+            Ordering::Less,
+            "{}: {:?} < {:?}",
+            rule.name(),
+            ascending[i],
+            ascending[i + 1]
+        );
+        assert_eq!(rule.compare(&pair[1], &pair[0]), Ordering::Greater);
+        assert_eq!(rule.compare(&pair[0], &pair[0]), Ordering::Equal);
+    }
+}
+
+type Substrings<'a> = (&'a str, Option<&'a str>, &'a [&'a str], Option<&'a str>, bool);
+
+fn check_substrings(rule: MatchingRule, table: &[Substrings<'_>]) {
+    for (value, initial, any, final_, expected) in table {
+        let any: Vec<Vec<u8>> = any.iter().map(|a| a.as_bytes().to_vec()).collect();
+        let got = rule
+            .matches_substrings(
+                value.as_bytes(),
+                initial.map(str::as_bytes),
+                &any,
+                final_.map(str::as_bytes),
+            )
+            .unwrap();
+        assert_eq!(
+            got,
+            *expected,
+            "{} {value:?} {initial:?} {any:?} {final_:?}",
+            rule.name()
+        );
+    }
+}
+
+#[test]
+fn metadata() {
+    for rule in MatchingRule::all() {
+        assert_eq!(MatchingRule::by_name_or_oid(rule.oid()), Some(rule));
+        assert_eq!(MatchingRule::by_name_or_oid(rule.name()), Some(rule));
+        assert_eq!(
+            MatchingRule::by_name_or_oid(&rule.name().to_ascii_uppercase()),
+            Some(rule)
+        );
+        assert!(crate::matching::values::is_numeric_oid(rule.oid()));
+        assert!(rule.definition().starts_with(&format!("( {} NAME '", rule.oid())));
+    }
+    assert_eq!(MatchingRule::by_name_or_oid("2.5.13.2"), Some(CaseIgnoreMatch));
+    assert_eq!(MatchingRule::by_name_or_oid("nosuchMatch"), None);
+    assert_eq!(CaseIgnoreOrderingMatch.kind(), MatchKind::Ordering);
+    assert_eq!(CaseIgnoreSubstringsMatch.kind(), MatchKind::Substrings);
+    assert_eq!(
+        CaseIgnoreMatch.definition(),
+        "( 2.5.13.2 NAME 'caseIgnoreMatch' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )"
+    );
+}
+
+#[test]
+fn case_ignore() {
+    let table = [
+        ("John Smith", Some("john smith")),
+        ("  JOHN   SMITH  ", Some("john smith")),
+        ("\tJohn\u{00A0}Smith\r\n", Some("john smith")),
+        ("Stra\u{DF}e \u{C4}rger", Some("stra\u{DF}e \u{E4}rger")),
+        ("\u{200B}x\u{AD}y", Some("xy")),
+        ("   ", Some(" ")),
+        ("", None),
+    ];
+    check_normalize(CaseIgnoreMatch, &table);
+    check_normalize(CaseIgnoreOrderingMatch, &table);
+    check_normalize(CaseIgnoreSubstringsMatch, &table);
+    assert!(CaseIgnoreMatch.normalize(b"\xff").is_err());
+    check_order(CaseIgnoreOrderingMatch, &["Alpha", "beta", "GAMMA", "gamma z"]);
+    check_substrings(
+        CaseIgnoreSubstringsMatch,
+        &[
+            ("John Smith", Some("jo"), &[], None, true),
+            ("John Smith", Some("JOHN  "), &[], Some("smith"), true),
+            ("John Smith", None, &["N S"], None, true),
+            ("John Smith", None, &["ns"], None, false),
+            ("John Smith", Some("smith"), &[], None, false),
+            ("John Smith", None, &["o", "i"], Some("h"), true),
+            ("John Smith", None, &["i", "o"], None, false),
+            ("John Smith", Some("john"), &[], Some("john"), false),
+            ("aaa", Some("aa"), &[], Some("aa"), false),
+            ("abcabc", Some("a"), &["c", "b"], Some("c"), true),
+            ("  padded  ", Some(" pad"), &[], Some("ded  "), true),
+        ],
+    );
+    assert_eq!(
+        CaseIgnoreSubstringsMatch.normalize_substring(b"  Foo  BAR ").unwrap(),
+        b" foo bar "
+    );
+}
+
+#[test]
+fn case_exact() {
+    check_normalize(
+        CaseExactMatch,
+        &[
+            ("John  Smith ", Some("John Smith")),
+            (" x ", Some("x")),
+            ("", None),
+        ],
+    );
+    check_order(CaseExactOrderingMatch, &["B", "a", "b"]);
+    check_substrings(
+        CaseExactSubstringsMatch,
+        &[
+            ("John Smith", Some("John"), &[], None, true),
+            ("John Smith", Some("john"), &[], None, false),
+            ("John Smith", None, &["n  S"], None, true),
+        ],
+    );
+}
+
+#[test]
+fn ia5() {
+    check_normalize(
+        CaseIgnoreIA5Match,
+        &[
+            ("User@Example.COM", Some("user@example.com")),
+            (" a  b ", Some("a b")),
+            ("caf\u{E9}", None),
+        ],
+    );
+    check_normalize(
+        CaseExactIA5Match,
+        &[("/home/Alice", Some("/home/Alice")), ("\u{E9}", None)],
+    );
+    check_substrings(
+        CaseIgnoreIA5SubstringsMatch,
+        &[
+            ("user@Example.com", None, &["EXAMPLE"], Some(".com"), true),
+            ("user@example.com", Some("admin"), &[], None, false),
+        ],
+    );
+    check_substrings(
+        CaseExactIA5SubstringsMatch,
+        &[
+            ("alice", Some("al"), &[], None, true),
+            ("alice", Some("AL"), &[], None, false),
+        ],
+    );
+}
+
+#[test]
+fn numeric_string() {
+    check_normalize(
+        NumericStringMatch,
+        &[
+            ("123 456", Some("123456")),
+            (" 1 2 ", Some("12")),
+            ("12a", None),
+            ("", None),
+        ],
+    );
+    check_order(NumericStringOrderingMatch, &["0 1", "1", "1 0", "2"]);
+    check_substrings(
+        NumericStringSubstringsMatch,
+        &[
+            ("123 456 789", Some("1234"), &["6 7"], Some("89"), true),
+            ("123456", None, &["35"], None, false),
+        ],
+    );
+}
+
+#[test]
+fn telephone_number() {
+    check_normalize(
+        TelephoneNumberMatch,
+        &[
+            ("+1 555-0100", Some("+15550100")),
+            ("+1 (555) 0100", Some("+1(555)0100")),
+            ("--", None),
+            ("555_0100", None),
+        ],
+    );
+    assert_eq!(
+        norm(TelephoneNumberMatch, "+49 30 1234-5"),
+        norm(TelephoneNumberMatch, "+4930-12345")
+    );
+    check_substrings(
+        TelephoneNumberSubstringsMatch,
+        &[
+            ("+1 555-0100", Some("+1555"), &[], None, true),
+            ("+1 555-0100", None, &["5-5"], Some("01 00"), true),
+            ("+1 555-0100", Some("555"), &[], None, false),
+        ],
+    );
+}
+
+#[test]
+fn integer() {
+    check_normalize(
+        IntegerMatch,
+        &[
+            ("0", Some("0")),
+            ("42", Some("42")),
+            ("-42", Some("-42")),
+            ("042", None),
+            ("+42", None),
+            ("-0", None),
+            ("4 2", None),
+            ("", None),
+            ("-", None),
+            ("abc", None),
+        ],
+    );
+    check_order(
+        IntegerOrderingMatch,
+        &["-1000", "-999", "-10", "-9", "0", "9", "10", "999", "1000", "123456789012345678901234567890"],
+    );
+    assert_eq!(
+        norm(IntegerFirstComponentMatch, "( 17 NAME 'rule' )").as_deref(),
+        Some("17")
+    );
+}
+
+#[test]
+fn generalized_time() {
+    check_normalize(
+        GeneralizedTimeMatch,
+        &[
+            ("20240102030405Z", Some("20240102030405Z")),
+            ("20240102030405.500Z", Some("20240102030405.5Z")),
+            ("20240102030405,25Z", Some("20240102030405.25Z")),
+            ("20240102030405.000Z", Some("20240102030405Z")),
+            ("202401020304Z", Some("20240102030400Z")),
+            ("2024010203Z", Some("20240102030000Z")),
+            ("2024010203.5Z", Some("20240102033000Z")),
+            ("202401020304.25Z", Some("20240102030415Z")),
+            ("20240102030405+0100", Some("20240102020405Z")),
+            ("20240102030405-0130", Some("20240102043405Z")),
+            ("20240101003000+01", Some("20231231233000Z")),
+            ("20231231233000-0100", Some("20240101003000Z")),
+            ("20240228230000-0200", Some("20240229010000Z")),
+            ("20240102030405", None),
+            ("20241302030405Z", None),
+            ("20240132030405Z", None),
+            ("20240102250405Z", None),
+            ("20240102030405.Z", None),
+            ("20240102030405+2400", None),
+            ("20240102030405Zx", None),
+            ("2024", None),
+        ],
+    );
+    check_order(
+        GeneralizedTimeOrderingMatch,
+        &[
+            "19991231235959Z",
+            "20240102030405Z",
+            "20240102030405.05Z",
+            "20240102030405.5Z",
+            "20240102020406-0100",
+        ],
+    );
+}
+
+#[test]
+fn octet_string() {
+    assert_eq!(OctetStringMatch.normalize(b"\x00Ab ").unwrap(), b"\x00Ab ");
+    check_order(OctetStringOrderingMatch, &["A", "AB", "a"]);
+    check_substrings(
+        OctetStringSubstringsMatch,
+        &[
+            ("secret", Some("sec"), &[], None, true),
+            ("secret", Some("SEC"), &[], None, false),
+            ("a  b", None, &["a  b"], None, true),
+        ],
+    );
+}
+
+#[test]
+fn boolean_bit_string_uuid_csn() {
+    check_normalize(
+        BooleanMatch,
+        &[("TRUE", Some("TRUE")), ("FALSE", Some("FALSE")), ("true", None), ("", None)],
+    );
+    check_normalize(
+        BitStringMatch,
+        &[("'0101'B", Some("'0101'B")), ("''B", Some("''B")), ("'2'B", None), ("0101", None)],
+    );
+    check_normalize(
+        UuidMatch,
+        &[
+            (
+                "597AE2F6-16A6-1027-98F4-D28B5365DC14",
+                Some("597ae2f6-16a6-1027-98f4-d28b5365dc14"),
+            ),
+            ("597ae2f616a6102798f4d28b5365dc14", None),
+        ],
+    );
+    check_order(
+        UuidOrderingMatch,
+        &["00000000-0000-0000-0000-000000000001", "0000000A-0000-0000-0000-000000000000"],
+    );
+    check_normalize(
+        CsnMatch,
+        &[
+            (
+                "20240102030405.123456Z#000000#000#000000",
+                Some("20240102030405.123456Z#000000#000#000000"),
+            ),
+            ("20240102030405.123456Z#000000#000", None),
+            ("junk", None),
+        ],
+    );
+    check_order(
+        CsnOrderingMatch,
+        &[
+            "20240102030405.123456Z#000000#000#000000",
+            "20240102030405.123456Z#000001#000#000000",
+            "20240102030405.123457Z#000000#000#000000",
+        ],
+    );
+}
+
+#[test]
+fn oid_and_lists() {
+    check_normalize(
+        ObjectIdentifierMatch,
+        &[("2.5.4.3", Some("2.5.4.3")), ("CN", Some("cn")), (" cn ", Some("cn")), ("1.", None)],
+    );
+    check_normalize(
+        ObjectIdentifierFirstComponentMatch,
+        &[
+            ("( 2.5.4.3 NAME 'cn' SUP name )", Some("2.5.4.3")),
+            ("(2.5.4.3)", Some("2.5.4.3")),
+            ("2.5.4.3", Some("2.5.4.3")),
+        ],
+    );
+    check_normalize(
+        CaseIgnoreListMatch,
+        &[
+            ("1 Main  St $ Springfield", Some("1 main st$springfield")),
+            ("", None),
+        ],
+    );
+    check_normalize(
+        UniqueMemberMatch,
+        &[
+            ("CN=Alice,DC=Example", Some("cn=alice,dc=example")),
+            ("cn=Alice,dc=example#'0101'B", Some("cn=alice,dc=example#'0101'B")),
+            ("cn=Alice#'0102'B", None),
+        ],
+    );
+    check_normalize(
+        DistinguishedNameMatch,
+        &[(" CN = Alice + SN=B , DC=Example ", Some("cn=alice+sn=b,dc=example"))],
+    );
+}
+
+#[test]
+fn substrings_need_a_substrings_rule() {
+    assert!(IntegerMatch
+        .matches_substrings(b"12", Some(b"1"), &[], None)
+        .is_err());
+    assert!(BooleanMatch.normalize_substring(b"T").is_err());
+    assert!(CaseIgnoreMatch
+        .matches_substrings(b"\xff", Some(b"a"), &[], None)
+        .is_err());
+}
+
+#[test]
+fn approx_keys() {
+    let key = |rule: MatchingRule, v: &str| rule.approx_key(v.as_bytes()).unwrap();
+    assert_eq!(key(CaseIgnoreMatch, "Jon Smyth"), key(CaseIgnoreMatch, "john  SMITH"));
+    assert_ne!(key(CaseIgnoreMatch, "John Smith"), key(CaseIgnoreMatch, "Jane Doe"));
+    assert_eq!(key(CaseIgnoreIA5Match, "Robert"), key(CaseIgnoreIA5Match, "rupert"));
+    assert_eq!(key(IntegerMatch, "42"), b"42");
+    assert!(IntegerMatch.approx_key(b"x").is_err());
+}

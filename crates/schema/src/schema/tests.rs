@@ -1,0 +1,337 @@
+//! Tests of schema loading, the built-in schema and lookups.
+
+use super::*;
+use crate::model::ObjectClassKind;
+
+#[test]
+fn builtin_loads() {
+    let mut schema = Schema::empty();
+    for (origin, text) in BUILTIN {
+        schema
+            .load_text(text, origin)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(schema.attribute_types().count() > 120);
+    assert_eq!(
+        Schema::builtin().attribute_types().count(),
+        schema.attribute_types().count()
+    );
+}
+
+#[test]
+fn builtin_references_resolve() {
+    let schema = Schema::builtin();
+    for at in schema.attribute_types() {
+        if let Some(sup) = &at.sup {
+            let sup = schema.attribute_type(sup).expect(sup);
+            assert_eq!(sup.name(), at.sup.as_deref().unwrap(), "{} SUP", at.name());
+            assert!(schema.is_subtype_of(at, sup));
+        }
+        assert!(
+            at.equality.is_some() || at.ordering.is_none(),
+            "{} has ordering without equality",
+            at.name()
+        );
+    }
+    for oc in schema.object_classes() {
+        for name in oc.sup.iter() {
+            let sup = schema.object_class(name).expect(name);
+            assert_eq!(sup.name(), name, "{} SUP", oc.name());
+        }
+        for name in oc.must.iter().chain(oc.may.iter()) {
+            let at = schema.attribute_type(name).expect(name);
+            assert_eq!(at.name(), name, "{} MUST/MAY", oc.name());
+        }
+        if oc.name() != "top" && oc.kind != ObjectClassKind::Auxiliary {
+            assert!(!oc.sup.is_empty(), "{} has no superclass", oc.name());
+        }
+    }
+}
+
+#[test]
+fn builtin_names_and_oids() {
+    let schema = Schema::builtin();
+    for (lookup, canonical, oid) in [
+        ("objectclass", "objectClass", "2.5.4.0"),
+        ("USERPASSWORD", "userPassword", "2.5.4.35"),
+        ("commonName", "cn", "2.5.4.3"),
+        ("2.5.4.3", "cn", "2.5.4.3"),
+        ("uidnumber", "uidNumber", "1.3.6.1.1.1.1.0"),
+        ("memberuid", "memberUid", "1.3.6.1.1.1.1.12"),
+        ("createTimestamp", "createTimestamp", "2.5.18.1"),
+        ("modifytimestamp", "modifyTimestamp", "2.5.18.2"),
+        ("creatorsName", "creatorsName", "2.5.18.3"),
+        ("modifiersName", "modifiersName", "2.5.18.4"),
+        ("entryUUID", "entryUUID", "1.3.6.1.1.16.4"),
+        ("entryCSN", "entryCSN", "1.3.6.1.4.1.4203.666.1.7"),
+        ("entryDN", "entryDN", "1.3.6.1.1.20"),
+        ("hasSubordinates", "hasSubordinates", "2.5.18.9"),
+        ("structuralObjectClass", "structuralObjectClass", "2.5.21.9"),
+        ("subschemaSubentry", "subschemaSubentry", "2.5.18.10"),
+        ("supportedFeatures", "supportedFeatures", "1.3.6.1.4.1.4203.1.3.5"),
+        ("namingContexts", "namingContexts", "1.3.6.1.4.1.1466.101.120.5"),
+        ("supportedControl", "supportedControl", "1.3.6.1.4.1.1466.101.120.13"),
+        ("supportedExtension", "supportedExtension", "1.3.6.1.4.1.1466.101.120.7"),
+        ("supportedLDAPVersion", "supportedLDAPVersion", "1.3.6.1.4.1.1466.101.120.15"),
+        ("supportedSASLMechanisms", "supportedSASLMechanisms", "1.3.6.1.4.1.1466.101.120.14"),
+        ("vendorName", "vendorName", "1.3.6.1.1.4"),
+        ("vendorVersion", "vendorVersion", "1.3.6.1.1.5"),
+        ("ref", "ref", "2.16.840.1.113730.3.1.34"),
+        ("aliasedObjectName", "aliasedObjectName", "2.5.4.1"),
+        ("attributeTypes", "attributeTypes", "2.5.21.5"),
+        ("objectClasses", "objectClasses", "2.5.21.6"),
+        ("matchingRules", "matchingRules", "2.5.21.4"),
+        ("matchingRuleUse", "matchingRuleUse", "2.5.21.8"),
+        ("ldapSyntaxes", "ldapSyntaxes", "1.3.6.1.4.1.1466.101.120.16"),
+        ("pwdChangedTime", "pwdChangedTime", "1.3.6.1.4.1.42.2.27.8.1.16"),
+        ("rfc822Mailbox", "mail", "0.9.2342.19200300.100.1.3"),
+        ("userid", "uid", "0.9.2342.19200300.100.1.1"),
+        ("jpegPhoto", "jpegPhoto", "0.9.2342.19200300.100.1.60"),
+    ] {
+        let at = schema.attribute_type(lookup).expect(lookup);
+        assert_eq!((at.name(), at.oid.as_str()), (canonical, oid), "{lookup}");
+    }
+    for (lookup, canonical, kind) in [
+        ("top", "top", ObjectClassKind::Abstract),
+        ("ALIAS", "alias", ObjectClassKind::Structural),
+        ("referral", "referral", ObjectClassKind::Structural),
+        ("extensibleobject", "extensibleObject", ObjectClassKind::Auxiliary),
+        ("subschema", "subschema", ObjectClassKind::Auxiliary),
+        ("dcObject", "dcObject", ObjectClassKind::Auxiliary),
+        ("organization", "organization", ObjectClassKind::Structural),
+        ("2.16.840.1.113730.3.2.2", "inetOrgPerson", ObjectClassKind::Structural),
+        ("posixAccount", "posixAccount", ObjectClassKind::Auxiliary),
+        ("account", "account", ObjectClassKind::Structural),
+    ] {
+        let oc = schema.object_class(lookup).expect(lookup);
+        assert_eq!((oc.name(), oc.kind), (canonical, kind), "{lookup}");
+    }
+    assert!(schema.attribute_type("cn;lang-en").is_none());
+    assert!(schema.attribute_type("nosuchattribute").is_none());
+    assert!(schema.object_class("cn").is_none());
+}
+
+#[test]
+fn effective_properties_are_inherited() {
+    let schema = Schema::builtin();
+    let cn = schema.attribute_type("cn").unwrap();
+    assert_eq!(cn.sup.as_deref(), Some("name"));
+    assert_eq!(cn.equality, Some(MatchingRule::CaseIgnoreMatch));
+    assert_eq!(cn.substr, Some(MatchingRule::CaseIgnoreSubstringsMatch));
+    assert_eq!(cn.syntax, "1.3.6.1.4.1.1466.115.121.1.15");
+    assert_eq!(
+        cn.definition(),
+        "( 2.5.4.3 NAME ( 'cn' 'commonName' ) SUP name )"
+    );
+    let member = schema.attribute_type("member").unwrap();
+    assert_eq!(member.equality, Some(MatchingRule::DistinguishedNameMatch));
+    let name = schema.attribute_type("name").unwrap();
+    assert!(schema.is_subtype_of(cn, name));
+    assert!(schema.is_subtype_of(cn, cn));
+    assert!(!schema.is_subtype_of(name, cn));
+    let mail = schema.attribute_type("mail").unwrap();
+    assert_eq!(mail.syntax, "1.3.6.1.4.1.1466.115.121.1.26");
+    assert!(mail.definition().contains("SYNTAX 1.3.6.1.4.1.1466.115.121.1.26{256}"));
+    let created = schema.attribute_type("createTimestamp").unwrap();
+    assert!(created.is_operational() && created.no_user_modification && created.single_value);
+    assert!(!cn.is_operational());
+    assert!(schema.attribute_type("uidNumber").unwrap().validate(b"1000"));
+    assert!(!schema.attribute_type("uidNumber").unwrap().validate(b"abc"));
+    let person = schema.object_class("person").unwrap();
+    assert_eq!(
+        person.definition(),
+        "( 2.5.6.6 NAME 'person' SUP top STRUCTURAL MUST ( sn $ cn ) \
+         MAY ( userPassword $ telephoneNumber $ seeAlso $ description ) )"
+    );
+    let account = schema.object_class("account").unwrap();
+    assert_eq!(account.must, ["uid"]);
+}
+
+fn load_error(text: &str) -> SchemaError {
+    let mut schema = Schema::builtin();
+    let before = schema.attribute_types().count();
+    let err = schema.load_text(text, "test.schema").expect_err(text);
+    assert_eq!(schema.attribute_types().count(), before, "partial load");
+    err
+}
+
+#[test]
+fn load_errors_name_origin_and_line() {
+    for (text, line, part) in [
+        ("attributetype ( 1.9.1 NAME 'x' )", 1, "neither SYNTAX nor SUP"),
+        ("\n\nattributetype ( 1.9.1 NAME 'x'\n  SUP nosuch )", 3, "unknown supertype"),
+        ("attributetype ( 1.9.1 NAME 'x'\n  EQUALITY fooMatch SYNTAX 1.2 )", 1, "unknown matching rule"),
+        ("attributetype ( 1.9.1 NAME 'x'\n\tSYNTAX 1.2\n\tFOO )", 3, "unknown or repeated keyword"),
+        ("objectclass ( 1.9.2 NAME 'y' SUP top MUST nosuch )", 1, "unknown attribute type"),
+        ("objectclass ( 1.9.2 NAME 'y' SUP nosuch )", 1, "unknown superclass"),
+        ("attributetype ( Undefined:1 NAME 'x' SYNTAX 1.2 )", 1, "unknown OID"),
+        ("attributetype ( 1.9.1 NAME 'bad_name' SYNTAX 1.2 )", 1, "invalid name"),
+        ("attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2{x} )", 1, "syntax length"),
+        ("attributetype ( 1.9.1 NAME 'x' SUP cn USAGE directoryOperation )", 1, "USAGE differs"),
+        ("attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 NO-USER-MODIFICATION )", 1, "NO-USER-MODIFICATION"),
+        ("objectidentifier 9bad 1.2", 1, "invalid OID macro name"),
+        ("# ok\nattributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 )\nmatchingrule ( 1.2 )", 3, "unknown directive"),
+    ] {
+        match load_error(text) {
+            SchemaError::Parse {
+                origin,
+                line: l,
+                reason,
+            } => {
+                assert_eq!(origin, "test.schema");
+                assert_eq!(l, line, "{text}: {reason}");
+                assert!(reason.contains(part), "{text}: {reason}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn duplicates() {
+    for (text, line, what) in [
+        ("attributetype ( 2.5.4.3 NAME 'other' SYNTAX 1.2 )", 1, "2.5.4.3"),
+        ("\nattributetype ( 1.9.1 NAME 'CN' SYNTAX 1.2 )", 2, "CN"),
+        ("objectclass ( 2.5.6.6 NAME 'person2' )", 1, "2.5.6.6"),
+        ("objectclass ( 1.9.2 NAME 'Person' )", 1, "Person"),
+        ("objectidentifier A 1.2\nobjectidentifier A 1.3", 2, "A"),
+    ] {
+        match load_error(text) {
+            SchemaError::Duplicate {
+                origin,
+                line: l,
+                what: w,
+            } => {
+                assert_eq!((origin.as_str(), l), ("test.schema", line), "{text}");
+                assert!(w.contains(what), "{text}: {w}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn identical_redefinitions_are_ignored() {
+    let mut schema = Schema::builtin();
+    let before = schema.attribute_types().count();
+    schema
+        .load_text(
+            "attributetype ( 2.5.4.3 NAME ( 'cn' 'commonName' ) DESC 'other words' SUP name )\n\
+             attributetype ( 2.5.4.35 NAME 'userPassword' EQUALITY octetStringMatch\n\
+             \tSYNTAX 1.3.6.1.4.1.1466.115.121.1.40{128} )\n\
+             objectclass ( 2.5.6.0 NAME 'top' ABSTRACT MUST objectClass )\n\
+             objectidentifier A 1.2\nobjectidentifier A 1.2",
+            "again.schema",
+        )
+        .unwrap();
+    assert_eq!(schema.attribute_types().count(), before);
+}
+
+#[test]
+fn oid_macros_and_extensions() {
+    let mut schema = Schema::builtin();
+    schema
+        .load_text(
+            "objectIdentifier Example 1.3.6.1.4.1.99999\n\
+             ObjectIdentifier ExAttr Example:1\n\
+             objectidentifier ExClass Example:2\n\
+             attributetypes ( ExAttr:1 NAME 'exColor' DESC 'favourite colour'\n\
+             \tEQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15\n\
+             \tX-ORIGIN 'test' )\n\
+             attributetype ( ExAttr:2 NAME ( 'exShade' 'exTone' ) SUP exColor SINGLE-VALUE )\n\
+             objectclasses ( ExClass:1 NAME 'exThing' SUP top AUXILIARY MAY ( exColor $ exTone ) )\n",
+            "example.schema",
+        )
+        .unwrap();
+    let color = schema.attribute_type("excolor").unwrap();
+    assert_eq!(color.oid, "1.3.6.1.4.1.99999.1.1");
+    assert_eq!(
+        color.definition(),
+        "( 1.3.6.1.4.1.99999.1.1 NAME 'exColor' DESC 'favourite colour' \
+         EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORIGIN 'test' )"
+    );
+    let shade = schema.attribute_type("1.3.6.1.4.1.99999.1.2").unwrap();
+    assert_eq!(shade.name(), "exShade");
+    assert_eq!(shade.equality, Some(MatchingRule::CaseIgnoreMatch));
+    let thing = schema.object_class("exthing").unwrap();
+    assert_eq!(thing.oid, "1.3.6.1.4.1.99999.2.1");
+    assert_eq!(thing.may, ["exColor", "exShade"]);
+}
+
+#[test]
+fn ldif_schema_loads() {
+    let mut schema = Schema::builtin();
+    schema
+        .load_text(
+            "# comment\n\
+             dn: cn=example,cn=schema,cn=config\n\
+             objectClass: olcSchemaConfig\n\
+             cn: example\n\
+             olcObjectIdentifier: {0}Example 1.3.6.1.4.1.99999\n\
+             olcAttributeTypes: {0}( Example:1 NAME 'exColor' EQUALITY caseIgnore\n \
+             Match SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n\
+             olcObjectClasses:: ezB9KCBFeGFtcGxlOjIgTkFNRSAnZXhUaGluZycgU1VQIHRvcCBNQVkgZXhDb2xvciAp\n",
+            "example.ldif",
+        )
+        .unwrap();
+    assert_eq!(
+        schema.attribute_type("exColor").unwrap().equality,
+        Some(MatchingRule::CaseIgnoreMatch)
+    );
+    assert_eq!(schema.object_class("exThing").unwrap().may, ["exColor"]);
+    let err = Schema::builtin()
+        .load_text(
+            "dn: cn=x,cn=schema,cn=config\nolcAttributeTypes: ( 1.9 NAME 'x' )\n",
+            "bad.ldif",
+        )
+        .unwrap_err();
+    assert_eq!(err.to_string(), "bad.ldif:2: attribute type has neither SYNTAX nor SUP");
+}
+
+#[test]
+fn load_file_reports_io_errors() {
+    let err = Schema::builtin()
+        .load_file(Path::new("/nonexistent/x.schema"))
+        .unwrap_err();
+    assert!(matches!(err, SchemaError::Io { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("/nonexistent/x.schema: "));
+}
+
+const SYSTEM_SCHEMA_DIR: &str = "/etc/ldap/schema";
+
+/// OpenLDAP's own files, in dependency order, load on top of the built-in schema: the standard ones
+/// as identical redefinitions, the others as additions. Skipped where slapd's files are absent.
+#[test]
+fn openldap_schema_files_load() {
+    let dir = Path::new(SYSTEM_SCHEMA_DIR);
+    if !dir.join("core.schema").exists() {
+        eprintln!("{SYSTEM_SCHEMA_DIR} not present; skipping");
+        return;
+    }
+    let files = [
+        "core", "cosine", "inetorgperson", "nis", "collective", "corba", "dyngroup", "misc",
+        "java", "openldap", "duaconf", "namedobject",
+    ];
+    for ext in ["schema", "ldif"] {
+        let mut schema = Schema::builtin();
+        for name in files {
+            let path = dir.join(format!("{name}.{ext}"));
+            schema
+                .load_file(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        for (attr, oid) in [
+            ("labeledURI", "1.3.6.1.4.1.250.1.57"),
+            ("c-PostalCode", "2.5.4.17.1"),
+            ("corbaIor", "1.3.6.1.4.1.42.2.27.4.1.14"),
+            ("mailLocalAddress", "2.16.840.1.113730.3.1.13"),
+            ("javaClassName", "1.3.6.1.4.1.42.2.27.4.1.6"),
+        ] {
+            assert_eq!(
+                schema.attribute_type(attr).map(|a| a.oid.as_str()),
+                Some(oid),
+                "{attr} after loading the .{ext} files"
+            );
+        }
+    }
+}
