@@ -17,7 +17,7 @@ use std::time::Duration;
 use heed::{EnvFlags, FlagSetMode, PutFlags, RwTxn};
 
 use crate::error::StoreError;
-use crate::keys::{check_key_len, decode_id, id_key, DN_KEY_TAG, META_NEXT_ID};
+use crate::keys::{check_key, decode_id, id_key, META_NEXT_ID};
 use crate::read::ReadOps;
 use crate::store::{stats_of, Shared, Stats};
 use crate::tables::META;
@@ -36,11 +36,9 @@ struct KeyedIds {
 }
 
 impl KeyedIds {
-    fn push(&mut self, key_parts: &[&[u8]], id: u64) {
+    fn push(&mut self, key: &[u8], id: u64) {
         let start = self.arena.len();
-        for part in key_parts {
-            self.arena.extend_from_slice(part);
-        }
+        self.arena.extend_from_slice(key);
         self.items.push((start..self.arena.len(), id));
     }
 
@@ -180,30 +178,25 @@ impl BulkLoader {
             });
         }
         let max_key = self.shared.max_key;
-        if dn_key.len() > max_key {
-            return Err(StoreError::KeyTooLong {
-                len: dn_key.len(),
-                max: max_key,
-            });
-        }
+        check_key(dn_key, max_key)?;
         for (position, key) in index_keys {
             if *position >= self.index_count {
                 return Err(StoreError::UnknownIndex(*position));
             }
-            check_key_len(key.len(), max_key)?;
+            check_key(key, max_key)?;
         }
         let batch = &mut self.batch;
         let start = batch.entry_bytes.len();
         batch.entry_bytes.extend_from_slice(entry);
         batch.entries.push((id, start..batch.entry_bytes.len()));
-        batch.dns.push(&[&[DN_KEY_TAG], dn_key], id);
+        batch.dns.push(dn_key, id);
         if let Some(parent) = parent {
             batch.children.push((parent, id));
         }
         let mut key_bytes = 0;
         for (position, key) in index_keys {
             if let Some(index) = batch.indexes.get_mut(*position) {
-                index.push(&[key], id);
+                index.push(key, id);
                 key_bytes += key.len() + 24;
             }
         }

@@ -38,7 +38,10 @@ pub(crate) fn check_key(key: &[u8], max: usize) -> Result<(), StoreError> {
         return Err(StoreError::EmptyKey);
     }
     if key.len() > max {
-        return Err(StoreError::KeyTooLong { len: key.len(), max });
+        return Err(StoreError::KeyTooLong {
+            len: key.len(),
+            max,
+        });
     }
     Ok(())
 }
@@ -68,13 +71,18 @@ mod tests {
 
     #[test]
     fn key_limits() {
-        let check = |key: &[u8], max: usize, ok: bool| assert_eq!(check_key(key, max).is_ok(), ok, "{key:?}");
+        let check = |key: &[u8], max: usize, ok: bool| {
+            assert_eq!(check_key(key, max).is_ok(), ok, "{key:?}")
+        };
         check(b"", 4, false);
         check(b"a", 4, true);
         check(b"abcd", 4, true);
         check(b"abcde", 4, false);
         assert!(matches!(check_key(b"", 4), Err(StoreError::EmptyKey)));
-        assert!(matches!(check_key(b"abcde", 4), Err(StoreError::KeyTooLong { len: 5, max: 4 })));
+        assert!(matches!(
+            check_key(b"abcde", 4),
+            Err(StoreError::KeyTooLong { len: 5, max: 4 })
+        ));
     }
 
     #[test]

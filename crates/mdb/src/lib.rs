@@ -3,7 +3,8 @@
 //! It stores opaque entry bytes under 64-bit IDs (`id2entry`), maps caller-built DN keys to IDs
 //! (`dn2id`, where a subtree is a key prefix), lists children per parent (`dn2children`), keeps one
 //! ID-list table per indexed attribute (`idx.<attr>`) and a few settings (`meta`). It knows nothing of
-//! LDAP: the server builds every key and value. The layout is specified in `docs/design/storage.md`.
+//! LDAP: the server builds every key and value (keys must be non-empty: LMDB has no empty key). The
+//! layout is specified in `docs/design/storage.md`.
 //!
 //! Reads are lock-free LMDB snapshots ([`Store::read`]). Writes go to one writer thread that commits
 //! concurrent requests together ([`Store::write_then`]). The map grows by itself.

@@ -8,7 +8,7 @@ use heed::{RoIter, RoPrefix, RoTxn, WithoutTls};
 
 use crate::error::StoreError;
 use crate::gate::Pass;
-use crate::keys::{decode_id, dn_key, id_key, strip_dn_key};
+use crate::keys::{decode_id, id_key};
 use crate::store::Shared;
 use crate::tables::{Tables, DN2CHILDREN, DN2ID, ID2ENTRY};
 
@@ -29,9 +29,11 @@ use sealed::Access;
 /// also sees its own uncommitted writes). Returned slices borrow the memory map: no copy.
 pub trait ReadOps: Access {
     /// The ID stored under a DN key.
-    fn get_id(&self, dn_key_bytes: &[u8]) -> Result<Option<u64>, StoreError> {
-        let key = dn_key(dn_key_bytes);
-        match self.tables().dn2id.get(self.ro_txn(), &key)? {
+    fn get_id(&self, dn_key: &[u8]) -> Result<Option<u64>, StoreError> {
+        if dn_key.is_empty() {
+            return Ok(None);
+        }
+        match self.tables().dn2id.get(self.ro_txn(), dn_key)? {
             Some(raw) => decode_id(DN2ID, raw).map(Some),
             None => Ok(None),
         }
@@ -67,13 +69,30 @@ pub trait ReadOps: Access {
             .is_some())
     }
 
-    /// Every (DN key, ID) whose DN key starts with `dn_key_prefix`, in key order; with the caller's DN
-    /// key format this is the subtree below and including the base.
-    fn subtree(&self, dn_key_prefix: &[u8]) -> Result<SubtreeIter<'_>, StoreError> {
-        let inner = self
-            .tables()
-            .dn2id
-            .prefix_iter(self.ro_txn(), &dn_key(dn_key_prefix))?;
+    /// Every (DN key, ID) whose DN key starts with `dn_key_prefix`, in key order. With the server's DN
+    /// key format (RDNs from the root down, each followed by 0x00) this is the subtree of the base,
+    /// base included. Owned keys, so the caller may rewrite dn2id while walking them (modrdn).
+    fn subtree(&self, dn_key_prefix: &[u8]) -> Result<Vec<(Vec<u8>, u64)>, StoreError> {
+        self.subtree_iter(dn_key_prefix)?
+            .map(|item| item.map(|(key, id)| (key.to_vec(), id)))
+            .collect()
+    }
+
+    /// The IDs of [`subtree`](Self::subtree), in DN-key order (not sorted by ID).
+    fn subtree_ids(&self, dn_key_prefix: &[u8]) -> Result<Vec<u64>, StoreError> {
+        self.subtree_iter(dn_key_prefix)?
+            .map(|item| item.map(|(_, id)| id))
+            .collect()
+    }
+
+    /// [`subtree`](Self::subtree) as a streaming iterator borrowing the map.
+    fn subtree_iter(&self, dn_key_prefix: &[u8]) -> Result<SubtreeIter<'_>, StoreError> {
+        let dn2id = &self.tables().dn2id;
+        let inner = if dn_key_prefix.is_empty() {
+            SubtreeInner::All(dn2id.iter(self.ro_txn())?)
+        } else {
+            SubtreeInner::Prefix(dn2id.prefix_iter(self.ro_txn(), dn_key_prefix)?)
+        };
         Ok(SubtreeIter { inner })
     }
 
@@ -136,6 +155,11 @@ pub trait ReadOps: Access {
         Ok(ids)
     }
 
+    /// Every entry ID, ascending (the full scan, without the entry bytes).
+    fn entry_ids(&self) -> Result<Vec<u64>, StoreError> {
+        self.entries()?.map(|item| item.map(|(id, _)| id)).collect()
+    }
+
     /// Every (ID, entry bytes) in ID order: the full scan.
     fn entries(&self) -> Result<EntryIter<'_>, StoreError> {
         Ok(EntryIter {
@@ -191,20 +215,28 @@ where
     Ok(())
 }
 
-/// Iterator returned by [`ReadOps::subtree`]: (caller's DN key, ID).
+enum SubtreeInner<'t> {
+    All(RoIter<'t, Bytes, Bytes>),
+    Prefix(RoPrefix<'t, Bytes, Bytes>),
+}
+
+/// Iterator returned by [`ReadOps::subtree_iter`]: (DN key, ID).
 pub struct SubtreeIter<'t> {
-    inner: RoPrefix<'t, Bytes, Bytes>,
+    inner: SubtreeInner<'t>,
 }
 
 impl<'t> Iterator for SubtreeIter<'t> {
     type Item = Result<(&'t [u8], u64), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.inner.next()?;
-        Some(
-            item.map_err(StoreError::from)
-                .and_then(|(key, raw)| Ok((strip_dn_key(key)?, decode_id(DN2ID, raw)?))),
-        )
+        let item = match &mut self.inner {
+            SubtreeInner::All(iter) => iter.next()?,
+            SubtreeInner::Prefix(iter) => iter.next()?,
+        };
+        Some(match item {
+            Ok((key, raw)) => decode_id(DN2ID, raw).map(|id| (key, id)),
+            Err(err) => Err(err.into()),
+        })
     }
 }
 

@@ -35,13 +35,10 @@ pub struct StoreConfig {
     pub durable: bool,
     /// LMDB reader-table slots: the most read transactions open at once across every process.
     pub max_readers: u32,
-    /// Grow the map before a group commit when less than this much (or less than a quarter of the map)
-    /// is free beyond the last used page.
-    pub min_free_space: usize,
 }
 
 impl StoreConfig {
-    /// Defaults for `path`: no indexes, 1 GiB initial map, durable, 1024 readers, 64 MiB headroom.
+    /// Defaults for `path`: no indexes, 1 GiB initial map, durable, 1024 readers.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         StoreConfig {
             path: path.into(),
@@ -49,7 +46,6 @@ impl StoreConfig {
             initial_map_size: 1 << 30,
             durable: true,
             max_readers: 1024,
-            min_free_space: 64 * MIB,
         }
     }
 }
@@ -66,7 +62,7 @@ pub struct Stats {
     /// Size of data.mdb on disk.
     pub file_size: u64,
     pub page_size: u32,
-    /// Read transactions open in every process (LMDB reader table).
+    /// Reader-table slots in use or used before, across every process (LMDB's me_numreaders).
     pub readers: u32,
     pub max_readers: u32,
     /// Per table: pages and records.
@@ -235,6 +231,11 @@ impl Store {
         // SAFETY: heed refuses to open one directory twice in a process, and the data file is only
         // ever changed through LMDB (by this or another process, coordinated by lock.mdb).
         let env = unsafe { options.open(&cfg.path) }?;
+        // Reader slots left behind by crashed processes would pin old pages forever.
+        let stale = env.clear_stale_readers()?;
+        if stale > 0 {
+            tracing::warn!(stale, "cleared stale LMDB reader slots");
+        }
         let tables = create_tables(&env, &cfg.indexes)?;
         let shared = Arc::new(Shared {
             // One byte of LMDB's limit goes to the dn2id tag; index and meta keys share the bound.
@@ -242,7 +243,9 @@ impl Store {
             env,
             tables,
             gate: Arc::new(Gate::default()),
-            min_free: cfg.min_free_space,
+            // Headroom kept free before each group: a quarter of the map, and at least 64 MiB once the
+            // map is that large (a quarter of the initial size for small test maps).
+            min_free: (64 * MIB).min(round_map_size(cfg.initial_map_size) / 4),
             durable: cfg.durable,
             counters: Counters::default(),
             bulk_active: AtomicBool::new(false),

@@ -127,7 +127,9 @@ impl<'a> WriteTxn<'a> {
     /// Empties the index of `attr` (for a reindex); a no-op if `attr` is not indexed.
     pub fn clear_index(&mut self, attr: &str) -> Result<(), StoreError> {
         let tables = self.tables;
-        let Some(table) = tables.index(attr) else { return Ok(()) };
+        let Some(table) = tables.index(attr) else {
+            return Ok(());
+        };
         self.guard(|txn, _| table.clear(txn))
     }
 

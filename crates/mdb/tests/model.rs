@@ -62,7 +62,7 @@ fn random_op(rng: &mut Rng) -> Op {
     match rng.below(10) {
         0 => Op::PutEntry(id, rng.bytes(b"xyz", 0, 40)),
         1 => Op::DelEntry(id),
-        2 => Op::PutDn(rng.bytes(b"ab\0", 0, 4), id),
+        2 => Op::PutDn(rng.bytes(b"ab\0", 1, 4), id),
         3 => Op::DelDn(rng.bytes(b"ab\0", 0, 4)),
         4 => Op::AddChild(rng.below(4), id),
         5 => Op::DelChild(rng.below(4), id),
@@ -99,9 +99,8 @@ fn snapshot(r: &impl ReadOps, next_id: u64) -> Model {
         let (id, bytes) = item.unwrap();
         m.entries.insert(id, bytes.to_vec());
     }
-    for item in r.subtree(b"").unwrap() {
-        let (k, id) = item.unwrap();
-        m.dns.insert(k.to_vec(), id);
+    for (k, id) in r.subtree(b"").unwrap() {
+        m.dns.insert(k, id);
     }
     for parent in 0..4 {
         let kids = r.children(parent).unwrap();
@@ -147,12 +146,15 @@ fn check_queries(r: &impl ReadOps, model: &Model, rng: &mut Rng) {
     }
     for _ in 0..10 {
         let prefix = rng.bytes(b"ab\0", 0, 2);
-        let got: Vec<(Vec<u8>, u64)> = r
-            .subtree(&prefix)
+        let got = r.subtree(&prefix).unwrap();
+        let streamed: Vec<(Vec<u8>, u64)> = r
+            .subtree_iter(&prefix)
             .unwrap()
-            .map(|i| i.unwrap())
-            .map(|(k, id)| (k.to_vec(), id))
+            .map(|i| i.map(|(k, id)| (k.to_vec(), id)).unwrap())
             .collect();
+        assert_eq!(streamed, got);
+        let ids: Vec<u64> = got.iter().map(|e| e.1).collect();
+        assert_eq!(r.subtree_ids(&prefix).unwrap(), ids);
         let want: Vec<(Vec<u8>, u64)> = model
             .dns
             .iter()
@@ -314,6 +316,10 @@ fn store_rejects_bad_keys_without_breaking_the_group() {
             assert!(txn.index_add("cn", b"", 1).is_err());
             assert!(txn.put_meta(b"\0format", b"x").is_err());
             assert!(txn.put_meta(b"", b"x").is_err());
+            assert!(matches!(
+                txn.put_dn(b"", 1),
+                Err(canopy_mdb::StoreError::EmptyKey)
+            ));
             // Not poisoned: later writes still work.
             txn.put_dn(&long[..max], 7)?;
             txn.index_add("CN", b"k", 7)?; // attribute names are case-insensitive

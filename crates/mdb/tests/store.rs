@@ -77,7 +77,6 @@ fn map_grows_under_load_with_concurrent_readers() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), &[]);
     cfg.initial_map_size = 1 << 20;
-    cfg.min_free_space = 0;
     let store = Store::open(cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..2)
@@ -133,7 +132,6 @@ fn map_full_is_reported_after_growing_so_a_retry_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), &[]);
     cfg.initial_map_size = 1 << 20;
-    cfg.min_free_space = 0;
     let store = Store::open(cfg).unwrap();
     let big = vec![7u8; 1_200_000];
     let attempt = |bytes: Vec<u8>| store.write(move |txn| txn.put_entry(1, &bytes));
@@ -151,7 +149,6 @@ fn a_held_reader_postpones_growth_without_deadlock() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), &[]);
     cfg.initial_map_size = 1 << 20;
-    cfg.min_free_space = 0;
     let store = Store::open(cfg).unwrap();
     let held = store.read().unwrap();
     // 800 KB: past the 75% mark, so growth is wanted, but it fits, so the writes succeed anyway.
@@ -185,7 +182,6 @@ fn bulk_load_then_read_back_and_keep_writing() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), &["objectclass", "cn"]);
     cfg.initial_map_size = 1 << 20; // forces growth inside the load too
-    cfg.min_free_space = 0;
     cfg.durable = true;
     let store = Store::open(cfg).unwrap();
     let mut rng = Rng::new(42);
@@ -228,12 +224,10 @@ fn bulk_load_then_read_back_and_keep_writing() {
                 assert!(r.children(*p).unwrap().binary_search(id).is_ok());
             }
         }
-        let subtree: Vec<u64> = r
-            .subtree(b"dc=example\0")
-            .unwrap()
-            .map(|i| i.unwrap().1)
-            .collect();
+        let subtree = r.subtree_ids(b"dc=example\0").unwrap();
         assert_eq!(subtree.len(), 5000);
+        assert_eq!(subtree[0], 1); // the base comes first
+        assert_eq!(r.entry_ids().unwrap(), (1..=5000).collect::<Vec<_>>());
         assert_eq!(r.index_get("objectClass", b"person").unwrap().len(), 5000);
         let n7: Vec<u64> = (1..=5000).filter(|id| id % 100 == 7).collect();
         assert_eq!(r.index_get("cn", b"n7").unwrap(), n7);
@@ -264,7 +258,7 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
             .write(|txn| -> Result<(), StoreError> {
                 let id = txn.next_id()?;
                 txn.put_entry(id, b"one")?;
-                txn.put_dn(b"", id)?; // the root DN has the empty key
+                txn.put_dn(b"\x01", id)?; // the server's key of the root DN
                 txn.index_add("cn", b"x", id)?;
                 txn.put_meta(b"suffix", b"dc=example")
             })
@@ -279,7 +273,8 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
     assert_eq!(store.indexes(), ["cn".to_string(), "mail".to_string()]);
     let r = store.read().unwrap();
     assert_eq!(r.get_entry(1).unwrap(), Some(&b"one"[..]));
-    assert_eq!(r.get_id(b"").unwrap(), Some(1));
+    assert_eq!(r.get_id(b"\x01").unwrap(), Some(1));
+    assert_eq!(r.get_id(b"").unwrap(), None);
     assert_eq!(r.index_get("cn", b"x").unwrap(), vec![1]);
     assert!(r.index_get("mail", b"x").unwrap().is_empty());
     assert_eq!(r.get_meta(b"suffix").unwrap(), Some(b"dc=example".to_vec()));
@@ -302,6 +297,20 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
         ]
     );
     drop(r);
+    store
+        .write(|txn| -> Result<(), StoreError> {
+            txn.clear_index("cn")?;
+            assert!(txn.index_get("cn", b"x")?.is_empty());
+            txn.clear_index("unindexed")
+        })
+        .unwrap()
+        .unwrap();
+    assert!(store
+        .read()
+        .unwrap()
+        .index_get("cn", b"x")
+        .unwrap()
+        .is_empty());
     // Opening the same directory twice in one process is refused, not undefined.
     assert!(matches!(
         Store::open(StoreConfig::new(dir.path())),

@@ -384,8 +384,7 @@ fn written_formats_match_openldap() {
         let stored = hash(scheme, PW_ASCII.as_bytes()).unwrap();
         assert!(shape(&stored), "{stored}");
     };
-    // 20-byte digest + 8-byte salt = 28 bytes = 40 base64 characters, no padding needed... 28
-    // is not a multiple of 3, so one '=' follows.
+    // 20-byte digest + 8-byte salt = 28 bytes: 40 base64 characters ending in one `=`.
     check(Scheme::Ssha, |s| {
         s.len() == "{SSHA}".len() + 40 && s.ends_with('=')
     });

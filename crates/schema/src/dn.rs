@@ -123,7 +123,10 @@ impl Schema {
                     reason,
                 };
                 if !at.validate(&ava.value) {
-                    return Err(invalid(format!("value does not conform to syntax {}", at.syntax)));
+                    return Err(invalid(format!(
+                        "value does not conform to syntax {}",
+                        at.syntax
+                    )));
                 }
                 let value = match at.equality {
                     Some(rule) => self
@@ -146,13 +149,18 @@ impl Schema {
     /// (distinguishedNameMatch, uniqueMemberMatch) normalize through `normalize_dn`, OID rules map
     /// names to numeric OIDs where the schema knows the name. Every other rule is
     /// `MatchingRule::normalize`. This is the entry point for equality keys of stored values.
-    pub fn normalize_value(&self, rule: MatchingRule, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+    pub fn normalize_value(
+        &self,
+        rule: MatchingRule,
+        value: &[u8],
+    ) -> Result<Vec<u8>, InvalidValue> {
         match rule {
             MatchingRule::DistinguishedNameMatch => self.normalize_dn_value(value),
             MatchingRule::UniqueMemberMatch => {
                 crate::matching::values::unique_member(value, |dn| self.normalize_dn_value(dn))
             }
-            MatchingRule::ObjectIdentifierMatch | MatchingRule::ObjectIdentifierFirstComponentMatch => {
+            MatchingRule::ObjectIdentifierMatch
+            | MatchingRule::ObjectIdentifierFirstComponentMatch => {
                 let norm = rule.normalize(value)?;
                 let text = String::from_utf8_lossy(&norm);
                 Ok(self.resolve_oid_name(&text).unwrap_or(norm))
@@ -163,7 +171,9 @@ impl Schema {
 
     fn normalize_dn_value(&self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
         let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
-        let norm = self.normalize_dn(&dn).map_err(|e| InvalidValue::new(e.to_string()))?;
+        let norm = self
+            .normalize_dn(&dn)
+            .map_err(|e| InvalidValue::new(e.to_string()))?;
         Ok(norm.text.into_bytes())
     }
 }

@@ -12,9 +12,18 @@ use std::sync::OnceLock;
 /// The built-in definitions, loaded in this order (each file may use what the ones before define).
 const BUILTIN: &[(&str, &str)] = &[
     ("builtin:core.schema", include_str!("../schema/core.schema")),
-    ("builtin:operational.schema", include_str!("../schema/operational.schema")),
-    ("builtin:cosine.schema", include_str!("../schema/cosine.schema")),
-    ("builtin:inetorgperson.schema", include_str!("../schema/inetorgperson.schema")),
+    (
+        "builtin:operational.schema",
+        include_str!("../schema/operational.schema"),
+    ),
+    (
+        "builtin:cosine.schema",
+        include_str!("../schema/cosine.schema"),
+    ),
+    (
+        "builtin:inetorgperson.schema",
+        include_str!("../schema/inetorgperson.schema"),
+    ),
     ("builtin:nis.schema", include_str!("../schema/nis.schema")),
 ];
 
@@ -60,6 +69,15 @@ impl Place<'_> {
             line: self.statement.first_line(),
             what,
         }
+    }
+}
+
+/// Index lookup by a name in any case; lower-case names (the common case) need no allocation.
+fn lookup(index: &HashMap<String, usize>, name: &str) -> Option<usize> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        index.get(&name.to_ascii_lowercase()).copied()
+    } else {
+        index.get(name).copied()
     }
 }
 
@@ -119,13 +137,13 @@ impl Schema {
 
     /// Lookup by any NAME (ASCII case-insensitive) or numeric OID; no options.
     pub fn attribute_type(&self, name_or_oid: &str) -> Option<&AttributeType> {
-        let index = self.attribute_index.get(&name_or_oid.to_ascii_lowercase())?;
-        self.attributes.get(*index)
+        let index = lookup(&self.attribute_index, name_or_oid)?;
+        self.attributes.get(index)
     }
 
     pub fn object_class(&self, name_or_oid: &str) -> Option<&ObjectClass> {
-        let index = self.class_index.get(&name_or_oid.to_ascii_lowercase())?;
-        self.classes.get(*index)
+        let index = lookup(&self.class_index, name_or_oid)?;
+        self.classes.get(index)
     }
 
     pub fn attribute_types(&self) -> impl Iterator<Item = &AttributeType> {
@@ -187,8 +205,8 @@ impl Schema {
     }
 
     fn add_oid_macro(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
-        let (name, written) =
-            parse::parse_object_identifier(&place.statement.text).map_err(|e| place.desc_error(e))?;
+        let (name, written) = parse::parse_object_identifier(&place.statement.text)
+            .map_err(|e| place.desc_error(e))?;
         if !is_descr(&name) {
             return Err(place.error(format!("invalid OID macro name \"{name}\"")));
         }
@@ -233,8 +251,8 @@ impl Schema {
     }
 
     fn add_attribute_type(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
-        let raw = parse::parse_attribute_type(&place.statement.text)
-            .map_err(|e| place.desc_error(e))?;
+        let raw =
+            parse::parse_attribute_type(&place.statement.text).map_err(|e| place.desc_error(e))?;
         let oid = self.element_oid(place, &raw.oid)?;
         Self::check_names(place, &raw.names)?;
         let sup = match &raw.sup {
@@ -247,7 +265,10 @@ impl Schema {
         let syntax_written = match &raw.syntax {
             Some(s) => {
                 let (base, bound) = match s.find('{') {
-                    Some(i) => (s.get(..i).unwrap_or_default(), s.get(i..).unwrap_or_default()),
+                    Some(i) => (
+                        s.get(..i).unwrap_or_default(),
+                        s.get(i..).unwrap_or_default(),
+                    ),
                     None => (s.as_str(), ""),
                 };
                 let valid_bound = bound.is_empty()

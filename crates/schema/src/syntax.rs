@@ -1,7 +1,7 @@
 //! LDAP syntaxes (RFC 4517 §3.3, RFC 4530, OpenLDAP's CSN) and their value validators.
 
-use crate::matching::Fold;
 use crate::matching::values;
+use crate::matching::Fold;
 use crate::model::Syntax;
 
 /// How values of a syntax are checked.
@@ -78,7 +78,11 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("1.3.6.1.1.16.1", "UUID", Check::Uuid),
     ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
     ("1.3.6.1.1.15.1", "Certificate Exact Assertion", Check::Any),
-    ("1.3.6.1.1.1.0.0", "RFC2307 NIS Netgroup Triple", Check::NonEmpty),
+    (
+        "1.3.6.1.1.1.0.0",
+        "RFC2307 NIS Netgroup Triple",
+        Check::NonEmpty,
+    ),
     ("1.3.6.1.1.1.0.1", "RFC2307 Boot Parameter", Check::NonEmpty),
 ];
 
@@ -137,7 +141,9 @@ pub(crate) fn validate(oid: &str, value: &[u8]) -> bool {
         Check::PostalAddress => values::postal_address(value).is_ok(),
         Check::Description => {
             let trimmed = value.trim_ascii();
-            trimmed.starts_with(b"(") && trimmed.ends_with(b")") && std::str::from_utf8(value).is_ok()
+            trimmed.starts_with(b"(")
+                && trimmed.ends_with(b")")
+                && std::str::from_utf8(value).is_ok()
         }
         Check::Uuid => values::uuid(value).is_ok(),
         Check::Csn => values::csn(value).is_ok(),
@@ -152,9 +158,9 @@ fn is_utc_time(value: &[u8]) -> bool {
             .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
     let two = |from: usize| -> u32 {
-        value
-            .get(from..from + 2)
-            .map_or(99, |d| d.iter().fold(0, |acc, c| acc * 10 + u32::from(c - b'0')))
+        value.get(from..from + 2).map_or(99, |d| {
+            d.iter().fold(0, |acc, c| acc * 10 + u32::from(c - b'0'))
+        })
     };
     if !digits_at(0, 10) {
         return false;
@@ -246,9 +252,21 @@ mod tests {
             ("58", b"*foo*", true),
             ("3", b"( 2.5.4.3 NAME 'cn' )", true),
             ("37", b"no parens", false),
-            ("1.3.6.1.1.16.1", b"597ae2f6-16a6-1027-98f4-d28b5365dc14", true),
-            ("1.3.6.1.1.16.1", b"597ae2f6-16a6-1027-98f4-d28b5365dc1", false),
-            ("1.3.6.1.4.1.4203.666.11.2.1", b"20240102030405.123456Z#000000#000#000000", true),
+            (
+                "1.3.6.1.1.16.1",
+                b"597ae2f6-16a6-1027-98f4-d28b5365dc14",
+                true,
+            ),
+            (
+                "1.3.6.1.1.16.1",
+                b"597ae2f6-16a6-1027-98f4-d28b5365dc1",
+                false,
+            ),
+            (
+                "1.3.6.1.4.1.4203.666.11.2.1",
+                b"20240102030405.123456Z#000000#000#000000",
+                true,
+            ),
             ("1.3.6.1.4.1.4203.666.11.2.1", b"20240102030405Z#0#0", false),
             ("9.9.9.9", b"\x00anything", true),
         ];

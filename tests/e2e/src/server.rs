@@ -46,6 +46,20 @@ pub fn canopy_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/debug/canopy"))
 }
 
+/// A command running the canopy binary; panics with directions when it has not been built.
+pub fn canopy_command() -> Command {
+    let bin = canopy_bin();
+    if !bin.exists() {
+        panic!(
+            "canopy binary not found at {}.\nBuild it first (`cargo build -p canopy`) or set \
+             CANOPY_BIN; scripts/test.sh does both. To run this suite against Debian's slapd \
+             instead, set CANOPY_E2E_TARGET=slapd.",
+            bin.display()
+        );
+    }
+    Command::new(bin)
+}
+
 /// A running server. Dropping it kills the process (SIGKILL) and removes its directory.
 #[derive(Debug)]
 pub struct Server {
@@ -261,16 +275,7 @@ impl Server {
                 cmd
             }
             Target::Canopy => {
-                let bin = canopy_bin();
-                if !bin.exists() {
-                    panic!(
-                        "canopy binary not found at {}.\nBuild it first (`cargo build -p canopy`) \
-                         or set CANOPY_BIN; scripts/test.sh does both. To run this suite against \
-                         Debian's slapd instead, set CANOPY_E2E_TARGET=slapd.",
-                        bin.display()
-                    );
-                }
-                let mut cmd = Command::new(bin);
+                let mut cmd = canopy_command();
                 cmd.arg("serve")
                     .arg("--data")
                     .arg(self.data_dir())

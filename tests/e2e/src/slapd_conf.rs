@@ -4,19 +4,20 @@
 use crate::server::{ROOT_DN, ROOT_PW, SUFFIX};
 use std::path::Path;
 
-/// Indexed attributes, the same list as canopy's defaults (see the canopy crate's configuration).
-pub const INDEXES: &[&str] = &[
-    "objectClass",
-    "uid",
-    "cn",
-    "sn",
-    "mail",
-    "member",
-    "memberUid",
-    "uidNumber",
-    "gidNumber",
-    "entryUUID",
-    "entryCSN",
+/// Indexes as (attribute, kinds): canopy's defaults, docs/configuration.md. Indexes change only
+/// speed, never results; they are mirrored so that both servers do the same work.
+pub const INDEXES: &[(&str, &str)] = &[
+    ("objectClass", "eq"),
+    ("uid", "eq,sub"),
+    ("cn", "eq,sub"),
+    ("sn", "eq,sub"),
+    ("mail", "eq,sub"),
+    ("member", "eq"),
+    ("memberUid", "eq"),
+    ("uidNumber", "eq"),
+    ("gidNumber", "eq"),
+    ("entryUUID", "eq"),
+    ("entryCSN", "eq"),
 ];
 
 /// Renders slapd.conf for a server whose files live in `dir` and database in `data`.
@@ -25,7 +26,10 @@ pub fn render(dir: &Path, data: &Path) -> String {
         .iter()
         .map(|s| format!("include /etc/ldap/schema/{s}.schema\n"))
         .collect();
-    let indexes: String = INDEXES.iter().map(|a| format!("index {a} eq\n")).collect();
+    let indexes: String = INDEXES
+        .iter()
+        .map(|(attr, kinds)| format!("index {attr} {kinds}\n"))
+        .collect();
     format!(
         "{schema}\
          modulepath /usr/lib/ldap\n\
@@ -67,6 +71,7 @@ mod tests {
             "pidfile /t/slapd.pid\n",
             "suffix \"dc=example,dc=com\"\n",
             "index entryCSN eq\n",
+            "index mail eq,sub\n",
             "access to attrs=userPassword by self write by anonymous auth by * none\n",
             "include /etc/ldap/schema/nis.schema\n",
         ] {

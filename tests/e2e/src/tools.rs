@@ -2,7 +2,7 @@
 //! (`canopy export` / `slapcat`), run as real commands on the server's data directory.
 
 use crate::client::{run, Out};
-use crate::server::{canopy_bin, Server, Target, ROOT_PW};
+use crate::server::{canopy_command, Server, Target, ROOT_PW};
 use std::path::Path;
 use std::process::Command;
 
@@ -35,7 +35,7 @@ impl Server {
                 cmd
             }
             Target::Canopy => {
-                let mut cmd = Command::new(canopy_bin());
+                let mut cmd = canopy_command();
                 cmd.arg(canopy_cmd)
                     .arg("--data")
                     .arg(self.data_dir())

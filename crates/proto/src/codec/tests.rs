@@ -823,3 +823,24 @@ fn raw_entry_encoding_matches_the_generic_encoder() {
     encode_partial_attribute(&mut out, "cn", &[b"a", b""]);
     assert_eq!(hex(&out), "30 0b 04 02 63 6e 31 05 04 01 61 04 00");
 }
+
+#[test]
+fn random_input_never_panics_any_parser() {
+    let mut g = Gen::new(1);
+    const ALPHABET: &[u8] = b"()&|!=*~<>:\\#+,;\" abcdn0123456789.-\n\r\0\xff\xc3\xa9";
+    for _ in 0..20_000 {
+        let len = g.below(40);
+        let text: Vec<u8> = (0..len)
+            .map(|_| ALPHABET[g.below(ALPHABET.len())])
+            .collect();
+        let _ = crate::Dn::parse(&text);
+        let _ = crate::Rdn::parse(&text);
+        let _ = Filter::parse(&String::from_utf8_lossy(&text));
+        let _ = crate::ldif::LdifReader::new(&text[..]).count();
+        let binary: Vec<u8> = (0..len).map(|_| g.next() as u8).collect();
+        let _ = LdapMessage::decode(&binary, &DecodeLimits::default());
+        let _ = frame_len(&binary, 1 << 16);
+        let _ = crate::PagedResults::decode(&binary);
+        let _ = crate::PasswdModifyRequest::decode(&binary);
+    }
+}

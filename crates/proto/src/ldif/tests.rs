@@ -108,6 +108,32 @@ fn reads_what_openldap_tools_write() {
 }
 
 #[test]
+fn reads_slapcat_of_cn_config() {
+    let records = read_all(include_bytes!("testdata/slapcat-config.ldif")).unwrap();
+    let dns: Vec<String> = records
+        .iter()
+        .map(|r| match r {
+            LdifRecord::Content { dn, .. } => String::from_utf8_lossy(dn).into_owned(),
+            LdifRecord::Change { .. } => panic!("change record in slapcat output"),
+        })
+        .collect();
+    assert_eq!(
+        dns,
+        [
+            "cn=config",
+            "cn=module{0},cn=config",
+            "olcDatabase={-1}frontend,cn=config",
+            "olcDatabase={0}config,cn=config",
+            "olcDatabase={1}mdb,cn=config",
+        ]
+    );
+    assert_eq!(
+        value(&records[4], "olcDbDirectory"),
+        vec![b"/tmp/sl/db".as_slice()]
+    );
+}
+
+#[test]
 fn content_records() {
     let cases: Vec<(&str, Vec<LdifRecord>)> = vec![
         ("", vec![]),

@@ -140,9 +140,7 @@ impl MatchingRule {
             CaseIgnoreMatch
             | CaseIgnoreOrderingMatch
             | CaseIgnoreSubstringsMatch
-            | DirectoryStringFirstComponentMatch => {
-                values::directory_string(value, Fold::Unicode)
-            }
+            | DirectoryStringFirstComponentMatch => values::directory_string(value, Fold::Unicode),
             CaseExactMatch | CaseExactOrderingMatch | CaseExactSubstringsMatch => {
                 values::directory_string(value, Fold::None)
             }
@@ -155,17 +153,15 @@ impl MatchingRule {
             TelephoneNumberMatch | TelephoneNumberSubstringsMatch => values::telephone(value),
             IntegerMatch | IntegerOrderingMatch => values::integer(value),
             IntegerFirstComponentMatch => values::integer(values::first_component(value)),
-            GeneralizedTimeMatch | GeneralizedTimeOrderingMatch => {
-                values::generalized_time(value)
-            }
+            GeneralizedTimeMatch | GeneralizedTimeOrderingMatch => values::generalized_time(value),
             BooleanMatch => values::boolean(value),
             BitStringMatch => values::bit_string(value),
             ObjectIdentifierMatch => values::oid(value),
             ObjectIdentifierFirstComponentMatch => values::oid(values::first_component(value)),
             DistinguishedNameMatch => crate::dn::normalize_dn_without_schema(value),
-            UniqueMemberMatch => values::unique_member(value, |dn| {
-                crate::dn::normalize_dn_without_schema(dn)
-            }),
+            UniqueMemberMatch => {
+                values::unique_member(value, crate::dn::normalize_dn_without_schema)
+            }
             UuidMatch | UuidOrderingMatch => values::uuid(value),
             CsnMatch | CsnOrderingMatch => values::csn(value),
             OctetStringMatch
@@ -207,13 +203,13 @@ impl MatchingRule {
             CaseIgnoreIA5Match | CaseIgnoreIA5SubstringsMatch => {
                 Some(SubstringPrep::Text(Fold::Ascii))
             }
-            CaseExactIA5Match | CaseExactIA5SubstringsMatch => Some(SubstringPrep::Text(Fold::None)),
+            CaseExactIA5Match | CaseExactIA5SubstringsMatch => {
+                Some(SubstringPrep::Text(Fold::None))
+            }
             NumericStringMatch | NumericStringOrderingMatch | NumericStringSubstringsMatch => {
                 Some(SubstringPrep::Numeric)
             }
-            TelephoneNumberMatch | TelephoneNumberSubstringsMatch => {
-                Some(SubstringPrep::Telephone)
-            }
+            TelephoneNumberMatch | TelephoneNumberSubstringsMatch => Some(SubstringPrep::Telephone),
             OctetStringMatch | OctetStringOrderingMatch | OctetStringSubstringsMatch => {
                 Some(SubstringPrep::Octets)
             }
@@ -277,10 +273,10 @@ impl MatchingRule {
             }
         }
         if let Some(f) = final_ {
-                let mut part = self.normalize_substring(f)?;
-                if trim {
-                    trim_end_space(&mut part);
-                }
+            let mut part = self.normalize_substring(f)?;
+            if trim {
+                trim_end_space(&mut part);
+            }
             match rest.strip_suffix(part.as_slice()) {
                 Some(r) => rest = r,
                 None => return Ok(false),
@@ -306,7 +302,10 @@ impl MatchingRule {
             Some(SubstringPrep::Text(_)) => {
                 let s = std::str::from_utf8(value)
                     .map_err(|_| InvalidValue::new("value is not valid UTF-8"))?;
-                Ok(approx::phonetic_key(&prepare(s, Fold::Unicode, prep::Spaces::Trim)).into_bytes())
+                Ok(
+                    approx::phonetic_key(&prepare(s, Fold::Unicode, prep::Spaces::Trim))
+                        .into_bytes(),
+                )
             }
             _ => self.normalize(value),
         }

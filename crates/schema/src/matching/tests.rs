@@ -40,7 +40,13 @@ fn check_order(rule: MatchingRule, ascending: &[&str]) {
     }
 }
 
-type Substrings<'a> = (&'a str, Option<&'a str>, &'a [&'a str], Option<&'a str>, bool);
+type Substrings<'a> = (
+    &'a str,
+    Option<&'a str>,
+    &'a [&'a str],
+    Option<&'a str>,
+    bool,
+);
 
 fn check_substrings(rule: MatchingRule, table: &[Substrings<'_>]) {
     for (value, initial, any, final_, expected) in table {
@@ -72,9 +78,14 @@ fn metadata() {
             Some(rule)
         );
         assert!(crate::matching::values::is_numeric_oid(rule.oid()));
-        assert!(rule.definition().starts_with(&format!("( {} NAME '", rule.oid())));
+        assert!(rule
+            .definition()
+            .starts_with(&format!("( {} NAME '", rule.oid())));
     }
-    assert_eq!(MatchingRule::by_name_or_oid("2.5.13.2"), Some(CaseIgnoreMatch));
+    assert_eq!(
+        MatchingRule::by_name_or_oid("2.5.13.2"),
+        Some(CaseIgnoreMatch)
+    );
     assert_eq!(MatchingRule::by_name_or_oid("nosuchMatch"), None);
     assert_eq!(CaseIgnoreOrderingMatch.kind(), MatchKind::Ordering);
     assert_eq!(CaseIgnoreSubstringsMatch.kind(), MatchKind::Substrings);
@@ -99,7 +110,10 @@ fn case_ignore() {
     check_normalize(CaseIgnoreOrderingMatch, &table);
     check_normalize(CaseIgnoreSubstringsMatch, &table);
     assert!(CaseIgnoreMatch.normalize(b"\xff").is_err());
-    check_order(CaseIgnoreOrderingMatch, &["Alpha", "beta", "GAMMA", "gamma z"]);
+    check_order(
+        CaseIgnoreOrderingMatch,
+        &["Alpha", "beta", "GAMMA", "gamma z"],
+    );
     check_substrings(
         CaseIgnoreSubstringsMatch,
         &[
@@ -117,7 +131,9 @@ fn case_ignore() {
         ],
     );
     assert_eq!(
-        CaseIgnoreSubstringsMatch.normalize_substring(b"  Foo  BAR ").unwrap(),
+        CaseIgnoreSubstringsMatch
+            .normalize_substring(b"  Foo  BAR ")
+            .unwrap(),
         b" foo bar "
     );
 }
@@ -238,7 +254,18 @@ fn integer() {
     );
     check_order(
         IntegerOrderingMatch,
-        &["-1000", "-999", "-10", "-9", "0", "9", "10", "999", "1000", "123456789012345678901234567890"],
+        &[
+            "-1000",
+            "-999",
+            "-10",
+            "-9",
+            "0",
+            "9",
+            "10",
+            "999",
+            "1000",
+            "123456789012345678901234567890",
+        ],
     );
     assert_eq!(
         norm(IntegerFirstComponentMatch, "( 17 NAME 'rule' )").as_deref(),
@@ -258,6 +285,7 @@ fn generalized_time() {
             ("202401020304Z", Some("20240102030400Z")),
             ("2024010203Z", Some("20240102030000Z")),
             ("2024010203.5Z", Some("20240102033000Z")),
+            ("2024010203.999999999999Z", Some("20240102035959.999999996Z")),
             ("202401020304.25Z", Some("20240102030415Z")),
             ("20240102030405+0100", Some("20240102020405Z")),
             ("20240102030405-0130", Some("20240102043405Z")),
@@ -304,11 +332,21 @@ fn octet_string() {
 fn boolean_bit_string_uuid_csn() {
     check_normalize(
         BooleanMatch,
-        &[("TRUE", Some("TRUE")), ("FALSE", Some("FALSE")), ("true", None), ("", None)],
+        &[
+            ("TRUE", Some("TRUE")),
+            ("FALSE", Some("FALSE")),
+            ("true", None),
+            ("", None),
+        ],
     );
     check_normalize(
         BitStringMatch,
-        &[("'0101'B", Some("'0101'B")), ("''B", Some("''B")), ("'2'B", None), ("0101", None)],
+        &[
+            ("'0101'B", Some("'0101'B")),
+            ("''B", Some("''B")),
+            ("'2'B", None),
+            ("0101", None),
+        ],
     );
     check_normalize(
         UuidMatch,
@@ -322,7 +360,10 @@ fn boolean_bit_string_uuid_csn() {
     );
     check_order(
         UuidOrderingMatch,
-        &["00000000-0000-0000-0000-000000000001", "0000000A-0000-0000-0000-000000000000"],
+        &[
+            "00000000-0000-0000-0000-000000000001",
+            "0000000A-0000-0000-0000-000000000000",
+        ],
     );
     check_normalize(
         CsnMatch,
@@ -349,7 +390,12 @@ fn boolean_bit_string_uuid_csn() {
 fn oid_and_lists() {
     check_normalize(
         ObjectIdentifierMatch,
-        &[("2.5.4.3", Some("2.5.4.3")), ("CN", Some("cn")), (" cn ", Some("cn")), ("1.", None)],
+        &[
+            ("2.5.4.3", Some("2.5.4.3")),
+            ("CN", Some("cn")),
+            (" cn ", Some("cn")),
+            ("1.", None),
+        ],
     );
     check_normalize(
         ObjectIdentifierFirstComponentMatch,
@@ -370,13 +416,19 @@ fn oid_and_lists() {
         UniqueMemberMatch,
         &[
             ("CN=Alice,DC=Example", Some("cn=alice,dc=example")),
-            ("cn=Alice,dc=example#'0101'B", Some("cn=alice,dc=example#'0101'B")),
+            (
+                "cn=Alice,dc=example#'0101'B",
+                Some("cn=alice,dc=example#'0101'B"),
+            ),
             ("cn=Alice#'0102'B", None),
         ],
     );
     check_normalize(
         DistinguishedNameMatch,
-        &[(" CN = Alice + SN=B , DC=Example ", Some("cn=alice+sn=b,dc=example"))],
+        &[(
+            " CN = Alice + SN=B , DC=Example ",
+            Some("cn=alice+sn=b,dc=example"),
+        )],
     );
 }
 
@@ -394,9 +446,18 @@ fn substrings_need_a_substrings_rule() {
 #[test]
 fn approx_keys() {
     let key = |rule: MatchingRule, v: &str| rule.approx_key(v.as_bytes()).unwrap();
-    assert_eq!(key(CaseIgnoreMatch, "Jon Smyth"), key(CaseIgnoreMatch, "john  SMITH"));
-    assert_ne!(key(CaseIgnoreMatch, "John Smith"), key(CaseIgnoreMatch, "Jane Doe"));
-    assert_eq!(key(CaseIgnoreIA5Match, "Robert"), key(CaseIgnoreIA5Match, "rupert"));
+    assert_eq!(
+        key(CaseIgnoreMatch, "Jon Smyth"),
+        key(CaseIgnoreMatch, "john  SMITH")
+    );
+    assert_ne!(
+        key(CaseIgnoreMatch, "John Smith"),
+        key(CaseIgnoreMatch, "Jane Doe")
+    );
+    assert_eq!(
+        key(CaseIgnoreIA5Match, "Robert"),
+        key(CaseIgnoreIA5Match, "rupert")
+    );
     assert_eq!(key(IntegerMatch, "42"), b"42");
     assert!(IntegerMatch.approx_key(b"x").is_err());
 }

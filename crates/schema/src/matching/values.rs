@@ -349,14 +349,14 @@ pub(crate) fn generalized_time(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
         1
     };
     if unit_seconds > 1 && !fraction.is_empty() {
-        let frac_digits = fraction.get(..fraction.len().min(9)).unwrap_or_default();
-        let scale = 10u64.pow(frac_digits.len() as u32);
+        let frac_digits = fraction.get(..fraction.len().min(18)).unwrap_or_default();
+        let scale = 10u128.pow(frac_digits.len() as u32);
         let numer = frac_digits
             .iter()
-            .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
-        let nanos_total = numer * unit_seconds * 1_000_000_000 / scale;
-        let whole_seconds = nanos_total / 1_000_000_000;
-        let nanos = nanos_total % 1_000_000_000;
+            .fold(0u128, |acc, d| acc * 10 + u128::from(d - b'0'));
+        let nanos_total = numer * u128::from(unit_seconds) * 1_000_000_000 / scale;
+        let whole_seconds = (nanos_total / 1_000_000_000) as u64;
+        let nanos = (nanos_total % 1_000_000_000) as u64;
         minute += (whole_seconds / 60) as u32;
         second += (whole_seconds % 60) as u32;
         sub_second = format!("{nanos:09}").into_bytes();
@@ -365,8 +365,7 @@ pub(crate) fn generalized_time(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
         sub_second.pop();
     }
     let days = days_from_civil(i64::from(year), month, day);
-    let total_minutes =
-        days * 1440 + i64::from(hour) * 60 + i64::from(minute) - offset_minutes;
+    let total_minutes = days * 1440 + i64::from(hour) * 60 + i64::from(minute) - offset_minutes;
     let (y, mo, d) = civil_from_days(total_minutes.div_euclid(1440));
     let minute_of_day = total_minutes.rem_euclid(1440);
     if !(0..=9999).contains(&y) {

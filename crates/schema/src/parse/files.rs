@@ -88,7 +88,11 @@ fn schema_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaE
                 buf.push_str(trimmed);
             }
             _ if continues => {
-                return Err(parse_error(origin, line_no, "continuation line without a directive"))
+                return Err(parse_error(
+                    origin,
+                    line_no,
+                    "continuation line without a directive",
+                ))
             }
             _ => logical.push((trimmed.to_string(), vec![(0, line_no)])),
         }
@@ -128,7 +132,13 @@ fn ldif_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaErr
         if let Some(cont) = line.strip_prefix(' ') {
             match unfolded.last_mut() {
                 Some((buf, _)) => buf.push_str(cont),
-                None => return Err(parse_error(origin, index + 1, "folded line without a start")),
+                None => {
+                    return Err(parse_error(
+                        origin,
+                        index + 1,
+                        "folded line without a start",
+                    ))
+                }
             }
             continue;
         }
@@ -175,7 +185,10 @@ fn ldif_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaErr
 fn strip_ordering_prefix(value: &str) -> &str {
     if let Some(rest) = value.strip_prefix('{') {
         if let Some(end) = rest.find('}') {
-            if rest.get(..end).is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            if rest
+                .get(..end)
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            {
                 return rest.get(end + 1..).unwrap_or_default().trim_start();
             }
         }
@@ -259,7 +272,9 @@ mod tests {
             ("\n\nditcontentrule ( 1.2 )", 3),
         ] {
             match statements(text, "f.schema") {
-                Err(SchemaError::Parse { origin, line: l, .. }) => {
+                Err(SchemaError::Parse {
+                    origin, line: l, ..
+                }) => {
                     assert_eq!((origin.as_str(), l), ("f.schema", line), "{text:?}")
                 }
                 other => panic!("{text:?}: {other:?}"),

@@ -280,7 +280,12 @@ fn describe(t: &Token) -> String {
     }
 }
 
-fn set_once<T>(slot: &mut Option<T>, value: T, keyword: &str, offset: usize) -> Result<(), DescError> {
+fn set_once<T>(
+    slot: &mut Option<T>,
+    value: T,
+    keyword: &str,
+    offset: usize,
+) -> Result<(), DescError> {
     if slot.is_some() {
         return Err(DescError {
             offset,

@@ -27,7 +27,10 @@ fn attribute_type_full() {
     assert_eq!(
         at.extensions,
         vec![
-            ("X-ORIGIN".to_string(), vec!["RFC 4519".to_string(), "x".to_string()]),
+            (
+                "X-ORIGIN".to_string(),
+                vec!["RFC 4519".to_string(), "x".to_string()]
+            ),
             ("X-ORDERED".to_string(), vec!["VALUES".to_string()]),
         ]
     );

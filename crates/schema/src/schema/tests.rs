@@ -68,12 +68,36 @@ fn builtin_names_and_oids() {
         ("hasSubordinates", "hasSubordinates", "2.5.18.9"),
         ("structuralObjectClass", "structuralObjectClass", "2.5.21.9"),
         ("subschemaSubentry", "subschemaSubentry", "2.5.18.10"),
-        ("supportedFeatures", "supportedFeatures", "1.3.6.1.4.1.4203.1.3.5"),
-        ("namingContexts", "namingContexts", "1.3.6.1.4.1.1466.101.120.5"),
-        ("supportedControl", "supportedControl", "1.3.6.1.4.1.1466.101.120.13"),
-        ("supportedExtension", "supportedExtension", "1.3.6.1.4.1.1466.101.120.7"),
-        ("supportedLDAPVersion", "supportedLDAPVersion", "1.3.6.1.4.1.1466.101.120.15"),
-        ("supportedSASLMechanisms", "supportedSASLMechanisms", "1.3.6.1.4.1.1466.101.120.14"),
+        (
+            "supportedFeatures",
+            "supportedFeatures",
+            "1.3.6.1.4.1.4203.1.3.5",
+        ),
+        (
+            "namingContexts",
+            "namingContexts",
+            "1.3.6.1.4.1.1466.101.120.5",
+        ),
+        (
+            "supportedControl",
+            "supportedControl",
+            "1.3.6.1.4.1.1466.101.120.13",
+        ),
+        (
+            "supportedExtension",
+            "supportedExtension",
+            "1.3.6.1.4.1.1466.101.120.7",
+        ),
+        (
+            "supportedLDAPVersion",
+            "supportedLDAPVersion",
+            "1.3.6.1.4.1.1466.101.120.15",
+        ),
+        (
+            "supportedSASLMechanisms",
+            "supportedSASLMechanisms",
+            "1.3.6.1.4.1.1466.101.120.14",
+        ),
         ("vendorName", "vendorName", "1.3.6.1.1.4"),
         ("vendorVersion", "vendorVersion", "1.3.6.1.1.5"),
         ("ref", "ref", "2.16.840.1.113730.3.1.34"),
@@ -82,8 +106,16 @@ fn builtin_names_and_oids() {
         ("objectClasses", "objectClasses", "2.5.21.6"),
         ("matchingRules", "matchingRules", "2.5.21.4"),
         ("matchingRuleUse", "matchingRuleUse", "2.5.21.8"),
-        ("ldapSyntaxes", "ldapSyntaxes", "1.3.6.1.4.1.1466.101.120.16"),
-        ("pwdChangedTime", "pwdChangedTime", "1.3.6.1.4.1.42.2.27.8.1.16"),
+        (
+            "ldapSyntaxes",
+            "ldapSyntaxes",
+            "1.3.6.1.4.1.1466.101.120.16",
+        ),
+        (
+            "pwdChangedTime",
+            "pwdChangedTime",
+            "1.3.6.1.4.1.42.2.27.8.1.16",
+        ),
         ("rfc822Mailbox", "mail", "0.9.2342.19200300.100.1.3"),
         ("userid", "uid", "0.9.2342.19200300.100.1.1"),
         ("jpegPhoto", "jpegPhoto", "0.9.2342.19200300.100.1.60"),
@@ -95,11 +127,19 @@ fn builtin_names_and_oids() {
         ("top", "top", ObjectClassKind::Abstract),
         ("ALIAS", "alias", ObjectClassKind::Structural),
         ("referral", "referral", ObjectClassKind::Structural),
-        ("extensibleobject", "extensibleObject", ObjectClassKind::Auxiliary),
+        (
+            "extensibleobject",
+            "extensibleObject",
+            ObjectClassKind::Auxiliary,
+        ),
         ("subschema", "subschema", ObjectClassKind::Auxiliary),
         ("dcObject", "dcObject", ObjectClassKind::Auxiliary),
         ("organization", "organization", ObjectClassKind::Structural),
-        ("2.16.840.1.113730.3.2.2", "inetOrgPerson", ObjectClassKind::Structural),
+        (
+            "2.16.840.1.113730.3.2.2",
+            "inetOrgPerson",
+            ObjectClassKind::Structural,
+        ),
         ("posixAccount", "posixAccount", ObjectClassKind::Auxiliary),
         ("account", "account", ObjectClassKind::Structural),
     ] {
@@ -131,11 +171,16 @@ fn effective_properties_are_inherited() {
     assert!(!schema.is_subtype_of(name, cn));
     let mail = schema.attribute_type("mail").unwrap();
     assert_eq!(mail.syntax, "1.3.6.1.4.1.1466.115.121.1.26");
-    assert!(mail.definition().contains("SYNTAX 1.3.6.1.4.1.1466.115.121.1.26{256}"));
+    assert!(mail
+        .definition()
+        .contains("SYNTAX 1.3.6.1.4.1.1466.115.121.1.26{256}"));
     let created = schema.attribute_type("createTimestamp").unwrap();
     assert!(created.is_operational() && created.no_user_modification && created.single_value);
     assert!(!cn.is_operational());
-    assert!(schema.attribute_type("uidNumber").unwrap().validate(b"1000"));
+    assert!(schema
+        .attribute_type("uidNumber")
+        .unwrap()
+        .validate(b"1000"));
     assert!(!schema.attribute_type("uidNumber").unwrap().validate(b"abc"));
     let person = schema.object_class("person").unwrap();
     assert_eq!(
@@ -158,19 +203,67 @@ fn load_error(text: &str) -> SchemaError {
 #[test]
 fn load_errors_name_origin_and_line() {
     for (text, line, part) in [
-        ("attributetype ( 1.9.1 NAME 'x' )", 1, "neither SYNTAX nor SUP"),
-        ("\n\nattributetype ( 1.9.1 NAME 'x'\n  SUP nosuch )", 3, "unknown supertype"),
-        ("attributetype ( 1.9.1 NAME 'x'\n  EQUALITY fooMatch SYNTAX 1.2 )", 1, "unknown matching rule"),
-        ("attributetype ( 1.9.1 NAME 'x'\n\tSYNTAX 1.2\n\tFOO )", 3, "unknown or repeated keyword"),
-        ("objectclass ( 1.9.2 NAME 'y' SUP top MUST nosuch )", 1, "unknown attribute type"),
-        ("objectclass ( 1.9.2 NAME 'y' SUP nosuch )", 1, "unknown superclass"),
-        ("attributetype ( Undefined:1 NAME 'x' SYNTAX 1.2 )", 1, "unknown OID"),
-        ("attributetype ( 1.9.1 NAME 'bad_name' SYNTAX 1.2 )", 1, "invalid name"),
-        ("attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2{x} )", 1, "syntax length"),
-        ("attributetype ( 1.9.1 NAME 'x' SUP cn USAGE directoryOperation )", 1, "USAGE differs"),
-        ("attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 NO-USER-MODIFICATION )", 1, "NO-USER-MODIFICATION"),
+        (
+            "attributetype ( 1.9.1 NAME 'x' )",
+            1,
+            "neither SYNTAX nor SUP",
+        ),
+        (
+            "\n\nattributetype ( 1.9.1 NAME 'x'\n  SUP nosuch )",
+            3,
+            "unknown supertype",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'x'\n  EQUALITY fooMatch SYNTAX 1.2 )",
+            1,
+            "unknown matching rule",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'x'\n\tSYNTAX 1.2\n\tFOO )",
+            3,
+            "unknown or repeated keyword",
+        ),
+        (
+            "objectclass ( 1.9.2 NAME 'y' SUP top MUST nosuch )",
+            1,
+            "unknown attribute type",
+        ),
+        (
+            "objectclass ( 1.9.2 NAME 'y' SUP nosuch )",
+            1,
+            "unknown superclass",
+        ),
+        (
+            "attributetype ( Undefined:1 NAME 'x' SYNTAX 1.2 )",
+            1,
+            "unknown OID",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'bad_name' SYNTAX 1.2 )",
+            1,
+            "invalid name",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2{x} )",
+            1,
+            "syntax length",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'x' SUP cn USAGE directoryOperation )",
+            1,
+            "USAGE differs",
+        ),
+        (
+            "attributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 NO-USER-MODIFICATION )",
+            1,
+            "NO-USER-MODIFICATION",
+        ),
         ("objectidentifier 9bad 1.2", 1, "invalid OID macro name"),
-        ("# ok\nattributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 )\nmatchingrule ( 1.2 )", 3, "unknown directive"),
+        (
+            "# ok\nattributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 )\nmatchingrule ( 1.2 )",
+            3,
+            "unknown directive",
+        ),
     ] {
         match load_error(text) {
             SchemaError::Parse {
@@ -190,7 +283,11 @@ fn load_errors_name_origin_and_line() {
 #[test]
 fn duplicates() {
     for (text, line, what) in [
-        ("attributetype ( 2.5.4.3 NAME 'other' SYNTAX 1.2 )", 1, "2.5.4.3"),
+        (
+            "attributetype ( 2.5.4.3 NAME 'other' SYNTAX 1.2 )",
+            1,
+            "2.5.4.3",
+        ),
         ("\nattributetype ( 1.9.1 NAME 'CN' SYNTAX 1.2 )", 2, "CN"),
         ("objectclass ( 2.5.6.6 NAME 'person2' )", 1, "2.5.6.6"),
         ("objectclass ( 1.9.2 NAME 'Person' )", 1, "Person"),
@@ -285,7 +382,10 @@ fn ldif_schema_loads() {
             "bad.ldif",
         )
         .unwrap_err();
-    assert_eq!(err.to_string(), "bad.ldif:2: attribute type has neither SYNTAX nor SUP");
+    assert_eq!(
+        err.to_string(),
+        "bad.ldif:2: attribute type has neither SYNTAX nor SUP"
+    );
 }
 
 #[test]
@@ -309,8 +409,18 @@ fn openldap_schema_files_load() {
         return;
     }
     let files = [
-        "core", "cosine", "inetorgperson", "nis", "collective", "corba", "dyngroup", "misc",
-        "java", "openldap", "duaconf", "namedobject",
+        "core",
+        "cosine",
+        "inetorgperson",
+        "nis",
+        "collective",
+        "corba",
+        "dyngroup",
+        "misc",
+        "java",
+        "openldap",
+        "duaconf",
+        "namedobject",
     ];
     for ext in ["schema", "ldif"] {
         let mut schema = Schema::builtin();
