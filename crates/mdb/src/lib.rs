@@ -26,3 +26,18 @@ pub use keys::FORMAT_VERSION;
 pub use read::{EntryIter, EntryRangeIter, ReadOps, ReadTxn, SubtreeIter};
 pub use store::{Stats, Store, StoreConfig, TableStats};
 pub use write::WriteTxn;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<Store>();
+        send_sync::<StoreError>();
+        send::<ReadTxn>();
+        send::<BulkLoader>();
+    }
+}

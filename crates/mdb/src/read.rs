@@ -30,7 +30,7 @@ use sealed::Access;
 pub trait ReadOps: Access {
     /// The ID stored under a DN key.
     fn get_id(&self, dn_key: &[u8]) -> Result<Option<u64>, StoreError> {
-        if dn_key.is_empty() {
+        if !self.tables().storable(dn_key) {
             return Ok(None);
         }
         match self.tables().dn2id.get(self.ro_txn(), dn_key)? {
@@ -90,6 +90,8 @@ pub trait ReadOps: Access {
         let dn2id = &self.tables().dn2id;
         let inner = if dn_key_prefix.is_empty() {
             SubtreeInner::All(dn2id.iter(self.ro_txn())?)
+        } else if !self.tables().storable(dn_key_prefix) {
+            SubtreeInner::Empty
         } else {
             SubtreeInner::Prefix(dn2id.prefix_iter(self.ro_txn(), dn_key_prefix)?)
         };
@@ -101,7 +103,7 @@ pub trait ReadOps: Access {
         let Some(table) = self.tables().index(attr) else {
             return Ok(Vec::new());
         };
-        if key.is_empty() {
+        if !self.tables().storable(key) {
             return Ok(Vec::new());
         }
         let mut ids = Vec::new();
@@ -122,6 +124,8 @@ pub trait ReadOps: Access {
         let mut ids = Vec::new();
         if key_prefix.is_empty() {
             collect_ids(table.iter(self.ro_txn())?, &mut ids)?;
+        } else if !self.tables().storable(key_prefix) {
+            // No stored key is that long, so none starts with it.
         } else {
             collect_ids(table.prefix_iter(self.ro_txn(), key_prefix)?, &mut ids)?;
         }
@@ -140,14 +144,24 @@ pub trait ReadOps: Access {
         let Some(table) = self.tables().index(attr) else {
             return Ok(Vec::new());
         };
-        // LMDB keys are never empty: an empty lower bound is no bound, an empty upper bound admits nothing.
+        // Stored keys are 1..=max bytes long. An empty lower bound is no bound; an empty upper bound
+        // admits nothing. Against keys of at most `max` bytes, `k >= b` (or `k > b`) with `b` longer
+        // than `max` is exactly `k > b[..max]`, and `k <= b` (or `k < b`) is exactly `k <= b[..max]`.
+        let max = self.tables().max_key;
         let from = match from {
             Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
+            Bound::Included(b) | Bound::Excluded(b) if b.len() > max => {
+                Bound::Excluded(b.get(..max).unwrap_or(b))
+            }
             other => other,
         };
-        if matches!(to, Bound::Included([]) | Bound::Excluded([])) {
-            return Ok(Vec::new());
-        }
+        let to = match to {
+            Bound::Included([]) | Bound::Excluded([]) => return Ok(Vec::new()),
+            Bound::Included(b) | Bound::Excluded(b) if b.len() > max => {
+                Bound::Included(b.get(..max).unwrap_or(b))
+            }
+            other => other,
+        };
         let mut ids = Vec::new();
         collect_ids(table.range(self.ro_txn(), &(from, to))?, &mut ids)?;
         ids.sort_unstable();
@@ -191,7 +205,7 @@ pub trait ReadOps: Access {
 
     /// A value stored with `put_meta` (or an internal one, whose keys start with 0x00).
     fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        if key.is_empty() {
+        if !self.tables().storable(key) {
             return Ok(None);
         }
         Ok(self
@@ -216,6 +230,7 @@ where
 }
 
 enum SubtreeInner<'t> {
+    Empty,
     All(RoIter<'t, Bytes, Bytes>),
     Prefix(RoPrefix<'t, Bytes, Bytes>),
 }
@@ -230,6 +245,7 @@ impl<'t> Iterator for SubtreeIter<'t> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let item = match &mut self.inner {
+            SubtreeInner::Empty => return None,
             SubtreeInner::All(iter) => iter.next()?,
             SubtreeInner::Prefix(iter) => iter.next()?,
         };

@@ -238,8 +238,7 @@ impl Store {
         }
         let tables = create_tables(&env, &cfg.indexes)?;
         let shared = Arc::new(Shared {
-            // One byte of LMDB's limit goes to the dn2id tag; index and meta keys share the bound.
-            max_key: env.max_key_size().saturating_sub(1),
+            max_key: env.max_key_size(),
             env,
             tables,
             gate: Arc::new(Gate::default()),

@@ -31,6 +31,8 @@ pub struct Tables {
     pub(crate) meta: Table,
     /// One per `StoreConfig::indexes` position, named as configured.
     pub(crate) indexes: Vec<(String, Table)>,
+    /// LMDB's key-length limit: longer lookups cannot match and must not reach LMDB (MDB_BAD_VALSIZE).
+    pub(crate) max_key: usize,
 }
 
 impl Tables {
@@ -40,6 +42,11 @@ impl Tables {
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(attr))
             .map(|(_, table)| table)
+    }
+
+    /// Whether LMDB can hold (and so look up) this key.
+    pub(crate) fn storable(&self, key: &[u8]) -> bool {
+        !key.is_empty() && key.len() <= self.max_key
     }
 
     /// (table name, table) for every table, for statistics.
@@ -77,6 +84,7 @@ struct Opening<'e> {
     dn2children: Database<'e, Bytes, Bytes>,
     meta: Database<'e, Bytes, Bytes>,
     indexes: Vec<(String, Database<'e, Bytes, Bytes>)>,
+    max_key: usize,
 }
 
 impl OnCommit for Opening<'_> {
@@ -84,6 +92,7 @@ impl OnCommit for Opening<'_> {
 
     fn on_commit(self, token: &CommitToken) -> Tables {
         Tables {
+            max_key: self.max_key,
             id2entry: self.id2entry.on_commit(token),
             dn2id: self.dn2id.on_commit(token),
             dn2children: self.dn2children.on_commit(token),
@@ -150,6 +159,7 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
             dn2children,
             meta,
             indexes,
+            max_key: env.max_key_size(),
         }))
     })?;
     match opened {

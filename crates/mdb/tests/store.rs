@@ -317,3 +317,16 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
         Err(StoreError::AlreadyOpen)
     ));
 }
+
+#[test]
+fn key_limit_follows_the_page_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[]);
+    // With heed's `longer-keys`, 4 KiB pages allow keys far beyond LMDB's default 511 bytes.
+    let max = store.max_key_len();
+    assert!(max > 1000, "{max}");
+    let key = vec![b'k'; max];
+    let k2 = key.clone();
+    store.write(move |txn| txn.put_dn(&k2, 1)).unwrap().unwrap();
+    assert_eq!(store.read().unwrap().get_id(&key).unwrap(), Some(1));
+}

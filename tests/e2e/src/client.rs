@@ -168,7 +168,8 @@ impl Server {
             .env("LDAPI_URL", self.ldapi_url())
             .env("ROOT_DN", ROOT_DN)
             .env("ROOT_PW", ROOT_PW)
-            .env("SUFFIX", SUFFIX);
+            .env("SUFFIX", SUFFIX)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         run(cmd, None)
     }
 
@@ -182,6 +183,7 @@ impl Server {
             .env("ROOT_PW", ROOT_PW)
             .env("SUFFIX", SUFFIX)
             .env("LDAPNOINIT", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

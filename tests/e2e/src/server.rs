@@ -227,23 +227,27 @@ impl Server {
             )
         });
         let deadline = Instant::now() + START_TIMEOUT;
+        let mut last_answer = String::from("no connection yet");
         loop {
             if let Ok(Some(status)) = child.try_wait() {
                 let log = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let this_run = log.get(log_start as usize..).unwrap_or(&log);
-                if this_run.contains("Address already in use") || this_run.contains("errno=98") {
+                let port_taken = TcpListener::bind(("127.0.0.1", self.port)).is_err();
+                if port_taken || this_run.contains("Address already in use") {
                     return Err(StartError::PortInUse);
                 }
                 panic!("{program} exited with {status} before answering; its output:\n{this_run}");
             }
-            if self.answers() {
-                return Ok(child);
+            match self.answers() {
+                Ok(()) => return Ok(child),
+                Err(why) => last_answer = why,
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "{program} did not answer on {} and {} within {START_TIMEOUT:?}; output:\n{}",
+                    "{program} did not answer on {} and {} within {START_TIMEOUT:?} \
+                     (last try: {last_answer}); its output:\n{}",
                     self.ldap_url(),
                     self.ldapi_url(),
                     self.log()
@@ -253,20 +257,45 @@ impl Server {
         }
     }
 
-    /// Both listeners accept connections. The ldapi socket lives in our private directory, so an
-    /// answer there is our server and not someone else's on a reused port.
-    fn answers(&self) -> bool {
+    /// Both listeners accept connections and the server answers a root DSE read. The ldapi
+    /// socket lives in our private directory, so an answer there is our server and not someone
+    /// else's on a reused port.
+    fn answers(&self) -> Result<(), String> {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
-        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-            && UnixStream::connect(self.ldapi_path()).is_ok()
+        TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            .map_err(|e| format!("TCP connect: {e}"))?;
+        UnixStream::connect(self.ldapi_path()).map_err(|e| format!("ldapi connect: {e}"))?;
+        let mut cmd = Command::new("ldapsearch");
+        cmd.args([
+            "-x",
+            "-LLL",
+            "-H",
+            &self.ldap_url(),
+            "-b",
+            "",
+            "-s",
+            "base",
+            "1.1",
+        ]);
+        let out = crate::client::run(cmd, None);
+        if out.code == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "ldapsearch of the root DSE exited {}: {}",
+                out.code,
+                out.stderr.trim()
+            ))
+        }
     }
 
     fn command(&self) -> Command {
         match self.target {
             Target::Slapd => {
                 let mut cmd = Command::new(SLAPD);
-                // -d 0 keeps slapd in the foreground as our child, logging only errors.
-                cmd.arg("-d").arg("0").arg("-h").arg(format!(
+                // -d keeps slapd in the foreground as our child; level "none" logs only messages
+                // of no particular level, i.e. errors such as a failed bind of the port.
+                cmd.arg("-d").arg("none").arg("-h").arg(format!(
                     "{}/ {}",
                     self.ldap_url(),
                     self.ldapi_url()

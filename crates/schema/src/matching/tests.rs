@@ -285,7 +285,10 @@ fn generalized_time() {
             ("202401020304Z", Some("20240102030400Z")),
             ("2024010203Z", Some("20240102030000Z")),
             ("2024010203.5Z", Some("20240102033000Z")),
-            ("2024010203.999999999999Z", Some("20240102035959.999999996Z")),
+            (
+                "2024010203.999999999999Z",
+                Some("20240102035959.999999996Z"),
+            ),
             ("202401020304.25Z", Some("20240102030415Z")),
             ("20240102030405+0100", Some("20240102020405Z")),
             ("20240102030405-0130", Some("20240102043405Z")),
@@ -460,4 +463,69 @@ fn approx_keys() {
     );
     assert_eq!(key(IntegerMatch, "42"), b"42");
     assert!(IntegerMatch.approx_key(b"x").is_err());
+}
+
+/// Deterministic pseudo-random inputs built from the characters the parsers care about: no rule
+/// may panic on any of them.
+#[test]
+fn no_panics_on_odd_input() {
+    let alphabet: &[&[u8]] = &[
+        b"0",
+        b"9",
+        b"-",
+        b"+",
+        b".",
+        b",",
+        b"Z",
+        b"#",
+        b"'",
+        b"B",
+        b" ",
+        b"(",
+        b")",
+        b"$",
+        b"=",
+        b"\\",
+        b"a",
+        b"\xff",
+        b"\xc3\xa4",
+        b"\x00",
+        b"\xe2\x80\x8b",
+        b"\t",
+        b"cn=",
+        b"2024",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    let schema = crate::Schema::builtin();
+    for _ in 0..3000 {
+        let len = next() % 24;
+        let value: Vec<u8> = (0..len)
+            .flat_map(|_| alphabet[next() % alphabet.len()].iter().copied())
+            .collect();
+        let part = value.get(..value.len() / 2).unwrap_or_default();
+        for rule in MatchingRule::all() {
+            if let Ok(a) = rule.normalize(&value) {
+                let _ = rule.compare(&a, &a);
+            }
+            let _ = schema.normalize_value(rule, &value);
+            let _ = rule.approx_key(&value);
+            let _ = rule.normalize_substring(&value);
+            let _ = rule.matches_substrings(&value, Some(part), &[part.to_vec()], Some(part));
+        }
+        let text = String::from_utf8_lossy(&value);
+        let _ = crate::parse::parse_attribute_type(&text);
+        let _ = crate::parse::parse_object_class(&text);
+        let _ = schema
+            .clone()
+            .load_text(&format!("attributetype {text}"), "fuzz");
+        let _ = schema
+            .clone()
+            .load_text(&format!("dn: x\nolcObjectClasses:: {text}"), "fuzz");
+    }
 }

@@ -338,16 +338,14 @@ pub(crate) fn generalized_time(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
     {
         return Err(bad());
     }
+    // A fraction belongs to the last field given and is spread over the omitted ones.
+    let unit_seconds: u64 = match (minute, second) {
+        (None, _) => 3600,
+        (Some(_), None) => 60,
+        (Some(_), Some(_)) => 1,
+    };
     let (mut minute, mut second) = (minute.unwrap_or(0), second.unwrap_or(0));
     let mut sub_second: Vec<u8> = fraction.clone();
-    // Spread over the fields the value omits; `unit_seconds` is the length of the last given field.
-    let unit_seconds: u64 = if digits(value, 10, 2).is_none() {
-        3600
-    } else if digits(value, 12, 2).is_none() {
-        60
-    } else {
-        1
-    };
     if unit_seconds > 1 && !fraction.is_empty() {
         let frac_digits = fraction.get(..fraction.len().min(18)).unwrap_or_default();
         let scale = 10u128.pow(frac_digits.len() as u32);

@@ -445,3 +445,54 @@ fn openldap_schema_files_load() {
         }
     }
 }
+
+/// Every published definition parses back to the same element, so the subschema entry can be read
+/// by other servers and by this one.
+#[test]
+fn definitions_round_trip() {
+    let builtin = Schema::builtin();
+    let mut text = String::new();
+    for at in builtin.attribute_types() {
+        text.push_str(&format!("attributetype {}\n", at.definition()));
+    }
+    for oc in builtin.object_classes() {
+        text.push_str(&format!("objectclass {}\n", oc.definition()));
+    }
+    let mut reloaded = Schema::empty();
+    reloaded.load_text(&text, "round-trip").unwrap();
+    for at in builtin.attribute_types() {
+        let again = reloaded.attribute_type(&at.oid).unwrap();
+        assert!(at.same_as(again), "{}", at.definition());
+        assert_eq!(at.definition(), again.definition());
+    }
+    for oc in builtin.object_classes() {
+        let again = reloaded.object_class(&oc.oid).unwrap();
+        assert!(oc.same_as(again), "{}", oc.definition());
+    }
+}
+
+#[test]
+fn syntaxes_and_rules_are_published() {
+    let schema = Schema::builtin();
+    let directory_string = schema
+        .syntaxes()
+        .find(|s| s.oid == "1.3.6.1.4.1.1466.115.121.1.15")
+        .unwrap();
+    assert_eq!(
+        directory_string.definition(),
+        "( 1.3.6.1.4.1.1466.115.121.1.15 DESC 'Directory String' )"
+    );
+    let rules: Vec<MatchingRule> = schema.matching_rules().collect();
+    assert!(rules.contains(&MatchingRule::IntegerOrderingMatch));
+    for at in schema.attribute_types() {
+        for rule in [at.equality, at.ordering, at.substr].into_iter().flatten() {
+            assert!(rules.contains(&rule));
+        }
+        assert!(
+            schema.syntaxes().any(|s| s.oid == at.syntax),
+            "{} has unknown syntax {}",
+            at.name(),
+            at.syntax
+        );
+    }
+}
