@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
 use canopy_core::index::entry_keys;
 use canopy_core::wire::{attributes, encode_entry, StoredEntry};
+use canopy_mdb::ReadOps;
 use canopy_proto::ldif::{write_ldif_entry, LdifChange, LdifReader, LdifRecord};
 use canopy_proto::PartialAttribute;
 use canopy_server::access::Who;
@@ -166,7 +167,7 @@ pub fn reindex(config: &Config) -> Result<()> {
             }
             let mut entries = Vec::new();
             for item in txn.entries()? {
-                let (id, bytes) = item;
+                let (id, bytes) = item?;
                 let entry = StoredEntry::parse(bytes)?.to_entry()?;
                 entries.push((id, entry));
             }

@@ -7,6 +7,7 @@ pub mod error;
 pub mod filter;
 pub mod index;
 pub mod modify;
+pub mod wire;
 
 pub use entry::{Attribute, Entry};
 pub use error::LdapError;

@@ -197,7 +197,7 @@ pub fn attribute_tlvs(section: &[u8]) -> impl Iterator<Item = Result<(&str, &[u8
         let mut reader = Reader::new(rest);
         let before = reader.remaining();
         let item = read_attribute(&mut reader);
-        let used = before - reader.remaining();
+        let used = before.len() - reader.remaining().len();
         let (tlv, tail) = rest.split_at(used.min(rest.len()));
         rest = tail;
         Some(item.map(|(desc, _)| (desc, tlv)))

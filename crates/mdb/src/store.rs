@@ -104,6 +104,7 @@ pub(crate) struct Shared {
     pub(crate) gate: Arc<Gate>,
     /// The longest caller key (DN key, index key, meta key) accepted.
     pub(crate) max_key: usize,
+    /// The least free space kept before each group commit (besides a quarter of the map).
     pub(crate) min_free: usize,
     pub(crate) durable: bool,
     pub(crate) counters: Counters,
@@ -154,9 +155,8 @@ impl Shared {
             new_size = new_size.saturating_mul(2);
         }
         let new_size = round_map_size(new_size);
-        // SAFETY: the exclusive gate is held, so no read or write transaction of this process is
-        // open: readers and bulk-load transactions hold passes, and the writer thread only grows the
-        // map between group commits, outside any transaction.
+        // SAFETY: the exclusive gate is held, so no transaction of this process is open: read
+        // transactions, group-commit transactions and bulk-load transactions all hold passes.
         match unsafe { self.env.resize(new_size) } {
             Ok(()) => {
                 self.counters.grows.fetch_add(1, Ordering::Relaxed);

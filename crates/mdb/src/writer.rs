@@ -15,6 +15,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
+use crate::gate::Pass;
 use crate::store::Shared;
 use crate::WriteTxn;
 
@@ -113,8 +114,8 @@ pub(crate) fn run_writer(shared: &Shared, jobs: &Receiver<Box<dyn Job>>) {
 /// map-full) stay queued.
 fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
     let group_len = queue.len().min(MAX_GROUP);
-    let mut parent = match begin(shared) {
-        Ok(parent) => parent,
+    let (pass, mut parent) = match begin(shared) {
+        Ok(begun) => begun,
         Err(err) => {
             tracing::error!(%err, "cannot begin a write transaction");
             for job in queue.drain(..group_len) {
@@ -158,6 +159,7 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
         }
     }
     let committed = parent.commit().map_err(StoreError::from);
+    drop(pass);
     if matches!(committed, Err(StoreError::MapFull)) {
         map_full = true;
     }
@@ -187,14 +189,21 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
     }
 }
 
-/// Begins the group's parent transaction, adopting a map grown by another process if needed.
-fn begin(shared: &Shared) -> Result<heed::RwTxn<'_>, StoreError> {
-    match shared.env.write_txn() {
-        Ok(txn) => Ok(txn),
-        Err(heed::Error::Mdb(heed::MdbError::MapResized)) => {
-            shared.adopt_map_size()?;
-            Ok(shared.env.write_txn()?)
+/// Begins the group's parent transaction, adopting a map grown by another process if needed. The
+/// transaction holds a gate pass like a reader, so that a resize from another thread (the bulk loader,
+/// a reader adopting a new size) never runs under it.
+fn begin(shared: &Shared) -> Result<(Pass, heed::RwTxn<'_>), StoreError> {
+    let mut adopted = false;
+    loop {
+        let pass = shared.gate.pass();
+        match shared.env.write_txn() {
+            Ok(txn) => return Ok((pass, txn)),
+            Err(heed::Error::Mdb(heed::MdbError::MapResized)) if !adopted => {
+                drop(pass);
+                shared.adopt_map_size()?;
+                adopted = true;
+            }
+            Err(err) => return Err(err.into()),
         }
-        Err(err) => Err(err.into()),
     }
 }

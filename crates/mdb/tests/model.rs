@@ -367,3 +367,45 @@ fn blocking_write_from_a_callback_is_refused() {
     );
     assert!(rx.recv().unwrap());
 }
+
+#[test]
+fn lookups_with_keys_beyond_the_limit_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &ATTRS);
+    let max = store.max_key_len();
+    let k1 = vec![b'a'; max];
+    let k2 = [vec![b'a'; max - 1], vec![b'b']].concat();
+    let (s1, s2) = (k1.clone(), k2.clone());
+    store
+        .write(move |txn| -> Result<(), canopy_mdb::StoreError> {
+            txn.index_add("cn", &s1, 1)?;
+            txn.index_add("cn", &s2, 2)?;
+            txn.index_add("cn", b"b", 3)?;
+            txn.put_dn(&s1, 1)
+        })
+        .unwrap()
+        .unwrap();
+    let r = store.read().unwrap();
+    let long = vec![b'a'; max + 1];
+    assert_eq!(r.get_id(&long).unwrap(), None);
+    assert_eq!(r.get_meta(&long).unwrap(), None);
+    assert!(r.index_get("cn", &long).unwrap().is_empty());
+    assert!(r.index_prefix("cn", &long).unwrap().is_empty());
+    assert!(r.subtree(&long).unwrap().is_empty());
+    assert_eq!(r.subtree(&k1).unwrap(), vec![(k1.clone(), 1)]);
+    let range = |from: Bound<&[u8]>, to: Bound<&[u8]>| r.index_range("cn", from, to).unwrap();
+    // k1 is a prefix of `long`, so it sorts below it; k2 sorts above it.
+    assert_eq!(range(Bound::Included(&long), Bound::Unbounded), vec![2, 3]);
+    assert_eq!(range(Bound::Excluded(&long), Bound::Unbounded), vec![2, 3]);
+    assert_eq!(range(Bound::Unbounded, Bound::Included(&long)), vec![1]);
+    assert_eq!(range(Bound::Unbounded, Bound::Excluded(&long)), vec![1]);
+    assert_eq!(
+        range(Bound::Included(&k1), Bound::Included(&k2)),
+        vec![1, 2]
+    );
+    assert_eq!(
+        range(Bound::Unbounded, Bound::Excluded(b"")),
+        Vec::<u64>::new()
+    );
+    assert_eq!(range(Bound::Excluded(b""), Bound::Unbounded), vec![1, 2, 3]);
+}

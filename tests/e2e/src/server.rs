@@ -238,10 +238,6 @@ impl Server {
                 }
                 panic!("{program} exited with {status} before answering; its output:\n{this_run}");
             }
-            match self.answers() {
-                Ok(()) => return Ok(child),
-                Err(why) => last_answer = why,
-            }
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -252,6 +248,10 @@ impl Server {
                     self.ldapi_url(),
                     self.log()
                 );
+            }
+            match self.answers() {
+                Ok(()) => return Ok(child),
+                Err(why) => last_answer = why,
             }
             std::thread::sleep(Duration::from_millis(25));
         }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadTxn, Store, StoreConfig, StoreError};
+use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
 use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 pub use keys::dn_key;
-pub use write::{ModifyDn, WriteOp};
+pub use write::{structural, ModifyDn, WriteOp};
 
 /// The database of one naming context.
 #[derive(Clone)]

@@ -7,7 +7,7 @@ use canopy_core::index::entry_keys;
 use canopy_core::modify::apply_modifications;
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_mdb::WriteTxn;
+use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
 use canopy_schema::NormDn;
 

@@ -8,7 +8,7 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::index::{plan, Plan};
 use canopy_core::wire::{attribute_tlvs, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_mdb::ReadTxn;
+use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_entry_raw, Control, LdapResult, PagedResults, ProtocolOp,
@@ -202,7 +202,7 @@ fn candidates(
         SearchScope::SingleLevel => txn.children(base_id).map_err(store_error)?,
         SearchScope::WholeSubtree | SearchScope::SubordinateSubtree => {
             if base == dir.suffix() {
-                txn.entries().map_err(store_error)?.map(|(id, _)| id).collect()
+                txn.entry_ids().map_err(store_error)?
             } else {
                 txn.subtree(&dn_key(base)).map_err(store_error)?.into_iter().map(|(_, id)| id).collect()
             }
