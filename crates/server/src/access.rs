@@ -23,28 +23,54 @@ impl Who {
         Who::default()
     }
 
+    /// slapd refuses every update from an anonymous client before looking at the target.
+    pub fn require_authenticated(&self) -> Result<(), LdapError> {
+        if self.ndn.is_none() {
+            return Err(LdapError::new(ResultCode::StrongerAuthRequired, "modifications require authentication"));
+        }
+        Ok(())
+    }
+
     /// Checks a write to `target`. `attrs` lists the attributes a modify touches; a user may change only their
     /// own password attribute. Everyone else gets insufficientAccessRights, as slapd answers.
-    pub fn require_write(&self, target: &NormDn, attrs: Option<&[&str]>) -> Result<(), LdapError> {
+    pub fn require_write(&self, target: &NormDn, action: Action<'_>) -> Result<(), LdapError> {
+        self.require_authenticated()?;
         if self.root {
             return Ok(());
         }
-        if let (Some(me), Some(attrs)) = (&self.ndn, attrs) {
+        if let (Some(me), Action::Modify(attrs)) = (&self.ndn, action) {
             if me == target && !attrs.is_empty() && attrs.iter().all(|a| is_password_name(a)) {
                 return Ok(());
             }
         }
-        let what = match attrs {
-            Some(_) => "modify",
-            None => "write",
+        let text = match action {
+            Action::Add | Action::Rename => "no write access to parent's children",
+            Action::Delete => "no write access to parent",
+            Action::Modify(_) => "no write access to entry",
         };
-        Err(LdapError::new(ResultCode::InsufficientAccessRights, format!("no {what} access to entry")))
+        Err(LdapError::new(ResultCode::InsufficientAccessRights, text))
     }
 
-    /// Whether this identity may read the values of an attribute (by canonical description).
-    pub fn may_read(&self, schema: &Schema, desc: &str) -> bool {
-        self.root || !is_secret(schema, desc)
+    /// Whether this identity may read the secret attributes (userPassword) of `target`: the root DN, and
+    /// the entry itself (`by self write` implies read).
+    pub fn may_read_secrets(&self, target: &NormDn) -> bool {
+        self.root || self.ndn.as_ref() == Some(target)
     }
+
+    /// Whether this identity may read the values of an attribute (by canonical description) of `target`.
+    pub fn may_read(&self, schema: &Schema, desc: &str, target: &NormDn) -> bool {
+        self.may_read_secrets(target) || !is_secret(schema, desc)
+    }
+}
+
+/// The kind of write being checked.
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    Add,
+    Delete,
+    Rename,
+    /// A modify, with the attribute descriptions it touches.
+    Modify(&'a [&'a str]),
 }
 
 fn is_password_name(desc: &str) -> bool {

@@ -43,12 +43,12 @@ impl fmt::Display for Ava {
             return Ok(());
         };
         let last = text.chars().count().saturating_sub(1);
+        // Specials as hex pairs, the way slapd writes DNs (`cn=Smith\2C John`), so clients see the same text.
         for (i, c) in text.chars().enumerate() {
             match c {
-                '"' | '+' | ',' | ';' | '<' | '>' | '\\' => write!(f, "\\{c}")?,
-                '\0' => f.write_str("\\00")?,
-                ' ' | '#' if i == 0 => write!(f, "\\{c}")?,
-                ' ' if i == last => f.write_str("\\ ")?,
+                '"' | '+' | ',' | ';' | '<' | '>' | '\\' | '=' | '\0' => write!(f, "\\{:02X}", c as u32)?,
+                ' ' | '#' if i == 0 => write!(f, "\\{:02X}", c as u32)?,
+                ' ' if i == last => f.write_str("\\20")?,
                 _ => f.write_char(c)?,
             }
         }

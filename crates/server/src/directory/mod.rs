@@ -83,15 +83,45 @@ impl Directory {
         &self.inner.suffix_dn
     }
 
-    /// Parses and normalizes a DN from a request, with the result codes slapd gives.
+    /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
+    /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
-        let dn = Dn::parse(raw).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+        let mut dn = Dn::parse(raw).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+        self.pretty(&mut dn);
         let ndn = self
             .inner
             .schema
             .normalize_dn(&dn)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         Ok((dn, ndn))
+    }
+
+    /// The pretty form of a DN: canonical attribute type names, values as written, slapd's escaping.
+    pub fn pretty(&self, dn: &mut Dn) {
+        for ava in dn.rdns.iter_mut().flat_map(|rdn| rdn.avas.iter_mut()) {
+            if let Some(at) = self.inner.schema.attribute_type(&ava.attr) {
+                ava.attr = at.name().to_string();
+            }
+        }
+    }
+
+    /// Rewrites values of DN syntax in their pretty form, as slapd stores them (`member: cn=Smith\2C John,...`).
+    /// Values that do not parse are left alone for the syntax check to refuse.
+    pub fn pretty_values(&self, attrs: &mut [canopy_proto::PartialAttribute]) {
+        const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+        for attr in attrs {
+            let name = attr.name.split(';').next().unwrap_or(&attr.name);
+            let is_dn = self.inner.schema.attribute_type(name).is_some_and(|at| at.syntax == DN_SYNTAX);
+            if !is_dn {
+                continue;
+            }
+            for value in &mut attr.values {
+                if let Ok(mut dn) = Dn::parse(value) {
+                    self.pretty(&mut dn);
+                    *value = dn.to_string().into_bytes();
+                }
+            }
+        }
     }
 
     /// Whether `ndn` lies in this database's naming context.

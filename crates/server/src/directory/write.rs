@@ -12,7 +12,7 @@ use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCod
 use canopy_schema::NormDn;
 
 use super::{dn_key, store_error, Directory};
-use crate::access::Who;
+use crate::access::{Action, Who};
 use crate::opattrs::Stamp;
 
 /// One write operation, fully parsed; run by [`Directory::write`].
@@ -137,9 +137,9 @@ impl Directory {
                 None => return Err(self.matched(txn, &parent_ndn, &parent_dn)),
             }
         };
-        who.require_write(&entry.ndn, None)?;
+        who.require_write(&entry.ndn, Action::Add)?;
         if txn.get_id(&key).map_err(store_error)?.is_some() {
-            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "Entry already exists"));
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
         let id = txn.next_id().map_err(store_error)?;
         self.put(txn, id, &entry)?;
@@ -150,7 +150,7 @@ impl Directory {
 
     fn delete(&self, txn: &mut WriteTxn<'_>, dn: &Dn, ndn: &NormDn, who: &Who) -> Result<(), LdapError> {
         let (id, entry) = self.load(txn, ndn, dn)?;
-        who.require_write(ndn, None)?;
+        who.require_write(ndn, Action::Delete)?;
         if txn.has_children(id).map_err(store_error)? {
             return Err(LdapError::new(ResultCode::NotAllowedOnNonLeaf, "subordinate objects must be deleted first"));
         }
@@ -182,7 +182,7 @@ impl Directory {
     ) -> Result<(), LdapError> {
         let (id, old) = self.load(txn, ndn, dn)?;
         let touched: Vec<&str> = changes.iter().map(|c| c.modification.name.as_str()).collect();
-        who.require_write(ndn, Some(&touched))?;
+        who.require_write(ndn, Action::Modify(&touched))?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
         check_entry(self.schema(), &entry)?;
@@ -196,7 +196,7 @@ impl Directory {
         if m.ndn == *self.suffix() {
             return Err(LdapError::new(ResultCode::UnwillingToPerform, "cannot rename the suffix entry"));
         }
-        who.require_write(&m.ndn, None)?;
+        who.require_write(&m.ndn, Action::Rename)?;
         let old_parent_id = self.parent_id(txn, &m.ndn)?;
         let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
             Some((sup_dn, sup_ndn)) => {
@@ -204,11 +204,11 @@ impl Directory {
                     return Err(LdapError::new(ResultCode::UnwillingToPerform, "new superior is outside the naming context"));
                 }
                 if m.ndn.is_suffix_of(sup_ndn) {
-                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "new superior is inside the renamed subtree"));
+                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "cannot place an entry below itself"));
                 }
                 let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(store_error)? {
                     Some(id) => id,
-                    None => return Err(self.matched(txn, sup_ndn, sup_dn)),
+                    None => return Err(LdapError::new(ResultCode::NoSuchObject, "new superior not found")),
                 };
                 (sup_dn.clone(), sup_ndn.clone(), sup_id)
             }
@@ -225,7 +225,7 @@ impl Directory {
         new_dn.rdns.insert(0, m.new_rdn.clone());
         let same_dn = new_ndn == m.ndn;
         if !same_dn && txn.get_id(&dn_key(&new_ndn)).map_err(store_error)?.is_some() {
-            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "Entry already exists"));
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
 
         // New RDN values are added, old ones removed when asked, through the ordinary modify rules.

@@ -9,12 +9,13 @@ use crate::directory::{structural, WriteOp};
 use crate::opattrs::Stamp;
 use crate::state::State;
 
-pub async fn add(state: &State, who: &Who, req: AddRequest) -> Result<(), LdapError> {
+pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), LdapError> {
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
-        return Err(state.outside_naming_context(&ndn));
+        return Err(LdapError::new(ResultCode::UnwillingToPerform, "no global superior knowledge"));
     }
+    who.require_authenticated()?;
     for attr in &req.attributes {
         let name = attr.name.split(';').next().unwrap_or(&attr.name);
         if let Some(at) = dir.schema().attribute_type(name) {
@@ -26,6 +27,7 @@ pub async fn add(state: &State, who: &Who, req: AddRequest) -> Result<(), LdapEr
             }
         }
     }
+    dir.pretty_values(&mut req.attributes);
     let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;

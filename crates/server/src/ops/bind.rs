@@ -40,7 +40,7 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
     }
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(name)?;
-    let who = Who { dn: dn.to_string(), ndn: Some(ndn.clone()), root: ndn == state.root_ndn };
+    let mut who = Who { dn: dn.to_string(), ndn: Some(ndn.clone()), root: ndn == state.root_ndn };
     let stored: Vec<Vec<u8>> = if who.root && !state.root_password.is_empty() {
         vec![state.root_password.clone()]
     } else if dir.holds(&ndn) {
@@ -48,6 +48,8 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
         match dir.lookup(&txn, &ndn)? {
             Some((_, bytes)) => {
                 let stored = crate::directory::Directory::parse_stored(bytes)?;
+                // The session carries the entry's own DN, as slapd's whoami shows.
+                who.dn = String::from_utf8_lossy(stored.dn).into_owned();
                 let mut values = Vec::new();
                 for attr in canopy_core::wire::attributes(stored.secret) {
                     let (_, vals) = attr.map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;

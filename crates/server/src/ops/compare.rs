@@ -1,8 +1,9 @@
 //! RFC 4511 §4.10 Compare.
 
 use canopy_core::desc::AttrDesc;
+use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::LdapError;
-use canopy_proto::{CompareRequest, ResultCode};
+use canopy_proto::{CompareRequest, Filter, ResultCode};
 
 use crate::access::Who;
 use crate::state::State;
@@ -20,7 +21,7 @@ pub fn compare(state: &State, who: &Who, req: &CompareRequest) -> Result<ResultC
     let Some((_, bytes)) = dir.lookup(&txn, &ndn)? else {
         return Err(dir.no_such_object(&txn, &ndn, &dn));
     };
-    if !who.may_read(schema, &desc.to_desc_string()) {
+    if !who.may_read(schema, &desc.to_desc_string(), &ndn) {
         return Err(LdapError::new(ResultCode::InsufficientAccessRights, ""));
     }
     let entry = canopy_core::wire::StoredEntry::parse(bytes)
@@ -32,26 +33,17 @@ pub fn compare(state: &State, who: &Who, req: &CompareRequest) -> Result<ResultC
     let Some(rule) = at.equality else {
         return Err(LdapError::new(ResultCode::InappropriateMatching, "no equality matching rule"));
     };
-    let wanted = schema
+    schema
         .normalize_value(rule, &req.value)
         .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
-    let mut seen = false;
-    for attr in &entry.attrs {
-        let Ok(attr_desc) = AttrDesc::parse(schema, &attr.desc) else { continue };
-        let Some(attr_type) = schema.attribute_type(&attr_desc.type_name) else { continue };
-        if !schema.is_subtype_of(attr_type, at) || !desc.options.iter().all(|o| attr_desc.options.contains(o)) {
-            continue;
-        }
-        seen = true;
-        for value in &attr.values {
-            if schema.normalize_value(rule, value).is_ok_and(|v| v == wanted) {
-                return Ok(ResultCode::CompareTrue);
-            }
-        }
+    let present = Filter::Present(req.attr.clone());
+    if evaluate(schema, &entry, &[], &present) != Ternary::True {
+        return Err(LdapError::new(ResultCode::NoSuchAttribute, ""));
     }
-    if seen {
-        Ok(ResultCode::CompareFalse)
-    } else {
-        Err(LdapError::new(ResultCode::NoSuchAttribute, ""))
-    }
+    // The filter rules decide, so compare agrees with search (subtypes, options, objectClass superclasses).
+    let assertion = Filter::Equality(req.attr.clone(), req.value.clone());
+    Ok(match evaluate(schema, &entry, &[], &assertion) {
+        Ternary::True => ResultCode::CompareTrue,
+        Ternary::False | Ternary::Undefined => ResultCode::CompareFalse,
+    })
 }

@@ -36,6 +36,7 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
         None => PasswdModifyRequest { user_identity: None, old_passwd: None, new_passwd: None },
     };
     let dir = &state.directory;
+    who.require_authenticated()?;
     let (dn, ndn) = match &req.user_identity {
         Some(id) => {
             let raw = id.strip_prefix(b"dn:").unwrap_or(id);
@@ -43,9 +44,7 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
         }
         None => match &who.ndn {
             Some(_) => dir.normalize(who.dn.as_bytes())?,
-            None => {
-                return Err(LdapError::new(ResultCode::UnwillingToPerform, "only authenticated users may change passwords"))
-            }
+            None => return Err(LdapError::new(ResultCode::StrongerAuthRequired, "modifications require authentication")),
         },
     };
     if !dir.holds(&ndn) {
@@ -80,6 +79,12 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
         operation: ModifyOperation::Replace,
         modification: PartialAttribute { name: "userPassword".into(), values: vec![hashed.into_bytes()] },
     };
-    dir.write(WriteOp::Modify { dn, ndn, changes: vec![change] }, who.clone(), Stamp::now()).await?;
+    // slapd answers the extended operation without a matched DN.
+    dir.write(WriteOp::Modify { dn, ndn, changes: vec![change] }, who.clone(), Stamp::now())
+        .await
+        .map_err(|mut e| {
+            e.matched_dn = None;
+            e
+        })?;
     Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
 }

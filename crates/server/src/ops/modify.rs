@@ -8,12 +8,13 @@ use crate::directory::WriteOp;
 use crate::opattrs::Stamp;
 use crate::state::State;
 
-pub async fn modify(state: &State, who: &Who, req: ModifyRequest) -> Result<(), LdapError> {
+pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<(), LdapError> {
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
         return Err(state.outside_naming_context(&ndn));
     }
+    who.require_authenticated()?;
     for change in &req.changes {
         let name = &change.modification.name;
         let type_name = name.split(';').next().unwrap_or(name);
@@ -29,6 +30,9 @@ pub async fn modify(state: &State, who: &Who, req: ModifyRequest) -> Result<(), 
                 return Err(LdapError::new(ResultCode::UndefinedAttributeType, format!("{name}: attribute type undefined")))
             }
         }
+    }
+    for change in &mut req.changes {
+        dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
     // Cleartext passwords written through modify are stored as written, as slapd does without ppolicy's
     // `hash cleartext`; the Password Modify operation is what hashes.

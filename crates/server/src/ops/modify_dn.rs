@@ -14,6 +14,7 @@ pub async fn modify_dn(state: &State, who: &Who, req: ModifyDnRequest) -> Result
     if !dir.holds(&ndn) {
         return Err(state.outside_naming_context(&ndn));
     }
+    who.require_authenticated()?;
     let new_rdn = Rdn::parse(&req.new_rdn).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
     let rdn_dn = Dn { rdns: vec![new_rdn.clone()] };
     dir.schema().normalize_dn(&rdn_dn).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;

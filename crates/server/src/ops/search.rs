@@ -18,6 +18,7 @@ use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
+
 use crate::directory::{dn_key, store_error, Directory};
 use crate::ops::{encode, error_result};
 use crate::select::Selection;
@@ -105,6 +106,8 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
     let limits = limits(job);
 
     let mut ids = candidates(dir, &txn, job, &base, base_id)?;
+    // Entries sent on earlier pages count against the size limit, as they do in slapd.
+    let mut sent_before = 0usize;
     let page_size = match &job.paged {
         Some(paged) => {
             if paged.size <= 0 {
@@ -112,8 +115,12 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
                 done_controls.push(paged_control(Vec::new()));
                 return Ok(());
             }
-            if let Some(last) = cookie_id(&paged.cookie) {
+            if !paged.cookie.is_empty() {
+                let Some((last, earlier)) = parse_cookie(&paged.cookie) else {
+                    return Err(LdapError::new(ResultCode::ProtocolError, "paged results cookie is invalid").into());
+                };
                 ids.retain(|id| *id > last);
+                sent_before = earlier;
             }
             Some(paged.size as usize)
         }
@@ -140,23 +147,24 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         if !in_scope(&base, &ndn, job.req.scope) {
             continue;
         }
-        let entry = visible_entry(&stored, &job.who)?;
+        let secrets = job.who.may_read_secrets(&ndn);
+        let entry = visible_entry(&stored, secrets)?;
         let computed = computed_attributes(&txn, dir, id, &entry)?;
         if evaluate(schema, &entry, &computed, &job.req.filter) != Ternary::True {
             continue;
         }
-        if limits.size.is_some_and(|limit| sent >= limit) {
+        if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
         if page_size.is_some_and(|size| sent >= size) {
             let _ = position;
             if let Some(last) = last_sent {
-                done_controls.push(paged_control(u64::to_be_bytes(last).to_vec()));
+                done_controls.push(paged_control(make_cookie(last, sent_before + sent)));
             }
             return Ok(());
         }
         out.clear();
-        encode_stored(job, &selection, &stored, &computed, &mut out);
+        encode_stored(job, &selection, &stored, &computed, secrets, &mut out);
         if job.tx.blocking_send(std::mem::replace(&mut out, Vec::with_capacity(1024))).is_err() {
             return Err(Stop::Silent);
         }
@@ -177,8 +185,18 @@ fn paged_control(cookie: Vec<u8>) -> Control {
     }
 }
 
-fn cookie_id(cookie: &[u8]) -> Option<u64> {
-    <[u8; 8]>::try_from(cookie).ok().map(u64::from_be_bytes)
+/// The paged-results cookie: the last ID sent and the number of entries sent so far, 8 bytes each, big-endian.
+/// IDs only grow, so "after this ID" resumes correctly even when entries change between pages.
+fn make_cookie(last: u64, sent: usize) -> Vec<u8> {
+    let mut cookie = last.to_be_bytes().to_vec();
+    cookie.extend_from_slice(&(sent as u64).to_be_bytes());
+    cookie
+}
+
+fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
+    let last = u64::from_be_bytes(cookie.get(..8)?.try_into().ok()?);
+    let sent = u64::from_be_bytes(cookie.get(8..16)?.try_into().ok()?);
+    (cookie.len() == 16).then_some((last, sent as usize))
 }
 
 /// The candidate IDs, ascending: from the indexes when the filter allows, else from the scope.
@@ -283,9 +301,9 @@ fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
 }
 
 /// The entry as the filter sees it: secret attributes only for those who may read them.
-fn visible_entry(stored: &StoredEntry<'_>, who: &Who) -> Result<Entry, LdapError> {
+fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
     let mut entry = stored.to_entry().map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-    if !who.root {
+    if !secrets {
         let secret: Vec<&str> =
             canopy_core::wire::attributes(stored.secret).filter_map(|a| a.ok().map(|(d, _)| d)).collect();
         entry.attrs.retain(|a| !secret.contains(&a.desc.as_str()));
@@ -304,11 +322,18 @@ fn computed_attributes(txn: &ReadTxn, dir: &Directory, id: u64, entry: &Entry) -
     ])
 }
 
-fn encode_stored(job: &SearchJob, selection: &Selection, stored: &StoredEntry<'_>, computed: &[Attribute], out: &mut Vec<u8>) {
+fn encode_stored(
+    job: &SearchJob,
+    selection: &Selection,
+    stored: &StoredEntry<'_>,
+    computed: &[Attribute],
+    secrets: bool,
+    out: &mut Vec<u8>,
+) {
     let schema = job.state.directory.schema();
     if selection.is_all_user_only() && !job.req.types_only {
         // The common answer is the stored bytes themselves.
-        if job.who.root {
+        if secrets {
             let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
             attrs.extend_from_slice(stored.user);
             attrs.extend_from_slice(stored.secret);
@@ -321,7 +346,7 @@ fn encode_stored(job: &SearchJob, selection: &Selection, stored: &StoredEntry<'_
     let mut attrs = Vec::with_capacity(512);
     let sections: [&[u8]; 3] = [stored.user, stored.secret, stored.operational];
     for (index, section) in sections.iter().enumerate() {
-        if index == 1 && !job.who.root {
+        if index == 1 && !secrets {
             continue;
         }
         for item in attribute_tlvs(section) {
