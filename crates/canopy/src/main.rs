@@ -63,7 +63,10 @@ fn run() -> Result<()> {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("CANOPY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 
     let mut config = match &cli.config {
         Some(path) => Config::load(path)?,
@@ -108,14 +111,21 @@ fn root_password(config: &Config) -> Result<Vec<u8>> {
         .map_err(|e| anyhow::anyhow!("hashing the root password: {e}"))?;
     write_private(&stored, &hash).with_context(|| format!("writing {}", stored.display()))?;
     println!("Generated a password for {}: {password}", config.root_dn);
-    println!("(shown once; its hash is in {}; set CANOPY_ROOTPW or root_password to choose one)", stored.display());
+    println!(
+        "(shown once; its hash is in {}; set CANOPY_ROOTPW or root_password to choose one)",
+        stored.display()
+    );
     Ok(hash.into_bytes())
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     file.write_all(text.as_bytes())?;
     file.write_all(b"\n")
 }
@@ -124,7 +134,9 @@ fn serve(config: Config) -> Result<()> {
     if config.listen.is_empty() {
         bail!("no listeners configured");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let password = root_password(&config)?;
     let listen = config.listen.clone();
     let state = canopy_server::build_state(config, password)?;

@@ -25,7 +25,10 @@ struct Progress {
 
 impl Progress {
     fn new() -> Progress {
-        Progress { start: Instant::now(), last: Instant::now() }
+        Progress {
+            start: Instant::now(),
+            last: Instant::now(),
+        }
     }
     fn tick(&mut self, done: u64, what: &str) {
         if self.last.elapsed().as_millis() >= 250 {
@@ -35,7 +38,11 @@ impl Progress {
     }
     fn show(&self, done: u64, what: &str) {
         let secs = self.start.elapsed().as_secs_f64().max(1e-6);
-        eprint!("\r{what} {done} entries ({:.0}/s, {:.1}s)   ", done as f64 / secs, secs);
+        eprint!(
+            "\r{what} {done} entries ({:.0}/s, {:.1}s)   ",
+            done as f64 / secs,
+            secs
+        );
     }
 }
 
@@ -54,7 +61,11 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let input = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
     let reader = LdifReader::new(BufReader::with_capacity(1 << 20, input));
     let mut loader = dir.store().bulk_loader()?;
-    let who = Who { dn: config.root_dn.clone(), ndn: None, root: true };
+    let who = Who {
+        dn: config.root_dn.clone(),
+        ndn: None,
+        root: true,
+    };
     let mut ids: HashMap<String, u64> = HashMap::new();
     let mut next_id = 1u64;
     let mut progress = Progress::new();
@@ -64,29 +75,50 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         let record = record.map_err(|e| anyhow!("{}: {e}", file.display()))?;
         let (raw_dn, attrs) = match record {
             LdifRecord::Content { dn, attrs } => (dn, attrs),
-            LdifRecord::Change { dn, change: LdifChange::Add(attrs), .. } => (dn, attrs),
+            LdifRecord::Change {
+                dn,
+                change: LdifChange::Add(attrs),
+                ..
+            } => (dn, attrs),
             LdifRecord::Change { dn, .. } => {
-                bail!("{}: entry {}: import takes entries, not changes", file.display(), String::from_utf8_lossy(&dn))
+                bail!(
+                    "{}: entry {}: import takes entries, not changes",
+                    file.display(),
+                    String::from_utf8_lossy(&dn)
+                )
             }
         };
         let shown = String::from_utf8_lossy(&raw_dn).to_string();
-        let fail = |e: canopy_core::LdapError| anyhow!("{}: entry {shown:?}: {}", file.display(), e);
+        let fail =
+            |e: canopy_core::LdapError| anyhow!("{}: entry {shown:?}: {}", file.display(), e);
         let (dn, ndn) = dir.normalize(&raw_dn).map_err(fail)?;
         if !dir.holds(&ndn) {
-            bail!("{}: entry {shown:?} is outside the suffix {}", file.display(), config.suffix);
+            bail!(
+                "{}: entry {shown:?} is outside the suffix {}",
+                file.display(),
+                config.suffix
+            );
         }
         let parent = if ndn == *dir.suffix() {
             0
         } else {
-            let parent = ndn.parent().map(|p| p.as_str().to_string()).unwrap_or_default();
-            *ids.get(&parent)
-                .ok_or_else(|| anyhow!("{}: entry {shown:?}: parent not found (parents must come first)", file.display()))?
+            let parent = ndn
+                .parent()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            *ids.get(&parent).ok_or_else(|| {
+                anyhow!(
+                    "{}: entry {shown:?}: parent not found (parents must come first)",
+                    file.display()
+                )
+            })?
         };
         if ids.contains_key(ndn.as_str()) {
             bail!("{}: entry {shown:?} appears twice", file.display());
         }
         let partial = group(attrs);
-        let mut entry = entry_from_attributes_with(&schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
+        let mut entry =
+            entry_from_attributes_with(&schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
         check_entry(&schema, &entry).map_err(fail)?;
         let structural = structural_class(&schema, &entry).map_err(fail)?;
         stamp.create(&mut entry, &who, &structural);
@@ -115,7 +147,10 @@ fn group(attrs: Vec<(String, Vec<u8>)>) -> Vec<PartialAttribute> {
     for (name, value) in attrs {
         match out.iter_mut().find(|a| a.name.eq_ignore_ascii_case(&name)) {
             Some(attr) => attr.values.push(value),
-            None => out.push(PartialAttribute { name, values: vec![value] }),
+            None => out.push(PartialAttribute {
+                name,
+                values: vec![value],
+            }),
         }
     }
     out
@@ -134,7 +169,9 @@ pub fn export(config: &Config, file: Option<&Path>) -> Result<()> {
     let members = txn.subtree(&dn_key(dir.suffix()))?;
     let mut buf = Vec::with_capacity(4096);
     for (_, id) in members {
-        let Some(bytes) = txn.get_entry(id)? else { continue };
+        let Some(bytes) = txn.get_entry(id)? else {
+            continue;
+        };
         let stored = StoredEntry::parse(bytes)?;
         let mut lines: Vec<(&str, &[u8])> = Vec::new();
         for section in [stored.user, stored.secret, stored.operational] {
@@ -189,8 +226,8 @@ pub fn reindex(config: &Config) -> Result<()> {
 }
 
 pub fn passwd(scheme: &str, secret: Option<String>) -> Result<()> {
-    let scheme =
-        canopy_password::Scheme::from_name(scheme).ok_or_else(|| anyhow!("unknown password scheme {scheme:?}"))?;
+    let scheme = canopy_password::Scheme::from_name(scheme)
+        .ok_or_else(|| anyhow!("unknown password scheme {scheme:?}"))?;
     let secret = match secret {
         Some(s) => s,
         None => {

@@ -24,10 +24,14 @@ pub struct Entry {
 impl Entry {
     /// The attribute whose description equals `desc` (ASCII case-insensitive), options included.
     pub fn get(&self, desc: &str) -> Option<&Attribute> {
-        self.attrs.iter().find(|a| a.desc.eq_ignore_ascii_case(desc))
+        self.attrs
+            .iter()
+            .find(|a| a.desc.eq_ignore_ascii_case(desc))
     }
 
     pub fn get_mut(&mut self, desc: &str) -> Option<&mut Attribute> {
-        self.attrs.iter_mut().find(|a| a.desc.eq_ignore_ascii_case(desc))
+        self.attrs
+            .iter_mut()
+            .find(|a| a.desc.eq_ignore_ascii_case(desc))
     }
 }

@@ -14,7 +14,11 @@ pub struct LdapError {
 
 impl LdapError {
     pub fn new(code: ResultCode, message: impl Into<String>) -> LdapError {
-        LdapError { code, message: message.into(), matched_dn: None }
+        LdapError {
+            code,
+            message: message.into(),
+            matched_dn: None,
+        }
     }
 
     pub fn with_matched(mut self, matched: impl Into<String>) -> LdapError {

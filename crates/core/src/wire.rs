@@ -62,9 +62,16 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     let lengths_at = out.len();
     out.extend_from_slice(&[0; 8]);
     let mut lengths = [0usize; 2];
-    for (index, section) in [Section::User, Section::Secret, Section::Operational].iter().enumerate() {
+    for (index, section) in [Section::User, Section::Secret, Section::Operational]
+        .iter()
+        .enumerate()
+    {
         let start = out.len();
-        for attr in entry.attrs.iter().filter(|a| section_of(schema, &a.desc) == *section) {
+        for attr in entry
+            .attrs
+            .iter()
+            .filter(|a| section_of(schema, &a.desc) == *section)
+        {
             let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
             encode_partial_attribute(out, &attr.desc, &values);
         }
@@ -140,7 +147,14 @@ impl<'a> StoredEntry<'a> {
         let secret_len = c.u32()?;
         let user = c.take(user_len)?;
         let secret = c.take(secret_len)?;
-        Ok(StoredEntry { ndn_rdns, rdn_count, dn, user, secret, operational: c.buf })
+        Ok(StoredEntry {
+            ndn_rdns,
+            rdn_count,
+            dn,
+            user,
+            secret,
+            operational: c.buf,
+        })
     }
 
     /// The normalized DN's RDN strings, leftmost first.
@@ -149,7 +163,8 @@ impl<'a> StoredEntry<'a> {
         let mut rdns = Vec::with_capacity(self.rdn_count);
         for _ in 0..self.rdn_count {
             let n = c.u16()?;
-            let rdn = std::str::from_utf8(c.take(n)?).map_err(|_| WireError::Corrupt("rdn utf-8"))?;
+            let rdn =
+                std::str::from_utf8(c.take(n)?).map_err(|_| WireError::Corrupt("rdn utf-8"))?;
             rdns.push(rdn);
         }
         let mut ndn = NormDn::root();
@@ -172,7 +187,11 @@ impl<'a> StoredEntry<'a> {
                 });
             }
         }
-        Ok(Entry { dn, ndn: self.ndn()?, attrs })
+        Ok(Entry {
+            dn,
+            ndn: self.ndn()?,
+            attrs,
+        })
     }
 }
 
@@ -206,13 +225,22 @@ pub fn attribute_tlvs(section: &[u8]) -> impl Iterator<Item = Result<(&str, &[u8
 
 fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>), WireError> {
     let corrupt = |_| WireError::Corrupt("attribute TLV");
-    let mut attr = reader.read_constructed(canopy_ber::tag::SEQUENCE).map_err(corrupt)?;
-    let desc = attr.read_octet_string(canopy_ber::tag::OCTET_STRING).map_err(corrupt)?;
+    let mut attr = reader
+        .read_constructed(canopy_ber::tag::SEQUENCE)
+        .map_err(corrupt)?;
+    let desc = attr
+        .read_octet_string(canopy_ber::tag::OCTET_STRING)
+        .map_err(corrupt)?;
     let desc = std::str::from_utf8(desc).map_err(|_| WireError::Corrupt("attribute name"))?;
-    let mut set = attr.read_constructed(canopy_ber::tag::SET).map_err(corrupt)?;
+    let mut set = attr
+        .read_constructed(canopy_ber::tag::SET)
+        .map_err(corrupt)?;
     let mut values = Vec::new();
     while !set.is_empty() {
-        values.push(set.read_octet_string(canopy_ber::tag::OCTET_STRING).map_err(corrupt)?);
+        values.push(
+            set.read_octet_string(canopy_ber::tag::OCTET_STRING)
+                .map_err(corrupt)?,
+        );
     }
     Ok((desc, values))
 }

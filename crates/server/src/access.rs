@@ -26,7 +26,10 @@ impl Who {
     /// slapd refuses every update from an anonymous client before looking at the target.
     pub fn require_authenticated(&self) -> Result<(), LdapError> {
         if self.ndn.is_none() {
-            return Err(LdapError::new(ResultCode::StrongerAuthRequired, "modifications require authentication"));
+            return Err(LdapError::new(
+                ResultCode::StrongerAuthRequired,
+                "modifications require authentication",
+            ));
         }
         Ok(())
     }
@@ -81,7 +84,10 @@ fn is_password_name(desc: &str) -> bool {
 /// Attributes only the root DN reads: userPassword and its subtypes.
 pub fn is_secret(schema: &Schema, desc: &str) -> bool {
     let name = desc.split(';').next().unwrap_or(desc);
-    match (schema.attribute_type(name), schema.attribute_type("userPassword")) {
+    match (
+        schema.attribute_type(name),
+        schema.attribute_type("userPassword"),
+    ) {
         (Some(at), Some(pw)) => schema.is_subtype_of(at, pw),
         _ => is_password_name(name),
     }

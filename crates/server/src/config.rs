@@ -110,9 +110,16 @@ fn default_indexes() -> Vec<IndexConfig> {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {message}")]
-    Invalid { path: String, line: usize, message: String },
+    Invalid {
+        path: String,
+        line: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Semantic { path: String, message: String },
 }
@@ -120,18 +127,30 @@ pub enum ConfigError {
 impl Config {
     /// Reads and checks a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
         Config::parse(&text, &path.display().to_string())
     }
 
     /// Parses configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).unwrap_or(0);
-            ConfigError::Invalid { path: origin.to_string(), line, message: e.message().to_string() }
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(0);
+            ConfigError::Invalid {
+                path: origin.to_string(),
+                line,
+                message: e.message().to_string(),
+            }
         })?;
-        config.check().map_err(|message| ConfigError::Semantic { path: origin.to_string(), message })?;
+        config.check().map_err(|message| ConfigError::Semantic {
+            path: origin.to_string(),
+            message,
+        })?;
         Ok(config)
     }
 
@@ -150,7 +169,10 @@ impl Config {
             }
         }
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
-            return Err(format!("password_hash: unknown scheme {:?}", self.password_hash));
+            return Err(format!(
+                "password_hash: unknown scheme {:?}",
+                self.password_hash
+            ));
         }
         Ok(())
     }
@@ -171,7 +193,10 @@ impl ListenUrl {
             if host_port.is_empty() {
                 return Ok(ListenUrl::Tcp("0.0.0.0:389".to_string()));
             }
-            if host_port.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
+            if host_port
+                .rsplit_once(':')
+                .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+            {
                 return Ok(ListenUrl::Tcp(format!("{host_port}:389")));
             }
             Ok(ListenUrl::Tcp(host_port.to_string()))
@@ -182,7 +207,9 @@ impl ListenUrl {
             }
             Ok(ListenUrl::Unix(PathBuf::from(percent_decode(encoded)?)))
         } else {
-            Err(format!("listener {url:?}: expected ldap://HOST:PORT or ldapi://PATH"))
+            Err(format!(
+                "listener {url:?}: expected ldap://HOST:PORT or ldapi://PATH"
+            ))
         }
     }
 }
@@ -193,7 +220,9 @@ fn percent_decode(s: &str) -> Result<String, String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or_else(|| format!("bad escape in {s:?}"))?;
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or_else(|| format!("bad escape in {s:?}"))?;
             out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad escape in {s:?}"))?);
             i += 3;
         } else {
@@ -217,16 +246,26 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_line() {
-        let err = Config::parse("suffix = \"dc=x\"\n\nbogus = 1\n", "c.toml").unwrap_err().to_string();
+        let err = Config::parse("suffix = \"dc=x\"\n\nbogus = 1\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("c.toml:3:"), "{err}");
-        let err = Config::parse("listen = [\"http://x\"]\n", "c.toml").unwrap_err().to_string();
+        let err = Config::parse("listen = [\"http://x\"]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected ldap://"), "{err}");
     }
 
     #[test]
     fn listen_urls() {
-        assert_eq!(ListenUrl::parse("ldap://127.0.0.1:3389/"), Ok(ListenUrl::Tcp("127.0.0.1:3389".into())));
-        assert_eq!(ListenUrl::parse("ldapi://%2Ftmp%2Fs"), Ok(ListenUrl::Unix("/tmp/s".into())));
+        assert_eq!(
+            ListenUrl::parse("ldap://127.0.0.1:3389/"),
+            Ok(ListenUrl::Tcp("127.0.0.1:3389".into()))
+        );
+        assert_eq!(
+            ListenUrl::parse("ldapi://%2Ftmp%2Fs"),
+            Ok(ListenUrl::Unix("/tmp/s".into()))
+        );
         assert!(ListenUrl::parse("ldapi://").is_err());
     }
 }

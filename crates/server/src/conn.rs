@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use canopy_core::LdapError;
 use canopy_proto::oid::{CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, NOTICE_OF_DISCONNECTION};
 use canopy_proto::{
-    frame_len, BindResponse, Control, DecodeLimits, ExtendedResponse, FrameError, LdapMessage, LdapResult,
-    PagedResults, ProtocolOp, ResultCode,
+    frame_len, BindResponse, Control, DecodeLimits, ExtendedResponse, FrameError, LdapMessage,
+    LdapResult, PagedResults, ProtocolOp, ResultCode,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
@@ -32,8 +32,12 @@ where
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
     let writer_task = tokio::spawn(write_responses(writer, rx));
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-    let permits = Arc::new(Semaphore::new(state.config.limits.max_pending_per_connection.max(1)));
-    let decode_limits = DecodeLimits { max_filter_depth: state.config.limits.max_filter_depth };
+    let permits = Arc::new(Semaphore::new(
+        state.config.limits.max_pending_per_connection.max(1),
+    ));
+    let decode_limits = DecodeLimits {
+        max_filter_depth: state.config.limits.max_filter_depth,
+    };
     let mut who = Who::anonymous();
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut start = 0usize;
@@ -51,7 +55,9 @@ where
                 Ok(None) => break,
                 Err(error) => {
                     let reason = match error {
-                        FrameError::TooLarge { len, max } => format!("PDU of {len} bytes exceeds the limit of {max}"),
+                        FrameError::TooLarge { len, max } => {
+                            format!("PDU of {len} bytes exceeds the limit of {max}")
+                        }
                         FrameError::Malformed(what) => format!("malformed PDU: {what}"),
                     };
                     tracing::info!(?peer, %reason, "closing connection");
@@ -123,18 +129,26 @@ async fn disconnect(tx: &mpsc::Sender<Vec<u8>>, reason: &str) {
         name: Some(NOTICE_OF_DISCONNECTION.to_string()),
         value: None,
     };
-    let _ = tx.send(encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new())).await;
+    let _ = tx
+        .send(encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new()))
+        .await;
 }
 
 /// Checks request controls: unknown critical ones fail the operation (RFC 4511 §4.1.11).
-fn check_controls(controls: &[Control], is_search: bool) -> Result<Option<PagedResults>, LdapError> {
+fn check_controls(
+    controls: &[Control],
+    is_search: bool,
+) -> Result<Option<PagedResults>, LdapError> {
     let mut paged = None;
     for control in controls {
         match control.oid.as_str() {
             CONTROL_PAGED_RESULTS if is_search => {
                 let value = control.value.as_deref().unwrap_or(&[]);
                 paged = Some(PagedResults::decode(value).map_err(|_| {
-                    LdapError::new(ResultCode::ProtocolError, "paged results control value is malformed")
+                    LdapError::new(
+                        ResultCode::ProtocolError,
+                        "paged results control value is malformed",
+                    )
                 })?);
             }
             CONTROL_MANAGE_DSA_IT => {}
@@ -184,21 +198,35 @@ async fn dispatch(
                     error_result(e)
                 }
             };
-            let response = BindResponse { result, server_sasl_creds: None };
-            let _ = tx.send(encode(id, ProtocolOp::BindResponse(response), Vec::new())).await;
+            let response = BindResponse {
+                result,
+                server_sasl_creds: None,
+            };
+            let _ = tx
+                .send(encode(id, ProtocolOp::BindResponse(response), Vec::new()))
+                .await;
             Flow::Continue
         }
         ProtocolOp::UnbindRequest => Flow::Close,
         ProtocolOp::AbandonRequest(target) => {
-            if let Some(flag) = pending.lock().unwrap_or_else(|e| e.into_inner()).get(&target) {
+            if let Some(flag) = pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&target)
+            {
                 flag.store(true, Ordering::Relaxed);
             }
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
-            let Ok(permit) = permits.clone().acquire_owned().await else { return Flow::Close };
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return Flow::Close;
+            };
             let cancel = Arc::new(AtomicBool::new(false));
-            pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, cancel.clone());
+            pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, cancel.clone());
             let job = ops::search::SearchJob {
                 state: state.clone(),
                 who: who.clone(),
@@ -211,7 +239,10 @@ async fn dispatch(
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
                 ops::search::run(job);
-                pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
                 drop(permit);
             });
             Flow::Continue
@@ -222,7 +253,9 @@ async fn dispatch(
         | ProtocolOp::ModifyDnRequest(_)
         | ProtocolOp::CompareRequest(_)
         | ProtocolOp::ExtendedRequest(_)) => {
-            let Ok(permit) = permits.clone().acquire_owned().await else { return Flow::Close };
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return Flow::Close;
+            };
             let state = state.clone();
             let who = who.clone();
             let tx = tx.clone();
@@ -243,14 +276,18 @@ async fn dispatch(
 
 async fn run_update(state: &State, who: &Who, op: ProtocolOp) -> ProtocolOp {
     match op {
-        ProtocolOp::AddRequest(req) => ProtocolOp::AddResponse(result_of(ops::add::add(state, who, req).await)),
-        ProtocolOp::DelRequest(dn) => ProtocolOp::DelResponse(result_of(ops::delete::delete(state, who, &dn).await)),
+        ProtocolOp::AddRequest(req) => {
+            ProtocolOp::AddResponse(result_of(ops::add::add(state, who, req).await))
+        }
+        ProtocolOp::DelRequest(dn) => {
+            ProtocolOp::DelResponse(result_of(ops::delete::delete(state, who, &dn).await))
+        }
         ProtocolOp::ModifyRequest(req) => {
             ProtocolOp::ModifyResponse(result_of(ops::modify::modify(state, who, req).await))
         }
-        ProtocolOp::ModifyDnRequest(req) => {
-            ProtocolOp::ModifyDnResponse(result_of(ops::modify_dn::modify_dn(state, who, req).await))
-        }
+        ProtocolOp::ModifyDnRequest(req) => ProtocolOp::ModifyDnResponse(result_of(
+            ops::modify_dn::modify_dn(state, who, req).await,
+        )),
         ProtocolOp::CompareRequest(req) => {
             let result = match ops::compare::compare(state, who, &req) {
                 Ok(code) => LdapResult::new(code, ""),
@@ -276,16 +313,21 @@ async fn run_update(state: &State, who: &Who, op: ProtocolOp) -> ProtocolOp {
 fn error_response(op: &ProtocolOp, e: LdapError) -> Option<ProtocolOp> {
     let result = error_result(e);
     Some(match op {
-        ProtocolOp::BindRequest(_) => ProtocolOp::BindResponse(BindResponse { result, server_sasl_creds: None }),
+        ProtocolOp::BindRequest(_) => ProtocolOp::BindResponse(BindResponse {
+            result,
+            server_sasl_creds: None,
+        }),
         ProtocolOp::SearchRequest(_) => ProtocolOp::SearchResultDone(result),
         ProtocolOp::ModifyRequest(_) => ProtocolOp::ModifyResponse(result),
         ProtocolOp::AddRequest(_) => ProtocolOp::AddResponse(result),
         ProtocolOp::DelRequest(_) => ProtocolOp::DelResponse(result),
         ProtocolOp::ModifyDnRequest(_) => ProtocolOp::ModifyDnResponse(result),
         ProtocolOp::CompareRequest(_) => ProtocolOp::CompareResponse(result),
-        ProtocolOp::ExtendedRequest(_) => {
-            ProtocolOp::ExtendedResponse(ExtendedResponse { result, name: None, value: None })
-        }
+        ProtocolOp::ExtendedRequest(_) => ProtocolOp::ExtendedResponse(ExtendedResponse {
+            result,
+            name: None,
+            value: None,
+        }),
         _ => return None,
     })
 }

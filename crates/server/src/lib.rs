@@ -48,10 +48,17 @@ pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, S
     let mut specs = Vec::new();
     for index in &config.indexes {
         let Some(at) = schema.attribute_type(&index.attr) else {
-            return Err(StartError::Open(directory::OpenError::IndexAttribute(index.attr.clone())));
+            return Err(StartError::Open(directory::OpenError::IndexAttribute(
+                index.attr.clone(),
+            )));
         };
         let has = |k: &str| index.kinds.iter().any(|x| x == k);
-        specs.push(IndexSpec { attr: at.name().to_string(), eq: has("eq"), pres: has("pres"), sub: has("sub") });
+        specs.push(IndexSpec {
+            attr: at.name().to_string(),
+            eq: has("eq"),
+            pres: has("pres"),
+            sub: has("sub"),
+        });
     }
     Ok(specs)
 }
@@ -67,7 +74,12 @@ pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, Start
         durable,
         max_readers: 1024,
     };
-    Ok(Directory::open(schema, &config.suffix, specs, store_config)?)
+    Ok(Directory::open(
+        schema,
+        &config.suffix,
+        specs,
+        store_config,
+    )?)
 }
 
 /// Builds the shared state for serving.
@@ -79,5 +91,10 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         .schema()
         .normalize_dn(&root_dn)
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
-    Ok(Arc::new(ServerState { directory, config, root_ndn, root_password }))
+    Ok(Arc::new(ServerState {
+        directory,
+        config,
+        root_ndn,
+        root_password,
+    }))
 }

@@ -18,18 +18,21 @@ pub enum Bound {
 impl Bound {
     /// Binds a listener URL. A stale ldapi socket file is replaced.
     pub async fn bind(url: &str) -> Result<Bound, StartError> {
-        let parsed = ListenUrl::parse(url).map_err(|e| StartError::Listen(url.to_string(), std::io::Error::other(e)))?;
+        let parsed = ListenUrl::parse(url)
+            .map_err(|e| StartError::Listen(url.to_string(), std::io::Error::other(e)))?;
         match parsed {
             ListenUrl::Tcp(addr) => {
-                let listener =
-                    TcpListener::bind(&addr).await.map_err(|e| StartError::Listen(url.to_string(), e))?;
+                let listener = TcpListener::bind(&addr)
+                    .await
+                    .map_err(|e| StartError::Listen(url.to_string(), e))?;
                 Ok(Bound::Tcp(listener))
             }
             ListenUrl::Unix(path) => {
                 if path.exists() {
                     let _ = std::fs::remove_file(&path);
                 }
-                let listener = UnixListener::bind(&path).map_err(|e| StartError::Listen(url.to_string(), e))?;
+                let listener = UnixListener::bind(&path)
+                    .map_err(|e| StartError::Listen(url.to_string(), e))?;
                 // Like slapd's ldapi socket: anyone may connect; identity comes from peer credentials.
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
@@ -45,7 +48,9 @@ impl Bound {
                 Ok(addr) => format!("ldap://{addr}"),
                 Err(_) => "ldap://?".to_string(),
             },
-            Bound::Unix(_, path) => format!("ldapi://{}", path.display().to_string().replace('/', "%2F")),
+            Bound::Unix(_, path) => {
+                format!("ldapi://{}", path.display().to_string().replace('/', "%2F"))
+            }
         }
     }
 
@@ -86,7 +91,13 @@ impl Bound {
             Bound::Unix(listener, _) => {
                 let (stream, _) = listener.accept().await?;
                 let cred = stream.peer_cred()?;
-                Ok((Stream::Unix(stream), Peer::Unix { uid: cred.uid(), gid: cred.gid() }))
+                Ok((
+                    Stream::Unix(stream),
+                    Peer::Unix {
+                        uid: cred.uid(),
+                        gid: cred.gid(),
+                    },
+                ))
             }
         }
     }

@@ -20,7 +20,10 @@ static LAST: Mutex<(u128, u32)> = Mutex::new((0, 0));
 
 impl Stamp {
     pub fn now() -> Stamp {
-        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+        let micros = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros())
+            .unwrap_or(0);
         // CSNs must grow strictly: the same microsecond gets a higher counter.
         let (micros, counter) = {
             let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
@@ -36,7 +39,9 @@ impl Stamp {
         let (y, mo, d, h, mi, s) = civil(secs);
         Stamp {
             time: format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}Z"),
-            csn: format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{frac:06}Z#{counter:06x}#000#000000"),
+            csn: format!(
+                "{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{frac:06}Z#{counter:06x}#000#000000"
+            ),
         }
     }
 
@@ -51,7 +56,11 @@ impl Stamp {
     pub fn create(&self, entry: &mut Entry, who: &Who, structural: &str) {
         let keep = |entry: &Entry, name: &str| entry.get(name).is_some();
         if !keep(entry, "entryUUID") {
-            set(entry, "entryUUID", uuid::Uuid::new_v4().hyphenated().to_string().into_bytes());
+            set(
+                entry,
+                "entryUUID",
+                uuid::Uuid::new_v4().hyphenated().to_string().into_bytes(),
+            );
         }
         if !keep(entry, "creatorsName") {
             set(entry, "creatorsName", who.dn.as_bytes().to_vec());
@@ -68,14 +77,21 @@ impl Stamp {
         if !keep(entry, "modifyTimestamp") {
             set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
         }
-        set(entry, "structuralObjectClass", structural.as_bytes().to_vec());
+        set(
+            entry,
+            "structuralObjectClass",
+            structural.as_bytes().to_vec(),
+        );
     }
 }
 
 fn set(entry: &mut Entry, desc: &str, value: Vec<u8>) {
     match entry.get_mut(desc) {
         Some(attr) => attr.values = vec![value],
-        None => entry.attrs.push(Attribute { desc: desc.to_string(), values: vec![value] }),
+        None => entry.attrs.push(Attribute {
+            desc: desc.to_string(),
+            values: vec![value],
+        }),
     }
 }
 
@@ -92,7 +108,14 @@ pub fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
     let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u32,
+        (rem % 3600 / 60) as u32,
+        (rem % 60) as u32,
+    )
 }
 
 #[cfg(test)]

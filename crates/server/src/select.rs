@@ -13,7 +13,11 @@ pub struct Selection {
 
 impl Selection {
     pub fn parse(schema: &Schema, attributes: &[String]) -> Selection {
-        let mut selection = Selection { all_user: attributes.is_empty(), all_operational: false, named: Vec::new() };
+        let mut selection = Selection {
+            all_user: attributes.is_empty(),
+            all_operational: false,
+            named: Vec::new(),
+        };
         for name in attributes {
             match name.as_str() {
                 "*" => selection.all_user = true,
@@ -37,20 +41,32 @@ impl Selection {
 
     /// Whether an attribute with this canonical description is selected.
     pub fn wants(&self, schema: &Schema, desc: &str) -> bool {
-        let Ok(have) = AttrDesc::parse(schema, desc) else { return false };
-        let operational = schema.attribute_type(&have.type_name).is_some_and(|at| at.is_operational());
+        let Ok(have) = AttrDesc::parse(schema, desc) else {
+            return false;
+        };
+        let operational = schema
+            .attribute_type(&have.type_name)
+            .is_some_and(|at| at.is_operational());
         if (operational && self.all_operational) || (!operational && self.all_user) {
             return true;
         }
-        let Some(have_type) = schema.attribute_type(&have.type_name) else { return false };
+        let Some(have_type) = schema.attribute_type(&have.type_name) else {
+            return false;
+        };
         self.named.iter().any(|want| {
-            schema.attribute_type(&want.type_name).is_some_and(|want_type| schema.is_subtype_of(have_type, want_type))
+            schema
+                .attribute_type(&want.type_name)
+                .is_some_and(|want_type| schema.is_subtype_of(have_type, want_type))
                 && want.options.iter().all(|o| have.options.contains(o))
         })
     }
 
     /// Whether a computed attribute (by canonical name) is asked for, explicitly or through `+`.
     pub fn wants_computed(&self, name: &str) -> bool {
-        self.all_operational || self.named.iter().any(|d| d.type_name.eq_ignore_ascii_case(name))
+        self.all_operational
+            || self
+                .named
+                .iter()
+                .any(|d| d.type_name.eq_ignore_ascii_case(name))
     }
 }

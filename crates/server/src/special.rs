@@ -1,7 +1,9 @@
 //! Entries the server makes up rather than stores: the root DSE (RFC 4512 §5.1) and cn=Subschema (§4.2).
 
 use canopy_core::{Attribute, Entry};
-use canopy_proto::oid::{CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I};
+use canopy_proto::oid::{
+    CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I,
+};
 use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
 
@@ -11,8 +13,12 @@ pub const SUBSCHEMA_DN: &str = "cn=Subschema";
 
 /// RFC 4512 §5.1 feature OIDs slapd lists: all operational attributes (RFC 3673), objectClass lists in
 /// attribute lists (RFC 4529), true/false filters (RFC 4526), increment (RFC 4525).
-const FEATURES: &[&str] =
-    &["1.3.6.1.1.14", "1.3.6.1.4.1.4203.1.5.1", "1.3.6.1.4.1.4203.1.5.2", "1.3.6.1.4.1.4203.1.5.3"];
+const FEATURES: &[&str] = &[
+    "1.3.6.1.1.14",
+    "1.3.6.1.4.1.4203.1.5.1",
+    "1.3.6.1.4.1.4203.1.5.2",
+    "1.3.6.1.4.1.4203.1.5.3",
+];
 
 /// The special entry a base-scope search of `base` reads, if any.
 pub fn entry_for(state: &ServerState, base: &NormDn, scope: SearchScope) -> Option<Entry> {
@@ -22,12 +28,19 @@ pub fn entry_for(state: &ServerState, base: &NormDn, scope: SearchScope) -> Opti
     if base.is_root() {
         return Some(root_dse(state));
     }
-    let subschema = state.directory.schema().normalize_dn(&Dn::parse(SUBSCHEMA_DN.as_bytes()).ok()?).ok()?;
+    let subschema = state
+        .directory
+        .schema()
+        .normalize_dn(&Dn::parse(SUBSCHEMA_DN.as_bytes()).ok()?)
+        .ok()?;
     (*base == subschema).then(|| subschema_entry(state))
 }
 
 fn attr(desc: &str, values: impl IntoIterator<Item = String>) -> Attribute {
-    Attribute { desc: desc.to_string(), values: values.into_iter().map(String::into_bytes).collect() }
+    Attribute {
+        desc: desc.to_string(),
+        values: values.into_iter().map(String::into_bytes).collect(),
+    }
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -43,13 +56,22 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("structuralObjectClass", strings(&["OpenLDAProotDSE"])),
             attr("namingContexts", [state.directory.suffix_dn().to_string()]),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
-            attr("supportedControl", strings(&[CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS])),
-            attr("supportedExtension", strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I])),
+            attr(
+                "supportedControl",
+                strings(&[CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS]),
+            ),
+            attr(
+                "supportedExtension",
+                strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I]),
+            ),
             attr("supportedFeatures", strings(FEATURES)),
             attr("supportedLDAPVersion", strings(&["3"])),
             attr("supportedSASLMechanisms", strings(&["EXTERNAL"])),
             attr("vendorName", strings(&["Canopy"])),
-            attr("vendorVersion", [format!("Canopy {}", env!("CARGO_PKG_VERSION"))]),
+            attr(
+                "vendorVersion",
+                [format!("Canopy {}", env!("CARGO_PKG_VERSION"))],
+            ),
             attr("entryDN", [String::new()]),
         ],
     }
@@ -64,12 +86,24 @@ fn subschema_entry(state: &ServerState) -> Entry {
         ndn,
         attrs: vec![
             attr("structuralObjectClass", strings(&["subentry"])),
-            attr("objectClass", strings(&["top", "subentry", "subschema", "extensibleObject"])),
+            attr(
+                "objectClass",
+                strings(&["top", "subentry", "subschema", "extensibleObject"]),
+            ),
             attr("cn", strings(&["Subschema"])),
             attr("ldapSyntaxes", schema.syntaxes().map(|s| s.definition())),
-            attr("matchingRules", schema.matching_rules().map(|m| m.definition())),
-            attr("attributeTypes", schema.attribute_types().map(|a| a.definition())),
-            attr("objectClasses", schema.object_classes().map(|o| o.definition())),
+            attr(
+                "matchingRules",
+                schema.matching_rules().map(|m| m.definition()),
+            ),
+            attr(
+                "attributeTypes",
+                schema.attribute_types().map(|a| a.definition()),
+            ),
+            attr(
+                "objectClasses",
+                schema.object_classes().map(|o| o.definition()),
+            ),
             attr("entryDN", [SUBSCHEMA_DN.to_string()]),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
         ],

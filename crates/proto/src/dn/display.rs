@@ -46,7 +46,9 @@ impl fmt::Display for Ava {
         // Specials as hex pairs, the way slapd writes DNs (`cn=Smith\2C John`), so clients see the same text.
         for (i, c) in text.chars().enumerate() {
             match c {
-                '"' | '+' | ',' | ';' | '<' | '>' | '\\' | '=' | '\0' => write!(f, "\\{:02X}", c as u32)?,
+                '"' | '+' | ',' | ';' | '<' | '>' | '\\' | '=' | '\0' => {
+                    write!(f, "\\{:02X}", c as u32)?
+                }
                 ' ' | '#' if i == 0 => write!(f, "\\{:02X}", c as u32)?,
                 ' ' if i == last => f.write_str("\\20")?,
                 _ => f.write_char(c)?,

@@ -52,8 +52,8 @@ impl Directory {
         indexes: Vec<IndexSpec>,
         mut store_config: StoreConfig,
     ) -> Result<Directory, OpenError> {
-        let suffix_dn =
-            Dn::parse(suffix.as_bytes()).map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
+        let suffix_dn = Dn::parse(suffix.as_bytes())
+            .map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
         let suffix_n = schema
             .normalize_dn(&suffix_dn)
             .map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
@@ -64,7 +64,15 @@ impl Directory {
         }
         store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
         let store = Store::open(store_config)?;
-        Ok(Directory { inner: Arc::new(Inner { store, schema, indexes, suffix: suffix_n, suffix_dn }) })
+        Ok(Directory {
+            inner: Arc::new(Inner {
+                store,
+                schema,
+                indexes,
+                suffix: suffix_n,
+                suffix_dn,
+            }),
+        })
     }
 
     pub fn schema(&self) -> &Arc<Schema> {
@@ -86,7 +94,8 @@ impl Directory {
     /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
     /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
-        let mut dn = Dn::parse(raw).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+        let mut dn = Dn::parse(raw)
+            .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         self.pretty(&mut dn);
         let ndn = self
             .inner
@@ -111,7 +120,11 @@ impl Directory {
         const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
         for attr in attrs {
             let name = attr.name.split(';').next().unwrap_or(&attr.name);
-            let is_dn = self.inner.schema.attribute_type(name).is_some_and(|at| at.syntax == DN_SYNTAX);
+            let is_dn = self
+                .inner
+                .schema
+                .attribute_type(name)
+                .is_some_and(|at| at.syntax == DN_SYNTAX);
             if !is_dn {
                 continue;
             }
@@ -153,13 +166,20 @@ impl Directory {
     }
 
     /// Looks up an entry by normalized DN: its ID and stored bytes.
-    pub fn lookup<'t>(&self, txn: &'t ReadTxn, ndn: &NormDn) -> Result<Option<(u64, &'t [u8])>, LdapError> {
+    pub fn lookup<'t>(
+        &self,
+        txn: &'t ReadTxn,
+        ndn: &NormDn,
+    ) -> Result<Option<(u64, &'t [u8])>, LdapError> {
         let Some(id) = txn.get_id(&dn_key(ndn)).map_err(store_error)? else {
             return Ok(None);
         };
         match txn.get_entry(id).map_err(store_error)? {
             Some(bytes) => Ok(Some((id, bytes))),
-            None => Err(LdapError::new(ResultCode::Other, "dn2id points to a missing entry")),
+            None => Err(LdapError::new(
+                ResultCode::Other,
+                "dn2id points to a missing entry",
+            )),
         }
     }
 

@@ -20,8 +20,15 @@ use crate::opattrs::Stamp;
 pub enum WriteOp {
     /// A complete entry, operational attributes included.
     Add(Entry),
-    Delete { dn: Dn, ndn: NormDn },
-    Modify { dn: Dn, ndn: NormDn, changes: Vec<Change> },
+    Delete {
+        dn: Dn,
+        ndn: NormDn,
+    },
+    Modify {
+        dn: Dn,
+        ndn: NormDn,
+        changes: Vec<Change>,
+    },
     ModifyDn(ModifyDn),
 }
 
@@ -53,11 +60,19 @@ impl Directory {
         }
     }
 
-    fn apply(&self, txn: &mut WriteTxn<'_>, op: WriteOp, who: &Who, stamp: &Stamp) -> Result<(), LdapError> {
+    fn apply(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        op: WriteOp,
+        who: &Who,
+        stamp: &Stamp,
+    ) -> Result<(), LdapError> {
         match op {
             WriteOp::Add(entry) => self.add(txn, entry, who),
             WriteOp::Delete { dn, ndn } => self.delete(txn, &dn, &ndn, who),
-            WriteOp::Modify { dn, ndn, changes } => self.modify(txn, &dn, &ndn, &changes, who, stamp),
+            WriteOp::Modify { dn, ndn, changes } => {
+                self.modify(txn, &dn, &ndn, &changes, who, stamp)
+            }
             WriteOp::ModifyDn(m) => self.modify_dn(txn, m, who, stamp),
         }
     }
@@ -81,7 +96,10 @@ impl Directory {
     }
 
     fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
-        let id = txn.get_id(&dn_key(ndn)).map_err(store_error)?.ok_or_else(|| self.matched(txn, ndn, dn))?;
+        let id = txn
+            .get_id(&dn_key(ndn))
+            .map_err(store_error)?
+            .ok_or_else(|| self.matched(txn, ndn, dn))?;
         let bytes = txn
             .get_entry(id)
             .map_err(store_error)?
@@ -100,7 +118,10 @@ impl Directory {
     }
 
     fn index_keys(&self, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
-        self.indexes().iter().map(|spec| entry_keys(self.schema(), spec, entry).into_iter().collect()).collect()
+        self.indexes()
+            .iter()
+            .map(|spec| entry_keys(self.schema(), spec, entry).into_iter().collect())
+            .collect()
     }
 
     /// Adds the index keys of `new` that `old` lacks and removes those `old` has that `new` lacks.
@@ -148,11 +169,20 @@ impl Directory {
         self.reindex(txn, id, None, Some(&entry))
     }
 
-    fn delete(&self, txn: &mut WriteTxn<'_>, dn: &Dn, ndn: &NormDn, who: &Who) -> Result<(), LdapError> {
+    fn delete(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        dn: &Dn,
+        ndn: &NormDn,
+        who: &Who,
+    ) -> Result<(), LdapError> {
         let (id, entry) = self.load(txn, ndn, dn)?;
         who.require_write(ndn, Action::Delete)?;
         if txn.has_children(id).map_err(store_error)? {
-            return Err(LdapError::new(ResultCode::NotAllowedOnNonLeaf, "subordinate objects must be deleted first"));
+            return Err(LdapError::new(
+                ResultCode::NotAllowedOnNonLeaf,
+                "subordinate objects must be deleted first",
+            ));
         }
         let parent_id = self.parent_id(txn, ndn)?;
         self.reindex(txn, id, Some(&entry), None)?;
@@ -181,7 +211,10 @@ impl Directory {
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
         let (id, old) = self.load(txn, ndn, dn)?;
-        let touched: Vec<&str> = changes.iter().map(|c| c.modification.name.as_str()).collect();
+        let touched: Vec<&str> = changes
+            .iter()
+            .map(|c| c.modification.name.as_str())
+            .collect();
         who.require_write(ndn, Action::Modify(&touched))?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
@@ -191,30 +224,56 @@ impl Directory {
         self.reindex(txn, id, Some(&old), Some(&entry))
     }
 
-    fn modify_dn(&self, txn: &mut WriteTxn<'_>, m: ModifyDn, who: &Who, stamp: &Stamp) -> Result<(), LdapError> {
+    fn modify_dn(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        m: ModifyDn,
+        who: &Who,
+        stamp: &Stamp,
+    ) -> Result<(), LdapError> {
         let (id, old) = self.load(txn, &m.ndn, &m.dn)?;
         if m.ndn == *self.suffix() {
-            return Err(LdapError::new(ResultCode::UnwillingToPerform, "cannot rename the suffix entry"));
+            return Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "cannot rename the suffix entry",
+            ));
         }
         who.require_write(&m.ndn, Action::Rename)?;
         let old_parent_id = self.parent_id(txn, &m.ndn)?;
         let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
             Some((sup_dn, sup_ndn)) => {
                 if !self.holds(sup_ndn) {
-                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "new superior is outside the naming context"));
+                    return Err(LdapError::new(
+                        ResultCode::UnwillingToPerform,
+                        "new superior is outside the naming context",
+                    ));
                 }
                 if m.ndn.is_suffix_of(sup_ndn) {
-                    return Err(LdapError::new(ResultCode::UnwillingToPerform, "cannot place an entry below itself"));
+                    return Err(LdapError::new(
+                        ResultCode::UnwillingToPerform,
+                        "cannot place an entry below itself",
+                    ));
                 }
                 let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(store_error)? {
                     Some(id) => id,
-                    None => return Err(LdapError::new(ResultCode::NoSuchObject, "new superior not found")),
+                    None => {
+                        return Err(LdapError::new(
+                            ResultCode::NoSuchObject,
+                            "new superior not found",
+                        ))
+                    }
                 };
                 (sup_dn.clone(), sup_ndn.clone(), sup_id)
             }
-            None => (m.dn.parent(), m.ndn.parent().unwrap_or_else(NormDn::root), old_parent_id),
+            None => (
+                m.dn.parent(),
+                m.ndn.parent().unwrap_or_else(NormDn::root),
+                old_parent_id,
+            ),
         };
-        let rdn_dn = Dn { rdns: vec![m.new_rdn.clone()] };
+        let rdn_dn = Dn {
+            rdns: vec![m.new_rdn.clone()],
+        };
         let rdn_ndn = self
             .schema()
             .normalize_dn(&rdn_dn)
@@ -224,7 +283,12 @@ impl Directory {
         let mut new_dn = parent_dn.clone();
         new_dn.rdns.insert(0, m.new_rdn.clone());
         let same_dn = new_ndn == m.ndn;
-        if !same_dn && txn.get_id(&dn_key(&new_ndn)).map_err(store_error)?.is_some() {
+        if !same_dn
+            && txn
+                .get_id(&dn_key(&new_ndn))
+                .map_err(store_error)?
+                .is_some()
+        {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
 
@@ -233,7 +297,10 @@ impl Directory {
         for ava in &m.new_rdn.avas {
             changes.push(Change {
                 operation: ModifyOperation::Add,
-                modification: PartialAttribute { name: ava.attr.clone(), values: vec![ava.value.clone()] },
+                modification: PartialAttribute {
+                    name: ava.attr.clone(),
+                    values: vec![ava.value.clone()],
+                },
             });
         }
         let mut entry = old.clone();
@@ -246,12 +313,16 @@ impl Directory {
                 let mut removals = Vec::new();
                 for ava in &old_rdn.avas {
                     let still_named = m.new_rdn.avas.iter().any(|n| {
-                        n.attr.eq_ignore_ascii_case(&ava.attr) && same_value(self, &n.attr, &n.value, &ava.value)
+                        n.attr.eq_ignore_ascii_case(&ava.attr)
+                            && same_value(self, &n.attr, &n.value, &ava.value)
                     });
                     if !still_named {
                         removals.push(Change {
                             operation: ModifyOperation::Delete,
-                            modification: PartialAttribute { name: ava.attr.clone(), values: vec![ava.value.clone()] },
+                            modification: PartialAttribute {
+                                name: ava.attr.clone(),
+                                values: vec![ava.value.clone()],
+                            },
                         });
                     }
                 }
@@ -294,16 +365,17 @@ impl Directory {
             if member == id {
                 continue;
             }
-            let bytes = txn
-                .get_entry(member)
-                .map_err(store_error)?
-                .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
+            let bytes = txn.get_entry(member).map_err(store_error)?.ok_or_else(|| {
+                LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
+            })?;
             let stored: StoredEntry<'_> = Directory::parse_stored(bytes)?;
             let mut entry = stored
                 .to_entry()
                 .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
             let own = entry.dn.rdns.len().saturating_sub(depth);
-            let mut dn = Dn { rdns: entry.dn.rdns.get(..own).unwrap_or(&[]).to_vec() };
+            let mut dn = Dn {
+                rdns: entry.dn.rdns.get(..own).unwrap_or(&[]).to_vec(),
+            };
             dn.rdns.extend(new_dn.rdns.iter().cloned());
             let mut ndn = new_ndn.clone();
             for rdn in entry.ndn.rdns().get(..own).unwrap_or(&[]).iter().rev() {
@@ -320,7 +392,10 @@ impl Directory {
 fn same_value(dir: &Directory, attr: &str, a: &[u8], b: &[u8]) -> bool {
     let schema = dir.schema();
     match schema.attribute_type(attr).and_then(|at| at.equality) {
-        Some(rule) => match (schema.normalize_value(rule, a), schema.normalize_value(rule, b)) {
+        Some(rule) => match (
+            schema.normalize_value(rule, a),
+            schema.normalize_value(rule, b),
+        ) {
             (Ok(x), Ok(y)) => x == y,
             _ => a == b,
         },
@@ -332,8 +407,12 @@ fn same_value(dir: &Directory, attr: &str, a: &[u8], b: &[u8]) -> bool {
 fn apply_rdn_values(dir: &Directory, entry: &mut Entry, adds: &[Change]) -> Result<(), LdapError> {
     for change in adds {
         let name = &change.modification.name;
-        let Some(value) = change.modification.values.first() else { continue };
-        let present = entry_values(dir, entry, name).iter().any(|v| same_value(dir, name, v, value));
+        let Some(value) = change.modification.values.first() else {
+            continue;
+        };
+        let present = entry_values(dir, entry, name)
+            .iter()
+            .any(|v| same_value(dir, name, v, value));
         if !present {
             apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
         }
@@ -341,11 +420,19 @@ fn apply_rdn_values(dir: &Directory, entry: &mut Entry, adds: &[Change]) -> Resu
     Ok(())
 }
 
-fn remove_rdn_values(dir: &Directory, entry: &mut Entry, removals: &[Change]) -> Result<(), LdapError> {
+fn remove_rdn_values(
+    dir: &Directory,
+    entry: &mut Entry,
+    removals: &[Change],
+) -> Result<(), LdapError> {
     for change in removals {
         let name = &change.modification.name;
-        let Some(value) = change.modification.values.first() else { continue };
-        let present = entry_values(dir, entry, name).iter().any(|v| same_value(dir, name, v, value));
+        let Some(value) = change.modification.values.first() else {
+            continue;
+        };
+        let present = entry_values(dir, entry, name)
+            .iter()
+            .any(|v| same_value(dir, name, v, value));
         if present {
             // The RDN check would refuse removing a naming value; the entry's DN already changed, so it passes.
             apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
@@ -355,9 +442,17 @@ fn remove_rdn_values(dir: &Directory, entry: &mut Entry, removals: &[Change]) ->
 }
 
 fn entry_values(dir: &Directory, entry: &Entry, name: &str) -> Vec<Vec<u8>> {
-    let canonical =
-        dir.schema().attribute_type(name).map(|at| at.name().to_string()).unwrap_or_else(|| name.to_string());
-    entry.attrs.iter().filter(|a: &&Attribute| a.desc.eq_ignore_ascii_case(&canonical)).flat_map(|a| a.values.clone()).collect()
+    let canonical = dir
+        .schema()
+        .attribute_type(name)
+        .map(|at| at.name().to_string())
+        .unwrap_or_else(|| name.to_string());
+    entry
+        .attrs
+        .iter()
+        .filter(|a: &&Attribute| a.desc.eq_ignore_ascii_case(&canonical))
+        .flat_map(|a| a.values.clone())
+        .collect()
 }
 
 /// Stamps the structural class on a new entry.

@@ -13,7 +13,10 @@ pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), Ld
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
-        return Err(LdapError::new(ResultCode::UnwillingToPerform, "no global superior knowledge"));
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "no global superior knowledge",
+        ));
     }
     who.require_authenticated()?;
     for attr in &req.attributes {

@@ -11,17 +11,26 @@ use crate::state::State;
 pub enum Peer {
     Tcp(std::net::SocketAddr),
     /// A Unix socket peer with the credentials the kernel reported.
-    Unix { uid: u32, gid: u32 },
+    Unix {
+        uid: u32,
+        gid: u32,
+    },
 }
 
 /// Runs a bind. On success returns the new identity; the caller sets anonymous on any failure (RFC 4511 §4.2.1).
 pub async fn bind(state: &State, req: BindRequest, peer: &Peer) -> Result<Who, LdapError> {
     if req.version != 3 {
-        return Err(LdapError::new(ResultCode::ProtocolError, "requested protocol version not allowed"));
+        return Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "requested protocol version not allowed",
+        ));
     }
     match req.auth {
         BindAuth::Simple(password) => simple(state, &req.name, password).await,
-        BindAuth::Sasl { mechanism, credentials } => sasl(state, &mechanism, credentials.as_deref(), peer),
+        BindAuth::Sasl {
+            mechanism,
+            credentials,
+        } => sasl(state, &mechanism, credentials.as_deref(), peer),
     }
 }
 
@@ -40,7 +49,11 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
     }
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(name)?;
-    let mut who = Who { dn: dn.to_string(), ndn: Some(ndn.clone()), root: ndn == state.root_ndn };
+    let mut who = Who {
+        dn: dn.to_string(),
+        ndn: Some(ndn.clone()),
+        root: ndn == state.root_ndn,
+    };
     let stored: Vec<Vec<u8>> = if who.root && !state.root_password.is_empty() {
         vec![state.root_password.clone()]
     } else if dir.holds(&ndn) {
@@ -52,7 +65,8 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
                 who.dn = String::from_utf8_lossy(stored.dn).into_owned();
                 let mut values = Vec::new();
                 for attr in canopy_core::wire::attributes(stored.secret) {
-                    let (_, vals) = attr.map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
+                    let (_, vals) =
+                        attr.map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
                     values.extend(vals.into_iter().map(|v| v.to_vec()));
                 }
                 values
@@ -64,13 +78,15 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
     };
     // Hash checks can be slow by design (Argon2, PBKDF2): keep them off the async workers.
     let verified = tokio::task::spawn_blocking(move || {
-        stored.iter().any(|value| match canopy_password::verify(value, &password) {
-            Ok(ok) => ok,
-            Err(error) => {
-                tracing::warn!(%error, "unusable userPassword value");
-                false
-            }
-        })
+        stored
+            .iter()
+            .any(|value| match canopy_password::verify(value, &password) {
+                Ok(ok) => ok,
+                Err(error) => {
+                    tracing::warn!(%error, "unusable userPassword value");
+                    false
+                }
+            })
     })
     .await
     .unwrap_or(false);
@@ -81,7 +97,12 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
     }
 }
 
-fn sasl(state: &State, mechanism: &str, credentials: Option<&[u8]>, peer: &Peer) -> Result<Who, LdapError> {
+fn sasl(
+    state: &State,
+    mechanism: &str,
+    credentials: Option<&[u8]>,
+    peer: &Peer,
+) -> Result<Who, LdapError> {
     if !mechanism.eq_ignore_ascii_case("EXTERNAL") {
         return Err(LdapError::new(
             ResultCode::AuthMethodNotSupported,
@@ -95,7 +116,8 @@ fn sasl(state: &State, mechanism: &str, credentials: Option<&[u8]>, peer: &Peer)
         ));
     };
     let dn_text = format!("gidNumber={gid}+uidNumber={uid},cn=peercred,cn=external,cn=auth");
-    let dn = Dn::parse(dn_text.as_bytes()).map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
+    let dn =
+        Dn::parse(dn_text.as_bytes()).map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
     let ndn = state
         .directory
         .schema()
@@ -103,10 +125,21 @@ fn sasl(state: &State, mechanism: &str, credentials: Option<&[u8]>, peer: &Peer)
         .map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
     if let Some(authz) = credentials.filter(|c| !c.is_empty()) {
         let requested = authz.strip_prefix(b"dn:").unwrap_or(authz);
-        let same = state.directory.normalize(requested).map(|(_, n)| n == ndn).unwrap_or(false);
+        let same = state
+            .directory
+            .normalize(requested)
+            .map(|(_, n)| n == ndn)
+            .unwrap_or(false);
         if !same {
-            return Err(LdapError::new(ResultCode::InsufficientAccessRights, "SASL(-14): authorization failure"));
+            return Err(LdapError::new(
+                ResultCode::InsufficientAccessRights,
+                "SASL(-14): authorization failure",
+            ));
         }
     }
-    Ok(Who { dn: dn_text, root: ndn == state.root_ndn, ndn: Some(ndn) })
+    Ok(Who {
+        dn: dn_text,
+        root: ndn == state.root_ndn,
+        ndn: Some(ndn),
+    })
 }

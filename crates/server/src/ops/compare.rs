@@ -31,7 +31,10 @@ pub fn compare(state: &State, who: &Who, req: &CompareRequest) -> Result<ResultC
         return Err(LdapError::new(ResultCode::UndefinedAttributeType, ""));
     };
     let Some(rule) = at.equality else {
-        return Err(LdapError::new(ResultCode::InappropriateMatching, "no equality matching rule"));
+        return Err(LdapError::new(
+            ResultCode::InappropriateMatching,
+            "no equality matching rule",
+        ));
     };
     schema
         .normalize_value(rule, &req.value)

@@ -14,5 +14,6 @@ pub async fn delete(state: &State, who: &Who, raw_dn: &[u8]) -> Result<(), LdapE
         return Err(state.outside_naming_context(&ndn));
     }
     who.require_authenticated()?;
-    dir.write(WriteOp::Delete { dn, ndn }, who.clone(), Stamp::now()).await
+    dir.write(WriteOp::Delete { dn, ndn }, who.clone(), Stamp::now())
+        .await
 }

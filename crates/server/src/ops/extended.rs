@@ -3,8 +3,8 @@
 use canopy_core::LdapError;
 use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I};
 use canopy_proto::{
-    encode_passwd_modify_response, Change, ExtendedRequest, ExtendedResponse, LdapResult, ModifyOperation,
-    PartialAttribute, PasswdModifyRequest, ResultCode,
+    encode_passwd_modify_response, Change, ExtendedRequest, ExtendedResponse, LdapResult,
+    ModifyOperation, PartialAttribute, PasswdModifyRequest, ResultCode,
 };
 
 use crate::access::Who;
@@ -16,24 +16,56 @@ use crate::state::State;
 pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> ExtendedResponse {
     let outcome = match req.name.as_str() {
         EXOP_WHO_AM_I => {
-            let authz = if who.ndn.is_some() { format!("dn:{}", who.dn) } else { String::new() };
+            let authz = if who.ndn.is_some() {
+                format!("dn:{}", who.dn)
+            } else {
+                String::new()
+            };
             Ok((None, Some(authz.into_bytes())))
         }
-        EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref()).await.map(|v| (None, v)),
-        EXOP_START_TLS => Err(LdapError::new(ResultCode::Unavailable, "TLS is not configured")),
-        other => Err(LdapError::new(ResultCode::ProtocolError, format!("{other} not supported"))),
+        EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref())
+            .await
+            .map(|v| (None, v)),
+        EXOP_START_TLS => Err(LdapError::new(
+            ResultCode::Unavailable,
+            "TLS is not configured",
+        )),
+        other => Err(LdapError::new(
+            ResultCode::ProtocolError,
+            format!("{other} not supported"),
+        )),
     };
     match outcome {
-        Ok((name, value)) => ExtendedResponse { result: LdapResult::success(), name, value },
-        Err(e) => ExtendedResponse { result: error_result(e), name: None, value: None },
+        Ok((name, value)) => ExtendedResponse {
+            result: LdapResult::success(),
+            name,
+            value,
+        },
+        Err(e) => ExtendedResponse {
+            result: error_result(e),
+            name: None,
+            value: None,
+        },
     }
 }
 
-async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Result<Option<Vec<u8>>, LdapError> {
+async fn password_modify(
+    state: &State,
+    who: &Who,
+    value: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, LdapError> {
     let req = match value {
-        Some(v) => PasswdModifyRequest::decode(v)
-            .map_err(|_| LdapError::new(ResultCode::ProtocolError, "password modify: bad request value"))?,
-        None => PasswdModifyRequest { user_identity: None, old_passwd: None, new_passwd: None },
+        Some(v) => PasswdModifyRequest::decode(v).map_err(|_| {
+            LdapError::new(
+                ResultCode::ProtocolError,
+                "password modify: bad request value",
+            )
+        })?,
+        None => PasswdModifyRequest {
+            user_identity: None,
+            old_passwd: None,
+            new_passwd: None,
+        },
     };
     let dir = &state.directory;
     who.require_authenticated()?;
@@ -44,11 +76,19 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
         }
         None => match &who.ndn {
             Some(_) => dir.normalize(who.dn.as_bytes())?,
-            None => return Err(LdapError::new(ResultCode::StrongerAuthRequired, "modifications require authentication")),
+            None => {
+                return Err(LdapError::new(
+                    ResultCode::StrongerAuthRequired,
+                    "modifications require authentication",
+                ))
+            }
         },
     };
     if !dir.holds(&ndn) {
-        return Err(LdapError::new(ResultCode::UnwillingToPerform, "password change only in this naming context"));
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "password change only in this naming context",
+        ));
     }
     if let Some(old) = &req.old_passwd {
         if !who.root {
@@ -59,10 +99,16 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
             let stored = crate::directory::Directory::parse_stored(bytes)?;
             let mut ok = false;
             for attr in canopy_core::wire::attributes(stored.secret).flatten() {
-                ok |= attr.1.iter().any(|v| canopy_password::verify(v, old).unwrap_or(false));
+                ok |= attr
+                    .1
+                    .iter()
+                    .any(|v| canopy_password::verify(v, old).unwrap_or(false));
             }
             if !ok {
-                return Err(LdapError::new(ResultCode::UnwillingToPerform, "unwilling to verify old password"));
+                return Err(LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    "unwilling to verify old password",
+                ));
             }
         }
     }
@@ -77,14 +123,25 @@ async fn password_modify(state: &State, who: &Who, value: Option<&[u8]>) -> Resu
         .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?;
     let change = Change {
         operation: ModifyOperation::Replace,
-        modification: PartialAttribute { name: "userPassword".into(), values: vec![hashed.into_bytes()] },
+        modification: PartialAttribute {
+            name: "userPassword".into(),
+            values: vec![hashed.into_bytes()],
+        },
     };
     // slapd answers the extended operation without a matched DN.
-    dir.write(WriteOp::Modify { dn, ndn, changes: vec![change] }, who.clone(), Stamp::now())
-        .await
-        .map_err(|mut e| {
-            e.matched_dn = None;
-            e
-        })?;
+    dir.write(
+        WriteOp::Modify {
+            dn,
+            ndn,
+            changes: vec![change],
+        },
+        who.clone(),
+        Stamp::now(),
+    )
+    .await
+    .map_err(|mut e| {
+        e.matched_dn = None;
+        e
+    })?;
     Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
 }

@@ -15,7 +15,12 @@ use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};
 /// Encodes one response message.
 pub fn encode(message_id: i32, op: ProtocolOp, controls: Vec<Control>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
-    LdapMessage { message_id, op, controls }.encode(&mut out);
+    LdapMessage {
+        message_id,
+        op,
+        controls,
+    }
+    .encode(&mut out);
     out
 }
 

@@ -27,7 +27,10 @@ pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<
             }
             Some(_) => {}
             None => {
-                return Err(LdapError::new(ResultCode::UndefinedAttributeType, format!("{name}: attribute type undefined")))
+                return Err(LdapError::new(
+                    ResultCode::UndefinedAttributeType,
+                    format!("{name}: attribute type undefined"),
+                ))
             }
         }
     }
@@ -36,5 +39,14 @@ pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<
     }
     // Cleartext passwords written through modify are stored as written, as slapd does without ppolicy's
     // `hash cleartext`; the Password Modify operation is what hashes.
-    dir.write(WriteOp::Modify { dn, ndn, changes: req.changes }, who.clone(), Stamp::now()).await
+    dir.write(
+        WriteOp::Modify {
+            dn,
+            ndn,
+            changes: req.changes,
+        },
+        who.clone(),
+        Stamp::now(),
+    )
+    .await
 }

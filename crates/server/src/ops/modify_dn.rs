@@ -15,13 +15,25 @@ pub async fn modify_dn(state: &State, who: &Who, req: ModifyDnRequest) -> Result
         return Err(state.outside_naming_context(&ndn));
     }
     who.require_authenticated()?;
-    let new_rdn = Rdn::parse(&req.new_rdn).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
-    let rdn_dn = Dn { rdns: vec![new_rdn.clone()] };
-    dir.schema().normalize_dn(&rdn_dn).map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
+    let new_rdn = Rdn::parse(&req.new_rdn)
+        .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
+    let rdn_dn = Dn {
+        rdns: vec![new_rdn.clone()],
+    };
+    dir.schema()
+        .normalize_dn(&rdn_dn)
+        .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
     let new_superior = match &req.new_superior {
         Some(raw) => Some(dir.normalize(raw)?),
         None => None,
     };
-    let op = ModifyDn { dn, ndn, new_rdn, delete_old_rdn: req.delete_old_rdn, new_superior };
-    dir.write(WriteOp::ModifyDn(op), who.clone(), Stamp::now()).await
+    let op = ModifyDn {
+        dn,
+        ndn,
+        new_rdn,
+        delete_old_rdn: req.delete_old_rdn,
+        new_superior,
+    };
+    dir.write(WriteOp::ModifyDn(op), who.clone(), Stamp::now())
+        .await
 }

@@ -11,8 +11,8 @@ use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_raw, Control, LdapResult, PagedResults, ProtocolOp,
-    ResultCode, SearchRequest, SearchScope,
+    encode_partial_attribute, encode_search_result_entry_raw, Control, LdapResult, PagedResults,
+    ProtocolOp, ResultCode, SearchRequest, SearchScope,
 };
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
@@ -58,7 +58,11 @@ pub fn run(job: SearchJob) {
         Err(Stop::Error(e)) => error_result(e),
         Err(Stop::Silent) => return,
     };
-    let _ = job.tx.blocking_send(encode(job.message_id, ProtocolOp::SearchResultDone(result), done_controls));
+    let _ = job.tx.blocking_send(encode(
+        job.message_id,
+        ProtocolOp::SearchResultDone(result),
+        done_controls,
+    ));
 }
 
 struct Limits {
@@ -82,7 +86,8 @@ fn limits(job: &SearchJob) -> Limits {
     };
     Limits {
         size: pick(job.req.size_limit, server.size_limit).map(|n| n as usize),
-        deadline: pick(job.req.time_limit, server.time_limit).map(|s| Instant::now() + Duration::from_secs(s)),
+        deadline: pick(job.req.time_limit, server.time_limit)
+            .map(|s| Instant::now() + Duration::from_secs(s)),
     }
 }
 
@@ -117,7 +122,11 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
             }
             if !paged.cookie.is_empty() {
                 let Some((last, earlier)) = parse_cookie(&paged.cookie) else {
-                    return Err(LdapError::new(ResultCode::ProtocolError, "paged results cookie is invalid").into());
+                    return Err(LdapError::new(
+                        ResultCode::ProtocolError,
+                        "paged results cookie is invalid",
+                    )
+                    .into());
                 };
                 ids.retain(|id| *id > last);
                 sent_before = earlier;
@@ -131,9 +140,9 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
     let mut last_sent = None;
-    for (position, id) in ids.iter().copied().enumerate() {
+    for id in ids.iter().copied() {
         examined += 1;
-        if examined % 64 == 0 {
+        if examined.is_multiple_of(64) {
             if job.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Silent);
             }
@@ -141,15 +150,19 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
                 return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
             }
         }
-        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else { continue };
+        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            continue;
+        };
         let stored = Directory::parse_stored(bytes)?;
-        let ndn = stored.ndn().map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+        let ndn = stored
+            .ndn()
+            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
         if !in_scope(&base, &ndn, job.req.scope) {
             continue;
         }
         let secrets = job.who.may_read_secrets(&ndn);
         let entry = visible_entry(&stored, secrets)?;
-        let computed = computed_attributes(&txn, dir, id, &entry)?;
+        let computed = computed_attributes(&txn, id, &entry)?;
         if evaluate(schema, &entry, &computed, &job.req.filter) != Ternary::True {
             continue;
         }
@@ -157,7 +170,6 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
         if page_size.is_some_and(|size| sent >= size) {
-            let _ = position;
             if let Some(last) = last_sent {
                 done_controls.push(paged_control(make_cookie(last, sent_before + sent)));
             }
@@ -165,7 +177,11 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         }
         out.clear();
         encode_stored(job, &selection, &stored, &computed, secrets, &mut out);
-        if job.tx.blocking_send(std::mem::replace(&mut out, Vec::with_capacity(1024))).is_err() {
+        if job
+            .tx
+            .blocking_send(std::mem::replace(&mut out, Vec::with_capacity(1024)))
+            .is_err()
+        {
             return Err(Stop::Silent);
         }
         sent += 1;
@@ -222,7 +238,11 @@ fn candidates(
             if base == dir.suffix() {
                 txn.entry_ids().map_err(store_error)?
             } else {
-                txn.subtree(&dn_key(base)).map_err(store_error)?.into_iter().map(|(_, id)| id).collect()
+                txn.subtree(&dn_key(base))
+                    .map_err(store_error)?
+                    .into_iter()
+                    .map(|(_, id)| id)
+                    .collect()
             }
         }
     };
@@ -302,23 +322,38 @@ fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
 
 /// The entry as the filter sees it: secret attributes only for those who may read them.
 fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
-    let mut entry = stored.to_entry().map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    let mut entry = stored
+        .to_entry()
+        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
     if !secrets {
-        let secret: Vec<&str> =
-            canopy_core::wire::attributes(stored.secret).filter_map(|a| a.ok().map(|(d, _)| d)).collect();
+        let secret: Vec<&str> = canopy_core::wire::attributes(stored.secret)
+            .filter_map(|a| a.ok().map(|(d, _)| d))
+            .collect();
         entry.attrs.retain(|a| !secret.contains(&a.desc.as_str()));
     }
     Ok(entry)
 }
 
 /// hasSubordinates, entryDN and subschemaSubentry: computed, never stored.
-fn computed_attributes(txn: &ReadTxn, dir: &Directory, id: u64, entry: &Entry) -> Result<Vec<Attribute>, LdapError> {
+fn computed_attributes(txn: &ReadTxn, id: u64, entry: &Entry) -> Result<Vec<Attribute>, LdapError> {
     let has = txn.has_children(id).map_err(store_error)?;
-    let _ = dir;
     Ok(vec![
-        Attribute { desc: "hasSubordinates".into(), values: vec![if has { b"TRUE".to_vec() } else { b"FALSE".to_vec() }] },
-        Attribute { desc: "entryDN".into(), values: vec![entry.dn.to_string().into_bytes()] },
-        Attribute { desc: "subschemaSubentry".into(), values: vec![special::SUBSCHEMA_DN.as_bytes().to_vec()] },
+        Attribute {
+            desc: "hasSubordinates".into(),
+            values: vec![if has {
+                b"TRUE".to_vec()
+            } else {
+                b"FALSE".to_vec()
+            }],
+        },
+        Attribute {
+            desc: "entryDN".into(),
+            values: vec![entry.dn.to_string().into_bytes()],
+        },
+        Attribute {
+            desc: "subschemaSubentry".into(),
+            values: vec![special::SUBSCHEMA_DN.as_bytes().to_vec()],
+        },
     ])
 }
 
@@ -363,8 +398,11 @@ fn encode_stored(
     }
     for attr in computed {
         if selection.wants_computed(&attr.desc) {
-            let values: Vec<&[u8]> =
-                if job.req.types_only { Vec::new() } else { attr.values.iter().map(|v| v.as_slice()).collect() };
+            let values: Vec<&[u8]> = if job.req.types_only {
+                Vec::new()
+            } else {
+                attr.values.iter().map(|v| v.as_slice()).collect()
+            };
             encode_partial_attribute(&mut attrs, &attr.desc, &values);
         }
     }
@@ -379,14 +417,23 @@ fn send_special(job: &SearchJob, selection: &Selection, entry: &Entry) -> Result
     }
     let mut attrs = Vec::new();
     for attr in &entry.attrs {
-        if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root) {
+        if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root)
+        {
             continue;
         }
-        let values: Vec<&[u8]> =
-            if job.req.types_only { Vec::new() } else { attr.values.iter().map(|v| v.as_slice()).collect() };
+        let values: Vec<&[u8]> = if job.req.types_only {
+            Vec::new()
+        } else {
+            attr.values.iter().map(|v| v.as_slice()).collect()
+        };
         encode_partial_attribute(&mut attrs, &attr.desc, &values);
     }
     let mut out = Vec::new();
-    encode_search_result_entry_raw(&mut out, job.message_id, entry.dn.to_string().as_bytes(), &attrs);
+    encode_search_result_entry_raw(
+        &mut out,
+        job.message_id,
+        entry.dn.to_string().as_bytes(),
+        &attrs,
+    );
     job.tx.blocking_send(out).map_err(|_| Stop::Silent)
 }
