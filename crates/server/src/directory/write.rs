@@ -7,7 +7,7 @@ use canopy_core::index::entry_keys;
 use canopy_core::modify::apply_modifications;
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_mdb::{ReadOps, StoreError, WriteTxn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
 use canopy_schema::NormDn;
 
@@ -16,7 +16,7 @@ use crate::access::{Action, Who};
 use crate::opattrs::Stamp;
 
 /// One write operation, fully parsed; run by [`Directory::write`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum WriteOp {
     /// A complete entry, operational attributes included.
     Add(Entry),
@@ -32,7 +32,7 @@ pub enum WriteOp {
     ModifyDn(ModifyDn),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ModifyDn {
     pub dn: Dn,
     pub ndn: NormDn,
@@ -41,23 +41,63 @@ pub struct ModifyDn {
     pub new_superior: Option<(Dn, NormDn)>,
 }
 
+const MAP_FULL_RETRIES: usize = 5;
+
+/// Why a write closure gave up.
+enum Retry {
+    Ldap(LdapError),
+    MapFull,
+}
+
+thread_local! {
+    /// Set when a storage call inside a write closure met a full map. Closures run one at a time on the
+    /// store's single writer thread, so the flag belongs to the closure that is running.
+    static MAP_FULL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Maps a storage failure inside a write closure, noting a full map so the write is retried.
+fn failed(error: StoreError) -> LdapError {
+    if matches!(error, StoreError::MapFull) {
+        MAP_FULL.with(|seen| seen.set(true));
+    }
+    store_error(error)
+}
+
 impl Directory {
     /// Runs a write and returns once it is durable (or failed). `who` is checked against the default policy
     /// after existence, as slapd does, so a missing entry is noSuchObject for everyone.
     pub async fn write(&self, op: WriteOp, who: Who, stamp: Stamp) -> Result<(), LdapError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let dir = self.clone();
-        self.store().write_then(
-            move |txn: &mut WriteTxn<'_>| dir.apply(txn, op, &who, &stamp),
-            move |result| {
-                let _ = tx.send(result);
-            },
-        );
-        match rx.await {
-            Ok(Ok(result)) => result,
-            Ok(Err(store)) => Err(store_error(store)),
-            Err(_) => Err(LdapError::new(ResultCode::Unavailable, "writer stopped")),
+        // The store grows the map before it fills; a write that still meets a full map (a reader held the
+        // growth off) is run again after the growth, so no client ever sees MDB_MAP_FULL.
+        for _ in 0..MAP_FULL_RETRIES {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let dir = self.clone();
+            let (op, who, stamp) = (op.clone(), who.clone(), stamp.clone());
+            self.store().write_then(
+                move |txn: &mut WriteTxn<'_>| {
+                    MAP_FULL.with(|seen| seen.set(false));
+                    let result = dir.apply(txn, op, &who, &stamp);
+                    match MAP_FULL.with(|seen| seen.get()) {
+                        true => Err(Retry::MapFull),
+                        false => result.map_err(Retry::Ldap),
+                    }
+                },
+                move |result| {
+                    let _ = tx.send(result);
+                },
+            );
+            match rx.await {
+                Ok(Ok(Ok(()))) => return Ok(()),
+                Ok(Ok(Err(Retry::Ldap(e)))) => return Err(e),
+                Ok(Ok(Err(Retry::MapFull))) | Ok(Err(StoreError::MapFull)) => continue,
+                Ok(Err(store)) => return Err(store_error(store)),
+                Err(_) => return Err(LdapError::new(ResultCode::Unavailable, "writer stopped")),
+            }
         }
+        Err(LdapError::new(
+            ResultCode::Busy,
+            "the database could not grow in time; try again",
+        ))
     }
 
     fn apply(
@@ -98,11 +138,11 @@ impl Directory {
     fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
         let id = txn
             .get_id(&dn_key(ndn))
-            .map_err(store_error)?
+            .map_err(failed)?
             .ok_or_else(|| self.matched(txn, ndn, dn))?;
         let bytes = txn
             .get_entry(id)
-            .map_err(store_error)?
+            .map_err(failed)?
             .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
         let entry = Directory::parse_stored(bytes)?.to_entry().map_err(|e| {
             tracing::error!(error = %e, "corrupt entry");
@@ -114,7 +154,7 @@ impl Directory {
     fn put(&self, txn: &mut WriteTxn<'_>, id: u64, entry: &Entry) -> Result<(), LdapError> {
         let mut bytes = Vec::with_capacity(512);
         encode_entry(self.schema(), entry, &mut bytes);
-        txn.put_entry(id, &bytes).map_err(store_error)
+        txn.put_entry(id, &bytes).map_err(failed)
     }
 
     fn index_keys(&self, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
@@ -137,10 +177,10 @@ impl Directory {
         let new_keys = new.map(|e| self.index_keys(e)).unwrap_or_else(empty);
         for ((spec, before), after) in self.indexes().iter().zip(&old_keys).zip(&new_keys) {
             for key in before.difference(after) {
-                txn.index_del(&spec.attr, key, id).map_err(store_error)?;
+                txn.index_del(&spec.attr, key, id).map_err(failed)?;
             }
             for key in after.difference(before) {
-                txn.index_add(&spec.attr, key, id).map_err(store_error)?;
+                txn.index_add(&spec.attr, key, id).map_err(failed)?;
             }
         }
         Ok(())
@@ -153,19 +193,19 @@ impl Directory {
         } else {
             let parent_ndn = entry.ndn.parent().unwrap_or_else(NormDn::root);
             let parent_dn = entry.dn.parent();
-            match txn.get_id(&dn_key(&parent_ndn)).map_err(store_error)? {
+            match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
                 Some(id) => id,
                 None => return Err(self.matched(txn, &parent_ndn, &parent_dn)),
             }
         };
         who.require_write(&entry.ndn, Action::Add)?;
-        if txn.get_id(&key).map_err(store_error)?.is_some() {
+        if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
-        let id = txn.next_id().map_err(store_error)?;
+        let id = txn.next_id().map_err(failed)?;
         self.put(txn, id, &entry)?;
-        txn.put_dn(&key, id).map_err(store_error)?;
-        txn.add_child(parent_id, id).map_err(store_error)?;
+        txn.put_dn(&key, id).map_err(failed)?;
+        txn.add_child(parent_id, id).map_err(failed)?;
         self.reindex(txn, id, None, Some(&entry))
     }
 
@@ -178,7 +218,7 @@ impl Directory {
     ) -> Result<(), LdapError> {
         let (id, entry) = self.load(txn, ndn, dn)?;
         who.require_write(ndn, Action::Delete)?;
-        if txn.has_children(id).map_err(store_error)? {
+        if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,
                 "subordinate objects must be deleted first",
@@ -186,9 +226,9 @@ impl Directory {
         }
         let parent_id = self.parent_id(txn, ndn)?;
         self.reindex(txn, id, Some(&entry), None)?;
-        txn.del_entry(id).map_err(store_error)?;
-        txn.del_dn(&dn_key(ndn)).map_err(store_error)?;
-        txn.del_child(parent_id, id).map_err(store_error)
+        txn.del_entry(id).map_err(failed)?;
+        txn.del_dn(&dn_key(ndn)).map_err(failed)?;
+        txn.del_child(parent_id, id).map_err(failed)
     }
 
     fn parent_id(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<u64, LdapError> {
@@ -197,7 +237,7 @@ impl Directory {
         }
         let parent = ndn.parent().unwrap_or_else(NormDn::root);
         txn.get_id(&dn_key(&parent))
-            .map_err(store_error)?
+            .map_err(failed)?
             .ok_or_else(|| LdapError::new(ResultCode::Other, "entry without a parent"))
     }
 
@@ -254,7 +294,7 @@ impl Directory {
                         "cannot place an entry below itself",
                     ));
                 }
-                let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(store_error)? {
+                let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(failed)? {
                     Some(id) => id,
                     None => {
                         return Err(LdapError::new(
@@ -283,12 +323,7 @@ impl Directory {
         let mut new_dn = parent_dn.clone();
         new_dn.rdns.insert(0, m.new_rdn.clone());
         let same_dn = new_ndn == m.ndn;
-        if !same_dn
-            && txn
-                .get_id(&dn_key(&new_ndn))
-                .map_err(store_error)?
-                .is_some()
-        {
+        if !same_dn && txn.get_id(&dn_key(&new_ndn)).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
 
@@ -336,8 +371,8 @@ impl Directory {
         if !same_dn {
             self.move_subtree(txn, &m.ndn, &new_ndn, &new_dn, id)?;
             if parent_id != old_parent_id {
-                txn.del_child(old_parent_id, id).map_err(store_error)?;
-                txn.add_child(parent_id, id).map_err(store_error)?;
+                txn.del_child(old_parent_id, id).map_err(failed)?;
+                txn.add_child(parent_id, id).map_err(failed)?;
             }
         }
         Ok(())
@@ -354,18 +389,18 @@ impl Directory {
     ) -> Result<(), LdapError> {
         let old_key = dn_key(old_ndn);
         let new_key = dn_key(new_ndn);
-        let members = txn.subtree(&old_key).map_err(store_error)?;
+        let members = txn.subtree(&old_key).map_err(failed)?;
         let depth = old_ndn.rdns().len();
         for (key, member) in members {
             let suffix_part = key.get(old_key.len()..).unwrap_or(&[]).to_vec();
-            txn.del_dn(&key).map_err(store_error)?;
+            txn.del_dn(&key).map_err(failed)?;
             let mut moved = new_key.clone();
             moved.extend_from_slice(&suffix_part);
-            txn.put_dn(&moved, member).map_err(store_error)?;
+            txn.put_dn(&moved, member).map_err(failed)?;
             if member == id {
                 continue;
             }
-            let bytes = txn.get_entry(member).map_err(store_error)?.ok_or_else(|| {
+            let bytes = txn.get_entry(member).map_err(failed)?.ok_or_else(|| {
                 LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
             })?;
             let stored: StoredEntry<'_> = Directory::parse_stored(bytes)?;
