@@ -160,9 +160,25 @@ impl Server {
 
     /// Runs tests/e2e/py/`script` with python-ldap; the script finds the server in its environment.
     pub fn python(&self, script: &str, args: &[&str]) -> Out {
-        let path = crate::py_dir().join(script);
+        run(self.python_command(script, args), None)
+    }
+
+    /// Spawns a python-ldap script with piped stdout, for tests that react while it runs.
+    pub fn python_spawn(&self, script: &str, args: &[&str]) -> std::process::Child {
+        let mut cmd = self.python_command(script, args);
+        cmd.env("LDAPNOINIT", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn()
+            .unwrap_or_else(|e| panic!("cannot run {PYTHON}: {e}; {}", install_hint()))
+    }
+
+    /// The command that runs tests/e2e/py/`script`, with the server in its environment:
+    /// LDAP_URL, LDAPI_URL, ROOT_DN, ROOT_PW, SUFFIX and, while it runs, SERVER_PID.
+    pub fn python_command(&self, script: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(PYTHON);
-        cmd.arg(path)
+        cmd.arg(crate::py_dir().join(script))
             .args(args)
             .env("LDAP_URL", self.ldap_url())
             .env("LDAPI_URL", self.ldapi_url())
@@ -170,25 +186,10 @@ impl Server {
             .env("ROOT_PW", ROOT_PW)
             .env("SUFFIX", SUFFIX)
             .env("PYTHONDONTWRITEBYTECODE", "1");
-        run(cmd, None)
-    }
-
-    /// Spawns a python-ldap script with piped stdout, for tests that react while it runs.
-    pub fn python_spawn(&self, script: &str, args: &[&str]) -> std::process::Child {
-        let mut cmd = Command::new(PYTHON);
-        cmd.arg(crate::py_dir().join(script))
-            .args(args)
-            .env("LDAP_URL", self.ldap_url())
-            .env("ROOT_DN", ROOT_DN)
-            .env("ROOT_PW", ROOT_PW)
-            .env("SUFFIX", SUFFIX)
-            .env("LDAPNOINIT", "1")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn()
-            .unwrap_or_else(|e| panic!("cannot run {PYTHON}: {e}; {}", install_hint()))
+        if let Some(pid) = self.pid() {
+            cmd.env("SERVER_PID", pid.to_string());
+        }
+        cmd
     }
 }
 

@@ -4,6 +4,7 @@
 //! The target comes from `CANOPY_E2E_TARGET` (`canopy`, the default, or `slapd`); see
 //! docs/testing.md.
 
+pub mod bulk;
 pub mod client;
 pub mod expect;
 pub mod ldif;
@@ -12,6 +13,7 @@ pub mod slapd_conf;
 pub mod tempdir;
 pub mod tools;
 
+pub use bulk::{bulk_base, bulk_ldif, BULK};
 pub use client::{user_dn, Bind, Out, Via};
 pub use expect::Transcript;
 pub use server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};

@@ -67,6 +67,8 @@ pub struct Server {
     dir: TempDir,
     port: u16,
     child: Option<Child>,
+    /// Extra TOML for canopy (`--config DIR/canopy.toml`); ignored for slapd.
+    config: Option<String>,
 }
 
 enum StartError {
@@ -90,6 +92,16 @@ impl Server {
     pub fn start_target(target: Target) -> Server {
         let mut server = Server::prepare(target);
         server.launch();
+        server
+    }
+
+    /// Starts canopy with `toml` written to DIR/canopy.toml and passed as `--config` (the command
+    /// line still sets the data directory and listeners), then loads base.ldif.
+    pub fn start_canopy_with_config(toml: &str) -> Server {
+        let mut server = Server::prepare(Target::Canopy);
+        server.config = Some(toml.to_string());
+        server.launch();
+        server.load_base();
         server
     }
 
@@ -119,6 +131,7 @@ impl Server {
             dir,
             port: 0,
             child: None,
+            config: None,
         }
     }
 
@@ -191,6 +204,34 @@ impl Server {
     /// Whether the server process is running (not killed or never started).
     pub fn is_running(&self) -> bool {
         self.child.is_some()
+    }
+
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process still exists and has not exited (a zombie counts as dead): a crash
+    /// shows here even before anything tries to talk to the server.
+    pub fn alive(&self) -> bool {
+        let Some(pid) = self.pid() else { return false };
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the parenthesized command name.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X"),
+            Err(_) => false,
+        }
+    }
+
+    /// The server's resident set size in KiB (VmRSS from /proc/PID/status).
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
     pub(crate) fn launch(&mut self) {
@@ -313,6 +354,11 @@ impl Server {
                     .arg("--listen")
                     .arg(self.ldapi_url())
                     .env("CANOPY_ROOTPW", ROOT_PW);
+                if let Some(toml) = &self.config {
+                    let path = self.dir.path().join("canopy.toml");
+                    std::fs::write(&path, toml).unwrap();
+                    cmd.arg("--config").arg(path);
+                }
                 cmd
             }
         }

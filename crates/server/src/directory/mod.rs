@@ -147,7 +147,7 @@ impl Directory {
     }
 
     /// The error for a missing entry: noSuchObject with the nearest existing ancestor as matchedDN.
-    pub fn no_such_object(&self, txn: &ReadTxn, ndn: &NormDn, dn: &Dn) -> LdapError {
+    pub fn no_such_object(&self, txn: &impl ReadOps, ndn: &NormDn, dn: &Dn) -> LdapError {
         let err = LdapError::new(ResultCode::NoSuchObject, "");
         let mut up = ndn.parent();
         let mut depth = 1;

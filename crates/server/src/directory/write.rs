@@ -117,29 +117,11 @@ impl Directory {
         }
     }
 
-    fn matched(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> LdapError {
-        let err = LdapError::new(ResultCode::NoSuchObject, "");
-        let mut up = ndn.parent();
-        let mut depth = 1;
-        while let Some(candidate) = up {
-            if !self.holds(&candidate) {
-                break;
-            }
-            if let Ok(Some(_)) = txn.get_id(&dn_key(&candidate)) {
-                let rdns = dn.rdns.get(depth..).unwrap_or(&[]).to_vec();
-                return err.with_matched(Dn { rdns }.to_string());
-            }
-            up = candidate.parent();
-            depth += 1;
-        }
-        err
-    }
-
     fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
         let id = txn
             .get_id(&dn_key(ndn))
             .map_err(failed)?
-            .ok_or_else(|| self.matched(txn, ndn, dn))?;
+            .ok_or_else(|| self.no_such_object(txn, ndn, dn))?;
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
@@ -195,7 +177,7 @@ impl Directory {
             let parent_dn = entry.dn.parent();
             match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
                 Some(id) => id,
-                None => return Err(self.matched(txn, &parent_ndn, &parent_dn)),
+                None => return Err(self.no_such_object(txn, &parent_ndn, &parent_dn)),
             }
         };
         who.require_write(&entry.ndn, Action::Add)?;

@@ -11,8 +11,8 @@ use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_raw, Control, LdapResult, PagedResults,
-    ProtocolOp, ResultCode, SearchRequest, SearchScope,
+    encode_partial_attribute, encode_search_result_entry_raw, Control, Filter, LdapResult,
+    PagedResults, ProtocolOp, ResultCode, SearchRequest, SearchScope,
 };
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
@@ -136,6 +136,9 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         None => None,
     };
 
+    // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
+    let need_computed = mentions_computed(schema, &job.req.filter)
+        || COMPUTED.iter().any(|name| selection.wants_computed(name));
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -162,7 +165,11 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         }
         let secrets = job.who.may_read_secrets(&ndn);
         let entry = visible_entry(&stored, secrets)?;
-        let computed = computed_attributes(&txn, id, &entry)?;
+        let computed = if need_computed {
+            computed_attributes(&txn, id, &entry)?
+        } else {
+            Vec::new()
+        };
         if evaluate(schema, &entry, &computed, &job.req.filter) != Ternary::True {
             continue;
         }
@@ -332,6 +339,33 @@ fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapE
         entry.attrs.retain(|a| !secret.contains(&a.desc.as_str()));
     }
     Ok(entry)
+}
+
+const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
+
+/// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
+fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
+    let computed = |desc: &str| {
+        let name = desc.split(';').next().unwrap_or(desc);
+        let canonical = schema
+            .attribute_type(name)
+            .map(|at| at.name())
+            .unwrap_or(name);
+        COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical))
+    };
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => {
+            parts.iter().any(|f| mentions_computed(schema, f))
+        }
+        Filter::Not(inner) => mentions_computed(schema, inner),
+        Filter::Equality(attr, _)
+        | Filter::GreaterOrEqual(attr, _)
+        | Filter::LessOrEqual(attr, _)
+        | Filter::Approx(attr, _)
+        | Filter::Present(attr) => computed(attr),
+        Filter::Substrings(sub) => computed(&sub.attr),
+        Filter::Extensible(mra) => mra.attr.as_deref().is_none_or(computed),
+    }
 }
 
 /// hasSubordinates, entryDN and subschemaSubentry: computed, never stored.
