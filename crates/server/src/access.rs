@@ -25,7 +25,7 @@ impl Who {
 
     /// slapd refuses every update from an anonymous client before looking at the target.
     pub fn require_authenticated(&self) -> Result<(), LdapError> {
-        if self.ndn.is_none() {
+        if self.ndn.is_none() && !self.root {
             return Err(LdapError::new(
                 ResultCode::StrongerAuthRequired,
                 "modifications require authentication",

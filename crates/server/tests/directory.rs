@@ -1,0 +1,329 @@
+//! The directory layer against a simple model: random adds, deletes and renames keep dn2id, dn2children and
+//! the stored DNs consistent with a map of DN to parent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use canopy_core::check::entry_from_attributes_with;
+use canopy_core::wire::StoredEntry;
+use canopy_core::LdapError;
+use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_proto::{Dn, PartialAttribute, Rdn, ResultCode};
+use canopy_schema::Schema;
+use canopy_server::access::Who;
+use canopy_server::directory::{dn_key, structural, ModifyDn, WriteOp};
+use canopy_server::opattrs::Stamp;
+use canopy_server::Directory;
+
+fn open(dir: &std::path::Path) -> Directory {
+    let schema = Arc::new(Schema::builtin());
+    let config = canopy_server::Config::default();
+    let specs = canopy_server::index_specs(&schema, &config).unwrap();
+    let mut store = StoreConfig::new(dir.to_path_buf());
+    store.durable = false;
+    Directory::open(schema, "dc=example,dc=com", specs, store).unwrap()
+}
+
+fn root() -> Who {
+    Who {
+        dn: "cn=admin,dc=example,dc=com".into(),
+        ndn: None,
+        root: true,
+    }
+}
+
+async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), LdapError> {
+    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
+    let mut grouped: Vec<PartialAttribute> = Vec::new();
+    for (name, value) in attrs {
+        match grouped.iter_mut().find(|a| a.name == *name) {
+            Some(attr) => attr.values.push(value.as_bytes().to_vec()),
+            None => grouped.push(PartialAttribute {
+                name: name.to_string(),
+                values: vec![value.as_bytes().to_vec()],
+            }),
+        }
+    }
+    let attrs = grouped;
+    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &attrs, false)?;
+    let structural = structural(dir, &entry)?;
+    let stamp = Stamp::now();
+    stamp.create(&mut entry, &root(), &structural);
+    dir.write(WriteOp::Add(entry), root(), stamp).await
+}
+
+async fn add_ou(dir: &Directory, name: &str, parent: &str) -> Result<(), LdapError> {
+    add(
+        dir,
+        &format!("ou={name},{parent}"),
+        &[("objectClass", "organizationalUnit"), ("ou", name)],
+    )
+    .await
+}
+
+async fn rename(
+    dir: &Directory,
+    dn: &str,
+    new_rdn: &str,
+    superior: Option<&str>,
+) -> Result<(), LdapError> {
+    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
+    let new_superior = match superior {
+        Some(s) => Some(dir.normalize(s.as_bytes())?),
+        None => None,
+    };
+    let op = ModifyDn {
+        dn,
+        ndn,
+        new_rdn: Rdn::parse(new_rdn.as_bytes()).unwrap(),
+        delete_old_rdn: true,
+        new_superior,
+    };
+    dir.write(WriteOp::ModifyDn(op), root(), Stamp::now()).await
+}
+
+async fn delete(dir: &Directory, dn: &str) -> Result<(), LdapError> {
+    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
+    dir.write(WriteOp::Delete { dn, ndn }, root(), Stamp::now())
+        .await
+}
+
+/// Every entry reachable through dn2id has a stored DN that normalizes to its key, its parent lists it as a
+/// child, and the set of DNs equals the model's.
+fn check(dir: &Directory, model: &BTreeMap<String, ()>) {
+    let txn = dir.read().unwrap();
+    let members = txn.subtree(&dn_key(dir.suffix())).unwrap();
+    let mut seen = Vec::new();
+    for (key, id) in &members {
+        let bytes = txn
+            .get_entry(*id)
+            .unwrap()
+            .expect("dn2id points to an entry");
+        let stored = StoredEntry::parse(bytes).unwrap();
+        let ndn = stored.ndn().unwrap();
+        assert_eq!(&dn_key(&ndn), key, "stored ndn matches its key");
+        let dn = Dn::parse(stored.dn).unwrap();
+        assert_eq!(
+            dir.schema().normalize_dn(&dn).unwrap(),
+            ndn,
+            "stored DN matches stored ndn"
+        );
+        if ndn != *dir.suffix() {
+            let parent = txn
+                .get_id(&dn_key(&ndn.parent().unwrap()))
+                .unwrap()
+                .expect("parent exists");
+            assert!(
+                txn.children(parent).unwrap().contains(id),
+                "{ndn} listed under its parent"
+            );
+        }
+        seen.push(ndn.to_string());
+    }
+    seen.sort();
+    let expected: Vec<String> = model.keys().cloned().collect();
+    assert_eq!(seen, expected);
+    assert_eq!(txn.entry_count().unwrap() as usize, model.len());
+}
+
+fn normalized(dir: &Directory, dn: &str) -> String {
+    dir.normalize(dn.as_bytes()).unwrap().1.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subtree_rename_moves_every_descendant() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path());
+    add(
+        &dir,
+        "dc=example,dc=com",
+        &[
+            ("objectClass", "dcObject"),
+            ("objectClass", "organization"),
+            ("dc", "example"),
+            ("o", "E"),
+        ],
+    )
+    .await
+    .unwrap();
+    add_ou(&dir, "a", "dc=example,dc=com").await.unwrap();
+    add_ou(&dir, "b", "ou=a,dc=example,dc=com").await.unwrap();
+    add_ou(&dir, "c", "ou=b,ou=a,dc=example,dc=com")
+        .await
+        .unwrap();
+    add_ou(&dir, "z", "dc=example,dc=com").await.unwrap();
+    rename(
+        &dir,
+        "ou=a,dc=example,dc=com",
+        "ou=A2",
+        Some("ou=z,dc=example,dc=com"),
+    )
+    .await
+    .unwrap();
+    let txn = dir.read().unwrap();
+    let (_, ndn) = dir
+        .normalize(b"ou=c,ou=b,ou=A2,ou=z,dc=example,dc=com")
+        .unwrap();
+    let (_, bytes) = dir
+        .lookup(&txn, &ndn)
+        .unwrap()
+        .expect("moved descendant found under its new DN");
+    assert_eq!(
+        StoredEntry::parse(bytes).unwrap().dn,
+        b"ou=c,ou=b,ou=A2,ou=z,dc=example,dc=com"
+    );
+    let (_, old) = dir.normalize(b"ou=c,ou=b,ou=a,dc=example,dc=com").unwrap();
+    assert!(dir.lookup(&txn, &old).unwrap().is_none());
+    // The renamed entry's naming attribute follows its RDN.
+    let (_, top) = dir.normalize(b"ou=A2,ou=z,dc=example,dc=com").unwrap();
+    let (_, bytes) = dir.lookup(&txn, &top).unwrap().unwrap();
+    let entry = StoredEntry::parse(bytes).unwrap().to_entry().unwrap();
+    assert_eq!(entry.get("ou").unwrap().values, vec![b"A2".to_vec()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_have_slapd_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path());
+    add(
+        &dir,
+        "dc=example,dc=com",
+        &[
+            ("objectClass", "dcObject"),
+            ("objectClass", "organization"),
+            ("dc", "example"),
+            ("o", "E"),
+        ],
+    )
+    .await
+    .unwrap();
+    add_ou(&dir, "a", "dc=example,dc=com").await.unwrap();
+    add_ou(&dir, "b", "ou=a,dc=example,dc=com").await.unwrap();
+    let code = |r: Result<(), LdapError>| r.err().map(|e| e.code);
+    assert_eq!(
+        code(add_ou(&dir, "a", "dc=example,dc=com").await),
+        Some(ResultCode::EntryAlreadyExists)
+    );
+    let missing = add_ou(&dir, "x", "ou=nope,ou=a,dc=example,dc=com")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, ResultCode::NoSuchObject);
+    assert_eq!(
+        missing.matched_dn.as_deref(),
+        Some("ou=a,dc=example,dc=com")
+    );
+    assert_eq!(
+        code(delete(&dir, "ou=a,dc=example,dc=com").await),
+        Some(ResultCode::NotAllowedOnNonLeaf)
+    );
+    assert_eq!(
+        code(
+            rename(
+                &dir,
+                "ou=a,dc=example,dc=com",
+                "ou=a",
+                Some("ou=b,ou=a,dc=example,dc=com")
+            )
+            .await
+        ),
+        Some(ResultCode::UnwillingToPerform)
+    );
+    add_ou(&dir, "c", "dc=example,dc=com").await.unwrap();
+    assert_eq!(
+        code(rename(&dir, "ou=c,dc=example,dc=com", "ou=a", None).await),
+        Some(ResultCode::EntryAlreadyExists)
+    );
+    let anonymous = Who::anonymous();
+    let (dn, ndn) = dir.normalize(b"ou=c,dc=example,dc=com").unwrap();
+    let refused = dir
+        .write(WriteOp::Delete { dn, ndn }, anonymous, Stamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ResultCode::StrongerAuthRequired);
+}
+
+/// A small deterministic generator, so a failure can be replayed from its seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &'a [String]) -> Option<&'a String> {
+        (!items.is_empty()).then(|| &items[(self.next() % items.len() as u64) as usize])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_operations_agree_with_a_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path());
+    add(
+        &dir,
+        "dc=example,dc=com",
+        &[
+            ("objectClass", "dcObject"),
+            ("objectClass", "organization"),
+            ("dc", "example"),
+            ("o", "E"),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut model: BTreeMap<String, ()> = BTreeMap::new();
+    // Model keyed by user-form DN; compared through normalization.
+    let mut dns: Vec<String> = vec!["dc=example,dc=com".to_string()];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for step in 0..300 {
+        match rng.next() % 4 {
+            0 | 1 => {
+                let parent = rng.pick(&dns).unwrap().clone();
+                let name = format!("n{step}");
+                let dn = format!("ou={name},{parent}");
+                add_ou(&dir, &name, &parent).await.unwrap();
+                dns.push(dn);
+            }
+            2 => {
+                let Some(target) = rng.pick(&dns[1..]).cloned() else {
+                    continue;
+                };
+                let prefix = format!(",{target}");
+                let leaf = !dns.iter().any(|d| d.ends_with(&prefix));
+                let result = delete(&dir, &target).await;
+                assert_eq!(result.is_ok(), leaf, "delete {target}: {result:?}");
+                if leaf {
+                    dns.retain(|d| d != &target);
+                }
+            }
+            _ => {
+                let Some(target) = rng.pick(&dns[1..]).cloned() else {
+                    continue;
+                };
+                let superior = rng.pick(&dns).unwrap().clone();
+                let new_rdn = format!("ou=m{step}");
+                let prefix = format!(",{target}");
+                let inside = superior == target || superior.ends_with(&prefix);
+                let result = rename(&dir, &target, &new_rdn, Some(&superior)).await;
+                assert_eq!(
+                    result.is_ok(),
+                    !inside,
+                    "rename {target} under {superior}: {result:?}"
+                );
+                if !inside {
+                    let new_dn = format!("{new_rdn},{superior}");
+                    for d in dns.iter_mut() {
+                        if *d == target {
+                            *d = new_dn.clone();
+                        } else if let Some(head) = d.strip_suffix(&prefix) {
+                            *d = format!("{head},{new_dn}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    model.extend(dns.iter().map(|d| (normalized(&dir, d), ())));
+    check(&dir, &model);
+}
