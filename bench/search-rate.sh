@@ -11,6 +11,9 @@
 #   SEED        data seed for gen-ldif.py (default 42)
 #   KEEP=1      keep the work directory (databases, logs, LDIF)
 #   PERF=1      record a perf profile of each server during one extra 64-thread run
+#   SLAPD_LOGLEVEL  slapd's loglevel (default 0: like canopy, no per-operation log; slapd's own default
+#               "stats" writes a syslog line per operation, which costs it throughput, more so without
+#               a syslog daemon)
 #
 # Both servers load the same generated LDIF offline (canopy import, slapadd -q), listen on free loopback
 # ports and answer ldclt's `uid=userXXXXXXX` exact searches; runs alternate canopy, slapd, canopy, ...
@@ -22,6 +25,7 @@ DURATION=${2:-30}
 THREADS=${THREADS:-"16 64"}
 RUNS=${RUNS:-3}
 SEED=${SEED:-42}
+SLAPD_LOGLEVEL=${SLAPD_LOGLEVEL:-0}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
 SUFFIX=dc=example,dc=com
@@ -99,6 +103,7 @@ include /etc/ldap/schema/inetorgperson.schema
 include /etc/ldap/schema/nis.schema
 pidfile $WORK/slapd.pid
 argsfile $WORK/slapd.args
+loglevel $SLAPD_LOGLEVEL
 modulepath /usr/lib/ldap
 moduleload back_mdb
 database mdb
@@ -141,6 +146,14 @@ for server in canopy slapd; do
         [ "$hits" = 1 ] || { log "$server: uid=$uid gives $hits entries, expected 1"; exit 1; }
     done
 done
+# Both must send the same entry, or the rates compare different work.
+uid=$(printf 'user%07d' $((N / 2)))
+for server in canopy slapd; do
+    ldapsearch -x -H "ldap://127.0.0.1:$(port_of $server)" -b "$SUFFIX" -LLL -o ldif-wrap=no "(uid=$uid)" |
+        sort >"$WORK/entry-$server.ldif"
+done
+cmp -s "$WORK/entry-canopy.ldif" "$WORK/entry-slapd.ldif" ||
+    log "warning: canopy and slapd return different entries for uid=$uid (see $WORK/entry-*.ldif)"
 
 # --- measure -------------------------------------------------------------------------------------------
 LDCLT_CMD="ldclt -h 127.0.0.1 -p PORT -N $SAMPLES -q -b $SUFFIX -e esearch,random -f uid=userXXXXXXX -r 0 -R $((N - 1)) -n THREADS"
@@ -179,7 +192,7 @@ if [ "${PERF:-0}" = 1 ] && command -v perf >/dev/null; then
         sleep 3
         perf record -q -g -p "$(pid_of $server)" -o "$WORK/perf-$server.data" -- sleep 10 >/dev/null 2>&1 || true
         wait "$lpid" || true
-        perf report -q -i "$WORK/perf-$server.data" --no-children --sort dso,sym --stdio 2>/dev/null |
+        perf report -q -i "$WORK/perf-$server.data" --no-children -g none --sort dso,sym --stdio 2>/dev/null |
             grep -v '^$' | grep -v '^#' | grep '%' | head -25 >"$WORK/perf-$server.txt" || true
         log "perf profile of $server in $WORK/perf-$server.txt"
     done
@@ -196,7 +209,7 @@ SLAPD_DU=$(du -k "$WORK/slapd-data/data.mdb" | cut -f1)
     echo
     echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -r); load average before $LOAD_BEFORE, after $LOAD_AFTER."
     echo "Versions: $("$CANOPY_BIN" --version 2>/dev/null || echo canopy), $(slapd -VV 2>&1 | sed -n 's/.*\(OpenLDAP: slapd [0-9.]*\).*/\1/p' | head -1), ldclt $(dpkg-query -W -f '${Version}' 389-ds-base 2>/dev/null)."
-    echo "Data: $N inetOrgPerson entries + 11, LDIF $((LDIF_BYTES / 1024)) KiB (seed $SEED)."
+    echo "Data: $N inetOrgPerson entries + 11, LDIF $((LDIF_BYTES / 1024)) KiB (seed $SEED); slapd loglevel $SLAPD_LOGLEVEL."
     echo
     echo "| server | threads | searches/s per run | median | server CPU µs/search (median) |"
     echo "| --- | ---: | --- | ---: | ---: |"

@@ -11,8 +11,8 @@ pub mod oid;
 pub mod result;
 
 pub use codec::{
-    encode_partial_attribute, encode_search_result_entry_raw, frame_len, DecodeError, DecodeLimits,
-    FrameError,
+    encode_partial_attribute, encode_search_result_entry_raw, frame_len, Answer, DecodeError,
+    DecodeLimits, FrameError, RequestKind,
 };
 pub use control::PagedResults;
 pub use dn::{Ava, Dn, DnError, Rdn};

@@ -63,7 +63,7 @@ impl Default for Limits {
             time_limit: 3600,
             max_pdu_anonymous: 262_143,
             max_pdu_bound: 4_194_303,
-            max_filter_depth: 64,
+            max_filter_depth: 512,
             max_pending_per_connection: 256,
         }
     }

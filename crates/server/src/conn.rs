@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use canopy_core::LdapError;
 use canopy_proto::oid::{CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, NOTICE_OF_DISCONNECTION};
 use canopy_proto::{
-    frame_len, BindResponse, Control, DecodeLimits, ExtendedResponse, FrameError, LdapMessage,
-    LdapResult, PagedResults, ProtocolOp, ResultCode,
+    frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
+    LdapMessage, LdapResult, PagedResults, ProtocolOp, RequestKind, ResultCode,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
@@ -69,6 +69,18 @@ where
             start += len;
             let message = match LdapMessage::decode(&frame, &decode_limits) {
                 Ok(message) => message,
+                Err(DecodeError {
+                    message_id: Some(id),
+                    answer: Some(answer),
+                    reason,
+                }) => {
+                    // Sound BER with a value the protocol leaves undefined: answer it, keep the connection.
+                    let result = LdapResult::new(answer.code, reason);
+                    let _ = tx
+                        .send(encode(id, response_for(answer.request, result), Vec::new()))
+                        .await;
+                    continue;
+                }
                 Err(error) => {
                     tracing::info!(?peer, %error, "undecodable request, closing connection");
                     disconnect(&tx, &error.to_string()).await;
@@ -311,23 +323,36 @@ async fn run_update(state: &State, who: &Who, op: ProtocolOp) -> ProtocolOp {
 
 /// The response type that answers a request with an error, or None for requests that get no response.
 fn error_response(op: &ProtocolOp, e: LdapError) -> Option<ProtocolOp> {
-    let result = error_result(e);
-    Some(match op {
-        ProtocolOp::BindRequest(_) => ProtocolOp::BindResponse(BindResponse {
+    let kind = match op {
+        ProtocolOp::BindRequest(_) => RequestKind::Bind,
+        ProtocolOp::SearchRequest(_) => RequestKind::Search,
+        ProtocolOp::ModifyRequest(_) => RequestKind::Modify,
+        ProtocolOp::AddRequest(_) => RequestKind::Add,
+        ProtocolOp::DelRequest(_) => RequestKind::Delete,
+        ProtocolOp::ModifyDnRequest(_) => RequestKind::ModifyDn,
+        ProtocolOp::CompareRequest(_) => RequestKind::Compare,
+        ProtocolOp::ExtendedRequest(_) => RequestKind::Extended,
+        _ => return None,
+    };
+    Some(response_for(kind, error_result(e)))
+}
+
+fn response_for(kind: RequestKind, result: LdapResult) -> ProtocolOp {
+    match kind {
+        RequestKind::Bind => ProtocolOp::BindResponse(BindResponse {
             result,
             server_sasl_creds: None,
         }),
-        ProtocolOp::SearchRequest(_) => ProtocolOp::SearchResultDone(result),
-        ProtocolOp::ModifyRequest(_) => ProtocolOp::ModifyResponse(result),
-        ProtocolOp::AddRequest(_) => ProtocolOp::AddResponse(result),
-        ProtocolOp::DelRequest(_) => ProtocolOp::DelResponse(result),
-        ProtocolOp::ModifyDnRequest(_) => ProtocolOp::ModifyDnResponse(result),
-        ProtocolOp::CompareRequest(_) => ProtocolOp::CompareResponse(result),
-        ProtocolOp::ExtendedRequest(_) => ProtocolOp::ExtendedResponse(ExtendedResponse {
+        RequestKind::Search => ProtocolOp::SearchResultDone(result),
+        RequestKind::Modify => ProtocolOp::ModifyResponse(result),
+        RequestKind::Add => ProtocolOp::AddResponse(result),
+        RequestKind::Delete => ProtocolOp::DelResponse(result),
+        RequestKind::ModifyDn => ProtocolOp::ModifyDnResponse(result),
+        RequestKind::Compare => ProtocolOp::CompareResponse(result),
+        RequestKind::Extended => ProtocolOp::ExtendedResponse(ExtendedResponse {
             result,
             name: None,
             value: None,
         }),
-        _ => return None,
-    })
+    }
 }

@@ -105,6 +105,28 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with `files` loaded after the standard schema
+    /// (canopy: `schema_files` in a configuration file; slapd: `include` lines), then loads
+    /// base.ldif.
+    pub fn start_with_schema(files: &[PathBuf]) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let conf = crate::slapd_conf::render_with_schema(dir, &dir.join("data"), files);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => {
+                let list: Vec<String> = files.iter().map(|f| format!("{f:?}")).collect();
+                server.config = Some(format!("schema_files = [{}]\n", list.join(", ")));
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
     /// the target chosen by the environment, then starts the server on it.
     pub fn start_imported(ldif: &Path) -> Server {

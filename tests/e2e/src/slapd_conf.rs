@@ -2,7 +2,7 @@
 //! rules as canopy's defaults, with back-mdb in the server's scratch directory.
 
 use crate::server::{ROOT_DN, ROOT_PW, SUFFIX};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Indexes as (attribute, kinds): canopy's defaults, docs/configuration.md. Indexes change only
 /// speed, never results; they are mirrored so that both servers do the same work.
@@ -22,9 +22,18 @@ pub const INDEXES: &[(&str, &str)] = &[
 
 /// Renders slapd.conf for a server whose files live in `dir` and database in `data`.
 pub fn render(dir: &Path, data: &Path) -> String {
-    let schema: String = ["core", "cosine", "inetorgperson", "nis"]
+    render_with_schema(dir, data, &[])
+}
+
+/// `render`, with `extra` schema files included after the standard ones (as canopy loads
+/// `schema_files` after its built-in schema).
+pub fn render_with_schema(dir: &Path, data: &Path, extra: &[PathBuf]) -> String {
+    let standard = ["core", "cosine", "inetorgperson", "nis"]
         .iter()
-        .map(|s| format!("include /etc/ldap/schema/{s}.schema\n"))
+        .map(|s| PathBuf::from(format!("/etc/ldap/schema/{s}.schema")));
+    let schema: String = standard
+        .chain(extra.iter().cloned())
+        .map(|s| format!("include {}\n", s.display()))
         .collect();
     let indexes: String = INDEXES
         .iter()
@@ -50,6 +59,8 @@ pub fn render(dir: &Path, data: &Path) -> String {
          rootdn \"{ROOT_DN}\"\n\
          rootpw {ROOT_PW}\n\
          directory {data}\n\
+         # back-mdb's default map is 10 MiB, too small for the bulk tests; canopy grows its map.\n\
+         maxsize 1073741824\n\
          {indexes}\
          # Debian's default rules for the main database.\n\
          access to attrs=userPassword by self write by anonymous auth by * none\n\

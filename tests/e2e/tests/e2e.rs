@@ -6,10 +6,18 @@
 mod access;
 #[path = "e2e/bind.rs"]
 mod bind;
+#[path = "e2e/bulk.rs"]
+mod bulk;
+#[path = "e2e/canopy_only.rs"]
+mod canopy_only;
 #[path = "e2e/crash.rs"]
 mod crash;
 #[path = "e2e/extended.rs"]
 mod extended;
+#[path = "e2e/extra_schema.rs"]
+mod extra_schema;
+#[path = "e2e/hostile.rs"]
+mod hostile;
 #[path = "e2e/python.rs"]
 mod python;
 #[path = "e2e/rootdse.rs"]

@@ -3,7 +3,7 @@
 use canopy_ber::{decode_integer, tag, Reader};
 
 use super::encode::{ctx, op_tag};
-use super::{DecodeError, DecodeLimits};
+use super::{Answer, DecodeError, DecodeLimits, RequestKind};
 use crate::filter::Filter;
 use crate::message::*;
 use crate::result::ResultCode;
@@ -84,6 +84,33 @@ fn decode_controls(contents: &[u8]) -> Result<Vec<Control>, DecodeError> {
 fn decode_op(r: &mut Reader<'_>, limits: &DecodeLimits) -> Result<ProtocolOp, DecodeError> {
     use op_tag::*;
     let (op, contents) = r.read_tlv()?;
+    let request = match op {
+        BIND_REQUEST => Some(RequestKind::Bind),
+        SEARCH_REQUEST => Some(RequestKind::Search),
+        MODIFY_REQUEST => Some(RequestKind::Modify),
+        ADD_REQUEST => Some(RequestKind::Add),
+        DEL_REQUEST => Some(RequestKind::Delete),
+        MODIFY_DN_REQUEST => Some(RequestKind::ModifyDn),
+        COMPARE_REQUEST => Some(RequestKind::Compare),
+        EXTENDED_REQUEST => Some(RequestKind::Extended),
+        _ => None,
+    };
+    decode_op_contents(op, contents, limits).map_err(|mut e| {
+        // Only requests can be answered; anything else stays a broken PDU.
+        e.answer = match (e.answer, request) {
+            (Some(answer), Some(request)) => Some(Answer { request, ..answer }),
+            _ => None,
+        };
+        e
+    })
+}
+
+fn decode_op_contents(
+    op: u8,
+    contents: &[u8],
+    limits: &DecodeLimits,
+) -> Result<ProtocolOp, DecodeError> {
+    use op_tag::*;
     let mut c = Reader::new(contents);
     let decoded = match op {
         BIND_REQUEST => ProtocolOp::BindRequest(decode_bind_request(&mut c)?),
@@ -225,9 +252,10 @@ fn decode_bind_request(c: &mut Reader<'_>) -> Result<BindRequest, DecodeError> {
             }
         }
         (other, _) => {
-            return Err(DecodeError::new(format!(
-                "unsupported authentication choice 0x{other:02x}"
-            )))
+            return Err(DecodeError::undefined(
+                ResultCode::AuthMethodNotSupported,
+                format!("unsupported authentication choice 0x{other:02x}"),
+            ))
         }
     };
     Ok(BindRequest {
@@ -247,14 +275,24 @@ fn decode_search_request(
         1 => SearchScope::SingleLevel,
         2 => SearchScope::WholeSubtree,
         3 => SearchScope::SubordinateSubtree,
-        other => return Err(DecodeError::new(format!("unknown search scope {other}"))),
+        other => {
+            return Err(DecodeError::undefined(
+                ResultCode::ProtocolError,
+                format!("unknown search scope {other}"),
+            ))
+        }
     };
     let deref = match c.read_integer(tag::ENUMERATED)? {
         0 => DerefAliases::Never,
         1 => DerefAliases::InSearching,
         2 => DerefAliases::FindingBaseObj,
         3 => DerefAliases::Always,
-        other => return Err(DecodeError::new(format!("unknown derefAliases {other}"))),
+        other => {
+            return Err(DecodeError::undefined(
+                ResultCode::ProtocolError,
+                format!("unknown derefAliases {other}"),
+            ))
+        }
     };
     let size_limit = non_negative(c.read_integer(tag::INTEGER)?, "sizeLimit")?;
     let time_limit = non_negative(c.read_integer(tag::INTEGER)?, "timeLimit")?;
@@ -284,7 +322,12 @@ fn non_negative(value: i64, what: &str) -> Result<i32, DecodeError> {
     i32::try_from(value)
         .ok()
         .filter(|v| *v >= 0)
-        .ok_or_else(|| DecodeError::new(format!("{what} {value} out of range")))
+        .ok_or_else(|| {
+            DecodeError::undefined(
+                ResultCode::ProtocolError,
+                format!("{what} {value} out of range"),
+            )
+        })
 }
 
 fn decode_modify_request(c: &mut Reader<'_>) -> Result<ModifyRequest, DecodeError> {
@@ -299,9 +342,10 @@ fn decode_modify_request(c: &mut Reader<'_>) -> Result<ModifyRequest, DecodeErro
             2 => ModifyOperation::Replace,
             3 => ModifyOperation::Increment,
             other => {
-                return Err(DecodeError::new(format!(
-                    "unknown modify operation {other}"
-                )))
+                return Err(DecodeError::undefined(
+                    ResultCode::ProtocolError,
+                    format!("unknown modify operation {other}"),
+                ))
             }
         };
         let modification = decode_attribute(&mut change)?;

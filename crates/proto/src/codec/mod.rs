@@ -32,6 +32,30 @@ impl Default for DecodeLimits {
 pub struct DecodeError {
     pub message_id: Option<i32>,
     pub reason: String,
+    /// Set when the BER is sound but a value is one the protocol leaves open (an unknown scope, modify
+    /// operation or authentication choice, a negative limit): the request is answered with this code and
+    /// the connection goes on, as slapd does. None means the PDU is broken and the connection must end.
+    pub answer: Option<Answer>,
+}
+
+/// How to answer a well-formed request that carries an undefined value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub request: RequestKind,
+    pub code: crate::result::ResultCode,
+}
+
+/// The request operations that have a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    Bind,
+    Search,
+    Modify,
+    Add,
+    Delete,
+    ModifyDn,
+    Compare,
+    Extended,
 }
 
 impl DecodeError {
@@ -39,6 +63,19 @@ impl DecodeError {
         DecodeError {
             message_id: None,
             reason: reason.into(),
+            answer: None,
+        }
+    }
+
+    /// An undefined value in otherwise sound BER; the request kind is filled in by the caller.
+    pub(crate) fn undefined(code: crate::result::ResultCode, reason: impl Into<String>) -> Self {
+        DecodeError {
+            message_id: None,
+            reason: reason.into(),
+            answer: Some(Answer {
+                request: RequestKind::Search,
+                code,
+            }),
         }
     }
 }

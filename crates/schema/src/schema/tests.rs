@@ -496,3 +496,37 @@ fn syntaxes_and_rules_are_published() {
         );
     }
 }
+
+/// The built-in schema holds every definition of OpenLDAP's four standard files, and holds it as
+/// they write it: loading one on top of the built-in set neither fails (a differing redefinition is a
+/// `Duplicate` error) nor adds anything. Skipped where slapd's files are absent.
+#[test]
+fn builtin_covers_openldap_standard_files() {
+    let dir = Path::new(SYSTEM_SCHEMA_DIR);
+    if !dir.join("core.schema").exists() {
+        eprintln!("{SYSTEM_SCHEMA_DIR} not present; skipping");
+        return;
+    }
+    let mut problems = Vec::new();
+    for name in ["core", "cosine", "inetorgperson", "nis"] {
+        for ext in ["schema", "ldif"] {
+            let path = dir.join(format!("{name}.{ext}"));
+            let mut schema = Schema::builtin();
+            let (attributes, classes) = (
+                schema.attribute_types().count(),
+                schema.object_classes().count(),
+            );
+            if let Err(e) = schema.load_file(&path) {
+                problems.push(e.to_string());
+                continue;
+            }
+            for at in schema.attribute_types().skip(attributes) {
+                problems.push(format!("{}: missing {}", path.display(), at.definition()));
+            }
+            for oc in schema.object_classes().skip(classes) {
+                problems.push(format!("{}: missing {}", path.display(), oc.definition()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -11,6 +11,12 @@ use crate::state::State;
 
 pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), LdapError> {
     let dir = &state.directory;
+    if req.attributes.is_empty() {
+        return Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "no attributes provided",
+        ));
+    }
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
         return Err(LdapError::new(

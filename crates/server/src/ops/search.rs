@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use canopy_core::filter::{evaluate, Ternary};
+use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::index::{plan, Plan};
 use canopy_core::wire::{attribute_tlvs, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
@@ -139,6 +139,8 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
     let need_computed = mentions_computed(schema, &job.req.filter)
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
+    // Assertion values are normalized once per search, not once per candidate.
+    let prepared = PreparedFilter::new(schema, &job.req.filter);
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -170,7 +172,7 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         } else {
             Vec::new()
         };
-        if evaluate(schema, &entry, &computed, &job.req.filter) != Ternary::True {
+        if prepared.evaluate(&entry, &computed) != Ternary::True {
             continue;
         }
         if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
