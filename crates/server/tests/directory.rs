@@ -126,6 +126,19 @@ fn check(dir: &Directory, model: &BTreeMap<String, ()>) {
     assert_eq!(txn.entry_count().unwrap() as usize, model.len());
 }
 
+/// A directory holding just the suffix entry.
+async fn with_suffix(path: &std::path::Path) -> Directory {
+    let dir = open(path);
+    let suffix = [
+        ("objectClass", "dcObject"),
+        ("objectClass", "organization"),
+        ("dc", "example"),
+        ("o", "E"),
+    ];
+    add(&dir, "dc=example,dc=com", &suffix).await.unwrap();
+    dir
+}
+
 fn normalized(dir: &Directory, dn: &str) -> String {
     dir.normalize(dn.as_bytes()).unwrap().1.to_string()
 }
@@ -133,19 +146,7 @@ fn normalized(dir: &Directory, dn: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subtree_rename_moves_every_descendant() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(tmp.path());
-    add(
-        &dir,
-        "dc=example,dc=com",
-        &[
-            ("objectClass", "dcObject"),
-            ("objectClass", "organization"),
-            ("dc", "example"),
-            ("o", "E"),
-        ],
-    )
-    .await
-    .unwrap();
+    let dir = with_suffix(tmp.path()).await;
     add_ou(&dir, "a", "dc=example,dc=com").await.unwrap();
     add_ou(&dir, "b", "ou=a,dc=example,dc=com").await.unwrap();
     add_ou(&dir, "c", "ou=b,ou=a,dc=example,dc=com")
@@ -184,19 +185,7 @@ async fn subtree_rename_moves_every_descendant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_have_slapd_codes() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(tmp.path());
-    add(
-        &dir,
-        "dc=example,dc=com",
-        &[
-            ("objectClass", "dcObject"),
-            ("objectClass", "organization"),
-            ("dc", "example"),
-            ("o", "E"),
-        ],
-    )
-    .await
-    .unwrap();
+    let dir = with_suffix(tmp.path()).await;
     add_ou(&dir, "a", "dc=example,dc=com").await.unwrap();
     add_ou(&dir, "b", "ou=a,dc=example,dc=com").await.unwrap();
     let code = |r: Result<(), LdapError>| r.err().map(|e| e.code);
@@ -259,19 +248,7 @@ impl Rng {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_operations_agree_with_a_model() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(tmp.path());
-    add(
-        &dir,
-        "dc=example,dc=com",
-        &[
-            ("objectClass", "dcObject"),
-            ("objectClass", "organization"),
-            ("dc", "example"),
-            ("o", "E"),
-        ],
-    )
-    .await
-    .unwrap();
+    let dir = with_suffix(tmp.path()).await;
     let mut model: BTreeMap<String, ()> = BTreeMap::new();
     // Model keyed by user-form DN; compared through normalization.
     let mut dns: Vec<String> = vec!["dc=example,dc=com".to_string()];
