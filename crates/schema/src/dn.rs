@@ -156,6 +156,10 @@ impl Schema {
     ) -> Result<Vec<u8>, InvalidValue> {
         match rule {
             MatchingRule::DistinguishedNameMatch => self.normalize_dn_value(value),
+            MatchingRule::RdnMatch => {
+                check_single_rdn(value)?;
+                self.normalize_dn_value(value)
+            }
             MatchingRule::UniqueMemberMatch => {
                 crate::matching::values::unique_member(value, |dn| self.normalize_dn_value(dn))
             }
@@ -202,6 +206,22 @@ pub(crate) fn normalize_dn_without_schema(value: &[u8]) -> Result<Vec<u8>, Inval
         })
         .collect();
     Ok(NormDn::from_rdns(rdns).text.into_bytes())
+}
+
+/// rdnMatch without a schema: like `normalize_dn_without_schema` for a value that must be exactly
+/// one RDN.
+pub(crate) fn normalize_rdn_without_schema(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+    check_single_rdn(value)?;
+    normalize_dn_without_schema(value)
+}
+
+fn check_single_rdn(value: &[u8]) -> Result<(), InvalidValue> {
+    let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+    if dn.rdns.len() == 1 {
+        Ok(())
+    } else {
+        Err(InvalidValue::new("not a single RDN"))
+    }
 }
 
 #[cfg(test)]

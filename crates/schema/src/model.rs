@@ -74,6 +74,9 @@ pub struct AttributeType {
     /// `X-` extensions in definition order, e.g. `("X-ORDERED", ["VALUES"])`.
     pub extensions: Vec<(String, Vec<String>)>,
     pub(crate) declared: Declared,
+    /// The syntax whose validator checks values: `syntax`, or what a loaded `ldapsyntax` names in its
+    /// `X-SUBST` for a syntax this crate has no validator of.
+    pub(crate) check_syntax: String,
 }
 
 impl AttributeType {
@@ -88,7 +91,7 @@ impl AttributeType {
 
     /// Syntax check of one value; values of unknown syntaxes are accepted.
     pub fn validate(&self, value: &[u8]) -> bool {
-        crate::syntax::validate(&self.syntax, value)
+        crate::syntax::validate(&self.check_syntax, value)
     }
 
     /// RFC 4512 AttributeTypeDescription.
@@ -208,6 +211,9 @@ impl ObjectClass {
 pub struct Syntax {
     pub oid: String,
     pub desc: String,
+    /// `X-` extensions in definition order, e.g. `("X-NOT-HUMAN-READABLE", ["TRUE"])` or a loaded
+    /// syntax's `("X-SUBST", ["1.3.6.1.4.1.1466.115.121.1.15"])`.
+    pub extensions: Vec<(String, Vec<String>)>,
 }
 
 impl Syntax {
@@ -215,8 +221,19 @@ impl Syntax {
     pub fn definition(&self) -> String {
         let mut out = format!("( {}", self.oid);
         push_desc(&mut out, Some(&self.desc));
+        push_extensions(&mut out, &self.extensions);
         out.push_str(" )");
         out
+    }
+
+    /// The syntax named by an `X-SUBST` extension: OpenLDAP's way of saying "check values of this
+    /// syntax as values of that one".
+    pub fn substitute(&self) -> Option<&str> {
+        self.extensions
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("X-SUBST"))
+            .and_then(|(_, values)| values.first())
+            .map(String::as_str)
     }
 }
 

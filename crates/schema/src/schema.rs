@@ -117,9 +117,10 @@ impl Schema {
         self.load_text(&text, &path.display().to_string())
     }
 
-    /// Loads schema text (`.schema` or `.ldif` form, told apart by content). Nothing is changed when
-    /// an error is returned. A definition identical to an existing one is ignored; any other reuse
-    /// of an OID or name is a `Duplicate` error.
+    /// Loads schema text (`.schema` or `.ldif` form, told apart by content): attribute types, object
+    /// classes, OID macros and LDAP syntaxes. Nothing is changed when an error is returned. A
+    /// definition identical to an existing one is ignored; any other reuse of an OID or name is a
+    /// `Duplicate` error.
     pub fn load_text(&mut self, text: &str, origin: &str) -> Result<(), SchemaError> {
         let statements = parse::statements(text, origin)?;
         let mut next = self.clone();
@@ -129,6 +130,7 @@ impl Schema {
                 Directive::ObjectIdentifier => next.add_oid_macro(&place)?,
                 Directive::AttributeType => next.add_attribute_type(&place)?,
                 Directive::ObjectClass => next.add_object_class(&place)?,
+                Directive::LdapSyntax => next.add_syntax(&place)?,
             }
         }
         *self = next;
@@ -284,9 +286,9 @@ impl Schema {
             }
             None => None,
         };
-        let syntax = match (&syntax_written, sup) {
-            (Some((base, _)), _) => base.clone(),
-            (None, Some(sup)) => sup.syntax.clone(),
+        let (syntax, check_syntax) = match (&syntax_written, sup) {
+            (Some((base, _)), _) => (base.clone(), self.check_syntax_for(base)),
+            (None, Some(sup)) => (sup.syntax.clone(), sup.check_syntax.clone()),
             (None, None) => return Err(place.error("attribute type has neither SYNTAX nor SUP")),
         };
         let usage = raw.usage.unwrap_or(Usage::UserApplications);
@@ -322,6 +324,7 @@ impl Schema {
                 substr: raw.substr.is_some(),
                 syntax: syntax_written.map(|(_, written)| written),
             },
+            check_syntax,
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
@@ -346,6 +349,66 @@ impl Schema {
         }
         self.attributes.push(at);
         Ok(())
+    }
+
+    /// The syntax that checks values of syntax `oid`: itself when this crate validates it, else
+    /// what a loaded syntax definition substitutes for it (X-SUBST, followed to a known syntax).
+    fn check_syntax_for(&self, oid: &str) -> String {
+        let mut current = oid;
+        // Each step moves to a syntax loaded earlier, so the chain is shorter than the list.
+        for _ in 0..=self.syntaxes.len() {
+            if crate::syntax::is_known(current) {
+                break;
+            }
+            match self
+                .syntaxes
+                .iter()
+                .find(|s| s.oid == current)
+                .and_then(Syntax::substitute)
+            {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+        current.to_string()
+    }
+
+    fn add_syntax(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {
+        let raw = parse::parse_syntax(&place.statement.text).map_err(|e| place.desc_error(e))?;
+        let oid = self.element_oid(place, &raw.oid)?;
+        let mut extensions = raw.extensions;
+        for (name, values) in &mut extensions {
+            if !name.eq_ignore_ascii_case("X-SUBST") {
+                continue;
+            }
+            // Stored as a numeric OID so that lookups and the published definition agree.
+            for value in values.iter_mut() {
+                let target = self
+                    .expand_oid(value)
+                    .filter(|t| self.syntaxes.iter().any(|s| s.oid == *t))
+                    .ok_or_else(|| {
+                        place.error(format!("substitute syntax \"{value}\" is not known"))
+                    })?;
+                *value = target;
+            }
+        }
+        let syntax = Syntax {
+            oid,
+            desc: raw.desc.unwrap_or_default(),
+            extensions,
+        };
+        match self.syntaxes.iter().find(|s| s.oid == syntax.oid) {
+            Some(existing) if *existing == syntax => Ok(()),
+            Some(existing) => Err(place.duplicate(format!(
+                "LDAP syntax {} (differs from {})",
+                syntax.oid,
+                existing.definition()
+            ))),
+            None => {
+                self.syntaxes.push(syntax);
+                Ok(())
+            }
+        }
     }
 
     fn add_object_class(&mut self, place: &Place<'_>) -> Result<(), SchemaError> {

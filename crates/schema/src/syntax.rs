@@ -1,4 +1,5 @@
-//! LDAP syntaxes (RFC 4517 §3.3, RFC 4530, OpenLDAP's CSN) and their value validators.
+//! LDAP syntaxes (RFC 4517 §3.3, RFC 4523, RFC 4530, RFC 2252's older ones, OpenLDAP's CSN) and
+//! their value validators.
 
 use crate::matching::values;
 use crate::matching::Fold;
@@ -19,19 +20,22 @@ enum Check {
     GeneralizedTime,
     UtcTime,
     Dn,
+    Rdn,
     NameAndOptionalUid,
     Oid,
     BitString,
     Country,
     PostalAddress,
     Description,
+    MailPreference,
     Uuid,
     Csn,
 }
 
 const PREFIX: &str = "1.3.6.1.4.1.1466.115.121.1.";
 
-/// (OID, description, check). OIDs under `PREFIX` are written by their last arc.
+/// (OID, description, check). OIDs under `PREFIX` are written by their last arc. RFC 4517 §3.3
+/// and, for the syntaxes it dropped that OpenLDAP's cosine schema still uses, RFC 2252 §6.
 const SYNTAXES: &[(&str, &str, Check)] = &[
     ("3", "Attribute Type Description", Check::Description),
     ("4", "Audio", Check::Any),
@@ -43,10 +47,12 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("10", "Certificate Pair", Check::Any),
     ("11", "Country String", Check::Country),
     ("12", "Distinguished Name", Check::Dn),
+    ("13", "Data Quality Syntax", Check::NonEmpty),
     ("14", "Delivery Method", Check::NonEmpty),
     ("15", "Directory String", Check::DirectoryString),
     ("16", "DIT Content Rule Description", Check::Description),
     ("17", "DIT Structure Rule Description", Check::Description),
+    ("19", "DSA Quality Syntax", Check::NonEmpty),
     ("21", "Enhanced Guide", Check::NonEmpty),
     ("22", "Facsimile Telephone Number", Check::NonEmpty),
     ("23", "Fax", Check::Any),
@@ -57,6 +63,7 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("28", "JPEG", Check::Any),
     ("30", "Matching Rule Description", Check::Description),
     ("31", "Matching Rule Use Description", Check::Description),
+    ("32", "Mail Preference", Check::MailPreference),
     ("34", "Name And Optional UID", Check::NameAndOptionalUid),
     ("35", "Name Form Description", Check::Description),
     ("36", "Numeric String", Check::Numeric),
@@ -75,9 +82,36 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("53", "UTC Time", Check::UtcTime),
     ("54", "LDAP Syntax Description", Check::Description),
     ("58", "Substring Assertion", Check::DirectoryString),
+    ("1.2.36.79672281.1.5.0", "RDN", Check::Rdn),
     ("1.3.6.1.1.16.1", "UUID", Check::Uuid),
     ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
+    // RFC 4523 §2: assertion syntaxes of the certificate matching rules.
     ("1.3.6.1.1.15.1", "Certificate Exact Assertion", Check::Any),
+    ("1.3.6.1.1.15.2", "Certificate Assertion", Check::Any),
+    (
+        "1.3.6.1.1.15.3",
+        "Certificate Pair Exact Assertion",
+        Check::Any,
+    ),
+    ("1.3.6.1.1.15.4", "Certificate Pair Assertion", Check::Any),
+    (
+        "1.3.6.1.1.15.5",
+        "Certificate List Exact Assertion",
+        Check::Any,
+    ),
+    ("1.3.6.1.1.15.6", "Certificate List Assertion", Check::Any),
+    ("1.3.6.1.1.15.7", "Algorithm Identifier", Check::Any),
+    // X.509 attribute certificates (OpenLDAP's OIDs, used by its pmi schema).
+    (
+        "1.3.6.1.4.1.4203.666.11.10.2.1",
+        "X.509 AttributeCertificate",
+        Check::Any,
+    ),
+    (
+        "1.3.6.1.4.1.4203.666.11.10.2.2",
+        "AttributeCertificate Exact Assertion",
+        Check::Any,
+    ),
     (
         "1.3.6.1.1.1.0.0",
         "RFC2307 NIS Netgroup Triple",
@@ -85,6 +119,27 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ),
     ("1.3.6.1.1.1.0.1", "RFC2307 Boot Parameter", Check::NonEmpty),
 ];
+
+/// Syntaxes published with `X-BINARY-TRANSFER-REQUIRED 'TRUE' X-NOT-HUMAN-READABLE 'TRUE'`: their
+/// values are BER encodings to be transferred with `;binary` (RFC 4522), as OpenLDAP marks them.
+const BINARY: &[&str] = &[
+    "8",
+    "9",
+    "10",
+    "49",
+    "1.3.6.1.1.15.1",
+    "1.3.6.1.1.15.2",
+    "1.3.6.1.1.15.3",
+    "1.3.6.1.1.15.4",
+    "1.3.6.1.1.15.5",
+    "1.3.6.1.1.15.6",
+    "1.3.6.1.1.15.7",
+    "1.3.6.1.4.1.4203.666.11.10.2.1",
+    "1.3.6.1.4.1.4203.666.11.10.2.2",
+];
+
+/// Syntaxes published with `X-NOT-HUMAN-READABLE 'TRUE'` only.
+const NOT_HUMAN_READABLE: &[&str] = &["4", "5", "23", "28"];
 
 fn full_oid(short: &str) -> String {
     if short.contains('.') {
@@ -102,13 +157,29 @@ fn check_for(oid: &str) -> Option<Check> {
         .map(|(_, _, check)| *check)
 }
 
+/// Whether this crate has a validator for the syntax `oid`.
+pub(crate) fn is_known(oid: &str) -> bool {
+    check_for(oid).is_some()
+}
+
 /// Every syntax with a validator, as published in the subschema entry.
 pub(crate) fn known_syntaxes() -> Vec<Syntax> {
+    let flag = |name: &str| (name.to_string(), vec!["TRUE".to_string()]);
     SYNTAXES
         .iter()
-        .map(|(oid, desc, _)| Syntax {
-            oid: full_oid(oid),
-            desc: (*desc).to_string(),
+        .map(|(oid, desc, _)| {
+            let mut extensions = Vec::new();
+            if BINARY.contains(oid) {
+                extensions.push(flag("X-BINARY-TRANSFER-REQUIRED"));
+            }
+            if BINARY.contains(oid) || NOT_HUMAN_READABLE.contains(oid) {
+                extensions.push(flag("X-NOT-HUMAN-READABLE"));
+            }
+            Syntax {
+                oid: full_oid(oid),
+                desc: (*desc).to_string(),
+                extensions,
+            }
         })
         .collect()
 }
@@ -131,6 +202,7 @@ pub(crate) fn validate(oid: &str, value: &[u8]) -> bool {
         Check::GeneralizedTime => values::generalized_time(value).is_ok(),
         Check::UtcTime => is_utc_time(value),
         Check::Dn => canopy_proto::Dn::parse(value).is_ok(),
+        Check::Rdn => canopy_proto::Dn::parse(value).is_ok_and(|dn| dn.rdns.len() == 1),
         Check::NameAndOptionalUid => {
             let (dn, uid) = values::split_optional_uid(value);
             canopy_proto::Dn::parse(dn).is_ok() && uid.is_none_or(|u| values::bit_string(u).is_ok())
@@ -145,6 +217,7 @@ pub(crate) fn validate(oid: &str, value: &[u8]) -> bool {
                 && trimmed.ends_with(b")")
                 && std::str::from_utf8(value).is_ok()
         }
+        Check::MailPreference => matches!(value, b"NO-LISTS" | b"ANY-LIST" | b"PROFESSIONAL-LISTS"),
         Check::Uuid => values::uuid(value).is_ok(),
         Check::Csn => values::csn(value).is_ok(),
     }
@@ -269,6 +342,15 @@ mod tests {
             ),
             ("1.3.6.1.4.1.4203.666.11.2.1", b"20240102030405Z#0#0", false),
             ("9.9.9.9", b"\x00anything", true),
+            ("32", b"PROFESSIONAL-LISTS", true),
+            ("32", b"no-lists", false),
+            ("19", b"PILOT-SERVICE", true),
+            ("19", b"", false),
+            ("13", b"", false),
+            ("1.2.36.79672281.1.5.0", b"cn=a+sn=b", true),
+            ("1.2.36.79672281.1.5.0", b"cn=a,dc=b", false),
+            ("1.2.36.79672281.1.5.0", b"", false),
+            ("9", b"\x30\x00", true),
         ];
         for (syntax, value, expected) in table {
             check(syntax, value, *expected);
@@ -283,5 +365,29 @@ mod tests {
         oids.dedup();
         assert_eq!(oids.len(), all.len());
         assert!(all.iter().all(|s| values::is_numeric_oid(&s.oid)));
+    }
+
+    #[test]
+    fn published_flags() {
+        let find = |oid: &str| {
+            known_syntaxes()
+                .into_iter()
+                .find(|s| s.oid == full_oid(oid))
+                .unwrap()
+                .definition()
+        };
+        assert_eq!(
+            find("9"),
+            "( 1.3.6.1.4.1.1466.115.121.1.9 DESC 'Certificate List' \
+             X-BINARY-TRANSFER-REQUIRED 'TRUE' X-NOT-HUMAN-READABLE 'TRUE' )"
+        );
+        assert_eq!(
+            find("28"),
+            "( 1.3.6.1.4.1.1466.115.121.1.28 DESC 'JPEG' X-NOT-HUMAN-READABLE 'TRUE' )"
+        );
+        assert_eq!(
+            find("19"),
+            "( 1.3.6.1.4.1.1466.115.121.1.19 DESC 'DSA Quality Syntax' )"
+        );
     }
 }

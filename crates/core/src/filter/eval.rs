@@ -173,9 +173,9 @@ fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> 
 /// when the value sorts before the assertion (X.501 "less than").
 fn rule_matches(schema: &Schema, rule: MatchingRule, norm: &[u8], value: &[u8]) -> Option<bool> {
     let value_norm = normalize(schema, rule, value)?;
+    // The rule decides what "matches" means: byte equality, ordering, or the bitwise rules.
     match rule.kind() {
-        MatchKind::Equality => Some(value_norm == norm),
-        MatchKind::Ordering => Some(rule.compare(&value_norm, norm) == Ordering::Less),
+        MatchKind::Equality | MatchKind::Ordering => Some(rule.value_matches(&value_norm, norm)),
         MatchKind::Substrings => None,
     }
 }

@@ -174,6 +174,11 @@ fn extensible_matching() {
         ("(cn:caseExactMatch:=John Doe)", T),
         ("(cn:caseExactMatch:=john doe)", F),
         ("(cn:2.5.13.5:=John Doe)", T),
+        // uidNumber 1000 is 0b11_1110_1000: bit 8 is set, bit 1 is not.
+        ("(uidNumber:1.2.840.113556.1.4.803:=8)", T),
+        ("(uidNumber:1.2.840.113556.1.4.803:=9)", F),
+        ("(uidNumber:1.2.840.113556.1.4.804:=9)", T),
+        ("(uidNumber:1.2.840.113556.1.4.804:=3)", F),
         ("(:caseExactMatch:=John Doe)", T),
         ("(:caseExactMatch:=john doe)", F),
         ("(cn:=john doe)", T),

@@ -83,6 +83,12 @@ rules! {
     ObjectIdentifierFirstComponentMatch, "objectIdentifierFirstComponentMatch", "2.5.13.30", "1.3.6.1.4.1.1466.115.121.1.38", Equality;
     DirectoryStringFirstComponentMatch, "directoryStringFirstComponentMatch", "2.5.13.31", "1.3.6.1.4.1.1466.115.121.1.15", Equality;
     CertificateExactMatch, "certificateExactMatch", "2.5.13.34", "1.3.6.1.1.15.1", Equality;
+    CertificatePairExactMatch, "certificatePairExactMatch", "2.5.13.36", "1.3.6.1.1.15.3", Equality;
+    CertificateListExactMatch, "certificateListExactMatch", "2.5.13.38", "1.3.6.1.1.15.5", Equality;
+    AttributeCertificateExactMatch, "attributeCertificateExactMatch", "2.5.13.45", "1.3.6.1.4.1.4203.666.11.10.2.2", Equality;
+    IntegerBitAndMatch, "integerBitAndMatch", "1.2.840.113556.1.4.803", "1.3.6.1.4.1.1466.115.121.1.27", Equality;
+    IntegerBitOrMatch, "integerBitOrMatch", "1.2.840.113556.1.4.804", "1.3.6.1.4.1.1466.115.121.1.27", Equality;
+    RdnMatch, "rdnMatch", "1.2.36.79672281.1.13.3", "1.2.36.79672281.1.5.0", Equality;
     CaseExactIA5Match, "caseExactIA5Match", "1.3.6.1.4.1.1466.109.114.1", "1.3.6.1.4.1.1466.115.121.1.26", Equality;
     CaseIgnoreIA5Match, "caseIgnoreIA5Match", "1.3.6.1.4.1.1466.109.114.2", "1.3.6.1.4.1.1466.115.121.1.26", Equality;
     CaseIgnoreIA5SubstringsMatch, "caseIgnoreIA5SubstringsMatch", "1.3.6.1.4.1.1466.109.114.3", "1.3.6.1.4.1.1466.115.121.1.26", Substrings;
@@ -159,6 +165,8 @@ impl MatchingRule {
             ObjectIdentifierMatch => values::oid(value),
             ObjectIdentifierFirstComponentMatch => values::oid(values::first_component(value)),
             DistinguishedNameMatch => crate::dn::normalize_dn_without_schema(value),
+            RdnMatch => crate::dn::normalize_rdn_without_schema(value),
+            IntegerBitAndMatch | IntegerBitOrMatch => values::bit_mask(value),
             UniqueMemberMatch => {
                 values::unique_member(value, crate::dn::normalize_dn_without_schema)
             }
@@ -170,6 +178,9 @@ impl MatchingRule {
             | PresentationAddressMatch
             | ProtocolInformationMatch
             | CertificateExactMatch
+            | CertificatePairExactMatch
+            | CertificateListExactMatch
+            | AttributeCertificateExactMatch
             | AuthzMatch => Ok(value.to_vec()),
         }
     }
@@ -185,6 +196,35 @@ impl MatchingRule {
                 values::compare_times(a_norm, b_norm)
             }
             _ => a_norm.cmp(b_norm),
+        }
+    }
+
+    /// Whether a stored value matches an assertion value under this rule, both in the normal form of
+    /// `normalize` (or `Schema::normalize_value`). Equality rules compare normal forms for byte
+    /// equality, except the bitwise rules: integerBitAndMatch holds when every bit of the assertion is
+    /// set in the value, integerBitOrMatch when any is. Under an ordering rule the value matches when
+    /// it sorts before the assertion (X.501 extensible matching). Substrings rules never match a
+    /// single assertion value (use `matches_substrings`).
+    pub fn value_matches(self, value_norm: &[u8], assertion_norm: &[u8]) -> bool {
+        match self {
+            MatchingRule::IntegerBitAndMatch | MatchingRule::IntegerBitOrMatch => {
+                let (Some(value), Some(mask)) = (
+                    values::parse_bit_mask(value_norm),
+                    values::parse_bit_mask(assertion_norm),
+                ) else {
+                    return false;
+                };
+                if self == MatchingRule::IntegerBitAndMatch {
+                    value & mask == mask
+                } else {
+                    value & mask != 0
+                }
+            }
+            _ => match self.kind() {
+                MatchKind::Equality => value_norm == assertion_norm,
+                MatchKind::Ordering => self.compare(value_norm, assertion_norm) == Ordering::Less,
+                MatchKind::Substrings => false,
+            },
         }
     }
 

@@ -273,6 +273,111 @@ fn integer() {
     );
 }
 
+/// (rule, stored value, assertion value, expected match); `None` when either value is invalid.
+#[test]
+fn value_matches_table() {
+    let table: &[(MatchingRule, &str, &str, Option<bool>)] = &[
+        (IntegerBitAndMatch, "7", "5", Some(true)),
+        (IntegerBitAndMatch, "5", "7", Some(false)),
+        (IntegerBitAndMatch, "514", "2", Some(true)),
+        (IntegerBitAndMatch, "514", "514", Some(true)),
+        (IntegerBitAndMatch, "512", "2", Some(false)),
+        (IntegerBitAndMatch, "0", "0", Some(true)),
+        (IntegerBitAndMatch, "-1", "4096", Some(true)),
+        (IntegerBitAndMatch, "-2", "1", Some(false)),
+        (
+            IntegerBitAndMatch,
+            "9223372036854775807",
+            "4611686018427387904",
+            Some(true),
+        ),
+        (IntegerBitAndMatch, "9223372036854775808", "1", None),
+        (IntegerBitAndMatch, "3", "0x1", None),
+        (IntegerBitAndMatch, "03", "1", None),
+        (IntegerBitOrMatch, "6", "3", Some(true)),
+        (IntegerBitOrMatch, "4", "3", Some(false)),
+        (IntegerBitOrMatch, "0", "0", Some(false)),
+        (
+            IntegerBitOrMatch,
+            "-9223372036854775808",
+            "-9223372036854775808",
+            Some(true),
+        ),
+        (IntegerBitOrMatch, "1", "abc", None),
+        (IntegerMatch, "42", "42", Some(true)),
+        (IntegerMatch, "42", "43", Some(false)),
+        (IntegerOrderingMatch, "42", "43", Some(true)),
+        (IntegerOrderingMatch, "43", "43", Some(false)),
+        (CaseIgnoreMatch, "Foo  Bar", "foo bar", Some(true)),
+        (CaseIgnoreSubstringsMatch, "foo", "foo", Some(false)),
+        (RdnMatch, "CN=Foo+uid=x", "uid=x+cn=foo", Some(true)),
+        (RdnMatch, "cn=foo", "cn=bar", Some(false)),
+        (RdnMatch, "cn=foo,dc=com", "cn=foo", None),
+        (RdnMatch, "", "", None),
+        (
+            CertificateListExactMatch,
+            "\x30\x01",
+            "\x30\x01",
+            Some(true),
+        ),
+        (
+            CertificateListExactMatch,
+            "\x30\x01",
+            "\x30\x02",
+            Some(false),
+        ),
+        (AttributeCertificateExactMatch, "ac", "ac", Some(true)),
+        (AttributeCertificateExactMatch, "ac", "AC", Some(false)),
+        (CertificatePairExactMatch, "p", "p", Some(true)),
+    ];
+    for (rule, value, assertion, expected) in table {
+        let got = match (
+            rule.normalize(value.as_bytes()),
+            rule.normalize(assertion.as_bytes()),
+        ) {
+            (Ok(v), Ok(a)) => Some(rule.value_matches(&v, &a)),
+            _ => None,
+        };
+        assert_eq!(got, *expected, "{} {value:?} {assertion:?}", rule.name());
+    }
+}
+
+#[test]
+fn openldap_extra_rules_metadata() {
+    for (name, oid, syntax) in [
+        (
+            "integerBitAndMatch",
+            "1.2.840.113556.1.4.803",
+            "1.3.6.1.4.1.1466.115.121.1.27",
+        ),
+        (
+            "integerBitOrMatch",
+            "1.2.840.113556.1.4.804",
+            "1.3.6.1.4.1.1466.115.121.1.27",
+        ),
+        (
+            "rdnMatch",
+            "1.2.36.79672281.1.13.3",
+            "1.2.36.79672281.1.5.0",
+        ),
+        ("certificateListExactMatch", "2.5.13.38", "1.3.6.1.1.15.5"),
+        (
+            "attributeCertificateExactMatch",
+            "2.5.13.45",
+            "1.3.6.1.4.1.4203.666.11.10.2.2",
+        ),
+    ] {
+        let rule = MatchingRule::by_name_or_oid(name).unwrap();
+        assert_eq!(MatchingRule::by_name_or_oid(oid), Some(rule));
+        assert_eq!((rule.oid(), rule.syntax_oid()), (oid, syntax));
+        assert_eq!(rule.kind(), MatchKind::Equality);
+        assert_eq!(
+            rule.definition(),
+            format!("( {oid} NAME '{name}' SYNTAX {syntax} )")
+        );
+    }
+}
+
 #[test]
 fn generalized_time() {
     check_normalize(
@@ -512,7 +617,9 @@ fn no_panics_on_odd_input() {
         for rule in MatchingRule::all() {
             if let Ok(a) = rule.normalize(&value) {
                 let _ = rule.compare(&a, &a);
+                let _ = rule.value_matches(&a, &a);
             }
+            let _ = rule.value_matches(&value, part);
             let _ = schema.normalize_value(rule, &value);
             let _ = rule.approx_key(&value);
             let _ = rule.normalize_substring(&value);
@@ -521,6 +628,10 @@ fn no_panics_on_odd_input() {
         let text = String::from_utf8_lossy(&value);
         let _ = crate::parse::parse_attribute_type(&text);
         let _ = crate::parse::parse_object_class(&text);
+        let _ = crate::parse::parse_syntax(&text);
+        let _ = schema
+            .clone()
+            .load_text(&format!("ldapsyntax {text}"), "fuzz");
         let _ = schema
             .clone()
             .load_text(&format!("attributetype {text}"), "fuzz");

@@ -84,6 +84,22 @@ pub(crate) fn integer(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
     Ok(value.to_vec())
 }
 
+/// Operand of the bitwise rules: an INTEGER that fits 64 bits, the width OpenLDAP and Active
+/// Directory give these rules. Negative values stand for their two's complement bits.
+pub(crate) fn bit_mask(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+    let norm = integer(value)?;
+    if parse_bit_mask(&norm).is_none() {
+        return Err(InvalidValue::new(
+            "integer out of the 64-bit range of bitwise matching",
+        ));
+    }
+    Ok(norm)
+}
+
+pub(crate) fn parse_bit_mask(norm: &[u8]) -> Option<i64> {
+    std::str::from_utf8(norm).ok()?.parse().ok()
+}
+
 /// Orders normalized integers numerically.
 pub(crate) fn compare_integers(a: &[u8], b: &[u8]) -> Ordering {
     let (a_neg, a_digits) = match a.strip_prefix(b"-") {

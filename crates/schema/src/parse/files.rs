@@ -9,6 +9,7 @@ pub(crate) enum Directive {
     AttributeType,
     ObjectClass,
     ObjectIdentifier,
+    LdapSyntax,
 }
 
 /// One definition: its text after the keyword, and where each physical line of it starts.
@@ -60,11 +61,18 @@ pub(crate) fn statements(text: &str, origin: &str) -> Result<Vec<Statement>, Sch
     }
 }
 
+/// slapd takes any keyword that begins with `attribute` for `attributetype` (it compares only that
+/// much), so files that misspell the rest (Debian's dsee.schema has `attributeype`) load there; the
+/// other keywords must be spelled out.
 fn directive_for(keyword: &str) -> Option<Directive> {
-    match keyword.to_ascii_lowercase().as_str() {
-        "attributetype" | "attributetypes" => Some(Directive::AttributeType),
+    let lower = keyword.to_ascii_lowercase();
+    if lower.starts_with("attribute") {
+        return Some(Directive::AttributeType);
+    }
+    match lower.as_str() {
         "objectclass" | "objectclasses" => Some(Directive::ObjectClass),
         "objectidentifier" => Some(Directive::ObjectIdentifier),
+        "ldapsyntax" => Some(Directive::LdapSyntax),
         _ => None,
     }
 }
@@ -121,9 +129,9 @@ fn schema_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaE
     Ok(out)
 }
 
-/// OpenLDAP's cn=schema LDIF: `olcAttributeTypes:`, `olcObjectClasses:`, `olcObjectIdentifier:`
-/// values (plain or base64), folded lines, an optional `{N}` ordering prefix. Other attributes and
-/// the entries' structure are not checked.
+/// OpenLDAP's cn=schema LDIF: `olcAttributeTypes:`, `olcObjectClasses:`, `olcObjectIdentifier:`,
+/// `olcLdapSyntaxes:` values (plain or base64), folded lines, an optional `{N}` ordering prefix.
+/// Other attributes and the entries' structure are not checked.
 fn ldif_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaError> {
     // Unfolded lines with the physical line each starts on.
     let mut unfolded: Vec<(String, usize)> = Vec::new();
@@ -158,6 +166,7 @@ fn ldif_statements(text: &str, origin: &str) -> Result<Vec<Statement>, SchemaErr
             "olcattributetypes" | "attributetypes" => Directive::AttributeType,
             "olcobjectclasses" | "objectclasses" => Directive::ObjectClass,
             "olcobjectidentifier" => Directive::ObjectIdentifier,
+            "olcldapsyntaxes" | "ldapsyntaxes" => Directive::LdapSyntax,
             _ => continue,
         };
         let rest = line.get(colon + 1..).unwrap_or_default();

@@ -1,4 +1,5 @@
-//! RFC 4512 §4.1 description parser (AttributeTypeDescription, ObjectClassDescription) and the
+//! RFC 4512 §4.1 description parser (AttributeTypeDescription, ObjectClassDescription,
+//! SyntaxDescription) and the
 //! front ends that find descriptions in OpenLDAP `.schema` and `.ldif` files.
 
 mod files;
@@ -44,6 +45,14 @@ pub(crate) struct RawObjectClass {
     pub kind: ObjectClassKind,
     pub must: Vec<String>,
     pub may: Vec<String>,
+    pub extensions: Vec<(String, Vec<String>)>,
+}
+
+/// An LDAP syntax description (`ldapsyntax` directive, `olcLdapSyntaxes` value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawSyntax {
+    pub oid: String,
+    pub desc: Option<String>,
     pub extensions: Vec<(String, Vec<String>)>,
 }
 
@@ -439,6 +448,53 @@ pub(crate) fn parse_object_class(text: &str) -> Result<RawObjectClass, DescError
         oc.kind = kind;
     }
     Ok(oc)
+}
+
+/// Parses an RFC 4512 SyntaxDescription. OpenLDAP's `.schema` files may also give a NAME, which
+/// is checked for form and dropped: syntaxes are known by OID only.
+pub(crate) fn parse_syntax(text: &str) -> Result<RawSyntax, DescError> {
+    let mut p = Parser::new(text);
+    let mut syntax = RawSyntax {
+        oid: p.open()?,
+        desc: None,
+        extensions: Vec::new(),
+    };
+    let mut seen_names = false;
+    loop {
+        let (offset, token) = p.next()?;
+        let keyword = match token {
+            Token::Close => break,
+            Token::Word(w) => w.to_ascii_uppercase(),
+            t => {
+                return Err(DescError {
+                    offset,
+                    reason: format!("expected a keyword, found {}", describe(&t)),
+                })
+            }
+        };
+        match keyword.as_str() {
+            "NAME" if !seen_names => {
+                p.strings("name")?;
+                seen_names = true;
+            }
+            "DESC" => {
+                let d = p.quoted("description")?;
+                set_once(&mut syntax.desc, d, "DESC", offset)?;
+            }
+            k if k.starts_with("X-") => {
+                let values = p.strings("extension value")?;
+                syntax.extensions.push((k.to_string(), values));
+            }
+            _ => {
+                return Err(DescError {
+                    offset,
+                    reason: format!("unknown or repeated keyword {keyword} in LDAP syntax"),
+                })
+            }
+        }
+    }
+    p.finish()?;
+    Ok(syntax)
 }
 
 /// Parses `NAME OID` of an `objectidentifier` directive (the OID may be `PREFIX:suffix`).

@@ -124,3 +124,29 @@ fn object_identifier_directive() {
     assert!(parse_object_identifier("onlyname").is_err());
     assert!(parse_object_identifier("a b c").is_err());
 }
+
+#[test]
+fn syntax_descriptions() {
+    let syntax = parse_syntax(
+        "( 1.2.3 NAME 'Named' DESC 'a \\27quoted\\27 one' X-SUBST '1.2' X-NOT-HUMAN-READABLE 'TRUE' )",
+    )
+    .unwrap();
+    assert_eq!(syntax.oid, "1.2.3");
+    assert_eq!(syntax.desc.as_deref(), Some("a 'quoted' one"));
+    assert_eq!(
+        syntax.extensions,
+        vec![
+            ("X-SUBST".to_string(), vec!["1.2".to_string()]),
+            ("X-NOT-HUMAN-READABLE".to_string(), vec!["TRUE".to_string()]),
+        ]
+    );
+    assert_eq!(parse_syntax("(1.2.3)").unwrap().desc, None);
+    for (text, offset) in [
+        ("( 1.2.3 DESC 'a' DESC 'b' )", 17),
+        ("( 1.2.3 SYNTAX 1.2 )", 8),
+        ("( 1.2.3 DESC 'a'", 16),
+        ("( 1.2.3 ) extra", 10),
+    ] {
+        assert_eq!(parse_syntax(text).unwrap_err().offset, offset, "{text}");
+    }
+}

@@ -194,9 +194,10 @@ fn effective_properties_are_inherited() {
 
 fn load_error(text: &str) -> SchemaError {
     let mut schema = Schema::builtin();
-    let before = schema.attribute_types().count();
+    let before = (schema.attribute_types().count(), schema.syntaxes().count());
     let err = schema.load_text(text, "test.schema").expect_err(text);
-    assert_eq!(schema.attribute_types().count(), before, "partial load");
+    let after = (schema.attribute_types().count(), schema.syntaxes().count());
+    assert_eq!(after, before, "partial load");
     err
 }
 
@@ -260,6 +261,18 @@ fn load_errors_name_origin_and_line() {
         ),
         ("objectidentifier 9bad 1.2", 1, "invalid OID macro name"),
         (
+            "ldapsyntax ( 1.9.5 DESC 'x'\n  X-SUBST '1.9.6' )",
+            1,
+            "substitute syntax \"1.9.6\" is not known",
+        ),
+        (
+            "ldapsyntax ( 1.9.5 DESC 'x' SUP y )",
+            1,
+            "unknown or repeated keyword",
+        ),
+        ("ldapsyntax 1.9.5", 1, "must start with '('"),
+        ("objectclassx ( 1.9.2 NAME 'y' )", 1, "unknown directive"),
+        (
             "# ok\nattributetype ( 1.9.1 NAME 'x' SYNTAX 1.2 )\nmatchingrule ( 1.2 )",
             3,
             "unknown directive",
@@ -292,6 +305,16 @@ fn duplicates() {
         ("objectclass ( 2.5.6.6 NAME 'person2' )", 1, "2.5.6.6"),
         ("objectclass ( 1.9.2 NAME 'Person' )", 1, "Person"),
         ("objectidentifier A 1.2\nobjectidentifier A 1.3", 2, "A"),
+        (
+            "ldapsyntax ( 1.3.6.1.4.1.1466.115.121.1.27 DESC 'Integer' )",
+            1,
+            "1.3.6.1.4.1.1466.115.121.1.27",
+        ),
+        (
+            "ldapsyntax ( 1.9.5 DESC 'x' )\nldapsyntax ( 1.9.5 DESC 'y' )",
+            2,
+            "1.9.5",
+        ),
     ] {
         match load_error(text) {
             SchemaError::Duplicate {
@@ -322,6 +345,61 @@ fn identical_redefinitions_are_ignored() {
         )
         .unwrap();
     assert_eq!(schema.attribute_types().count(), before);
+}
+
+/// `ldapsyntax` directives and `olcLdapSyntaxes` values define syntaxes; X-SUBST makes values of an
+/// unknown syntax checked as the named one, also for subtypes.
+#[test]
+fn ldap_syntaxes_load() {
+    let schema_text = "objectidentifier Syn 1.9.7\n\
+        ldapsyntax ( Syn:1\n\tNAME 'Counted' DESC 'counted things'\n\tX-SUBST '1.3.6.1.4.1.1466.115.121.1.27' )\n\
+        ldapsyntax ( 1.9.7.2 DESC 'opaque' )\n\
+        attributetype ( 1.9.8.1 NAME 'things' SYNTAX Syn:1 )\n\
+        attributetype ( 1.9.8.2 NAME 'moreThings' SUP things )\n\
+        attributetype ( 1.9.8.3 NAME 'blob' SYNTAX 1.9.7.2 )\n";
+    let ldif_text = "dn: cn=syn,cn=schema,cn=config\nobjectClass: olcSchemaConfig\ncn: syn\n\
+        olcObjectIdentifier: {0}Syn 1.9.7\n\
+        olcLdapSyntaxes: {0}( 1.9.7.1 DESC 'counted things' X-SUBST '1.3.6.1.4.1.1466.115\n .121.1.27' )\n\
+        olcLdapSyntaxes: {1}( 1.9.7.2 DESC 'opaque' )\n\
+        olcAttributeTypes: {0}( 1.9.8.1 NAME 'things' SYNTAX Syn:1 )\n\
+        olcAttributeTypes: {1}( 1.9.8.2 NAME 'moreThings' SUP things )\n\
+        olcAttributeTypes: {2}( 1.9.8.3 NAME 'blob' SYNTAX 1.9.7.2 )\n";
+    for (origin, text) in [("syn.schema", schema_text), ("syn.ldif", ldif_text)] {
+        let mut schema = Schema::builtin();
+        let before = schema.syntaxes().count();
+        schema.load_text(text, origin).unwrap();
+        assert_eq!(schema.syntaxes().count(), before + 2, "{origin}");
+        let counted = schema.syntaxes().find(|s| s.oid == "1.9.7.1").unwrap();
+        assert_eq!(
+            counted.definition(),
+            "( 1.9.7.1 DESC 'counted things' X-SUBST '1.3.6.1.4.1.1466.115.121.1.27' )"
+        );
+        assert_eq!(counted.substitute(), Some("1.3.6.1.4.1.1466.115.121.1.27"));
+        for name in ["things", "moreThings"] {
+            let at = schema.attribute_type(name).unwrap();
+            assert_eq!(at.syntax, "1.9.7.1", "{origin} {name}");
+            assert!(at.validate(b"42"), "{origin} {name}");
+            assert!(!at.validate(b"forty-two"), "{origin} {name}");
+        }
+        assert!(schema.attribute_type("blob").unwrap().validate(b"\x00any"));
+        // Loading the same text again changes nothing.
+        schema.load_text(text, origin).unwrap();
+        assert_eq!(schema.syntaxes().count(), before + 2, "{origin}");
+    }
+}
+
+/// slapd reads any directive that starts with `attribute` as `attributetype`.
+#[test]
+fn attribute_directive_prefix() {
+    let mut schema = Schema::builtin();
+    schema
+        .load_text(
+            "attributeype ( 1.9.1 NAME 'x1' SYNTAX 1.2 )\nATTRIBUTE ( 1.9.2 NAME 'x2' SYNTAX 1.2 )",
+            "prefix.schema",
+        )
+        .unwrap();
+    assert!(schema.attribute_type("x1").is_some());
+    assert!(schema.attribute_type("x2").is_some());
 }
 
 #[test]
@@ -421,6 +499,9 @@ fn openldap_schema_files_load() {
         "openldap",
         "duaconf",
         "namedobject",
+        "pmi",
+        "msuser",
+        "dsee",
     ];
     for ext in ["schema", "ldif"] {
         let mut schema = Schema::builtin();
@@ -436,6 +517,8 @@ fn openldap_schema_files_load() {
             ("corbaIor", "1.3.6.1.4.1.42.2.27.4.1.14"),
             ("mailLocalAddress", "2.16.840.1.113730.3.1.13"),
             ("javaClassName", "1.3.6.1.4.1.42.2.27.4.1.6"),
+            ("role", "2.5.4.72"),
+            ("targetUniqueId", "1.3.6.1.4.1.42.2.27.9.1.596"),
         ] {
             assert_eq!(
                 schema.attribute_type(attr).map(|a| a.oid.as_str()),
@@ -529,4 +612,31 @@ fn builtin_covers_openldap_standard_files() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every schema file in the system directory loads on its own on top of the built-in schema.
+#[test]
+fn each_system_schema_file_loads_alone() {
+    let Ok(dir) = std::fs::read_dir(SYSTEM_SCHEMA_DIR) else {
+        eprintln!("{SYSTEM_SCHEMA_DIR} not present; skipping");
+        return;
+    };
+    let mut failures = Vec::new();
+    let mut loaded = 0;
+    for entry in dir {
+        let path = entry.unwrap().path();
+        if !matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("schema" | "ldif")
+        ) {
+            continue;
+        }
+        let mut schema = Schema::builtin();
+        match schema.load_file(&path) {
+            Ok(()) => loaded += 1,
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(loaded >= 2);
 }

@@ -44,6 +44,8 @@ fn defined_oids(text: &str) -> Vec<(String, String, String)> {
         if lower.starts_with("objectidentifier") || lower.starts_with("olcobjectidentifier:") {
             if let [_, name, value, ..] = words.as_slice() {
                 let resolved = resolve(&macros, value);
+                // An LDIF value starts with its `{N}` ordering prefix, which is not part of the name.
+                let name = name.split_once('}').map_or(*name, |(_, n)| n);
                 macros.insert(name.to_string(), resolved);
             }
             continue;
