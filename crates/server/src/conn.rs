@@ -248,6 +248,19 @@ async fn dispatch(
                 cancel,
                 tx: tx.clone(),
             };
+            if let Some(responses) = ops::search::try_inline(&job) {
+                for response in responses {
+                    if tx.send(response).await.is_err() {
+                        break;
+                    }
+                }
+                pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                drop(permit);
+                return Flow::Continue;
+            }
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
                 ops::search::run(job);

@@ -41,6 +41,38 @@ enum Stop {
     Error(LdapError),
     /// Abandoned or the connection went away: send nothing more.
     Silent,
+    /// An inline attempt outgrew its budget; the search runs again on a blocking thread.
+    Overflow,
+}
+
+/// A search that may run on the connection's own task: one that examines and returns only a few entries.
+/// Larger ones move to a blocking thread, so a worker is never held up and the queue gives back-pressure.
+const INLINE_EXAMINED: u64 = 32;
+const INLINE_RETURNED: usize = 16;
+
+/// Where a search's responses go.
+enum Sink<'a> {
+    /// Streamed into the connection's queue, waiting when it is full (on a blocking thread).
+    Queue(&'a Sender<Vec<u8>>),
+    /// Collected in memory, within the inline budget.
+    Buffer(Vec<Vec<u8>>),
+}
+
+impl Sink<'_> {
+    fn push(&mut self, message: Vec<u8>) -> Result<(), Stop> {
+        match self {
+            Sink::Queue(tx) => tx.blocking_send(message).map_err(|_| Stop::Silent),
+            Sink::Buffer(out) if out.len() >= INLINE_RETURNED => Err(Stop::Overflow),
+            Sink::Buffer(out) => {
+                out.push(message);
+                Ok(())
+            }
+        }
+    }
+
+    fn over_budget(&self, examined: u64) -> bool {
+        matches!(self, Sink::Buffer(_)) && examined > INLINE_EXAMINED
+    }
 }
 
 impl From<LdapError> for Stop {
@@ -49,20 +81,42 @@ impl From<LdapError> for Stop {
     }
 }
 
-/// Runs the search to its end and sends SearchResultDone (unless abandoned).
+/// Runs the search to its end on a blocking thread and sends SearchResultDone (unless abandoned).
 pub fn run(job: SearchJob) {
+    let mut sink = Sink::Queue(&job.tx);
+    if let Some(done) = finish(&job, &mut sink) {
+        let _ = job.tx.blocking_send(done);
+    }
+}
+
+/// Tries the search within the inline budget: all its responses, SearchResultDone last, or None when it
+/// must run with [`run`] instead (nothing has been sent then).
+pub fn try_inline(job: &SearchJob) -> Option<Vec<Vec<u8>>> {
+    let mut sink = Sink::Buffer(Vec::new());
+    let done = finish(job, &mut sink)?;
+    match sink {
+        Sink::Buffer(mut out) => {
+            out.push(done);
+            Some(out)
+        }
+        Sink::Queue(_) => None,
+    }
+}
+
+/// Executes and encodes the final SearchResultDone; None when nothing more is to be sent (abandoned, or
+/// an inline attempt overflowed).
+fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<Vec<u8>> {
     let mut done_controls = Vec::new();
-    let outcome = execute(&job, &mut done_controls);
-    let result = match outcome {
+    let result = match execute(job, sink, &mut done_controls) {
         Ok(()) => LdapResult::success(),
         Err(Stop::Error(e)) => error_result(e),
-        Err(Stop::Silent) => return,
+        Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
-    let _ = job.tx.blocking_send(encode(
+    Some(encode(
         job.message_id,
         ProtocolOp::SearchResultDone(result),
         done_controls,
-    ));
+    ))
 }
 
 struct Limits {
@@ -91,7 +145,11 @@ fn limits(job: &SearchJob) -> Limits {
     }
 }
 
-fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop> {
+fn execute(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    done_controls: &mut Vec<Control>,
+) -> Result<(), Stop> {
     let state = &job.state;
     let dir = &state.directory;
     let schema = dir.schema();
@@ -99,7 +157,7 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
-        return send_special(job, &selection, &entry);
+        return send_special(job, sink, &selection, &entry);
     }
     if !dir.holds(&base) {
         return Err(state.outside_naming_context(&base).into());
@@ -147,6 +205,9 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
     let mut last_sent = None;
     for id in ids.iter().copied() {
         examined += 1;
+        if sink.over_budget(examined) {
+            return Err(Stop::Overflow);
+        }
         if examined.is_multiple_of(64) {
             if job.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Silent);
@@ -186,13 +247,7 @@ fn execute(job: &SearchJob, done_controls: &mut Vec<Control>) -> Result<(), Stop
         }
         out.clear();
         encode_stored(job, &selection, &stored, &computed, secrets, &mut out);
-        if job
-            .tx
-            .blocking_send(std::mem::replace(&mut out, Vec::with_capacity(1024)))
-            .is_err()
-        {
-            return Err(Stop::Silent);
-        }
+        sink.push(std::mem::replace(&mut out, Vec::with_capacity(1024)))?;
         sent += 1;
         last_sent = Some(id);
     }
@@ -446,7 +501,12 @@ fn encode_stored(
 }
 
 /// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.
-fn send_special(job: &SearchJob, selection: &Selection, entry: &Entry) -> Result<(), Stop> {
+fn send_special(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    selection: &Selection,
+    entry: &Entry,
+) -> Result<(), Stop> {
     let schema = job.state.directory.schema();
     if evaluate(schema, entry, &[], &job.req.filter) != Ternary::True {
         return Ok(());
@@ -471,5 +531,5 @@ fn send_special(job: &SearchJob, selection: &Selection, entry: &Entry) -> Result
         entry.dn.to_string().as_bytes(),
         &attrs,
     );
-    job.tx.blocking_send(out).map_err(|_| Stop::Silent)
+    sink.push(out)
 }
