@@ -101,7 +101,13 @@ fn equality_keys(schema: &Schema, spec_at: &AttributeType, value: &[u8], keys: &
     }
 }
 
+/// Longest key payload. LMDB keys are bounded (the store refuses longer ones), and a long value must not make
+/// its entry unstorable: payloads are cut here, for entries and assertions alike, so two values that share
+/// their first bytes share a key. Plans only need a superset; the filter test tells them apart.
+pub const MAX_KEY_PAYLOAD: usize = 255;
+
 fn tagged(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let payload = payload.get(..MAX_KEY_PAYLOAD).unwrap_or(payload);
     let mut key = Vec::with_capacity(payload.len() + 1);
     key.push(tag);
     key.extend_from_slice(payload);

@@ -41,6 +41,10 @@ pub enum OpenError {
 
 /// Maps a storage failure to what the client sees; the detail goes to the log.
 pub fn store_error(error: StoreError) -> LdapError {
+    if let StoreError::KeyTooLong { .. } = error {
+        // Index keys are bounded by construction; only a DN can be too long to be a key.
+        return LdapError::new(ResultCode::AdminLimitExceeded, "DN too long");
+    }
     tracing::error!(%error, "storage error");
     LdapError::new(ResultCode::Other, "internal storage error")
 }
