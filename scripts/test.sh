@@ -96,6 +96,12 @@ if [ "$target" != slapd ] && { [ "${CI:-}" = true ] || [ -z "${CANOPY_SKIP_SLAPD
 fi
 step "crash test (target: $target)" \
     cargo test -p canopy-e2e --test e2e -- --ignored crash --nocapture
+if [ "$target" = canopy ]; then
+    # Differential conformance: the hand-written corpus and seeds 1-3 x 2000 random filters, canopy
+    # against Debian's slapd on the same data; any difference fails (docs/conformance.md).
+    step "conformance against slapd (corpus + 3 seeds x 2000 filters)" \
+        cargo run -q -p canopy-conformance -- --canopy-bin "$CANOPY_BIN" --seed 1 2 3 --filters 2000
+fi
 
 if [ ${#failed[@]} -eq 0 ]; then
     echo "scripts/test.sh: every step passed"

@@ -1,4 +1,4 @@
-//! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools.
+//! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools, and bench.
 
 mod tools;
 
@@ -50,6 +50,8 @@ enum Command {
         #[arg(short = 's', long = "secret")]
         secret: Option<String>,
     },
+    /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
+    Bench(canopy_bench::BenchArgs),
 }
 
 fn main() {
@@ -86,6 +88,7 @@ fn run() -> Result<()> {
         Command::Export { file } => tools::export(&config, file.as_deref()),
         Command::Reindex => tools::reindex(&config),
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
+        Command::Bench(args) => canopy_bench::main(args),
     }
 }
 

@@ -1,8 +1,10 @@
 //! The offline tools: import (slapadd), export (slapcat), reindex (slapindex) and passwd (slappasswd).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -46,9 +48,39 @@ impl Progress {
     }
 }
 
+/// Records handed to a worker at once: large enough that channel traffic is negligible, small enough
+/// that the workers stay busy and the reordering buffer stays small.
+const CHUNK: usize = 256;
+
+/// One LDIF record as read: its raw DN and attribute lines, or why it cannot be imported.
+type Record = Result<(Vec<u8>, Vec<(String, Vec<u8>)>)>;
+
+/// An entry ready for the loader, built by a worker.
+struct Prepared {
+    shown: String,
+    ndn: String,
+    /// The parent's normalized DN; `None` for the suffix entry.
+    parent: Option<String>,
+    dn_key: Vec<u8>,
+    bytes: Vec<u8>,
+    keys: Vec<(usize, Vec<u8>)>,
+}
+
+/// What every worker shares.
+struct Prepare<'a> {
+    dir: &'a canopy_server::directory::Directory,
+    who: Who,
+    stamp: Stamp,
+    file: &'a Path,
+    suffix: &'a str,
+}
+
+/// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
+/// checks, encoding, index keys) and writing the database run on separate threads: one reader, one
+/// builder per core, and this thread, which puts the built entries back in file order, gives them
+/// their IDs and hands them to the bulk loader (whose own thread writes).
 pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let dir = canopy_server::open_directory(config, sync)?;
-    let schema = dir.schema().clone();
     {
         let txn = dir.store().read()?;
         if txn.entry_count()? > 0 {
@@ -61,84 +93,190 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let input = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
     let reader = LdifReader::new(BufReader::with_capacity(1 << 20, input));
     let mut loader = dir.store().bulk_loader()?;
-    let who = Who {
-        dn: config.root_dn.clone(),
-        ndn: None,
-        root: true,
+    let prepare = Prepare {
+        dir: &dir,
+        who: Who {
+            dn: config.root_dn.clone(),
+            ndn: None,
+            root: true,
+        },
+        stamp: Stamp::now(),
+        file,
+        suffix: &config.suffix,
     };
-    let mut ids: HashMap<String, u64> = HashMap::new();
-    let mut next_id = 1u64;
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
     let mut progress = Progress::new();
-    let mut bytes = Vec::with_capacity(1024);
-    let stamp = Stamp::now();
+    let loaded = std::thread::scope(|scope| -> Result<u64> {
+        let (work_tx, work_rx) = mpsc::sync_channel::<(u64, Vec<Record>)>(workers * 4);
+        let (done_tx, done_rx) = mpsc::sync_channel::<(u64, Vec<Result<Prepared>>)>(workers * 4);
+        // Shared by the workers and dropped with the last of them, which stops the reader.
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        scope.spawn(move || read_records(reader, file, &work_tx));
+        for _ in 0..workers {
+            let (work_rx, done_tx, prepare) = (Arc::clone(&work_rx), done_tx.clone(), &prepare);
+            scope.spawn(move || build_entries(prepare, &work_rx, &done_tx));
+        }
+        drop(work_rx);
+        drop(done_tx);
+        // Dropping `done_rx` on an early return stops the workers, and through them the reader.
+        let mut ids: HashMap<String, u64> = HashMap::new();
+        let mut waiting: BTreeMap<u64, Vec<Result<Prepared>>> = BTreeMap::new();
+        let mut next_chunk = 0u64;
+        let mut next_id = 1u64;
+        for (seq, chunk) in done_rx {
+            waiting.insert(seq, chunk);
+            while let Some(chunk) = waiting.remove(&next_chunk) {
+                next_chunk += 1;
+                for prepared in chunk {
+                    let entry = prepared?;
+                    let parent = match &entry.parent {
+                        None => 0,
+                        Some(parent) => *ids.get(parent).ok_or_else(|| {
+                            anyhow!(
+                                "{}: entry {:?}: parent not found (parents must come first)",
+                                file.display(),
+                                entry.shown
+                            )
+                        })?,
+                    };
+                    if ids.contains_key(&entry.ndn) {
+                        bail!("{}: entry {:?} appears twice", file.display(), entry.shown);
+                    }
+                    loader.add(
+                        next_id,
+                        &entry.dn_key,
+                        Some(parent),
+                        &entry.bytes,
+                        &entry.keys,
+                    )?;
+                    ids.insert(entry.ndn, next_id);
+                    next_id += 1;
+                    progress.tick(next_id - 1, "imported");
+                }
+            }
+        }
+        Ok(next_id - 1)
+    })?;
+    loader.finish()?;
+    progress.show(loaded, "imported");
+    eprintln!();
+    Ok(())
+}
+
+/// The reader thread: LDIF records in chunks, numbered in file order. Stops after the first record
+/// that cannot be imported (sent along, so that it is reported in its place) or when the workers stop.
+fn read_records<R: std::io::BufRead>(
+    reader: LdifReader<R>,
+    file: &Path,
+    work: &SyncSender<(u64, Vec<Record>)>,
+) {
+    let mut seq = 0u64;
+    let mut chunk: Vec<Record> = Vec::with_capacity(CHUNK);
     for record in reader {
-        let record = record.map_err(|e| anyhow!("{}: {e}", file.display()))?;
-        let (raw_dn, attrs) = match record {
-            LdifRecord::Content { dn, attrs } => (dn, attrs),
-            LdifRecord::Change {
+        let record = match record {
+            Err(e) => Err(anyhow!("{}: {e}", file.display())),
+            Ok(LdifRecord::Content { dn, attrs }) => Ok((dn, attrs)),
+            Ok(LdifRecord::Change {
                 dn,
                 change: LdifChange::Add(attrs),
                 ..
-            } => (dn, attrs),
-            LdifRecord::Change { dn, .. } => {
-                bail!(
-                    "{}: entry {}: import takes entries, not changes",
-                    file.display(),
-                    String::from_utf8_lossy(&dn)
-                )
-            }
+            }) => Ok((dn, attrs)),
+            Ok(LdifRecord::Change { dn, .. }) => Err(anyhow!(
+                "{}: entry {}: import takes entries, not changes",
+                file.display(),
+                String::from_utf8_lossy(&dn)
+            )),
         };
-        let shown = String::from_utf8_lossy(&raw_dn).to_string();
+        let failed = record.is_err();
+        chunk.push(record);
+        if failed || chunk.len() >= CHUNK {
+            let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+            // A failed record goes last, in its place; nothing after it is read.
+            if work.send((seq, full)).is_err() || failed {
+                return;
+            }
+            seq += 1;
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = work.send((seq, chunk));
+    }
+}
+
+/// A builder thread: turns chunks of records into entries ready for the loader, until the reader is
+/// done or the collector stops listening.
+fn build_entries(
+    prepare: &Prepare<'_>,
+    work: &Mutex<Receiver<(u64, Vec<Record>)>>,
+    done: &SyncSender<(u64, Vec<Result<Prepared>>)>,
+) {
+    loop {
+        let next = match work.lock() {
+            Ok(work) => work.recv(),
+            Err(_) => return,
+        };
+        let Ok((seq, records)) = next else { return };
+        let built = records
+            .into_iter()
+            .map(|record| record.and_then(|(dn, attrs)| prepare.entry(&dn, attrs)))
+            .collect();
+        if done.send((seq, built)).is_err() {
+            return;
+        }
+    }
+}
+
+impl Prepare<'_> {
+    /// Normalises, checks, stamps and encodes one entry and computes its index keys.
+    fn entry(&self, raw_dn: &[u8], attrs: Vec<(String, Vec<u8>)>) -> Result<Prepared> {
+        let (dir, file) = (self.dir, self.file);
+        let schema = dir.schema();
+        let shown = String::from_utf8_lossy(raw_dn).to_string();
         let fail =
             |e: canopy_core::LdapError| anyhow!("{}: entry {shown:?}: {}", file.display(), e);
-        let (dn, ndn) = dir.normalize(&raw_dn).map_err(fail)?;
+        let (dn, ndn) = dir.normalize(raw_dn).map_err(fail)?;
         if !dir.holds(&ndn) {
             bail!(
                 "{}: entry {shown:?} is outside the suffix {}",
                 file.display(),
-                config.suffix
+                self.suffix
             );
         }
         let parent = if ndn == *dir.suffix() {
-            0
+            None
         } else {
-            let parent = ndn
-                .parent()
-                .map(|p| p.as_str().to_string())
-                .unwrap_or_default();
-            *ids.get(&parent).ok_or_else(|| {
-                anyhow!(
-                    "{}: entry {shown:?}: parent not found (parents must come first)",
-                    file.display()
-                )
-            })?
+            Some(
+                ndn.parent()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_default(),
+            )
         };
-        if ids.contains_key(ndn.as_str()) {
-            bail!("{}: entry {shown:?} appears twice", file.display());
-        }
         let partial = group(attrs);
         let mut entry =
-            entry_from_attributes_with(&schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
-        check_entry(&schema, &entry).map_err(fail)?;
-        let structural = structural_class(&schema, &entry).map_err(fail)?;
-        stamp.create(&mut entry, &who, &structural);
-        bytes.clear();
-        encode_entry(&schema, &entry, &mut bytes);
+            entry_from_attributes_with(schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
+        check_entry(schema, &entry).map_err(fail)?;
+        let structural = structural_class(schema, &entry).map_err(fail)?;
+        self.stamp.create(&mut entry, &self.who, &structural);
+        let mut bytes = Vec::with_capacity(1024);
+        encode_entry(schema, &entry, &mut bytes);
         let mut keys = Vec::new();
         for (position, spec) in dir.indexes().iter().enumerate() {
-            for key in entry_keys(&schema, spec, &entry) {
+            for key in entry_keys(schema, spec, &entry) {
                 keys.push((position, key));
             }
         }
-        loader.add(next_id, &dn_key(&ndn), Some(parent), &bytes, &keys)?;
-        ids.insert(ndn.as_str().to_string(), next_id);
-        next_id += 1;
-        progress.tick(next_id - 1, "imported");
+        Ok(Prepared {
+            dn_key: dn_key(&ndn),
+            ndn: ndn.as_str().to_string(),
+            parent,
+            bytes,
+            keys,
+            shown,
+        })
     }
-    loader.finish()?;
-    progress.show(next_id - 1, "imported");
-    eprintln!();
-    Ok(())
 }
 
 /// LDIF lines to PartialAttributes, keeping the order of first appearance.
@@ -242,4 +380,128 @@ pub fn passwd(scheme: &str, secret: Option<String>) -> Result<()> {
     let hash = canopy_password::hash(scheme, secret.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     println!("{hash}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty scratch directory of this test process.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("canopy-tools-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The suffix, one unit and `n` people, each record as its own string.
+    fn records(n: usize) -> Vec<String> {
+        let mut out = vec![
+            "dn: dc=example,dc=com\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example\n"
+                .to_string(),
+            "dn: ou=People,dc=example,dc=com\nobjectClass: organizationalUnit\nou: People\n".to_string(),
+        ];
+        for i in 0..n {
+            out.push(format!(
+                "dn: uid=u{i},ou=People,dc=example,dc=com\nobjectClass: inetOrgPerson\nuid: u{i}\ncn: U {i}\nsn: S{i}\n"
+            ));
+        }
+        out
+    }
+
+    /// Imports `records` into a fresh database; the error text, or the DNs exported afterwards.
+    fn import_text(name: &str, records: &[String]) -> Result<Vec<String>, String> {
+        let dir = scratch(name);
+        let file = dir.join("in.ldif");
+        std::fs::write(&file, records.join("\n")).unwrap();
+        let config = Config {
+            data_dir: dir.join("data"),
+            ..Config::default()
+        };
+        let outcome = import(&config, &file, false).map_err(|e| e.to_string());
+        let result = outcome.map(|()| {
+            let out = dir.join("out.ldif");
+            export(&config, Some(&out)).unwrap();
+            let text = std::fs::read_to_string(&out).unwrap();
+            text.lines()
+                .filter_map(|l| l.strip_prefix("dn: ").map(str::to_string))
+                .collect()
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    #[test]
+    fn import_keeps_every_entry_across_chunks_and_builders() {
+        // Many chunks per builder, so chunks finish out of order and must be put back in order.
+        let input = records(CHUNK * 9 + 17);
+        let dns = import_text("order", &input).unwrap();
+        let mut want: Vec<String> = input
+            .iter()
+            .map(|r| {
+                r.lines()
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("dn: ")
+                    .to_string()
+            })
+            .collect();
+        let mut got = dns.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want);
+        // Export lists a parent before its children.
+        assert_eq!(dns[0], "dc=example,dc=com");
+        assert_eq!(dns[1], "ou=People,dc=example,dc=com");
+    }
+
+    #[test]
+    fn the_first_bad_record_in_file_order_is_reported() {
+        let check = |name: &str, edit: &dyn Fn(&mut Vec<String>), expected: &str| {
+            let mut input = records(CHUNK * 4);
+            edit(&mut input);
+            let err = import_text(name, &input).unwrap_err();
+            assert!(err.contains(expected), "{name}: {err}");
+        };
+        let orphan = "dn: uid=x,ou=Nowhere,dc=example,dc=com\nobjectClass: account\nuid: x\n";
+        let change = "dn: uid=u7,ou=People,dc=example,dc=com\nchangetype: delete\n";
+        // A missing parent early beats a change record and a duplicate later, whichever chunk they are in.
+        check(
+            "orphan-first",
+            &|r| {
+                r.insert(300, orphan.to_string());
+                r.insert(700, change.to_string());
+                let again = r[5].clone();
+                r.push(again);
+            },
+            "uid=x,ou=Nowhere,dc=example,dc=com\": parent not found",
+        );
+        check(
+            "change-first",
+            &|r| {
+                r.insert(300, change.to_string());
+                r.insert(700, orphan.to_string());
+            },
+            "import takes entries, not changes",
+        );
+        check(
+            "duplicate",
+            &|r| {
+                let again = r[5].clone();
+                r.insert(600, again);
+                r.push(orphan.to_string());
+            },
+            "appears twice",
+        );
+        check(
+            "outside",
+            &|r| {
+                r.insert(
+                    2,
+                    "dn: dc=other\nobjectClass: domain\ndc: other\n".to_string(),
+                )
+            },
+            "outside the suffix",
+        );
+    }
 }

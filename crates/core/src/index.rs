@@ -2,6 +2,8 @@
 //! docs/design/index-keys.md; a plan always yields a superset of the matching entries, and the caller
 //! decides each candidate with the filter test.
 
+use std::ops::Bound;
+
 use canopy_proto::Filter;
 use canopy_schema::{AttributeType, MatchingRule, Schema};
 
@@ -17,6 +19,8 @@ pub const TAG_EQUALITY: u8 = 0x02;
 pub const TAG_SUBSTR_INITIAL: u8 = 0x03;
 pub const TAG_SUBSTR_FINAL: u8 = 0x04;
 pub const TAG_SUBSTR_ANY: u8 = 0x05;
+pub const TAG_ORDERING: u8 = 0x06;
+pub const TAG_APPROX: u8 = 0x07;
 
 /// Length of substring grams, and the anchored prefix/suffix lengths stored for each value.
 const GRAM: usize = 3;
@@ -29,6 +33,10 @@ pub struct IndexSpec {
     pub eq: bool,
     pub pres: bool,
     pub sub: bool,
+    /// Order-preserving keys under the type's ORDERING rule, for `>=` and `<=`.
+    pub ord: bool,
+    /// Phonetic word codes, for `~=` on the string types (others answer `~=` from `eq`).
+    pub approx: bool,
 }
 
 /// How to find candidate entries: a superset of the entries the filter matches.
@@ -42,6 +50,12 @@ pub enum Plan {
     Keys {
         attr: String,
         keys: Vec<Vec<u8>>,
+    },
+    /// The union of the ID lists of every key of the index of `attr` within the bounds.
+    Range {
+        attr: String,
+        from: Bound<Vec<u8>>,
+        to: Bound<Vec<u8>>,
     },
     And(Vec<Plan>),
     Or(Vec<Plan>),
@@ -74,6 +88,16 @@ pub fn entry_keys(schema: &Schema, spec: &IndexSpec, entry: &Entry) -> Vec<Vec<u
                     value_substring_keys(rule, value, &mut keys);
                 }
             }
+            if spec.ord {
+                if let Some(rule) = spec_at.ordering {
+                    if let Some(norm) = normalize(schema, rule, value) {
+                        keys.push(tagged(TAG_ORDERING, &rule.ordering_key(&norm)));
+                    }
+                }
+            }
+            if spec.approx {
+                approx_keys(spec_at, value, &mut keys);
+            }
         }
     }
     keys.sort();
@@ -98,6 +122,16 @@ fn equality_keys(schema: &Schema, spec_at: &AttributeType, value: &[u8], keys: &
                 keys.push(tagged(TAG_EQUALITY, ancestor.oid.as_bytes()));
             }
         }
+    }
+}
+
+/// One key per word code of the value, for the phonetic string rules only.
+fn approx_keys(spec_at: &AttributeType, value: &[u8], keys: &mut Vec<Vec<u8>>) {
+    let Some(rule) = spec_at.equality.filter(|r| r.has_phonetic_approx()) else {
+        return;
+    };
+    if let Ok(codes) = rule.approx_value_codes(value) {
+        keys.extend(codes.iter().map(|c| tagged(TAG_APPROX, c.as_bytes())));
     }
 }
 
@@ -185,8 +219,9 @@ fn assertion_substring_keys(
     keys
 }
 
-/// A plan whose result is a superset of the entries matching `filter`. NOT, ordering, approx and
-/// extensible components use the presence index of their type when there is one, else give All.
+/// A plan whose result is a superset of the entries matching `filter`. NOT, extensible components,
+/// and ordering or approx components without their index use the presence index of their type when
+/// there is one, else give All.
 pub fn plan(schema: &Schema, specs: &[IndexSpec], filter: &Filter) -> Plan {
     let prepared = PreparedFilter::new(schema, filter);
     plan_node(schema, specs, prepared.root())
@@ -244,8 +279,55 @@ fn plan_node(schema: &Schema, specs: &[IndexSpec], node: &Node<'_>) -> Plan {
                 _ => presence(schema, specs, target),
             }
         }
-        Node::Ordering { target, .. } | Node::Approx { target, .. } => {
-            presence(schema, specs, target)
+        Node::Ordering {
+            target,
+            rule,
+            norm,
+            greater,
+        } => match find_spec(schema, specs, target.at, |s, at| {
+            s.ord && at.ordering == Some(*rule)
+        }) {
+            Some(spec) => {
+                let bound = tagged(TAG_ORDERING, &rule.ordering_key(norm));
+                let (from, to) = if *greater {
+                    (
+                        Bound::Included(bound),
+                        Bound::Excluded(vec![TAG_ORDERING + 1]),
+                    )
+                } else {
+                    (Bound::Included(vec![TAG_ORDERING]), Bound::Included(bound))
+                };
+                Plan::Range {
+                    attr: spec.attr.clone(),
+                    from,
+                    to,
+                }
+            }
+            None => presence(schema, specs, target),
+        },
+        Node::Approx {
+            target,
+            rule,
+            codes,
+        } => {
+            if codes.is_empty() {
+                // An assertion with no words left matches no value.
+                return Plan::Empty;
+            }
+            match find_spec(schema, specs, target.at, |s, at| {
+                s.approx && at.equality == Some(*rule)
+            }) {
+                Some(spec) => {
+                    let mut k: Vec<Vec<u8>> = codes
+                        .iter()
+                        .map(|c| tagged(TAG_APPROX, c.as_bytes()))
+                        .collect();
+                    k.sort();
+                    k.dedup();
+                    keys(spec, k)
+                }
+                None => presence(schema, specs, target),
+            }
         }
         Node::Extensible {
             target: Some(target),

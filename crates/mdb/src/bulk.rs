@@ -1,11 +1,15 @@
 //! Offline bulk loading (`canopy import`, like `slapadd -q`).
 //!
 //! The caller's thread only validates and buffers; a flusher thread sorts each full batch and writes
-//! it in one transaction, so parsing the input and writing the database overlap. id2entry is written
-//! with MDB_APPEND (IDs ascend, so pages fill completely); dn2id, dn2children and the indexes are sorted
-//! per batch so that consecutive inserts touch neighbouring pages. Batches commit without fsync; one
-//! sync at the end makes the whole load durable. A batch that hits MDB_MAP_FULL is aborted, the map is
-//! grown and the batch is written again: it is still in memory, so nothing is lost.
+//! it, so parsing the input and writing the database overlap. Batches share one write transaction
+//! until `RETAIN_BYTES` of them are pending or the map needs to grow: every commit copies the pages
+//! the next batch touches again, and the copies left behind are free pages that stay in the file
+//! (about a quarter of it with one commit per 64 MiB batch). Pages fill completely where LMDB is told
+//! the order: id2entry takes MDB_APPEND (IDs ascend); in dn2id and the ID-list tables, keys beyond the
+//! table's last key take MDB_APPEND, and every ID takes MDB_APPENDDUP (IDs of a load ascend and exceed
+//! every stored ID). Commits skip fsync; one sync at the end makes the whole load durable. A write
+//! that hits MDB_MAP_FULL aborts the transaction; the map is grown and the uncommitted batches, kept
+//! in memory for this, are written again, so nothing is lost.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -15,6 +19,9 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use heed::{EnvFlags, FlagSetMode, PutFlags, RwTxn};
+
+use crate::gate::Pass;
+use crate::tables::Table;
 
 use crate::error::StoreError;
 use crate::keys::{check_key, decode_id, id_key, META_NEXT_ID};
@@ -26,8 +33,11 @@ use crate::tables::META;
 const BATCH_BYTES: usize = 64 << 20;
 /// ...or this many entries.
 const BATCH_ENTRIES: usize = 100_000;
-/// Attempts at writing one batch, each after growing the map.
+/// Attempts at writing the uncommitted batches, each after growing the map.
 const BATCH_ATTEMPTS: usize = 12;
+/// Batches written but not committed are kept (for a replay after MDB_MAP_FULL) up to this many bytes;
+/// the transaction commits before it would hold more.
+const RETAIN_BYTES: usize = 768 << 20;
 
 #[derive(Default)]
 struct KeyedIds {
@@ -270,7 +280,17 @@ impl Drop for BulkLoader {
     }
 }
 
+/// The open transaction of the flusher and the gate pass that keeps the map from moving under it.
+struct Open<'e> {
+    // Declared first so that it ends (aborts, if not committed) before the pass is returned.
+    txn: RwTxn<'e>,
+    _pass: Pass,
+}
+
 fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreError> {
+    let mut pending: Vec<Batch> = Vec::new();
+    let mut pending_bytes = 0usize;
+    let mut open: Option<Open<'_>> = None;
     for mut batch in queue.iter() {
         batch.dns.sort(true);
         batch.children.sort_unstable();
@@ -278,26 +298,66 @@ fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreErro
         for index in &mut batch.indexes {
             index.sort(false);
         }
-        write_batch(shared, &batch)?;
+        let total = pending_bytes.saturating_add(batch.bytes);
+        let fits = total <= RETAIN_BYTES && has_room(shared, total);
+        if let Some(mut current) = open.take() {
+            if fits {
+                match put_batch(shared, &mut current.txn, &batch) {
+                    Ok(()) => {
+                        open = Some(current);
+                        pending_bytes = total;
+                        pending.push(batch);
+                        continue;
+                    }
+                    Err(StoreError::MapFull) => drop(current),
+                    Err(err) => return Err(err),
+                }
+            } else {
+                current.txn.commit()?;
+                pending.clear();
+                pending_bytes = 0;
+            }
+        }
+        pending_bytes = pending_bytes.saturating_add(batch.bytes);
+        pending.push(batch);
+        open = Some(write_fresh(shared, &pending, pending_bytes)?);
+    }
+    if let Some(current) = open {
+        current.txn.commit()?;
     }
     Ok(())
 }
 
-fn write_batch(shared: &Shared, batch: &Batch) -> Result<(), StoreError> {
-    // B-tree pages are at best full and at worst half full after splits: twice the raw size suffices.
-    shared.ensure_headroom(batch.bytes.saturating_mul(2), Duration::from_secs(5));
+/// Whether the map has room for `bytes` of batches beside the committed pages, without growing.
+fn has_room(shared: &Shared, bytes: usize) -> bool {
+    let (map, used) = shared.usage();
+    map.saturating_sub(used) >= room_needed(bytes)
+}
+
+/// B-tree pages are at best full and at worst half full after splits: twice the raw size suffices.
+fn room_needed(bytes: usize) -> usize {
+    bytes.saturating_mul(2)
+}
+
+/// Begins a transaction and writes `batches` into it, growing the map and starting over on
+/// MDB_MAP_FULL.
+fn write_fresh<'e>(
+    shared: &'e Shared,
+    batches: &[Batch],
+    bytes: usize,
+) -> Result<Open<'e>, StoreError> {
+    shared.ensure_headroom(room_needed(bytes), Duration::from_secs(5));
     for _ in 0..BATCH_ATTEMPTS {
-        let outcome = {
-            let _pass = shared.gate.pass();
-            let mut txn = shared.env.write_txn()?;
-            match put_batch(shared, &mut txn, batch) {
-                Ok(()) => txn.commit().map_err(StoreError::from),
-                Err(err) => Err(err),
-            }
-        };
-        match outcome {
-            Ok(()) => return Ok(()),
+        let pass = shared.gate.pass();
+        let mut txn = shared.env.write_txn()?;
+        match batches
+            .iter()
+            .try_for_each(|batch| put_batch(shared, &mut txn, batch))
+        {
+            Ok(()) => return Ok(Open { txn, _pass: pass }),
             Err(StoreError::MapFull) => {
+                drop(txn);
+                drop(pass);
                 let (map, _) = shared.usage();
                 shared.grow(map.saturating_mul(2), Duration::from_secs(5));
             }
@@ -315,18 +375,29 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
             .id2entry
             .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
     }
+    let last_dn = last_key(&tables.dn2id, txn)?;
     for (range, id) in &batch.dns.items {
-        tables.dn2id.put(txn, batch.dns.key(range), &id_key(*id))?;
+        let key = batch.dns.key(range);
+        let flags = match beyond(last_dn.as_deref(), key) {
+            true => PutFlags::APPEND,
+            false => PutFlags::empty(),
+        };
+        tables.dn2id.put_with_flags(txn, flags, key, &id_key(*id))?;
     }
-    for (parent, child) in &batch.children {
-        tables
-            .dn2children
-            .put(txn, &id_key(*parent), &id_key(*child))?;
-    }
+    put_ids(
+        &tables.dn2children,
+        txn,
+        batch
+            .children
+            .iter()
+            .map(|(parent, child)| (id_key(*parent), *child)),
+    )?;
     for (ids, (_, table)) in batch.indexes.iter().zip(&tables.indexes) {
-        for (range, id) in &ids.items {
-            table.put(txn, ids.key(range), &id_key(*id))?;
-        }
+        put_ids(
+            table,
+            txn,
+            ids.items.iter().map(|(range, id)| (ids.key(range), *id)),
+        )?;
     }
     let stored_next = match tables.meta.get(txn, META_NEXT_ID)? {
         Some(raw) => decode_id(META, raw)?,
@@ -335,4 +406,42 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
     let next = batch.max_id.saturating_add(1).max(stored_next);
     tables.meta.put(txn, META_NEXT_ID, &id_key(next))?;
     Ok(())
+}
+
+/// Writes (key, ID) pairs sorted by key then ID into an ID-list table. Every ID of a load exceeds the
+/// IDs already stored, so each is appended to its key's list (MDB_APPENDDUP); a key beyond the table's
+/// last key is appended to the table too (MDB_APPEND).
+fn put_ids<K: AsRef<[u8]>>(
+    table: &Table,
+    txn: &mut RwTxn<'_>,
+    items: impl Iterator<Item = (K, u64)>,
+) -> Result<(), StoreError> {
+    let last = last_key(table, txn)?;
+    let mut previous: Option<Vec<u8>> = None;
+    for (key, id) in items {
+        let key = key.as_ref();
+        let new_key = previous.as_deref() != Some(key);
+        let flags = if new_key && beyond(last.as_deref(), key) {
+            PutFlags::APPEND | PutFlags::APPEND_DUP
+        } else {
+            PutFlags::APPEND_DUP
+        };
+        table.put_with_flags(txn, flags, key, &id_key(id))?;
+        if new_key {
+            let buffer = previous.get_or_insert_with(Vec::new);
+            buffer.clear();
+            buffer.extend_from_slice(key);
+        }
+    }
+    Ok(())
+}
+
+/// The last key of a table, copied out of the transaction.
+fn last_key(table: &Table, txn: &RwTxn<'_>) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(table.last(txn)?.map(|(key, _)| key.to_vec()))
+}
+
+/// Whether `key` sorts after every key of a table whose last key is `last`.
+fn beyond(last: Option<&[u8]>, key: &[u8]) -> bool {
+    last.is_none_or(|last| key > last)
 }

@@ -7,11 +7,20 @@
 //! If a request hits MDB_MAP_FULL, its nested transaction is aborted, the requests before it are
 //! committed, the ones after it stay queued for the next group, the map is grown, and only then is
 //! the failed request told `MapFull` — so a retry finds room.
+//!
+//! Gathering: clients that wait for their write to be durable send their next request only once the
+//! group holding it has committed. Taking only what is queued at that moment splits N closed-loop
+//! clients into two cohorts that alternate, each fsync carrying about N/2 requests. So after a group of
+//! `g` commits with `q` requests already queued, the writer waits for up to `g + q` requests before it
+//! starts the next group, but never longer than a quarter of the last group's duration (bounded by
+//! `MAX_GATHER`): a lone client never waits (it is the one request expected), clients that do not
+//! come back cost at most that fraction of one commit, and after the writer sat idle for longer than
+//! the window nobody is waited for.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
@@ -21,6 +30,8 @@ use crate::WriteTxn;
 
 /// Bounds one group so that the first request's latency stays bounded under a flood.
 const MAX_GROUP: usize = 1024;
+/// The longest wait for the clients of the last group to send their next request.
+const MAX_GATHER: Duration = Duration::from_millis(2);
 /// How long proactive growth waits for readers to drain before trying again later.
 const SOFT_GROW_WAIT: Duration = Duration::from_millis(50);
 /// After a postponed proactive growth, the next attempt waits at least this long.
@@ -89,30 +100,74 @@ where
 pub(crate) fn run_writer(shared: &Shared, jobs: &Receiver<Box<dyn Job>>) {
     let mut queue: VecDeque<Box<dyn Job>> = VecDeque::new();
     let mut next_soft_grow = Instant::now();
+    let mut gather = Gather::default();
     loop {
         if queue.is_empty() {
+            let idle = Instant::now();
             match jobs.recv() {
                 Ok(job) => queue.push_back(job),
                 // Every handle is gone and the queue is drained.
                 Err(_) => return,
             }
-        }
-        while queue.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(job) => queue.push_back(job),
-                Err(_) => break,
+            // Idle for longer than the window: the last group's clients are not coming straight back.
+            if idle.elapsed() > gather.window {
+                gather = Gather::default();
             }
         }
+        drain(jobs, &mut queue);
+        gather.wait(jobs, &mut queue);
         if Instant::now() >= next_soft_grow && !shared.ensure_headroom(0, SOFT_GROW_WAIT) {
             next_soft_grow = Instant::now() + SOFT_GROW_BACKOFF;
         }
-        run_group(shared, &mut queue);
+        let started = Instant::now();
+        let size = run_group(shared, &mut queue);
+        drain(jobs, &mut queue);
+        gather.committed(size, queue.len(), started.elapsed());
+    }
+}
+
+/// Moves every request already sent into the queue, up to `MAX_GROUP`.
+fn drain(jobs: &Receiver<Box<dyn Job>>, queue: &mut VecDeque<Box<dyn Job>>) {
+    while queue.len() < MAX_GROUP {
+        match jobs.try_recv() {
+            Ok(job) => queue.push_back(job),
+            Err(_) => break,
+        }
+    }
+}
+
+/// How many requests the next group should wait for, and for how long (see the module comment).
+#[derive(Default, Debug, PartialEq, Eq)]
+pub(crate) struct Gather {
+    expected: usize,
+    window: Duration,
+}
+
+impl Gather {
+    /// Records a committed group of `size` requests that took `took`, with `queued` waiting after it.
+    pub(crate) fn committed(&mut self, size: usize, queued: usize, took: Duration) {
+        self.expected = size.saturating_add(queued).min(MAX_GROUP);
+        self.window = (took / 4).min(MAX_GATHER);
+    }
+
+    /// Waits until `expected` requests are queued or the window has passed.
+    fn wait(&self, jobs: &Receiver<Box<dyn Job>>, queue: &mut VecDeque<Box<dyn Job>>) {
+        let deadline = Instant::now() + self.window;
+        while queue.len() < self.expected {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            match jobs.recv_timeout(left) {
+                Ok(job) => queue.push_back(job),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
+        }
     }
 }
 
 /// Runs up to `MAX_GROUP` requests from the front of `queue` as one group; requests not run (after a
-/// map-full) stay queued.
-fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
+/// map-full) stay queued. Returns how many requests the group answered.
+fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) -> usize {
     let group_len = queue.len().min(MAX_GROUP);
     let (pass, mut parent) = match begin(shared) {
         Ok(begun) => begun,
@@ -121,7 +176,7 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
             for job in queue.drain(..group_len) {
                 job.complete(Err(err.clone()));
             }
-            return;
+            return group_len;
         }
     };
     let mut ran: Vec<(Box<dyn Job>, Option<StoreError>)> = Vec::with_capacity(group_len);
@@ -169,6 +224,7 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
             tracing::warn!("map full and growth blocked by long read transactions");
         }
     }
+    let answered = ran.len();
     match committed {
         Ok(()) => {
             let counters = &shared.counters;
@@ -187,6 +243,7 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) {
             }
         }
     }
+    answered
 }
 
 /// Begins the group's parent transaction, adopting a map grown by another process if needed. The
@@ -205,5 +262,66 @@ fn begin(shared: &Shared) -> Result<(Pass, heed::RwTxn<'_>), StoreError> {
             }
             Err(err) => return Err(err.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_expects_the_last_group_back_within_a_bounded_window() {
+        let check = |size, queued, took_us, expected, window_us| {
+            let mut gather = Gather::default();
+            gather.committed(size, queued, Duration::from_micros(took_us));
+            assert_eq!(
+                gather,
+                Gather {
+                    expected,
+                    window: Duration::from_micros(window_us)
+                },
+                "{size} {queued} {took_us}"
+            );
+        };
+        // A lone client: one request expected, which the blocking receive already waited for.
+        check(1, 0, 4000, 1, 1000);
+        check(8, 8, 4000, 16, 1000);
+        // A slow commit does not make the wait longer than MAX_GATHER.
+        check(16, 0, 100_000, 16, 2000);
+        // Without fsync, commits are quick and so is the wait.
+        check(16, 0, 40, 16, 10);
+        check(MAX_GROUP, 10, 1000, MAX_GROUP, 250);
+    }
+
+    #[test]
+    fn gather_stops_at_the_deadline_or_when_enough_arrived() {
+        struct Nop;
+        impl Job for Nop {
+            fn run(&mut self, _: &mut WriteTxn<'_>) -> bool {
+                false
+            }
+            fn complete(self: Box<Self>, _: Result<(), StoreError>) {}
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Job>>();
+        let mut queue = VecDeque::new();
+        let gather = Gather {
+            expected: 3,
+            window: Duration::from_millis(20),
+        };
+        let started = Instant::now();
+        gather.wait(&rx, &mut queue);
+        assert!(started.elapsed() >= Duration::from_millis(20));
+        assert!(queue.is_empty());
+        for _ in 0..3 {
+            tx.send(Box::new(Nop)).unwrap();
+        }
+        let long = Gather {
+            expected: 3,
+            window: Duration::from_secs(10),
+        };
+        let started = Instant::now();
+        long.wait(&rx, &mut queue);
+        assert_eq!(queue.len(), 3);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

@@ -256,6 +256,48 @@ fn bulk_load_then_read_back_and_keep_writing() {
     assert!(store.read().unwrap().get_entry(5002).unwrap().is_none());
 }
 
+/// A second load into a filled store: its keys land before, between, on and after the stored ones,
+/// so the appending fast paths and the ordinary inserts both run.
+#[test]
+fn second_bulk_load_merges_with_stored_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(config(dir.path(), &["cn"])).unwrap();
+    let load = |store: &Store, ids: std::ops::RangeInclusive<u64>, batch: usize| {
+        let mut loader = store.bulk_loader().unwrap();
+        loader.set_batch_entries(batch);
+        for id in ids {
+            let dn = format!("dn{:05}\0", (id * 7919) % 10007);
+            let keys = vec![
+                (0, format!("k{}", id % 13).into_bytes()),
+                (0, format!("z{id}").into_bytes()),
+            ];
+            loader
+                .add(id, dn.as_bytes(), Some(1 + id % 3), b"e", &keys)
+                .unwrap();
+        }
+        loader.finish().unwrap();
+    };
+    load(&store, 1..=3000, 1000);
+    load(&store, 3001..=6000, 700);
+    let r = store.read().unwrap();
+    for id in 1..=6000u64 {
+        let dn = format!("dn{:05}\0", (id * 7919) % 10007);
+        assert_eq!(r.get_id(dn.as_bytes()).unwrap(), Some(id));
+        assert_eq!(
+            r.index_get("cn", format!("z{id}").as_bytes()).unwrap(),
+            vec![id]
+        );
+    }
+    for k in 0..13u64 {
+        let want: Vec<u64> = (1..=6000).filter(|id| id % 13 == k).collect();
+        assert_eq!(r.index_get("cn", format!("k{k}").as_bytes()).unwrap(), want);
+    }
+    for parent in 1..=3u64 {
+        let want: Vec<u64> = (1..=6000).filter(|id| 1 + id % 3 == parent).collect();
+        assert_eq!(r.children(parent).unwrap(), want);
+    }
+}
+
 #[test]
 fn reopen_keeps_data_and_adds_new_index_tables() {
     let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,11 @@
 
 use canopy_ber::{tag, Reader, Writer};
 
-use crate::codec::DecodeError;
+use crate::codec::{DecodeError, DecodeLimits};
+use crate::filter::Filter;
+
+/// RFC 4511 §4.5.2 SearchResultEntry, the form of a read-entry response control's value.
+const SEARCH_RESULT_ENTRY: u8 = 0x64;
 
 /// RFC 2696 realSearchControlValue of the simple paged results control.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -39,6 +43,74 @@ impl PagedResults {
     }
 }
 
+/// RFC 4528 §3: the assertion control's value is a Filter, BER-encoded.
+pub fn decode_assertion(v: &[u8], limits: &DecodeLimits) -> Result<Filter, DecodeError> {
+    let mut r = Reader::new(v);
+    let filter = Filter::decode_ber(&mut r, limits)?;
+    if !r.is_empty() {
+        return Err(DecodeError::new(
+            "unexpected data after the assertion filter",
+        ));
+    }
+    // A value that is no filter at all (an unknown choice at the top) is a malformed control, not an
+    // assertion that fails.
+    if filter == Filter::Undefined {
+        return Err(DecodeError::new("the assertion value is not a filter"));
+    }
+    Ok(filter)
+}
+
+pub fn encode_assertion(filter: &Filter) -> Vec<u8> {
+    let mut out = Vec::new();
+    filter.encode_ber(&mut Writer::new(&mut out));
+    out
+}
+
+/// RFC 4527 §3.1 request value of the pre-read and post-read controls: an AttributeSelection.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReadEntryRequest {
+    pub attributes: Vec<String>,
+}
+
+impl ReadEntryRequest {
+    pub fn decode(v: &[u8]) -> Result<Self, DecodeError> {
+        let mut outer = Reader::new(v);
+        let mut seq = outer.read_constructed(tag::SEQUENCE)?;
+        let mut attributes = Vec::new();
+        while !seq.is_empty() {
+            let name = seq.read_octet_string(tag::OCTET_STRING)?;
+            let name = std::str::from_utf8(name)
+                .map_err(|_| DecodeError::new("attribute selector is not UTF-8"))?;
+            attributes.push(name.to_string());
+        }
+        if !outer.is_empty() {
+            return Err(DecodeError::new("unexpected data in read-entry control"));
+        }
+        Ok(ReadEntryRequest { attributes })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        Writer::new(&mut out).constructed(tag::SEQUENCE, |w| {
+            for name in &self.attributes {
+                w.octet_string(tag::OCTET_STRING, name.as_bytes());
+            }
+        });
+        out
+    }
+}
+
+/// RFC 4527 §3.2 response value: a SearchResultEntry of `dn` whose `attrs` are complete PartialAttribute
+/// TLVs, already encoded (as [`crate::encode_partial_attribute`] writes them).
+pub fn encode_read_entry_response(dn: &[u8], attrs: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(dn.len() + attrs.len() + 12);
+    Writer::new(&mut out).constructed(SEARCH_RESULT_ENTRY, |w| {
+        w.octet_string(tag::OCTET_STRING, dn);
+        w.constructed(tag::SEQUENCE, |w| w.raw(attrs));
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +144,62 @@ mod tests {
         ] {
             assert!(PagedResults::decode(&unhex(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn assertion_vectors() {
+        let limits = DecodeLimits::default();
+        let cases: &[(&str, &str)] = &[
+            ("(cn=a)", "a3 07 04 02 63 6e 04 01 61"),
+            ("(objectClass=*)", "87 0b 6f 62 6a 65 63 74 43 6c 61 73 73"),
+            ("(!(cn=a))", "a2 09 a3 07 04 02 63 6e 04 01 61"),
+        ];
+        for &(text, expected) in cases {
+            let filter = Filter::parse(text).unwrap();
+            assert_eq!(hex(&encode_assertion(&filter)), expected, "{text}");
+            assert_eq!(decode_assertion(&unhex(expected), &limits).unwrap(), filter);
+        }
+        for bad in [
+            "",
+            "04 00",
+            "30 00",
+            "a3 07 04 02 63 6e 04 01 61 00",
+            "a3 03 04 01",
+        ] {
+            assert!(decode_assertion(&unhex(bad), &limits).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn read_entry_request_vectors() {
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "30 00"),
+            (&["cn"], "30 04 04 02 63 6e"),
+            (&["*", "+"], "30 06 04 01 2a 04 01 2b"),
+        ];
+        for &(names, expected) in cases {
+            let value = ReadEntryRequest {
+                attributes: names.iter().map(|s| s.to_string()).collect(),
+            };
+            assert_eq!(hex(&value.encode()), expected);
+            assert_eq!(ReadEntryRequest::decode(&unhex(expected)).unwrap(), value);
+        }
+        for bad in ["", "04 00", "30 02 02 00", "30 00 00", "30 03 04 01 ff"] {
+            assert!(ReadEntryRequest::decode(&unhex(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn read_entry_response_encoding() {
+        let mut attrs = Vec::new();
+        crate::encode_partial_attribute(&mut attrs, "cn", &[b"a"]);
+        assert_eq!(
+            hex(&encode_read_entry_response(b"cn=a", &attrs)),
+            "64 13 04 04 63 6e 3d 61 30 0b 30 09 04 02 63 6e 31 03 04 01 61"
+        );
+        assert_eq!(
+            hex(&encode_read_entry_response(b"", &[])),
+            "64 04 04 00 30 00"
+        );
     }
 }

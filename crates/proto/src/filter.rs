@@ -13,6 +13,10 @@ pub enum Filter {
     Present(String),
     Approx(String, Vec<u8>),
     Extensible(MatchingRuleAssertion),
+    /// An item that is well-formed BER but makes no sense (an unknown choice, substrings out of order, an
+    /// extensible match with neither rule nor type): it evaluates to Undefined, as slapd treats it, instead of
+    /// failing the whole search. Only decoding produces it.
+    Undefined,
 }
 
 /// RFC 4511 §4.5.1.7.2 SubstringFilter.

@@ -14,7 +14,9 @@ pub use codec::{
     encode_partial_attribute, encode_search_result_entry_raw, frame_len, Answer, DecodeError,
     DecodeLimits, FrameError, RequestKind,
 };
-pub use control::PagedResults;
+pub use control::{
+    decode_assertion, encode_assertion, encode_read_entry_response, PagedResults, ReadEntryRequest,
+};
 pub use dn::{Ava, Dn, DnError, Rdn};
 pub use exop::{encode_passwd_modify_response, PasswdModifyRequest};
 pub use filter::{Filter, FilterError, MatchingRuleAssertion, SubstringFilter};

@@ -2,6 +2,11 @@
 
 pub const CONTROL_PAGED_RESULTS: &str = "1.2.840.113556.1.4.319";
 pub const CONTROL_MANAGE_DSA_IT: &str = "2.16.840.1.113730.3.4.2";
+/// RFC 4528 assertion control.
+pub const CONTROL_ASSERTION: &str = "1.3.6.1.1.12";
+/// RFC 4527 pre-read and post-read controls.
+pub const CONTROL_PRE_READ: &str = "1.3.6.1.1.13.1";
+pub const CONTROL_POST_READ: &str = "1.3.6.1.1.13.2";
 pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";

@@ -174,7 +174,7 @@ impl Schema {
     }
 
     fn normalize_dn_value(&self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
-        let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+        let dn = parse_dn_value(value)?;
         let norm = self
             .normalize_dn(&dn)
             .map_err(|e| InvalidValue::new(e.to_string()))?;
@@ -182,10 +182,31 @@ impl Schema {
     }
 }
 
+/// Parses a DN-syntax value. Like slapd, an unescaped ';' is also accepted as the RDN separator
+/// (the RFC 1779 form; observed: `(seeAlso=cn=foo;dc=example;dc=com)` matches on slapd). RFC 4514
+/// requires ';' in a value to be escaped, so a string using it unescaped is tried that way only
+/// when it does not parse as it is.
+pub(crate) fn parse_dn_value(value: &[u8]) -> Result<Dn, InvalidValue> {
+    let error = match Dn::parse(value) {
+        Ok(dn) => return Ok(dn),
+        Err(e) => InvalidValue::new(e.to_string()),
+    };
+    if !value.contains(&b';') {
+        return Err(error);
+    }
+    let mut converted = Vec::with_capacity(value.len());
+    let mut escaped = false;
+    for &b in value {
+        converted.push(if b == b';' && !escaped { b',' } else { b });
+        escaped = !escaped && b == b'\\';
+    }
+    Dn::parse(&converted).map_err(|_| error)
+}
+
 /// distinguishedNameMatch without a schema: attribute names lower-cased, values prepared like
 /// caseIgnoreMatch when they are UTF-8. Exact only for case-insensitive string attributes.
 pub(crate) fn normalize_dn_without_schema(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
-    let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+    let dn = parse_dn_value(value)?;
     let rdns = dn
         .rdns
         .iter()
@@ -216,7 +237,7 @@ pub(crate) fn normalize_rdn_without_schema(value: &[u8]) -> Result<Vec<u8>, Inva
 }
 
 fn check_single_rdn(value: &[u8]) -> Result<(), InvalidValue> {
-    let dn = Dn::parse(value).map_err(|e| InvalidValue::new(e.to_string()))?;
+    let dn = parse_dn_value(value)?;
     if dn.rdns.len() == 1 {
         Ok(())
     } else {

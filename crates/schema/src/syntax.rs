@@ -201,11 +201,12 @@ pub(crate) fn validate(oid: &str, value: &[u8]) -> bool {
         Check::Boolean => values::boolean(value).is_ok(),
         Check::GeneralizedTime => values::generalized_time(value).is_ok(),
         Check::UtcTime => is_utc_time(value),
-        Check::Dn => canopy_proto::Dn::parse(value).is_ok(),
-        Check::Rdn => canopy_proto::Dn::parse(value).is_ok_and(|dn| dn.rdns.len() == 1),
+        Check::Dn => crate::dn::parse_dn_value(value).is_ok(),
+        Check::Rdn => crate::dn::parse_dn_value(value).is_ok_and(|dn| dn.rdns.len() == 1),
         Check::NameAndOptionalUid => {
             let (dn, uid) = values::split_optional_uid(value);
-            canopy_proto::Dn::parse(dn).is_ok() && uid.is_none_or(|u| values::bit_string(u).is_ok())
+            crate::dn::parse_dn_value(dn).is_ok()
+                && uid.is_none_or(|u| values::bit_string(u).is_ok())
         }
         Check::Oid => values::oid(value).is_ok(),
         Check::BitString => values::bit_string(value).is_ok(),

@@ -160,9 +160,9 @@ impl Config {
         }
         for index in &self.indexes {
             for kind in &index.kinds {
-                if !matches!(kind.as_str(), "eq" | "pres" | "sub") {
+                if !matches!(kind.as_str(), "eq" | "pres" | "sub" | "ord" | "approx") {
                     return Err(format!(
-                        "index on {}: unknown kind {kind:?} (expected eq, pres or sub)",
+                        "index on {}: unknown kind {kind:?} (expected eq, pres, sub, ord or approx)",
                         index.attr
                     ));
                 }

@@ -5,16 +5,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use canopy_core::LdapError;
-use canopy_proto::oid::{CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, NOTICE_OF_DISCONNECTION};
+use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
 use canopy_proto::{
     frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
-    LdapMessage, LdapResult, PagedResults, ProtocolOp, RequestKind, ResultCode,
+    LdapMessage, LdapResult, ProtocolOp, RequestKind, ResultCode,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::access::Who;
-use crate::ops::{self, bind::Peer, encode, error_result, result_of};
+use crate::ops::{self, bind::Peer, encode, error_result, failure_result, update_result};
+use crate::reqctl::RequestControls;
 use crate::state::State;
 
 /// Responses waiting to be written, per connection. A client that stops reading fills this queue, and then the
@@ -146,34 +147,19 @@ async fn disconnect(tx: &mpsc::Sender<Vec<u8>>, reason: &str) {
         .await;
 }
 
-/// Checks request controls: unknown critical ones fail the operation (RFC 4511 §4.1.11).
-fn check_controls(
-    controls: &[Control],
-    is_search: bool,
-) -> Result<Option<PagedResults>, LdapError> {
-    let mut paged = None;
-    for control in controls {
-        match control.oid.as_str() {
-            CONTROL_PAGED_RESULTS if is_search => {
-                let value = control.value.as_deref().unwrap_or(&[]);
-                paged = Some(PagedResults::decode(value).map_err(|_| {
-                    LdapError::new(
-                        ResultCode::ProtocolError,
-                        "paged results control value is malformed",
-                    )
-                })?);
-            }
-            CONTROL_MANAGE_DSA_IT => {}
-            _ if control.critical => {
-                return Err(LdapError::new(
-                    ResultCode::UnavailableCriticalExtension,
-                    "critical extension is unavailable",
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(paged)
+/// The kind of a request that gets a response; None for unbind, abandon and responses.
+fn kind_of(op: &ProtocolOp) -> Option<RequestKind> {
+    Some(match op {
+        ProtocolOp::BindRequest(_) => RequestKind::Bind,
+        ProtocolOp::SearchRequest(_) => RequestKind::Search,
+        ProtocolOp::ModifyRequest(_) => RequestKind::Modify,
+        ProtocolOp::AddRequest(_) => RequestKind::Add,
+        ProtocolOp::DelRequest(_) => RequestKind::Delete,
+        ProtocolOp::ModifyDnRequest(_) => RequestKind::ModifyDn,
+        ProtocolOp::CompareRequest(_) => RequestKind::Compare,
+        ProtocolOp::ExtendedRequest(_) => RequestKind::Extended,
+        _ => return None,
+    })
 }
 
 async fn dispatch(
@@ -186,15 +172,22 @@ async fn dispatch(
     permits: &Arc<Semaphore>,
 ) -> Flow {
     let id = message.message_id;
-    let is_search = matches!(message.op, ProtocolOp::SearchRequest(_));
-    let paged = match check_controls(&message.controls, is_search) {
-        Ok(paged) => paged,
-        Err(e) => {
-            if let Some(op) = error_response(&message.op, e) {
-                let _ = tx.send(encode(id, op, Vec::new())).await;
+    let ctl = match kind_of(&message.op) {
+        Some(kind) => {
+            let limits = DecodeLimits {
+                max_filter_depth: state.config.limits.max_filter_depth,
+            };
+            match RequestControls::parse(&message.controls, kind, &limits) {
+                Ok(ctl) => ctl,
+                Err(e) => {
+                    if let Some(op) = error_response(&message.op, e) {
+                        let _ = tx.send(encode(id, op, Vec::new())).await;
+                    }
+                    return Flow::Continue;
+                }
             }
-            return Flow::Continue;
         }
+        None => RequestControls::default(),
     };
     match message.op {
         ProtocolOp::BindRequest(req) => {
@@ -244,7 +237,8 @@ async fn dispatch(
                 who: who.clone(),
                 message_id: id,
                 req,
-                paged,
+                paged: ctl.paged.clone(),
+                ctl,
                 cancel,
                 tx: tx.clone(),
             };
@@ -285,8 +279,8 @@ async fn dispatch(
             let who = who.clone();
             let tx = tx.clone();
             tokio::spawn(async move {
-                let response = run_update(&state, &who, op).await;
-                let _ = tx.send(encode(id, response, Vec::new())).await;
+                let (response, controls) = run_update(&state, &who, op, &ctl).await;
+                let _ = tx.send(encode(id, response, controls)).await;
                 drop(permit);
             });
             Flow::Continue
@@ -299,55 +293,59 @@ async fn dispatch(
     }
 }
 
-async fn run_update(state: &State, who: &Who, op: ProtocolOp) -> ProtocolOp {
-    match op {
-        ProtocolOp::AddRequest(req) => {
-            ProtocolOp::AddResponse(result_of(ops::add::add(state, who, req).await))
-        }
-        ProtocolOp::DelRequest(dn) => {
-            ProtocolOp::DelResponse(result_of(ops::delete::delete(state, who, &dn).await))
-        }
-        ProtocolOp::ModifyRequest(req) => {
-            ProtocolOp::ModifyResponse(result_of(ops::modify::modify(state, who, req).await))
-        }
-        ProtocolOp::ModifyDnRequest(req) => ProtocolOp::ModifyDnResponse(result_of(
-            ops::modify_dn::modify_dn(state, who, req).await,
-        )),
+/// Runs an update, compare or extended operation: its response and response controls.
+async fn run_update(
+    state: &State,
+    who: &Who,
+    op: ProtocolOp,
+    ctl: &RequestControls,
+) -> (ProtocolOp, Vec<Control>) {
+    let (op, (result, controls)): (fn(LdapResult) -> ProtocolOp, _) = match op {
+        ProtocolOp::AddRequest(req) => (
+            ProtocolOp::AddResponse,
+            update_result(ops::add::add(state, who, req, ctl).await),
+        ),
+        ProtocolOp::DelRequest(dn) => (
+            ProtocolOp::DelResponse,
+            update_result(ops::delete::delete(state, who, &dn, ctl).await),
+        ),
+        ProtocolOp::ModifyRequest(req) => (
+            ProtocolOp::ModifyResponse,
+            update_result(ops::modify::modify(state, who, req, ctl).await),
+        ),
+        ProtocolOp::ModifyDnRequest(req) => (
+            ProtocolOp::ModifyDnResponse,
+            update_result(ops::modify_dn::modify_dn(state, who, req, ctl).await),
+        ),
         ProtocolOp::CompareRequest(req) => {
-            let result = match ops::compare::compare(state, who, &req) {
+            let result = match ops::compare::compare(state, who, &req, ctl) {
                 Ok(code) => LdapResult::new(code, ""),
-                Err(e) => error_result(e),
+                Err(e) => failure_result(e),
             };
-            ProtocolOp::CompareResponse(result)
+            (ProtocolOp::CompareResponse, (result, Vec::new()))
         }
         ProtocolOp::ExtendedRequest(req) => {
-            ProtocolOp::ExtendedResponse(ops::extended::extended(state, who, req).await)
+            let response = ops::extended::extended(state, who, req).await;
+            return (ProtocolOp::ExtendedResponse(response), Vec::new());
         }
         other => {
             let e = LdapError::new(ResultCode::ProtocolError, "unexpected operation");
-            error_response(&other, e).unwrap_or(ProtocolOp::ExtendedResponse(ExtendedResponse {
-                result: LdapResult::new(ResultCode::ProtocolError, "unexpected operation"),
-                name: None,
-                value: None,
-            }))
+            let response = error_response(&other, e).unwrap_or(ProtocolOp::ExtendedResponse(
+                ExtendedResponse {
+                    result: LdapResult::new(ResultCode::ProtocolError, "unexpected operation"),
+                    name: None,
+                    value: None,
+                },
+            ));
+            return (response, Vec::new());
         }
-    }
+    };
+    (op(result), controls)
 }
 
 /// The response type that answers a request with an error, or None for requests that get no response.
 fn error_response(op: &ProtocolOp, e: LdapError) -> Option<ProtocolOp> {
-    let kind = match op {
-        ProtocolOp::BindRequest(_) => RequestKind::Bind,
-        ProtocolOp::SearchRequest(_) => RequestKind::Search,
-        ProtocolOp::ModifyRequest(_) => RequestKind::Modify,
-        ProtocolOp::AddRequest(_) => RequestKind::Add,
-        ProtocolOp::DelRequest(_) => RequestKind::Delete,
-        ProtocolOp::ModifyDnRequest(_) => RequestKind::ModifyDn,
-        ProtocolOp::CompareRequest(_) => RequestKind::Compare,
-        ProtocolOp::ExtendedRequest(_) => RequestKind::Extended,
-        _ => return None,
-    };
-    Some(response_for(kind, error_result(e)))
+    Some(response_for(kind_of(op)?, error_result(e)))
 }
 
 fn response_for(kind: RequestKind, result: LdapResult) -> ProtocolOp {

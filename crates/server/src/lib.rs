@@ -1,12 +1,18 @@
 //! The Canopy server: listeners, connections, the operation pipeline, configuration and the directory.
 
 pub mod access;
+pub mod alias;
+pub mod candidates;
 pub mod config;
 pub mod conn;
 pub mod directory;
+pub mod filter_view;
 pub mod listener;
 pub mod opattrs;
 pub mod ops;
+pub mod readentry;
+pub mod referral;
+pub mod reqctl;
 pub mod select;
 pub mod special;
 pub mod state;
@@ -58,6 +64,8 @@ pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, S
             eq: has("eq"),
             pres: has("pres"),
             sub: has("sub"),
+            ord: has("ord"),
+            approx: has("approx"),
         });
     }
     Ok(specs)

@@ -1,5 +1,7 @@
-//! Which attributes a search returns: RFC 4511 §4.5.1.8 attribute selection (`*`, `+`, `1.1`, names).
+//! Which attributes a search returns: RFC 4511 §4.5.1.8 attribute selection (`*`, `+`, `1.1`, names) and
+//! RFC 4529 `@objectClass` lists.
 
+use canopy_core::check::with_superclasses;
 use canopy_core::desc::AttrDesc;
 use canopy_schema::Schema;
 
@@ -23,6 +25,22 @@ impl Selection {
                 "*" => selection.all_user = true,
                 "+" => selection.all_operational = true,
                 "1.1" => {}
+                // RFC 4529: every attribute the class and its superclasses allow; unknown classes select nothing.
+                other if other.starts_with('@') => {
+                    let class = other
+                        .strip_prefix('@')
+                        .and_then(|name| schema.object_class(name));
+                    for class in class
+                        .map(|c| with_superclasses(schema, c))
+                        .unwrap_or_default()
+                    {
+                        for name in class.must.iter().chain(&class.may) {
+                            if let Ok(desc) = AttrDesc::parse(schema, name) {
+                                selection.named.push(desc);
+                            }
+                        }
+                    }
+                }
                 // Unknown names select nothing, as RFC 4511 §4.5.1.8 says.
                 other => {
                     if let Ok(desc) = AttrDesc::parse(schema, other) {

@@ -2,7 +2,8 @@
 
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
-    CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I,
+    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
+    CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I,
 };
 use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
@@ -58,7 +59,13 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
             attr(
                 "supportedControl",
-                strings(&[CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS]),
+                strings(&[
+                    CONTROL_ASSERTION,
+                    CONTROL_PRE_READ,
+                    CONTROL_POST_READ,
+                    CONTROL_MANAGE_DSA_IT,
+                    CONTROL_PAGED_RESULTS,
+                ]),
             ),
             attr(
                 "supportedExtension",

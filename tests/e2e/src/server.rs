@@ -136,6 +136,19 @@ impl Server {
         server
     }
 
+    /// Imports `ldif` offline into a fresh database of `target`, then starts the server on it.
+    /// A failed import is returned (with the tool's output) instead of panicking, so callers
+    /// can tell a setup failure from a test failure; starting may still panic.
+    pub fn start_imported_target(target: Target, ldif: &Path) -> Result<Server, crate::Out> {
+        let mut server = Server::prepare(target);
+        let out = server.import(ldif);
+        if out.code != 0 {
+            return Err(out);
+        }
+        server.launch();
+        Ok(server)
+    }
+
     /// A scratch directory with configuration and an empty data directory; nothing running.
     fn prepare(target: Target) -> Server {
         let dir = TempDir::new(match target {

@@ -16,6 +16,8 @@ mod crash;
 mod extended;
 #[path = "e2e/extra_schema.rs"]
 mod extra_schema;
+#[path = "e2e/features.rs"]
+mod features;
 #[path = "e2e/hostile.rs"]
 mod hostile;
 #[path = "e2e/python.rs"]

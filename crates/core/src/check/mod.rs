@@ -244,10 +244,7 @@ fn display_name(schema: &Schema, name: &str) -> String {
 }
 
 /// `class` followed by all its superclasses (each once).
-pub(crate) fn with_superclasses<'s>(
-    schema: &'s Schema,
-    class: &'s ObjectClass,
-) -> Vec<&'s ObjectClass> {
+pub fn with_superclasses<'s>(schema: &'s Schema, class: &'s ObjectClass) -> Vec<&'s ObjectClass> {
     let mut out: Vec<&ObjectClass> = vec![class];
     let mut index = 0;
     while let Some(current) = out.get(index).copied() {

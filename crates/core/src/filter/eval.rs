@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 
 use canopy_schema::{AttributeType, MatchKind, MatchingRule, ObjectClass, Schema};
 
+use super::prepare::is_class_valued;
 use super::{normalize, rule_applies, Node, Target, Ternary};
 use crate::check::with_superclasses;
 use crate::desc::split_stored;
@@ -92,8 +93,14 @@ pub(super) fn evaluate_node(
             rule.matches_substrings(v, initial.as_deref(), any, final_.as_deref())
                 .ok()
         }),
-        Node::Approx { target, rule, key } => any_value(schema, target, entry, extra, |v| {
-            rule.approx_key(v).ok().map(|k| k == *key)
+        Node::Approx {
+            target,
+            rule,
+            codes,
+        } => any_value(schema, target, entry, extra, |v| {
+            rule.approx_value_codes(v)
+                .ok()
+                .map(|value| MatchingRule::approx_codes_match(&value, codes))
         }),
         Node::Extensible {
             target,
@@ -146,7 +153,14 @@ fn any_value(
     test: impl Fn(&[u8]) -> Option<bool>,
 ) -> Ternary {
     let mut undefined = false;
-    for attr in attributes_of(schema, target, entry, extra) {
+    // slapd finds subschemaSubentry present on every entry but matches no value of it
+    // (observed: `(subschemaSubentry=cn=Subschema)` selects nothing); it is computed, never stored.
+    let values_visible = |a: &&Attribute| {
+        !split_stored(&a.desc)
+            .0
+            .eq_ignore_ascii_case("subschemaSubentry")
+    };
+    for attr in attributes_of(schema, target, entry, extra).filter(values_visible) {
         for value in &attr.values {
             match test(value) {
                 Some(true) => return Ternary::True,
@@ -189,27 +203,31 @@ fn extensible(
     entry: &Entry,
     extra: &[Attribute],
 ) -> Ternary {
-    let mut undefined = false;
-    let mut consider = |value: &[u8]| -> bool {
-        match rule_matches(schema, rule, norm, value) {
-            Some(true) => true,
-            Some(false) => false,
-            None => {
-                undefined = true;
-                false
-            }
-        }
-    };
-    for attr in entry.attrs.iter().chain(extra.iter()) {
+    // slapd stops at the first value the rule cannot evaluate and answers Undefined for the whole
+    // assertion, even when a later value would match (observed: `(:integerBitAndMatch:=1)` skips an
+    // entry whose uidNumber exceeds 64 bits although its gidNumber 1 matches).
+    // Without a type, slapd looks at the stored attributes only (not entryDN or hasSubordinates),
+    // and objectIdentifierMatch never matches the class-valued types.
+    let consider = |value: &[u8]| rule_matches(schema, rule, norm, value);
+    let computed = if target.is_some() { extra } else { &[] };
+    for attr in entry.attrs.iter().chain(computed.iter()) {
         let (type_name, options) = split_stored(&attr.desc);
         let applies = match target {
             Some(t) => t.desc.options_match(options) && type_matches(schema, type_name, t.at),
-            None => schema
-                .attribute_type(type_name)
-                .is_some_and(|at| rule_applies(rule, at)),
+            None => schema.attribute_type(type_name).is_some_and(|at| {
+                rule_applies(rule, at)
+                    && !(rule == MatchingRule::ObjectIdentifierMatch && is_class_valued(at))
+            }),
         };
-        if applies && attr.values.iter().any(|v| consider(v)) {
-            return Ternary::True;
+        if !applies {
+            continue;
+        }
+        for value in &attr.values {
+            match consider(value) {
+                Some(true) => return Ternary::True,
+                Some(false) => {}
+                None => return Ternary::Undefined,
+            }
         }
     }
     if dn_attributes {
@@ -221,14 +239,15 @@ fn extensible(
                 Some(t) => t.desc.options.is_empty() && schema.is_subtype_of(at, t.at),
                 None => rule_applies(rule, at),
             };
-            if applies && consider(&ava.value) {
-                return Ternary::True;
+            if !applies {
+                continue;
+            }
+            match consider(&ava.value) {
+                Some(true) => return Ternary::True,
+                Some(false) => {}
+                None => return Ternary::Undefined,
             }
         }
     }
-    if undefined {
-        Ternary::Undefined
-    } else {
-        Ternary::False
-    }
+    Ternary::False
 }

@@ -116,10 +116,11 @@ pub(crate) enum Node<'s> {
     Present {
         target: Target<'s>,
     },
+    /// Phonetic approximate match (the string rules); other rules' `~=` is prepared as equality.
     Approx {
         target: Target<'s>,
         rule: MatchingRule,
-        key: Vec<u8>,
+        codes: Vec<String>,
     },
     Extensible {
         target: Option<Target<'s>>,

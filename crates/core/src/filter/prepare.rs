@@ -3,11 +3,12 @@
 use canopy_proto::{Filter, MatchingRuleAssertion, SubstringFilter};
 use canopy_schema::{AttributeType, MatchKind, MatchingRule, Schema};
 
-use super::{normalize, Node, Target};
+use super::{Node, Target};
 use crate::desc::AttrDesc;
 
 /// Syntaxes an equality or ordering rule also accepts besides its own assertion syntax, as slapd's
-/// compatibility lists do: directory string rules take printable and country strings.
+/// compatibility lists do: directory string rules take printable, country and telephone number
+/// strings (observed: `(telephoneNumber:caseIgnoreMatch:=5551234)` matches on slapd).
 const COMPATIBLE_SYNTAXES: &[(&str, &str)] = &[
     (
         "1.3.6.1.4.1.1466.115.121.1.15",
@@ -17,6 +18,15 @@ const COMPATIBLE_SYNTAXES: &[(&str, &str)] = &[
         "1.3.6.1.4.1.1466.115.121.1.15",
         "1.3.6.1.4.1.1466.115.121.1.11",
     ),
+    (
+        "1.3.6.1.4.1.1466.115.121.1.15",
+        "1.3.6.1.4.1.1466.115.121.1.50",
+    ),
+    // IA5 rules take country strings (observed: `(c:caseIgnoreIA5Match:=de)` matches).
+    (
+        "1.3.6.1.4.1.1466.115.121.1.26",
+        "1.3.6.1.4.1.1466.115.121.1.11",
+    ),
 ];
 
 /// Whether an extensible match with `rule` can be applied to values of `at` (RFC 4511 §4.5.1.7.7: the rule
@@ -24,6 +34,16 @@ const COMPATIBLE_SYNTAXES: &[(&str, &str)] = &[
 pub fn rule_applies(rule: MatchingRule, at: &AttributeType) -> bool {
     if at.equality == Some(rule) || at.ordering == Some(rule) || at.substr == Some(rule) {
         return true;
+    }
+    // The first-component rules take the first component's syntax as assertion but apply only to
+    // description syntaxes (RFC 4517 §4.2.14-16): never to a plain INTEGER or string attribute.
+    if matches!(
+        rule,
+        MatchingRule::IntegerFirstComponentMatch
+            | MatchingRule::ObjectIdentifierFirstComponentMatch
+            | MatchingRule::DirectoryStringFirstComponentMatch
+    ) {
+        return false;
     }
     let rule_syntax = rule.syntax_oid();
     rule_syntax == at.syntax
@@ -47,6 +67,7 @@ pub(super) fn prepare<'s>(schema: &'s Schema, filter: &Filter) -> Node<'s> {
         },
         Filter::Approx(desc, value) => approx(schema, desc, value),
         Filter::Extensible(mra) => extensible(schema, mra),
+        Filter::Undefined => Node::Undefined,
     }
 }
 
@@ -56,6 +77,20 @@ pub(super) fn target<'s>(schema: &'s Schema, desc: &str) -> Option<Target<'s>> {
     Some(Target { at, desc })
 }
 
+/// The normal form of an assertion value, or None when the filter component is Undefined. The certificate
+/// rules assert a serial number and issuer (RFC 4523 §2), not a certificate: such assertions are not
+/// implemented, and anything else is invalid for them, so both evaluate to Undefined.
+fn assertion(schema: &Schema, rule: MatchingRule, value: &[u8]) -> Option<Vec<u8>> {
+    use MatchingRule::*;
+    match rule {
+        CertificateExactMatch
+        | CertificatePairExactMatch
+        | CertificateListExactMatch
+        | AttributeCertificateExactMatch => None,
+        _ => super::normalize(schema, rule, value),
+    }
+}
+
 fn equality<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
     let Some(target) = target(schema, desc) else {
         return Node::Undefined;
@@ -63,22 +98,24 @@ fn equality<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
     let Some(rule) = target.at.equality else {
         return Node::Undefined;
     };
-    if target.at.oid == "2.5.4.0" {
+    if is_class_valued(target.at) {
+        // slapd's objectSubClassMatch: a class the schema does not know, or a value with spaces
+        // around the name, is Undefined (observed: `(!(objectClass=topx))` matches nothing).
         let class = std::str::from_utf8(value)
             .ok()
             .and_then(|name| schema.object_class(name));
-        let norm = normalize(schema, rule, value);
+        let norm = assertion(schema, rule, value);
         return match (class, norm) {
-            (None, None) => Node::Undefined,
-            (class, norm) => Node::ObjectClassEquality {
+            (Some(class), Some(norm)) => Node::ObjectClassEquality {
                 target,
-                class,
+                class: Some(class),
                 rule,
-                norm: norm.unwrap_or_default(),
+                norm,
             },
+            _ => Node::Undefined,
         };
     }
-    match normalize(schema, rule, value) {
+    match assertion(schema, rule, value) {
         Some(norm) => Node::Equality { target, rule, norm },
         None => Node::Undefined,
     }
@@ -91,7 +128,7 @@ fn ordering<'s>(schema: &'s Schema, desc: &str, value: &[u8], greater: bool) -> 
     let Some(rule) = target.at.ordering else {
         return Node::Undefined;
     };
-    match normalize(schema, rule, value) {
+    match assertion(schema, rule, value) {
         Some(norm) => Node::Ordering {
             target,
             rule,
@@ -136,10 +173,25 @@ fn approx<'s>(schema: &'s Schema, desc: &str, value: &[u8]) -> Node<'s> {
     let Some(rule) = target.at.equality else {
         return Node::Undefined;
     };
-    match rule.approx_key(value) {
-        Ok(key) => Node::Approx { target, rule, key },
+    // slapd answers `~=` like `=` for every rule but the phonetic string ones (observed with
+    // telephoneNumber, postalAddress, integer, generalizedTime, DN and objectClass).
+    if !rule.has_phonetic_approx() {
+        return equality(schema, desc, value);
+    }
+    match rule.approx_assertion_codes(value) {
+        Ok(codes) => Node::Approx {
+            target,
+            rule,
+            codes,
+        },
         Err(_) => Node::Undefined,
     }
+}
+
+/// objectClass and structuralObjectClass: slapd matches their values as classes, superclasses
+/// included (`(structuralObjectClass=person)` matches inetOrgPerson entries).
+pub(crate) fn is_class_valued(at: &AttributeType) -> bool {
+    at.oid == "2.5.4.0" || at.oid == "2.5.21.9"
 }
 
 fn extensible<'s>(schema: &'s Schema, mra: &MatchingRuleAssertion) -> Node<'s> {
@@ -150,6 +202,34 @@ fn extensible<'s>(schema: &'s Schema, mra: &MatchingRuleAssertion) -> Node<'s> {
         },
         None => None,
     };
+    // Observed on slapd: on the class-valued types, `(objectClass:=top)` and
+    // `(objectClass:dn:=top)` are the equality filter (with superclasses), while naming
+    // objectIdentifierMatch, with or without a type, is Undefined.
+    // Without a type, a numeric OID (one arc is enough) is FALSE and a name is Undefined.
+    if mra.rule.as_deref().and_then(MatchingRule::by_name_or_oid)
+        == Some(MatchingRule::ObjectIdentifierMatch)
+    {
+        let numeric =
+            !mra.value.is_empty() && mra.value.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+        match &target {
+            Some(t) if is_class_valued(t.at) => return Node::Undefined,
+            None if !numeric => return Node::Undefined,
+            None => {
+                return Node::Extensible {
+                    target: None,
+                    rule: MatchingRule::ObjectIdentifierMatch,
+                    norm: mra.value.clone(),
+                    dn_attributes: mra.dn_attributes,
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    if let (Some(desc), Some(t), None) = (&mra.attr, &target, &mra.rule) {
+        if is_class_valued(t.at) {
+            return equality(schema, desc, &mra.value);
+        }
+    }
     let rule = match (&mra.rule, &target) {
         (Some(name), _) => match MatchingRule::by_name_or_oid(name) {
             Some(rule) => rule,
@@ -170,7 +250,7 @@ fn extensible<'s>(schema: &'s Schema, mra: &MatchingRuleAssertion) -> Node<'s> {
             return Node::Undefined;
         }
     }
-    match normalize(schema, rule, &mra.value) {
+    match assertion(schema, rule, &mra.value) {
         Some(norm) => Node::Extensible {
             target,
             rule,

@@ -221,5 +221,123 @@ fn object_class_chain_from_stored_values_only() {
     check(&schema, &e, "(objectClass=person)", T);
     check(&schema, &e, "(objectClass=top)", T);
     check(&schema, &e, "(objectClass=inetOrgPerson)", F);
-    check(&schema, &e, "(objectClass=noSuchClass)", F);
+    // slapd: a class the schema does not know is Undefined, `(!(objectClass=topx))` is empty.
+    check(&schema, &e, "(objectClass=noSuchClass)", U);
+}
+
+/// Filters whose results were compared with Debian's slapd 2.5 on the same entry.
+#[test]
+fn slapd_observations() {
+    let schema = Schema::builtin();
+    let e = entry(
+        &schema,
+        "dn: cn=e1,dc=example,dc=com
+         objectClass: inetOrgPerson
+         objectClass: posixAccount
+         objectClass: extensibleObject
+         cn: e1
+         cn: John Smith
+         sn: Smith
+         uid: e1
+         uidNumber: -100000000000000000000
+         gidNumber: 3
+         homeDirectory: /home/e1
+         mail: John.Smith@Example.COM
+         telephoneNumber: +1 555-123 4567
+         internationaliSDNNumber: 12 34 56
+         postalAddress: 1 Main St $ Springfield
+         description: Caf\u{e9} \u{FF46}\u{FF55}ll
+         seeAlso: cn=foo,dc=example,dc=com",
+    );
+    let table = [
+        // NFKC and no RFC 4518 mapping.
+        ("(description=caf\\65\\cc\\81 full)", T),
+        ("(description=*FULL)", T),
+        // IA5 substring parts lose their end spaces; directory string parts keep them.
+        ("(mail=john *)", T),
+        // Full-width letters are no IA5 assertion, even where NFKC would make them ASCII.
+        ("(!(mail=*\u{FF4A}\u{FF4F}\u{FF48}\u{FF4E}*))", U),
+        // Certificate rules take serial-and-issuer assertions, which are not implemented: Undefined.
+        ("(!(userCertificate;binary=7))", U),
+        ("(!(userCertificate~=7))", U),
+        ("(mail=* john*)", T),
+        ("(mail=* *)", T),
+        ("(cn=* *)", T),
+        ("(cn=john *)", T),
+        // Numeric and telephone parts with nothing significant are Undefined.
+        ("(telephoneNumber=*-*)", U),
+        ("(telephoneNumber=- *)", U),
+        ("(internationaliSDNNumber=* *)", U),
+        ("(telephoneNumber=*1 555-1*)", T),
+        // A postal address value is prepared per line, assertion parts as plain strings.
+        ("(postalAddress=*st$spr*)", T),
+        ("(postalAddress=*st $ spr*)", F),
+        // `~=` is equality except for the phonetic string rules.
+        ("(cn~=smyth)", T),
+        ("(cn~=jon smith)", T),
+        ("(cn~=smith jon)", F),
+        ("(mail~=jon@x)", T),
+        ("(description~=\\e6\\bc\\a2)", F),
+        ("(telephoneNumber~=+15551234567)", T),
+        ("(telephoneNumber~=+1)", F),
+        ("(postalAddress~=1 main st$springfield)", T),
+        ("(gidNumber~=3)", T),
+        ("(seeAlso~=CN=FOO, DC=example, DC=com)", T),
+        // The legacy ';' RDN separator.
+        ("(seeAlso=cn=foo;dc=example;dc=com)", T),
+        // Rules usable with a syntax, extensible match.
+        ("(telephoneNumber:caseIgnoreMatch:=+1 555-123 4567)", T),
+        ("(telephoneNumber:caseExactOrderingMatch:=5)", T),
+        (
+            "(uidNumber:integerFirstComponentMatch:=-100000000000000000000)",
+            U,
+        ),
+        ("(cn:directoryStringFirstComponentMatch:=e1)", U),
+        // The first value a rule cannot evaluate ends the search for a match: Undefined.
+        ("(:integerBitAndMatch:=1)", U),
+        ("(gidNumber:integerBitAndMatch:=1)", T),
+        ("(:integerMatch:=3)", T),
+        // Class-valued types: superclasses count, unknown classes and spaces are Undefined,
+        // naming objectIdentifierMatch is Undefined.
+        ("(objectClass=top)", T),
+        ("(objectClass=topx)", U),
+        ("(objectClass=1.2.3.4)", U),
+        ("(objectClass= person)", U),
+        ("(objectClass~=person)", T),
+        ("(objectClass~=posixAccountx)", U),
+        ("(objectClass:=top)", T),
+        ("(objectClass:dn:=2.5.6.6)", T),
+        ("(objectClass:objectIdentifierMatch:=inetOrgPerson)", U),
+        ("(objectClass:2.5.13.0:=top)", U),
+        ("(:objectIdentifierMatch:=top)", U),
+        ("(:objectIdentifierMatch:=2.5.6.0)", F),
+        ("(:dn:objectIdentifierMatch:=3000)", F),
+        // Without a type only stored attributes count (not entryDN, hasSubordinates).
+        ("(:booleanMatch:=FALSE)", F),
+        ("(hasSubordinates:booleanMatch:=FALSE)", T),
+        (
+            "(:distinguishedNameMatch:=uid=jdoe,ou=People,dc=example,dc=com)",
+            F,
+        ),
+        // Substring parts: an all-space initial never matches; letters are invalid for numbers.
+        ("(cn= *)", F),
+        ("(cn= john*)", T),
+        ("(cn=* )", T),
+        ("(internationaliSDNNumber=*1x*)", U),
+    ];
+    let extra = vec![Attribute {
+        desc: "subschemaSubentry".into(),
+        values: vec![b"cn=Subschema".to_vec()],
+    }];
+    for (filter, expected) in [
+        ("(subschemaSubentry=*)", T),
+        ("(subschemaSubentry=cn=Subschema)", F),
+        ("(2.5.18.10=cn=subschema)", F),
+    ] {
+        let got = evaluate(&schema, &e, &extra, &Filter::parse(filter).unwrap());
+        assert_eq!(got, expected, "{filter}");
+    }
+    for (filter, expected) in table {
+        check(&schema, &e, filter, expected);
+    }
 }

@@ -1,6 +1,7 @@
 //! Index key and plan tests, including a model check: plans never miss an entry the filter matches.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::RangeBounds;
 
 use canopy_proto::{Filter, SubstringFilter};
 use canopy_schema::Schema;
@@ -15,16 +16,26 @@ fn spec(attr: &str, eq: bool, pres: bool, sub: bool) -> IndexSpec {
         eq,
         pres,
         sub,
+        ord: false,
+        approx: false,
     }
+}
+
+fn with(mut spec: IndexSpec, ord: bool, approx: bool) -> IndexSpec {
+    spec.ord = ord;
+    spec.approx = approx;
+    spec
 }
 
 fn specs() -> Vec<IndexSpec> {
     vec![
         spec("objectClass", true, false, false),
-        spec("cn", true, true, true),
+        with(spec("cn", true, true, true), false, true),
         spec("sn", true, false, true),
-        spec("uidNumber", true, true, false),
-        spec("mail", false, true, false),
+        with(spec("uidNumber", true, true, false), true, false),
+        with(spec("gidNumber", false, false, false), true, false),
+        with(spec("createTimestamp", false, false, false), true, false),
+        with(spec("mail", false, true, false), false, true),
         spec("name", false, false, true),
     ]
 }
@@ -96,13 +107,46 @@ fn plan_table() {
         ("(cn=*)", cn(vec![vec![TAG_PRESENT]])),
         (
             "(uidNumber>=5)",
-            Plan::Keys {
+            Plan::Range {
                 attr: "uidNumber".into(),
-                keys: vec![vec![TAG_PRESENT]],
+                from: Bound::Included(key(TAG_ORDERING, "\x02\0\0\0\x015")),
+                to: Bound::Excluded(vec![TAG_ORDERING + 1]),
+            },
+        ),
+        (
+            "(gidNumber<=-5)",
+            Plan::Range {
+                attr: "gidNumber".into(),
+                from: Bound::Included(vec![TAG_ORDERING]),
+                to: Bound::Included(tagged(
+                    TAG_ORDERING,
+                    &[1, 0xFF, 0xFF, 0xFF, 0xFE, 0xFF - b'5'],
+                )),
+            },
+        ),
+        (
+            "(createTimestamp>=202001011200+0100)",
+            Plan::Range {
+                attr: "createTimestamp".into(),
+                from: Bound::Included(key(TAG_ORDERING, "20200101110000")),
+                to: Bound::Excluded(vec![TAG_ORDERING + 1]),
             },
         ),
         ("(sn>=5)", Plan::Empty),
-        ("(cn~=x)", cn(vec![vec![TAG_PRESENT]])),
+        ("(cn~=x)", cn(vec![key(TAG_APPROX, "S")])),
+        (
+            "(cn~=Jon  Smith jon)",
+            cn(vec![key(TAG_APPROX, "JN"), key(TAG_APPROX, "SM0")]),
+        ),
+        ("(cn~=\\e6\\bc\\a2)", Plan::Empty),
+        ("(sn~=x)", Plan::All),
+        (
+            "(uidNumber~=5)",
+            Plan::Keys {
+                attr: "uidNumber".into(),
+                keys: vec![key(TAG_EQUALITY, "5")],
+            },
+        ),
         ("(cn:caseExactMatch:=x)", cn(vec![vec![TAG_PRESENT]])),
         ("(cn:dn:=x)", Plan::All),
         ("(cn=a*)", cn(vec![vec![TAG_PRESENT]])),
@@ -189,6 +233,28 @@ impl Rng {
     }
 }
 
+const INTEGERS: [&str; 9] = [
+    "0",
+    "-1",
+    "7",
+    "-25",
+    "300",
+    "99999999999999999999",
+    "-100000000000000000000",
+    "12",
+    "-3",
+];
+
+const TIMES: [&str; 7] = [
+    "20200101120000Z",
+    "202001011200Z",
+    "20200101115959.5Z",
+    "20200101130000+0100",
+    "2020010112Z",
+    "19991231235959.999Z",
+    "20200101120000.25Z",
+];
+
 fn random_entry(schema: &Schema, rng: &mut Rng, id: usize) -> Entry {
     let mut text = format!("dn: cn=e{id},dc=x\n");
     let class = rng.pick(&[
@@ -212,6 +278,12 @@ fn random_entry(schema: &Schema, rng: &mut Rng, id: usize) -> Entry {
             "uidNumber: {}\n",
             rng.pick(&["1", "20", "300", "1000"])
         ));
+    }
+    if rng.below(2) == 0 {
+        text.push_str(&format!("gidNumber: {}\n", rng.pick(&INTEGERS)));
+    }
+    if rng.below(2) == 0 {
+        text.push_str(&format!("createTimestamp: {}\n", rng.pick(&TIMES)));
     }
     if rng.below(2) == 0 {
         text.push_str(&format!("mail: {}@x\n", rng.pick(&["a", "B", "ab"])));
@@ -273,11 +345,24 @@ fn random_filter(rng: &mut Rng, depth: usize) -> Filter {
             final_: (rng.below(2) == 0).then(|| rng.part()),
         }),
         6 => Filter::Present(attr),
-        7 => Filter::GreaterOrEqual(
-            "uidNumber".into(),
-            rng.pick(&["1", "25", "1000"]).as_bytes().to_vec(),
-        ),
-        8 => Filter::Approx(attr, rng.text(4).into_bytes()),
+        7 => {
+            let (attr, value) = match rng.below(3) {
+                0 => ("uidNumber", rng.pick(&["1", "25", "1000"])),
+                1 => ("gidNumber", rng.pick(&INTEGERS)),
+                _ => ("createTimestamp", rng.pick(&TIMES)),
+            };
+            let value = value.as_bytes().to_vec();
+            if rng.below(2) == 0 {
+                Filter::GreaterOrEqual(attr.into(), value)
+            } else {
+                Filter::LessOrEqual(attr.into(), value)
+            }
+        }
+        8 => {
+            let words = ["ab", "ba", "c", "abc", "b", "éa", "12", "x.y", "漢"];
+            let value: Vec<&str> = (0..rng.below(3) + 1).map(|_| rng.pick(&words)).collect();
+            Filter::Approx(attr, value.join(" ").into_bytes())
+        }
         _ => {
             let value = format!("e{}", rng.below(40));
             Filter::Equality(attr, value.into_bytes())
@@ -303,6 +388,14 @@ fn run(
                 result = result.intersection(&ids).copied().collect();
             }
             result
+        }
+        Plan::Range { attr, from, to } => {
+            let bounds = (from.clone(), to.clone());
+            index
+                .iter()
+                .filter(|((a, k), _)| a == attr && bounds.contains(k))
+                .flat_map(|(_, ids)| ids.iter().copied())
+                .collect()
         }
         Plan::And(parts) => parts.iter().fold(all.clone(), |acc, p| {
             acc.intersection(&run(p, index, all)).copied().collect()

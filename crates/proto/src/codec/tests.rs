@@ -490,8 +490,6 @@ fn malformed_messages_are_errors_with_the_id_when_known() {
         ("30 0c 02 01 03 60 07 02 01 03 04 00 80 01", Some(3), "exceeds"),
         ("30 1c 02 01 07 63 17 04 00 0a 01 04 0a 01 03 02 01 0a 02 02 01 2c 01 01 ff 87 01 61 30 00", Some(7), "scope 4"),
         ("30 1c 02 01 07 63 17 04 00 0a 01 00 0a 01 00 02 01 ff 02 02 01 2c 01 01 ff 87 01 61 30 00", Some(7), "sizeLimit -1"),
-        ("30 1c 02 01 07 63 17 04 00 0a 01 00 0a 01 00 02 01 00 02 02 01 2c 01 01 ff 8a 01 61 30 00", Some(7), "filter choice 0x8a"),
-        ("30 1f 02 01 07 63 1a 04 00 0a 01 00 0a 01 00 02 01 00 02 01 00 01 01 00 a4 05 04 01 61 30 00 30 00", Some(7), "without substrings"),
         ("30 1f 02 01 08 66 1a 04 00 30 16 30 14 0a 01 04 30 0f 04 01 6e 31 0a 04 03 2d 31 30 04 03 2d 31 30", Some(8), "modify operation 4"),
         ("30 0c 02 01 09 4a 01 78 a0 04 30 02 04 80", Some(9), "indefinite"),
         ("30 0d 02 01 09 4a 01 78 a0 05 30 03 04 01 ff", Some(9), "not valid UTF-8"),
@@ -507,6 +505,51 @@ fn malformed_messages_are_errors_with_the_id_when_known() {
         &DecodeLimits::default(),
     );
     assert_eq!(empty.unwrap(), msg(7, ProtocolOp::UnbindRequest));
+}
+
+/// Well-framed but senseless filter items are Undefined, as slapd treats them; the search itself stands.
+#[test]
+fn senseless_filter_items_are_undefined() {
+    let cases: &[(&str, &str)] = &[
+        ("8a 01 61", "(?=undefined)"),
+        ("a4 05 04 01 61 30 00", "(?=undefined)"),
+        ("a4 0c 04 02 63 6e 30 06 80 01 61 80 01 62", "(?=undefined)"),
+        ("a4 0c 04 02 63 6e 30 06 82 01 61 81 01 62", "(?=undefined)"),
+        ("a4 09 04 02 63 6e 30 03 83 01 61", "(?=undefined)"),
+        ("a9 03 83 01 78", "(?=undefined)"),
+        ("a3 07 04 01 ff 04 02 61 62", "(?=undefined)"),
+        (
+            "a2 12 87 02 63 6e a3 0c 04 03 75 69 64 04 05 61 6c 69 63 65",
+            "(!(cn=*))",
+        ),
+        ("a0 08 87 01 61 8a 03 63 6e 3d", "(&(a=*)(?=undefined))"),
+    ];
+    for (filter, expected) in cases {
+        let mut search = unhex("04 00 0a 01 00 0a 01 00 02 01 00 02 01 00 01 01 00");
+        search.extend_from_slice(&unhex(filter));
+        search.extend_from_slice(&[0x30, 0x00]);
+        let mut op = Vec::new();
+        canopy_ber::write_header(&mut op, 0x63, search.len());
+        op.extend_from_slice(&search);
+        let mut frame = Vec::new();
+        canopy_ber::write_header(&mut frame, 0x30, op.len() + 3);
+        frame.extend_from_slice(&unhex("02 01 07"));
+        frame.extend_from_slice(&op);
+        let message = LdapMessage::decode(&frame, &DecodeLimits::default()).expect(filter);
+        let ProtocolOp::SearchRequest(req) = message.op else {
+            panic!("{filter}: not a search");
+        };
+        assert_eq!(req.filter.to_string(), *expected, "{filter}");
+    }
+    // Broken BER inside a filter still ends the message.
+    for broken in ["a3 04 04 02 63 6e", "a4 04 04 02 63 6e", "a2 00"] {
+        let bytes = unhex(broken);
+        let mut r = canopy_ber::Reader::new(&bytes);
+        assert!(
+            Filter::decode_ber(&mut r, &DecodeLimits::default()).is_err(),
+            "{broken}"
+        );
+    }
 }
 
 fn nested_nots(depth: usize) -> Vec<u8> {

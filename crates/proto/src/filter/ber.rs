@@ -51,6 +51,8 @@ impl Filter {
                     }
                 });
             }),
+            // An extensible match with neither rule nor type decodes back as Undefined.
+            Filter::Undefined => w.constructed(EXTENSIBLE, |w| w.octet_string(MRA_VALUE, b"")),
             Filter::Extensible(mra) => w.constructed(EXTENSIBLE, |w| {
                 if let Some(rule) = &mra.rule {
                     w.octet_string(MRA_RULE, rule.as_bytes());
@@ -103,27 +105,33 @@ fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, Decode
                 Filter::Or(list)
             }
         }
-        NOT => Filter::Not(Box::new(decode(&mut c, depth + 1, max)?)),
+        NOT => {
+            let inner = decode(&mut c, depth + 1, max)?;
+            // slapd reads the first filter of a NOT and ignores whatever follows it.
+            c = Reader::new(&[]);
+            Filter::Not(Box::new(inner))
+        }
         EQUALITY | GREATER_OR_EQUAL | LESS_OR_EQUAL | APPROX => {
-            let attr = attr_string(c.read_octet_string(tag::OCTET_STRING)?)?;
+            let attr = c.read_octet_string(tag::OCTET_STRING)?;
             let value = c.read_octet_string(tag::OCTET_STRING)?.to_vec();
-            match choice {
-                EQUALITY => Filter::Equality(attr, value),
-                GREATER_OR_EQUAL => Filter::GreaterOrEqual(attr, value),
-                LESS_OR_EQUAL => Filter::LessOrEqual(attr, value),
-                _ => Filter::Approx(attr, value),
+            match (attr_string(attr), choice) {
+                (Err(_), _) => Filter::Undefined,
+                (Ok(attr), EQUALITY) => Filter::Equality(attr, value),
+                (Ok(attr), GREATER_OR_EQUAL) => Filter::GreaterOrEqual(attr, value),
+                (Ok(attr), LESS_OR_EQUAL) => Filter::LessOrEqual(attr, value),
+                (Ok(attr), _) => Filter::Approx(attr, value),
             }
         }
         PRESENT => {
             c = Reader::new(&[]);
-            Filter::Present(attr_string(contents)?)
+            attr_string(contents).map_or(Filter::Undefined, Filter::Present)
         }
-        SUBSTRINGS => Filter::Substrings(decode_substrings(&mut c)?),
-        EXTENSIBLE => Filter::Extensible(decode_extensible(&mut c)?),
-        other => {
-            return Err(DecodeError::new(format!(
-                "unknown filter choice 0x{other:02x}"
-            )))
+        SUBSTRINGS => decode_substrings(&mut c)?.map_or(Filter::Undefined, Filter::Substrings),
+        EXTENSIBLE => decode_extensible(&mut c)?.map_or(Filter::Undefined, Filter::Extensible),
+        // An unknown choice is skipped and Undefined, as in slapd.
+        _ => {
+            c = Reader::new(&[]);
+            Filter::Undefined
         }
     };
     if !c.is_empty() {
@@ -132,63 +140,64 @@ fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, Decode
     Ok(filter)
 }
 
-fn decode_substrings(c: &mut Reader<'_>) -> Result<SubstringFilter, DecodeError> {
-    let attr = attr_string(c.read_octet_string(tag::OCTET_STRING)?)?;
+/// A substring filter; `None` (Undefined) when its parts are absent, repeated or out of order, which is well-formed
+/// BER that RFC 4511 §4.5.1.7.2 forbids.
+fn decode_substrings(c: &mut Reader<'_>) -> Result<Option<SubstringFilter>, DecodeError> {
+    let attr = c.read_octet_string(tag::OCTET_STRING)?;
     let mut parts = c.read_constructed(tag::SEQUENCE)?;
     let mut sub = SubstringFilter {
-        attr,
+        attr: String::new(),
         initial: None,
         any: Vec::new(),
         final_: None,
     };
-    if parts.is_empty() {
-        return Err(DecodeError::new("substring filter without substrings"));
-    }
+    let mut sane = !parts.is_empty();
     while !parts.is_empty() {
         let (kind, value) = parts.read_tlv()?;
         // initial must come first and final last (RFC 4511 §4.5.1.7.2).
-        if sub.final_.is_some() {
-            return Err(DecodeError::new("substring after final"));
-        }
         match kind {
+            _ if sub.final_.is_some() => sane = false,
             SUB_INITIAL if sub.initial.is_none() && sub.any.is_empty() => {
                 sub.initial = Some(value.to_vec())
             }
             SUB_ANY => sub.any.push(value.to_vec()),
             SUB_FINAL => sub.final_ = Some(value.to_vec()),
-            _ => {
-                return Err(DecodeError::new(format!(
-                    "bad substring choice 0x{kind:02x}"
-                )))
-            }
+            _ => sane = false,
         }
     }
-    Ok(sub)
+    match attr_string(attr) {
+        Ok(attr) if sane => Ok(Some(SubstringFilter { attr, ..sub })),
+        _ => Ok(None),
+    }
 }
 
-fn decode_extensible(c: &mut Reader<'_>) -> Result<MatchingRuleAssertion, DecodeError> {
-    let rule = match c.read_optional(MRA_RULE)? {
-        Some(rule) => Some(crate::codec::utf8(rule, "matching rule")?),
-        None => None,
-    };
-    let attr = match c.read_optional(MRA_TYPE)? {
-        Some(attr) => Some(attr_string(attr)?),
-        None => None,
-    };
+/// An extensible match; `None` (Undefined) when it names neither a rule nor a type.
+fn decode_extensible(c: &mut Reader<'_>) -> Result<Option<MatchingRuleAssertion>, DecodeError> {
+    let rule = c.read_optional(MRA_RULE)?;
+    let attr = c.read_optional(MRA_TYPE)?;
     let value = c.read_octet_string(MRA_VALUE)?.to_vec();
     let dn_attributes = match c.peek_tag() {
         Some(MRA_DN_ATTRIBUTES) => c.read_bool(MRA_DN_ATTRIBUTES)?,
         _ => false,
     };
+    let rule = match rule
+        .map(|r| crate::codec::utf8(r, "matching rule"))
+        .transpose()
+    {
+        Ok(rule) => rule,
+        Err(_) => return Ok(None),
+    };
+    let attr = match attr.map(attr_string).transpose() {
+        Ok(attr) => attr,
+        Err(_) => return Ok(None),
+    };
     if rule.is_none() && attr.is_none() {
-        return Err(DecodeError::new(
-            "extensible match needs a matching rule or a type",
-        ));
+        return Ok(None);
     }
-    Ok(MatchingRuleAssertion {
+    Ok(Some(MatchingRuleAssertion {
         rule,
         attr,
         value,
         dn_attributes,
-    })
+    }))
 }

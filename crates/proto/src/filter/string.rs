@@ -300,6 +300,8 @@ impl fmt::Display for Filter {
                 f.write_char(')')
             }
             Filter::Present(attr) => write!(f, "({attr}=*)"),
+            // slapd's spelling of such an item in its logs.
+            Filter::Undefined => f.write_str("(?=undefined)"),
             Filter::Substrings(sub) => {
                 write!(f, "({}=", sub.attr)?;
                 if let Some(initial) = &sub.initial {

@@ -52,7 +52,7 @@ fn normalize_table() {
     );
     check(dn(&[&[("cn", b"#hash")]]), "cn=\\#hash");
     check(dn(&[&[("cn", b"in#side")]]), "cn=in#side");
-    check(dn(&[&[("cn", b"nul\0byte")]]), "cn=nulbyte");
+    check(dn(&[&[("cn", b"nul\0byte")]]), "cn=nul\\00byte");
     check(
         dn(&[&[("userPassword", b"nul\0 ")]]),
         "userpassword=nul\\00\\ ",
@@ -213,4 +213,28 @@ fn escape_table() {
     ] {
         assert_eq!(escape_value(input), expected, "{input:?}");
     }
+}
+
+#[test]
+fn legacy_semicolon_separator() {
+    let schema = Schema::builtin();
+    let norm = |v: &str| {
+        schema
+            .normalize_value(MatchingRule::DistinguishedNameMatch, v.as_bytes())
+            .map(|n| String::from_utf8(n).unwrap())
+    };
+    assert_eq!(
+        norm("CN=Foo;dc=Example; DC=com").unwrap(),
+        norm("cn=foo,dc=example,dc=com").unwrap()
+    );
+    // An escaped ';' stays part of the value.
+    assert_eq!(
+        norm("cn=a\\;b,dc=com").unwrap(),
+        norm("cn=a\\3Bb,dc=com").unwrap()
+    );
+    assert!(norm("cn=a;;dc=com").is_err());
+    assert!(crate::syntax::validate(
+        "1.3.6.1.4.1.1466.115.121.1.12",
+        b"cn=a;dc=com"
+    ));
 }

@@ -5,6 +5,7 @@
 //! approximation here; `Schema::normalize_value` gives their exact form.
 
 mod approx;
+mod order_key;
 mod prep;
 pub(crate) mod values;
 
@@ -105,6 +106,10 @@ rules! {
 enum SubstringPrep {
     /// RFC 4518 preparation with the given folding and insignificant space handling.
     Text(Fold),
+    /// IA5 strings: like `Text`, but slapd trims the spaces at both ends of every assertion part
+    /// (observed: `(mail=john *)` and `(mail=* john*)` match "John.Smith@...", `(mail=* *)` matches
+    /// every value).
+    Ia5(Fold),
     /// Numeric strings: every space removed.
     Numeric,
     /// Telephone numbers: spaces and hyphens removed, case ignored.
@@ -241,11 +246,9 @@ impl MatchingRule {
                 Some(SubstringPrep::Text(Fold::None))
             }
             CaseIgnoreIA5Match | CaseIgnoreIA5SubstringsMatch => {
-                Some(SubstringPrep::Text(Fold::Ascii))
+                Some(SubstringPrep::Ia5(Fold::Ascii))
             }
-            CaseExactIA5Match | CaseExactIA5SubstringsMatch => {
-                Some(SubstringPrep::Text(Fold::None))
-            }
+            CaseExactIA5Match | CaseExactIA5SubstringsMatch => Some(SubstringPrep::Ia5(Fold::None)),
             NumericStringMatch | NumericStringOrderingMatch | NumericStringSubstringsMatch => {
                 Some(SubstringPrep::Numeric)
             }
@@ -259,23 +262,44 @@ impl MatchingRule {
 
     /// Normal form of one substring assertion part, for index keys (same folding as
     /// `matches_substrings`). Inner runs of spaces collapse to one space; a space at either end is kept
-    /// as one space because it is significant inside the value.
+    /// as one space because it is significant inside the value (IA5 rules trim it, as slapd does).
+    /// A numeric string or telephone number part with nothing left after removing spaces (and
+    /// hyphens) is invalid: slapd answers such an assertion Undefined.
     pub fn normalize_substring(self, part: &[u8]) -> Result<Vec<u8>, InvalidValue> {
         let prep = self.substring_prep().ok_or_else(|| {
             InvalidValue::new(format!("{} has no substrings matching", self.name()))
         })?;
-        match prep {
-            SubstringPrep::Text(fold) => {
-                let s = std::str::from_utf8(part)
-                    .map_err(|_| InvalidValue::new("substring is not valid UTF-8"))?;
-                Ok(prepare(s, fold, Spaces::CollapseKeepEnds).into_bytes())
+        let text = |part: &[u8], fold: Fold| -> Result<String, InvalidValue> {
+            let s = std::str::from_utf8(part)
+                .map_err(|_| InvalidValue::new("substring is not valid UTF-8"))?;
+            Ok(prepare(s, fold, Spaces::CollapseKeepEnds))
+        };
+        let nonempty = |form: Vec<u8>| {
+            if form.is_empty() {
+                Err(InvalidValue::new("substring has no significant characters"))
+            } else {
+                Ok(form)
             }
-            SubstringPrep::Numeric => Ok(part.iter().copied().filter(|b| *b != b' ').collect()),
-            SubstringPrep::Telephone => Ok(part
-                .iter()
-                .filter(|b| **b != b' ' && **b != b'-')
-                .map(u8::to_ascii_lowercase)
-                .collect()),
+        };
+        match prep {
+            SubstringPrep::Text(fold) => Ok(text(part, fold)?.into_bytes()),
+            // An IA5 assertion must be IA5 itself: slapd refuses full-width look-alikes before any folding.
+            SubstringPrep::Ia5(_) if !part.is_ascii() => {
+                Err(InvalidValue::new("substring is not an IA5 string"))
+            }
+            SubstringPrep::Ia5(fold) => Ok(text(part, fold)?.trim_matches(' ').as_bytes().to_vec()),
+            SubstringPrep::Numeric => {
+                if !part.iter().all(|b| b.is_ascii_digit() || *b == b' ') {
+                    return Err(InvalidValue::new("substring is not a numeric string"));
+                }
+                nonempty(part.iter().copied().filter(|b| *b != b' ').collect())
+            }
+            SubstringPrep::Telephone => nonempty(
+                part.iter()
+                    .filter(|b| **b != b' ' && **b != b'-')
+                    .map(u8::to_ascii_lowercase)
+                    .collect(),
+            ),
             SubstringPrep::Octets => Ok(part.to_vec()),
         }
     }
@@ -293,7 +317,17 @@ impl MatchingRule {
             InvalidValue::new(format!("{} has no substrings matching", self.name()))
         })?;
         let value = match prep {
-            SubstringPrep::Text(fold) => {
+            // slapd prepares each line of a postal address on its own ("a $ b" is "a$b") but
+            // prepares assertion parts as plain strings, so "*a $ b*" does not match it.
+            SubstringPrep::Text(_)
+                if matches!(
+                    self,
+                    MatchingRule::CaseIgnoreListMatch | MatchingRule::CaseIgnoreListSubstringsMatch
+                ) =>
+            {
+                values::postal_address(value)?
+            }
+            SubstringPrep::Text(fold) | SubstringPrep::Ia5(fold) => {
                 let s = std::str::from_utf8(value)
                     .map_err(|_| InvalidValue::new("value is not valid UTF-8"))?;
                 prepare(s, fold, Spaces::Trim).into_bytes()
@@ -339,22 +373,63 @@ impl MatchingRule {
         Ok(true)
     }
 
-    /// Key for approximate matching (`~=`): two values match approximately iff their keys are equal.
-    /// String rules use a phonetic code per word; other rules fall back to the equality normal form.
+    /// Whether `~=` under this equality rule is slapd's phonetic word matching (the string rules
+    /// caseIgnore, caseExact, caseIgnoreIA5 and caseExactIA5). For every other rule slapd answers
+    /// `~=` exactly like `=`, and so should callers.
+    pub fn has_phonetic_approx(self) -> bool {
+        use MatchingRule::*;
+        matches!(
+            self,
+            CaseIgnoreMatch | CaseExactMatch | CaseIgnoreIA5Match | CaseExactIA5Match
+        )
+    }
+
+    /// Phonetic codes of the words of a stored value, in order, empty codes included (see
+    /// `approx`). Err for a rule without phonetic approx or a value its syntax rejects.
+    pub fn approx_value_codes(self, value: &[u8]) -> Result<Vec<String>, InvalidValue> {
+        let prepared = self.approx_prepare(value)?;
+        Ok(approx::value_codes(&prepared))
+    }
+
+    /// Phonetic codes of the words of an approx assertion; empty when nothing is left of it (then
+    /// it matches no value).
+    pub fn approx_assertion_codes(self, assertion: &[u8]) -> Result<Vec<String>, InvalidValue> {
+        let prepared = self.approx_prepare(assertion)?;
+        Ok(approx::assertion_codes(&prepared))
+    }
+
+    /// Whether an assertion's codes match a value's codes: each assertion code found among the
+    /// value's, in order.
+    pub fn approx_codes_match(value: &[String], assertion: &[String]) -> bool {
+        approx::codes_match(value, assertion)
+    }
+
+    fn approx_prepare(self, value: &[u8]) -> Result<String, InvalidValue> {
+        if !self.has_phonetic_approx() {
+            return Err(InvalidValue::new(format!(
+                "{} has no phonetic approximate matching",
+                self.name()
+            )));
+        }
+        String::from_utf8(self.normalize(value)?)
+            .map_err(|_| InvalidValue::new("value is not valid UTF-8"))
+    }
+
+    /// Index key material for approximate matching: with a phonetic rule, the value's word codes
+    /// joined by spaces (codes never contain one); otherwise the equality normal form.
     pub fn approx_key(self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
-        match self.substring_prep() {
-            Some(SubstringPrep::Text(_)) => {
-                let s = std::str::from_utf8(value)
-                    .map_err(|_| InvalidValue::new("value is not valid UTF-8"))?;
-                Ok(approx::phonetic_key(&prepare(s, Fold::Unicode, Spaces::Trim)).into_bytes())
-            }
-            _ => self.normalize(value),
+        if self.has_phonetic_approx() {
+            Ok(self.approx_value_codes(value)?.join(" ").into_bytes())
+        } else {
+            self.normalize(value)
         }
     }
 }
 
+/// An initial part of only spaces stays one space, so it matches no trimmed value (slapd:
+/// `(cn= *)` is FALSE while `(cn= john*)` matches "John").
 fn trim_start_space(part: &mut Vec<u8>) {
-    if part.first() == Some(&b' ') {
+    if part.len() > 1 && part.first() == Some(&b' ') {
         part.remove(0);
     }
 }

@@ -100,9 +100,11 @@ fn case_ignore() {
     let table = [
         ("John Smith", Some("john smith")),
         ("  JOHN   SMITH  ", Some("john smith")),
-        ("\tJohn\u{00A0}Smith\r\n", Some("john smith")),
+        ("  John\u{00A0}Smith\u{3000}", Some("john smith")),
+        ("\tJohn\r\n", Some("\tjohn\r\n")),
         ("Stra\u{DF}e \u{C4}rger", Some("stra\u{DF}e \u{E4}rger")),
-        ("\u{200B}x\u{AD}y", Some("xy")),
+        ("\u{200B}x\u{AD}y", Some("\u{200B}x\u{AD}y")),
+        ("\u{FF26}ull Cafe\u{301}", Some("full caf\u{E9}")),
         ("   ", Some(" ")),
         ("", None),
     ];
@@ -501,7 +503,7 @@ fn oid_and_lists() {
         &[
             ("2.5.4.3", Some("2.5.4.3")),
             ("CN", Some("cn")),
-            (" cn ", Some("cn")),
+            (" cn ", None), // slapd: `(objectClass= person)` is Undefined
             ("1.", None),
         ],
     );
@@ -562,12 +564,29 @@ fn approx_keys() {
         key(CaseIgnoreMatch, "John Smith"),
         key(CaseIgnoreMatch, "Jane Doe")
     );
+    // Observed on slapd: robert ~ robart but not rupert (codes RBRT, RPRT).
     assert_eq!(
+        key(CaseIgnoreIA5Match, "Robert"),
+        key(CaseIgnoreIA5Match, "robart")
+    );
+    assert_ne!(
         key(CaseIgnoreIA5Match, "Robert"),
         key(CaseIgnoreIA5Match, "rupert")
     );
     assert_eq!(key(IntegerMatch, "42"), b"42");
     assert!(IntegerMatch.approx_key(b"x").is_err());
+    assert!(!IntegerMatch.has_phonetic_approx());
+    assert!(TelephoneNumberMatch.approx_value_codes(b"1").is_err());
+    let codes = |v: &str| CaseExactMatch.approx_assertion_codes(v.as_bytes()).unwrap();
+    assert_eq!(codes("\u{6F22}\u{5B57}"), Vec::<String>::new());
+    assert!(!MatchingRule::approx_codes_match(
+        &CaseExactMatch.approx_value_codes(b"x").unwrap(),
+        &codes("\u{6F22}")
+    ));
+    assert!(MatchingRule::approx_codes_match(
+        &CaseExactMatch.approx_value_codes(b"John Smith").unwrap(),
+        &codes("SMYTH")
+    ));
 }
 
 /// Deterministic pseudo-random inputs built from the characters the parsers care about: no rule
@@ -639,4 +658,61 @@ fn no_panics_on_odd_input() {
             .clone()
             .load_text(&format!("dn: x\nolcObjectClasses:: {text}"), "fuzz");
     }
+}
+
+/// Substring preparation differences observed on slapd 2.5.
+#[test]
+fn substrings_as_slapd_prepares_them() {
+    // IA5 rules trim the ends of every part; an all-space part matches anything.
+    check_substrings(
+        CaseIgnoreIA5Match,
+        &[
+            ("John.Smith@Example.COM", Some("john "), &[], None, true),
+            ("John.Smith@Example.COM", None, &[" john"], None, true),
+            ("John.Smith@Example.COM", None, &["n.s "], None, true),
+            ("John.Smith@Example.COM", None, &[" "], None, true),
+            ("John.Smith@Example.COM", None, &["jo hn"], None, false),
+        ],
+    );
+    // Directory strings keep a part's inner and end spaces significant.
+    check_substrings(
+        CaseIgnoreSubstringsMatch,
+        &[
+            ("John Smith", None, &[" "], None, true),
+            ("JohnSmith", None, &[" "], None, false),
+            ("John Smith", Some("john "), &[], None, true),
+            ("Caf\u{E9} \u{FF46}ull", None, &["E\u{301} F"], None, true),
+        ],
+    );
+    // Postal addresses: value lines prepared one by one, parts as plain strings.
+    check_substrings(
+        CaseIgnoreListSubstringsMatch,
+        &[
+            ("1 Main St $ Springfield", None, &["st$spr"], None, true),
+            ("1 Main St $ Springfield", None, &["st $ spr"], None, false),
+            (
+                "1 Main St $ Springfield",
+                Some("1 main st $"),
+                &[],
+                None,
+                false,
+            ),
+        ],
+    );
+    // Numeric and telephone parts with nothing left are invalid (slapd: Undefined).
+    assert!(TelephoneNumberSubstringsMatch
+        .normalize_substring(b"- ")
+        .is_err());
+    assert!(NumericStringSubstringsMatch
+        .normalize_substring(b"  ")
+        .is_err());
+    assert!(TelephoneNumberSubstringsMatch
+        .matches_substrings(b"555-1234", None, &[b"-".to_vec()], None)
+        .is_err());
+    assert_eq!(
+        TelephoneNumberSubstringsMatch
+            .normalize_substring(b"5-5 5")
+            .unwrap(),
+        b"555"
+    );
 }

@@ -181,8 +181,9 @@ pub(crate) fn is_descr(s: &str) -> bool {
 }
 
 /// OID syntax (RFC 4517 §3.3.26) without a schema: numeric OIDs as they are, names lower-cased.
+/// No spaces are allowed around it: slapd answers `(objectClass= person)` Undefined.
 pub(crate) fn oid(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
-    let s = utf8(value)?.trim_matches(' ');
+    let s = utf8(value)?;
     if is_numeric_oid(s) {
         Ok(s.as_bytes().to_vec())
     } else if is_descr(s) {

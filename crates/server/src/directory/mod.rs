@@ -101,6 +101,9 @@ impl Directory {
         let mut dn = Dn::parse(raw)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         self.pretty(&mut dn);
+        if Self::repeats_type(&dn) {
+            return Err(LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"));
+        }
         let ndn = self
             .inner
             .schema
@@ -109,13 +112,26 @@ impl Directory {
         Ok((dn, ndn))
     }
 
-    /// The pretty form of a DN: canonical attribute type names, values as written, slapd's escaping.
+    /// The pretty form of a DN: canonical attribute type names, values as written, slapd's escaping, and the
+    /// AVAs of a multi-valued RDN sorted by type name (bytewise), as slapd writes them.
     pub fn pretty(&self, dn: &mut Dn) {
-        for ava in dn.rdns.iter_mut().flat_map(|rdn| rdn.avas.iter_mut()) {
-            if let Some(at) = self.inner.schema.attribute_type(&ava.attr) {
-                ava.attr = at.name().to_string();
+        for rdn in &mut dn.rdns {
+            for ava in &mut rdn.avas {
+                if let Some(at) = self.inner.schema.attribute_type(&ava.attr) {
+                    ava.attr = at.name().to_string();
+                }
             }
+            rdn.avas
+                .sort_by(|a, b| a.attr.as_bytes().cmp(b.attr.as_bytes()));
         }
+    }
+
+    /// Whether some RDN names one attribute type twice (`cn=a+cn=b`), which slapd refuses as an invalid DN.
+    /// Expects the pretty form, whose type names are canonical and sorted.
+    fn repeats_type(dn: &Dn) -> bool {
+        dn.rdns
+            .iter()
+            .any(|rdn| rdn.avas.windows(2).any(|w| w[0].attr == w[1].attr))
     }
 
     /// Rewrites values of DN syntax in their pretty form, as slapd stores them (`member: cn=Smith\2C John,...`).

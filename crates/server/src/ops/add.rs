@@ -2,27 +2,32 @@
 
 use canopy_core::check::entry_from_attributes;
 use canopy_core::LdapError;
-use canopy_proto::{AddRequest, ResultCode};
+use canopy_proto::{AddRequest, Control, ResultCode};
 
 use crate::access::Who;
 use crate::directory::{structural, WriteOp};
 use crate::opattrs::Stamp;
+use crate::ops::{target, OpError};
+use crate::reqctl::RequestControls;
 use crate::state::State;
 
-pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), LdapError> {
+pub async fn add(
+    state: &State,
+    who: &Who,
+    mut req: AddRequest,
+    ctl: &RequestControls,
+) -> Result<Vec<Control>, OpError> {
     let dir = &state.directory;
     if req.attributes.is_empty() {
-        return Err(LdapError::new(
-            ResultCode::ProtocolError,
-            "no attributes provided",
-        ));
+        return Err(LdapError::new(ResultCode::ProtocolError, "no attributes provided").into());
     }
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "no global superior knowledge",
-        ));
+        )
+        .into());
     }
     who.require_authenticated()?;
     for attr in &req.attributes {
@@ -32,7 +37,8 @@ pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), Ld
                 return Err(LdapError::new(
                     ResultCode::ConstraintViolation,
                     format!("{}: no user modification allowed", attr.name),
-                ));
+                )
+                .into());
             }
         }
     }
@@ -42,5 +48,10 @@ pub async fn add(state: &State, who: &Who, mut req: AddRequest) -> Result<(), Ld
     let structural = structural(dir, &entry)?;
     let stamp = Stamp::now();
     stamp.create(&mut entry, who, &structural);
-    dir.write(WriteOp::Add(entry), who.clone(), stamp).await
+    target::before_add(state, who, ctl, &entry)?;
+    let ndn = entry.ndn.clone();
+    dir.write(WriteOp::Add(entry), who.clone(), stamp).await?;
+    let mut controls = Vec::new();
+    target::after(state, who, ctl, &ndn, &mut controls);
+    Ok(controls)
 }

@@ -3,50 +3,109 @@
 use canopy_core::desc::AttrDesc;
 use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::LdapError;
-use canopy_proto::{CompareRequest, Filter, ResultCode};
+use canopy_proto::{CompareRequest, Filter, ResultCode, SearchScope};
+use canopy_schema::Schema;
 
 use crate::access::Who;
+use crate::ops::OpError;
+use crate::readentry::{check_assertion, load, Seen};
+use crate::referral::governing;
+use crate::reqctl::RequestControls;
+use crate::special;
 use crate::state::State;
 
+/// Computed attributes slapd adds only to search results: a compare of them is unwillingToPerform.
+const NOT_COMPARABLE: [&str; 2] = ["entryDN", "subschemaSubentry"];
+
 /// Answers compareTrue or compareFalse as Ok, everything else as Err.
-pub fn compare(state: &State, who: &Who, req: &CompareRequest) -> Result<ResultCode, LdapError> {
+pub fn compare(
+    state: &State,
+    who: &Who,
+    req: &CompareRequest,
+    ctl: &RequestControls,
+) -> Result<ResultCode, OpError> {
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(&req.dn)?;
-    if !dir.holds(&ndn) {
-        return Err(state.outside_naming_context(&ndn));
-    }
     let schema = dir.schema();
     let desc = AttrDesc::parse(schema, &req.attr)?;
+    if let Some(mut entry) = special::entry_for(state, &ndn, SearchScope::BaseObject) {
+        // The root DSE and the subschema entry are compared as slapd holds them, without the
+        // attributes it adds only to search results.
+        entry.attrs.retain(|a| {
+            !NOT_COMPARABLE
+                .iter()
+                .any(|n| a.desc.eq_ignore_ascii_case(n))
+        });
+        let seen = Seen {
+            entry,
+            computed: Vec::new(),
+        };
+        if let Some(filter) = &ctl.assertion {
+            check_assertion(schema, &seen, filter)?;
+        }
+        return decide(schema, &seen, req);
+    }
+    if !dir.holds(&ndn) {
+        return Err(state.outside_naming_context(&ndn).into());
+    }
     let txn = dir.read()?;
-    let Some((_, bytes)) = dir.lookup(&txn, &ndn)? else {
-        return Err(dir.no_such_object(&txn, &ndn, &dn));
+    if let Some(referral) = governing(dir, &txn, &dn, &ndn, ctl.manage_dsa_it, None)? {
+        return Err(referral.into());
+    }
+    let Some((id, bytes)) = dir.lookup(&txn, &ndn)? else {
+        return Err(dir.no_such_object(&txn, &ndn, &dn).into());
     };
     if !who.may_read(schema, &desc.to_desc_string(), &ndn) {
-        return Err(LdapError::new(ResultCode::InsufficientAccessRights, ""));
+        return Err(LdapError::new(ResultCode::InsufficientAccessRights, "").into());
     }
-    let entry = canopy_core::wire::StoredEntry::parse(bytes)
-        .and_then(|s| s.to_entry())
-        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    let mut seen = load(&txn, who, id, bytes)?;
+    if let Some(filter) = &ctl.assertion {
+        check_assertion(schema, &seen, filter)?;
+    }
+    let canonical = schema
+        .attribute_type(&desc.type_name)
+        .map(|at| at.name())
+        .unwrap_or(&desc.type_name);
+    if NOT_COMPARABLE
+        .iter()
+        .any(|name| name.eq_ignore_ascii_case(canonical))
+    {
+        return Err(LdapError::new(ResultCode::UnwillingToPerform, "").into());
+    }
+    seen.computed.retain(|a| {
+        !NOT_COMPARABLE
+            .iter()
+            .any(|n| a.desc.eq_ignore_ascii_case(n))
+    });
+    decide(schema, &seen, req)
+}
+
+/// The comparison itself, on an entry the requester may read.
+fn decide(schema: &Schema, seen: &Seen, req: &CompareRequest) -> Result<ResultCode, OpError> {
+    let desc = AttrDesc::parse(schema, &req.attr)?;
     let Some(at) = schema.attribute_type(&desc.type_name) else {
-        return Err(LdapError::new(ResultCode::UndefinedAttributeType, ""));
+        return Err(LdapError::new(ResultCode::UndefinedAttributeType, "").into());
     };
     let Some(rule) = at.equality else {
         return Err(LdapError::new(
             ResultCode::InappropriateMatching,
             "no equality matching rule",
-        ));
+        )
+        .into());
     };
     schema
         .normalize_value(rule, &req.value)
         .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
     let present = Filter::Present(req.attr.clone());
-    if evaluate(schema, &entry, &[], &present) != Ternary::True {
-        return Err(LdapError::new(ResultCode::NoSuchAttribute, ""));
+    if evaluate(schema, &seen.entry, &seen.computed, &present) != Ternary::True {
+        return Err(LdapError::new(ResultCode::NoSuchAttribute, "").into());
     }
     // The filter rules decide, so compare agrees with search (subtypes, options, objectClass superclasses).
     let assertion = Filter::Equality(req.attr.clone(), req.value.clone());
-    Ok(match evaluate(schema, &entry, &[], &assertion) {
-        Ternary::True => ResultCode::CompareTrue,
-        Ternary::False | Ternary::Undefined => ResultCode::CompareFalse,
-    })
+    Ok(
+        match evaluate(schema, &seen.entry, &seen.computed, &assertion) {
+            Ternary::True => ResultCode::CompareTrue,
+            Ternary::False | Ternary::Undefined => ResultCode::CompareFalse,
+        },
+    )
 }

@@ -8,9 +8,42 @@ pub mod extended;
 pub mod modify;
 pub mod modify_dn;
 pub mod search;
+pub mod target;
 
 use canopy_core::LdapError;
 use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};
+
+use crate::referral::Referral;
+
+/// Why an operation did not succeed: an error, or a referral elsewhere (RFC 4511 §4.1.10).
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error(transparent)]
+    Ldap(#[from] LdapError),
+    #[error("referral to {}", .0.urls.join(" "))]
+    Referral(Referral),
+}
+
+impl From<Referral> for OpError {
+    fn from(r: Referral) -> OpError {
+        OpError::Referral(r)
+    }
+}
+
+/// The result and response controls of an update.
+pub fn update_result(outcome: Result<Vec<Control>, OpError>) -> (LdapResult, Vec<Control>) {
+    match outcome {
+        Ok(controls) => (LdapResult::success(), controls),
+        Err(e) => (failure_result(e), Vec::new()),
+    }
+}
+
+pub fn failure_result(e: OpError) -> LdapResult {
+    match e {
+        OpError::Ldap(e) => error_result(e),
+        OpError::Referral(r) => r.into_result(),
+    }
+}
 
 /// Encodes one response message.
 pub fn encode(message_id: i32, op: ProtocolOp, controls: Vec<Control>) -> Vec<u8> {
@@ -22,14 +55,6 @@ pub fn encode(message_id: i32, op: ProtocolOp, controls: Vec<Control>) -> Vec<u8
     }
     .encode(&mut out);
     out
-}
-
-/// The LDAPResult for an operation outcome.
-pub fn result_of(outcome: Result<(), LdapError>) -> LdapResult {
-    match outcome {
-        Ok(()) => LdapResult::success(),
-        Err(e) => error_result(e),
-    }
 }
 
 pub fn error_result(e: LdapError) -> LdapResult {

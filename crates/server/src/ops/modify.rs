@@ -1,18 +1,25 @@
 //! RFC 4511 §4.6 Modify (with RFC 4525 increment).
 
 use canopy_core::LdapError;
-use canopy_proto::{ModifyRequest, ResultCode};
+use canopy_proto::{Control, ModifyRequest, ResultCode};
 
 use crate::access::Who;
 use crate::directory::WriteOp;
 use crate::opattrs::Stamp;
+use crate::ops::{target, OpError};
+use crate::reqctl::RequestControls;
 use crate::state::State;
 
-pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<(), LdapError> {
+pub async fn modify(
+    state: &State,
+    who: &Who,
+    mut req: ModifyRequest,
+    ctl: &RequestControls,
+) -> Result<Vec<Control>, OpError> {
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(&req.dn)?;
     if !dir.holds(&ndn) {
-        return Err(state.outside_naming_context(&ndn));
+        return Err(state.outside_naming_context(&ndn).into());
     }
     who.require_authenticated()?;
     for change in &req.changes {
@@ -23,14 +30,16 @@ pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<
                 return Err(LdapError::new(
                     ResultCode::ConstraintViolation,
                     format!("{name}: no user modification allowed"),
-                ))
+                )
+                .into())
             }
             Some(_) => {}
             None => {
                 return Err(LdapError::new(
                     ResultCode::UndefinedAttributeType,
                     format!("{name}: attribute type undefined"),
-                ))
+                )
+                .into())
             }
         }
     }
@@ -39,14 +48,17 @@ pub async fn modify(state: &State, who: &Who, mut req: ModifyRequest) -> Result<
     }
     // Cleartext passwords written through modify are stored as written, as slapd does without ppolicy's
     // `hash cleartext`; the Password Modify operation is what hashes.
+    let mut controls = target::before(state, who, ctl, &dn, &ndn, None)?;
     dir.write(
         WriteOp::Modify {
             dn,
-            ndn,
+            ndn: ndn.clone(),
             changes: req.changes,
         },
         who.clone(),
         Stamp::now(),
     )
-    .await
+    .await?;
+    target::after(state, who, ctl, &ndn, &mut controls);
+    Ok(controls)
 }

@@ -1,26 +1,33 @@
 //! RFC 4511 §4.5 Search: candidates from the indexes or the scope, one exact filter test, limits, paging.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
-use canopy_core::index::{plan, Plan};
+use canopy_core::index::plan;
 use canopy_core::wire::{attribute_tlvs, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_raw, Control, Filter, LdapResult,
-    PagedResults, ProtocolOp, ResultCode, SearchRequest, SearchScope,
+    encode_partial_attribute, encode_search_result_entry_raw, Control, DerefAliases, Filter,
+    LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest, SearchScope,
 };
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
+use crate::candidates::resolve;
 
+use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::directory::{dn_key, store_error, Directory};
-use crate::ops::{encode, error_result};
+use crate::filter_view::{as_slapd_sees, without_secrets};
+use crate::ops::{encode, error_result, OpError};
+use crate::readentry::{check_assertion, load};
+use crate::referral::{continuation, is_alias, is_referral, Referral};
+use crate::reqctl::RequestControls;
 use crate::select::Selection;
 use crate::special;
 use crate::state::State;
@@ -32,6 +39,7 @@ pub struct SearchJob {
     pub message_id: i32,
     pub req: SearchRequest,
     pub paged: Option<PagedResults>,
+    pub ctl: RequestControls,
     pub cancel: Arc<AtomicBool>,
     pub tx: Sender<Vec<u8>>,
 }
@@ -39,6 +47,7 @@ pub struct SearchJob {
 /// Why a search stopped before its end.
 enum Stop {
     Error(LdapError),
+    Referral(Referral),
     /// Abandoned or the connection went away: send nothing more.
     Silent,
     /// An inline attempt outgrew its budget; the search runs again on a blocking thread.
@@ -81,6 +90,15 @@ impl From<LdapError> for Stop {
     }
 }
 
+impl From<OpError> for Stop {
+    fn from(e: OpError) -> Stop {
+        match e {
+            OpError::Ldap(e) => Stop::Error(e),
+            OpError::Referral(r) => Stop::Referral(r),
+        }
+    }
+}
+
 /// Runs the search to its end on a blocking thread and sends SearchResultDone (unless abandoned).
 pub fn run(job: SearchJob) {
     let mut sink = Sink::Queue(&job.tx);
@@ -110,6 +128,7 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<Vec<u8>> {
     let result = match execute(job, sink, &mut done_controls) {
         Ok(()) => LdapResult::success(),
         Err(Stop::Error(e)) => error_result(e),
+        Err(Stop::Referral(r)) => r.into_result(),
         Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
     Some(encode(
@@ -157,18 +176,54 @@ fn execute(
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
+        if let Some(filter) = &job.ctl.assertion {
+            let seen = crate::readentry::Seen {
+                entry: entry.clone(),
+                computed: Vec::new(),
+            };
+            check_assertion(schema, &seen, filter)?;
+        }
         return send_special(job, sink, &selection, &entry);
     }
     if !dir.holds(&base) {
         return Err(state.outside_naming_context(&base).into());
     }
     let txn = dir.read()?;
-    let Some((base_id, _)) = dir.lookup(&txn, &base)? else {
-        return Err(dir.no_such_object(&txn, &base, &base_dn).into());
-    };
+    let deref = job.req.deref;
+    let finding = matches!(deref, DerefAliases::FindingBaseObj | DerefAliases::Always);
+    let manage = job.ctl.manage_dsa_it;
+    let scope = job.req.scope;
+    let found = find_base(dir, &txn, base_dn, base, finding, manage, scope)?;
+    let (base, base_id) = (found.ndn, found.id);
+    if let Some(filter) = &job.ctl.assertion {
+        if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {
+            check_assertion(schema, &load(&txn, &job.who, base_id, bytes)?, filter)?;
+        }
+    }
     let limits = limits(job);
 
-    let mut ids = candidates(dir, &txn, job, &base, base_id)?;
+    let (mut ids, indexed) = candidates(dir, &txn, job, &base, base_id)?;
+    // RFC 4511 §4.5.1.3: aliases inside the scope lead to more places; RFC 3296 §5.3: referral objects
+    // inside it are continuation references whatever the filter says.
+    let searching = matches!(deref, DerefAliases::InSearching | DerefAliases::Always)
+        && scope != SearchScope::BaseObject;
+    let references = !manage && scope != SearchScope::BaseObject;
+    let reach = if searching {
+        reach(dir, &txn, &base, base_id, scope)?
+    } else {
+        Reach::default()
+    };
+    let mut extra = reach.ids.clone();
+    if references && indexed {
+        // Index candidates follow the filter; referral objects are sent whatever it says.
+        let subtree = scope != SearchScope::SingleLevel;
+        extra.extend(referral_ids(dir, &txn, &base, base_id, subtree)?);
+    }
+    if !extra.is_empty() {
+        ids.extend(extra);
+        ids.sort_unstable();
+        ids.dedup();
+    }
     // Entries sent on earlier pages count against the size limit, as they do in slapd.
     let mut sent_before = 0usize;
     let page_size = match &job.paged {
@@ -195,10 +250,17 @@ fn execute(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let need_computed = mentions_computed(schema, &job.req.filter)
+    let filter = as_slapd_sees(schema, &job.req.filter);
+    let need_computed = mentions_computed(schema, &filter)
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // Assertion values are normalized once per search, not once per candidate.
-    let prepared = PreparedFilter::new(schema, &job.req.filter);
+    let prepared = PreparedFilter::new(schema, &filter);
+    // Entries whose secrets the requester may not read see a filter in which tests of them are undefined.
+    let hidden = without_secrets(schema, &filter);
+    let prepared_hidden = match &hidden {
+        Cow::Owned(f) => Some(PreparedFilter::new(schema, f)),
+        Cow::Borrowed(_) => None,
+    };
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -223,7 +285,22 @@ fn execute(
         let ndn = stored
             .ndn()
             .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-        if !in_scope(&base, &ndn, job.req.scope) {
+        if !in_scope(&base, &ndn, scope) && !reach.contains(&ndn) {
+            continue;
+        }
+        if references && is_referral(&stored) {
+            // Sent whatever the filter and the page size say; a page resumes after its last entry, so
+            // references past it come again on the next page, as slapd sends them.
+            let urls = continuation(&stored, scope);
+            sink.push(encode(
+                job.message_id,
+                ProtocolOp::SearchResultReference(urls),
+                Vec::new(),
+            ))?;
+            continue;
+        }
+        // Dereferenced aliases stand for their targets; a base alias not dereferenced when finding stays.
+        if searching && is_alias(&stored) && ndn != base {
             continue;
         }
         let secrets = job.who.may_read_secrets(&ndn);
@@ -233,7 +310,11 @@ fn execute(
         } else {
             Vec::new()
         };
-        if prepared.evaluate(&entry, &computed) != Ternary::True {
+        let test = match (&prepared_hidden, secrets) {
+            (Some(hidden), false) => hidden,
+            _ => &prepared,
+        };
+        if test.evaluate(&entry, &computed) != Ternary::True {
             continue;
         }
         if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
@@ -279,20 +360,20 @@ fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
     (cookie.len() == 16).then_some((last, sent as usize))
 }
 
-/// The candidate IDs, ascending: from the indexes when the filter allows, else from the scope.
+/// The candidate IDs, ascending: from the indexes when the filter allows (then true), else from the scope.
 fn candidates(
     dir: &Directory,
     txn: &ReadTxn,
     job: &SearchJob,
     base: &NormDn,
     base_id: u64,
-) -> Result<Vec<u64>, LdapError> {
+) -> Result<(Vec<u64>, bool), LdapError> {
     if job.req.scope == SearchScope::BaseObject {
-        return Ok(vec![base_id]);
+        return Ok((vec![base_id], false));
     }
     let plan = plan(dir.schema(), dir.indexes(), &job.req.filter);
     if let Some(ids) = resolve(txn, &plan)? {
-        return Ok(ids);
+        return Ok((ids, true));
     }
     tracing::info!(filter = %job.req.filter, "unindexed search: scanning the scope");
     let mut ids = match job.req.scope {
@@ -311,66 +392,7 @@ fn candidates(
         }
     };
     ids.sort_unstable();
-    Ok(ids)
-}
-
-/// Evaluates an index plan to a sorted ID list; None means "everything" (unindexed).
-fn resolve(txn: &ReadTxn, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
-    Ok(match plan {
-        Plan::All => None,
-        Plan::Empty => Some(Vec::new()),
-        Plan::Keys { attr, keys } => {
-            let mut result: Option<Vec<u64>> = None;
-            for key in keys {
-                let ids = txn.index_get(attr, key).map_err(store_error)?;
-                result = Some(match result {
-                    None => ids,
-                    Some(acc) => intersect(&acc, &ids),
-                });
-            }
-            result
-        }
-        Plan::And(parts) => {
-            let mut result: Option<Vec<u64>> = None;
-            for part in parts {
-                if let Some(ids) = resolve(txn, part)? {
-                    result = Some(match result {
-                        None => ids,
-                        Some(acc) => intersect(&acc, &ids),
-                    });
-                }
-            }
-            result
-        }
-        Plan::Or(parts) => {
-            let mut all = Vec::new();
-            for part in parts {
-                match resolve(txn, part)? {
-                    Some(ids) => all.extend(ids),
-                    None => return Ok(None),
-                }
-            }
-            all.sort_unstable();
-            all.dedup();
-            Some(all)
-        }
-    })
-}
-
-fn intersect(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(a.len().min(b.len())));
-    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
-        match x.cmp(y) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                out.push(*x);
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    out
+    Ok((ids, false))
 }
 
 fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
@@ -385,7 +407,7 @@ fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
 }
 
 /// The entry as the filter sees it: secret attributes only for those who may read them.
-fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
+pub(crate) fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
     let mut entry = stored
         .to_entry()
         .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
@@ -422,11 +444,16 @@ fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
         | Filter::Present(attr) => computed(attr),
         Filter::Substrings(sub) => computed(&sub.attr),
         Filter::Extensible(mra) => mra.attr.as_deref().is_none_or(computed),
+        Filter::Undefined => false,
     }
 }
 
 /// hasSubordinates, entryDN and subschemaSubentry: computed, never stored.
-fn computed_attributes(txn: &ReadTxn, id: u64, entry: &Entry) -> Result<Vec<Attribute>, LdapError> {
+pub(crate) fn computed_attributes(
+    txn: &ReadTxn,
+    id: u64,
+    entry: &Entry,
+) -> Result<Vec<Attribute>, LdapError> {
     let has = txn.has_children(id).map_err(store_error)?;
     Ok(vec![
         Attribute {
@@ -508,7 +535,7 @@ fn send_special(
     entry: &Entry,
 ) -> Result<(), Stop> {
     let schema = job.state.directory.schema();
-    if evaluate(schema, entry, &[], &job.req.filter) != Ternary::True {
+    if evaluate(schema, entry, &[], &as_slapd_sees(schema, &job.req.filter)) != Ternary::True {
         return Ok(());
     }
     let mut attrs = Vec::new();

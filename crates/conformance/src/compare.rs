@@ -1,0 +1,758 @@
+//! Normalizes two servers' outcomes for one request and lists how they differ: entries as a set
+//! keyed by DN, attribute names case-insensitively, values as sorted multisets, volatile
+//! operational values by presence only, result codes exactly, matched DNs normalized.
+
+use crate::client::{Outcome, Status};
+use canopy_proto::{Dn, SearchResultEntry};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Operational attributes whose values legitimately differ between two servers (generated
+/// identifiers and clocks); only their presence and value count are compared.
+const VOLATILE: &[&str] = &[
+    "entryuuid",
+    "entrycsn",
+    "createtimestamp",
+    "modifytimestamp",
+    "contextcsn",
+];
+
+/// What kind of difference, for the summary and for grouping by cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// One server gave no LDAP answer (connection failure, timeout, undecodable response).
+    Transport,
+    ResultCode,
+    MatchedDn,
+    Referral,
+    /// Entry returned by slapd only.
+    MissingEntry,
+    /// Entry returned by canopy only.
+    ExtraEntry,
+    /// Same entry (by normalized DN), different DN string.
+    DnForm,
+    /// Attribute present in one answer only.
+    Attribute,
+    /// Same attribute, different values.
+    Values,
+    /// Search continuation references.
+    References,
+    /// Number of entries under sizeLimitExceeded (which entries is up to the server).
+    EntryCount,
+    /// Response controls (which ones; the pre-read/post-read entries).
+    ResponseControl,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Kind::Transport => "transport",
+            Kind::ResultCode => "result code",
+            Kind::MatchedDn => "matched DN",
+            Kind::Referral => "referral",
+            Kind::MissingEntry => "entry missing in canopy",
+            Kind::ExtraEntry => "extra entry in canopy",
+            Kind::DnForm => "DN string form",
+            Kind::Attribute => "attribute presence",
+            Kind::Values => "attribute values",
+            Kind::References => "search references",
+            Kind::EntryCount => "entry count under size limit",
+            Kind::ResponseControl => "response control",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One line of a difference report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub kind: Kind,
+    pub detail: String,
+}
+
+/// A returned entry after normalization.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NormEntry {
+    /// The DN exactly as the server sent it.
+    pub raw_dn: Vec<u8>,
+    /// Lower-cased attribute description -> sorted values (volatile ones replaced by a marker).
+    pub attrs: BTreeMap<String, Vec<Vec<u8>>>,
+}
+
+/// An outcome after normalization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Normalized {
+    Search {
+        status: NormStatus,
+        /// Keyed by normalized DN.
+        entries: BTreeMap<String, NormEntry>,
+        references: Vec<Vec<String>>,
+    },
+    Done(NormStatus),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormStatus {
+    pub code: u32,
+    pub matched_dn: String,
+    pub referral: Vec<String>,
+    /// Response controls by OID, sorted; pre-read and post-read values decoded to an entry
+    /// (other values, such as paged-results cookies, legitimately differ and are left out).
+    pub controls: Vec<(String, Option<NormEntry>)>,
+}
+
+pub fn normalize(outcome: &Outcome) -> Normalized {
+    match outcome {
+        Outcome::Failed(why) => Normalized::Failed(why.clone()),
+        Outcome::Done(s) => Normalized::Done(norm_status(s)),
+        Outcome::Search {
+            entries,
+            references,
+            status,
+        } => {
+            let mut map = BTreeMap::new();
+            for e in entries {
+                let mut key = normalize_dn(&e.dn);
+                if map.contains_key(&key) {
+                    // An entry returned twice stays visible as an extra one.
+                    key = format!("{key} <sent again>");
+                }
+                map.insert(key, norm_entry(e));
+            }
+            let mut references: Vec<Vec<String>> = references
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.sort();
+                    r
+                })
+                .collect();
+            references.sort();
+            Normalized::Search {
+                status: norm_status(status),
+                entries: map,
+                references,
+            }
+        }
+    }
+}
+
+fn norm_status(s: &Status) -> NormStatus {
+    let mut referral = s.referral.clone();
+    referral.sort();
+    let mut controls: Vec<(String, Option<NormEntry>)> = s
+        .controls
+        .iter()
+        .map(|c| {
+            let entry = match (c.oid.as_str(), &c.value) {
+                (PRE_READ | POST_READ, Some(v)) => {
+                    Some(crate::rawber::decode_entry(v).map_or_else(
+                        || NormEntry {
+                            raw_dn: b"<undecodable entry>".to_vec(),
+                            attrs: BTreeMap::new(),
+                        },
+                        |e| norm_entry(&e),
+                    ))
+                }
+                _ => None,
+            };
+            (c.oid.clone(), entry)
+        })
+        .collect();
+    controls.sort_by(|a, b| a.0.cmp(&b.0));
+    NormStatus {
+        code: s.code,
+        matched_dn: normalize_dn(&s.matched_dn),
+        referral,
+        controls,
+    }
+}
+
+/// RFC 4527 response controls.
+const PRE_READ: &str = "1.3.6.1.1.13.1";
+const POST_READ: &str = "1.3.6.1.1.13.2";
+
+fn norm_entry(e: &SearchResultEntry) -> NormEntry {
+    let mut attrs: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    for a in &e.attributes {
+        let name = a.name.to_ascii_lowercase();
+        if attrs.contains_key(&name) {
+            // The same description twice in one entry: merged below, but flagged so it shows.
+            attrs.insert(format!("<{name} sent twice>"), Vec::new());
+        }
+        let slot = attrs.entry(name.clone()).or_default();
+        if VOLATILE.contains(&name.as_str()) {
+            slot.extend(a.values.iter().map(|_| b"<volatile>".to_vec()));
+        } else {
+            slot.extend(a.values.iter().cloned());
+        }
+    }
+    for values in attrs.values_mut() {
+        values.sort();
+    }
+    NormEntry {
+        raw_dn: e.dn.clone(),
+        attrs,
+    }
+}
+
+/// A DN in a form where spelling differences that do not change its meaning vanish: attribute
+/// types and values lower-cased, insignificant spaces removed, one canonical escaping. This is an
+/// approximation of the schema's DN matching, good enough to pair the same entry from two servers.
+pub fn normalize_dn(dn: &[u8]) -> String {
+    match Dn::parse(dn) {
+        Ok(parsed) => {
+            let rdns: Vec<String> = parsed
+                .rdns
+                .iter()
+                .map(|rdn| {
+                    let mut avas: Vec<String> = rdn
+                        .avas
+                        .iter()
+                        .map(|ava| {
+                            let v = String::from_utf8_lossy(&ava.value).to_lowercase();
+                            let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+                            format!("{}={}", ava.attr.to_ascii_lowercase(), escape_value(&v))
+                        })
+                        .collect();
+                    avas.sort();
+                    avas.join("+")
+                })
+                .collect();
+            rdns.join(",")
+        }
+        Err(_) => format!("<unparsable>{}", String::from_utf8_lossy(dn)),
+    }
+}
+
+fn escape_value(v: &str) -> String {
+    let mut out = String::new();
+    for c in v.chars() {
+        if matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=' | '#') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Every difference between slapd's (`reference`) and canopy's (`candidate`) answer.
+pub fn diff(reference: &Outcome, candidate: &Outcome) -> Vec<Difference> {
+    diff_normalized(&normalize(reference), &normalize(candidate))
+}
+
+pub fn diff_normalized(reference: &Normalized, candidate: &Normalized) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let mut push = |kind, detail: String| out.push(Difference { kind, detail });
+    match (reference, candidate) {
+        (Normalized::Failed(a), Normalized::Failed(b)) => {
+            if a != b {
+                push(Kind::Transport, format!("slapd: {a}; canopy: {b}"));
+            }
+        }
+        (Normalized::Failed(a), b) => push(
+            Kind::Transport,
+            format!("slapd failed ({a}), canopy answered {}", summary(b)),
+        ),
+        (a, Normalized::Failed(b)) => push(
+            Kind::Transport,
+            format!("canopy failed ({b}), slapd answered {}", summary(a)),
+        ),
+        (Normalized::Done(a), Normalized::Done(b)) => diff_status(a, b, &mut push),
+        (
+            Normalized::Search {
+                status: sa,
+                entries: ea,
+                references: ra,
+            },
+            Normalized::Search {
+                status: sb,
+                entries: eb,
+                references: rb,
+            },
+        ) => {
+            diff_status(sa, sb, &mut push);
+            if ra != rb {
+                push(
+                    Kind::References,
+                    format!("slapd: {ra:?}\n      canopy: {rb:?}"),
+                );
+            }
+            // Under a size limit each server may pick different entries; only the count is fixed.
+            if sa.code == 4 && sb.code == 4 {
+                if ea.len() != eb.len() {
+                    push(
+                        Kind::EntryCount,
+                        format!("slapd returned {}, canopy {}", ea.len(), eb.len()),
+                    );
+                }
+            } else {
+                diff_entries(ea, eb, &mut push);
+            }
+        }
+        (a, b) => push(
+            Kind::ResultCode,
+            format!("slapd {}, canopy {}", summary(a), summary(b)),
+        ),
+    }
+    out
+}
+
+/// One line about an outcome, for verbose listings.
+pub fn brief(outcome: &Outcome) -> String {
+    summary(&normalize(outcome))
+}
+
+fn summary(n: &Normalized) -> String {
+    match n {
+        Normalized::Search {
+            status, entries, ..
+        } => format!("code {} with {} entries", status.code, entries.len()),
+        Normalized::Done(s) => format!("code {}", s.code),
+        Normalized::Failed(why) => format!("no answer ({why})"),
+    }
+}
+
+fn diff_status(a: &NormStatus, b: &NormStatus, push: &mut impl FnMut(Kind, String)) {
+    if a.code != b.code {
+        push(
+            Kind::ResultCode,
+            format!(
+                "slapd {} ({}), canopy {} ({})",
+                a.code,
+                code_name(a.code),
+                b.code,
+                code_name(b.code)
+            ),
+        );
+    }
+    if a.matched_dn != b.matched_dn {
+        push(
+            Kind::MatchedDn,
+            format!("slapd {:?}, canopy {:?}", a.matched_dn, b.matched_dn),
+        );
+    }
+    if a.referral != b.referral {
+        push(
+            Kind::Referral,
+            format!("slapd {:?}, canopy {:?}", a.referral, b.referral),
+        );
+    }
+    let oids = |s: &NormStatus| s.controls.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
+    if oids(a) != oids(b) {
+        push(
+            Kind::ResponseControl,
+            format!(
+                "response controls: slapd {:?}, canopy {:?}",
+                oids(a),
+                oids(b)
+            ),
+        );
+    } else {
+        for ((oid, ea), (_, eb)) in a.controls.iter().zip(&b.controls) {
+            if let (Some(ea), Some(eb)) = (ea, eb) {
+                if ea != eb {
+                    push(
+                        Kind::ResponseControl,
+                        format!(
+                            "{oid} entry: slapd {} {:?}, canopy {} {:?}",
+                            lossy(&ea.raw_dn),
+                            ea.attrs.keys().collect::<Vec<_>>(),
+                            lossy(&eb.raw_dn),
+                            eb.attrs.keys().collect::<Vec<_>>()
+                        ),
+                    );
+                    let mut a_map = BTreeMap::new();
+                    a_map.insert(String::new(), ea.clone());
+                    let mut b_map = BTreeMap::new();
+                    b_map.insert(String::new(), eb.clone());
+                    diff_entries(&a_map, &b_map, push);
+                }
+            }
+        }
+    }
+}
+
+fn diff_entries(
+    a: &BTreeMap<String, NormEntry>,
+    b: &BTreeMap<String, NormEntry>,
+    push: &mut impl FnMut(Kind, String),
+) {
+    for (dn, ea) in a {
+        let Some(eb) = b.get(dn) else {
+            push(Kind::MissingEntry, lossy(&ea.raw_dn));
+            continue;
+        };
+        if ea.raw_dn != eb.raw_dn {
+            push(
+                Kind::DnForm,
+                format!(
+                    "slapd {:?}, canopy {:?}",
+                    lossy(&ea.raw_dn),
+                    lossy(&eb.raw_dn)
+                ),
+            );
+        }
+        for (name, va) in &ea.attrs {
+            match eb.attrs.get(name) {
+                None => push(
+                    Kind::Attribute,
+                    format!(
+                        "{}: {name} only from slapd {}",
+                        lossy(&ea.raw_dn),
+                        values(va)
+                    ),
+                ),
+                Some(vb) if va != vb && same_dns(va, vb) => push(
+                    Kind::DnForm,
+                    format!("{name} values: slapd {}, canopy {}", values(va), values(vb)),
+                ),
+                Some(vb) if va != vb => push(
+                    Kind::Values,
+                    format!(
+                        "{}: {name}\n        slapd  {}\n        canopy {}",
+                        lossy(&ea.raw_dn),
+                        values(va),
+                        values(vb)
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+        for (name, vb) in &eb.attrs {
+            if !ea.attrs.contains_key(name) {
+                push(
+                    Kind::Attribute,
+                    format!(
+                        "{}: {name} only from canopy {}",
+                        lossy(&eb.raw_dn),
+                        values(vb)
+                    ),
+                );
+            }
+        }
+    }
+    for (dn, eb) in b {
+        if !a.contains_key(dn) {
+            push(Kind::ExtraEntry, lossy(&eb.raw_dn));
+        }
+    }
+}
+
+/// Whether two value lists are the same DNs spelled differently (so the difference has the same
+/// cause as a DN string form difference and is reported with those).
+fn same_dns(a: &[Vec<u8>], b: &[Vec<u8>]) -> bool {
+    let norm = |vs: &[Vec<u8>]| -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        for v in vs {
+            // Only values that look like DNs: an `=` and a successful parse.
+            if !v.contains(&b'=') || Dn::parse(v).is_err() {
+                return None;
+            }
+            out.push(normalize_dn(v));
+        }
+        out.sort();
+        Some(out)
+    };
+    match (norm(a), norm(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn lossy(v: &[u8]) -> String {
+    String::from_utf8_lossy(v).into_owned()
+}
+
+/// Values for a report line; binary ones by length, long lists abbreviated.
+fn values(vs: &[Vec<u8>]) -> String {
+    const MAX: usize = 6;
+    let shown: Vec<String> = vs
+        .iter()
+        .take(MAX)
+        .map(|v| match std::str::from_utf8(v) {
+            Ok(s) if !s.chars().any(char::is_control) && s.len() <= 120 => format!("{s:?}"),
+            _ => format!("<{} bytes>", v.len()),
+        })
+        .collect();
+    let more = if vs.len() > MAX {
+        format!(" +{} more", vs.len() - MAX)
+    } else {
+        String::new()
+    };
+    format!("[{}]{more}", shown.join(", "))
+}
+
+/// RFC 4511 names of the result codes that appear in practice.
+pub fn code_name(code: u32) -> &'static str {
+    match code {
+        0 => "success",
+        1 => "operationsError",
+        2 => "protocolError",
+        3 => "timeLimitExceeded",
+        4 => "sizeLimitExceeded",
+        5 => "compareFalse",
+        6 => "compareTrue",
+        7 => "authMethodNotSupported",
+        10 => "referral",
+        11 => "adminLimitExceeded",
+        12 => "unavailableCriticalExtension",
+        16 => "noSuchAttribute",
+        17 => "undefinedAttributeType",
+        18 => "inappropriateMatching",
+        19 => "constraintViolation",
+        20 => "attributeOrValueExists",
+        21 => "invalidAttributeSyntax",
+        32 => "noSuchObject",
+        33 => "aliasProblem",
+        34 => "invalidDNSyntax",
+        36 => "aliasDereferencingProblem",
+        48 => "inappropriateAuthentication",
+        49 => "invalidCredentials",
+        50 => "insufficientAccessRights",
+        53 => "unwillingToPerform",
+        54 => "loopDetect",
+        64 => "namingViolation",
+        65 => "objectClassViolation",
+        66 => "notAllowedOnNonLeaf",
+        67 => "notAllowedOnRDN",
+        68 => "entryAlreadyExists",
+        69 => "objectClassModsProhibited",
+        80 => "other",
+        122 => "assertionFailed",
+        _ => "?",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canopy_proto::{PartialAttribute, SearchResultEntry};
+
+    fn entry(dn: &str, attrs: &[(&str, &[&str])]) -> SearchResultEntry {
+        SearchResultEntry {
+            dn: dn.as_bytes().to_vec(),
+            attributes: attrs
+                .iter()
+                .map(|(n, vs)| PartialAttribute {
+                    name: n.to_string(),
+                    values: vs.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn search(code: u32, entries: Vec<SearchResultEntry>) -> Outcome {
+        Outcome::Search {
+            entries,
+            references: Vec::new(),
+            status: Status {
+                code,
+                ..Status::default()
+            },
+        }
+    }
+
+    fn kinds(a: &Outcome, b: &Outcome) -> Vec<Kind> {
+        diff(a, b).into_iter().map(|d| d.kind).collect()
+    }
+
+    #[test]
+    fn equal_after_normalization() {
+        let a = search(
+            0,
+            vec![
+                entry("cn=a,dc=x", &[("cn", &["a", "b"]), ("entryUUID", &["1"])]),
+                entry("cn=b,dc=x", &[("sn", &["s"])]),
+            ],
+        );
+        // Other entry order, other value order, other attribute name case, other volatile value.
+        let b = search(
+            0,
+            vec![
+                entry("cn=b,dc=x", &[("SN", &["s"])]),
+                entry("cn=a,dc=x", &[("entryuuid", &["2"]), ("CN", &["b", "a"])]),
+            ],
+        );
+        assert_eq!(kinds(&a, &b), vec![]);
+    }
+
+    #[test]
+    fn differences_are_detected() {
+        let base = search(0, vec![entry("cn=a,dc=x", &[("cn", &["a", "b"])])]);
+        let cases: Vec<(Outcome, Vec<Kind>)> = vec![
+            (
+                search(32, vec![entry("cn=a,dc=x", &[("cn", &["a", "b"])])]),
+                vec![Kind::ResultCode],
+            ),
+            (search(0, vec![]), vec![Kind::MissingEntry]),
+            (
+                search(
+                    0,
+                    vec![
+                        entry("cn=a,dc=x", &[("cn", &["a", "b"])]),
+                        entry("cn=c,dc=x", &[]),
+                    ],
+                ),
+                vec![Kind::ExtraEntry],
+            ),
+            (
+                search(0, vec![entry("cn=a,dc=x", &[("cn", &["a"])])]),
+                vec![Kind::Values],
+            ),
+            // A multiset: a duplicated value is a difference.
+            (
+                search(0, vec![entry("cn=a,dc=x", &[("cn", &["a", "b", "b"])])]),
+                vec![Kind::Values],
+            ),
+            (
+                search(
+                    0,
+                    vec![entry("cn=a,dc=x", &[("cn", &["a", "b"]), ("sn", &["x"])])],
+                ),
+                vec![Kind::Attribute],
+            ),
+            (
+                search(0, vec![entry("CN=A, dc=x", &[("cn", &["a", "b"])])]),
+                vec![Kind::DnForm],
+            ),
+            (Outcome::Failed("closed".into()), vec![Kind::Transport]),
+            (
+                Outcome::Done(Status {
+                    code: 0,
+                    ..Status::default()
+                }),
+                vec![Kind::ResultCode],
+            ),
+        ];
+        for (candidate, want) in cases {
+            assert_eq!(kinds(&base, &candidate), want, "{candidate:?}");
+        }
+    }
+
+    #[test]
+    fn read_control_entries_are_compared() {
+        let entry = |cn: &str| {
+            let mut msg = Vec::new();
+            canopy_proto::LdapMessage {
+                message_id: 1,
+                op: canopy_proto::ProtocolOp::SearchResultEntry(entry(
+                    "cn=a,dc=x",
+                    &[("cn", &[cn])],
+                )),
+                controls: vec![],
+            }
+            .encode(&mut msg);
+            // Strip the LDAPMessage header and message id: the control carries the op alone.
+            let start = msg.iter().position(|&b| b == 0x64).unwrap();
+            canopy_proto::Control {
+                oid: POST_READ.into(),
+                critical: false,
+                value: Some(msg[start..].to_vec()),
+            }
+        };
+        let done = |c: Vec<canopy_proto::Control>| {
+            Outcome::Done(Status {
+                controls: c,
+                ..Status::default()
+            })
+        };
+        assert_eq!(
+            kinds(&done(vec![entry("a")]), &done(vec![entry("a")])),
+            vec![]
+        );
+        assert_eq!(
+            kinds(&done(vec![entry("a")]), &done(vec![entry("b")])),
+            vec![Kind::ResponseControl, Kind::Values]
+        );
+        assert_eq!(
+            kinds(&done(vec![entry("a")]), &done(vec![])),
+            vec![Kind::ResponseControl]
+        );
+    }
+
+    #[test]
+    fn dn_values_spelled_differently_are_a_dn_form_difference() {
+        let a = search(
+            0,
+            vec![entry("cn=a,dc=x", &[("entryDN", &["cn=a+sn=b,dc=x"])])],
+        );
+        let b = search(
+            0,
+            vec![entry("cn=a,dc=x", &[("entryDN", &["sn=b+cn=a,dc=x"])])],
+        );
+        assert_eq!(kinds(&a, &b), vec![Kind::DnForm]);
+        let c = search(
+            0,
+            vec![entry("cn=a,dc=x", &[("entryDN", &["sn=c+cn=a,dc=x"])])],
+        );
+        assert_eq!(kinds(&a, &c), vec![Kind::Values]);
+    }
+
+    #[test]
+    fn size_limit_compares_only_the_count() {
+        let a = search(4, vec![entry("cn=a,dc=x", &[])]);
+        let b = search(4, vec![entry("cn=b,dc=x", &[])]);
+        assert_eq!(kinds(&a, &b), vec![]);
+        let c = search(4, vec![entry("cn=b,dc=x", &[]), entry("cn=c,dc=x", &[])]);
+        assert_eq!(kinds(&a, &c), vec![Kind::EntryCount]);
+    }
+
+    #[test]
+    fn repetitions_are_not_merged_away() {
+        let once = search(0, vec![entry("cn=a,dc=x", &[("cn", &["a", "b"])])]);
+        let twice = search(
+            0,
+            vec![
+                entry("cn=a,dc=x", &[("cn", &["a", "b"])]),
+                entry("cn=a,dc=x", &[("cn", &["a", "b"])]),
+            ],
+        );
+        assert_eq!(kinds(&once, &twice), vec![Kind::ExtraEntry]);
+        let split = search(
+            0,
+            vec![entry("cn=a,dc=x", &[("cn", &["a"]), ("CN", &["b"])])],
+        );
+        assert_eq!(kinds(&once, &split), vec![Kind::Attribute]);
+    }
+
+    #[test]
+    fn matched_dn_is_normalized() {
+        let done = |dn: &str| {
+            Outcome::Done(Status {
+                code: 32,
+                matched_dn: dn.as_bytes().to_vec(),
+                ..Status::default()
+            })
+        };
+        assert_eq!(
+            kinds(
+                &done("ou=People,dc=example,dc=com"),
+                &done("ou=people, DC=example,dc=com")
+            ),
+            vec![]
+        );
+        assert_eq!(
+            kinds(
+                &done("ou=people,dc=example,dc=com"),
+                &done("dc=example,dc=com")
+            ),
+            vec![Kind::MatchedDn]
+        );
+    }
+
+    #[test]
+    fn dn_normalization() {
+        for (input, want) in [
+            ("CN=Foo  Bar,DC=x", "cn=foo bar,dc=x"),
+            ("cn=a+sn=b,dc=x", "cn=a+sn=b,dc=x"),
+            ("sn=b+cn=a,dc=x", "cn=a+sn=b,dc=x"),
+            ("cn=a\\,b,dc=x", "cn=a\\,b,dc=x"),
+            ("cn=a\\2cb,dc=x", "cn=a\\,b,dc=x"),
+            ("", ""),
+        ] {
+            assert_eq!(normalize_dn(input.as_bytes()), want, "{input}");
+        }
+    }
+}

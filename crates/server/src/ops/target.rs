@@ -1,0 +1,104 @@
+//! What an update checks and reads around its write: referral objects at or above the target (RFC 3296
+//! §5.4), the assertion control (RFC 4528) and the pre-read and post-read controls (RFC 4527).
+//!
+//! The checks read in their own transaction just before the write, the post-read just after it.
+
+use canopy_core::{Entry, LdapError};
+use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
+use canopy_proto::{Control, Dn};
+use canopy_schema::NormDn;
+
+use crate::access::{Action, Who};
+use crate::ops::OpError;
+use crate::readentry::{check_assertion, load, read_control, unstored};
+use crate::referral::governing;
+use crate::reqctl::RequestControls;
+use crate::state::State;
+
+/// Before the write of an update on an existing entry: the referral check, then the assertion and the
+/// pre-read on the entry. A missing entry is left for the write to report. slapd checks the access of a
+/// delete or rename (`access`) before the assertion, that of a modify after it.
+pub fn before(
+    state: &State,
+    who: &Who,
+    ctl: &RequestControls,
+    dn: &Dn,
+    ndn: &NormDn,
+    access: Option<Action<'_>>,
+) -> Result<Vec<Control>, OpError> {
+    let dir = &state.directory;
+    let schema = dir.schema();
+    let txn = dir.read()?;
+    if let Some(referral) = governing(dir, &txn, dn, ndn, ctl.manage_dsa_it, None)? {
+        return Err(referral.into());
+    }
+    if ctl.assertion.is_none() && ctl.pre_read.is_none() {
+        return Ok(Vec::new());
+    }
+    let Some((id, bytes)) = dir.lookup(&txn, ndn)? else {
+        return Ok(Vec::new());
+    };
+    if let Some(action) = access {
+        who.require_write(ndn, action)?;
+    }
+    let seen = load(&txn, who, id, bytes)?;
+    if let Some(filter) = &ctl.assertion {
+        check_assertion(schema, &seen, filter)?;
+    }
+    Ok(ctl
+        .pre_read
+        .iter()
+        .map(|attrs| read_control(schema, CONTROL_PRE_READ, attrs, &seen))
+        .collect())
+}
+
+/// Before an add: a referral object above the new entry answers for it, ManageDsaIT or not; the assertion
+/// is tested on the entry to be added, as slapd does.
+pub fn before_add(
+    state: &State,
+    who: &Who,
+    ctl: &RequestControls,
+    entry: &Entry,
+) -> Result<(), OpError> {
+    let dir = &state.directory;
+    let txn = dir.read()?;
+    if let Some(referral) = governing(dir, &txn, &entry.dn, &entry.ndn, ctl.manage_dsa_it, None)? {
+        return Err(referral.into());
+    }
+    if let Some(filter) = &ctl.assertion {
+        check_assertion(dir.schema(), &unstored(dir.schema(), who, entry), filter)?;
+    }
+    Ok(())
+}
+
+/// After a successful write: the post-read of the entry now at `ndn`, appended to `controls`.
+pub fn after(
+    state: &State,
+    who: &Who,
+    ctl: &RequestControls,
+    ndn: &NormDn,
+    controls: &mut Vec<Control>,
+) {
+    let Some(attrs) = &ctl.post_read else {
+        return;
+    };
+    // The update is done: a failure to read it back loses the control, never the success.
+    let read = || -> Result<Option<Control>, LdapError> {
+        let dir = &state.directory;
+        let txn = dir.read()?;
+        let Some((id, bytes)) = dir.lookup(&txn, ndn)? else {
+            return Ok(None);
+        };
+        let seen = load(&txn, who, id, bytes)?;
+        Ok(Some(read_control(
+            dir.schema(),
+            CONTROL_POST_READ,
+            attrs,
+            &seen,
+        )))
+    };
+    match read() {
+        Ok(control) => controls.extend(control),
+        Err(error) => tracing::warn!(%error.message, "post-read failed"),
+    }
+}

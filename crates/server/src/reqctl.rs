@@ -1,0 +1,253 @@
+//! Request controls: which ones an operation carries, checked once before the operation runs.
+
+use canopy_core::LdapError;
+use canopy_proto::oid::{
+    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
+    CONTROL_PRE_READ,
+};
+use canopy_proto::{
+    decode_assertion, Control, DecodeLimits, Filter, PagedResults, ReadEntryRequest, RequestKind,
+    ResultCode,
+};
+
+/// The controls Canopy acts on, decoded.
+#[derive(Debug, Clone, Default)]
+pub struct RequestControls {
+    pub paged: Option<PagedResults>,
+    /// RFC 3296: referral objects are ordinary entries.
+    pub manage_dsa_it: bool,
+    /// RFC 4528: the operation applies only if the target entry matches.
+    pub assertion: Option<Filter>,
+    /// RFC 4527: attribute selections of the entry before and after an update.
+    pub pre_read: Option<Vec<String>>,
+    pub post_read: Option<Vec<String>>,
+}
+
+/// The operations a control applies to; elsewhere it is an unknown control (an error only when critical).
+fn applies(oid: &str, kind: RequestKind) -> bool {
+    use RequestKind::*;
+    match oid {
+        CONTROL_PAGED_RESULTS => kind == Search,
+        CONTROL_MANAGE_DSA_IT => true,
+        CONTROL_ASSERTION => matches!(kind, Search | Compare | Add | Delete | Modify | ModifyDn),
+        // A pre-read of an added entry or a post-read of a deleted one has nothing to read.
+        CONTROL_PRE_READ => matches!(kind, Delete | Modify | ModifyDn),
+        CONTROL_POST_READ => matches!(kind, Add | Modify | ModifyDn),
+        _ => false,
+    }
+}
+
+fn protocol_error(text: &str) -> LdapError {
+    LdapError::new(ResultCode::ProtocolError, text)
+}
+
+impl RequestControls {
+    /// Decodes the controls of a request of `kind`: unknown critical controls fail the operation
+    /// (RFC 4511 §4.1.11), as does a control given twice or with a malformed value (protocolError, as slapd).
+    pub fn parse(
+        controls: &[Control],
+        kind: RequestKind,
+        limits: &DecodeLimits,
+    ) -> Result<RequestControls, LdapError> {
+        let mut out = RequestControls::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for control in controls {
+            let oid = control.oid.as_str();
+            if !applies(oid, kind) {
+                if control.critical {
+                    return Err(LdapError::new(
+                        ResultCode::UnavailableCriticalExtension,
+                        "critical extension is unavailable",
+                    ));
+                }
+                continue;
+            }
+            if seen.contains(&oid) {
+                return Err(protocol_error("control specified multiple times"));
+            }
+            seen.push(oid);
+            let value = control.value.as_deref();
+            match oid {
+                CONTROL_PAGED_RESULTS => {
+                    out.paged =
+                        Some(PagedResults::decode(value.unwrap_or(&[])).map_err(|_| {
+                            protocol_error("paged results control value is malformed")
+                        })?);
+                }
+                CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
+                CONTROL_ASSERTION => {
+                    let value =
+                        value.ok_or_else(|| protocol_error("assertion control value is absent"))?;
+                    out.assertion = Some(
+                        decode_assertion(value, limits)
+                            .map_err(|_| protocol_error("assertion control value is malformed"))?,
+                    );
+                }
+                CONTROL_PRE_READ | CONTROL_POST_READ => {
+                    let value = value
+                        .ok_or_else(|| protocol_error("read-entry control value is absent"))?;
+                    let request = ReadEntryRequest::decode(value)
+                        .map_err(|_| protocol_error("read-entry control value is malformed"))?;
+                    if oid == CONTROL_PRE_READ {
+                        out.pre_read = Some(request.attributes);
+                    } else {
+                        out.post_read = Some(request.attributes);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canopy_proto::encode_assertion;
+
+    fn control(oid: &str, critical: bool, value: Option<&[u8]>) -> Control {
+        Control {
+            oid: oid.to_string(),
+            critical,
+            value: value.map(|v| v.to_vec()),
+        }
+    }
+
+    fn code(controls: &[Control], kind: RequestKind) -> Option<ResultCode> {
+        RequestControls::parse(controls, kind, &DecodeLimits::default())
+            .err()
+            .map(|e| e.code)
+    }
+
+    #[test]
+    fn acceptance_table() {
+        let filter = encode_assertion(&Filter::parse("(cn=a)").unwrap());
+        let read = ReadEntryRequest {
+            attributes: vec!["cn".into()],
+        }
+        .encode();
+        use RequestKind::*;
+        let unavailable = Some(ResultCode::UnavailableCriticalExtension);
+        let protocol = Some(ResultCode::ProtocolError);
+        let cases: Vec<(Vec<Control>, RequestKind, Option<ResultCode>)> = vec![
+            (
+                vec![control(CONTROL_ASSERTION, true, Some(&filter))],
+                Modify,
+                None,
+            ),
+            (
+                vec![control(CONTROL_ASSERTION, true, Some(&filter))],
+                Bind,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_ASSERTION, false, Some(&filter))],
+                Bind,
+                None,
+            ),
+            (
+                vec![control(CONTROL_ASSERTION, true, Some(b"\x04\x00"))],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_ASSERTION, false, None)],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_PRE_READ, true, Some(&read))],
+                Add,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_PRE_READ, false, Some(&read))],
+                Add,
+                None,
+            ),
+            (
+                vec![control(CONTROL_POST_READ, true, Some(&read))],
+                Delete,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_POST_READ, true, Some(&read))],
+                Add,
+                None,
+            ),
+            (
+                vec![control(CONTROL_PRE_READ, true, Some(b"\x04\x00"))],
+                Delete,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_PRE_READ, true, Some(&read))],
+                Search,
+                unavailable,
+            ),
+            (
+                vec![
+                    control(CONTROL_MANAGE_DSA_IT, true, None),
+                    control(CONTROL_MANAGE_DSA_IT, true, None),
+                ],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_MANAGE_DSA_IT, true, None)],
+                Delete,
+                None,
+            ),
+            (vec![control("1.2.3.4", true, None)], Search, unavailable),
+            (vec![control("1.2.3.4", false, None)], Search, None),
+            (
+                vec![control(
+                    CONTROL_PAGED_RESULTS,
+                    true,
+                    Some(b"\x30\x05\x02\x01\x05\x04\x00"),
+                )],
+                Search,
+                None,
+            ),
+            (
+                vec![control(
+                    CONTROL_PAGED_RESULTS,
+                    true,
+                    Some(b"\x30\x05\x02\x01\x05\x04\x00"),
+                )],
+                Modify,
+                unavailable,
+            ),
+        ];
+        for (controls, kind, expected) in cases {
+            assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
+        }
+    }
+
+    #[test]
+    fn decoded_values() {
+        let filter = Filter::parse("(uid=x)").unwrap();
+        let read = ReadEntryRequest {
+            attributes: vec!["cn".into(), "+".into()],
+        };
+        let controls = [
+            control(CONTROL_ASSERTION, true, Some(&encode_assertion(&filter))),
+            control(CONTROL_PRE_READ, false, Some(&read.encode())),
+            control(
+                CONTROL_POST_READ,
+                false,
+                Some(&ReadEntryRequest::default().encode()),
+            ),
+            control(CONTROL_MANAGE_DSA_IT, false, None),
+        ];
+        let parsed =
+            RequestControls::parse(&controls, RequestKind::Modify, &DecodeLimits::default())
+                .unwrap();
+        assert_eq!(parsed.assertion, Some(filter));
+        assert_eq!(parsed.pre_read, Some(read.attributes));
+        assert_eq!(parsed.post_read, Some(Vec::new()));
+        assert!(parsed.manage_dsa_it);
+        assert!(parsed.paged.is_none());
+    }
+}
