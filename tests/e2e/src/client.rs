@@ -163,6 +163,20 @@ impl Server {
         run(self.python_command(script, args), None)
     }
 
+    /// Runs tests/e2e/py/`script`, which must succeed, and compares its output with
+    /// expected/`expected`.ldif.
+    pub fn check_python(&self, script: &str, expected: &str) {
+        let out = self.python(script, &[]);
+        assert_eq!(
+            out.code, 0,
+            "{script} failed:\n{}\n{}",
+            out.stdout, out.stderr
+        );
+        let mut t = crate::Transcript::new(expected);
+        t.raw(script, &out);
+        t.check();
+    }
+
     /// Spawns a python-ldap script with piped stdout, for tests that react while it runs.
     pub fn python_spawn(&self, script: &str, args: &[&str]) -> std::process::Child {
         let mut cmd = self.python_command(script, args);

@@ -525,16 +525,7 @@ fn senseless_filter_items_are_undefined() {
         ("a0 08 87 01 61 8a 03 63 6e 3d", "(&(a=*)(?=undefined))"),
     ];
     for (filter, expected) in cases {
-        let mut search = unhex("04 00 0a 01 00 0a 01 00 02 01 00 02 01 00 01 01 00");
-        search.extend_from_slice(&unhex(filter));
-        search.extend_from_slice(&[0x30, 0x00]);
-        let mut op = Vec::new();
-        canopy_ber::write_header(&mut op, 0x63, search.len());
-        op.extend_from_slice(&search);
-        let mut frame = Vec::new();
-        canopy_ber::write_header(&mut frame, 0x30, op.len() + 3);
-        frame.extend_from_slice(&unhex("02 01 07"));
-        frame.extend_from_slice(&op);
+        let frame = search_with_filter(&unhex(filter));
         let message = LdapMessage::decode(&frame, &DecodeLimits::default()).expect(filter);
         let ProtocolOp::SearchRequest(req) = message.op else {
             panic!("{filter}: not a search");
@@ -563,8 +554,13 @@ fn nested_nots(depth: usize) -> Vec<u8> {
         canopy_ber::write_header(&mut filter, 0xa2, sizes[level]);
     }
     filter.extend_from_slice(&unhex("87 01 61"));
+    search_with_filter(&filter)
+}
+
+/// A whole SearchRequest message (ID 42, base "", no attributes) around the BER of `filter`.
+fn search_with_filter(filter: &[u8]) -> Vec<u8> {
     let mut search = unhex("04 00 0a 01 00 0a 01 00 02 01 00 02 01 00 01 01 00");
-    search.extend_from_slice(&filter);
+    search.extend_from_slice(filter);
     search.extend_from_slice(&[0x30, 0x00]);
     let mut op = Vec::new();
     canopy_ber::write_header(&mut op, 0x63, search.len());

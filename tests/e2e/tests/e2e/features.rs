@@ -116,16 +116,7 @@ fn aliases_in_every_deref_mode_and_scope() {
 }
 
 fn run_script(script: &str, expected: &str) {
-    let s = start();
-    let out = s.python(script, &[]);
-    assert_eq!(
-        out.code, 0,
-        "{script} failed:\n{}\n{}",
-        out.stdout, out.stderr
-    );
-    let mut t = Transcript::new(expected);
-    t.raw(script, &out);
-    t.check();
+    start().check_python(script, expected);
 }
 
 #[test]

@@ -4,16 +4,7 @@
 use canopy_e2e::*;
 
 fn run_script(script: &str, expected: &str) {
-    let s = Server::start();
-    let out = s.python(script, &[]);
-    assert_eq!(
-        out.code, 0,
-        "{script} failed:\n{}\n{}",
-        out.stdout, out.stderr
-    );
-    let mut t = Transcript::new(expected);
-    t.raw(script, &out);
-    t.check();
+    Server::start().check_python(script, expected);
 }
 
 #[test]
