@@ -100,20 +100,32 @@ pub trait ReadOps: Access {
 
     /// The IDs indexed under exactly `key`, ascending; empty if `attr` has no index.
     fn index_get(&self, attr: &str, key: &[u8]) -> Result<Vec<u64>, StoreError> {
+        Ok(self
+            .index_get_capped(attr, key, usize::MAX)?
+            .unwrap_or_default())
+    }
+
+    /// `index_get`, giving up (None) as soon as more than `cap` IDs are found: a key that common costs more
+    /// to read than the candidates it would rule out.
+    fn index_get_capped(
+        &self,
+        attr: &str,
+        key: &[u8],
+        cap: usize,
+    ) -> Result<Option<Vec<u64>>, StoreError> {
         let Some(table) = self.tables().index(attr) else {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         };
         if !self.tables().storable(key) {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let mut ids = Vec::new();
         if let Some(dups) = table.get_duplicates(self.ro_txn(), key)? {
-            for item in dups {
-                let (_, raw) = item?;
-                ids.push(decode_id("idx", raw)?);
+            if !collect_ids(dups, &mut ids, cap)? {
+                return Ok(None);
             }
         }
-        Ok(ids)
+        Ok(Some(ids))
     }
 
     /// The union of the IDs under every key starting with `key_prefix`, ascending and deduplicated.
@@ -123,11 +135,15 @@ pub trait ReadOps: Access {
         };
         let mut ids = Vec::new();
         if key_prefix.is_empty() {
-            collect_ids(table.iter(self.ro_txn())?, &mut ids)?;
+            collect_ids(table.iter(self.ro_txn())?, &mut ids, usize::MAX)?;
         } else if !self.tables().storable(key_prefix) {
             // No stored key is that long, so none starts with it.
         } else {
-            collect_ids(table.prefix_iter(self.ro_txn(), key_prefix)?, &mut ids)?;
+            collect_ids(
+                table.prefix_iter(self.ro_txn(), key_prefix)?,
+                &mut ids,
+                usize::MAX,
+            )?;
         }
         ids.sort_unstable();
         ids.dedup();
@@ -141,8 +157,21 @@ pub trait ReadOps: Access {
         from: Bound<&[u8]>,
         to: Bound<&[u8]>,
     ) -> Result<Vec<u64>, StoreError> {
+        Ok(self
+            .index_range_capped(attr, from, to, usize::MAX)?
+            .unwrap_or_default())
+    }
+
+    /// `index_range`, giving up (None) once more than `cap` (key, ID) pairs are read.
+    fn index_range_capped(
+        &self,
+        attr: &str,
+        from: Bound<&[u8]>,
+        to: Bound<&[u8]>,
+        cap: usize,
+    ) -> Result<Option<Vec<u64>>, StoreError> {
         let Some(table) = self.tables().index(attr) else {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         };
         // Stored keys are 1..=max bytes long. An empty lower bound is no bound; an empty upper bound
         // admits nothing. Against keys of at most `max` bytes, `k >= b` (or `k > b`) with `b` longer
@@ -156,17 +185,19 @@ pub trait ReadOps: Access {
             other => other,
         };
         let to = match to {
-            Bound::Included([]) | Bound::Excluded([]) => return Ok(Vec::new()),
+            Bound::Included([]) | Bound::Excluded([]) => return Ok(Some(Vec::new())),
             Bound::Included(b) | Bound::Excluded(b) if b.len() > max => {
                 Bound::Included(b.get(..max).unwrap_or(b))
             }
             other => other,
         };
         let mut ids = Vec::new();
-        collect_ids(table.range(self.ro_txn(), &(from, to))?, &mut ids)?;
+        if !collect_ids(table.range(self.ro_txn(), &(from, to))?, &mut ids, cap)? {
+            return Ok(None);
+        }
         ids.sort_unstable();
         ids.dedup();
-        Ok(ids)
+        Ok(Some(ids))
     }
 
     /// Every entry ID, ascending (the full scan, without the entry bytes).
@@ -218,15 +249,19 @@ pub trait ReadOps: Access {
 
 impl<T: Access> ReadOps for T {}
 
-fn collect_ids<'t, I>(iter: I, ids: &mut Vec<u64>) -> Result<(), StoreError>
+/// Appends the IDs of `iter`; false, with the collection cut short, once more than `cap` are read.
+fn collect_ids<'t, I>(iter: I, ids: &mut Vec<u64>, cap: usize) -> Result<bool, StoreError>
 where
     I: Iterator<Item = heed::Result<(&'t [u8], &'t [u8])>>,
 {
     for item in iter {
+        if ids.len() >= cap {
+            return Ok(false);
+        }
         let (_, raw) = item?;
         ids.push(decode_id("idx", raw)?);
     }
-    Ok(())
+    Ok(true)
 }
 
 enum SubtreeInner<'t> {

@@ -238,6 +238,24 @@ fn bulk_load_then_read_back_and_keep_writing() {
         assert_eq!(r.index_get("objectClass", b"person").unwrap().len(), 5000);
         let n7: Vec<u64> = (1..=5000).filter(|id| id % 100 == 7).collect();
         assert_eq!(r.index_get("cn", b"n7").unwrap(), n7);
+        // A capped read gives up beyond its budget and is whole within it.
+        assert_eq!(
+            r.index_get_capped("cn", b"n7", n7.len()).unwrap(),
+            Some(n7.clone())
+        );
+        assert_eq!(r.index_get_capped("cn", b"n7", n7.len() - 1).unwrap(), None);
+        assert_eq!(
+            r.index_get_capped("objectClass", b"person", 4999).unwrap(),
+            None
+        );
+        let all = std::ops::Bound::Unbounded;
+        assert_eq!(r.index_range_capped("cn", all, all, 10).unwrap(), None);
+        assert_eq!(
+            r.index_range_capped("cn", all, all, usize::MAX)
+                .unwrap()
+                .map(|v| v.len()),
+            Some(r.index_range("cn", all, all).unwrap().len())
+        );
         let total: usize = nodes.iter().filter(|(id, _, _)| *id > 1).count();
         let children: usize = (1..=5000).map(|p| r.children(p).unwrap().len()).sum();
         assert_eq!(children, total);

@@ -8,50 +8,101 @@ use canopy_mdb::{ReadOps, ReadTxn};
 
 use crate::directory::store_error;
 
-/// Evaluates an index plan to a sorted ID list; None means "everything" (unindexed).
+/// The first budget of IDs read per index key or range. A part of an AND that holds more is left out while
+/// another part narrows the search down (the filter test decides each candidate anyway), so a common key such
+/// as `objectClass=person` or a substring gram found in every value costs little.
+const FIRST_BUDGET: usize = 1024;
+/// How much the budget grows when every part of an AND is over it.
+const BUDGET_GROWTH: usize = 32;
+/// Beyond this the budget is unlimited.
+const LAST_BUDGET: usize = 1 << 20;
+
+/// Evaluates an index plan to a sorted ID list, a superset of the entries the filter matches; None means
+/// "everything" (unindexed).
 pub fn resolve(txn: &ReadTxn, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
-    Ok(match plan {
-        Plan::All => None,
-        Plan::Empty => Some(Vec::new()),
-        Plan::Keys { attr, keys } => {
-            let mut result: Option<Vec<u64>> = None;
-            for key in keys {
-                let ids = txn.index_get(attr, key).map_err(store_error)?;
-                result = Some(match result {
-                    None => ids,
-                    Some(acc) => intersect(&acc, &ids),
-                });
-            }
-            result
+    let mut budget = FIRST_BUDGET;
+    loop {
+        match resolve_within(txn, plan, budget)? {
+            Resolved::Ids(ids) => return Ok(Some(ids)),
+            Resolved::All => return Ok(None),
+            // Unreachable with an unlimited budget, where no read gives up; everything is a safe answer.
+            Resolved::TooMany if budget == usize::MAX => return Ok(None),
+            Resolved::TooMany if budget >= LAST_BUDGET => budget = usize::MAX,
+            Resolved::TooMany => budget *= BUDGET_GROWTH,
         }
-        Plan::Range { attr, from, to } => Some(
-            txn.index_range(attr, as_slice(from), as_slice(to))
-                .map_err(store_error)?,
-        ),
+    }
+}
+
+/// A plan part's candidates under a budget.
+#[derive(Debug, PartialEq, Eq)]
+enum Resolved {
+    Ids(Vec<u64>),
+    /// Unindexed: every entry.
+    All,
+    /// Over the budget: left out of an AND, retried with a larger budget alone.
+    TooMany,
+}
+
+fn resolve_within(txn: &ReadTxn, plan: &Plan, budget: usize) -> Result<Resolved, LdapError> {
+    Ok(match plan {
+        Plan::All => Resolved::All,
+        Plan::Empty => Resolved::Ids(Vec::new()),
+        Plan::Keys { attr, keys } => {
+            let parts = keys.iter().map(|key| {
+                txn.index_get_capped(attr, key, budget)
+                    .map(|ids| ids.map_or(Resolved::TooMany, Resolved::Ids))
+                    .map_err(store_error)
+            });
+            intersect_parts(parts)?
+        }
+        Plan::Range { attr, from, to } => txn
+            .index_range_capped(attr, as_slice(from), as_slice(to), budget)
+            .map_err(store_error)?
+            .map_or(Resolved::TooMany, Resolved::Ids),
         Plan::And(parts) => {
-            let mut result: Option<Vec<u64>> = None;
-            for part in parts {
-                if let Some(ids) = resolve(txn, part)? {
-                    result = Some(match result {
-                        None => ids,
-                        Some(acc) => intersect(&acc, &ids),
-                    });
-                }
-            }
-            result
+            intersect_parts(parts.iter().map(|part| resolve_within(txn, part, budget)))?
         }
         Plan::Or(parts) => {
             let mut all = Vec::new();
             for part in parts {
-                match resolve(txn, part)? {
-                    Some(ids) => all.extend(ids),
-                    None => return Ok(None),
+                match resolve_within(txn, part, budget)? {
+                    Resolved::Ids(ids) => all.extend(ids),
+                    other => return Ok(other),
                 }
             }
             all.sort_unstable();
             all.dedup();
-            Some(all)
+            Resolved::Ids(all)
         }
+    })
+}
+
+/// The intersection of the parts within the budget; parts over it are left out unless all are.
+fn intersect_parts(
+    parts: impl Iterator<Item = Result<Resolved, LdapError>>,
+) -> Result<Resolved, LdapError> {
+    let mut result: Option<Vec<u64>> = None;
+    let mut over = false;
+    for part in parts {
+        match part? {
+            Resolved::Ids(ids) => {
+                let ids = match result {
+                    None => ids,
+                    Some(acc) => intersect(&acc, &ids),
+                };
+                if ids.is_empty() {
+                    return Ok(Resolved::Ids(ids));
+                }
+                result = Some(ids);
+            }
+            Resolved::All => {}
+            Resolved::TooMany => over = true,
+        }
+    }
+    Ok(match result {
+        Some(ids) => Resolved::Ids(ids),
+        None if over => Resolved::TooMany,
+        None => Resolved::All,
     })
 }
 
@@ -82,6 +133,29 @@ pub fn intersect(a: &[u64], b: &[u64]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_over_the_budget_are_left_out_of_an_and() {
+        use Resolved::*;
+        let cases = [
+            (vec![TooMany, Ids(vec![1, 2])], Ids(vec![1, 2])),
+            (
+                vec![Ids(vec![1, 2]), TooMany, Ids(vec![2, 3])],
+                Ids(vec![2]),
+            ),
+            (vec![TooMany, TooMany], TooMany),
+            (vec![All, TooMany], TooMany),
+            (vec![All, All], All),
+            (vec![], All),
+            (vec![Ids(vec![]), TooMany], Ids(vec![])),
+            (vec![All, Ids(vec![5])], Ids(vec![5])),
+        ];
+        for (parts, want) in cases {
+            let text = format!("{parts:?}");
+            let got = intersect_parts(parts.into_iter().map(Ok)).unwrap();
+            assert_eq!(got, want, "{text}");
+        }
+    }
 
     #[test]
     fn intersect_table() {

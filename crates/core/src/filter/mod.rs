@@ -68,6 +68,13 @@ impl<'s> PreparedFilter<'s> {
         eval::evaluate_node(self.schema, &self.root, entry, extra)
     }
 
+    /// Whether every entry matches whatever it holds: `(objectClass=*)`, the usual "all entries" filter,
+    /// since every entry has an object class. A search can then send entries without testing them.
+    pub fn matches_every_entry(&self) -> bool {
+        matches!(&self.root, Node::Present { target }
+            if target.at.oid == crate::check::values::OBJECT_CLASS_OID && target.desc.options.is_empty())
+    }
+
     pub(crate) fn root(&self) -> &Node<'s> {
         &self.root
     }

@@ -341,3 +341,21 @@ fn slapd_observations() {
         check(&schema, &e, filter, expected);
     }
 }
+
+#[test]
+fn only_object_class_presence_matches_every_entry() {
+    let schema = Schema::builtin();
+    for (text, every) in [
+        ("(objectClass=*)", true),
+        ("(OBJECTCLASS=*)", true),
+        ("(2.5.4.0=*)", true),
+        ("(cn=*)", false),
+        ("(objectClass;x-opt=*)", false),
+        ("(objectClass=top)", false),
+        ("(!(objectClass=*))", false),
+    ] {
+        let filter = Filter::parse(text).unwrap();
+        let prepared = super::PreparedFilter::new(&schema, &filter);
+        assert_eq!(prepared.matches_every_entry(), every, "{text}");
+    }
+}

@@ -261,6 +261,8 @@ fn execute(
         Cow::Owned(f) => Some(PreparedFilter::new(schema, f)),
         Cow::Borrowed(_) => None,
     };
+    // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
+    let every_entry = prepared.matches_every_entry() && !need_computed;
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -304,19 +306,24 @@ fn execute(
             continue;
         }
         let secrets = job.who.may_read_secrets(&ndn);
-        let entry = visible_entry(&stored, secrets)?;
-        let computed = if need_computed {
-            computed_attributes(&txn, id, &entry)?
-        } else {
+        let computed = if every_entry {
             Vec::new()
+        } else {
+            let entry = visible_entry(&stored, secrets)?;
+            let computed = if need_computed {
+                computed_attributes(&txn, id, &entry)?
+            } else {
+                Vec::new()
+            };
+            let test = match (&prepared_hidden, secrets) {
+                (Some(hidden), false) => hidden,
+                _ => &prepared,
+            };
+            if test.evaluate(&entry, &computed) != Ternary::True {
+                continue;
+            }
+            computed
         };
-        let test = match (&prepared_hidden, secrets) {
-            (Some(hidden), false) => hidden,
-            _ => &prepared,
-        };
-        if test.evaluate(&entry, &computed) != Ternary::True {
-            continue;
-        }
         if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
