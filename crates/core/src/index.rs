@@ -274,9 +274,18 @@ fn plan_node(schema: &Schema, specs: &[IndexSpec], node: &Node<'_>) -> Plan {
                 let k = assertion_substring_keys(*rule, initial.as_deref(), any, final_.as_deref());
                 (spec, k)
             });
-            match found {
+            let grams = match found {
                 Some((spec, k)) if !k.is_empty() => keys(spec, k),
                 _ => presence(schema, specs, target),
+            };
+            let prefix = initial
+                .as_deref()
+                .and_then(|initial| equality_prefix(schema, specs, target, *rule, initial));
+            match prefix {
+                // The range comes first: it is usually the narrowest, and the grams are then read only
+                // if they are few (see the budget in the server's candidates.rs).
+                Some(range) => and(vec![range, grams]),
+                None => grams,
             }
         }
         Node::Ordering {
@@ -336,6 +345,50 @@ fn plan_node(schema: &Schema, specs: &[IndexSpec], node: &Node<'_>) -> Plan {
         } => presence(schema, specs, target),
         Node::Extensible { .. } => Plan::All,
     }
+}
+
+/// An initial substring as a range of equality keys. For the directory and IA5 string rules the equality
+/// form of every value matching `initial*` starts with the form of `initial`, so the equality index finds
+/// them by prefix, far more narrowly than short substring keys do. Parts with spaces at their ends are
+/// left to the substring keys (equality and substrings treat such spaces differently), and so are parts too
+/// long for a key.
+fn equality_prefix(
+    schema: &Schema,
+    specs: &[IndexSpec],
+    target: &Target<'_>,
+    rule: MatchingRule,
+    initial: &[u8],
+) -> Option<Plan> {
+    use MatchingRule::*;
+    let equality = match rule {
+        CaseIgnoreSubstringsMatch => CaseIgnoreMatch,
+        CaseExactSubstringsMatch => CaseExactMatch,
+        CaseIgnoreIA5SubstringsMatch => CaseIgnoreIA5Match,
+        _ => return None,
+    };
+    let spec = find_spec(schema, specs, target.at, |s, at| {
+        s.eq && at.equality == Some(equality)
+    })?;
+    let form = rule.normalize_substring(initial).ok()?;
+    if form.is_empty()
+        || form.len() >= MAX_KEY_PAYLOAD
+        || form.first() == Some(&b' ')
+        || form.last() == Some(&b' ')
+    {
+        return None;
+    }
+    let from = tagged(TAG_EQUALITY, &form);
+    // The first key after every key that starts with `from`: its last byte below 0xff, raised by one.
+    let mut to = from.clone();
+    while to.last() == Some(&0xff) {
+        to.pop();
+    }
+    *to.last_mut()? += 1;
+    Some(Plan::Range {
+        attr: spec.attr.clone(),
+        from: Bound::Included(from),
+        to: Bound::Excluded(to),
+    })
 }
 
 fn keys(spec: &IndexSpec, keys: Vec<Vec<u8>>) -> Plan {

@@ -47,21 +47,18 @@ fn resolve_within(txn: &ReadTxn, plan: &Plan, budget: usize) -> Result<Resolved,
     Ok(match plan {
         Plan::All => Resolved::All,
         Plan::Empty => Resolved::Ids(Vec::new()),
-        Plan::Keys { attr, keys } => {
-            let parts = keys.iter().map(|key| {
-                txn.index_get_capped(attr, key, budget)
-                    .map(|ids| ids.map_or(Resolved::TooMany, Resolved::Ids))
-                    .map_err(store_error)
-            });
-            intersect_parts(parts)?
-        }
+        Plan::Keys { attr, keys } => intersect_parts(keys.iter(), budget, |key, budget| {
+            txn.index_get_capped(attr, key, budget)
+                .map(|ids| ids.map_or(Resolved::TooMany, Resolved::Ids))
+                .map_err(store_error)
+        })?,
         Plan::Range { attr, from, to } => txn
             .index_range_capped(attr, as_slice(from), as_slice(to), budget)
             .map_err(store_error)?
             .map_or(Resolved::TooMany, Resolved::Ids),
-        Plan::And(parts) => {
-            intersect_parts(parts.iter().map(|part| resolve_within(txn, part, budget)))?
-        }
+        Plan::And(parts) => intersect_parts(parts.iter(), budget, |part, budget| {
+            resolve_within(txn, part, budget)
+        })?,
         Plan::Or(parts) => {
             let mut all = Vec::new();
             for part in parts {
@@ -77,14 +74,29 @@ fn resolve_within(txn: &ReadTxn, plan: &Plan, budget: usize) -> Result<Resolved,
     })
 }
 
-/// The intersection of the parts within the budget; parts over it are left out unless all are.
-fn intersect_parts(
-    parts: impl Iterator<Item = Result<Resolved, LdapError>>,
+/// Once an AND is down to this many candidates, its remaining parts are not read: testing so few entries
+/// costs less than reading another ID list.
+const FEW: usize = 8;
+/// A later part of an AND is read only while it holds at most this many IDs per candidate left: reading an
+/// ID costs a small fraction of testing an entry, so a much longer list cannot pay for itself.
+const WORTH_PER_CANDIDATE: usize = 32;
+
+/// The intersection of the parts, each read by `read` within a budget; parts over it are left out unless all
+/// are. Later parts get a budget that shrinks with the candidates already found.
+fn intersect_parts<T>(
+    parts: impl Iterator<Item = T>,
+    budget: usize,
+    mut read: impl FnMut(T, usize) -> Result<Resolved, LdapError>,
 ) -> Result<Resolved, LdapError> {
     let mut result: Option<Vec<u64>> = None;
     let mut over = false;
     for part in parts {
-        match part? {
+        let part_budget = match &result {
+            Some(acc) if acc.len() <= FEW => break,
+            Some(acc) => budget.min(acc.len().saturating_mul(WORTH_PER_CANDIDATE)),
+            None => budget,
+        };
+        match read(part, part_budget)? {
             Resolved::Ids(ids) => {
                 let ids = match result {
                     None => ids,
@@ -139,9 +151,14 @@ mod tests {
         use Resolved::*;
         let cases = [
             (vec![TooMany, Ids(vec![1, 2])], Ids(vec![1, 2])),
+            // Two candidates are few enough: the rest is not read.
             (
                 vec![Ids(vec![1, 2]), TooMany, Ids(vec![2, 3])],
-                Ids(vec![2]),
+                Ids(vec![1, 2]),
+            ),
+            (
+                vec![Ids((1..=20).collect()), Ids((10..=30).collect())],
+                Ids((10..=20).collect()),
             ),
             (vec![TooMany, TooMany], TooMany),
             (vec![All, TooMany], TooMany),
@@ -152,7 +169,7 @@ mod tests {
         ];
         for (parts, want) in cases {
             let text = format!("{parts:?}");
-            let got = intersect_parts(parts.into_iter().map(Ok)).unwrap();
+            let got = intersect_parts(parts.into_iter(), 100, |p, _| Ok(p)).unwrap();
             assert_eq!(got, want, "{text}");
         }
     }

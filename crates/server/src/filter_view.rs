@@ -26,14 +26,11 @@ fn is_subschema(schema: &Schema, desc: &str) -> bool {
         .is_some_and(|at| at.name().eq_ignore_ascii_case("subschemaSubentry"))
 }
 
-/// The attribute a value assertion tests, None for presence and the boolean combinations.
+/// The attribute an equality-like value assertion tests; None for presence, the boolean combinations, and
+/// ordering and substrings, which subschemaSubentry has no rule for (they stay Undefined, as in slapd).
 fn asserted_attribute(filter: &Filter) -> Option<&str> {
     match filter {
-        Filter::Equality(attr, _)
-        | Filter::GreaterOrEqual(attr, _)
-        | Filter::LessOrEqual(attr, _)
-        | Filter::Approx(attr, _) => Some(attr),
-        Filter::Substrings(sub) => Some(&sub.attr),
+        Filter::Equality(attr, _) | Filter::Approx(attr, _) => Some(attr),
         // The attribute's own equality rule (by default or by name) compares as equality does; other
         // rules take their own course.
         Filter::Extensible(mra)
@@ -48,13 +45,18 @@ fn asserted_attribute(filter: &Filter) -> Option<&str> {
     }
 }
 
+/// A filter item slapd never finds TRUE on any entry (see `as_slapd_sees`).
+fn never_holds(schema: &Schema, item: &Filter) -> bool {
+    asserted_attribute(item).is_some_and(|attr| is_subschema(schema, attr))
+}
+
 fn value_assertions_on_subschema(schema: &Schema, filter: &Filter) -> bool {
     match filter {
         Filter::And(parts) | Filter::Or(parts) => parts
             .iter()
             .any(|f| value_assertions_on_subschema(schema, f)),
         Filter::Not(inner) => value_assertions_on_subschema(schema, inner),
-        other => asserted_attribute(other).is_some_and(|attr| is_subschema(schema, attr)),
+        other => never_holds(schema, other),
     }
 }
 
@@ -69,9 +71,7 @@ fn without_subschema_values(schema: &Schema, filter: &Filter) -> Filter {
         Filter::And(parts) => Filter::And(each(parts)),
         Filter::Or(parts) => Filter::Or(each(parts)),
         Filter::Not(inner) => Filter::Not(Box::new(without_subschema_values(schema, inner))),
-        other if asserted_attribute(other).is_some_and(|attr| is_subschema(schema, attr)) => {
-            Filter::Or(Vec::new())
-        }
+        other if never_holds(schema, other) => Filter::Or(Vec::new()),
         other => other.clone(),
     }
 }
@@ -88,11 +88,14 @@ pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filte
 
 fn tested_attribute(filter: &Filter) -> Option<&str> {
     match filter {
-        Filter::Present(attr) => Some(attr),
-        other => asserted_attribute(other).or(match other {
-            Filter::Extensible(mra) => mra.attr.as_deref(),
-            _ => None,
-        }),
+        Filter::Present(attr)
+        | Filter::Equality(attr, _)
+        | Filter::Approx(attr, _)
+        | Filter::GreaterOrEqual(attr, _)
+        | Filter::LessOrEqual(attr, _) => Some(attr),
+        Filter::Substrings(sub) => Some(&sub.attr),
+        Filter::Extensible(mra) => mra.attr.as_deref(),
+        _ => None,
     }
 }
 
@@ -139,6 +142,12 @@ mod tests {
             ),
             ("(subschemaSubentry:dn:2.5.13.1:=cn=Subschema)", "(|)"),
             ("(cn=subschemaSubentry)", "(cn=subschemaSubentry)"),
+            // No ordering or substrings rule: those stay, and are Undefined.
+            (
+                "(!(subschemaSubentry>=cn=S))",
+                "(!(subschemaSubentry>=cn=S))",
+            ),
+            ("(subschemaSubentry=c*a)", "(subschemaSubentry=c*a)"),
         ];
         for (input, expected) in cases {
             let filter = Filter::parse(input).unwrap();

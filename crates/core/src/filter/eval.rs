@@ -207,10 +207,18 @@ fn extensible(
     // assertion, even when a later value would match (observed: `(:integerBitAndMatch:=1)` skips an
     // entry whose uidNumber exceeds 64 bits although its gidNumber 1 matches).
     // Without a type, slapd looks at the stored attributes only (not entryDN or hasSubordinates),
-    // and objectIdentifierMatch never matches the class-valued types.
+    // and objectIdentifierMatch never matches the class-valued types. With a type, it computes entryDN
+    // but never hasSubordinates (observed: `(hasSubordinates:=TRUE)` matches nothing, while an invalid
+    // assertion value such as `(!(hasSubordinates:=))` stays Undefined).
     let consider = |value: &[u8]| rule_matches(schema, rule, norm, value);
-    let computed = if target.is_some() { extra } else { &[] };
-    for attr in entry.attrs.iter().chain(computed.iter()) {
+    let computed = match target {
+        Some(_) => extra,
+        None => &[],
+    };
+    let computed = computed
+        .iter()
+        .filter(|a| !a.desc.eq_ignore_ascii_case("hasSubordinates"));
+    for attr in entry.attrs.iter().chain(computed) {
         let (type_name, options) = split_stored(&attr.desc);
         let applies = match target {
             Some(t) => t.desc.options_match(options) && type_matches(schema, type_name, t.at),

@@ -149,17 +149,30 @@ fn plan_table() {
         ),
         ("(cn:caseExactMatch:=x)", cn(vec![vec![TAG_PRESENT]])),
         ("(cn:dn:=x)", Plan::All),
-        ("(cn=a*)", cn(vec![vec![TAG_PRESENT]])),
-        ("(cn=ab*)", cn(vec![key(TAG_SUBSTR_INITIAL, "ab")])),
-        ("(cn=A B*)", cn(vec![key(TAG_SUBSTR_INITIAL, "ab")])),
+        // Initial parts also become a prefix range of the equality keys.
+        ("(cn=a*)", prefixed("a", "b", cn(vec![vec![TAG_PRESENT]]))),
+        (
+            "(cn=ab*)",
+            prefixed("ab", "ac", cn(vec![key(TAG_SUBSTR_INITIAL, "ab")])),
+        ),
+        (
+            "(cn=A B*)",
+            prefixed("a b", "a c", cn(vec![key(TAG_SUBSTR_INITIAL, "ab")])),
+        ),
         (
             "(cn=abcd*)",
-            cn(vec![
-                key(TAG_SUBSTR_INITIAL, "abc"),
-                key(TAG_SUBSTR_ANY, "abc"),
-                key(TAG_SUBSTR_ANY, "bcd"),
-            ]),
+            prefixed(
+                "abcd",
+                "abce",
+                cn(vec![
+                    key(TAG_SUBSTR_INITIAL, "abc"),
+                    key(TAG_SUBSTR_ANY, "abc"),
+                    key(TAG_SUBSTR_ANY, "bcd"),
+                ]),
+            ),
         ),
+        // A part ending in a space is left to the substring keys.
+        ("(cn=ab *)", cn(vec![key(TAG_SUBSTR_INITIAL, "ab")])),
         (
             "(cn=*bcd)",
             cn(vec![
@@ -200,6 +213,16 @@ fn plan_table() {
         ),
         ("(name=x)", Plan::All),
     ];
+    fn prefixed(from: &str, to: &str, grams: Plan) -> Plan {
+        Plan::And(vec![
+            Plan::Range {
+                attr: "cn".into(),
+                from: std::ops::Bound::Included(key(TAG_EQUALITY, from)),
+                to: std::ops::Bound::Excluded(key(TAG_EQUALITY, to)),
+            },
+            grams,
+        ])
+    }
     for (filter, expected) in table {
         let got = plan(&schema, &specs, &Filter::parse(filter).unwrap());
         assert_eq!(got, expected, "{filter}");
