@@ -1,0 +1,269 @@
+"""Start, load, watch and stop Debian's slapd (back-mdb) and canopy side by side.
+
+Both servers get the same suffix, schema, indexes and limits so that they do the same work:
+canopy's default indexes (docs/configuration.md) mirrored in slapd.conf as tests/e2e/src/slapd_conf.rs
+does, no size limit on either (the scan workload reads the whole directory), root DN
+cn=admin,dc=example,dc=com with password "secret", and one durable commit per write on both
+(canopy's `durable = true`, slapd's back-mdb without `dbnosync`).
+"""
+
+import os
+import sys
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+SUFFIX = "dc=example,dc=com"
+ROOT_DN = "cn=admin," + SUFFIX
+ROOT_PW = "secret"
+
+# (attribute, kinds) as canopy's defaults.
+INDEXES = [
+    ("objectClass", "eq"),
+    ("uid", "eq,sub"),
+    ("cn", "eq,sub"),
+    ("sn", "eq,sub"),
+    ("mail", "eq,sub"),
+    ("member", "eq"),
+    ("memberUid", "eq"),
+    ("uidNumber", "eq"),
+    ("gidNumber", "eq"),
+    ("entryUUID", "eq"),
+    ("entryCSN", "eq"),
+]
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    """A failure that must stop the comparison with a non-zero exit."""
+
+
+def log(msg):
+    print("compare: " + msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def slapd_conf(work, data, loglevel="0"):
+    """slapd.conf for a server whose files live in `work` and database in `data`."""
+    modules = "".join(
+        "moduleload %s\n" % m
+        for m in ("pw-sha2", "argon2", "pw-pbkdf2")
+        if os.path.exists("/usr/lib/ldap/%s.so" % m)
+    )
+    schema = "".join(
+        "include /etc/ldap/schema/%s.schema\n" % s
+        for s in ("core", "cosine", "inetorgperson", "nis")
+    )
+    indexes = "".join("index %s %s\n" % (a, k) for a, k in INDEXES)
+    return (
+        schema
+        + "modulepath /usr/lib/ldap\nmoduleload back_mdb\n"
+        + modules
+        + "pidfile %s/slapd.pid\nargsfile %s/slapd.args\n" % (work, work)
+        # loglevel 0: slapd's default "stats" writes a syslog line per operation, canopy logs none.
+        + "loglevel %s\n" % loglevel
+        + "sizelimit unlimited\n"
+        + 'access to dn.exact="" by * read\n'
+        + 'access to dn.exact="cn=Subschema" by * read\n'
+        + "database mdb\n"
+        + 'suffix "%s"\nrootdn "%s"\nrootpw %s\n' % (SUFFIX, ROOT_DN, ROOT_PW)
+        + "directory %s\n" % data
+        # back-mdb's default map is 10 MiB; canopy grows its map by itself.
+        + "maxsize 68719476736\n"
+        + indexes
+        + "access to attrs=userPassword by self write by anonymous auth by * none\n"
+        + "access to * by * read\n"
+    )
+
+
+def canopy_conf(data, port):
+    return (
+        'listen = ["ldap://127.0.0.1:%d"]\n' % port
+        + 'data_dir = "%s"\n' % data
+        + 'suffix = "%s"\nroot_dn = "%s"\nroot_password = "%s"\n' % (SUFFIX, ROOT_DN, ROOT_PW)
+        + "durable = true\n"
+        + "[limits]\nsize_limit = 0\n"
+    )
+
+
+def proc_status(pid):
+    """VmRSS and VmHWM of a process in KiB (0 when gone)."""
+    out = {"VmRSS": 0, "VmHWM": 0}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in out:
+                    out[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def du_bytes(path):
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def mdb_pages(path):
+    """Pages in use of the LMDB environment at `path` (mdb_stat -e), or None."""
+    if not shutil.which("mdb_stat"):
+        return None
+    try:
+        out = subprocess.run(
+            ["mdb_stat", "-e", path], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if "Number of pages used" in line:
+            return int(line.split(":")[1])
+    return None
+
+
+class Server:
+    """One server of the comparison: its work dir, data dir, port and process."""
+
+    def __init__(self, name, work):
+        self.name = name
+        self.work = os.path.join(work, name)
+        self.data = os.path.join(self.work, "data")
+        self.port = None
+        self.proc = None
+        self.load_seconds = None
+        os.makedirs(self.data, exist_ok=True)
+
+    @property
+    def url(self):
+        return "ldap://127.0.0.1:%d" % self.port
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if not self.alive():
+                raise BenchError("%s exited early; see %s" % (self.name, self.log_path))
+            r = subprocess.run(
+                ["ldapsearch", "-x", "-H", self.url, "-b", "", "-s", "base", "-LLL", "dn"],
+                capture_output=True,
+            )
+            if r.returncode == 0:
+                return
+            time.sleep(0.1)
+        raise BenchError("%s did not answer on port %d" % (self.name, self.port))
+
+    @property
+    def log_path(self):
+        return os.path.join(self.work, "server.log")
+
+    def _spawn(self, argv, env=None):
+        self.port = self.port or free_port()
+        logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+        logf.close()
+        self.wait_ready()
+
+    def stop(self):
+        """Stop the process this object started, by its PID only."""
+        if not self.alive():
+            self.proc = None
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def memory(self):
+        return proc_status(self.pid) if self.alive() else {"VmRSS": 0, "VmHWM": 0}
+
+    def cpu(self):
+        return cpu_seconds(self.pid)
+
+    def disk(self):
+        return {"du": du_bytes(self.data), "pages": mdb_pages(self.data)}
+
+
+class Slapd(Server):
+    def __init__(self, work, loglevel="0"):
+        super().__init__("slapd", work)
+        self.conf = os.path.join(self.work, "slapd.conf")
+        with open(self.conf, "w") as f:
+            f.write(slapd_conf(self.work, self.data, loglevel))
+
+    def load(self, ldif):
+        t0 = time.monotonic()
+        with open(os.path.join(self.work, "load.log"), "wb") as logf:
+            r = subprocess.run(
+                ["slapadd", "-q", "-f", self.conf, "-l", ldif], stdout=logf, stderr=logf
+            )
+        self.load_seconds = time.monotonic() - t0
+        if r.returncode != 0:
+            raise BenchError("slapadd -q failed; see %s/load.log" % self.work)
+
+    def start(self):
+        self.port = self.port or free_port()
+        self._spawn(["slapd", "-d", "0", "-h", self.url + "/", "-f", self.conf])
+
+    @staticmethod
+    def version():
+        out = subprocess.run(["slapd", "-VV"], capture_output=True, text=True).stderr
+        for part in out.split("$"):
+            if "OpenLDAP: slapd" in part:
+                words = part.split()
+                return "slapd " + words[2] if len(words) > 2 else part.strip()
+        return "slapd"
+
+
+class Canopy(Server):
+    def __init__(self, work, binary):
+        super().__init__("canopy", work)
+        self.binary = binary
+        self.port = free_port()
+        self.conf = os.path.join(self.work, "canopy.toml")
+        with open(self.conf, "w") as f:
+            f.write(canopy_conf(self.data, self.port))
+
+    def load(self, ldif):
+        t0 = time.monotonic()
+        with open(os.path.join(self.work, "load.log"), "wb") as logf:
+            r = subprocess.run(
+                [self.binary, "import", "--config", self.conf, ldif], stdout=logf, stderr=logf
+            )
+        self.load_seconds = time.monotonic() - t0
+        if r.returncode != 0:
+            raise BenchError("canopy import failed; see %s/load.log" % self.work)
+
+    def start(self):
+        self._spawn([self.binary, "serve", "--config", self.conf])

@@ -1,0 +1,70 @@
+"""A small SVG line chart (one line per server) for the scaling scenarios of bench/compare.
+
+The x axis is categorical (client counts, directory sizes) and evenly spaced, which is how the
+scenarios are chosen; the y axis starts at zero so that ratios read off the picture honestly.
+"""
+
+from xml.sax.saxutils import escape
+
+COLORS = {"canopy": "#1b7837", "slapd": "#762a83"}
+W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 70, 110, 40, 50
+
+
+def _nice_max(v):
+    if v <= 0:
+        return 1.0
+    mag = 10 ** len(str(int(v))) / 10
+    for step in (1, 2, 2.5, 5, 10):
+        if step * mag >= v:
+            return step * mag
+    return 10 * mag
+
+
+def line_chart(path, title, xlabel, ylabel, xs, series):
+    """series: {label: [y or None per x]}."""
+    ymax = _nice_max(max([y for ys in series.values() for y in ys if y is not None] or [1]))
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    n = max(len(xs), 1)
+
+    def px(i):
+        return LEFT + (pw * (i + 0.5) / n)
+
+    def py(y):
+        return TOP + ph - ph * y / ymax
+
+    out = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+        'font-family="sans-serif" font-size="12">' % (W, H),
+        '<rect width="100%" height="100%" fill="white"/>',
+        '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>' % (LEFT, escape(title)),
+    ]
+    for k in range(5):
+        y = ymax * k / 4
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
+                   % (LEFT, py(y), LEFT + pw, py(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>'
+                   % (LEFT - 6, py(y) + 4, "{:,.0f}".format(y) if ymax >= 10 else "%.2g" % y))
+    for i, x in enumerate(xs):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
+                   % (px(i), TOP + ph + 18, escape(str(x))))
+    out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
+               % (LEFT + pw / 2, H - 8, escape(xlabel)))
+    out.append('<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>'
+               % (TOP + ph / 2, TOP + ph / 2, escape(ylabel)))
+    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
+               % (LEFT, TOP + ph, LEFT + pw, TOP + ph))
+    for j, (label, ys) in enumerate(series.items()):
+        color = COLORS.get(label, "#2166ac")
+        pts = [(px(i), py(y)) for i, y in enumerate(ys) if y is not None]
+        if pts:
+            out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                       % (color, " ".join("%.1f,%.1f" % p for p in pts)))
+        for x, y in pts:
+            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (x, y, color))
+        ly = TOP + 10 + 18 * j
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>'
+                   % (LEFT + pw + 12, ly, LEFT + pw + 32, ly, color))
+        out.append('<text x="%d" y="%d">%s</text>' % (LEFT + pw + 36, ly + 4, escape(label)))
+    out.append("</svg>\n")
+    with open(path, "w") as f:
+        f.write("\n".join(out))
