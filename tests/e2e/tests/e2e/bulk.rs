@@ -58,10 +58,20 @@ fn abandon_stops_search() {
             "{received} of {ALL} entries arrived: the abandon did not stop the search"
         );
     }
+    // When every entry arrived, the server had finished the search before the abandon reached it, and a
+    // searchResDone is then correct (RFC 4511 §4.11): the race says nothing about abandon. slapd loses it
+    // now and then on a busy machine; canopy is held to stopping the search above.
+    let finished_first = received == ALL && s.target == Target::Slapd;
     let stable: String = out
         .stdout
         .lines()
         .filter(|l| !l.starts_with("entries-received "))
+        .map(|l| match l {
+            "raw: search done after abandon: code 0" if finished_first => {
+                "raw: search done after abandon: none".to_string()
+            }
+            other => other.to_string(),
+        })
         .map(|l| format!("{l}\n"))
         .collect();
     let mut t = Transcript::new("bulk_abandon");
