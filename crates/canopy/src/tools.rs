@@ -99,6 +99,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             dn: config.root_dn.clone(),
             ndn: None,
             root: true,
+            link: Default::default(),
         },
         stamp: Stamp::now(),
         file,

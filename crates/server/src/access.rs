@@ -7,6 +7,8 @@ use canopy_core::LdapError;
 use canopy_proto::ResultCode;
 use canopy_schema::{NormDn, Schema};
 
+use crate::session::Link;
+
 /// Who is asking: the identity a connection is bound as.
 #[derive(Debug, Clone, Default)]
 pub struct Who {
@@ -16,6 +18,8 @@ pub struct Who {
     pub ndn: Option<NormDn>,
     /// Bound as the configured root DN.
     pub root: bool,
+    /// The connection this identity acts over.
+    pub link: Link,
 }
 
 impl Who {

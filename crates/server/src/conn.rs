@@ -14,8 +14,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::access::Who;
-use crate::ops::{self, bind::Peer, encode, error_result, failure_result, update_result};
+use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
+use crate::session::{Link, Peer};
 use crate::state::State;
 
 /// Responses waiting to be written, per connection. A client that stops reading fills this queue, and then the
@@ -39,7 +40,11 @@ where
     let decode_limits = DecodeLimits {
         max_filter_depth: state.config.limits.max_filter_depth,
     };
-    let mut who = Who::anonymous();
+    let link = Link::new(peer.clone());
+    let mut who = Who {
+        link: link.clone(),
+        ..Who::anonymous()
+    };
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut start = 0usize;
 
@@ -88,7 +93,7 @@ where
                     break 'connection;
                 }
             };
-            match dispatch(message, &state, &mut who, &peer, &tx, &pending, &permits).await {
+            match dispatch(message, &state, &mut who, &link, &tx, &pending, &permits).await {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
             }
@@ -166,7 +171,7 @@ async fn dispatch(
     message: LdapMessage,
     state: &State,
     who: &mut Who,
-    peer: &Peer,
+    link: &Link,
     tx: &mpsc::Sender<Vec<u8>>,
     pending: &Pending,
     permits: &Arc<Semaphore>,
@@ -192,14 +197,17 @@ async fn dispatch(
     match message.op {
         ProtocolOp::BindRequest(req) => {
             // Binds run in order: later requests on this connection see the new identity.
-            let outcome = ops::bind::bind(state, req, peer).await;
+            let outcome = ops::bind::bind(state, req, link).await;
             let result = match outcome {
                 Ok(new) => {
                     *who = new;
                     LdapResult::success()
                 }
                 Err(e) => {
-                    *who = Who::anonymous();
+                    *who = Who {
+                        link: link.clone(),
+                        ..Who::anonymous()
+                    };
                     error_result(e)
                 }
             };

@@ -14,6 +14,7 @@ pub mod readentry;
 pub mod referral;
 pub mod reqctl;
 pub mod select;
+pub mod session;
 pub mod special;
 pub mod state;
 

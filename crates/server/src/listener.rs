@@ -5,7 +5,7 @@ use std::future::Future;
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::config::ListenUrl;
-use crate::ops::bind::Peer;
+use crate::session::Peer;
 use crate::state::State;
 use crate::StartError;
 

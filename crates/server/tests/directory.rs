@@ -29,6 +29,7 @@ fn root() -> Who {
         dn: "cn=admin,dc=example,dc=com".into(),
         ndn: None,
         root: true,
+        link: Default::default(),
     }
 }
 

@@ -4,21 +4,11 @@ use canopy_core::LdapError;
 use canopy_proto::{BindAuth, BindRequest, Dn, ResultCode};
 
 use crate::access::Who;
+use crate::session::{Link, Peer};
 use crate::state::State;
 
-/// Where a connection comes from, for SASL EXTERNAL.
-#[derive(Debug, Clone)]
-pub enum Peer {
-    Tcp(std::net::SocketAddr),
-    /// A Unix socket peer with the credentials the kernel reported.
-    Unix {
-        uid: u32,
-        gid: u32,
-    },
-}
-
 /// Runs a bind. On success returns the new identity; the caller sets anonymous on any failure (RFC 4511 §4.2.1).
-pub async fn bind(state: &State, req: BindRequest, peer: &Peer) -> Result<Who, LdapError> {
+pub async fn bind(state: &State, req: BindRequest, link: &Link) -> Result<Who, LdapError> {
     if req.version != 3 {
         return Err(LdapError::new(
             ResultCode::ProtocolError,
@@ -26,18 +16,26 @@ pub async fn bind(state: &State, req: BindRequest, peer: &Peer) -> Result<Who, L
         ));
     }
     match req.auth {
-        BindAuth::Simple(password) => simple(state, &req.name, password).await,
+        BindAuth::Simple(password) => simple(state, &req.name, password, link).await,
         BindAuth::Sasl {
             mechanism,
             credentials,
-        } => sasl(state, &mechanism, credentials.as_deref(), peer),
+        } => sasl(state, &mechanism, credentials.as_deref(), link),
     }
 }
 
-async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, LdapError> {
+async fn simple(
+    state: &State,
+    name: &[u8],
+    password: Vec<u8>,
+    link: &Link,
+) -> Result<Who, LdapError> {
     if name.is_empty() {
         if password.is_empty() {
-            return Ok(Who::anonymous());
+            return Ok(Who {
+                link: link.clone(),
+                ..Who::anonymous()
+            });
         }
         return Err(LdapError::new(ResultCode::InvalidCredentials, ""));
     }
@@ -53,6 +51,7 @@ async fn simple(state: &State, name: &[u8], password: Vec<u8>) -> Result<Who, Ld
         dn: dn.to_string(),
         ndn: Some(ndn.clone()),
         root: ndn == state.root_ndn,
+        link: link.clone(),
     };
     let stored: Vec<Vec<u8>> = if who.root && !state.root_password.is_empty() {
         vec![state.root_password.clone()]
@@ -101,7 +100,7 @@ fn sasl(
     state: &State,
     mechanism: &str,
     credentials: Option<&[u8]>,
-    peer: &Peer,
+    link: &Link,
 ) -> Result<Who, LdapError> {
     if !mechanism.eq_ignore_ascii_case("EXTERNAL") {
         return Err(LdapError::new(
@@ -109,7 +108,7 @@ fn sasl(
             format!("SASL(-4): no mechanism available: {mechanism}"),
         ));
     }
-    let Peer::Unix { uid, gid } = peer else {
+    let Some(Peer::Unix { uid, gid }) = link.peer else {
         return Err(LdapError::new(
             ResultCode::InappropriateAuthentication,
             "SASL EXTERNAL needs a connection with peer credentials (ldapi://)",
@@ -141,5 +140,6 @@ fn sasl(
         dn: dn_text,
         root: ndn == state.root_ndn,
         ndn: Some(ndn),
+        link: link.clone(),
     })
 }

@@ -1,0 +1,58 @@
+//! What a connection knows about its client: where it comes from and how the link is protected.
+
+use std::net::SocketAddr;
+
+/// Where a connection comes from.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    Tcp(SocketAddr),
+    /// A Unix socket peer with the credentials the kernel reported.
+    Unix {
+        uid: u32,
+        gid: u32,
+    },
+}
+
+/// TLS facts of a connection, once a handshake (ldaps:// or StartTLS) has completed.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFacts {
+    /// The client certificate's subject as an RFC 4514 DN string, when the client presented one that the
+    /// configured CA verified.
+    pub client_subject: Option<String>,
+}
+
+/// The link a connection runs over: its peer and, when encrypted, the TLS facts. Every operation sees it
+/// through [`crate::access::Who`], so access rules and limits can depend on the address and the protection.
+#[derive(Debug, Clone, Default)]
+pub struct Link {
+    /// None only for identities made outside a connection (offline tools, tests).
+    pub peer: Option<Peer>,
+    pub tls: Option<TlsFacts>,
+}
+
+impl Link {
+    pub fn new(peer: Peer) -> Link {
+        Link {
+            peer: Some(peer),
+            tls: None,
+        }
+    }
+
+    /// Encrypted (TLS) or local (ldapi): safe for passwords.
+    pub fn is_protected(&self) -> bool {
+        self.tls.is_some() || matches!(self.peer, Some(Peer::Unix { .. }))
+    }
+
+    /// A TCP peer on the loopback interface.
+    pub fn is_loopback(&self) -> bool {
+        matches!(&self.peer, Some(Peer::Tcp(addr)) if addr.ip().is_loopback())
+    }
+
+    /// The client's IP address, for TCP peers.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        match &self.peer {
+            Some(Peer::Tcp(addr)) => Some(addr.ip()),
+            _ => None,
+        }
+    }
+}
