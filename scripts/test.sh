@@ -5,7 +5,9 @@
 #   3. builds the canopy binary and runs every test (unit tests and the end-to-end suite);
 #   4. runs the end-to-end suite against Debian's slapd, proving the expected files are OpenLDAP's
 #      behaviour (skip with CANOPY_SKIP_SLAPD_REFERENCE=1 outside CI);
-#   5. runs the crash test (kill -9 during acknowledged writes, five times).
+#   5. runs the crash test (kill -9 during acknowledged writes, five times);
+#   6. runs the differential conformance test against slapd;
+#   7. fuzzes every cargo-fuzz target briefly (fuzz/run.sh; CANOPY_FUZZ_SECONDS per target, default 20).
 # Every step runs even after a failure; the exit status is non-zero if any step failed.
 # CANOPY_E2E_TARGET=slapd runs steps 3 and 5 against slapd instead of canopy (docs/testing.md).
 set -uo pipefail
@@ -102,6 +104,8 @@ if [ "$target" = canopy ]; then
     step "conformance against slapd (corpus + 3 seeds x 2000 filters)" \
         cargo run -q -p canopy-conformance -- --canopy-bin "$CANOPY_BIN" --seed 1 2 3 --filters 2000
 fi
+# A short coverage-guided run of every fuzz target from the committed seed corpus (docs/fuzzing.md).
+step "fuzz (every target, ${CANOPY_FUZZ_SECONDS:-20} s each)" fuzz/run.sh "${CANOPY_FUZZ_SECONDS:-20}"
 
 if [ ${#failed[@]} -eq 0 ]; then
     echo "scripts/test.sh: every step passed"
