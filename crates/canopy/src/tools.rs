@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
-use canopy_core::index::entry_keys;
+use canopy_core::index::entry_keys_all;
 use canopy_core::wire::{attributes, encode_entry, StoredEntry};
 use canopy_mdb::ReadOps;
 use canopy_proto::ldif::{write_ldif_entry, LdifChange, LdifReader, LdifRecord};
@@ -264,10 +264,11 @@ impl Prepare<'_> {
         let mut bytes = Vec::with_capacity(1024);
         encode_entry(schema, &entry, &mut bytes);
         let mut keys = Vec::new();
-        for (position, spec) in dir.indexes().iter().enumerate() {
-            for key in entry_keys(schema, spec, &entry) {
-                keys.push((position, key));
-            }
+        for (position, spec_keys) in entry_keys_all(schema, dir.indexes(), &entry)
+            .into_iter()
+            .enumerate()
+        {
+            keys.extend(spec_keys.into_iter().map(|key| (position, key)));
         }
         Ok(Prepared {
             dn_key: dn_key(&ndn),
@@ -349,8 +350,8 @@ pub fn reindex(config: &Config) -> Result<()> {
             }
             let mut done = 0u64;
             for (id, entry) in &entries {
-                for spec in &specs {
-                    for key in entry_keys(&schema, spec, entry) {
+                for (spec, keys) in specs.iter().zip(entry_keys_all(&schema, &specs, entry)) {
+                    for key in keys {
                         txn.index_add(&spec.attr, &key, *id)?;
                     }
                 }

@@ -64,16 +64,41 @@ pub enum Plan {
 /// The keys `entry` contributes to the index of `spec.attr`: from the values of that type and its subtypes,
 /// options ignored. Sorted and without duplicates.
 pub fn entry_keys(schema: &Schema, spec: &IndexSpec, entry: &Entry) -> Vec<Vec<u8>> {
-    let Some(spec_at) = schema.attribute_type(&spec.attr) else {
-        return Vec::new();
-    };
+    entry_keys_all(schema, std::slice::from_ref(spec), entry)
+        .pop()
+        .unwrap_or_default()
+}
+
+/// The keys of `entry` for each of `specs`, in the order of `specs`: [`entry_keys`] for many indexes at
+/// once, resolving each attribute type of the entry once instead of once per index.
+pub fn entry_keys_all(schema: &Schema, specs: &[IndexSpec], entry: &Entry) -> Vec<Vec<Vec<u8>>> {
+    let types: Vec<Option<&AttributeType>> = entry
+        .attrs
+        .iter()
+        .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
+        .collect();
+    specs
+        .iter()
+        .map(|spec| match schema.attribute_type(&spec.attr) {
+            Some(spec_at) => spec_keys(schema, spec, spec_at, entry, &types),
+            None => Vec::new(),
+        })
+        .collect()
+}
+
+fn spec_keys(
+    schema: &Schema,
+    spec: &IndexSpec,
+    spec_at: &AttributeType,
+    entry: &Entry,
+    types: &[Option<&AttributeType>],
+) -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = Vec::new();
-    for attr in &entry.attrs {
-        let (type_name, _) = split_stored(&attr.desc);
-        let Some(at) = schema.attribute_type(type_name) else {
+    for (attr, at) in entry.attrs.iter().zip(types) {
+        let Some(at) = at else {
             continue;
         };
-        if !schema.is_subtype_of(at, spec_at) || attr.values.is_empty() {
+        if attr.values.is_empty() || !schema.is_subtype_of(at, spec_at) {
             continue;
         }
         if spec.pres {

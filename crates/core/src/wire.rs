@@ -62,15 +62,21 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     let lengths_at = out.len();
     out.extend_from_slice(&[0; 8]);
     let mut lengths = [0usize; 2];
+    let sections: Vec<Section> = entry
+        .attrs
+        .iter()
+        .map(|a| section_of(schema, &a.desc))
+        .collect();
     for (index, section) in [Section::User, Section::Secret, Section::Operational]
         .iter()
         .enumerate()
     {
         let start = out.len();
-        for attr in entry
+        for (attr, _) in entry
             .attrs
             .iter()
-            .filter(|a| section_of(schema, &a.desc) == *section)
+            .zip(&sections)
+            .filter(|(_, s)| *s == section)
         {
             let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
             encode_partial_attribute(out, &attr.desc, &values);

@@ -85,6 +85,16 @@ impl AttributeType {
         self.names.first().map_or(self.oid.as_str(), String::as_str)
     }
 
+    /// Whether `name_or_oid` names this type (any of its names in any case, or its OID), without a
+    /// schema lookup: what MUST and MAY lists hold.
+    pub fn is_named(&self, name_or_oid: &str) -> bool {
+        self.oid == name_or_oid
+            || self
+                .names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name_or_oid))
+    }
+
     pub fn is_operational(&self) -> bool {
         self.usage != Usage::UserApplications
     }

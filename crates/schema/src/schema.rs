@@ -6,6 +6,7 @@ use crate::matching::MatchingRule;
 use crate::model::{AttributeType, Declared, ObjectClass, Syntax, Usage};
 use crate::parse::{self, DescError, Directive, Statement};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -32,9 +33,9 @@ const BUILTIN: &[(&str, &str)] = &[
 pub struct Schema {
     attributes: Vec<AttributeType>,
     /// Lower-case names and OIDs to indexes in `attributes`.
-    attribute_index: HashMap<String, usize>,
+    attribute_index: NameIndex,
     classes: Vec<ObjectClass>,
-    class_index: HashMap<String, usize>,
+    class_index: NameIndex,
     syntaxes: Vec<Syntax>,
     /// `objectidentifier` macros: lower-case name to numeric OID.
     oid_macros: HashMap<String, String>,
@@ -72,12 +73,48 @@ impl Place<'_> {
     }
 }
 
-/// Index lookup by a name in any case; lower-case names (the common case) need no allocation.
-fn lookup(index: &HashMap<String, usize>, name: &str) -> Option<usize> {
-    if name.bytes().any(|b| b.is_ascii_uppercase()) {
-        index.get(&name.to_ascii_lowercase()).copied()
-    } else {
-        index.get(name).copied()
+/// Lower-case names and OIDs to positions. The keys are fixed when the schema loads, never chosen by a
+/// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry.
+type NameIndex = HashMap<Box<[u8]>, usize, BuildHasherDefault<NameHasher>>;
+
+/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) for short names.
+#[derive(Default, Clone, Copy)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Index lookup by a name in any case, without allocating: names with upper-case letters are folded in a
+/// stack buffer (names are short; a longer one is folded on the heap).
+fn lookup(index: &NameIndex, name: &str) -> Option<usize> {
+    let name = name.as_bytes();
+    if !name.iter().any(u8::is_ascii_uppercase) {
+        return index.get(name).copied();
+    }
+    let mut buf = [0u8; 64];
+    match buf.get_mut(..name.len()) {
+        Some(folded) => {
+            folded.copy_from_slice(name);
+            folded.make_ascii_lowercase();
+            index.get(&*folded).copied()
+        }
+        None => index.get(name.to_ascii_lowercase().as_slice()).copied(),
     }
 }
 
@@ -328,7 +365,10 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            if let Some(&i) = self.attribute_index.get(&key.to_ascii_lowercase()) {
+            if let Some(&i) = self
+                .attribute_index
+                .get(key.to_ascii_lowercase().as_bytes())
+            {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -345,7 +385,8 @@ impl Schema {
         }
         let index = self.attributes.len();
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            self.attribute_index.insert(key.to_ascii_lowercase(), index);
+            self.attribute_index
+                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
         }
         self.attributes.push(at);
         Ok(())
@@ -445,7 +486,7 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            if let Some(&i) = self.class_index.get(&key.to_ascii_lowercase()) {
+            if let Some(&i) = self.class_index.get(key.to_ascii_lowercase().as_bytes()) {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -462,7 +503,8 @@ impl Schema {
         }
         let index = self.classes.len();
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            self.class_index.insert(key.to_ascii_lowercase(), index);
+            self.class_index
+                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
         }
         self.classes.push(oc);
         Ok(())

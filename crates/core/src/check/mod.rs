@@ -63,7 +63,7 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
                 format!("{type_name}: attribute type undefined"),
             )
         })?;
-        if !extensible && !at.is_operational() && !allowed(schema, &all, at) {
+        if !extensible && !at.is_operational() && !allowed(&all, at) {
             return Err(violation(format!("attribute '{}' not allowed", at.name())));
         }
         if at.single_value && attr.values.len() > 1 {
@@ -219,20 +219,19 @@ fn has_type(schema: &Schema, entry: &Entry, wanted: &str) -> bool {
     };
     entry.attrs.iter().any(|attr| {
         let (type_name, _) = split_stored(&attr.desc);
-        !attr.values.is_empty()
-            && schema
-                .attribute_type(type_name)
-                .is_some_and(|at| at.oid == wanted.oid)
+        !attr.values.is_empty() && wanted.is_named(type_name)
     })
 }
 
-fn allowed(schema: &Schema, classes: &[&ObjectClass], at: &AttributeType) -> bool {
+/// Names are unique across the schema's attribute types, so comparing a MUST/MAY name with the type's own
+/// names and OID decides as a lookup would, without one.
+fn allowed(classes: &[&ObjectClass], at: &AttributeType) -> bool {
     classes.iter().any(|class| {
-        class.must.iter().chain(class.may.iter()).any(|name| {
-            schema
-                .attribute_type(name)
-                .is_some_and(|listed| listed.oid == at.oid)
-        })
+        class
+            .must
+            .iter()
+            .chain(class.may.iter())
+            .any(|name| at.is_named(name))
     })
 }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use canopy_core::check::{check_entry, structural_class};
-use canopy_core::index::entry_keys;
+use canopy_core::index::entry_keys_all;
 use canopy_core::modify::apply_modifications;
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
@@ -140,9 +140,9 @@ impl Directory {
     }
 
     fn index_keys(&self, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
-        self.indexes()
-            .iter()
-            .map(|spec| entry_keys(self.schema(), spec, entry).into_iter().collect())
+        entry_keys_all(self.schema(), self.indexes(), entry)
+            .into_iter()
+            .map(|keys| keys.into_iter().collect())
             .collect()
     }
 
