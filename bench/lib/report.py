@@ -85,6 +85,16 @@ def dataset_table(r, keys):
             de = {s: d["disk_end"][s]["du"] for s in SERVERS}
             out.append("| | database on disk after the runs (du) | %s | %s | %s |" % (
                 mib(de["canopy"], True), mib(de["slapd"], True), ratio(de["canopy"], de["slapd"])))
+            # The write workloads run for a fixed time, so the faster server ends with more entries:
+            # compare the size per entry too.
+            ne = {s: d["disk_end"][s].get("entries") for s in SERVERS}
+            if all(ne.values()):
+                out.append("| | entries after the runs | %s | %s | %s |" % (
+                    fmt(ne["canopy"]), fmt(ne["slapd"]), ratio(ne["canopy"], ne["slapd"])))
+                per = {s: de[s] / ne[s] for s in SERVERS}
+                out.append("| | database bytes per entry after the runs | %s | %s | %s |" % (
+                    fmt(round(per["canopy"])), fmt(round(per["slapd"])),
+                    ratio(per["canopy"], per["slapd"])))
         for label, m in (("after start", "mem_loaded"), ("after the runs", "mem_end")):
             if d.get(m):
                 rss = {s: d[m].get(s, {}).get("VmRSS") for s in SERVERS}

@@ -142,6 +142,22 @@ def mdb_pages(path):
     return None
 
 
+def mdb_entries(path, table):
+    """Records in one named table of the LMDB environment at `path` (mdb_stat -s), or None."""
+    if not shutil.which("mdb_stat"):
+        return None
+    try:
+        out = subprocess.run(
+            ["mdb_stat", "-s", table, path], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.strip().startswith("Entries:"):
+            return int(line.split(":")[1])
+    return None
+
+
 class Server:
     """One server of the comparison: its work dir, data dir, port and process."""
 
@@ -212,10 +228,13 @@ class Server:
         return cpu_seconds(self.pid)
 
     def disk(self):
-        return {"du": du_bytes(self.data), "pages": mdb_pages(self.data)}
+        return {"du": du_bytes(self.data), "pages": mdb_pages(self.data),
+                "entries": mdb_entries(self.data, self.ID2ENTRY)}
 
 
 class Slapd(Server):
+    ID2ENTRY = "id2e"  # back-mdb's name for its entry table
+
     def __init__(self, work, loglevel="0"):
         super().__init__("slapd", work)
         self.conf = os.path.join(self.work, "slapd.conf")
@@ -247,6 +266,8 @@ class Slapd(Server):
 
 
 class Canopy(Server):
+    ID2ENTRY = "id2entry"
+
     def __init__(self, work, binary):
         super().__init__("canopy", work)
         self.binary = binary
