@@ -11,6 +11,7 @@ pub mod listener;
 pub mod opattrs;
 pub mod ops;
 pub mod readentry;
+pub mod redact;
 pub mod referral;
 pub mod reqctl;
 pub mod select;

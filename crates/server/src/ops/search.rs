@@ -382,7 +382,8 @@ fn candidates(
     if let Some(ids) = resolve(txn, &plan)? {
         return Ok((ids, true));
     }
-    tracing::info!(filter = %job.req.filter, "unindexed search: scanning the scope");
+    let filter = crate::redact::filter_for_log(job.state.directory.schema(), &job.req.filter);
+    tracing::info!(%filter, "unindexed search: scanning the scope");
     let mut ids = match job.req.scope {
         SearchScope::BaseObject => vec![base_id],
         SearchScope::SingleLevel => txn.children(base_id).map_err(store_error)?,
