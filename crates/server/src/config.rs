@@ -52,8 +52,16 @@ pub struct Limits {
     pub max_pdu_bound: usize,
     /// Deepest nesting of a search filter.
     pub max_filter_depth: usize,
-    /// Most requests one connection may have in progress at once.
+    /// Most requests one connection may have in progress at once; beyond it the server stops reading from
+    /// that connection until one finishes (TCP back-pressure, bounded memory).
     pub max_pending_per_connection: usize,
+    /// Most open connections in total (0 = unlimited); more are closed at once with a Notice of Disconnection.
+    pub max_connections: usize,
+    /// Most open connections from one IP address (0 = unlimited).
+    pub max_connections_per_ip: usize,
+    /// Seconds a connection without an outstanding operation may stay silent before it is closed (OpenLDAP
+    /// `idletimeout`, 0 = never).
+    pub idle_timeout: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +73,9 @@ impl Default for Limits {
             max_pdu_bound: 4_194_303,
             max_filter_depth: 512,
             max_pending_per_connection: 256,
+            max_connections: 0,
+            max_connections_per_ip: 0,
+            idle_timeout: 0,
         }
     }
 }

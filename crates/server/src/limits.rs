@@ -1,0 +1,199 @@
+//! Connection limits: the total and per-IP connection counts admitted by the listeners, and the idle timeout.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
+use canopy_proto::{ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::config::Limits;
+
+/// Counts of open connections, shared by every listener of the server.
+#[derive(Debug, Default)]
+pub struct Connections {
+    inner: Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+/// Why a new connection was turned away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Total(usize),
+    PerIp(IpAddr, usize),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Total(max) => write!(f, "too many connections (max_connections = {max})"),
+            Refusal::PerIp(ip, max) => write!(
+                f,
+                "too many connections from {ip} (max_connections_per_ip = {max})"
+            ),
+        }
+    }
+}
+
+/// One admitted connection; dropping it frees its place in the counts.
+#[derive(Debug)]
+pub struct Admitted {
+    connections: Arc<Connections>,
+    ip: Option<IpAddr>,
+}
+
+impl Connections {
+    /// Admits a connection from `ip` (None for ldapi peers, which only count towards the total) or says
+    /// which limit it would exceed. Zero limits are unlimited.
+    pub fn admit(
+        self: &Arc<Self>,
+        ip: Option<IpAddr>,
+        limits: &Limits,
+    ) -> Result<Admitted, Refusal> {
+        let mut counts = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if limits.max_connections > 0 && counts.total >= limits.max_connections {
+            return Err(Refusal::Total(limits.max_connections));
+        }
+        if let Some(ip) = ip {
+            let from_ip = counts.per_ip.get(&ip).copied().unwrap_or(0);
+            if limits.max_connections_per_ip > 0 && from_ip >= limits.max_connections_per_ip {
+                return Err(Refusal::PerIp(ip, limits.max_connections_per_ip));
+            }
+            counts.per_ip.insert(ip, from_ip + 1);
+        }
+        counts.total += 1;
+        Ok(Admitted {
+            connections: self.clone(),
+            ip,
+        })
+    }
+
+    /// Open connections in total.
+    pub fn total(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut counts = self
+            .connections
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(ip) = self.ip {
+            if let Some(n) = counts.per_ip.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.per_ip.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// RFC 4511 §4.4.1 Notice of Disconnection with `code` and `reason`, encoded.
+pub fn notice(code: ResultCode, reason: &str) -> Vec<u8> {
+    let notice = ExtendedResponse {
+        result: LdapResult::new(code, reason),
+        name: Some(NOTICE_OF_DISCONNECTION.to_string()),
+        value: None,
+    };
+    crate::ops::encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new())
+}
+
+/// Turns a connection away: a Notice of Disconnection with busy (51), then close. Bounded by a short timeout
+/// so a client that does not read cannot hold the task.
+pub async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, refusal: &Refusal) {
+    let bytes = notice(ResultCode::Busy, &refusal.to_string());
+    let write = async {
+        let _ = stream.write_all(&bytes).await;
+        let _ = stream.shutdown().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), write).await;
+}
+
+/// The idle timeout of a connection, None when it is off (OpenLDAP `idletimeout`, 0 = none).
+pub fn idle_timeout(limits: &Limits) -> Option<Duration> {
+    (limits.idle_timeout > 0).then(|| Duration::from_secs(limits.idle_timeout))
+}
+
+/// What a read on a connection brought.
+pub enum Read {
+    /// Bytes arrived.
+    Data,
+    /// The client closed the connection or it failed.
+    Closed,
+    /// No bytes and no outstanding operation for the whole idle timeout.
+    Idle,
+}
+
+/// Reads more bytes into `buf`. With an idle timeout, a wait that lasts that long while `busy()` says no
+/// operation is outstanding ends as [`Read::Idle`]; while operations run, the wait simply starts over.
+pub async fn read_or_idle<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    idle: Option<Duration>,
+    busy: impl Fn() -> bool,
+) -> Read {
+    loop {
+        let outcome = match idle {
+            None => Some(reader.read_buf(buf).await),
+            // read_buf is cancel safe: a timeout loses no bytes.
+            Some(limit) => tokio::time::timeout(limit, reader.read_buf(buf)).await.ok(),
+        };
+        match outcome {
+            Some(Ok(0)) | Some(Err(_)) => return Read::Closed,
+            Some(Ok(_)) => return Read::Data,
+            None if busy() => continue,
+            None => return Read::Idle,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(total: usize, per_ip: usize) -> Limits {
+        Limits {
+            max_connections: total,
+            max_connections_per_ip: per_ip,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn total_and_per_ip_limits() {
+        let c = Arc::new(Connections::default());
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let b: IpAddr = "127.0.0.2".parse().unwrap();
+        let l = limits(3, 2);
+        let first = c.admit(Some(a), &l).unwrap();
+        let _second = c.admit(Some(a), &l).unwrap();
+        assert_eq!(c.admit(Some(a), &l).unwrap_err(), Refusal::PerIp(a, 2));
+        let _third = c.admit(Some(b), &l).unwrap();
+        assert_eq!(c.admit(None, &l).unwrap_err(), Refusal::Total(3));
+        drop(first);
+        assert_eq!(c.total(), 2);
+        let _again = c.admit(Some(a), &l).unwrap();
+    }
+
+    #[test]
+    fn zero_is_unlimited() {
+        let c = Arc::new(Connections::default());
+        let l = limits(0, 0);
+        let held: Vec<_> = (0..100).map(|_| c.admit(None, &l).unwrap()).collect();
+        assert_eq!(c.total(), 100);
+        drop(held);
+        assert_eq!(c.total(), 0);
+    }
+}
