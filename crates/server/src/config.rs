@@ -179,6 +179,13 @@ impl Config {
                 }
             }
         }
+        if self.limits.max_filter_depth > crate::limits::MAX_FILTER_DEPTH {
+            return Err(format!(
+                "limits.max_filter_depth: {} is deeper than the supported {}",
+                self.limits.max_filter_depth,
+                crate::limits::MAX_FILTER_DEPTH
+            ));
+        }
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
                 "password_hash: unknown scheme {:?}",

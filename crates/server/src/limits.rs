@@ -121,6 +121,20 @@ pub async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, refusal: &Refusal) {
     let _ = tokio::time::timeout(Duration::from_secs(2), write).await;
 }
 
+/// The deepest `max_filter_depth` a configuration may set: filters are decoded, planned and evaluated
+/// recursively, so their depth is bounded by the threads' stacks.
+pub const MAX_FILTER_DEPTH: usize = 1024;
+
+/// Stack per thread of a filter nesting level, with room for unoptimized builds (about 12 frames a level).
+const STACK_PER_FILTER_LEVEL: usize = 16 * 1024;
+
+/// The stack size for the server's threads: enough for the deepest filter the limits admit, at least 8 MiB.
+/// Only touched pages use memory.
+pub fn thread_stack_size(limits: &Limits) -> usize {
+    let depth = limits.max_filter_depth.min(MAX_FILTER_DEPTH);
+    (8 << 20).max(1024 * 1024 + depth * STACK_PER_FILTER_LEVEL)
+}
+
 /// The idle timeout of a connection, None when it is off (OpenLDAP `idletimeout`, 0 = none).
 pub fn idle_timeout(limits: &Limits) -> Option<Duration> {
     (limits.idle_timeout > 0).then(|| Duration::from_secs(limits.idle_timeout))

@@ -22,6 +22,8 @@ mod features;
 mod hostile;
 #[path = "e2e/python.rs"]
 mod python;
+#[path = "e2e/robustness.rs"]
+mod robustness;
 #[path = "e2e/rootdse.rs"]
 mod rootdse;
 #[path = "e2e/search.rs"]
