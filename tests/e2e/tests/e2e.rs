@@ -20,6 +20,8 @@ mod extra_schema;
 mod features;
 #[path = "e2e/hostile.rs"]
 mod hostile;
+#[path = "e2e/limits.rs"]
+mod limits;
 #[path = "e2e/python.rs"]
 mod python;
 #[path = "e2e/robustness.rs"]
