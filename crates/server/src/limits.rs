@@ -1,4 +1,5 @@
-//! Connection limits: the total and per-IP connection counts admitted by the listeners, and the idle timeout.
+//! Limits: per-identity search limits (OpenLDAP `limits`), connection counts in total and per IP address, the
+//! idle timeout and the thread stack that deep filters need.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -9,7 +10,165 @@ use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
 use canopy_proto::{ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::config::Limits;
+use canopy_core::LdapError;
+use canopy_mdb::ReadTxn;
+use canopy_schema::NormDn;
+
+use crate::access::Who;
+use crate::config::{LimitRule, LimitValue, Limits};
+use crate::state::ServerState;
+
+/// Whom a `[[limits.rules]]` entry applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhoSpec {
+    /// Everyone, bound or not (`*`).
+    All,
+    Anonymous,
+    /// Every authenticated identity.
+    Users,
+    Exact(String),
+    Subtree(String),
+    /// Members (`member`) of a groupOfNames entry.
+    Group(String),
+}
+
+impl WhoSpec {
+    pub fn parse(who: &str) -> Result<WhoSpec, String> {
+        let dn = |dn: &str| -> Result<String, String> {
+            canopy_proto::Dn::parse(dn.as_bytes()).map_err(|e| format!("invalid DN: {e}"))?;
+            Ok(dn.to_string())
+        };
+        match who.split_once(':') {
+            None if who == "*" => Ok(WhoSpec::All),
+            None if who == "anonymous" => Ok(WhoSpec::Anonymous),
+            None if who == "users" => Ok(WhoSpec::Users),
+            Some(("dn.exact" | "dn", rest)) => Ok(WhoSpec::Exact(dn(rest)?)),
+            Some(("dn.subtree", rest)) => Ok(WhoSpec::Subtree(dn(rest)?)),
+            Some(("group", rest)) => Ok(WhoSpec::Group(dn(rest)?)),
+            _ => Err("expected anonymous, users, *, dn.exact:DN, dn.subtree:DN or group:DN".into()),
+        }
+    }
+
+    /// Whether `who` is covered. DNs are normalized with the schema; a DN that does not normalize matches
+    /// nobody.
+    fn matches(&self, state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
+        let dir = &state.directory;
+        let norm = |dn: &str| dir.normalize(dn.as_bytes()).ok().map(|(_, ndn)| ndn);
+        let Some(me) = &who.ndn else {
+            return Ok(matches!(self, WhoSpec::All | WhoSpec::Anonymous));
+        };
+        Ok(match self {
+            WhoSpec::All | WhoSpec::Users => true,
+            WhoSpec::Anonymous => false,
+            WhoSpec::Exact(dn) => norm(dn).is_some_and(|n| &n == me),
+            WhoSpec::Subtree(dn) => norm(dn).is_some_and(|n| n.is_suffix_of(me)),
+            WhoSpec::Group(dn) => match norm(dn) {
+                Some(group) => is_member(state, txn, &group, me)?,
+                None => false,
+            },
+        })
+    }
+}
+
+/// Whether `me` is among the `member` values of the entry `group`.
+fn is_member(
+    state: &ServerState,
+    txn: &ReadTxn,
+    group: &NormDn,
+    me: &NormDn,
+) -> Result<bool, LdapError> {
+    let dir = &state.directory;
+    let Some((_, bytes)) = dir.lookup(txn, group)? else {
+        return Ok(false);
+    };
+    let entry = crate::directory::Directory::parse_stored(bytes)?
+        .to_entry()
+        .map_err(|_| LdapError::new(canopy_proto::ResultCode::Other, "stored entry is unreadable"))?;
+    let Some(members) = entry.get("member") else {
+        return Ok(false);
+    };
+    Ok(members.values.iter().any(|v| {
+        dir.normalize(v)
+            .ok()
+            .is_some_and(|(_, member)| &member == me)
+    }))
+}
+
+/// The search limits that apply to one identity; None is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLimits {
+    pub size: Option<u64>,
+    pub time: Option<u64>,
+    pub lookthrough: Option<u64>,
+    pub paged_size: Option<u64>,
+    /// Most entries over all pages of a paged search; None: the size limit applies.
+    pub paged_total: Option<Option<u64>>,
+}
+
+impl SearchLimits {
+    const UNLIMITED: SearchLimits = SearchLimits {
+        size: None,
+        time: None,
+        lookthrough: None,
+        paged_size: None,
+        paged_total: Some(None),
+    };
+
+    fn global(limits: &Limits) -> SearchLimits {
+        let zero_none = |n: u64| (n > 0).then_some(n);
+        SearchLimits {
+            size: zero_none(u64::from(limits.size_limit)),
+            time: zero_none(u64::from(limits.time_limit)),
+            lookthrough: zero_none(limits.lookthrough_limit),
+            paged_size: zero_none(limits.paged_size_limit),
+            paged_total: limits.paged_total_limit.map(LimitValue::count),
+        }
+    }
+
+    fn with_rule(mut self, rule: &LimitRule) -> SearchLimits {
+        let set = |slot: &mut Option<u64>, value: Option<LimitValue>| {
+            if let Some(v) = value {
+                *slot = v.count();
+            }
+        };
+        set(&mut self.size, rule.size);
+        set(&mut self.time, rule.time);
+        set(&mut self.lookthrough, rule.lookthrough);
+        set(&mut self.paged_size, rule.paged_size);
+        if let Some(v) = rule.paged_total {
+            self.paged_total = Some(v.count());
+        }
+        self
+    }
+
+    /// The limits of `who`: none for the root DN, else the first matching rule over the global values.
+    pub fn of(state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<SearchLimits, LdapError> {
+        if who.root {
+            return Ok(SearchLimits::UNLIMITED);
+        }
+        let limits = &state.config.limits;
+        let global = SearchLimits::global(limits);
+        for rule in &limits.rules {
+            // Checked when the configuration was loaded.
+            let Ok(spec) = WhoSpec::parse(&rule.who) else {
+                continue;
+            };
+            if spec.matches(state, who, txn)? {
+                return Ok(global.with_rule(rule));
+            }
+        }
+        Ok(global)
+    }
+}
+
+/// A client's limit (0 = none requested) applied under a server limit: it may lower it, never raise it.
+pub fn lower_only(client: i32, server: Option<u64>) -> Option<u64> {
+    let client = u64::try_from(client).ok().filter(|c| *c > 0);
+    match (client, server) {
+        (Some(c), Some(s)) => Some(c.min(s)),
+        (c, s) => c.or(s),
+    }
+}
 
 /// Counts of open connections, shared by every listener of the server.
 #[derive(Debug, Default)]
@@ -176,6 +335,46 @@ pub async fn read_or_idle<R: AsyncRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn who_specs() {
+        assert_eq!(WhoSpec::parse("users"), Ok(WhoSpec::Users));
+        assert_eq!(
+            WhoSpec::parse("dn.subtree:ou=people,dc=x"),
+            Ok(WhoSpec::Subtree("ou=people,dc=x".into()))
+        );
+        assert!(WhoSpec::parse("dn.regex:.*").is_err());
+        assert!(WhoSpec::parse("group:not a dn").is_err());
+    }
+
+    #[test]
+    fn rules_override_only_what_they_set() {
+        let global = SearchLimits::global(&Limits::default());
+        assert_eq!(global.size, Some(500));
+        assert_eq!(global.lookthrough, None);
+        let rule = LimitRule {
+            who: "users".into(),
+            size: Some(LimitValue::Limited(3)),
+            time: None,
+            lookthrough: Some(LimitValue::Limited(7)),
+            paged_size: None,
+            paged_total: Some(LimitValue::Unlimited),
+        };
+        let mine = global.with_rule(&rule);
+        assert_eq!(mine.size, Some(3));
+        assert_eq!(mine.time, Some(3600));
+        assert_eq!(mine.lookthrough, Some(7));
+        assert_eq!(mine.paged_total, Some(None));
+    }
+
+    #[test]
+    fn clients_lower_but_never_raise() {
+        assert_eq!(lower_only(0, Some(10)), Some(10));
+        assert_eq!(lower_only(5, Some(10)), Some(5));
+        assert_eq!(lower_only(50, Some(10)), Some(10));
+        assert_eq!(lower_only(50, None), Some(50));
+        assert_eq!(lower_only(-1, None), None);
+    }
 
     fn limits(total: usize, per_ip: usize) -> Limits {
         Limits {
