@@ -27,6 +27,7 @@ from rawldap import (EXTENDED_RESPONSE, NOTICE_OF_DISCONNECTION, SEARCH_DONE, SE
 
 SUFFIX = os.environ["SUFFIX"]
 PID = os.environ["SERVER_PID"]
+TARGET = sys.argv[1] if len(sys.argv) > 1 else "canopy"
 RSS_GROWTH_LIMIT_KIB = 128 * 1024
 rng = random.Random(20261121)
 
@@ -332,7 +333,13 @@ rss_peak = max(rss_peak, rss_kib())
 def pipelined(cls, requests, expect_done):
     conn = connect()
     conn.sock.settimeout(60)
-    writer = threading.Thread(target=lambda: conn.sock.sendall(b"".join(requests)))
+    def send_all():
+        try:
+            conn.sock.sendall(b"".join(requests))
+        except OSError:
+            pass  # closed by the server: counted below as missing answers
+
+    writer = threading.Thread(target=send_all)
     writer.start()
     done = set()
     try:
@@ -347,7 +354,9 @@ def pipelined(cls, requests, expect_done):
     sent[cls] += len(requests)
     missing = len(set(expect_done) - done)
     results[cls]["%d answered, %d missing" % (len(done & set(expect_done)), missing)] += 1
-    if missing:
+    # slapd closes a connection whose deferred requests exceed conn_max_pending (100 when anonymous);
+    # canopy stops reading instead (back-pressure) and answers every request.
+    if missing and TARGET != "slapd":
         failures.append("%s: %d requests got no answer" % (cls, missing))
 
 
