@@ -95,9 +95,7 @@ impl TryFrom<RawLimit> for LimitValue {
         match raw {
             RawLimit::Number(n) => Ok(LimitValue::Limited(n)),
             RawLimit::Word(w) if w == "unlimited" => Ok(LimitValue::Unlimited),
-            RawLimit::Word(w) => Err(format!(
-                "limit {w:?}: expected a number or \"unlimited\""
-            )),
+            RawLimit::Word(w) => Err(format!("limit {w:?}: expected a number or \"unlimited\"")),
         }
     }
 }

@@ -83,7 +83,12 @@ fn is_member(
     };
     let entry = crate::directory::Directory::parse_stored(bytes)?
         .to_entry()
-        .map_err(|_| LdapError::new(canopy_proto::ResultCode::Other, "stored entry is unreadable"))?;
+        .map_err(|_| {
+            LdapError::new(
+                canopy_proto::ResultCode::Other,
+                "stored entry is unreadable",
+            )
+        })?;
     let Some(members) = entry.get("member") else {
         return Ok(false);
     };

@@ -231,7 +231,9 @@ fn execute(
     }
     // slapd's size.unchecked: too many candidates to examine is refused before examining any.
     if limits.lookthrough.is_some_and(|max| ids.len() as u64 > max) {
-        return Err(LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into());
+        return Err(
+            LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into(),
+        );
     }
     // Entries sent on earlier pages count against the size limit, as they do in slapd.
     let mut sent_before = 0usize;

@@ -41,7 +41,8 @@ fn max_connections_refuses_with_busy() {
          after one closed, a new connection answers: True\n"
     );
     assert!(
-        s.log().contains("too many connections (max_connections = 4)"),
+        s.log()
+            .contains("too many connections (max_connections = 4)"),
         "the refusal is not logged:\n{}",
         s.log()
     );
@@ -135,7 +136,10 @@ fn per_identity_size_limits() {
     assert_eq!(people(&s, &Bind::user("olivia"), &[], persons), (4, 2));
     // alice is a member of cn=managers: unlimited, where the global limit would be 20.
     assert_eq!(people(&s, &Bind::user("alice"), &[], persons), (0, all));
-    assert_eq!(people(&s, &Bind::user("alice"), &["-z", "1"], persons), (4, 1));
+    assert_eq!(
+        people(&s, &Bind::user("alice"), &["-z", "1"], persons),
+        (4, 1)
+    );
 }
 
 #[test]
@@ -151,7 +155,10 @@ fn lookthrough_limit_answers_admin_limit_exceeded() {
     // Indexed with one candidate: answered.
     assert_eq!(people(&s, &jsmith(), &[], "(uid=alice)"), (0, 1));
     // Others have no lookthrough limit.
-    assert_eq!(people(&s, &Bind::user("alice"), &[], "(description=*)").0, 0);
+    assert_eq!(
+        people(&s, &Bind::user("alice"), &[], "(description=*)").0,
+        0
+    );
 }
 
 #[test]
