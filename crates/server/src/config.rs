@@ -74,12 +74,14 @@ pub struct Limits {
     pub rules: Vec<LimitRule>,
 }
 
-/// A limit: a number or `"unlimited"`.
+/// A limit: a number, `"unlimited"` or (paged_total only) `"disabled"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawLimit")]
 pub enum LimitValue {
     Limited(u64),
     Unlimited,
+    /// Only for `paged_total`: the paged results control is refused (slapd `size.prtotal=disabled`).
+    Disabled,
 }
 
 #[derive(Deserialize)]
@@ -95,17 +97,20 @@ impl TryFrom<RawLimit> for LimitValue {
         match raw {
             RawLimit::Number(n) => Ok(LimitValue::Limited(n)),
             RawLimit::Word(w) if w == "unlimited" => Ok(LimitValue::Unlimited),
+            RawLimit::Word(w) if w == "disabled" => Ok(LimitValue::Disabled),
             RawLimit::Word(w) => Err(format!("limit {w:?}: expected a number or \"unlimited\"")),
         }
     }
 }
 
 impl LimitValue {
-    /// The limit as a count, None when unlimited.
+    /// The limit as a count, None when unlimited. `disabled` is refused by the configuration check where
+    /// this is used; as a count it admits nothing.
     pub fn count(self) -> Option<u64> {
         match self {
             LimitValue::Limited(n) => Some(n),
             LimitValue::Unlimited => None,
+            LimitValue::Disabled => Some(0),
         }
     }
 }
@@ -252,6 +257,13 @@ impl Config {
         for rule in &self.limits.rules {
             crate::limits::WhoSpec::parse(&rule.who)
                 .map_err(|e| format!("limits.rules who = {:?}: {e}", rule.who))?;
+            let counts = [rule.size, rule.time, rule.lookthrough, rule.paged_size];
+            if counts.contains(&Some(LimitValue::Disabled)) {
+                return Err(format!(
+                    "limits.rules who = {:?}: \"disabled\" applies only to paged_total",
+                    rule.who
+                ));
+            }
         }
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
@@ -362,6 +374,11 @@ mod tests {
             .to_string();
         assert!(err.contains("unlimited"), "{err}");
         assert!(Config::parse("[limits]\nmax_filter_depth = 5000\n", "t").is_err());
+        let err = Config::parse("[[limits.rules]]\nwho = \"*\"\nsize = \"disabled\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only to paged_total"), "{err}");
+        assert!(Config::parse("[limits]\npaged_total_limit = \"disabled\"\n", "t").is_ok());
     }
 
     #[test]

@@ -106,8 +106,28 @@ pub struct SearchLimits {
     pub time: Option<u64>,
     pub lookthrough: Option<u64>,
     pub paged_size: Option<u64>,
-    /// Most entries over all pages of a paged search; None: the size limit applies.
-    pub paged_total: Option<Option<u64>>,
+    pub paged_total: PagedTotal,
+}
+
+/// Most entries over all pages of a paged search (slapd `size.prtotal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PagedTotal {
+    /// Not set: the size limit applies across the pages.
+    SizeLimit,
+    Unlimited,
+    Limited(u64),
+    /// The paged results control is refused.
+    Disabled,
+}
+
+impl From<LimitValue> for PagedTotal {
+    fn from(v: LimitValue) -> PagedTotal {
+        match v {
+            LimitValue::Limited(n) => PagedTotal::Limited(n),
+            LimitValue::Unlimited => PagedTotal::Unlimited,
+            LimitValue::Disabled => PagedTotal::Disabled,
+        }
+    }
 }
 
 impl SearchLimits {
@@ -116,7 +136,7 @@ impl SearchLimits {
         time: None,
         lookthrough: None,
         paged_size: None,
-        paged_total: Some(None),
+        paged_total: PagedTotal::Unlimited,
     };
 
     fn global(limits: &Limits) -> SearchLimits {
@@ -126,7 +146,9 @@ impl SearchLimits {
             time: zero_none(u64::from(limits.time_limit)),
             lookthrough: zero_none(limits.lookthrough_limit),
             paged_size: zero_none(limits.paged_size_limit),
-            paged_total: limits.paged_total_limit.map(LimitValue::count),
+            paged_total: limits
+                .paged_total_limit
+                .map_or(PagedTotal::SizeLimit, PagedTotal::from),
         }
     }
 
@@ -141,7 +163,7 @@ impl SearchLimits {
         set(&mut self.lookthrough, rule.lookthrough);
         set(&mut self.paged_size, rule.paged_size);
         if let Some(v) = rule.paged_total {
-            self.paged_total = Some(v.count());
+            self.paged_total = v.into();
         }
         self
     }
@@ -369,7 +391,7 @@ mod tests {
         assert_eq!(mine.size, Some(3));
         assert_eq!(mine.time, Some(3600));
         assert_eq!(mine.lookthrough, Some(7));
-        assert_eq!(mine.paged_total, Some(None));
+        assert_eq!(mine.paged_total, PagedTotal::Unlimited);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::candidates::resolve;
 use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::directory::{dn_key, store_error, Directory};
 use crate::filter_view::{as_slapd_sees, without_secrets};
+use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
 use crate::referral::{continuation, is_alias, is_referral, Referral};
@@ -148,6 +149,12 @@ struct Limits {
 fn limits(job: &SearchJob, txn: &ReadTxn) -> Result<Limits, LdapError> {
     let mine = crate::limits::SearchLimits::of(&job.state, &job.who, txn)?;
     let mut size = mine.size;
+    if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
+        return Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            "pagedResults control not allowed",
+        ));
+    }
     if let Some(paged) = job.paged.as_ref().filter(|p| p.size > 0) {
         let page = u64::try_from(paged.size).unwrap_or(0);
         if mine.paged_size.is_some_and(|max| page > max) {
@@ -156,8 +163,10 @@ fn limits(job: &SearchJob, txn: &ReadTxn) -> Result<Limits, LdapError> {
                 "illegal pagedResults page size",
             ));
         }
-        if let Some(total) = mine.paged_total {
-            size = total;
+        match mine.paged_total {
+            PagedTotal::Limited(total) => size = Some(total),
+            PagedTotal::Unlimited => size = None,
+            PagedTotal::SizeLimit | PagedTotal::Disabled => {}
         }
     }
     let lower = crate::limits::lower_only;

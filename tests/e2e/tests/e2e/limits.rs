@@ -96,6 +96,10 @@ who = "group:cn=managers,ou=groups,dc=example,dc=com"
 size = "unlimited"
 
 [[limits.rules]]
+who = "dn.subtree:uid=bob,ou=people,dc=example,dc=com"
+paged_total = "disabled"
+
+[[limits.rules]]
 who = "anonymous"
 size = 3
 paged_size = 4
@@ -190,4 +194,16 @@ fn paged_results_limits() {
     );
     // Without paging the size limit applies.
     assert_eq!(people(&s, &Bind::Anonymous, &[], persons), (4, 3));
+    // paged_total = "disabled": the control is refused, plain searches are not.
+    let out = s.search(
+        &Bind::user("bob"),
+        &["-E", "pr=2/noprompt", "-b", PEOPLE, persons, "1.1"],
+    );
+    assert_eq!(out.code, 11, "paging with paged_total disabled: {out:?}");
+    assert!(
+        out.stderr.contains("pagedResults control not allowed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(people(&s, &Bind::user("bob"), &[], persons).0, 0);
 }
