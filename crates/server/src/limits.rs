@@ -403,6 +403,35 @@ mod tests {
         assert_eq!(lower_only(-1, None), None);
     }
 
+    #[tokio::test]
+    async fn idle_only_without_outstanding_operations() {
+        let (mut client, mut server) = tokio::io::duplex(64);
+        let mut buf = Vec::new();
+        let idle = Some(Duration::from_millis(50));
+        client.write_all(b"x").await.unwrap();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, || false).await,
+            Read::Data
+        ));
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, || false).await,
+            Read::Idle
+        ));
+        // Busy for the first few checks: the wait starts over instead of ending.
+        let checks = std::sync::atomic::AtomicUsize::new(0);
+        let busy = || checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3;
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, busy).await,
+            Read::Idle
+        ));
+        assert_eq!(checks.load(std::sync::atomic::Ordering::Relaxed), 4);
+        drop(client);
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Closed
+        ));
+    }
+
     fn limits(total: usize, per_ip: usize) -> Limits {
         Limits {
             max_connections: total,
