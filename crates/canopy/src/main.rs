@@ -144,6 +144,7 @@ fn serve(config: Config) -> Result<()> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(canopy_server::limits::thread_stack_size(&config.limits))
         .build()?;
     let password = root_password(&config)?;
     let listen = config.listen.clone();

@@ -52,8 +52,80 @@ pub struct Limits {
     pub max_pdu_bound: usize,
     /// Deepest nesting of a search filter.
     pub max_filter_depth: usize,
-    /// Most requests one connection may have in progress at once.
+    /// Most requests one connection may have in progress at once; beyond it the server stops reading from
+    /// that connection until one finishes (TCP back-pressure, bounded memory).
     pub max_pending_per_connection: usize,
+    /// Most open connections in total (0 = unlimited); more are closed at once with a Notice of Disconnection.
+    pub max_connections: usize,
+    /// Most open connections from one IP address (0 = unlimited).
+    pub max_connections_per_ip: usize,
+    /// Seconds a connection without an outstanding operation may stay silent before it is closed (OpenLDAP
+    /// `idletimeout`, 0 = never).
+    pub idle_timeout: u64,
+    /// Most candidates a search may have before any is examined (OpenLDAP `size.unchecked`, 0 = unlimited);
+    /// more answer adminLimitExceeded.
+    pub lookthrough_limit: u64,
+    /// Largest page a paged search may ask for (OpenLDAP `size.pr`, 0 = unlimited).
+    pub paged_size_limit: u64,
+    /// Most entries one paged search returns over all its pages (OpenLDAP `size.prtotal`); absent: the
+    /// size limit applies.
+    pub paged_total_limit: Option<LimitValue>,
+    /// Per-identity limits (OpenLDAP `limits`): the first rule whose `who` matches wins.
+    pub rules: Vec<LimitRule>,
+}
+
+/// A limit: a number, `"unlimited"` or (paged_total only) `"disabled"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawLimit")]
+pub enum LimitValue {
+    Limited(u64),
+    Unlimited,
+    /// Only for `paged_total`: the paged results control is refused (slapd `size.prtotal=disabled`).
+    Disabled,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawLimit {
+    Number(u64),
+    Word(String),
+}
+
+impl TryFrom<RawLimit> for LimitValue {
+    type Error = String;
+    fn try_from(raw: RawLimit) -> Result<Self, String> {
+        match raw {
+            RawLimit::Number(n) => Ok(LimitValue::Limited(n)),
+            RawLimit::Word(w) if w == "unlimited" => Ok(LimitValue::Unlimited),
+            RawLimit::Word(w) if w == "disabled" => Ok(LimitValue::Disabled),
+            RawLimit::Word(w) => Err(format!("limit {w:?}: expected a number or \"unlimited\"")),
+        }
+    }
+}
+
+impl LimitValue {
+    /// The limit as a count, None when unlimited. `disabled` is refused by the configuration check where
+    /// this is used; as a count it admits nothing.
+    pub fn count(self) -> Option<u64> {
+        match self {
+            LimitValue::Limited(n) => Some(n),
+            LimitValue::Unlimited => None,
+            LimitValue::Disabled => Some(0),
+        }
+    }
+}
+
+/// One `[[limits.rules]]` entry: whom it applies to and the limits it sets; others stay global.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRule {
+    /// `anonymous`, `users`, `*`, `dn.exact:DN`, `dn.subtree:DN` or `group:DN` (groupOfNames members).
+    pub who: String,
+    pub size: Option<LimitValue>,
+    pub time: Option<LimitValue>,
+    pub lookthrough: Option<LimitValue>,
+    pub paged_size: Option<LimitValue>,
+    pub paged_total: Option<LimitValue>,
 }
 
 impl Default for Limits {
@@ -65,6 +137,13 @@ impl Default for Limits {
             max_pdu_bound: 4_194_303,
             max_filter_depth: 512,
             max_pending_per_connection: 256,
+            max_connections: 0,
+            max_connections_per_ip: 0,
+            idle_timeout: 0,
+            lookthrough_limit: 0,
+            paged_size_limit: 0,
+            paged_total_limit: None,
+            rules: Vec::new(),
         }
     }
 }
@@ -168,6 +247,24 @@ impl Config {
                 }
             }
         }
+        if self.limits.max_filter_depth > crate::limits::MAX_FILTER_DEPTH {
+            return Err(format!(
+                "limits.max_filter_depth: {} is deeper than the supported {}",
+                self.limits.max_filter_depth,
+                crate::limits::MAX_FILTER_DEPTH
+            ));
+        }
+        for rule in &self.limits.rules {
+            crate::limits::WhoSpec::parse(&rule.who)
+                .map_err(|e| format!("limits.rules who = {:?}: {e}", rule.who))?;
+            let counts = [rule.size, rule.time, rule.lookthrough, rule.paged_size];
+            if counts.contains(&Some(LimitValue::Disabled)) {
+                return Err(format!(
+                    "limits.rules who = {:?}: \"disabled\" applies only to paged_total",
+                    rule.who
+                ));
+            }
+        }
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
                 "password_hash: unknown scheme {:?}",
@@ -254,6 +351,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("expected ldap://"), "{err}");
+    }
+
+    #[test]
+    fn limit_rules() {
+        let c = Config::parse(
+            "[limits]\nlookthrough_limit = 10\n[[limits.rules]]\nwho = \"group:cn=g,dc=x\"\n\
+             size = \"unlimited\"\npaged_size = 5\n",
+            "t",
+        )
+        .unwrap();
+        let rule = &c.limits.rules[0];
+        assert_eq!(rule.size, Some(LimitValue::Unlimited));
+        assert_eq!(rule.paged_size, Some(LimitValue::Limited(5)));
+        assert_eq!(rule.time, None);
+        let err = Config::parse("[[limits.rules]]\nwho = \"dn.regex:x\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dn.regex"), "{err}");
+        let err = Config::parse("[[limits.rules]]\nwho = \"users\"\nsize = \"lots\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unlimited"), "{err}");
+        assert!(Config::parse("[limits]\nmax_filter_depth = 5000\n", "t").is_err());
+        let err = Config::parse("[[limits.rules]]\nwho = \"*\"\nsize = \"disabled\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only to paged_total"), "{err}");
+        assert!(Config::parse("[limits]\npaged_total_limit = \"disabled\"\n", "t").is_ok());
     }
 
     #[test]

@@ -10,10 +10,11 @@ use canopy_proto::{
     frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
     LdapMessage, LdapResult, ProtocolOp, RequestKind, ResultCode,
 };
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::access::Who;
+use crate::limits;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
 use crate::session::{Link, Peer};
@@ -34,9 +35,9 @@ where
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
     let writer_task = tokio::spawn(write_responses(writer, rx));
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-    let permits = Arc::new(Semaphore::new(
-        state.config.limits.max_pending_per_connection.max(1),
-    ));
+    let max_pending = state.config.limits.max_pending_per_connection.max(1);
+    let permits = Arc::new(Semaphore::new(max_pending));
+    let idle = limits::idle_timeout(&state.config.limits);
     let decode_limits = DecodeLimits {
         max_filter_depth: state.config.limits.max_filter_depth,
     };
@@ -102,9 +103,17 @@ where
             buf.drain(..start.min(buf.len()));
             start = 0;
         }
-        match reader.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        let busy = || permits.available_permits() < max_pending;
+        match limits::read_or_idle(&mut reader, &mut buf, idle, busy).await {
+            limits::Read::Data => {}
+            limits::Read::Closed => break,
+            limits::Read::Idle => {
+                tracing::info!(?peer, "idle timeout, closing connection");
+                let _ = tx
+                    .send(limits::notice(ResultCode::Unavailable, "idle timeout"))
+                    .await;
+                break;
+            }
         }
     }
     for flag in pending.lock().unwrap_or_else(|e| e.into_inner()).values() {

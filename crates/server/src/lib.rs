@@ -7,6 +7,7 @@ pub mod config;
 pub mod conn;
 pub mod directory;
 pub mod filter_view;
+pub mod limits;
 pub mod listener;
 pub mod opattrs;
 pub mod ops;
@@ -106,5 +107,6 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         config,
         root_ndn,
         root_password,
+        connections: Default::default(),
     }))
 }

@@ -64,8 +64,8 @@ impl Bound {
                     Ok((stream, peer)) => {
                         let state = state.clone();
                         match stream {
-                            Stream::Tcp(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
-                            Stream::Unix(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
+                            Stream::Tcp(s) => { tokio::spawn(admit_and_serve(s, state, peer)); }
+                            Stream::Unix(s) => { tokio::spawn(admit_and_serve(s, state, peer)); }
                         }
                     }
                     Err(error) => {
@@ -99,6 +99,24 @@ impl Bound {
                     },
                 ))
             }
+        }
+    }
+}
+
+/// Serves a connection if the connection limits admit it; otherwise logs and refuses it (busy).
+async fn admit_and_serve<S>(stream: S, state: State, peer: Peer)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let ip = match &peer {
+        Peer::Tcp(addr) => Some(addr.ip()),
+        Peer::Unix { .. } => None,
+    };
+    match state.connections.admit(ip, &state.config.limits) {
+        Ok(_admitted) => crate::conn::serve(stream, state, peer).await,
+        Err(refusal) => {
+            tracing::warn!(?peer, %refusal, "connection refused");
+            crate::limits::refuse(stream, &refusal).await;
         }
     }
 }

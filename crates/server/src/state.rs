@@ -8,6 +8,7 @@ use canopy_schema::NormDn;
 
 use crate::config::Config;
 use crate::directory::Directory;
+use crate::limits::Connections;
 
 pub struct ServerState {
     pub directory: Directory,
@@ -16,6 +17,8 @@ pub struct ServerState {
     pub root_ndn: NormDn,
     /// The root password as configured: cleartext or a `{SCHEME}` hash.
     pub root_password: Vec<u8>,
+    /// Open connections, for `max_connections` and `max_connections_per_ip`.
+    pub connections: Arc<Connections>,
 }
 
 pub type State = Arc<ServerState>;

@@ -20,8 +20,12 @@ mod extra_schema;
 mod features;
 #[path = "e2e/hostile.rs"]
 mod hostile;
+#[path = "e2e/limits.rs"]
+mod limits;
 #[path = "e2e/python.rs"]
 mod python;
+#[path = "e2e/robustness.rs"]
+mod robustness;
 #[path = "e2e/rootdse.rs"]
 mod rootdse;
 #[path = "e2e/search.rs"]

@@ -24,6 +24,7 @@ use crate::candidates::resolve;
 use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::directory::{dn_key, store_error, Directory};
 use crate::filter_view::{as_slapd_sees, without_secrets};
+use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
 use crate::referral::{continuation, is_alias, is_referral, Referral};
@@ -141,27 +142,40 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<Vec<u8>> {
 struct Limits {
     size: Option<usize>,
     deadline: Option<Instant>,
+    lookthrough: Option<u64>,
 }
 
-fn limits(job: &SearchJob) -> Limits {
-    let server = &job.state.config.limits;
-    let pick = |client: i32, server: u32| -> Option<u64> {
-        let client = u64::try_from(client).unwrap_or(0);
-        let server = u64::from(server);
-        match (job.who.root, client, server) {
-            (true, 0, _) => None,
-            (true, c, _) => Some(c),
-            (false, 0, 0) => None,
-            (false, 0, s) => Some(s),
-            (false, c, 0) => Some(c),
-            (false, c, s) => Some(c.min(s)),
-        }
-    };
-    Limits {
-        size: pick(job.req.size_limit, server.size_limit).map(|n| n as usize),
-        deadline: pick(job.req.time_limit, server.time_limit)
-            .map(|s| Instant::now() + Duration::from_secs(s)),
+/// The limits of this search: the identity's (crate::limits), lowered by the client's request.
+fn limits(job: &SearchJob, txn: &ReadTxn) -> Result<Limits, LdapError> {
+    let mine = crate::limits::SearchLimits::of(&job.state, &job.who, txn)?;
+    let mut size = mine.size;
+    if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
+        return Err(LdapError::new(
+            ResultCode::AdminLimitExceeded,
+            "pagedResults control not allowed",
+        ));
     }
+    if let Some(paged) = job.paged.as_ref().filter(|p| p.size > 0) {
+        let page = u64::try_from(paged.size).unwrap_or(0);
+        if mine.paged_size.is_some_and(|max| page > max) {
+            return Err(LdapError::new(
+                ResultCode::AdminLimitExceeded,
+                "illegal pagedResults page size",
+            ));
+        }
+        match mine.paged_total {
+            PagedTotal::Limited(total) => size = Some(total),
+            PagedTotal::Unlimited => size = None,
+            PagedTotal::SizeLimit | PagedTotal::Disabled => {}
+        }
+    }
+    let lower = crate::limits::lower_only;
+    Ok(Limits {
+        size: lower(job.req.size_limit, size).map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        deadline: lower(job.req.time_limit, mine.time)
+            .map(|s| Instant::now() + Duration::from_secs(s)),
+        lookthrough: mine.lookthrough,
+    })
 }
 
 fn execute(
@@ -200,7 +214,7 @@ fn execute(
             check_assertion(schema, &load(&txn, &job.who, base_id, bytes)?, filter)?;
         }
     }
-    let limits = limits(job);
+    let limits = limits(job, &txn)?;
 
     let (mut ids, indexed) = candidates(dir, &txn, job, &base, base_id)?;
     // RFC 4511 §4.5.1.3: aliases inside the scope lead to more places; RFC 3296 §5.3: referral objects
@@ -223,6 +237,12 @@ fn execute(
         ids.extend(extra);
         ids.sort_unstable();
         ids.dedup();
+    }
+    // slapd's size.unchecked: too many candidates to examine is refused before examining any.
+    if limits.lookthrough.is_some_and(|max| ids.len() as u64 > max) {
+        return Err(
+            LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into(),
+        );
     }
     // Entries sent on earlier pages count against the size limit, as they do in slapd.
     let mut sent_before = 0usize;

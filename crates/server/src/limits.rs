@@ -1,0 +1,468 @@
+//! Limits: per-identity search limits (OpenLDAP `limits`), connection counts in total and per IP address, the
+//! idle timeout and the thread stack that deep filters need.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
+use canopy_proto::{ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use canopy_core::LdapError;
+use canopy_mdb::ReadTxn;
+use canopy_schema::NormDn;
+
+use crate::access::Who;
+use crate::config::{LimitRule, LimitValue, Limits};
+use crate::state::ServerState;
+
+/// Whom a `[[limits.rules]]` entry applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhoSpec {
+    /// Everyone, bound or not (`*`).
+    All,
+    Anonymous,
+    /// Every authenticated identity.
+    Users,
+    Exact(String),
+    Subtree(String),
+    /// Members (`member`) of a groupOfNames entry.
+    Group(String),
+}
+
+impl WhoSpec {
+    pub fn parse(who: &str) -> Result<WhoSpec, String> {
+        let dn = |dn: &str| -> Result<String, String> {
+            canopy_proto::Dn::parse(dn.as_bytes()).map_err(|e| format!("invalid DN: {e}"))?;
+            Ok(dn.to_string())
+        };
+        match who.split_once(':') {
+            None if who == "*" => Ok(WhoSpec::All),
+            None if who == "anonymous" => Ok(WhoSpec::Anonymous),
+            None if who == "users" => Ok(WhoSpec::Users),
+            Some(("dn.exact" | "dn", rest)) => Ok(WhoSpec::Exact(dn(rest)?)),
+            Some(("dn.subtree", rest)) => Ok(WhoSpec::Subtree(dn(rest)?)),
+            Some(("group", rest)) => Ok(WhoSpec::Group(dn(rest)?)),
+            _ => Err("expected anonymous, users, *, dn.exact:DN, dn.subtree:DN or group:DN".into()),
+        }
+    }
+
+    /// Whether `who` is covered. DNs are normalized with the schema; a DN that does not normalize matches
+    /// nobody.
+    fn matches(&self, state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
+        let dir = &state.directory;
+        let norm = |dn: &str| dir.normalize(dn.as_bytes()).ok().map(|(_, ndn)| ndn);
+        let Some(me) = &who.ndn else {
+            return Ok(matches!(self, WhoSpec::All | WhoSpec::Anonymous));
+        };
+        Ok(match self {
+            WhoSpec::All | WhoSpec::Users => true,
+            WhoSpec::Anonymous => false,
+            WhoSpec::Exact(dn) => norm(dn).is_some_and(|n| &n == me),
+            WhoSpec::Subtree(dn) => norm(dn).is_some_and(|n| n.is_suffix_of(me)),
+            WhoSpec::Group(dn) => match norm(dn) {
+                Some(group) => is_member(state, txn, &group, me)?,
+                None => false,
+            },
+        })
+    }
+}
+
+/// Whether `me` is among the `member` values of the entry `group`.
+fn is_member(
+    state: &ServerState,
+    txn: &ReadTxn,
+    group: &NormDn,
+    me: &NormDn,
+) -> Result<bool, LdapError> {
+    let dir = &state.directory;
+    let Some((_, bytes)) = dir.lookup(txn, group)? else {
+        return Ok(false);
+    };
+    let entry = crate::directory::Directory::parse_stored(bytes)?
+        .to_entry()
+        .map_err(|_| {
+            LdapError::new(
+                canopy_proto::ResultCode::Other,
+                "stored entry is unreadable",
+            )
+        })?;
+    let Some(members) = entry.get("member") else {
+        return Ok(false);
+    };
+    Ok(members.values.iter().any(|v| {
+        dir.normalize(v)
+            .ok()
+            .is_some_and(|(_, member)| &member == me)
+    }))
+}
+
+/// The search limits that apply to one identity; None is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLimits {
+    pub size: Option<u64>,
+    pub time: Option<u64>,
+    pub lookthrough: Option<u64>,
+    pub paged_size: Option<u64>,
+    pub paged_total: PagedTotal,
+}
+
+/// Most entries over all pages of a paged search (slapd `size.prtotal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PagedTotal {
+    /// Not set: the size limit applies across the pages.
+    SizeLimit,
+    Unlimited,
+    Limited(u64),
+    /// The paged results control is refused.
+    Disabled,
+}
+
+impl From<LimitValue> for PagedTotal {
+    fn from(v: LimitValue) -> PagedTotal {
+        match v {
+            LimitValue::Limited(n) => PagedTotal::Limited(n),
+            LimitValue::Unlimited => PagedTotal::Unlimited,
+            LimitValue::Disabled => PagedTotal::Disabled,
+        }
+    }
+}
+
+impl SearchLimits {
+    const UNLIMITED: SearchLimits = SearchLimits {
+        size: None,
+        time: None,
+        lookthrough: None,
+        paged_size: None,
+        paged_total: PagedTotal::Unlimited,
+    };
+
+    fn global(limits: &Limits) -> SearchLimits {
+        let zero_none = |n: u64| (n > 0).then_some(n);
+        SearchLimits {
+            size: zero_none(u64::from(limits.size_limit)),
+            time: zero_none(u64::from(limits.time_limit)),
+            lookthrough: zero_none(limits.lookthrough_limit),
+            paged_size: zero_none(limits.paged_size_limit),
+            paged_total: limits
+                .paged_total_limit
+                .map_or(PagedTotal::SizeLimit, PagedTotal::from),
+        }
+    }
+
+    fn with_rule(mut self, rule: &LimitRule) -> SearchLimits {
+        let set = |slot: &mut Option<u64>, value: Option<LimitValue>| {
+            if let Some(v) = value {
+                *slot = v.count();
+            }
+        };
+        set(&mut self.size, rule.size);
+        set(&mut self.time, rule.time);
+        set(&mut self.lookthrough, rule.lookthrough);
+        set(&mut self.paged_size, rule.paged_size);
+        if let Some(v) = rule.paged_total {
+            self.paged_total = v.into();
+        }
+        self
+    }
+
+    /// The limits of `who`: none for the root DN, else the first matching rule over the global values.
+    pub fn of(state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<SearchLimits, LdapError> {
+        if who.root {
+            return Ok(SearchLimits::UNLIMITED);
+        }
+        let limits = &state.config.limits;
+        let global = SearchLimits::global(limits);
+        for rule in &limits.rules {
+            // Checked when the configuration was loaded.
+            let Ok(spec) = WhoSpec::parse(&rule.who) else {
+                continue;
+            };
+            if spec.matches(state, who, txn)? {
+                return Ok(global.with_rule(rule));
+            }
+        }
+        Ok(global)
+    }
+}
+
+/// A client's limit (0 = none requested) applied under a server limit: it may lower it, never raise it.
+pub fn lower_only(client: i32, server: Option<u64>) -> Option<u64> {
+    let client = u64::try_from(client).ok().filter(|c| *c > 0);
+    match (client, server) {
+        (Some(c), Some(s)) => Some(c.min(s)),
+        (c, s) => c.or(s),
+    }
+}
+
+/// Counts of open connections, shared by every listener of the server.
+#[derive(Debug, Default)]
+pub struct Connections {
+    inner: Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+/// Why a new connection was turned away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Total(usize),
+    PerIp(IpAddr, usize),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Total(max) => write!(f, "too many connections (max_connections = {max})"),
+            Refusal::PerIp(ip, max) => write!(
+                f,
+                "too many connections from {ip} (max_connections_per_ip = {max})"
+            ),
+        }
+    }
+}
+
+/// One admitted connection; dropping it frees its place in the counts.
+#[derive(Debug)]
+pub struct Admitted {
+    connections: Arc<Connections>,
+    ip: Option<IpAddr>,
+}
+
+impl Connections {
+    /// Admits a connection from `ip` (None for ldapi peers, which only count towards the total) or says
+    /// which limit it would exceed. Zero limits are unlimited.
+    pub fn admit(
+        self: &Arc<Self>,
+        ip: Option<IpAddr>,
+        limits: &Limits,
+    ) -> Result<Admitted, Refusal> {
+        let mut counts = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if limits.max_connections > 0 && counts.total >= limits.max_connections {
+            return Err(Refusal::Total(limits.max_connections));
+        }
+        if let Some(ip) = ip {
+            let from_ip = counts.per_ip.get(&ip).copied().unwrap_or(0);
+            if limits.max_connections_per_ip > 0 && from_ip >= limits.max_connections_per_ip {
+                return Err(Refusal::PerIp(ip, limits.max_connections_per_ip));
+            }
+            counts.per_ip.insert(ip, from_ip + 1);
+        }
+        counts.total += 1;
+        Ok(Admitted {
+            connections: self.clone(),
+            ip,
+        })
+    }
+
+    /// Open connections in total.
+    pub fn total(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut counts = self
+            .connections
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(ip) = self.ip {
+            if let Some(n) = counts.per_ip.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.per_ip.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// RFC 4511 §4.4.1 Notice of Disconnection with `code` and `reason`, encoded.
+pub fn notice(code: ResultCode, reason: &str) -> Vec<u8> {
+    let notice = ExtendedResponse {
+        result: LdapResult::new(code, reason),
+        name: Some(NOTICE_OF_DISCONNECTION.to_string()),
+        value: None,
+    };
+    crate::ops::encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new())
+}
+
+/// Turns a connection away: a Notice of Disconnection with busy (51), then close. Bounded by a short timeout
+/// so a client that does not read cannot hold the task.
+pub async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, refusal: &Refusal) {
+    let bytes = notice(ResultCode::Busy, &refusal.to_string());
+    let write = async {
+        let _ = stream.write_all(&bytes).await;
+        let _ = stream.shutdown().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), write).await;
+}
+
+/// The deepest `max_filter_depth` a configuration may set: filters are decoded, planned and evaluated
+/// recursively, so their depth is bounded by the threads' stacks.
+pub const MAX_FILTER_DEPTH: usize = 1024;
+
+/// Stack per thread of a filter nesting level, with room for unoptimized builds (about 12 frames a level).
+const STACK_PER_FILTER_LEVEL: usize = 16 * 1024;
+
+/// The stack size for the server's threads: enough for the deepest filter the limits admit, at least 8 MiB.
+/// Only touched pages use memory.
+pub fn thread_stack_size(limits: &Limits) -> usize {
+    let depth = limits.max_filter_depth.min(MAX_FILTER_DEPTH);
+    (8 << 20).max(1024 * 1024 + depth * STACK_PER_FILTER_LEVEL)
+}
+
+/// The idle timeout of a connection, None when it is off (OpenLDAP `idletimeout`, 0 = none).
+pub fn idle_timeout(limits: &Limits) -> Option<Duration> {
+    (limits.idle_timeout > 0).then(|| Duration::from_secs(limits.idle_timeout))
+}
+
+/// What a read on a connection brought.
+pub enum Read {
+    /// Bytes arrived.
+    Data,
+    /// The client closed the connection or it failed.
+    Closed,
+    /// No bytes and no outstanding operation for the whole idle timeout.
+    Idle,
+}
+
+/// Reads more bytes into `buf`. With an idle timeout, a wait that lasts that long while `busy()` says no
+/// operation is outstanding ends as [`Read::Idle`]; while operations run, the wait simply starts over.
+pub async fn read_or_idle<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    idle: Option<Duration>,
+    busy: impl Fn() -> bool,
+) -> Read {
+    loop {
+        let outcome = match idle {
+            None => Some(reader.read_buf(buf).await),
+            // read_buf is cancel safe: a timeout loses no bytes.
+            Some(limit) => tokio::time::timeout(limit, reader.read_buf(buf)).await.ok(),
+        };
+        match outcome {
+            Some(Ok(0)) | Some(Err(_)) => return Read::Closed,
+            Some(Ok(_)) => return Read::Data,
+            None if busy() => continue,
+            None => return Read::Idle,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn who_specs() {
+        assert_eq!(WhoSpec::parse("users"), Ok(WhoSpec::Users));
+        assert_eq!(
+            WhoSpec::parse("dn.subtree:ou=people,dc=x"),
+            Ok(WhoSpec::Subtree("ou=people,dc=x".into()))
+        );
+        assert!(WhoSpec::parse("dn.regex:.*").is_err());
+        assert!(WhoSpec::parse("group:not a dn").is_err());
+    }
+
+    #[test]
+    fn rules_override_only_what_they_set() {
+        let global = SearchLimits::global(&Limits::default());
+        assert_eq!(global.size, Some(500));
+        assert_eq!(global.lookthrough, None);
+        let rule = LimitRule {
+            who: "users".into(),
+            size: Some(LimitValue::Limited(3)),
+            time: None,
+            lookthrough: Some(LimitValue::Limited(7)),
+            paged_size: None,
+            paged_total: Some(LimitValue::Unlimited),
+        };
+        let mine = global.with_rule(&rule);
+        assert_eq!(mine.size, Some(3));
+        assert_eq!(mine.time, Some(3600));
+        assert_eq!(mine.lookthrough, Some(7));
+        assert_eq!(mine.paged_total, PagedTotal::Unlimited);
+    }
+
+    #[test]
+    fn clients_lower_but_never_raise() {
+        assert_eq!(lower_only(0, Some(10)), Some(10));
+        assert_eq!(lower_only(5, Some(10)), Some(5));
+        assert_eq!(lower_only(50, Some(10)), Some(10));
+        assert_eq!(lower_only(50, None), Some(50));
+        assert_eq!(lower_only(-1, None), None);
+    }
+
+    #[tokio::test]
+    async fn idle_only_without_outstanding_operations() {
+        let (mut client, mut server) = tokio::io::duplex(64);
+        let mut buf = Vec::new();
+        let idle = Some(Duration::from_millis(50));
+        client.write_all(b"x").await.unwrap();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, || false).await,
+            Read::Data
+        ));
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, || false).await,
+            Read::Idle
+        ));
+        // Busy for the first few checks: the wait starts over instead of ending.
+        let checks = std::sync::atomic::AtomicUsize::new(0);
+        let busy = || checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3;
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, idle, busy).await,
+            Read::Idle
+        ));
+        assert_eq!(checks.load(std::sync::atomic::Ordering::Relaxed), 4);
+        drop(client);
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Closed
+        ));
+    }
+
+    fn limits(total: usize, per_ip: usize) -> Limits {
+        Limits {
+            max_connections: total,
+            max_connections_per_ip: per_ip,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn total_and_per_ip_limits() {
+        let c = Arc::new(Connections::default());
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let b: IpAddr = "127.0.0.2".parse().unwrap();
+        let l = limits(3, 2);
+        let first = c.admit(Some(a), &l).unwrap();
+        let _second = c.admit(Some(a), &l).unwrap();
+        assert_eq!(c.admit(Some(a), &l).unwrap_err(), Refusal::PerIp(a, 2));
+        let _third = c.admit(Some(b), &l).unwrap();
+        assert_eq!(c.admit(None, &l).unwrap_err(), Refusal::Total(3));
+        drop(first);
+        assert_eq!(c.total(), 2);
+        let _again = c.admit(Some(a), &l).unwrap();
+    }
+
+    #[test]
+    fn zero_is_unlimited() {
+        let c = Arc::new(Connections::default());
+        let l = limits(0, 0);
+        let held: Vec<_> = (0..100).map(|_| c.admit(None, &l).unwrap()).collect();
+        assert_eq!(c.total(), 100);
+        drop(held);
+        assert_eq!(c.total(), 0);
+    }
+}
