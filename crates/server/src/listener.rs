@@ -1,4 +1,5 @@
-//! Accepting connections on `ldap://` (TCP, with TCP_NODELAY) and `ldapi://` (Unix socket, peer credentials).
+//! Accepting connections on `ldap://` (TCP, with TCP_NODELAY), `ldaps://` (TCP, TLS handshake first) and
+//! `ldapi://` (Unix socket, peer credentials).
 
 use std::future::Future;
 
@@ -7,11 +8,14 @@ use tokio::net::{TcpListener, UnixListener};
 use crate::config::ListenUrl;
 use crate::session::Peer;
 use crate::state::State;
+use crate::tls::Transport;
 use crate::StartError;
 
 /// A bound listener, before it accepts.
 pub enum Bound {
     Tcp(TcpListener),
+    /// `ldaps://`: every connection starts with a TLS handshake.
+    Tls(TcpListener),
     Unix(UnixListener, std::path::PathBuf),
 }
 
@@ -26,6 +30,12 @@ impl Bound {
                     .await
                     .map_err(|e| StartError::Listen(url.to_string(), e))?;
                 Ok(Bound::Tcp(listener))
+            }
+            ListenUrl::Tls(addr) => {
+                let listener = TcpListener::bind(&addr)
+                    .await
+                    .map_err(|e| StartError::Listen(url.to_string(), e))?;
+                Ok(Bound::Tls(listener))
             }
             ListenUrl::Unix(path) => {
                 if path.exists() {
@@ -48,6 +58,10 @@ impl Bound {
                 Ok(addr) => format!("ldap://{addr}"),
                 Err(_) => "ldap://?".to_string(),
             },
+            Bound::Tls(l) => match l.local_addr() {
+                Ok(addr) => format!("ldaps://{addr}"),
+                Err(_) => "ldaps://?".to_string(),
+            },
             Bound::Unix(_, path) => {
                 format!("ldapi://{}", path.display().to_string().replace('/', "%2F"))
             }
@@ -64,6 +78,9 @@ impl Bound {
                     Ok((stream, peer)) => {
                         let state = state.clone();
                         match stream {
+                            Stream::Tcp(s) if matches!(self, Bound::Tls(_)) => {
+                                tokio::spawn(serve_tls(s, state, peer));
+                            }
                             Stream::Tcp(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
                             Stream::Unix(s) => { tokio::spawn(crate::conn::serve(s, state, peer)); }
                         }
@@ -83,7 +100,7 @@ impl Bound {
 
     async fn accept(&self) -> std::io::Result<(Stream, Peer)> {
         match self {
-            Bound::Tcp(listener) => {
+            Bound::Tcp(listener) | Bound::Tls(listener) => {
                 let (stream, addr) = listener.accept().await?;
                 stream.set_nodelay(true)?;
                 Ok((Stream::Tcp(stream), Peer::Tcp(addr)))
@@ -100,6 +117,22 @@ impl Bound {
                 ))
             }
         }
+    }
+}
+
+/// An `ldaps://` connection: the handshake (bounded by the handshake timeout), then the LDAP session. A
+/// client that fails the handshake is dropped without disturbing anyone else.
+async fn serve_tls(stream: tokio::net::TcpStream, state: State, peer: Peer) {
+    let Some(tls) = state.tls.clone() else {
+        tracing::warn!(?peer, "ldaps connection but TLS is unavailable");
+        return;
+    };
+    match tls.accept(stream).await {
+        Ok((stream, facts)) => {
+            crate::conn::serve_transport(Transport::Tls(Box::new(stream)), state, peer, Some(facts))
+                .await
+        }
+        Err(error) => tracing::info!(?peer, %error, "TLS handshake failed"),
     }
 }
 

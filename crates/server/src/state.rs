@@ -16,6 +16,8 @@ pub struct ServerState {
     pub root_ndn: NormDn,
     /// The root password as configured: cleartext or a `{SCHEME}` hash.
     pub root_password: Vec<u8>,
+    /// The certificate and handshake settings; None when TLS is unavailable.
+    pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
 pub type State = Arc<ServerState>;

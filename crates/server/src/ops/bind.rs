@@ -45,6 +45,7 @@ async fn simple(
             "unauthenticated bind (DN with no password) disallowed",
         ));
     }
+    crate::security::require_protected_password(state, link)?;
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(name)?;
     let mut who = Who {
