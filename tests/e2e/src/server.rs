@@ -69,6 +69,8 @@ pub struct Server {
     child: Option<Child>,
     /// Extra TOML for canopy (`--config DIR/canopy.toml`); ignored for slapd.
     config: Option<String>,
+    /// Listener URLs canopy gets besides ldap:// and ldapi:// (e.g. `ldaps://`).
+    extra_listen: Vec<String>,
 }
 
 enum StartError {
@@ -100,6 +102,17 @@ impl Server {
     pub fn start_canopy_with_config(toml: &str) -> Server {
         let mut server = Server::prepare(Target::Canopy);
         server.config = Some(toml.to_string());
+        server.launch();
+        server.load_base();
+        server
+    }
+
+    /// Like [`Server::start_canopy_with_config`], with more listener URLs (such as `ldaps://`) besides
+    /// the usual ldap:// and ldapi://.
+    pub fn start_canopy_with_listeners(toml: &str, extra: &[String]) -> Server {
+        let mut server = Server::prepare(Target::Canopy);
+        server.config = Some(toml.to_string());
+        server.extra_listen = extra.to_vec();
         server.launch();
         server.load_base();
         server
@@ -167,6 +180,7 @@ impl Server {
             port: 0,
             child: None,
             config: None,
+            extra_listen: Vec::new(),
         }
     }
 
@@ -389,6 +403,9 @@ impl Server {
                     .arg("--listen")
                     .arg(self.ldapi_url())
                     .env("CANOPY_ROOTPW", ROOT_PW);
+                for url in &self.extra_listen {
+                    cmd.arg("--listen").arg(url);
+                }
                 if let Some(toml) = &self.config {
                     let path = self.dir.path().join("canopy.toml");
                     std::fs::write(&path, toml).unwrap();

@@ -26,6 +26,8 @@ mod python;
 mod rootdse;
 #[path = "e2e/search.rs"]
 mod search;
+#[path = "e2e/tls.rs"]
+mod tls;
 #[path = "e2e/tools.rs"]
 mod tools;
 #[path = "e2e/write.rs"]
