@@ -108,13 +108,13 @@ impl Server {
     }
 
     /// Like [`Server::start_canopy_with_config`], with more listener URLs (such as `ldaps://`) besides
-    /// the usual ldap:// and ldapi://.
+    /// the usual ldap:// and ldapi://. The base is loaded over ldapi://, which every password setting allows.
     pub fn start_canopy_with_listeners(toml: &str, extra: &[String]) -> Server {
         let mut server = Server::prepare(Target::Canopy);
         server.config = Some(toml.to_string());
         server.extra_listen = extra.to_vec();
         server.launch();
-        server.load_base();
+        server.load_base_via(crate::Via::Ldapi);
         server
     }
 
@@ -233,8 +233,14 @@ impl Server {
 
     /// Loads the base directory through ldapadd as the root DN.
     pub fn load_base(&self) {
+        self.load_base_via(crate::Via::Ldap);
+    }
+
+    /// Loads the base directory through ldapadd as the root DN (simple bind) over `via`.
+    pub fn load_base_via(&self, via: crate::Via) {
         let base = crate::data_dir().join("base.ldif");
-        let out = self.tool(
+        let out = self.tool_via(
+            via,
             "ldapadd",
             &crate::Bind::Root,
             &["-f", &base.to_string_lossy()],
