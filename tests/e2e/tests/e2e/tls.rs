@@ -1,6 +1,6 @@
 //! TLS (canopy only; skipped with a message for slapd, whose TLS setup the suite does not configure):
 //! StartTLS and ldaps:// with the generated self-signed certificate, StartTLS refusals on the wire, the
-//! password protection switch, certificate reload on SIGHUP, SASL EXTERNAL with a client certificate, and
+//! password protection switch, certificate reload on SIGHUP and file changes, SASL EXTERNAL with a client certificate, and
 //! a client that sends garbage instead of a ClientHello.
 
 use canopy_e2e::client::run;
@@ -322,6 +322,19 @@ fn certificate_reloads_on_sighup() {
     }
     let out = tls_tool("ldapwhoami", &ldaps, &cert_b, &["-x"], &[]);
     out.expect_code(0, "ldapwhoami trusting the new certificate");
+
+    // Without a signal: the changed modification times are noticed within a few seconds.
+    std::fs::copy(&key_a, &live_key).unwrap();
+    std::fs::copy(&cert_a, &live_cert).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while served(&cert_a) != "same" {
+        assert!(
+            Instant::now() < deadline,
+            "changed files not picked up:\n{}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(s.alive(), "server died on SIGHUP");
     let log = s.log();
     assert!(
