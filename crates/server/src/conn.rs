@@ -209,6 +209,7 @@ fn start_tls_check(
     Ok(())
 }
 
+/// The StartTLS response. RFC 4511 §4.14.2 makes the responseName optional; slapd leaves it out.
 fn start_tls_response(id: i32, check: &Result<(), LdapError>) -> Vec<u8> {
     let result = match check {
         Ok(()) => LdapResult::success(),
@@ -216,7 +217,7 @@ fn start_tls_response(id: i32, check: &Result<(), LdapError>) -> Vec<u8> {
     };
     let response = ExtendedResponse {
         result,
-        name: Some(EXOP_START_TLS.to_string()),
+        name: None,
         value: None,
     };
     encode(id, ProtocolOp::ExtendedResponse(response), Vec::new())
