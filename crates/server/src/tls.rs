@@ -310,6 +310,10 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
         .mode(mode)
         .open(path)
         .map_err(err)?;
+    // The mode given to open applies only to a new file: an old key file gets it too.
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(err)?;
     file.write_all(bytes).map_err(err)
 }
 

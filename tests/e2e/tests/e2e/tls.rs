@@ -368,13 +368,9 @@ fn wait_for_log(s: &Server, text: &str) {
     }
 }
 
-#[test]
-fn sasl_external_with_a_client_certificate() {
-    if !canopy_target("client certificates") {
-        return;
-    }
-    let dir = tempdir::TempDir::new("canopy-tls-ca");
-    let d = dir.path();
+/// A CA (`ca.crt`) and a client certificate it signed (`client.crt`, `client.key`, X.509 v3 for client
+/// authentication) with the subject `cn=alice,ou=people,dc=example,dc=com`, made in `d` with openssl.
+fn make_client_ca(d: &Path) {
     openssl(
         d,
         &[
@@ -438,6 +434,16 @@ fn sasl_external_with_a_client_certificate() {
             "client.crt",
         ],
     );
+}
+
+#[test]
+fn sasl_external_with_a_client_certificate() {
+    if !canopy_target("client certificates") {
+        return;
+    }
+    let dir = tempdir::TempDir::new("canopy-tls-ca");
+    let d = dir.path();
+    make_client_ca(d);
     // A certificate no trusted CA signed.
     let (rogue_cert, rogue_key) = make_server_cert(d, "rogue");
     let toml = format!(
@@ -500,6 +506,38 @@ fn sasl_external_with_a_client_certificate() {
         "bind: 0\nwhoami: 0 dn:cn=alice,ou=people,dc=example,dc=com\n",
         "EXTERNAL on the wire with the trusted certificate"
     );
+}
+
+#[test]
+fn verify_client_demand_requires_a_certificate() {
+    if !canopy_target("client certificates") {
+        return;
+    }
+    let dir = tempdir::TempDir::new("canopy-tls-demand");
+    let d = dir.path();
+    make_client_ca(d);
+    let toml = format!(
+        "[tls]\nca_file = {:?}\nverify_client = \"demand\"\n",
+        d.join("ca.crt")
+    );
+    let (s, ldaps) = start_with_ldaps(&toml);
+    let cert = generated_cert(&s);
+    let out = tls_tool("ldapwhoami", &ldaps, &cert, &["-x"], &[]);
+    assert_ne!(
+        out.code, 0,
+        "a handshake without a client certificate: {out:?}"
+    );
+    let (client_cert, client_key) = (d.join("client.crt"), d.join("client.key"));
+    let env = [
+        ("LDAPTLS_CERT", client_cert.as_path()),
+        ("LDAPTLS_KEY", client_key.as_path()),
+    ];
+    let out = tls_tool("ldapwhoami", &ldaps, &cert, &["-Q", "-Y", "EXTERNAL"], &env);
+    out.expect_code(0, "EXTERNAL with the demanded certificate");
+    assert_eq!(out.stdout.trim(), "dn:cn=alice,ou=people,dc=example,dc=com");
+    // Plain LDAP on the same server needs no certificate until StartTLS.
+    s.whoami(Via::Ldap, &Bind::Anonymous)
+        .expect_code(0, "plain LDAP beside a demanding ldaps://");
 }
 
 #[test]
