@@ -121,30 +121,13 @@ pub async fn serve_transport<S>(
                     if check.is_err() {
                         continue;
                     }
-                    // The response goes out in clear; then the writer hands its half back.
-                    // Nothing is outstanding: on failure there is nothing left to cancel.
-                    let Some((write_half, rx)) = out.hand_over().await else {
+                    // Nothing is outstanding: when the upgrade fails there is nothing left to cancel.
+                    let Some((r, w, facts)) = upgrade(&state, &peer, reader, out).await else {
                         return;
                     };
-                    let Transport::Plain(plain) = reader.unsplit(write_half) else {
-                        return;
-                    };
-                    let Some(tls) = state.tls.clone() else {
-                        return;
-                    };
-                    match tls.accept(plain).await {
-                        Ok((stream, facts)) => {
-                            link.tls = Some(facts);
-                            who.link = link.clone();
-                            let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
-                            reader = r;
-                            out = Writer::spawn(w, rx);
-                        }
-                        Err(error) => {
-                            tracing::info!(?peer, %error, "StartTLS handshake failed");
-                            return;
-                        }
-                    }
+                    (reader, out) = (r, w);
+                    link.tls = Some(facts);
+                    who.link = link.clone();
                 }
             }
         }
@@ -172,6 +155,37 @@ enum Flow {
         id: i32,
         has_value: bool,
     },
+}
+
+type Half<S> = tokio::io::ReadHalf<Transport<S>>;
+type WriterOf<S> = Writer<tokio::io::WriteHalf<Transport<S>>>;
+
+/// After a successful StartTLS response: the writer sends it in clear and hands its half back, the stream
+/// is put together, the handshake runs, and the TLS stream is split again. None closes the connection.
+async fn upgrade<S>(
+    state: &State,
+    peer: &Peer,
+    reader: Half<S>,
+    out: WriterOf<S>,
+) -> Option<(Half<S>, WriterOf<S>, TlsFacts)>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (write_half, rx) = out.hand_over().await?;
+    let Transport::Plain(plain) = reader.unsplit(write_half) else {
+        return None;
+    };
+    let tls = state.tls.clone()?;
+    match tls.accept(plain).await {
+        Ok((stream, facts)) => {
+            let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
+            Some((r, Writer::spawn(w, rx), facts))
+        }
+        Err(error) => {
+            tracing::info!(?peer, %error, "StartTLS handshake failed");
+            None
+        }
+    }
 }
 
 /// RFC 4511 §4.14.1: StartTLS is refused, with slapd's codes and texts, when it carries a value, when TLS
