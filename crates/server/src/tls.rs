@@ -436,3 +436,98 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Transport<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_in(dir: &Path) -> Config {
+        Config {
+            data_dir: dir.to_path_buf(),
+            ..Config::default()
+        }
+    }
+
+    fn current(tls: &Tls) -> Arc<Loaded> {
+        tls.current.read().unwrap().clone()
+    }
+
+    #[test]
+    fn self_signed_is_made_once_with_a_private_key_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = Tls::setup(&config_in(dir.path())).unwrap();
+        let cert = std::fs::read(dir.path().join("tls/cert.pem")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("tls/key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(tls.files.cert, dir.path().join("tls/cert.pem"));
+        Tls::setup(&config_in(dir.path())).unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("tls/cert.pem")).unwrap(),
+            cert
+        );
+    }
+
+    #[test]
+    fn failed_reload_keeps_the_certificate_and_a_good_one_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = Tls::setup(&config_in(dir.path())).unwrap();
+        let before = current(&tls);
+        let cert_path = dir.path().join("tls/cert.pem");
+        let good = std::fs::read(&cert_path).unwrap();
+        std::fs::write(&cert_path, "-----BEGIN CERTIFICATE-----\nnot base64!\n").unwrap();
+        tls.reload();
+        assert!(
+            Arc::ptr_eq(&before, &current(&tls)),
+            "kept after a bad file"
+        );
+        std::fs::write(&cert_path, &good).unwrap();
+        tls.reload();
+        assert!(!Arc::ptr_eq(&before, &current(&tls)), "reloaded");
+    }
+
+    #[test]
+    fn mismatched_key_is_named_without_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = rcgen::generate_simple_self_signed(vec!["a".to_string()]).unwrap();
+        let two = rcgen::generate_simple_self_signed(vec!["b".to_string()]).unwrap();
+        let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&cert, one.cert.pem()).unwrap();
+        let key_pem = two.signing_key.serialize_pem();
+        std::fs::write(&key, &key_pem).unwrap();
+        let files = Files {
+            cert,
+            key,
+            ca: None,
+        };
+        let err = load(&files, VerifyClient::Never).err().unwrap().to_string();
+        assert!(err.contains("k.pem"), "{err}");
+        assert!(
+            !err.contains("PRIVATE") && !err.contains(&key_pem[40..60]),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn subject_of_a_real_certificate() {
+        let mut params = rcgen::CertificateParams::new(vec!["x".to_string()]).unwrap();
+        let dc = rcgen::DnType::CustomDnType(vec![0, 9, 2342, 19200300, 100, 1, 25]);
+        let mut name = rcgen::DistinguishedName::new();
+        name.push(
+            dc.clone(),
+            rcgen::DnValue::Ia5String("com".try_into().unwrap()),
+        );
+        name.push(rcgen::DnType::OrganizationName, "Example, Inc.");
+        name.push(rcgen::DnType::CommonName, "alice");
+        params.distinguished_name = name;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(
+            crate::x509name::subject_dn(cert.der()).as_deref(),
+            Some("CN=alice,O=Example\\, Inc.,DC=com")
+        );
+    }
+}
