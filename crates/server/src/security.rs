@@ -8,16 +8,23 @@ use crate::config::PasswordProtection;
 use crate::session::Link;
 use crate::state::State;
 
-/// Refuses with confidentialityRequired (as slapd's `security` settings do) when a password would cross a
-/// link the configuration does not count as protected. TLS and ldapi always are.
+/// Refuses a simple bind with confidentialityRequired, in slapd's words under `security simple_bind`, when
+/// its password would cross a link the configuration does not count as protected. TLS and ldapi always are.
 pub fn require_protected_password(state: &State, link: &Link) -> Result<(), LdapError> {
+    refuse_unprotected(state, link, "confidentiality required")
+}
+
+/// The same for a password change (Password Modify, or an add or modify writing userPassword), in slapd's
+/// words under `security update_ssf`.
+pub fn require_protected_password_change(state: &State, link: &Link) -> Result<(), LdapError> {
+    refuse_unprotected(state, link, "confidentiality required for update")
+}
+
+fn refuse_unprotected(state: &State, link: &Link, text: &str) -> Result<(), LdapError> {
     if link_allows_passwords(state.config.tls.require_protected_passwords, link) {
         Ok(())
     } else {
-        Err(LdapError::new(
-            ResultCode::ConfidentialityRequired,
-            "confidentiality required",
-        ))
+        Err(LdapError::new(ResultCode::ConfidentialityRequired, text))
     }
 }
 
@@ -38,7 +45,7 @@ pub fn check_password_write<'a>(
     mut descriptions: impl Iterator<Item = &'a str>,
 ) -> Result<(), LdapError> {
     if descriptions.any(is_password_attribute) {
-        require_protected_password(state, link)?;
+        require_protected_password_change(state, link)?;
     }
     Ok(())
 }

@@ -64,7 +64,7 @@ async fn password_modify(
             new_passwd: None,
         },
     };
-    crate::security::require_protected_password(state, &who.link)?;
+    crate::security::require_protected_password_change(state, &who.link)?;
     let dir = &state.directory;
     who.require_authenticated()?;
     let (dn, ndn) = match &req.user_identity {
