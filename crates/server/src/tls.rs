@@ -286,17 +286,28 @@ fn self_signed(data_dir: &Path) -> Result<(PathBuf, PathBuf), TlsError> {
     }
     let dir_err = |e: io::Error| TlsError::File(dir.display().to_string(), e.to_string());
     std::fs::create_dir_all(&dir).map_err(dir_err)?;
+    let host = host_name();
     let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-    if let Some(host) = host_name().filter(|h| !names.contains(h)) {
-        names.push(host);
-    }
-    let made = rcgen::generate_simple_self_signed(names.clone())
+    names.extend(host.clone().filter(|h| !names.contains(h)));
+    let (cert_pem, key_pem) = generate(names.clone(), host.as_deref().unwrap_or("localhost"))
         .map_err(|e| TlsError::Setup(format!("generating a certificate: {e}")))?;
-    write_file(&key, made.signing_key.serialize_pem().as_bytes(), 0o600)?;
-    write_file(&cert, made.cert.pem().as_bytes(), 0o644)?;
+    write_file(&key, key_pem.as_bytes(), 0o600)?;
+    write_file(&cert, cert_pem.as_bytes(), 0o644)?;
     tracing::info!(cert = %cert.display(), key = %key.display(), names = ?names,
         "generated a self-signed TLS certificate");
     Ok((cert, key))
+}
+
+/// A self-signed certificate for `names` (subject CN = `host`): its PEM and its key's PEM.
+fn generate(names: Vec<String>, host: &str) -> Result<(String, String), rcgen::Error> {
+    let mut params = rcgen::CertificateParams::new(names)?;
+    let mut subject = rcgen::DistinguishedName::new();
+    subject.push(rcgen::DnType::CommonName, host);
+    subject.push(rcgen::DnType::OrganizationName, "Canopy self-signed");
+    params.distinguished_name = subject;
+    let key = rcgen::KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
