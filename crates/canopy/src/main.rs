@@ -150,6 +150,9 @@ fn serve(config: Config) -> Result<()> {
     let listen = config.listen.clone();
     let state = canopy_server::build_state(config, password)?;
     runtime.block_on(async move {
+        if let Some(tls) = &state.tls {
+            tls.spawn_reloader()?;
+        }
         let mut tasks = Vec::new();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         for url in &listen {

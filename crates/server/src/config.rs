@@ -28,6 +28,66 @@ pub struct Config {
     pub password_hash: String,
     /// Fsync every commit (LMDB's default). Turning it off trades durability for speed.
     pub durable: bool,
+    pub tls: TlsConfig,
+}
+
+/// The `[tls]` section (docs/tls.md). Without `cert_file`/`key_file` a self-signed certificate is generated in
+/// the data directory, so StartTLS and `ldaps://` always work.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsConfig {
+    /// The server certificate chain (PEM), leaf first.
+    pub cert_file: Option<PathBuf>,
+    /// The server's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that verify client certificates.
+    pub ca_file: Option<PathBuf>,
+    /// Whether client certificates are asked for and required (OpenLDAP `TLSVerifyClient`).
+    pub verify_client: VerifyClient,
+    /// Where simple binds with a password and password changes are refused (confidentialityRequired).
+    pub require_protected_passwords: PasswordProtection,
+    /// Seconds a TLS handshake may take before the connection is dropped.
+    pub handshake_timeout: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            cert_file: None,
+            key_file: None,
+            ca_file: None,
+            verify_client: VerifyClient::Never,
+            require_protected_passwords: PasswordProtection::NonLoopback,
+            handshake_timeout: 10,
+        }
+    }
+}
+
+/// OpenLDAP's `TLSVerifyClient` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerifyClient {
+    /// No client certificate is asked for.
+    Never,
+    /// Asked for; a missing or unverifiable one is ignored.
+    Allow,
+    /// Asked for; a missing one is fine, an unverifiable one ends the handshake.
+    Try,
+    /// Required and verified (`hard` is the same).
+    #[serde(alias = "hard")]
+    Demand,
+}
+
+/// Which links count as safe for passwords.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PasswordProtection {
+    /// TLS, ldapi and loopback TCP are fine; other plain TCP is refused.
+    NonLoopback,
+    /// Only TLS and ldapi.
+    Always,
+    /// Passwords are accepted on every link.
+    Never,
 }
 
 /// One index line: `{ attr = "cn", kinds = ["eq", "sub"] }`.
@@ -161,6 +221,7 @@ impl Default for Config {
             limits: Limits::default(),
             password_hash: "{SSHA}".to_string(),
             durable: true,
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -265,6 +326,7 @@ impl Config {
                 ));
             }
         }
+        self.tls.check()?;
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
                 "password_hash: unknown scheme {:?}",
@@ -275,28 +337,40 @@ impl Config {
     }
 }
 
+impl TlsConfig {
+    fn check(&self) -> Result<(), String> {
+        if self.cert_file.is_some() != self.key_file.is_some() {
+            return Err("tls: cert_file and key_file go together".to_string());
+        }
+        if self.verify_client != VerifyClient::Never && self.ca_file.is_none() {
+            return Err("tls: verify_client other than \"never\" needs ca_file".to_string());
+        }
+        if self.handshake_timeout == 0 {
+            return Err("tls: handshake_timeout must be at least 1 second".to_string());
+        }
+        Ok(())
+    }
+}
+
 /// A parsed listener URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListenUrl {
     Tcp(String),
+    /// `ldaps://`: TLS from the first byte.
+    Tls(String),
     Unix(PathBuf),
 }
 
 impl ListenUrl {
     pub fn parse(url: &str) -> Result<ListenUrl, String> {
         let lower = url.to_ascii_lowercase();
+        if lower.starts_with("ldaps://") {
+            let host_port = url[8..].trim_end_matches('/');
+            return Ok(ListenUrl::Tls(with_port(host_port, 636)));
+        }
         if let Some(rest) = lower.strip_prefix("ldap://").map(|_| &url[7..]) {
             let host_port = rest.trim_end_matches('/');
-            if host_port.is_empty() {
-                return Ok(ListenUrl::Tcp("0.0.0.0:389".to_string()));
-            }
-            if host_port
-                .rsplit_once(':')
-                .is_none_or(|(_, p)| p.parse::<u16>().is_err())
-            {
-                return Ok(ListenUrl::Tcp(format!("{host_port}:389")));
-            }
-            Ok(ListenUrl::Tcp(host_port.to_string()))
+            Ok(ListenUrl::Tcp(with_port(host_port, 389)))
         } else if lower.starts_with("ldapi://") {
             let encoded = url[8..].trim_end_matches('/');
             if encoded.is_empty() {
@@ -305,10 +379,24 @@ impl ListenUrl {
             Ok(ListenUrl::Unix(PathBuf::from(percent_decode(encoded)?)))
         } else {
             Err(format!(
-                "listener {url:?}: expected ldap://HOST:PORT or ldapi://PATH"
+                "listener {url:?}: expected ldap://HOST:PORT, ldaps://HOST:PORT or ldapi://PATH"
             ))
         }
     }
+}
+
+/// `HOST:PORT` with the scheme's default port added when none is given; an empty host listens everywhere.
+fn with_port(host_port: &str, default_port: u16) -> String {
+    if host_port.is_empty() {
+        return format!("0.0.0.0:{default_port}");
+    }
+    if host_port
+        .rsplit_once(':')
+        .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+    {
+        return format!("{host_port}:{default_port}");
+    }
+    host_port.to_string()
 }
 
 fn percent_decode(s: &str) -> Result<String, String> {
@@ -392,5 +480,45 @@ mod tests {
             Ok(ListenUrl::Unix("/tmp/s".into()))
         );
         assert!(ListenUrl::parse("ldapi://").is_err());
+        assert_eq!(
+            ListenUrl::parse("ldaps://127.0.0.1"),
+            Ok(ListenUrl::Tls("127.0.0.1:636".into()))
+        );
+        assert_eq!(
+            ListenUrl::parse("LDAPS://127.0.0.1:6636/"),
+            Ok(ListenUrl::Tls("127.0.0.1:6636".into()))
+        );
+    }
+
+    #[test]
+    fn tls_section() {
+        let c = Config::parse("", "t").unwrap();
+        assert_eq!(c.tls.verify_client, VerifyClient::Never);
+        assert_eq!(
+            c.tls.require_protected_passwords,
+            PasswordProtection::NonLoopback
+        );
+        let c = Config::parse(
+            "[tls]\nca_file = \"ca.pem\"\nverify_client = \"demand\"\nrequire_protected_passwords = \"always\"\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.tls.verify_client, VerifyClient::Demand);
+        assert_eq!(
+            c.tls.require_protected_passwords,
+            PasswordProtection::Always
+        );
+        let err = Config::parse("[tls]\nverify_client = \"demand\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs ca_file"), "{err}");
+        let err = Config::parse("[tls]\ncert_file = \"c.pem\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("go together"), "{err}");
+        let err = Config::parse("[tls]\nverify_client = \"maybe\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("t:2:"), "{err}");
     }
 }

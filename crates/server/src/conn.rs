@@ -1,24 +1,27 @@
-//! One client connection: framing with limits, pipelined dispatch, abandon, and a bounded response queue.
+//! One client connection: framing with limits, pipelined dispatch, abandon, a bounded response queue, and
+//! StartTLS (the stream is taken back from the reader and writer and wrapped in place).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use canopy_core::LdapError;
-use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
+use canopy_proto::oid::{EXOP_START_TLS, NOTICE_OF_DISCONNECTION};
 use canopy_proto::{
     frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
     LdapMessage, LdapResult, ProtocolOp, RequestKind, ResultCode,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::JoinHandle;
 
 use crate::access::Who;
 use crate::limits;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
-use crate::session::{Link, Peer};
+use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
+use crate::tls::Transport;
 
 /// Responses waiting to be written, per connection. A client that stops reading fills this queue, and then the
 /// operations producing responses wait: back-pressure instead of unbounded memory.
@@ -29,11 +32,23 @@ type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 /// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
 pub async fn serve<S>(stream: S, state: State, peer: Peer)
 where
-    S: AsyncRead + AsyncWrite + Send + 'static,
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    serve_transport(Transport::Plain(stream), state, peer, None).await
+}
+
+/// Serves a connection whose transport may already be TLS (`ldaps://`, with the handshake's facts).
+pub async fn serve_transport<S>(
+    stream: Transport<S>,
+    state: State,
+    peer: Peer,
+    tls: Option<TlsFacts>,
+) where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (mut reader, writer) = tokio::io::split(stream);
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
-    let writer_task = tokio::spawn(write_responses(writer, rx));
+    let mut out = Writer::spawn(writer, rx);
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let max_pending = state.config.limits.max_pending_per_connection.max(1);
     let permits = Arc::new(Semaphore::new(max_pending));
@@ -41,7 +56,8 @@ where
     let decode_limits = DecodeLimits {
         max_filter_depth: state.config.limits.max_filter_depth,
     };
-    let link = Link::new(peer.clone());
+    let mut link = Link::new(peer.clone());
+    link.tls = tls;
     let mut who = Who {
         link: link.clone(),
         ..Who::anonymous()
@@ -97,6 +113,23 @@ where
             match dispatch(message, &state, &mut who, &link, &tx, &pending, &permits).await {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
+                Flow::StartTls { id, has_value } => {
+                    let outstanding = permits.available_permits()
+                        < state.config.limits.max_pending_per_connection.max(1)
+                        || start < buf.len();
+                    let check = start_tls_check(&state, &link, has_value, outstanding);
+                    let _ = tx.send(start_tls_response(id, &check)).await;
+                    if check.is_err() {
+                        continue;
+                    }
+                    // Nothing is outstanding: when the upgrade fails there is nothing left to cancel.
+                    let Some((r, w, facts)) = upgrade(&state, &peer, reader, out).await else {
+                        return;
+                    };
+                    (reader, out) = (r, w);
+                    link.tls = Some(facts);
+                    who.link = link.clone();
+                }
             }
         }
         if start > 0 {
@@ -120,18 +153,151 @@ where
         flag.store(true, Ordering::Relaxed);
     }
     drop(tx);
-    let _ = writer_task.await;
+    out.finish().await;
 }
 
 enum Flow {
     Continue,
     Close,
+    /// A StartTLS request: the connection loop answers it, since it owns the stream.
+    StartTls {
+        id: i32,
+        has_value: bool,
+    },
 }
 
-async fn write_responses<W: AsyncWrite>(writer: W, mut rx: mpsc::Receiver<Vec<u8>>) {
-    let mut writer = std::pin::pin!(writer);
+type Half<S> = tokio::io::ReadHalf<Transport<S>>;
+type WriterOf<S> = Writer<tokio::io::WriteHalf<Transport<S>>>;
+
+/// After a successful StartTLS response: the writer sends it in clear and hands its half back, the stream
+/// is put together, the handshake runs, and the TLS stream is split again. None closes the connection.
+async fn upgrade<S>(
+    state: &State,
+    peer: &Peer,
+    reader: Half<S>,
+    out: WriterOf<S>,
+) -> Option<(Half<S>, WriterOf<S>, TlsFacts)>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (write_half, rx) = out.hand_over().await?;
+    let Transport::Plain(plain) = reader.unsplit(write_half) else {
+        return None;
+    };
+    let tls = state.tls.clone()?;
+    match tls.accept(plain).await {
+        Ok((stream, facts)) => {
+            let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
+            Some((r, Writer::spawn(w, rx), facts))
+        }
+        Err(error) => {
+            tracing::info!(?peer, %error, "StartTLS handshake failed");
+            None
+        }
+    }
+}
+
+/// RFC 4511 §4.14.1: StartTLS is refused, with slapd's codes and texts, when it carries a value, when TLS
+/// is already on, while other operations are outstanding, and when no certificate is available.
+fn start_tls_check(
+    state: &State,
+    link: &Link,
+    has_value: bool,
+    outstanding: bool,
+) -> Result<(), LdapError> {
+    if has_value {
+        return Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "no request data expected",
+        ));
+    }
+    if link.tls.is_some() {
+        return Err(LdapError::new(
+            ResultCode::OperationsError,
+            "TLS already started",
+        ));
+    }
+    if outstanding {
+        return Err(LdapError::new(
+            ResultCode::OperationsError,
+            "cannot start TLS when operations are outstanding",
+        ));
+    }
+    if state.tls.is_none() {
+        return Err(LdapError::new(
+            ResultCode::Unavailable,
+            "Could not initialize TLS",
+        ));
+    }
+    Ok(())
+}
+
+/// The StartTLS response. RFC 4511 §4.14.2 makes the responseName optional; slapd leaves it out.
+fn start_tls_response(id: i32, check: &Result<(), LdapError>) -> Vec<u8> {
+    let result = match check {
+        Ok(()) => LdapResult::success(),
+        Err(e) => error_result(e.clone()),
+    };
+    let response = ExtendedResponse {
+        result,
+        name: None,
+        value: None,
+    };
+    encode(id, ProtocolOp::ExtendedResponse(response), Vec::new())
+}
+
+/// The task writing a connection's responses, and the way to ask it for its half of the stream back.
+struct Writer<W> {
+    task: JoinHandle<Option<(W, mpsc::Receiver<Vec<u8>>)>>,
+    handover: oneshot::Sender<()>,
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
+    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>) -> Writer<W> {
+        let (handover, asked) = oneshot::channel();
+        Writer {
+            task: tokio::spawn(write_responses(writer, rx, asked)),
+            handover,
+        }
+    }
+
+    /// Waits until everything queued is written, then takes back the write half and the queue.
+    async fn hand_over(self) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
+        self.handover.send(()).ok()?;
+        self.task.await.ok().flatten()
+    }
+
+    /// Waits for the writer to drain the queue (all senders dropped) and close the stream.
+    async fn finish(self) {
+        let Writer { task, handover } = self;
+        let _ = task.await;
+        drop(handover);
+    }
+}
+
+async fn write_responses<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut asked: oneshot::Receiver<()>,
+) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
     let mut batch = Vec::with_capacity(16 * 1024);
-    while let Some(first) = rx.recv().await {
+    let mut may_ask = true;
+    loop {
+        // Queued responses first: a handover happens only once they are all written.
+        let first = tokio::select! {
+            biased;
+            next = rx.recv() => match next {
+                Some(first) => first,
+                None => break,
+            },
+            request = &mut asked, if may_ask => {
+                if request.is_ok() {
+                    return writer.flush().await.ok().map(|()| (writer, rx));
+                }
+                may_ask = false;
+                continue;
+            }
+        };
         batch.clear();
         batch.extend_from_slice(&first);
         // Coalesce whatever else is ready into one write.
@@ -142,11 +308,12 @@ async fn write_responses<W: AsyncWrite>(writer: W, mut rx: mpsc::Receiver<Vec<u8
             }
         }
         if writer.write_all(&batch).await.is_err() {
-            return;
+            return None;
         }
     }
     let _ = writer.flush().await;
     let _ = writer.shutdown().await;
+    None
 }
 
 /// RFC 4511 §4.4.1 Notice of Disconnection: an unsolicited ExtendedResponse with message ID 0.
@@ -230,6 +397,10 @@ async fn dispatch(
             Flow::Continue
         }
         ProtocolOp::UnbindRequest => Flow::Close,
+        ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Flow::StartTls {
+            id,
+            has_value: req.value.is_some(),
+        },
         ProtocolOp::AbandonRequest(target) => {
             if let Some(flag) = pending
                 .lock()

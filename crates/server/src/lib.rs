@@ -15,10 +15,13 @@ pub mod readentry;
 pub mod redact;
 pub mod referral;
 pub mod reqctl;
+pub mod security;
 pub mod select;
 pub mod session;
 pub mod special;
 pub mod state;
+pub mod tls;
+pub mod x509name;
 
 use std::sync::Arc;
 
@@ -41,6 +44,8 @@ pub enum StartError {
     RootDn(String, String),
     #[error("listener {0}: {1}")]
     Listen(String, std::io::Error),
+    #[error("{0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// Loads the built-in schema plus the configured schema files.
@@ -102,8 +107,10 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         .schema()
         .normalize_dn(&root_dn)
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
+    let tls = Some(Arc::new(tls::Tls::setup(&config)?));
     Ok(Arc::new(ServerState {
         directory,
+        tls,
         config,
         root_ndn,
         root_password,

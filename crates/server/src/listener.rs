@@ -1,4 +1,5 @@
-//! Accepting connections on `ldap://` (TCP, with TCP_NODELAY) and `ldapi://` (Unix socket, peer credentials).
+//! Accepting connections on `ldap://` (TCP, with TCP_NODELAY), `ldaps://` (TCP, TLS handshake first) and
+//! `ldapi://` (Unix socket, peer credentials).
 
 use std::future::Future;
 
@@ -7,11 +8,14 @@ use tokio::net::{TcpListener, UnixListener};
 use crate::config::ListenUrl;
 use crate::session::Peer;
 use crate::state::State;
+use crate::tls::Transport;
 use crate::StartError;
 
 /// A bound listener, before it accepts.
 pub enum Bound {
     Tcp(TcpListener),
+    /// `ldaps://`: every connection starts with a TLS handshake.
+    Tls(TcpListener),
     Unix(UnixListener, std::path::PathBuf),
 }
 
@@ -26,6 +30,12 @@ impl Bound {
                     .await
                     .map_err(|e| StartError::Listen(url.to_string(), e))?;
                 Ok(Bound::Tcp(listener))
+            }
+            ListenUrl::Tls(addr) => {
+                let listener = TcpListener::bind(&addr)
+                    .await
+                    .map_err(|e| StartError::Listen(url.to_string(), e))?;
+                Ok(Bound::Tls(listener))
             }
             ListenUrl::Unix(path) => {
                 if path.exists() {
@@ -48,6 +58,10 @@ impl Bound {
                 Ok(addr) => format!("ldap://{addr}"),
                 Err(_) => "ldap://?".to_string(),
             },
+            Bound::Tls(l) => match l.local_addr() {
+                Ok(addr) => format!("ldaps://{addr}"),
+                Err(_) => "ldaps://?".to_string(),
+            },
             Bound::Unix(_, path) => {
                 format!("ldapi://{}", path.display().to_string().replace('/', "%2F"))
             }
@@ -64,6 +78,9 @@ impl Bound {
                     Ok((stream, peer)) => {
                         let state = state.clone();
                         match stream {
+                            Stream::Tcp(s) if matches!(self, Bound::Tls(_)) => {
+                                tokio::spawn(admit_and_serve_tls(s, state, peer));
+                            }
                             Stream::Tcp(s) => { tokio::spawn(admit_and_serve(s, state, peer)); }
                             Stream::Unix(s) => { tokio::spawn(admit_and_serve(s, state, peer)); }
                         }
@@ -83,7 +100,7 @@ impl Bound {
 
     async fn accept(&self) -> std::io::Result<(Stream, Peer)> {
         match self {
-            Bound::Tcp(listener) => {
+            Bound::Tcp(listener) | Bound::Tls(listener) => {
                 let (stream, addr) = listener.accept().await?;
                 stream.set_nodelay(true)?;
                 Ok((Stream::Tcp(stream), Peer::Tcp(addr)))
@@ -108,16 +125,47 @@ async fn admit_and_serve<S>(stream: S, state: State, peer: Peer)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let ip = match &peer {
-        Peer::Tcp(addr) => Some(addr.ip()),
-        Peer::Unix { .. } => None,
-    };
+    let ip = peer_ip(&peer);
     match state.connections.admit(ip, &state.config.limits) {
         Ok(_admitted) => crate::conn::serve(stream, state, peer).await,
         Err(refusal) => {
             tracing::warn!(?peer, %refusal, "connection refused");
             crate::limits::refuse(stream, &refusal).await;
         }
+    }
+}
+
+/// An `ldaps://` connection: admitted by the connection limits first (a refused client is just closed: a
+/// notice in clear means nothing to a TLS client), then the handshake and the session.
+async fn admit_and_serve_tls(stream: tokio::net::TcpStream, state: State, peer: Peer) {
+    let ip = peer_ip(&peer);
+    match state.connections.admit(ip, &state.config.limits) {
+        Ok(_admitted) => serve_tls(stream, state, peer).await,
+        Err(refusal) => tracing::warn!(?peer, %refusal, "connection refused"),
+    }
+}
+
+/// An `ldaps://` connection: the handshake (bounded by the handshake timeout), then the LDAP session. A
+/// client that fails the handshake is dropped without disturbing anyone else.
+async fn serve_tls(stream: tokio::net::TcpStream, state: State, peer: Peer) {
+    let Some(tls) = state.tls.clone() else {
+        tracing::warn!(?peer, "ldaps connection but TLS is unavailable");
+        return;
+    };
+    match tls.accept(stream).await {
+        Ok((stream, facts)) => {
+            crate::conn::serve_transport(Transport::Tls(Box::new(stream)), state, peer, Some(facts))
+                .await
+        }
+        Err(error) => tracing::info!(?peer, %error, "TLS handshake failed"),
+    }
+}
+
+/// The client's address, for the per-address connection limit (None for ldapi peers).
+fn peer_ip(peer: &Peer) -> Option<std::net::IpAddr> {
+    match peer {
+        Peer::Tcp(addr) => Some(addr.ip()),
+        Peer::Unix { .. } => None,
     }
 }
 

@@ -48,6 +48,25 @@ impl Link {
         matches!(&self.peer, Some(Peer::Tcp(addr)) if addr.ip().is_loopback())
     }
 
+    /// The subject of a verified client certificate, once TLS is on.
+    pub fn tls_subject(&self) -> Option<&str> {
+        self.tls.as_ref()?.client_subject.as_deref()
+    }
+
+    /// The identity SASL EXTERNAL binds as: a verified client certificate's subject, else the ldapi peer
+    /// credentials in slapd's form. None when the link says nothing about the client.
+    pub fn external_authid(&self) -> Option<String> {
+        if let Some(subject) = self.tls_subject() {
+            return Some(subject.to_string());
+        }
+        match self.peer {
+            Some(Peer::Unix { uid, gid }) => Some(format!(
+                "gidNumber={gid}+uidNumber={uid},cn=peercred,cn=external,cn=auth"
+            )),
+            _ => None,
+        }
+    }
+
     /// The client's IP address, for TCP peers.
     pub fn ip(&self) -> Option<std::net::IpAddr> {
         match &self.peer {

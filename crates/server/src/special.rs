@@ -3,7 +3,7 @@
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
-    CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I,
+    CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
@@ -67,10 +67,7 @@ fn root_dse(state: &ServerState) -> Entry {
                     CONTROL_PAGED_RESULTS,
                 ]),
             ),
-            attr(
-                "supportedExtension",
-                strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I]),
-            ),
+            attr("supportedExtension", extensions(state)),
             attr("supportedFeatures", strings(FEATURES)),
             attr("supportedLDAPVersion", strings(&["3"])),
             attr("supportedSASLMechanisms", strings(&["EXTERNAL"])),
@@ -82,6 +79,16 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("entryDN", [String::new()]),
         ],
     }
+}
+
+/// The extended operations offered; StartTLS only while a certificate is available.
+fn extensions(state: &ServerState) -> Vec<String> {
+    let mut oids = Vec::new();
+    if state.tls.is_some() {
+        oids.push(EXOP_START_TLS.to_string());
+    }
+    oids.extend(strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I]));
+    oids
 }
 
 fn subschema_entry(state: &ServerState) -> Entry {

@@ -19,6 +19,8 @@ pub struct ServerState {
     pub root_password: Vec<u8>,
     /// Open connections, for `max_connections` and `max_connections_per_ip`.
     pub connections: Arc<Connections>,
+    /// The certificate and handshake settings; None when TLS is unavailable.
+    pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
 pub type State = Arc<ServerState>;

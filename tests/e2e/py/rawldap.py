@@ -131,6 +131,7 @@ class Message:
         self.op, body = parts[1]
         self.code = None
         self.name = None
+        self.value = None
         self.dn = None
         if self.op in (BIND_RESPONSE, SEARCH_DONE, EXTENDED_RESPONSE, 0x67, 0x69, 0x6B, 0x6D, 0x6F):
             fields = children(body, 0, len(body))
@@ -138,6 +139,8 @@ class Message:
             for ftag, value in fields[3:]:
                 if ftag == 0x8A:
                     self.name = value.decode()
+                elif ftag == 0x8B:
+                    self.value = value
         elif self.op == SEARCH_ENTRY:
             self.dn = children(body, 0, len(body))[0][1].decode()
 

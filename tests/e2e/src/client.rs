@@ -214,15 +214,24 @@ fn install_hint() -> &'static str {
 
 /// Runs a command to completion (or the timeout), feeding `stdin`, collecting both outputs.
 pub fn run(mut cmd: Command, stdin: Option<&str>) -> Out {
-    // Ignore /etc/ldap/ldap.conf and ~/.ldaprc: the tests say everything on the command line.
-    cmd.env("LDAPNOINIT", "1")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    // Ignore /etc/ldap/ldap.conf and ~/.ldaprc: the tests say everything on the command line. LDAPNOINIT
+    // would also ignore the LDAPTLS_* variables that TLS tests set, so those name no files instead.
+    let tls_env = cmd
+        .get_envs()
+        .any(|(k, _)| k.to_string_lossy().starts_with("LDAPTLS_"));
+    if tls_env {
+        cmd.env("LDAPCONF", "/dev/null")
+            .env("LDAPRC", "canopy-e2e-no-ldaprc");
+    } else {
+        cmd.env("LDAPNOINIT", "1");
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let program = PathBuf::from(cmd.get_program());
     let mut child = cmd
         .spawn()

@@ -69,6 +69,8 @@ pub struct Server {
     child: Option<Child>,
     /// Extra TOML for canopy (`--config DIR/canopy.toml`); ignored for slapd.
     config: Option<String>,
+    /// Listener URLs canopy gets besides ldap:// and ldapi:// (e.g. `ldaps://`).
+    extra_listen: Vec<String>,
 }
 
 enum StartError {
@@ -102,6 +104,17 @@ impl Server {
         server.config = Some(toml.to_string());
         server.launch();
         server.load_base();
+        server
+    }
+
+    /// Like [`Server::start_canopy_with_config`], with more listener URLs (such as `ldaps://`) besides
+    /// the usual ldap:// and ldapi://. The base is loaded over ldapi://, which every password setting allows.
+    pub fn start_canopy_with_listeners(toml: &str, extra: &[String]) -> Server {
+        let mut server = Server::prepare(Target::Canopy);
+        server.config = Some(toml.to_string());
+        server.extra_listen = extra.to_vec();
+        server.launch();
+        server.load_base_via(crate::Via::Ldapi);
         server
     }
 
@@ -167,6 +180,7 @@ impl Server {
             port: 0,
             child: None,
             config: None,
+            extra_listen: Vec::new(),
         }
     }
 
@@ -219,8 +233,14 @@ impl Server {
 
     /// Loads the base directory through ldapadd as the root DN.
     pub fn load_base(&self) {
+        self.load_base_via(crate::Via::Ldap);
+    }
+
+    /// Loads the base directory through ldapadd as the root DN (simple bind) over `via`.
+    pub fn load_base_via(&self, via: crate::Via) {
         let base = crate::data_dir().join("base.ldif");
-        let out = self.tool(
+        let out = self.tool_via(
+            via,
             "ldapadd",
             &crate::Bind::Root,
             &["-f", &base.to_string_lossy()],
@@ -389,6 +409,9 @@ impl Server {
                     .arg("--listen")
                     .arg(self.ldapi_url())
                     .env("CANOPY_ROOTPW", ROOT_PW);
+                for url in &self.extra_listen {
+                    cmd.arg("--listen").arg(url);
+                }
                 if let Some(toml) = &self.config {
                     let path = self.dir.path().join("canopy.toml");
                     std::fs::write(&path, toml).unwrap();

@@ -30,6 +30,8 @@ mod robustness;
 mod rootdse;
 #[path = "e2e/search.rs"]
 mod search;
+#[path = "e2e/tls.rs"]
+mod tls;
 #[path = "e2e/tools.rs"]
 mod tools;
 #[path = "e2e/write.rs"]

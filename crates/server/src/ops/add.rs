@@ -30,6 +30,11 @@ pub async fn add(
         .into());
     }
     who.require_authenticated()?;
+    crate::security::check_password_write(
+        state,
+        &who.link,
+        req.attributes.iter().map(|a| a.name.as_str()),
+    )?;
     for attr in &req.attributes {
         let name = attr.name.split(';').next().unwrap_or(&attr.name);
         if let Some(at) = dir.schema().attribute_type(name) {

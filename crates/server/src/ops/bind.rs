@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::{BindAuth, BindRequest, Dn, ResultCode};
 
 use crate::access::Who;
-use crate::session::{Link, Peer};
+use crate::session::Link;
 use crate::state::State;
 
 /// Runs a bind. On success returns the new identity; the caller sets anonymous on any failure (RFC 4511 §4.2.1).
@@ -45,6 +45,7 @@ async fn simple(
             "unauthenticated bind (DN with no password) disallowed",
         ));
     }
+    crate::security::require_protected_password(state, link)?;
     let dir = &state.directory;
     let (dn, ndn) = dir.normalize(name)?;
     let mut who = Who {
@@ -108,13 +109,12 @@ fn sasl(
             format!("SASL(-4): no mechanism available: {mechanism}"),
         ));
     }
-    let Some(Peer::Unix { uid, gid }) = link.peer else {
+    let Some(dn_text) = link.external_authid() else {
         return Err(LdapError::new(
             ResultCode::InappropriateAuthentication,
-            "SASL EXTERNAL needs a connection with peer credentials (ldapi://)",
+            "SASL EXTERNAL needs a verified client certificate (TLS) or peer credentials (ldapi://)",
         ));
     };
-    let dn_text = format!("gidNumber={gid}+uidNumber={uid},cn=peercred,cn=external,cn=auth");
     let dn =
         Dn::parse(dn_text.as_bytes()).map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
     let ndn = state
@@ -137,7 +137,12 @@ fn sasl(
         }
     }
     Ok(Who {
-        dn: dn_text,
+        // A certificate subject binds as its normalized DN, as slapd's does.
+        dn: if link.tls_subject().is_some() {
+            ndn.to_string()
+        } else {
+            dn_text
+        },
         root: ndn == state.root_ndn,
         ndn: Some(ndn),
         link: link.clone(),

@@ -1,7 +1,8 @@
-//! RFC 4511 §4.12 Extended operations: WhoAmI (RFC 4532) and Password Modify (RFC 3062).
+//! RFC 4511 §4.12 Extended operations: WhoAmI (RFC 4532) and Password Modify (RFC 3062). StartTLS is
+//! answered by the connection (`conn.rs`), which owns the stream.
 
 use canopy_core::LdapError;
-use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I};
+use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I};
 use canopy_proto::{
     encode_passwd_modify_response, Change, ExtendedRequest, ExtendedResponse, LdapResult,
     ModifyOperation, PartialAttribute, PasswdModifyRequest, ResultCode,
@@ -26,10 +27,6 @@ pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> Extende
         EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref())
             .await
             .map(|v| (None, v)),
-        EXOP_START_TLS => Err(LdapError::new(
-            ResultCode::Unavailable,
-            "TLS is not configured",
-        )),
         other => Err(LdapError::new(
             ResultCode::ProtocolError,
             format!("{other} not supported"),
@@ -67,6 +64,7 @@ async fn password_modify(
             new_passwd: None,
         },
     };
+    crate::security::require_protected_password_change(state, &who.link)?;
     let dir = &state.directory;
     who.require_authenticated()?;
     let (dn, ndn) = match &req.user_identity {

@@ -22,6 +22,11 @@ pub async fn modify(
         return Err(state.outside_naming_context(&ndn).into());
     }
     who.require_authenticated()?;
+    crate::security::check_password_write(
+        state,
+        &who.link,
+        req.changes.iter().map(|c| c.modification.name.as_str()),
+    )?;
     for change in &req.changes {
         let name = &change.modification.name;
         let type_name = name.split(';').next().unwrap_or(name);
