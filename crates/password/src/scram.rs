@@ -98,7 +98,8 @@ impl ScramSecret {
         ScramSecret::derive_with_salt(hash, password, &salt, iterations)
     }
 
-    fn derive_with_salt(
+    /// Derives a secret with a given salt (tests and known-answer checks).
+    pub fn derive_with_salt(
         hash: ScramHash,
         password: &[u8],
         salt: &[u8],

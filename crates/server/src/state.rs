@@ -16,6 +16,13 @@ pub struct ServerState {
     pub root_ndn: NormDn,
     /// The root password as configured: cleartext or a `{SCHEME}` hash.
     pub root_password: Vec<u8>,
+    /// The compiled `[sasl]` mapping and proxy rules.
+    pub sasl_rules: crate::sasl::mapping::Rules,
+    /// Failed-bind counters.
+    pub backoff: crate::sasl::backoff::Backoff,
+    /// A hash of a random password in the default scheme, checked when a bind has nothing to check
+    /// against, so unknown users cost the same time as wrong passwords.
+    pub dummy_hash: Vec<u8>,
 }
 
 pub type State = Arc<ServerState>;

@@ -18,7 +18,7 @@ use canopy_proto::{
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
-use crate::access::{is_secret, Who};
+use crate::access::{is_auth_password, is_secret, Who};
 use crate::candidates::resolve;
 
 use crate::alias::{find_base, reach, referral_ids, Reach};
@@ -491,7 +491,9 @@ fn encode_stored(
     out: &mut Vec<u8>,
 ) {
     let schema = job.state.directory.schema();
-    if selection.is_all_user_only() && !job.req.types_only {
+    // An entry reading itself sees its userPassword but not its SCRAM secrets (authPassword).
+    let hide_auth = secrets && !job.who.root && !stored.secret.is_empty();
+    if selection.is_all_user_only() && !job.req.types_only && !hide_auth {
         // The common answer is the stored bytes themselves.
         if secrets {
             let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
@@ -511,7 +513,7 @@ fn encode_stored(
         }
         for item in attribute_tlvs(section) {
             let Ok((desc, tlv)) = item else { continue };
-            if !selection.wants(schema, desc) {
+            if !selection.wants(schema, desc) || (hide_auth && is_auth_password(schema, desc)) {
                 continue;
             }
             if job.req.types_only {
