@@ -24,6 +24,8 @@ mod hostile;
 mod python;
 #[path = "e2e/rootdse.rs"]
 mod rootdse;
+#[path = "e2e/sasl.rs"]
+mod sasl;
 #[path = "e2e/search.rs"]
 mod search;
 #[path = "e2e/tools.rs"]
