@@ -83,8 +83,13 @@ fn plain_on_ldapi_refused_on_tcp() {
     assert_eq!(ok.stdout.trim(), format!("dn:{}", user_dn("alice")));
     sasl_whoami(&ldapi, "PLAIN", "alice", "wrong", None).expect_code(49, "wrong password");
     sasl_whoami(&ldapi, "PLAIN", "nobody", "secret", None).expect_code(49, "unknown user");
-    sasl_whoami(&s.ldap_url(), "PLAIN", "alice", "secret", None)
-        .expect_code(13, "PLAIN over plain TCP is confidentialityRequired");
+    // libldap itself refuses PLAIN on an unprotected link unless told otherwise (`-O none`).
+    let mut cmd = Command::new("ldapwhoami");
+    cmd.args(["-H", &s.ldap_url(), "-O", "none", "-Q", "-Y", "PLAIN"]);
+    cmd.args(["-U", "alice", "-w", "secret"]);
+    let out = client::run(cmd, None);
+    out.expect_code(13, "PLAIN over plain TCP is confidentialityRequired");
+    assert!(out.stderr.contains("protected link"), "{}", out.stderr);
     // dn: names the entry directly.
     let dn = format!("dn:{}", user_dn("alice"));
     sasl_whoami(&ldapi, "PLAIN", &dn, "secret", None).expect_code(0, "PLAIN with dn:");
