@@ -254,7 +254,7 @@ fn unknown_user_costs_as_much_as_a_wrong_password() {
         "sasl_timing.py",
         &[
             "medians",
-            "21",
+            "31",
             &user_dn("alice"),
             "wrong",
             &user_dn("nobody-here"),
@@ -269,9 +269,11 @@ fn unknown_user_costs_as_much_as_a_wrong_password() {
         .collect();
     let (wrong, unknown) = (medians[0], medians[1]);
     assert!(wrong > 0.003, "an argon2 check takes milliseconds: {wrong}");
+    // Without the dummy hash an unknown DN answers in well under a millisecond (ratio ~0.01); the
+    // wide band only absorbs the noise of a loaded machine running other tests at once.
     let ratio = unknown / wrong;
     assert!(
-        (0.7..1.4).contains(&ratio),
+        (0.5..2.0).contains(&ratio),
         "unknown user {unknown:.4}s vs wrong password {wrong:.4}s"
     );
 }
