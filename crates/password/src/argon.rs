@@ -37,7 +37,9 @@ impl Argon2Params {
             || self.iterations > MAX_ARGON2_ITERATIONS
             || self.parallelism > MAX_ARGON2_PARALLELISM
         {
-            return Err(PasswordError::Hash("argon2 cost above Canopy's limit".into()));
+            return Err(PasswordError::Hash(
+                "argon2 cost above Canopy's limit".into(),
+            ));
         }
         self.params().map(|_| ())
     }

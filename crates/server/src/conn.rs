@@ -14,8 +14,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::access::Who;
-use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::ops::bind::Outcome;
+use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
 use crate::sasl::Exchange;
 use crate::session::{Link, Peer};

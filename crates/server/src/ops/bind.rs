@@ -3,7 +3,9 @@
 
 use canopy_core::LdapError;
 use canopy_password::scram::ScramHash;
-use canopy_proto::{BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode};
+use canopy_proto::{
+    BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode,
+};
 use canopy_schema::NormDn;
 
 use crate::access::Who;
@@ -204,8 +206,7 @@ async fn sasl_bind(
 ) -> Result<Outcome, LdapError> {
     if let Some(exchange) = pending {
         if exchange.mechanism().eq_ignore_ascii_case(mechanism) {
-            return continue_exchange(state, exchange, credentials.unwrap_or_default(), link)
-                .await;
+            return continue_exchange(state, exchange, credentials.unwrap_or_default(), link).await;
         }
     }
     if mechanism.eq_ignore_ascii_case("EXTERNAL") {

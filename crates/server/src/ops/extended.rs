@@ -138,11 +138,7 @@ async fn password_modify(
     ];
     // slapd answers the extended operation without a matched DN.
     dir.write(
-        WriteOp::Modify {
-            dn,
-            ndn,
-            changes,
-        },
+        WriteOp::Modify { dn, ndn, changes },
         who.clone(),
         Stamp::now(),
     )

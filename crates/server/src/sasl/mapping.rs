@@ -250,7 +250,11 @@ fn candidate_ids(
     filter: &Filter,
 ) -> Result<Vec<u64>, LdapError> {
     if !subtree {
-        return Ok(dir.lookup(txn, base)?.map(|(id, _)| id).into_iter().collect());
+        return Ok(dir
+            .lookup(txn, base)?
+            .map(|(id, _)| id)
+            .into_iter()
+            .collect());
     }
     if let Some(ids) = resolve(txn, &plan(dir.schema(), dir.indexes(), filter))? {
         return Ok(ids);

@@ -93,7 +93,11 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, LdapError> {
     let (Some(user), Some(nonce)) = (user, nonce) else {
         return Err(fail("bad client-first-message"));
     };
-    if nonce.is_empty() || !nonce.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b',') {
+    if nonce.is_empty()
+        || !nonce
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b',')
+    {
         return Err(fail("bad nonce"));
     }
     Ok(ClientFirst {

@@ -92,9 +92,8 @@ pub async fn hash_cleartext(state: &State, password: Vec<u8>) -> Result<Hashed, 
 fn hash_one(state: &State, password: &[u8]) -> Result<Hashed, LdapError> {
     let scheme = canopy_password::Scheme::from_name(&state.config.password_hash)
         .ok_or_else(|| LdapError::new(ResultCode::Other, "bad password_hash setting"))?;
-    let hashed =
-        canopy_password::hash_with(scheme, password, &state.config.passwords.argon2())
-            .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?;
+    let hashed = canopy_password::hash_with(scheme, password, &state.config.passwords.argon2())
+        .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?;
     Ok(Hashed {
         values: vec![hashed.into_bytes()],
         scram: super::scram_values(password, state.config.passwords.scram_iterations),
@@ -253,10 +252,14 @@ async fn deletions(
                 .find(|stored| canopy_password::verify(stored, &value).unwrap_or(false));
             out.push(matched.cloned().unwrap_or_else(|| value.clone()));
             if matched.is_some() {
-                stale.extend(auth.iter().filter(|a| {
-                    matches!(canopy_password::scram::ScramSecret::parse(a),
+                stale.extend(
+                    auth.iter()
+                        .filter(|a| {
+                            matches!(canopy_password::scram::ScramSecret::parse(a),
                         Ok(Some(s)) if s.matches_password(&value))
-                }).cloned());
+                        })
+                        .cloned(),
+                );
             }
         }
         (out, stale)
