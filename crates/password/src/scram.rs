@@ -81,14 +81,31 @@ impl ScramHash {
     }
 }
 
-/// A parsed SCRAM secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed SCRAM secret. Its Debug form leaves the keys out.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ScramSecret {
     pub hash: ScramHash,
     pub iterations: u32,
     pub salt: Vec<u8>,
     pub stored_key: Vec<u8>,
     pub server_key: Vec<u8>,
+}
+
+impl std::fmt::Debug for ScramSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScramSecret")
+            .field("hash", &self.hash)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The salt shown for a user without a secret: the same for the same name while `key` stays (RFC 5802
+/// §5.1 suggests it), so asking twice does not tell unknown users from known ones.
+pub fn mock_salt(key: &[u8], name: &str) -> Vec<u8> {
+    let mut salt = ScramHash::Sha256.hmac(key, name.as_bytes());
+    salt.truncate(SALT_LEN);
+    salt
 }
 
 impl ScramSecret {
@@ -210,6 +227,16 @@ mod tests {
         assert!(secret.check_proof(auth.as_bytes(), &wrong).is_none());
         assert!(secret.matches_password(b"pencil"));
         assert!(!secret.matches_password(b"pencil2"));
+    }
+
+    #[test]
+    fn mock_salt_is_stable_per_name_and_key() {
+        assert_eq!(mock_salt(b"k", "alice"), mock_salt(b"k", "alice"));
+        assert_ne!(mock_salt(b"k", "alice"), mock_salt(b"k", "bob"));
+        assert_ne!(mock_salt(b"k", "alice"), mock_salt(b"j", "alice"));
+        assert_eq!(mock_salt(b"k", "alice").len(), SALT_LEN);
+        let secret = ScramSecret::derive(ScramHash::Sha256, b"pw", 4096);
+        assert!(!format!("{secret:?}").contains("stored_key"));
     }
 
     #[test]

@@ -360,6 +360,36 @@ mod tests {
     }
 
     #[test]
+    fn authentication_settings() {
+        let c = Config::parse("", "t").unwrap();
+        assert_eq!(c.password_hash, "{ARGON2}");
+        assert_eq!(c.passwords.argon2_memory_kib, 19456);
+        assert_eq!(c.passwords.scram_iterations, 4096);
+        assert_eq!(c.bind_backoff.threshold, 5);
+        let text = "[passwords]\nrehash_on_bind = true\n[[sasl.authz_regexp]]\n\
+                    match = \"uid=(.*),cn=plain,cn=auth\"\nreplace = \"uid=$1,dc=x\"\n\
+                    [[sasl.proxy]]\nfrom = \"dn:uid=a,dc=x\"\nto = \"subtree:dc=x\"\n";
+        let c = Config::parse(text, "t").unwrap();
+        assert!(c.passwords.rehash_on_bind);
+        assert_eq!(c.sasl.authz_regexp.len(), 1);
+        assert_eq!(c.sasl.proxy[0].to, "subtree:dc=x");
+        let bad = |text: &str, want: &str| {
+            let err = Config::parse(text, "t").unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("[passwords]\nscram_iterations = 100\n", "scram_iterations");
+        bad("[passwords]\nargon2_memory_kib = 4\n", "argon2");
+        bad(
+            "[[sasl.authz_regexp]]\nmatch = \"(\"\nreplace = \"x\"\n",
+            "authz_regexp",
+        );
+        bad(
+            "[[sasl.proxy]]\nfrom = \"uid=a\"\nto = \"dn:x\"\n",
+            "sasl.proxy",
+        );
+    }
+
+    #[test]
     fn errors_name_file_and_line() {
         let err = Config::parse("suffix = \"dc=x\"\n\nbogus = 1\n", "c.toml")
             .unwrap_err()

@@ -251,8 +251,11 @@ fn scram_start(state: &State, hash: ScramHash, message: &[u8]) -> Result<Outcome
         None => None,
     };
     let authc = authc.map(|(dn, ndn)| (dn.to_string(), ndn));
-    let iterations = state.config.passwords.scram_iterations;
-    let (waiting, challenge) = scram::server_first(hash, first, secret, authc, iterations);
+    let mock = (
+        canopy_password::scram::mock_salt(&state.dummy_hash, &first.user),
+        state.config.passwords.scram_iterations,
+    );
+    let (waiting, challenge) = scram::server_first(hash, first, secret, authc, mock);
     Ok(Outcome::Continue(
         Exchange::Scram(Box::new(waiting)),
         challenge,

@@ -109,25 +109,21 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, LdapError> {
     })
 }
 
-/// Builds the server-first-message. Without a usable secret, a random salt at the configured iteration
+/// Builds the server-first-message. Without a usable secret, `mock_salt` at the configured iteration
 /// count stands in, so unknown users look like known ones until the proof fails.
 pub fn server_first(
     hash: ScramHash,
     first: ClientFirst,
     secret: Option<ScramSecret>,
     authc: Option<(String, canopy_schema::NormDn)>,
-    iterations: u32,
+    (mock_salt, iterations): (Vec<u8>, u32),
 ) -> (Waiting, Vec<u8>) {
     let mut random = [0u8; 18];
     rand::rng().fill_bytes(&mut random);
     let nonce = format!("{}{}", first.nonce, B64.encode(random));
     let (salt, iterations) = match &secret {
         Some(s) => (s.salt.clone(), s.iterations),
-        None => {
-            let mut salt = [0u8; 16];
-            rand::rng().fill_bytes(&mut salt);
-            (salt.to_vec(), iterations)
-        }
+        None => (mock_salt, iterations),
     };
     let server_first = format!("r={nonce},s={},i={iterations}", B64.encode(salt));
     let out = server_first.clone().into_bytes();
