@@ -332,3 +332,24 @@ fn failed_binds_back_off() {
     sasl_whoami(&s.ldap_url(), "SCRAM-SHA-256", "bob", "wrong", None).expect_code(49, "SCRAM");
     assert!(start.elapsed().as_secs_f64() >= 0.8);
 }
+
+#[test]
+fn scram_exchange_by_hand() {
+    if !canopy_target("SCRAM message handling") {
+        return;
+    }
+    let s = Server::start();
+    let out = s.python("sasl_raw.py", &[]);
+    out.expect_code(0, "sasl_raw.py");
+    let want = "in progress: 14\n\
+                same mock salt twice: True\n\
+                other name, other salt: True\n\
+                search during exchange: 1\n\
+                final message after the abort: 49\n\
+                p= flag: 48\n\
+                y flag: 14\n\
+                first message again: 49\n\
+                other mechanism: 48\n\
+                unknown mechanism: 7\n";
+    assert_eq!(out.stdout, want, "{}", out.stderr);
+}
