@@ -353,3 +353,23 @@ fn scram_exchange_by_hand() {
                 unknown mechanism: 7\n";
     assert_eq!(out.stdout, want, "{}", out.stderr);
 }
+
+#[test]
+fn external_proxy_follows_the_rules() {
+    if !canopy_target("SASL proxy rules") {
+        return;
+    }
+    let whoami = |s: &Server| {
+        let mut cmd = Command::new("ldapwhoami");
+        cmd.args(["-H", &s.ldapi_url(), "-Q", "-Y", "EXTERNAL", "-X", "u:bob"]);
+        client::run(cmd, None)
+    };
+    let s = Server::start();
+    whoami(&s).expect_code(50, "EXTERNAL proxy without a rule");
+    let config = "[[sasl.proxy]]\nfrom = \"subtree:cn=peercred,cn=external,cn=auth\"\n\
+                  to = \"dn:uid=bob,ou=people,dc=example,dc=com\"\n";
+    let s = Server::start_canopy_with_config(config);
+    let ok = whoami(&s);
+    ok.expect_code(0, "EXTERNAL proxy allowed by a rule");
+    assert_eq!(ok.stdout.trim(), format!("dn:{}", user_dn("bob")));
+}
