@@ -194,7 +194,7 @@ pub async fn prepare_modify(
                 }
             }
             ModifyOperation::Delete => {
-                let (values, stale) = deletions(state, &now, values).await?;
+                let (values, stale) = deletions(&now, values).await?;
                 let all = values.is_empty();
                 change.modification.values = values;
                 if all && !now.auth_passwords.is_empty() {
@@ -229,7 +229,6 @@ fn replace_auth(values: Vec<Vec<u8>>) -> Change {
 /// For each value to delete: the stored value equal to it, else the stored hash it verifies against
 /// (else the value itself, which then fails as noSuchAttribute). Also the SCRAM secrets derived from it.
 async fn deletions(
-    state: &State,
     now: &Current,
     values: Vec<Vec<u8>>,
 ) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), LdapError> {
@@ -238,7 +237,6 @@ async fn deletions(
     }
     let passwords = now.passwords.clone();
     let auth = now.auth_passwords.clone();
-    let _ = state;
     tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         let mut stale = Vec::new();
