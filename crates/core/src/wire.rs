@@ -18,7 +18,7 @@ pub const FORMAT_VERSION: u8 = 1;
 pub enum Section {
     /// User attributes readable under the default policy.
     User,
-    /// User attributes only the root DN may read (userPassword and its subtypes).
+    /// User attributes only the root DN may read (userPassword and its subtypes, authPassword).
     Secret,
     /// Stored operational attributes (entryUUID, entryCSN, timestamps, creatorsName, ...).
     Operational,
@@ -32,6 +32,9 @@ pub enum WireError {
     Version(u8),
 }
 
+/// RFC 3112 authPassword: SCRAM secrets, as secret as userPassword.
+pub const AUTH_PASSWORD_OID: &str = "1.3.6.1.4.1.4203.1.3.4";
+
 /// Decides the section of an attribute description (canonical form).
 pub fn section_of(schema: &Schema, desc: &str) -> Section {
     let type_name = desc.split(';').next().unwrap_or(desc);
@@ -39,6 +42,7 @@ pub fn section_of(schema: &Schema, desc: &str) -> Section {
         Some(at) if at.is_operational() => Section::Operational,
         Some(at) => match schema.attribute_type("userPassword") {
             Some(pw) if schema.is_subtype_of(at, pw) => Section::Secret,
+            _ if at.oid == AUTH_PASSWORD_OID => Section::Secret,
             _ => Section::User,
         },
         None => Section::User,

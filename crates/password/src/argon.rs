@@ -6,12 +6,54 @@ use subtle::ConstantTimeEq;
 
 use crate::{random_bytes, PasswordError};
 
-/// Parameters of the values we write: argon2id with OpenLDAP 2.5's libargon2 defaults
-/// (`slappasswd -o module-load=argon2` writes `$argon2i$v=19$m=4096,t=3,p=1$`, 16-byte salt,
-/// 32-byte hash); only the variant differs, argon2id being the RFC 9106 recommendation.
-pub const ARGON2_MEMORY_KIB: u32 = 4096;
-pub const ARGON2_ITERATIONS: u32 = 3;
+/// Default parameters of the values we write: argon2id with OWASP's first Argon2id recommendation
+/// (19 MiB, 2 passes, 1 lane), 16-byte salt and 32-byte hash as OpenLDAP's argon2 module writes.
+pub const ARGON2_MEMORY_KIB: u32 = 19456;
+pub const ARGON2_ITERATIONS: u32 = 2;
 pub const ARGON2_PARALLELISM: u32 = 1;
+
+/// Cost parameters for new argon2id values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Argon2Params {
+    pub memory_kib: u32,
+    pub iterations: u32,
+    pub parallelism: u32,
+}
+
+impl Default for Argon2Params {
+    fn default() -> Self {
+        Argon2Params {
+            memory_kib: ARGON2_MEMORY_KIB,
+            iterations: ARGON2_ITERATIONS,
+            parallelism: ARGON2_PARALLELISM,
+        }
+    }
+}
+
+impl Argon2Params {
+    /// Checks the parameters against argon2's own bounds and Canopy's limits on stored values.
+    pub fn check(&self) -> Result<(), PasswordError> {
+        if self.memory_kib > MAX_ARGON2_MEMORY_KIB
+            || self.iterations > MAX_ARGON2_ITERATIONS
+            || self.parallelism > MAX_ARGON2_PARALLELISM
+        {
+            return Err(PasswordError::Hash(
+                "argon2 cost above Canopy's limit".into(),
+            ));
+        }
+        self.params().map(|_| ())
+    }
+
+    fn params(&self) -> Result<Params, PasswordError> {
+        Params::new(
+            self.memory_kib,
+            self.iterations,
+            self.parallelism,
+            Some(HASH_LEN),
+        )
+        .map_err(|e| PasswordError::Hash(format!("argon2: {e}")))
+    }
+}
 const SALT_LEN: usize = 16;
 const HASH_LEN: usize = 32;
 
@@ -61,16 +103,10 @@ pub(crate) fn verify(payload: &[u8], password: &[u8]) -> Result<bool, PasswordEr
     Ok(computed.ct_eq(stored.as_bytes()).into())
 }
 
-/// A fresh argon2id PHC string with the parameters above.
-pub(crate) fn hash(password: &[u8]) -> Result<String, PasswordError> {
+/// A fresh argon2id PHC string with the given parameters.
+pub(crate) fn hash(password: &[u8], params: &Argon2Params) -> Result<String, PasswordError> {
     use argon2::PasswordHasher as _;
-    let params = Params::new(
-        ARGON2_MEMORY_KIB,
-        ARGON2_ITERATIONS,
-        ARGON2_PARALLELISM,
-        Some(HASH_LEN),
-    )
-    .map_err(|e| PasswordError::Hash(format!("argon2: {e}")))?;
+    let params = params.params()?;
     let salt = SaltString::encode_b64(&random_bytes::<SALT_LEN>())
         .map_err(|e| PasswordError::Hash(format!("argon2 salt: {e}")))?;
     let phc = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)

@@ -8,7 +8,7 @@
 //! | `{SHA}` `{SHA256}` `{SHA384}` `{SHA512}` `{MD5}` | base64(digest(password)) |
 //! | `{SSHA}` `{SSHA256}` `{SSHA384}` `{SSHA512}` `{SMD5}` | base64(digest(password + salt) + salt); any salt length on input, 8 bytes on output |
 //! | `{CRYPT}` | crypt(3): `$6$[rounds=N$]salt$hash` and `$5$...` (SHA-crypt), `$1$salt$hash` (md5-crypt), DES/bigcrypt; we write `$6$` with a 16-character salt and 5000 rounds |
-//! | `{ARGON2}` | PHC string `$argon2id$v=19$m=..,t=..,p=..$salt$hash` (also `$argon2i$`, `$argon2d$`); we write argon2id, m=4096 KiB, t=3, p=1 |
+//! | `{ARGON2}` | PHC string `$argon2id$v=19$m=..,t=..,p=..$salt$hash` (also `$argon2i$`, `$argon2d$`); we write argon2id, by default m=19456 KiB, t=2, p=1 (OWASP) |
 //! | `{PBKDF2-SHA1}` (alias `{PBKDF2}`) `{PBKDF2-SHA256}` `{PBKDF2-SHA512}` | pw-pbkdf2's `iterations$salt$hash`, "adapted base64" (`.` for `+`, no padding); we write 10000 iterations and a 16-byte salt |
 //! | `{CLEARTEXT}` | the password |
 //!
@@ -27,6 +27,7 @@ mod digest;
 mod md5_crypt;
 mod pbkdf;
 mod scheme;
+pub mod scram;
 #[cfg(test)]
 mod tests;
 
@@ -35,7 +36,7 @@ use rand::{Rng, RngCore};
 use subtle::ConstantTimeEq;
 
 pub use argon::{
-    ARGON2_ITERATIONS, ARGON2_MEMORY_KIB, ARGON2_PARALLELISM, MAX_ARGON2_ITERATIONS,
+    Argon2Params, ARGON2_ITERATIONS, ARGON2_MEMORY_KIB, ARGON2_PARALLELISM, MAX_ARGON2_ITERATIONS,
     MAX_ARGON2_MEMORY_KIB, MAX_ARGON2_PARALLELISM,
 };
 pub use crypt::MAX_CRYPT_ROUNDS;
@@ -94,6 +95,15 @@ pub fn verify(stored: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
 /// Hashes `password` under `scheme` with a fresh random salt, in OpenLDAP's format for it.
 /// [`Scheme::Cleartext`] returns the password as is (as slappasswd does), which must be UTF-8.
 pub fn hash(scheme: Scheme, password: &[u8]) -> Result<String, PasswordError> {
+    hash_with(scheme, password, &Argon2Params::default())
+}
+
+/// [`hash`] with explicit argon2 cost parameters (used only by [`Scheme::Argon2`]).
+pub fn hash_with(
+    scheme: Scheme,
+    password: &[u8],
+    argon2: &Argon2Params,
+) -> Result<String, PasswordError> {
     match scheme {
         Scheme::Cleartext => String::from_utf8(password.to_vec())
             .map_err(|_| PasswordError::Hash("cleartext password is not UTF-8".into())),
@@ -102,7 +112,11 @@ pub fn hash(scheme: Scheme, password: &[u8]) -> Result<String, PasswordError> {
             scheme.name(),
             crypt::hash_sha512(password)?
         )),
-        Scheme::Argon2 => Ok(format!("{}{}", scheme.name(), argon::hash(password)?)),
+        Scheme::Argon2 => Ok(format!(
+            "{}{}",
+            scheme.name(),
+            argon::hash(password, argon2)?
+        )),
         Scheme::Pbkdf2Sha1 | Scheme::Pbkdf2Sha256 | Scheme::Pbkdf2Sha512 => {
             pbkdf::hash(scheme, password)
         }

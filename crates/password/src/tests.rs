@@ -395,7 +395,7 @@ fn written_formats_match_openldap() {
         s.starts_with("{CRYPT}$6$") && s.len() == 7 + 3 + 16 + 1 + 86
     });
     check(Scheme::Argon2, |s| {
-        s.starts_with("{ARGON2}$argon2id$v=19$m=4096,t=3,p=1$")
+        s.starts_with("{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$")
             && s.rsplit('$').next().map(str::len) == Some(43)
     });
     check(Scheme::Pbkdf2Sha512, |s| {

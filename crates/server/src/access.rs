@@ -66,6 +66,9 @@ impl Who {
 
     /// Whether this identity may read the values of an attribute (by canonical description) of `target`.
     pub fn may_read(&self, schema: &Schema, desc: &str, target: &NormDn) -> bool {
+        if is_auth_password(schema, desc) {
+            return self.root;
+        }
         self.may_read_secrets(target) || !is_secret(schema, desc)
     }
 }
@@ -80,13 +83,30 @@ pub enum Action<'a> {
     Modify(&'a [&'a str]),
 }
 
+/// The attributes a user may change on their own entry: userPassword and the SCRAM secrets in authPassword
+/// that follow it.
 fn is_password_name(desc: &str) -> bool {
     let name = desc.split(';').next().unwrap_or(desc);
-    name.eq_ignore_ascii_case("userPassword") || name == "2.5.4.35"
+    name.eq_ignore_ascii_case("userPassword")
+        || name == "2.5.4.35"
+        || name.eq_ignore_ascii_case("authPassword")
+        || name == canopy_core::wire::AUTH_PASSWORD_OID
 }
 
-/// Attributes only the root DN reads: userPassword and its subtypes.
+/// authPassword (SCRAM secrets): read by the root DN only, not even by the entry itself.
+pub fn is_auth_password(schema: &Schema, desc: &str) -> bool {
+    let name = desc.split(';').next().unwrap_or(desc);
+    match schema.attribute_type(name) {
+        Some(at) => at.oid == canopy_core::wire::AUTH_PASSWORD_OID,
+        None => name.eq_ignore_ascii_case("authPassword"),
+    }
+}
+
+/// Attributes only the root DN reads: userPassword and its subtypes, and authPassword.
 pub fn is_secret(schema: &Schema, desc: &str) -> bool {
+    if is_auth_password(schema, desc) {
+        return true;
+    }
     let name = desc.split(';').next().unwrap_or(desc);
     match (
         schema.attribute_type(name),

@@ -24,8 +24,14 @@ pub struct Config {
     /// Extra schema files (OpenLDAP `.schema` or `.ldif`), loaded after the built-in schema in order.
     pub schema_files: Vec<PathBuf>,
     pub limits: Limits,
-    /// Scheme for passwords set through the Password Modify operation.
+    /// Scheme for cleartext passwords written by add, modify and Password Modify.
     pub password_hash: String,
+    /// Hashing costs and password storage options (docs/authentication.md).
+    pub passwords: Passwords,
+    /// SASL name mapping and proxy authorization rules.
+    pub sasl: Sasl,
+    /// Delays for repeated failed binds.
+    pub bind_backoff: BindBackoff,
     /// Fsync every commit (LMDB's default). Turning it off trades durability for speed.
     pub durable: bool,
     pub tls: TlsConfig,
@@ -96,6 +102,98 @@ pub enum PasswordProtection {
 pub struct IndexConfig {
     pub attr: String,
     pub kinds: Vec<String>,
+}
+
+/// How passwords are stored: `[passwords]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Passwords {
+    /// Argon2id memory cost in KiB.
+    pub argon2_memory_kib: u32,
+    /// Argon2id passes.
+    pub argon2_iterations: u32,
+    /// Argon2id lanes.
+    pub argon2_parallelism: u32,
+    /// PBKDF2 iterations of the SCRAM secrets stored in authPassword.
+    pub scram_iterations: u32,
+    /// After a successful simple bind against a value in another scheme, store it in `password_hash`.
+    pub rehash_on_bind: bool,
+}
+
+impl Default for Passwords {
+    fn default() -> Self {
+        Passwords {
+            argon2_memory_kib: canopy_password::ARGON2_MEMORY_KIB,
+            argon2_iterations: canopy_password::ARGON2_ITERATIONS,
+            argon2_parallelism: canopy_password::ARGON2_PARALLELISM,
+            scram_iterations: canopy_password::scram::SCRAM_ITERATIONS,
+            rehash_on_bind: false,
+        }
+    }
+}
+
+impl Passwords {
+    pub fn argon2(&self) -> canopy_password::Argon2Params {
+        canopy_password::Argon2Params {
+            memory_kib: self.argon2_memory_kib,
+            iterations: self.argon2_iterations,
+            parallelism: self.argon2_parallelism,
+        }
+    }
+}
+
+/// `[sasl]`: how SASL names become entries and who may act as whom.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sasl {
+    /// Ordered rules like OpenLDAP's `authz-regexp`; the first that matches decides.
+    pub authz_regexp: Vec<AuthzRegexp>,
+    /// Who may use an authorization identity other than their own.
+    pub proxy: Vec<ProxyRule>,
+}
+
+/// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,
+/// a DN or an `ldap:///base??sub?filter` URL with `$1`.. for the groups.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthzRegexp {
+    #[serde(rename = "match")]
+    pub pattern: String,
+    pub replace: String,
+}
+
+/// `[[sasl.proxy]]`: identities under `from` may act as identities under `to`. Each side is
+/// `dn:DN` (that entry) or `subtree:DN` (the entry and all below it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyRule {
+    pub from: String,
+    pub to: String,
+}
+
+/// `[bind_backoff]`: after `threshold` failures within `window_secs` for one DN or one client address,
+/// each further failed bind is answered after a delay doubling from `initial_ms` up to `max_ms`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BindBackoff {
+    pub threshold: u32,
+    pub window_secs: u64,
+    pub initial_ms: u64,
+    pub max_ms: u64,
+    /// Most DNs and most addresses tracked (each table); the oldest entries are dropped beyond it.
+    pub max_tracked: usize,
+}
+
+impl Default for BindBackoff {
+    fn default() -> Self {
+        BindBackoff {
+            threshold: 5,
+            window_secs: 300,
+            initial_ms: 250,
+            max_ms: 8000,
+            max_tracked: 10_000,
+        }
+    }
 }
 
 /// Server-wide limits. Zero means "no limit" where OpenLDAP's `unlimited` would be used.
@@ -219,7 +317,10 @@ impl Default for Config {
             indexes: default_indexes(),
             schema_files: Vec::new(),
             limits: Limits::default(),
-            password_hash: "{SSHA}".to_string(),
+            password_hash: "{ARGON2}".to_string(),
+            passwords: Passwords::default(),
+            sasl: Sasl::default(),
+            bind_backoff: BindBackoff::default(),
             durable: true,
             tls: TlsConfig::default(),
         }
@@ -333,6 +434,20 @@ impl Config {
                 self.password_hash
             ));
         }
+        self.passwords
+            .argon2()
+            .check()
+            .map_err(|e| format!("[passwords] argon2: {e}"))?;
+        let scram = self.passwords.scram_iterations;
+        if !(canopy_password::scram::MIN_SCRAM_ITERATIONS
+            ..=canopy_password::scram::MAX_SCRAM_ITERATIONS)
+            .contains(&scram)
+        {
+            return Err(format!(
+                "[passwords] scram_iterations: {scram} is outside 4096..=1000000"
+            ));
+        }
+        crate::sasl::mapping::Rules::compile(&self.sasl)?;
         Ok(())
     }
 }
@@ -427,6 +542,36 @@ mod tests {
         let c = Config::parse("", "t").unwrap();
         assert_eq!(c.suffix, "dc=example,dc=com");
         assert_eq!(c.limits.size_limit, 500);
+    }
+
+    #[test]
+    fn authentication_settings() {
+        let c = Config::parse("", "t").unwrap();
+        assert_eq!(c.password_hash, "{ARGON2}");
+        assert_eq!(c.passwords.argon2_memory_kib, 19456);
+        assert_eq!(c.passwords.scram_iterations, 4096);
+        assert_eq!(c.bind_backoff.threshold, 5);
+        let text = "[passwords]\nrehash_on_bind = true\n[[sasl.authz_regexp]]\n\
+                    match = \"uid=(.*),cn=plain,cn=auth\"\nreplace = \"uid=$1,dc=x\"\n\
+                    [[sasl.proxy]]\nfrom = \"dn:uid=a,dc=x\"\nto = \"subtree:dc=x\"\n";
+        let c = Config::parse(text, "t").unwrap();
+        assert!(c.passwords.rehash_on_bind);
+        assert_eq!(c.sasl.authz_regexp.len(), 1);
+        assert_eq!(c.sasl.proxy[0].to, "subtree:dc=x");
+        let bad = |text: &str, want: &str| {
+            let err = Config::parse(text, "t").unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("[passwords]\nscram_iterations = 100\n", "scram_iterations");
+        bad("[passwords]\nargon2_memory_kib = 4\n", "argon2");
+        bad(
+            "[[sasl.authz_regexp]]\nmatch = \"(\"\nreplace = \"x\"\n",
+            "authz_regexp",
+        );
+        bad(
+            "[[sasl.proxy]]\nfrom = \"uid=a\"\nto = \"dn:x\"\n",
+            "sasl.proxy",
+        );
     }
 
     #[test]

@@ -17,8 +17,10 @@ use tokio::task::JoinHandle;
 
 use crate::access::Who;
 use crate::limits;
+use crate::ops::bind::Outcome;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
+use crate::sasl::Exchange;
 use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
 use crate::tls::Transport;
@@ -62,6 +64,7 @@ pub async fn serve_transport<S>(
         link: link.clone(),
         ..Who::anonymous()
     };
+    let mut sasl: Option<Exchange> = None;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut start = 0usize;
 
@@ -110,7 +113,12 @@ pub async fn serve_transport<S>(
                     break 'connection;
                 }
             };
-            match dispatch(message, &state, &mut who, &link, &tx, &pending, &permits).await {
+            let mut session = Session {
+                who: &mut who,
+                sasl: &mut sasl,
+                link: &link,
+            };
+            match dispatch(message, &state, &mut session, &tx, &pending, &permits).await {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
                 Flow::StartTls { id, has_value } => {
@@ -343,16 +351,37 @@ fn kind_of(op: &ProtocolOp) -> Option<RequestKind> {
     })
 }
 
+/// The per-connection bind state a request may change.
+struct Session<'a> {
+    who: &'a mut Who,
+    /// The SASL exchange in progress (after a saslBindInProgress answer).
+    sasl: &'a mut Option<Exchange>,
+    link: &'a Link,
+}
+
 async fn dispatch(
     message: LdapMessage,
     state: &State,
-    who: &mut Who,
-    link: &Link,
+    session: &mut Session<'_>,
     tx: &mpsc::Sender<Vec<u8>>,
     pending: &Pending,
     permits: &Arc<Semaphore>,
 ) -> Flow {
     let id = message.message_id;
+    let link = session.link;
+    if session.sasl.is_some() && !matches!(message.op, ProtocolOp::BindRequest(_)) {
+        // slapd refuses other operations during a SASL exchange; we also abandon the exchange, so the
+        // connection is anonymous again (RFC 4513 §5.2.1.2 leaves it to the server).
+        *session.sasl = None;
+        if let Some(op) = error_response(
+            &message.op,
+            LdapError::new(ResultCode::OperationsError, "SASL bind in progress"),
+        ) {
+            let _ = tx.send(encode(id, op, Vec::new())).await;
+            return Flow::Continue;
+        }
+    }
+    let who = &mut *session.who;
     let ctl = match kind_of(&message.op) {
         Some(kind) => {
             let limits = DecodeLimits {
@@ -372,24 +401,31 @@ async fn dispatch(
     };
     match message.op {
         ProtocolOp::BindRequest(req) => {
-            // Binds run in order: later requests on this connection see the new identity.
-            let outcome = ops::bind::bind(state, req, link).await;
-            let result = match outcome {
-                Ok(new) => {
-                    *who = new;
-                    LdapResult::success()
-                }
-                Err(e) => {
-                    *who = Who {
-                        link: link.clone(),
-                        ..Who::anonymous()
-                    };
-                    error_result(e)
-                }
+            // Binds run in order: later requests on this connection see the new identity. During a
+            // bind, and after a failed one, the connection is anonymous (RFC 4511 §4.2.1).
+            *who = Who {
+                link: link.clone(),
+                ..Who::anonymous()
             };
+            let exchange = session.sasl.take();
+            let (result, server_sasl_creds) =
+                match ops::bind::bind(state, req, link, exchange).await {
+                    Ok(Outcome::Done(new, creds)) => {
+                        *who = new;
+                        (LdapResult::success(), creds)
+                    }
+                    Ok(Outcome::Continue(exchange, challenge)) => {
+                        *session.sasl = Some(exchange);
+                        (
+                            LdapResult::new(ResultCode::SaslBindInProgress, ""),
+                            Some(challenge),
+                        )
+                    }
+                    Err(e) => (error_result(e), None),
+                };
             let response = BindResponse {
                 result,
-                server_sasl_creds: None,
+                server_sasl_creds,
             };
             let _ = tx
                 .send(encode(id, ProtocolOp::BindResponse(response), Vec::new()))

@@ -15,6 +15,7 @@ pub mod readentry;
 pub mod redact;
 pub mod referral;
 pub mod reqctl;
+pub mod sasl;
 pub mod security;
 pub mod select;
 pub mod session;
@@ -40,6 +41,8 @@ pub enum StartError {
     Schema(#[from] canopy_schema::SchemaError),
     #[error("{0}")]
     Open(#[from] directory::OpenError),
+    #[error("{0}")]
+    Sasl(String),
     #[error("root DN {0:?}: {1}")]
     RootDn(String, String),
     #[error("listener {0}: {1}")]
@@ -108,6 +111,9 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         .normalize_dn(&root_dn)
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
     let tls = Some(Arc::new(tls::Tls::setup(&config)?));
+    let sasl_rules = sasl::mapping::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
+    let backoff = sasl::backoff::Backoff::new(config.bind_backoff.clone());
+    let dummy_hash = dummy_hash(&config)?;
     Ok(Arc::new(ServerState {
         directory,
         tls,
@@ -115,5 +121,18 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         root_ndn,
         root_password,
         connections: Default::default(),
+        sasl_rules,
+        backoff,
+        dummy_hash,
     }))
+}
+
+/// A hash of a random password with the configured scheme and costs.
+fn dummy_hash(config: &Config) -> Result<Vec<u8>, StartError> {
+    let scheme = canopy_password::Scheme::from_name(&config.password_hash)
+        .ok_or_else(|| StartError::Sasl("password_hash: unknown scheme".into()))?;
+    let password = canopy_password::generate_password();
+    canopy_password::hash_with(scheme, password.as_bytes(), &config.passwords.argon2())
+        .map(String::into_bytes)
+        .map_err(|e| StartError::Sasl(format!("password_hash: {e}")))
 }

@@ -27,7 +27,13 @@ pub fn load(txn: &ReadTxn, who: &Who, id: u64, bytes: &[u8]) -> Result<Seen, Lda
     let ndn = stored
         .ndn()
         .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-    let entry = visible_entry(&stored, who.may_read_secrets(&ndn))?;
+    let mut entry = visible_entry(&stored, who.may_read_secrets(&ndn))?;
+    if !who.root {
+        // SCRAM secrets are for the root DN only, even on one's own entry.
+        entry
+            .attrs
+            .retain(|a| !crate::sasl::store::is_auth_password(&a.desc));
+    }
     let computed = computed_attributes(txn, id, &entry)?;
     Ok(Seen { entry, computed })
 }

@@ -70,7 +70,7 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("supportedExtension", extensions(state)),
             attr("supportedFeatures", strings(FEATURES)),
             attr("supportedLDAPVersion", strings(&["3"])),
-            attr("supportedSASLMechanisms", strings(&["EXTERNAL"])),
+            attr("supportedSASLMechanisms", strings(&crate::sasl::MECHANISMS)),
             attr("vendorName", strings(&["Canopy"])),
             attr(
                 "vendorVersion",

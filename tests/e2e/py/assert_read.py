@@ -129,10 +129,11 @@ show("failed modify sends no read controls", lambda: admin.modify_ext_s(
     serverctrls=[PreReadControl(True, ["cn"]), PostReadControl(True, ["cn"])]))
 
 # Access control applies to what is read back: a user changing their own password sees it, the
-# read of someone else's entry by a plain user is refused before any control is built.
+# read of someone else's entry by a plain user is refused before any control is built. The new value
+# is a hash (of "new-pw"): canopy would store a cleartext value hashed with a random salt.
 bob = connect(user_dn("bob"), "bob-pw")
 show("user's own password change with post-read", lambda: read_controls(bob.result3(bob.modify_ext(
-    user_dn("bob"), [(ldap.MOD_REPLACE, "userPassword", [b"new-pw"])],
+    user_dn("bob"), [(ldap.MOD_REPLACE, "userPassword", [b"{SSHA}lpoO1vSHjoFNiQ8V585iPl3o7adGV1FNtwarkw=="])],
     serverctrls=[PreReadControl(True, ["userPassword", "uid"]),
                  PostReadControl(True, ["userPassword", "uid"])]))[3]))
 show("pre-read by the root DN shows the password", with_controls(lambda: admin.modify_ext(

@@ -28,6 +28,8 @@ mod python;
 mod robustness;
 #[path = "e2e/rootdse.rs"]
 mod rootdse;
+#[path = "e2e/sasl.rs"]
+mod sasl;
 #[path = "e2e/search.rs"]
 mod search;
 #[path = "e2e/tls.rs"]

@@ -63,7 +63,13 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
                 format!("{type_name}: attribute type undefined"),
             )
         })?;
-        if !extensible && !at.is_operational() && !allowed(&all, at) {
+        // authPassword holds the SCRAM secrets of userPassword: allowed wherever userPassword is, so the
+        // server need not add RFC 3112's authPasswordObject class to every entry with a password.
+        let secret_of_password = at.oid == crate::wire::AUTH_PASSWORD_OID
+            && schema
+                .attribute_type("userPassword")
+                .is_some_and(|pw| allowed(&all, pw));
+        if !extensible && !at.is_operational() && !secret_of_password && !allowed(&all, at) {
             return Err(violation(format!("attribute '{}' not allowed", at.name())));
         }
         if at.single_value && attr.values.len() > 1 {

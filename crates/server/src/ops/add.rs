@@ -48,6 +48,7 @@ pub async fn add(
         }
     }
     dir.pretty_values(&mut req.attributes);
+    crate::sasl::store::prepare_add(state, &mut req.attributes).await?;
     let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;

@@ -1,14 +1,38 @@
-//! RFC 4511 §4.2 Bind: anonymous, simple (root DN or an entry's userPassword) and SASL EXTERNAL on ldapi.
+//! RFC 4511 §4.2 Bind: anonymous, simple (root DN or an entry's userPassword), SASL EXTERNAL on ldapi,
+//! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512) with failed-bind back-off.
 
 use canopy_core::LdapError;
-use canopy_proto::{BindAuth, BindRequest, Dn, ResultCode};
+use canopy_password::scram::ScramHash;
+use canopy_proto::{
+    BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode,
+};
+use canopy_schema::NormDn;
 
 use crate::access::Who;
+use crate::directory::WriteOp;
+use crate::opattrs::Stamp;
+use crate::sasl::{self, mapping, scram, store, Exchange};
 use crate::session::Link;
 use crate::state::State;
 
-/// Runs a bind. On success returns the new identity; the caller sets anonymous on any failure (RFC 4511 §4.2.1).
-pub async fn bind(state: &State, req: BindRequest, link: &Link) -> Result<Who, LdapError> {
+/// What a bind step leads to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Bound as this identity; the optional final server SASL message.
+    Done(Who, Option<Vec<u8>>),
+    /// saslBindInProgress: the exchange to keep and the server's challenge.
+    Continue(Exchange, Vec<u8>),
+}
+
+/// Runs a bind. `pending` is the SASL exchange in progress on the connection, if any; a bind with
+/// another mechanism or another kind of authentication abandons it (RFC 4513 §5.2.1.2). The caller
+/// sets anonymous on any failure (RFC 4511 §4.2.1).
+pub async fn bind(
+    state: &State,
+    req: BindRequest,
+    link: &Link,
+    pending: Option<Exchange>,
+) -> Result<Outcome, LdapError> {
     if req.version != 3 {
         return Err(LdapError::new(
             ResultCode::ProtocolError,
@@ -16,11 +40,13 @@ pub async fn bind(state: &State, req: BindRequest, link: &Link) -> Result<Who, L
         ));
     }
     match req.auth {
-        BindAuth::Simple(password) => simple(state, &req.name, password, link).await,
+        BindAuth::Simple(password) => simple(state, &req.name, password, link)
+            .await
+            .map(|who| Outcome::Done(who, None)),
         BindAuth::Sasl {
             mechanism,
             credentials,
-        } => sasl(state, &mechanism, credentials.as_deref(), link),
+        } => sasl_bind(state, &mechanism, credentials, link, pending).await,
     }
 }
 
@@ -47,40 +73,67 @@ async fn simple(
     }
     crate::security::require_protected_password(state, link)?;
     let dir = &state.directory;
-    let (dn, ndn) = dir.normalize(name)?;
+    let (dn, ndn) = match dir.normalize(name) {
+        Ok(pair) => pair,
+        Err(e) => {
+            // Still spend a hash check, so malformed names answer no faster than wrong passwords.
+            let _ = verify_values(state, Vec::new(), password).await;
+            return Err(e);
+        }
+    };
     let mut who = Who {
         dn: dn.to_string(),
         ndn: Some(ndn.clone()),
         root: ndn == state.root_ndn,
         link: link.clone(),
     };
-    let stored: Vec<Vec<u8>> = if who.root && !state.root_password.is_empty() {
-        vec![state.root_password.clone()]
-    } else if dir.holds(&ndn) {
-        let txn = dir.read()?;
-        match dir.lookup(&txn, &ndn)? {
-            Some((_, bytes)) => {
-                let stored = crate::directory::Directory::parse_stored(bytes)?;
-                // The session carries the entry's own DN, as slapd's whoami shows.
-                who.dn = String::from_utf8_lossy(stored.dn).into_owned();
-                let mut values = Vec::new();
-                for attr in canopy_core::wire::attributes(stored.secret) {
-                    let (_, vals) =
-                        attr.map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
-                    values.extend(vals.into_iter().map(|v| v.to_vec()));
-                }
-                values
-            }
-            None => Vec::new(),
+    if let Some(entry_dn) = check_password(state, &ndn, password).await? {
+        // The session carries the entry's own DN, as slapd's whoami shows.
+        if let Some(entry_dn) = entry_dn {
+            who.dn = entry_dn;
         }
-    } else {
-        Vec::new()
+        state.backoff.succeeded(ndn.as_str());
+        return Ok(who);
+    }
+    Err(refuse(state, ndn.as_str(), link).await)
+}
+
+/// Checks `password` against the root password or the entry's userPassword values, spending one hash
+/// check of the default scheme when there is nothing to check against. `Some(entry DN)` on success.
+async fn check_password(
+    state: &State,
+    ndn: &NormDn,
+    password: Vec<u8>,
+) -> Result<Option<Option<String>>, LdapError> {
+    if *ndn == state.root_ndn && !state.root_password.is_empty() {
+        let ok = verify_values(state, vec![state.root_password.clone()], password).await;
+        return Ok(ok.map(|_| None));
+    }
+    let current = store::current(state, ndn)?;
+    let Some(index) = verify_values(state, current.passwords.clone(), password.clone()).await
+    else {
+        return Ok(None);
     };
-    // Hash checks can be slow by design (Argon2, PBKDF2): keep them off the async workers.
-    let verified = tokio::task::spawn_blocking(move || {
-        stored
+    if state.config.passwords.rehash_on_bind {
+        if let Some(old) = current.passwords.get(index) {
+            rehash(state, ndn, old.clone(), password).await;
+        }
+    }
+    Ok(Some(current.dn))
+}
+
+/// Verifies off the async workers (hashes are slow by design): the index of the value that matched.
+/// With no values, a dummy hash of the default scheme is checked so the time spent is the same.
+async fn verify_values(state: &State, values: Vec<Vec<u8>>, password: Vec<u8>) -> Option<usize> {
+    let dummy = state.dummy_hash.clone();
+    tokio::task::spawn_blocking(move || {
+        if values.is_empty() {
+            let _ = canopy_password::verify(&dummy, &password);
+            return None;
+        }
+        values
             .iter()
-            .any(|value| match canopy_password::verify(value, &password) {
+            .position(|value| match canopy_password::verify(value, &password) {
                 Ok(ok) => ok,
                 Err(error) => {
                     tracing::warn!(%error, "unusable userPassword value");
@@ -89,26 +142,209 @@ async fn simple(
             })
     })
     .await
-    .unwrap_or(false);
-    if verified {
-        Ok(who)
-    } else {
-        Err(LdapError::new(ResultCode::InvalidCredentials, ""))
+    .unwrap_or(None)
+}
+
+/// `rehash_on_bind`: replaces a value in another scheme by one in the default scheme, with SCRAM secrets.
+async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
+    let prefix = state.config.password_hash.as_bytes();
+    let current_scheme = old
+        .get(..prefix.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(prefix));
+    if current_scheme {
+        return;
+    }
+    let Ok(hashed) = store::hash_values(state, vec![password]).await else {
+        return;
+    };
+    let Ok((dn, _)) = state.directory.normalize(ndn.as_str().as_bytes()) else {
+        return;
+    };
+    let change = |operation, name: &str, values| Change {
+        operation,
+        modification: PartialAttribute {
+            name: name.into(),
+            values,
+        },
+    };
+    let changes = vec![
+        change(ModifyOperation::Delete, "userPassword", vec![old]),
+        change(ModifyOperation::Add, "userPassword", hashed.values),
+        change(ModifyOperation::Replace, store::AUTH_PASSWORD, hashed.scram),
+    ];
+    let who = Who {
+        dn: ndn.as_str().to_string(),
+        ndn: Some(ndn.clone()),
+        root: true,
+        link: Link::default(),
+    };
+    let op = WriteOp::Modify {
+        dn,
+        ndn: ndn.clone(),
+        changes,
+    };
+    if let Err(error) = state.directory.write(op, who, Stamp::now()).await {
+        tracing::warn!(%error, dn = ndn.as_str(), "rehash on bind failed");
     }
 }
 
-fn sasl(
+/// Counts a failed bind for `key` (a DN or SASL name) and the client address, holds the answer back as
+/// long as the back-off asks, and returns the invalidCredentials error.
+async fn refuse(state: &State, key: &str, link: &Link) -> LdapError {
+    let delay = state.backoff.failed(Some(key), link.ip());
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    LdapError::new(ResultCode::InvalidCredentials, "")
+}
+
+async fn sasl_bind(
     state: &State,
     mechanism: &str,
-    credentials: Option<&[u8]>,
+    credentials: Option<Vec<u8>>,
     link: &Link,
-) -> Result<Who, LdapError> {
-    if !mechanism.eq_ignore_ascii_case("EXTERNAL") {
+    pending: Option<Exchange>,
+) -> Result<Outcome, LdapError> {
+    if let Some(exchange) = pending {
+        if exchange.mechanism().eq_ignore_ascii_case(mechanism) {
+            return continue_exchange(state, exchange, credentials.unwrap_or_default(), link).await;
+        }
+    }
+    if mechanism.eq_ignore_ascii_case("EXTERNAL") {
+        return external(state, credentials.as_deref(), link).map(|who| Outcome::Done(who, None));
+    }
+    if mechanism.eq_ignore_ascii_case("PLAIN") {
+        return plain(state, credentials.as_deref(), link)
+            .await
+            .map(|who| Outcome::Done(who, None));
+    }
+    if let Some(hash) = ScramHash::from_mechanism(mechanism) {
+        return match credentials {
+            // The client sent no initial response: an empty challenge asks for its first message.
+            None => Ok(Outcome::Continue(Exchange::ScramStart(hash), Vec::new())),
+            Some(first) => scram_start(state, hash, &first),
+        };
+    }
+    Err(LdapError::new(
+        ResultCode::AuthMethodNotSupported,
+        format!("SASL(-4): no mechanism available: {mechanism}"),
+    ))
+}
+
+async fn continue_exchange(
+    state: &State,
+    exchange: Exchange,
+    message: Vec<u8>,
+    link: &Link,
+) -> Result<Outcome, LdapError> {
+    match exchange {
+        Exchange::ScramStart(hash) => scram_start(state, hash, &message),
+        Exchange::Scram(waiting) => scram_finish(state, &waiting, &message, link).await,
+    }
+}
+
+fn scram_start(state: &State, hash: ScramHash, message: &[u8]) -> Result<Outcome, LdapError> {
+    let first = scram::parse_client_first(message)?;
+    let mechanism = hash.mechanism();
+    let authc = mapping::resolve_identity(state, mechanism, &first.user)?;
+    let secret = match &authc {
+        Some((_, ndn)) => sasl::scram_secret(&store::current(state, ndn)?.auth_passwords, hash),
+        None => None,
+    };
+    let authc = authc.map(|(dn, ndn)| (dn.to_string(), ndn));
+    let mock = (
+        canopy_password::scram::mock_salt(&state.dummy_hash, &first.user),
+        state.config.passwords.scram_iterations,
+    );
+    let (waiting, challenge) = scram::server_first(hash, first, secret, authc, mock);
+    Ok(Outcome::Continue(
+        Exchange::Scram(Box::new(waiting)),
+        challenge,
+    ))
+}
+
+async fn scram_finish(
+    state: &State,
+    waiting: &scram::Waiting,
+    message: &[u8],
+    link: &Link,
+) -> Result<Outcome, LdapError> {
+    let key = match &waiting.authc {
+        Some((_, ndn)) => ndn.as_str().to_string(),
+        None => waiting.first.user.clone(),
+    };
+    let server_final = match scram::finish(waiting, message) {
+        Ok(v) => v,
+        Err(e) if e.code == ResultCode::InvalidCredentials => {
+            return Err(refuse(state, &key, link).await)
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(authc) = waiting.authc.clone() else {
+        return Err(refuse(state, &key, link).await);
+    };
+    state.backoff.succeeded(&key);
+    let who = authorize(
+        state,
+        waiting.hash.mechanism(),
+        authc,
+        waiting.first.authzid.as_deref(),
+        link,
+    )?;
+    Ok(Outcome::Done(who, Some(server_final)))
+}
+
+/// RFC 4616 PLAIN, on protected links only (it carries the password).
+async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who, LdapError> {
+    if !link.is_protected() {
         return Err(LdapError::new(
-            ResultCode::AuthMethodNotSupported,
-            format!("SASL(-4): no mechanism available: {mechanism}"),
+            ResultCode::ConfidentialityRequired,
+            "SASL PLAIN needs a protected link (TLS or ldapi://)",
         ));
     }
+    let (authzid, authcid, password) = sasl::parse_plain(message.unwrap_or_default())?;
+    let Some((dn, ndn)) = mapping::resolve_identity(state, "PLAIN", &authcid)? else {
+        let _ = verify_values(state, Vec::new(), password).await;
+        return Err(refuse(state, &authcid, link).await);
+    };
+    let Some(entry_dn) = check_password(state, &ndn, password).await? else {
+        return Err(refuse(state, ndn.as_str(), link).await);
+    };
+    state.backoff.succeeded(ndn.as_str());
+    let dn = entry_dn.unwrap_or_else(|| dn.to_string());
+    authorize(state, "PLAIN", (dn, ndn), authzid.as_deref(), link)
+}
+
+/// The identity a SASL bind ends with: the authenticated one, or the requested authorization identity
+/// when the proxy rules let the first act as the second.
+fn authorize(
+    state: &State,
+    mechanism: &str,
+    authc: (String, NormDn),
+    authzid: Option<&str>,
+    link: &Link,
+) -> Result<Who, LdapError> {
+    let (dn, ndn) = match authzid.filter(|a| !a.is_empty()) {
+        None => authc,
+        Some(requested) => {
+            let Some((dn, ndn)) = mapping::resolve_identity(state, mechanism, requested)? else {
+                return Err(sasl::authz_failure());
+            };
+            if !sasl::may_authorize(state, &authc.1, &ndn) {
+                return Err(sasl::authz_failure());
+            }
+            (dn.to_string(), ndn)
+        }
+    };
+    Ok(Who {
+        dn,
+        root: ndn == state.root_ndn,
+        ndn: Some(ndn),
+        link: link.clone(),
+    })
+}
+
+fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Who, LdapError> {
     let Some(dn_text) = link.external_authid() else {
         return Err(LdapError::new(
             ResultCode::InappropriateAuthentication,
@@ -130,10 +366,8 @@ fn sasl(
             .map(|(_, n)| n == ndn)
             .unwrap_or(false);
         if !same {
-            return Err(LdapError::new(
-                ResultCode::InsufficientAccessRights,
-                "SASL(-14): authorization failure",
-            ));
+            let text = String::from_utf8_lossy(authz);
+            return authorize(state, "EXTERNAL", (dn_text, ndn), Some(&text), link);
         }
     }
     Ok(Who {

@@ -115,24 +115,28 @@ async fn password_modify(
         Some(p) if !p.is_empty() => p,
         _ => canopy_password::generate_password().into_bytes(),
     };
-    let scheme = canopy_password::Scheme::from_name(&state.config.password_hash)
-        .ok_or_else(|| LdapError::new(ResultCode::Other, "bad password_hash setting"))?;
-    let hashed = canopy_password::hash(scheme, &new_password)
-        .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?;
-    let change = Change {
-        operation: ModifyOperation::Replace,
-        modification: PartialAttribute {
-            name: "userPassword".into(),
-            values: vec![hashed.into_bytes()],
+    // The new password is hashed in the default scheme with SCRAM secrets beside it; here even a value
+    // that starts with `{...}` is a password, not a stored hash.
+    let hashed = crate::sasl::store::hash_cleartext(state, new_password.clone()).await?;
+    let changes = vec![
+        Change {
+            operation: ModifyOperation::Replace,
+            modification: PartialAttribute {
+                name: "userPassword".into(),
+                values: vec![hashed.values.concat()],
+            },
         },
-    };
+        Change {
+            operation: ModifyOperation::Replace,
+            modification: PartialAttribute {
+                name: crate::sasl::store::AUTH_PASSWORD.into(),
+                values: hashed.scram,
+            },
+        },
+    ];
     // slapd answers the extended operation without a matched DN.
     dir.write(
-        WriteOp::Modify {
-            dn,
-            ndn,
-            changes: vec![change],
-        },
+        WriteOp::Modify { dn, ndn, changes },
         who.clone(),
         Stamp::now(),
     )

@@ -51,9 +51,9 @@ pub async fn modify(
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
-    // Cleartext passwords written through modify are stored as written, as slapd does without ppolicy's
-    // `hash cleartext`; the Password Modify operation is what hashes.
     let mut controls = target::before(state, who, ctl, &dn, &ndn, None)?;
+    // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
+    crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     dir.write(
         WriteOp::Modify {
             dn,

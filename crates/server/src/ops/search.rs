@@ -18,7 +18,7 @@ use canopy_proto::{
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
-use crate::access::{is_secret, Who};
+use crate::access::{is_auth_password, is_secret, Who};
 use crate::candidates::resolve;
 
 use crate::alias::{find_base, reach, referral_ids, Reach};
@@ -329,7 +329,12 @@ fn execute(
         let computed = if every_entry {
             Vec::new()
         } else {
-            let entry = visible_entry(&stored, secrets)?;
+            let mut entry = visible_entry(&stored, secrets)?;
+            if secrets && !job.who.root {
+                // An entry testing itself does not see its SCRAM secrets either.
+                let schema = job.state.directory.schema();
+                entry.attrs.retain(|a| !is_auth_password(schema, &a.desc));
+            }
             let computed = if need_computed {
                 computed_attributes(&txn, id, &entry)?
             } else {
@@ -512,7 +517,9 @@ fn encode_stored(
     out: &mut Vec<u8>,
 ) {
     let schema = job.state.directory.schema();
-    if selection.is_all_user_only() && !job.req.types_only {
+    // An entry reading itself sees its userPassword but not its SCRAM secrets (authPassword).
+    let hide_auth = secrets && !job.who.root && !stored.secret.is_empty();
+    if selection.is_all_user_only() && !job.req.types_only && !hide_auth {
         // The common answer is the stored bytes themselves.
         if secrets {
             let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
@@ -532,7 +539,7 @@ fn encode_stored(
         }
         for item in attribute_tlvs(section) {
             let Ok((desc, tlv)) = item else { continue };
-            if !selection.wants(schema, desc) {
+            if !selection.wants(schema, desc) || (hide_auth && is_auth_password(schema, desc)) {
                 continue;
             }
             if job.req.types_only {

@@ -64,10 +64,11 @@ fn compare() {
             "userPassword:alice-pw",
         ),
         (
-            "cleartext userPassword as root",
+            // Not a cleartext value: canopy stores cleartext passwords written over LDAP hashed.
+            "stored userPassword value as root",
             &Bind::Root,
-            "uid=olivia,ou=people,dc=example,dc=com",
-            "userPassword:olivia-pw",
+            &alice,
+            "userPassword:{SSHA}izjtVAKbK55kOcBydBsKhyMWznXVpZAs",
         ),
         (
             "DN-valued attribute",

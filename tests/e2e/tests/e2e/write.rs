@@ -12,7 +12,7 @@ sn: Zimmer
 uidNumber: 1200
 gidNumber: 1000
 homeDirectory: /home/zoe
-userPassword: zoe-pw
+userPassword: {SSHA}rXU6jCIrlccL2LR/NLhEyg5CXqaRjzP8vA0nmQ==
 ";
 
 #[test]

@@ -1,0 +1,366 @@
+//! SASL names to entries: `dn:`/`u:` forms, OpenLDAP-style `authz-regexp` rules, the default `uid`
+//! search, and the proxy authorization rules that say who may act as whom.
+
+use canopy_core::filter::PreparedFilter;
+use canopy_core::index::plan;
+use canopy_core::LdapError;
+use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_proto::{Dn, Filter, ResultCode};
+use canopy_schema::NormDn;
+use regex::Regex;
+
+use crate::candidates::resolve;
+use crate::config::Sasl;
+use crate::directory::{dn_key, store_error, Directory};
+use crate::state::State;
+
+/// The compiled `[sasl]` configuration.
+#[derive(Debug, Default)]
+pub struct Rules {
+    regexps: Vec<(Regex, String)>,
+    proxy: Vec<(String, String)>,
+}
+
+/// Where a mapped name points: one DN, or a search that must find exactly one entry.
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    Dn(String),
+    Search {
+        base: String,
+        subtree: bool,
+        filter: String,
+    },
+}
+
+impl Rules {
+    /// Compiles and checks the rules; errors name the rule.
+    pub fn compile(config: &Sasl) -> Result<Rules, String> {
+        let mut regexps = Vec::new();
+        for (i, rule) in config.authz_regexp.iter().enumerate() {
+            let regex = Regex::new(&format!("^(?:{})$", rule.pattern))
+                .map_err(|e| format!("[[sasl.authz_regexp]] #{}: {e}", i + 1))?;
+            if rule.replace.starts_with("ldap:") {
+                parse_url(&rule.replace)
+                    .map_err(|e| format!("[[sasl.authz_regexp]] #{}: {e}", i + 1))?;
+            }
+            regexps.push((regex, rule.replace.clone()));
+        }
+        let mut proxy = Vec::new();
+        for (i, rule) in config.proxy.iter().enumerate() {
+            for side in [&rule.from, &rule.to] {
+                split_side(side).ok_or_else(|| {
+                    format!(
+                        "[[sasl.proxy]] #{}: {side:?} is neither dn:DN nor subtree:DN",
+                        i + 1
+                    )
+                })?;
+            }
+            proxy.push((rule.from.clone(), rule.to.clone()));
+        }
+        Ok(Rules { regexps, proxy })
+    }
+
+    /// The target of a plain SASL user name under `mechanism`: the first matching rule, else the
+    /// default (the entry whose uid is the name).
+    fn target(&self, mechanism: &str, name: &str) -> Target {
+        let subject = format!("uid={name},cn={},cn=auth", mechanism.to_ascii_lowercase());
+        for (regex, replace) in &self.regexps {
+            if let Some(caps) = regex.captures(&subject) {
+                let mut out = String::new();
+                caps.expand(replace, &mut out);
+                return match parse_url(&out) {
+                    Ok(Some(search)) => search,
+                    _ => Target::Dn(out),
+                };
+            }
+        }
+        Target::Search {
+            base: String::new(),
+            subtree: true,
+            filter: format!("(uid={})", escape_filter_value(name)),
+        }
+    }
+}
+
+/// `ldap:///base??scope?filter` (RFC 4516 without host, attributes or extensions). `Ok(None)` for
+/// anything that is not an ldap URL.
+fn parse_url(text: &str) -> Result<Option<Target>, String> {
+    let Some(rest) = text.strip_prefix("ldap:///") else {
+        return Ok(None);
+    };
+    let mut parts = rest.splitn(4, '?');
+    let base = percent_decode(parts.next().unwrap_or(""))?;
+    let _attributes = parts.next();
+    let subtree = match parts.next().unwrap_or("") {
+        "" | "base" => false,
+        "sub" => true,
+        other => return Err(format!("URL scope {other:?}: use base or sub")),
+    };
+    let filter = percent_decode(parts.next().unwrap_or(""))?;
+    let filter = if filter.is_empty() {
+        "(objectClass=*)".to_string()
+    } else {
+        filter
+    };
+    Filter::parse(&filter).map_err(|e| format!("URL filter: {e}"))?;
+    Ok(Some(Target::Search {
+        base,
+        subtree,
+        filter,
+    }))
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| "bad percent escape in URL".to_string())?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "URL is not UTF-8".to_string())
+}
+
+/// RFC 4515 escaping of a value inside a filter.
+fn escape_filter_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'*' | b'(' | b')' | b'\\' | 0 => out.push_str(&format!("\\{b:02x}")),
+            _ => out.push(b as char),
+        }
+    }
+    out
+}
+
+fn split_side(side: &str) -> Option<(bool, &str)> {
+    if let Some(dn) = side.strip_prefix("dn:") {
+        Some((false, dn))
+    } else {
+        side.strip_prefix("subtree:").map(|dn| (true, dn))
+    }
+}
+
+/// Maps a SASL identity (`dn:DN`, `u:name` or a bare name) to an existing entry's DN. None when it
+/// names no entry, or several.
+pub fn resolve_identity(
+    state: &State,
+    mechanism: &str,
+    identity: &str,
+) -> Result<Option<(Dn, NormDn)>, LdapError> {
+    let dir = &state.directory;
+    if let Some(dn) = identity.strip_prefix("dn:") {
+        let Ok((dn, ndn)) = dir.normalize(dn.trim().as_bytes()) else {
+            return Ok(None);
+        };
+        return Ok(exists(state, &ndn)?.then_some((dn, ndn)));
+    }
+    let name = identity.strip_prefix("u:").unwrap_or(identity);
+    if name.is_empty() {
+        return Ok(None);
+    }
+    match state.sasl_rules.target(mechanism, name) {
+        Target::Dn(text) => {
+            let Ok((dn, ndn)) = dir.normalize(text.as_bytes()) else {
+                return Ok(None);
+            };
+            Ok(exists(state, &ndn)?.then_some((dn, ndn)))
+        }
+        Target::Search {
+            base,
+            subtree,
+            filter,
+        } => find_unique(state, &base, subtree, &filter),
+    }
+}
+
+/// Whether `ndn` is the root DN or an entry of the directory.
+fn exists(state: &State, ndn: &NormDn) -> Result<bool, LdapError> {
+    if *ndn == state.root_ndn {
+        return Ok(true);
+    }
+    let dir = &state.directory;
+    if !dir.holds(ndn) {
+        return Ok(false);
+    }
+    let txn = dir.read()?;
+    Ok(dir.lookup(&txn, ndn)?.is_some())
+}
+
+/// The one entry at or below `base` (the suffix when empty) that matches `filter`, if exactly one does.
+fn find_unique(
+    state: &State,
+    base: &str,
+    subtree: bool,
+    filter: &str,
+) -> Result<Option<(Dn, NormDn)>, LdapError> {
+    let dir = &state.directory;
+    let base_ndn = if base.is_empty() {
+        dir.suffix().clone()
+    } else {
+        match dir.normalize(base.as_bytes()) {
+            Ok((_, ndn)) if dir.holds(&ndn) => ndn,
+            _ => return Ok(None),
+        }
+    };
+    let Ok(filter) = Filter::parse(filter) else {
+        return Ok(None);
+    };
+    let txn = dir.read()?;
+    let prepared = PreparedFilter::new(dir.schema(), &filter);
+    let mut found = None;
+    for id in candidate_ids(dir, &txn, &base_ndn, subtree, &filter)? {
+        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            continue;
+        };
+        let stored = Directory::parse_stored(bytes)?;
+        let entry = stored
+            .to_entry()
+            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+        let in_scope = if subtree {
+            base_ndn.is_suffix_of(&entry.ndn)
+        } else {
+            entry.ndn == base_ndn
+        };
+        if !in_scope || !prepared.evaluate(&entry, &[]).is_true() {
+            continue;
+        }
+        if found.is_some() {
+            return Ok(None);
+        }
+        found = Some((entry.dn, entry.ndn));
+    }
+    Ok(found)
+}
+
+fn candidate_ids(
+    dir: &Directory,
+    txn: &ReadTxn,
+    base: &NormDn,
+    subtree: bool,
+    filter: &Filter,
+) -> Result<Vec<u64>, LdapError> {
+    if !subtree {
+        return Ok(dir
+            .lookup(txn, base)?
+            .map(|(id, _)| id)
+            .into_iter()
+            .collect());
+    }
+    if let Some(ids) = resolve(txn, &plan(dir.schema(), dir.indexes(), filter))? {
+        return Ok(ids);
+    }
+    if base == dir.suffix() {
+        return txn.entry_ids().map_err(store_error);
+    }
+    Ok(txn
+        .subtree(&dn_key(base))
+        .map_err(store_error)?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect())
+}
+
+/// Whether `authc` may act as `authz` under the `[[sasl.proxy]]` rules.
+pub fn may_proxy(state: &State, authc: &NormDn, authz: &NormDn) -> bool {
+    let covers = |side: &str, ndn: &NormDn| {
+        let Some((subtree, dn)) = split_side(side) else {
+            return false;
+        };
+        let Ok((_, rule)) = state.directory.normalize(dn.trim().as_bytes()) else {
+            return false;
+        };
+        if subtree {
+            rule.is_suffix_of(ndn)
+        } else {
+            rule == *ndn
+        }
+    };
+    state
+        .sasl_rules
+        .proxy
+        .iter()
+        .any(|(from, to)| covers(from, authc) && covers(to, authz))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AuthzRegexp;
+
+    fn rules(pattern: &str, replace: &str) -> Rules {
+        Rules::compile(&Sasl {
+            authz_regexp: vec![AuthzRegexp {
+                pattern: pattern.into(),
+                replace: replace.into(),
+            }],
+            proxy: Vec::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn default_rule_searches_uid() {
+        let target = Rules::default().target("PLAIN", "a*(b)");
+        assert_eq!(
+            target,
+            Target::Search {
+                base: String::new(),
+                subtree: true,
+                filter: r"(uid=a\2a\28b\29)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn regexp_to_dn_and_url() {
+        let r = rules(
+            "uid=([^,]*),cn=scram-sha-256,cn=auth",
+            "uid=$1,ou=people,dc=example,dc=com",
+        );
+        assert_eq!(
+            r.target("SCRAM-SHA-256", "bob"),
+            Target::Dn("uid=bob,ou=people,dc=example,dc=com".into())
+        );
+        // No match: the default.
+        assert!(matches!(r.target("PLAIN", "bob"), Target::Search { .. }));
+        let r = rules(
+            "uid=([^,]*),cn=[^,]*,cn=auth",
+            "ldap:///ou=people,dc=example,dc=com??sub?(mail=$1@example.com)",
+        );
+        assert_eq!(
+            r.target("PLAIN", "carol"),
+            Target::Search {
+                base: "ou=people,dc=example,dc=com".into(),
+                subtree: true,
+                filter: "(mail=carol@example.com)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_rules_are_refused() {
+        let bad = |pattern: &str, replace: &str| {
+            Rules::compile(&Sasl {
+                authz_regexp: vec![AuthzRegexp {
+                    pattern: pattern.into(),
+                    replace: replace.into(),
+                }],
+                proxy: Vec::new(),
+            })
+            .is_err()
+        };
+        assert!(bad("(", "x"));
+        assert!(bad("x", "ldap:///dc=x??one?(uid=1)"));
+        assert!(bad("x", "ldap:///dc=x??sub?(uid=1"));
+    }
+}
