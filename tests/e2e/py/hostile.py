@@ -11,7 +11,7 @@ import socket
 
 from rawldap import (NOTICE_OF_DISCONNECTION, SEARCH_DONE, SEARCH_ENTRY, EXTENDED_RESPONSE,
                      and_, bind, connect, equality, integer, message, octets, present, search,
-                     tlv)
+                     tlv, process_alive)
 
 SUFFIX = os.environ["SUFFIX"]
 PID = os.environ["SERVER_PID"]
@@ -39,12 +39,7 @@ def describe_end(conn, timeout=10):
 
 
 def alive():
-    try:
-        with open("/proc/%s/stat" % PID) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+    return process_alive(PID)
 
 
 def still_serves():

@@ -77,6 +77,16 @@ def unbind(msgid):
     return message(msgid, b"\x42\x00")
 
 
+def process_alive(pid):
+    """Whether process `pid` exists and has not exited (a zombie counts as dead)."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
 def server_address():
     url = urlparse(os.environ["LDAP_URL"])
     return url.hostname, url.port

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 
 from rawldap import (EXTENDED_RESPONSE, NOTICE_OF_DISCONNECTION, SEARCH_DONE, SEARCH_ENTRY,
                      Closed, Conn, bind, connect, integer, length, octets, search, tlv, present,
-                     equality)
+                     equality, process_alive)
 
 SUFFIX = os.environ["SUFFIX"]
 PID = os.environ["SERVER_PID"]
@@ -41,12 +41,7 @@ def rss_kib():
 
 
 def alive():
-    try:
-        with open("/proc/%s/stat" % PID) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+    return process_alive(PID)
 
 
 # A request as a tree: (tag, [children]) for constructed elements, (tag, bytes) for primitive ones.

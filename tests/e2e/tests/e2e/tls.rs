@@ -76,31 +76,36 @@ fn openssl(dir: &Path, args: &[&str]) {
     out.expect_code(0, &format!("openssl {}", args.join(" ")));
 }
 
+/// `openssl req -x509` with a new P-256 key, valid two days: a self-signed certificate in `dir`.
+fn self_signed(dir: &Path, subject: &str, extra: &[&str], key: &str, cert: &str) {
+    let mut args = vec![
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        subject,
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-keyout", key, "-out", cert]);
+    openssl(dir, &args);
+}
+
 /// A self-signed server certificate for 127.0.0.1 made with the openssl CLI: (cert, key).
 fn make_server_cert(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let cert = format!("{name}.crt");
     let key = format!("{name}.key");
-    openssl(
+    self_signed(
         dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            &format!("/CN={name}"),
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-keyout",
-            &key,
-            "-out",
-            &cert,
-        ],
+        &format!("/CN={name}"),
+        &["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        &key,
+        &cert,
     );
     (dir.join(cert), dir.join(key))
 }
@@ -371,26 +376,7 @@ fn wait_for_log(s: &Server, text: &str) {
 /// A CA (`ca.crt`) and a client certificate it signed (`client.crt`, `client.key`, X.509 v3 for client
 /// authentication) with the subject `cn=alice,ou=people,dc=example,dc=com`, made in `d` with openssl.
 fn make_client_ca(d: &Path) {
-    openssl(
-        d,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=Test CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ],
-    );
+    self_signed(d, "/CN=Test CA", &[], "ca.key", "ca.crt");
     openssl(
         d,
         &[
