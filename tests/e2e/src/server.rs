@@ -71,6 +71,8 @@ pub struct Server {
     config: Option<String>,
     /// Listener URLs canopy gets besides ldap:// and ldapi:// (e.g. `ldaps://`).
     extra_listen: Vec<String>,
+    /// `CANOPY_LOG` for canopy (a tracing filter such as `trace`); the binary's default when None.
+    log_filter: Option<String>,
 }
 
 enum StartError {
@@ -102,6 +104,16 @@ impl Server {
     pub fn start_canopy_with_config(toml: &str) -> Server {
         let mut server = Server::prepare(Target::Canopy);
         server.config = Some(toml.to_string());
+        server.launch();
+        server.load_base();
+        server
+    }
+
+    /// Like [`Server::start_canopy_with_config`], logging with the tracing filter `log` (`CANOPY_LOG`).
+    pub fn start_canopy_logging(toml: &str, log: &str) -> Server {
+        let mut server = Server::prepare(Target::Canopy);
+        server.config = Some(toml.to_string());
+        server.log_filter = Some(log.to_string());
         server.launch();
         server.load_base();
         server
@@ -181,6 +193,7 @@ impl Server {
             child: None,
             config: None,
             extra_listen: Vec::new(),
+            log_filter: None,
         }
     }
 
@@ -411,6 +424,9 @@ impl Server {
                     .env("CANOPY_ROOTPW", ROOT_PW);
                 for url in &self.extra_listen {
                     cmd.arg("--listen").arg(url);
+                }
+                if let Some(filter) = &self.log_filter {
+                    cmd.env("CANOPY_LOG", filter);
                 }
                 if let Some(toml) = &self.config {
                     let path = self.dir.path().join("canopy.toml");

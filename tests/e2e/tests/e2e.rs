@@ -32,6 +32,8 @@ mod rootdse;
 mod sasl;
 #[path = "e2e/search.rs"]
 mod search;
+#[path = "e2e/secrets.rs"]
+mod secrets;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]
