@@ -396,6 +396,7 @@ fn diff_entries(
         }
         for (name, va) in &ea.attrs {
             match eb.attrs.get(name) {
+                Some(vb) if is_user_password(name) && passwords_match(va, vb) => {}
                 None => push(
                     Kind::Attribute,
                     format!(
@@ -421,6 +422,10 @@ fn diff_entries(
             }
         }
         for (name, vb) in &eb.attrs {
+            // SCRAM secrets canopy keeps beside a password it hashed (docs/compatibility.md).
+            if name == "authpassword" {
+                continue;
+            }
             if !ea.attrs.contains_key(name) {
                 push(
                     Kind::Attribute,
@@ -438,6 +443,29 @@ fn diff_entries(
             push(Kind::ExtraEntry, lossy(&eb.raw_dn));
         }
     }
+}
+
+fn is_user_password(name: &str) -> bool {
+    name.split(';').next() == Some("userpassword")
+}
+
+/// Canopy stores a cleartext password written by a client hashed, where slapd (without the ppolicy
+/// overlay's hashing) keeps it as written (docs/compatibility.md). The values agree when each slapd value
+/// is a canopy value, or is cleartext that one of canopy's hashes verifies.
+fn passwords_match(slapd: &[Vec<u8>], canopy: &[Vec<u8>]) -> bool {
+    if slapd.len() != canopy.len() {
+        return false;
+    }
+    let mut unused: Vec<&Vec<u8>> = canopy.iter().collect();
+    slapd.iter().all(|sv| {
+        let found = unused.iter().position(|cv| {
+            *cv == sv
+                || (!sv.starts_with(b"{")
+                    && cv.starts_with(b"{")
+                    && canopy_password::verify(cv, sv).unwrap_or(false))
+        });
+        found.map(|i| unused.swap_remove(i)).is_some()
+    })
 }
 
 /// Whether two value lists are the same DNs spelled differently (so the difference has the same
@@ -576,6 +604,39 @@ mod tests {
             ],
         );
         assert_eq!(kinds(&a, &b), vec![]);
+    }
+
+    #[test]
+    fn cleartext_passwords_match_the_hash_canopy_stored() {
+        // {SSHA} of "alice-pw" with the salt "salt".
+        let hash = "{SSHA}NDE6IsjnHPszvqVxrmbZOYWXUcxzYWx0";
+        assert!(canopy_password::verify(hash.as_bytes(), b"alice-pw").unwrap());
+        let slapd = search(
+            0,
+            vec![entry("uid=a,dc=x", &[("userPassword", &["alice-pw"])])],
+        );
+        let canopy = search(
+            0,
+            vec![entry(
+                "uid=a,dc=x",
+                &[
+                    ("userPassword", &[hash]),
+                    ("authPassword", &["SCRAM-SHA-256$x"]),
+                ],
+            )],
+        );
+        assert_eq!(kinds(&slapd, &canopy), vec![]);
+        let wrong = search(
+            0,
+            vec![entry("uid=a,dc=x", &[("userPassword", &["bob-pw"])])],
+        );
+        assert_eq!(kinds(&wrong, &canopy), vec![Kind::Values]);
+        // A hash slapd stores as given must come back as given.
+        let given = search(
+            0,
+            vec![entry("uid=a,dc=x", &[("userPassword", &["{SSHA}other"])])],
+        );
+        assert_eq!(kinds(&given, &canopy), vec![Kind::Values]);
     }
 
     #[test]
