@@ -28,6 +28,9 @@ pub struct Config {
     pub password_hash: String,
     /// Fsync every commit (LMDB's default). Turning it off trades durability for speed.
     pub durable: bool,
+    /// Access rules in OpenLDAP's `to <what> by <who> <access>` language, first match wins
+    /// (docs/access-control.md). Empty: Debian's default list.
+    pub access: Vec<String>,
 }
 
 /// One index line: `{ attr = "cn", kinds = ["eq", "sub"] }`.
@@ -82,6 +85,7 @@ impl Default for Config {
             limits: Limits::default(),
             password_hash: "{SSHA}".to_string(),
             durable: true,
+            access: Vec::new(),
         }
     }
 }

@@ -76,14 +76,19 @@ fn without_subschema_values(schema: &Schema, filter: &Filter) -> Filter {
     }
 }
 
-/// The filter for an entry whose secret attributes (userPassword) the requester may not read: slapd
-/// finds every test of them Undefined, presence included, whether the entry holds one or not.
-pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filter> {
-    if tests_secrets(schema, filter) {
-        Cow::Owned(hide_secrets(schema, filter))
+/// The filter for an entry some of whose attributes the requester may not search: slapd finds every test
+/// of them Undefined, presence included, whether the entry holds one or not.
+pub fn without_attrs<'f>(filter: &'f Filter, hidden: impl Fn(&str) -> bool) -> Cow<'f, Filter> {
+    if tests_hidden(filter, &hidden) {
+        Cow::Owned(hide(filter, &hidden))
     } else {
         Cow::Borrowed(filter)
     }
+}
+
+/// [`without_attrs`] for the password attributes, as Debian's default rules hide them.
+pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filter> {
+    without_attrs(filter, |attr| is_secret(schema, attr))
 }
 
 fn tested_attribute(filter: &Filter) -> Option<&str> {
@@ -99,23 +104,21 @@ fn tested_attribute(filter: &Filter) -> Option<&str> {
     }
 }
 
-fn tests_secrets(schema: &Schema, filter: &Filter) -> bool {
+fn tests_hidden(filter: &Filter, hidden: &impl Fn(&str) -> bool) -> bool {
     match filter {
-        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_secrets(schema, f)),
-        Filter::Not(inner) => tests_secrets(schema, inner),
-        other => tested_attribute(other).is_some_and(|attr| is_secret(schema, attr)),
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_hidden(f, hidden)),
+        Filter::Not(inner) => tests_hidden(inner, hidden),
+        other => tested_attribute(other).is_some_and(hidden),
     }
 }
 
-fn hide_secrets(schema: &Schema, filter: &Filter) -> Filter {
-    let each = |parts: &[Filter]| parts.iter().map(|f| hide_secrets(schema, f)).collect();
+fn hide(filter: &Filter, hidden: &impl Fn(&str) -> bool) -> Filter {
+    let each = |parts: &[Filter]| parts.iter().map(|f| hide(f, hidden)).collect();
     match filter {
         Filter::And(parts) => Filter::And(each(parts)),
         Filter::Or(parts) => Filter::Or(each(parts)),
-        Filter::Not(inner) => Filter::Not(Box::new(hide_secrets(schema, inner))),
-        other if tested_attribute(other).is_some_and(|attr| is_secret(schema, attr)) => {
-            Filter::Undefined
-        }
+        Filter::Not(inner) => Filter::Not(Box::new(hide(inner, hidden))),
+        other if tested_attribute(other).is_some_and(hidden) => Filter::Undefined,
         other => other.clone(),
     }
 }

@@ -12,7 +12,8 @@ use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCod
 use canopy_schema::NormDn;
 
 use super::{dn_key, store_error, Directory};
-use crate::access::{Action, Who};
+use crate::access::Who;
+use crate::acl::ops::{check_add, check_delete, check_modify, check_rename};
 use crate::opattrs::Stamp;
 
 /// One write operation, fully parsed; run by [`Directory::write`].
@@ -180,7 +181,7 @@ impl Directory {
                 None => return Err(self.no_such_object(txn, &parent_ndn, &parent_dn)),
             }
         };
-        who.require_write(&entry.ndn, Action::Add)?;
+        check_add(self, txn, who, &entry)?;
         if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
@@ -199,7 +200,7 @@ impl Directory {
         who: &Who,
     ) -> Result<(), LdapError> {
         let (id, entry) = self.load(txn, ndn, dn)?;
-        who.require_write(ndn, Action::Delete)?;
+        check_delete(self, txn, who, &entry)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,
@@ -233,11 +234,7 @@ impl Directory {
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
         let (id, old) = self.load(txn, ndn, dn)?;
-        let touched: Vec<&str> = changes
-            .iter()
-            .map(|c| c.modification.name.as_str())
-            .collect();
-        who.require_write(ndn, Action::Modify(&touched))?;
+        check_modify(self, txn, who, &old, changes)?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
         check_entry(self.schema(), &entry)?;
@@ -260,7 +257,9 @@ impl Directory {
                 "cannot rename the suffix entry",
             ));
         }
-        who.require_write(&m.ndn, Action::Rename)?;
+        let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
+        let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
+        check_rename(self, txn, who, &old, moved_to, &rdn_attrs)?;
         let old_parent_id = self.parent_id(txn, &m.ndn)?;
         let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
             Some((sup_dn, sup_ndn)) => {

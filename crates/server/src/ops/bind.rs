@@ -4,6 +4,8 @@ use canopy_core::LdapError;
 use canopy_proto::{BindAuth, BindRequest, Dn, ResultCode};
 
 use crate::access::Who;
+use crate::acl::ops::allows;
+use crate::acl::{privileges, AttrRef};
 use crate::session::{Link, Peer};
 use crate::state::State;
 
@@ -62,6 +64,18 @@ async fn simple(
                 let stored = crate::directory::Directory::parse_stored(bytes)?;
                 // The session carries the entry's own DN, as slapd's whoami shows.
                 who.dn = String::from_utf8_lossy(stored.dn).into_owned();
+                // slapd binds only with passwords the rules grant `auth` on, to the client as it is now.
+                let entry = stored
+                    .to_entry()
+                    .map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
+                let asking = Who {
+                    link: link.clone(),
+                    ..Who::anonymous()
+                };
+                let attr = AttrRef::Attr("userPassword");
+                if !allows(dir, &txn, &asking, &entry, attr, privileges::AUTH) {
+                    return Err(LdapError::new(ResultCode::InvalidCredentials, ""));
+                }
                 let mut values = Vec::new();
                 for attr in canopy_core::wire::attributes(stored.secret) {
                     let (_, vals) =

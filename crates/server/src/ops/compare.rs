@@ -8,7 +8,9 @@ use canopy_schema::Schema;
 
 use crate::access::Who;
 use crate::ops::OpError;
-use crate::readentry::{check_assertion, load, Seen};
+use crate::acl::ops::{allows, unless_disclosed};
+use crate::acl::{privileges, AttrRef};
+use crate::readentry::{check_assertion, load_for, Seen};
 use crate::referral::governing;
 use crate::reqctl::RequestControls;
 use crate::special;
@@ -55,10 +57,15 @@ pub fn compare(
     let Some((id, bytes)) = dir.lookup(&txn, &ndn)? else {
         return Err(dir.no_such_object(&txn, &ndn, &dn).into());
     };
-    if !who.may_read(schema, &desc.to_desc_string(), &ndn) {
-        return Err(LdapError::new(ResultCode::InsufficientAccessRights, "").into());
+    let full = crate::directory::Directory::parse_stored(bytes)?
+        .to_entry()
+        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    let attr = AttrRef::Attr(&req.attr);
+    if !allows(dir, &txn, who, &full, attr, privileges::COMPARE) {
+        let refused = LdapError::new(ResultCode::InsufficientAccessRights, "");
+        return Err(unless_disclosed(dir, &txn, who, &full, refused).into());
     }
-    let mut seen = load(&txn, who, id, bytes)?;
+    let mut seen = load_for(dir, &txn, who, id, bytes, privileges::COMPARE)?;
     if let Some(filter) = &ctl.assertion {
         check_assertion(schema, &seen, filter)?;
     }

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,8 +23,9 @@ use crate::access::{is_secret, Who};
 use crate::candidates::resolve;
 
 use crate::alias::{find_base, reach, referral_ids, Reach};
-use crate::directory::{dn_key, store_error, Directory};
-use crate::filter_view::{as_slapd_sees, without_secrets};
+use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
+use crate::directory::{dn_key, store_error, Directory, GroupReader};
+use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
 use crate::referral::{continuation, is_alias, is_referral, Referral};
@@ -197,9 +199,12 @@ fn execute(
     let (base, base_id) = (found.ndn, found.id);
     if let Some(filter) = &job.ctl.assertion {
         if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {
-            check_assertion(schema, &load(&txn, &job.who, base_id, bytes)?, filter)?;
+            check_assertion(schema, &load(dir, &txn, &job.who, base_id, bytes)?, filter)?;
         }
     }
+    let groups = GroupReader { dir, txn: &txn };
+    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
+    base_access(&access, &txn, &base, base_id)?;
     let limits = limits(job);
 
     let (mut ids, indexed) = candidates(dir, &txn, job, &base, base_id)?;
@@ -255,14 +260,12 @@ fn execute(
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // Assertion values are normalized once per search, not once per candidate.
     let prepared = PreparedFilter::new(schema, &filter);
-    // Entries whose secrets the requester may not read see a filter in which tests of them are undefined.
-    let hidden = without_secrets(schema, &filter);
-    let prepared_hidden = match &hidden {
-        Cow::Owned(f) => Some(PreparedFilter::new(schema, f)),
-        Cow::Borrowed(_) => None,
-    };
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
+    // Access decisions are made once per kind of entry (see acl::view), not once per entry.
+    let root = job.who.root;
+    let needs_entry = dir.acl().needs_entry() && !root;
+    let mut hidden_filters: Vec<(*const EntryView, Option<PreparedFilter<'_>>)> = Vec::new();
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -305,20 +308,35 @@ fn execute(
         if searching && is_alias(&stored) && ndn != base {
             continue;
         }
-        let secrets = job.who.may_read_secrets(&ndn);
-        let computed = if every_entry {
+        let full = if needs_entry {
+            Some(visible_entry(&stored, true)?)
+        } else {
+            None
+        };
+        let view = (!root).then(|| access.view(&ndn, full.as_ref()));
+        if view.as_ref().is_some_and(|v| !v.allows_entry(privileges::READ)) {
+            continue;
+        }
+        let hidden = match &view {
+            Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
+            None => None,
+        };
+        let computed = if every_entry && hidden.is_none() {
             Vec::new()
         } else {
-            let entry = visible_entry(&stored, secrets)?;
+            let mut entry = match full {
+                Some(entry) => entry,
+                None => visible_entry(&stored, true)?,
+            };
+            if let Some(view) = &view {
+                searchable_only(&access, view, &stored, &mut entry);
+            }
             let computed = if need_computed {
                 computed_attributes(&txn, id, &entry)?
             } else {
                 Vec::new()
             };
-            let test = match (&prepared_hidden, secrets) {
-                (Some(hidden), false) => hidden,
-                _ => &prepared,
-            };
+            let test = hidden.unwrap_or(&prepared);
             if test.evaluate(&entry, &computed) != Ternary::True {
                 continue;
             }
@@ -334,7 +352,8 @@ fn execute(
             return Ok(());
         }
         out.clear();
-        encode_stored(job, &selection, &stored, &computed, secrets, &mut out);
+        let readable = view.as_deref().map(|v| (&access, v));
+        encode_stored(job, &selection, &stored, &computed, readable, &mut out);
         sink.push(std::mem::replace(&mut out, Vec::with_capacity(1024)))?;
         sent += 1;
         last_sent = Some(id);
@@ -482,36 +501,47 @@ pub(crate) fn computed_attributes(
     ])
 }
 
+/// Privileges on an entry's attributes: the search's cache and the entry's view; None for the root DN.
+type Readable<'v, 'a> = Option<(&'v SearchAccess<'a>, &'v EntryView)>;
+
 fn encode_stored(
     job: &SearchJob,
     selection: &Selection,
     stored: &StoredEntry<'_>,
     computed: &[Attribute],
-    secrets: bool,
+    readable: Readable<'_, '_>,
     out: &mut Vec<u8>,
 ) {
     let schema = job.state.directory.schema();
-    if selection.is_all_user_only() && !job.req.types_only {
-        // The common answer is the stored bytes themselves.
-        if secrets {
+    let plain = readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
+    let reads = |desc: &str| {
+        readable.is_none_or(|(access, view)| access.allows_attr(view, desc, privileges::READ))
+    };
+    if plain && selection.is_all_user_only() && !job.req.types_only {
+        // The common answer is the stored bytes themselves, with the passwords the requester may read.
+        let secrets: Vec<&[u8]> = attribute_tlvs(stored.secret)
+            .filter_map(Result::ok)
+            .filter(|(desc, _)| reads(desc))
+            .map(|(_, tlv)| tlv)
+            .collect();
+        if secrets.is_empty() {
+            encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+        } else {
             let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
             attrs.extend_from_slice(stored.user);
-            attrs.extend_from_slice(stored.secret);
+            for tlv in secrets {
+                attrs.extend_from_slice(tlv);
+            }
             encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
-        } else {
-            encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
         }
         return;
     }
     let mut attrs = Vec::with_capacity(512);
     let sections: [&[u8]; 3] = [stored.user, stored.secret, stored.operational];
     for (index, section) in sections.iter().enumerate() {
-        if index == 1 && !secrets {
-            continue;
-        }
         for item in attribute_tlvs(section) {
             let Ok((desc, tlv)) = item else { continue };
-            if !selection.wants(schema, desc) {
+            if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
                 continue;
             }
             if job.req.types_only {
@@ -522,7 +552,7 @@ fn encode_stored(
         }
     }
     for attr in computed {
-        if selection.wants_computed(&attr.desc) {
+        if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
             let values: Vec<&[u8]> = if job.req.types_only {
                 Vec::new()
             } else {
@@ -532,6 +562,83 @@ fn encode_stored(
         }
     }
     encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+}
+
+/// slapd requires `search` on the base entry; without `disclose` either, the base does not exist.
+fn base_access(
+    access: &SearchAccess<'_>,
+    txn: &ReadTxn,
+    base: &NormDn,
+    base_id: u64,
+) -> Result<(), LdapError> {
+    if access.is_root() {
+        return Ok(());
+    }
+    let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
+        return Ok(());
+    };
+    let entry = visible_entry(&Directory::parse_stored(bytes)?, true)?;
+    let target = Target {
+        ndn: base,
+        entry: Some(&entry),
+    };
+    let mask = access.checker().decide(target, AttrRef::Entry).mask;
+    if mask & privileges::SEARCH != 0 {
+        Ok(())
+    } else if mask & privileges::DISCLOSE != 0 {
+        Err(LdapError::new(ResultCode::InsufficientAccessRights, ""))
+    } else {
+        Err(LdapError::new(ResultCode::NoSuchObject, ""))
+    }
+}
+
+/// The filter for the entries of `view`: tests of attributes without `search` are Undefined (None when
+/// every attribute the filter tests is searchable). Built once per view.
+fn hidden_filter<'c, 's>(
+    cache: &'c mut Vec<(*const EntryView, Option<PreparedFilter<'s>>)>,
+    access: &SearchAccess<'_>,
+    view: &Rc<EntryView>,
+    schema: &'s canopy_schema::Schema,
+    filter: &Filter,
+) -> Option<&'c PreparedFilter<'s>> {
+    let key = Rc::as_ptr(view);
+    let index = match cache.iter().position(|(k, _)| *k == key) {
+        Some(index) => index,
+        None => {
+            let hidden = without_attrs(filter, |desc| {
+                !access.allows_attr(view, desc, privileges::SEARCH)
+            });
+            let prepared = match hidden {
+                Cow::Owned(f) => Some(PreparedFilter::new(schema, &f)),
+                Cow::Borrowed(_) => None,
+            };
+            cache.push((key, prepared));
+            cache.len() - 1
+        }
+    };
+    cache.get(index).and_then(|(_, p)| p.as_ref())
+}
+
+/// Removes the attributes the requester may not search, so no filter (an extensible match without a
+/// type included) can test them.
+fn searchable_only(
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    stored: &StoredEntry<'_>,
+    entry: &mut Entry,
+) {
+    if view.plain_allows(privileges::SEARCH) {
+        for item in attribute_tlvs(stored.secret) {
+            let Ok((desc, _)) = item else { continue };
+            if !access.allows_attr(view, desc, privileges::SEARCH) {
+                entry.attrs.retain(|a| a.desc != desc);
+            }
+        }
+    } else {
+        entry
+            .attrs
+            .retain(|a| access.allows_attr(view, &a.desc, privileges::SEARCH));
+    }
 }
 
 /// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.

@@ -1,0 +1,237 @@
+//! The access checks of each operation, as slapd's back-mdb makes them, with slapd's result codes.
+
+use canopy_core::{Entry, LdapError};
+use canopy_mdb::ReadOps;
+use canopy_proto::{Change, ModifyOperation, ResultCode};
+use canopy_schema::NormDn;
+
+use super::{privileges as p, AttrRef, Checker, Mask, Target};
+use crate::access::Who;
+use crate::directory::{dn_key, Directory, GroupReader};
+
+fn denied(text: &str) -> LdapError {
+    LdapError::new(ResultCode::InsufficientAccessRights, text)
+}
+
+/// Loads an entry for rules with filters; None when the ACL needs only DNs or the entry is missing.
+pub fn entry_for_rules<T: ReadOps>(dir: &Directory, txn: &T, ndn: &NormDn) -> Option<Entry> {
+    if !dir.acl().needs_entry() {
+        return None;
+    }
+    let id = txn.get_id(&dn_key(ndn)).ok().flatten()?;
+    let bytes = txn.get_entry(id).ok().flatten()?;
+    Directory::parse_stored(bytes).ok()?.to_entry().ok()
+}
+
+/// Runs `f` with a checker for `who` reading groups in `txn`.
+pub fn with_checker<T: ReadOps, R>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    f: impl FnOnce(&Checker<'_>) -> R,
+) -> R {
+    let groups = GroupReader { dir, txn };
+    let checker = dir.acl().checker(dir.schema(), who, &groups);
+    f(&checker)
+}
+
+/// `need` on the `children` of the parent of `ndn`. The suffix has no parent in the database: only the
+/// root DN adds or deletes it, as in slapd.
+fn parent_children<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    checker: &Checker<'_>,
+    ndn: &NormDn,
+    need: Mask,
+) -> bool {
+    if checker.who().root {
+        return true;
+    }
+    match ndn.parent().filter(|_| ndn != dir.suffix()) {
+        Some(parent) => {
+            let entry = entry_for_rules(dir, txn, &parent);
+            let target = Target {
+                ndn: &parent,
+                entry: entry.as_ref(),
+            };
+            checker.allows(target, AttrRef::Children, need)
+        }
+        None => false,
+    }
+}
+
+/// Add: `add` on the parent's `children` and on the new entry's `entry` (slapd 2.5).
+pub fn check_add<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+) -> Result<(), LdapError> {
+    with_checker(dir, txn, who, |checker| {
+        if !parent_children(dir, txn, checker, &entry.ndn, p::ADD) {
+            return Err(denied("no write access to parent"));
+        }
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        if !checker.allows(target, AttrRef::Entry, p::ADD) {
+            return Err(denied("no write access to entry"));
+        }
+        Ok(())
+    })
+}
+
+/// Delete: `delete` on the parent's `children` and on the entry's `entry`.
+pub fn check_delete<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+) -> Result<(), LdapError> {
+    with_checker(dir, txn, who, |checker| {
+        if !parent_children(dir, txn, checker, &entry.ndn, p::DELETE) {
+            return Err(denied("no write access to parent"));
+        }
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        if !checker.allows(target, AttrRef::Entry, p::DELETE) {
+            return Err(denied("no write access to entry"));
+        }
+        Ok(())
+    })
+}
+
+/// Modify: `add` for added values, `delete` for deleted ones, both for replace and increment, on each
+/// attribute touched.
+pub fn check_modify<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    changes: &[Change],
+) -> Result<(), LdapError> {
+    with_checker(dir, txn, who, |checker| {
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        for change in changes {
+            let need = match change.operation {
+                ModifyOperation::Add => p::ADD,
+                ModifyOperation::Delete => p::DELETE,
+                ModifyOperation::Replace | ModifyOperation::Increment => p::WRITE,
+            };
+            let desc = change.modification.name.as_str();
+            if !checker.allows(target, AttrRef::Attr(desc), need) {
+                return Err(denied("no write access to entry"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Modify DN: `delete` on the entry and on the old parent's `children`, `add` on the new parent's
+/// `children` when it moves, and write access to the naming attributes that change.
+pub fn check_rename<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    new_parent: Option<&NormDn>,
+    rdn_attrs: &[&str],
+) -> Result<(), LdapError> {
+    with_checker(dir, txn, who, |checker| {
+        if checker.who().root {
+            return Ok(());
+        }
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        if !checker.allows(target, AttrRef::Entry, p::DELETE) {
+            return Err(denied("no write access to entry"));
+        }
+        if !parent_children(dir, txn, checker, &entry.ndn, p::DELETE) {
+            return Err(denied("no write access to parent's children"));
+        }
+        if let Some(parent) = new_parent {
+            let parent_entry = entry_for_rules(dir, txn, parent);
+            let target = Target {
+                ndn: parent,
+                entry: parent_entry.as_ref(),
+            };
+            if !checker.allows(target, AttrRef::Children, p::ADD) {
+                return Err(denied("no write access to new superior's children"));
+            }
+        }
+        for attr in rdn_attrs {
+            if !checker.allows(target, AttrRef::Attr(attr), p::ADD) {
+                return Err(denied("no write access to entry's naming attribute"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Whether `who` has `need` on `attr` of `entry` (a single check, outside searches).
+pub fn allows<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    attr: AttrRef<'_>,
+    need: Mask,
+) -> bool {
+    with_checker(dir, txn, who, |checker| {
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        checker.allows(target, attr, need)
+    })
+}
+
+/// The attributes of `entry` that `who` holds `need` on; the rest are removed.
+pub fn retain_allowed<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &mut Entry,
+    need: Mask,
+) {
+    if who.root {
+        return;
+    }
+    let keep: Vec<bool> = with_checker(dir, txn, who, |checker| {
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        entry
+            .attrs
+            .iter()
+            .map(|a| checker.allows(target, AttrRef::Attr(&a.desc), need))
+            .collect()
+    });
+    let mut keep = keep.into_iter();
+    entry.attrs.retain(|_| keep.next().unwrap_or(false));
+}
+
+/// An error about an entry the requester may not know of: without `disclose` on it, noSuchObject
+/// (no matched DN), else `error` itself.
+pub fn unless_disclosed<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    error: LdapError,
+) -> LdapError {
+    if allows(dir, txn, who, entry, AttrRef::Entry, p::DISCLOSE) {
+        error
+    } else {
+        LdapError::new(ResultCode::NoSuchObject, "")
+    }
+}
