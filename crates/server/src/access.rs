@@ -55,8 +55,9 @@ pub fn is_secret(schema: &Schema, desc: &str) -> bool {
 }
 
 /// An update whose access slapd checks before the assertion control: delete and modify DN.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Action {
     Delete,
-    Rename,
+    /// A modify DN, with the new superior when it moves the entry.
+    Rename(Option<NormDn>),
 }

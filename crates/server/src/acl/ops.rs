@@ -133,8 +133,8 @@ pub fn check_modify<T: ReadOps>(
     })
 }
 
-/// Modify DN: `delete` on the entry and on the old parent's `children`, `add` on the new parent's
-/// `children` when it moves, and write access to the naming attributes that change.
+/// Modify DN: `write` on the old parent's `children` (`delete` when the entry moves) and on the entry,
+/// `add` on the new parent's `children`, and `add` on the new naming attributes.
 pub fn check_rename<T: ReadOps>(
     dir: &Directory,
     txn: &T,
@@ -151,11 +151,17 @@ pub fn check_rename<T: ReadOps>(
             ndn: &entry.ndn,
             entry: Some(entry),
         };
-        if !checker.allows(target, AttrRef::Entry, p::DELETE) {
-            return Err(denied("no write access to entry"));
-        }
-        if !parent_children(dir, txn, checker, &entry.ndn, p::DELETE) {
+        // A rename in place writes the parent's children, a move deletes from them (slapd's order).
+        let old_parent = if new_parent.is_some() {
+            p::DELETE
+        } else {
+            p::WRITE
+        };
+        if !parent_children(dir, txn, checker, &entry.ndn, old_parent) {
             return Err(denied("no write access to parent's children"));
+        }
+        if !checker.allows(target, AttrRef::Entry, p::WRITE) {
+            return Err(denied("no write access to entry"));
         }
         if let Some(parent) = new_parent {
             let parent_entry = entry_for_rules(dir, txn, parent);

@@ -46,7 +46,7 @@ pub fn before(
             .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
         match action {
             Action::Delete => check_delete(dir, &txn, who, &entry)?,
-            Action::Rename => check_rename(dir, &txn, who, &entry, None, &[])?,
+            Action::Rename(to) => check_rename(dir, &txn, who, &entry, to.as_ref(), &[])?,
         }
     }
     let seen = load(dir, &txn, who, id, bytes)?;
