@@ -17,7 +17,7 @@ use canopy_schema::{NormDn, Schema};
 use crate::access::Who;
 use crate::session::Peer;
 
-pub use parse::{AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, What, WhoSpec};
+pub use parse::{parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, What, WhoSpec};
 pub use view::{EntryView, SearchAccess};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).

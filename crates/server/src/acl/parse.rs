@@ -14,6 +14,8 @@ use super::{privileges, Mask};
 pub struct Rule {
     /// The rule as written, for `acl-check` and logs.
     pub text: String,
+    /// The `<what>` words as written.
+    pub what_text: String,
     pub what: What,
     pub bys: Vec<By>,
 }
@@ -51,6 +53,8 @@ pub enum AttrItem {
 /// One `by <who> <access> [<control>]` clause.
 #[derive(Debug)]
 pub struct By {
+    /// The clause as written, without `by`.
+    pub text: String,
     /// Every one of these must match (slapd allows several who specifiers in one clause).
     pub who: Vec<WhoSpec>,
     pub modifier: Modifier,
@@ -123,12 +127,12 @@ pub fn parse_rule(schema: &Schema, index: usize, text: &str) -> Result<Rule, Str
         None => return Err(format!("access rule {index}: empty")),
     }
     let mut what = What::default();
-    let mut what_words = 0;
+    let mut what_words = Vec::new();
     while let Some(word) = words.next_if(|w| !w.eq_ignore_ascii_case("by")) {
         parse_what(schema, &mut what, word).map_err(|why| fail(word, &why))?;
-        what_words += 1;
+        what_words.push(word);
     }
-    if what_words == 0 {
+    if what_words.is_empty() {
         return Err(format!("access rule {index}: nothing after \"to\""));
     }
     let mut bys = Vec::new();
@@ -142,7 +146,8 @@ pub fn parse_rule(schema: &Schema, index: usize, text: &str) -> Result<Rule, Str
         return Err(format!("access rule {index}: no \"by\" clause"));
     }
     Ok(Rule {
-        text: text.trim().to_string(),
+        text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+        what_text: what_words.join(" "),
         what,
         bys,
     })
@@ -280,6 +285,7 @@ fn parse_by<'w>(
     words: &mut std::iter::Peekable<impl Iterator<Item = &'w str>>,
 ) -> Result<By, WordError> {
     let mut who = Vec::new();
+    let mut text = Vec::new();
     let access = loop {
         let Some(word) = words.peek().copied() else {
             return Err(("by".into(), "missing access level".into()));
@@ -289,6 +295,7 @@ fn parse_by<'w>(
             break (Modifier::Add, 0);
         }
         words.next();
+        text.push(word);
         if let Some(access) = parse_access(word) {
             if who.is_empty() {
                 return Err((word.into(), "missing <who> before the access level".into()));
@@ -299,11 +306,16 @@ fn parse_by<'w>(
     };
     let control = match words.next_if(|w| !w.eq_ignore_ascii_case("by")) {
         None => Control::Stop,
-        Some(w) => control_word(w)
-            .ok_or_else(|| (w.to_string(), "expected stop, continue, break or by".to_string()))?,
+        Some(w) => {
+            text.push(w);
+            control_word(w).ok_or_else(|| {
+                (w.to_string(), "expected stop, continue, break or by".to_string())
+            })?
+        }
     };
     let (modifier, privileges) = access;
     Ok(By {
+        text: text.join(" "),
         who,
         modifier,
         privileges,
@@ -321,7 +333,7 @@ fn control_word(word: &str) -> Option<Control> {
 }
 
 /// A level word or a `=`/`+`/`-` privilege set; None if the word is neither.
-fn parse_access(word: &str) -> Option<(Modifier, Mask)> {
+pub fn parse_access(word: &str) -> Option<(Modifier, Mask)> {
     let lower = word.to_ascii_lowercase();
     let level = match lower.as_str() {
         "none" => Some(0),
