@@ -56,13 +56,19 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
         Some(a) if a.eq_ignore_ascii_case("entry") => AttrRef::Entry,
         Some(a) if a.eq_ignore_ascii_case("children") => AttrRef::Children,
         Some(a) => {
-            if schema.attribute_type(a.split(';').next().unwrap_or(a)).is_none() {
+            if schema
+                .attribute_type(a.split(';').next().unwrap_or(a))
+                .is_none()
+            {
                 bail!("--attr {a:?}: no such attribute type");
             }
             AttrRef::Attr(a)
         }
     };
-    let groups = GroupReader { dir: &dir, txn: &txn };
+    let groups = GroupReader {
+        dir: &dir,
+        txn: &txn,
+    };
     let checker = dir.acl().checker(&schema, &who, &groups);
     let target = Target {
         ndn: &ndn,
@@ -118,17 +124,16 @@ fn explain(dir: &Directory, question: &Question, who: &Who, decision: &Decision)
     };
     println!("requester: {asking}");
     println!("entry: {}", question.entry);
-    println!(
-        "attribute: {}",
-        question.attr.as_deref().unwrap_or("entry")
-    );
+    println!("attribute: {}", question.attr.as_deref().unwrap_or("entry"));
     if decision.root {
         println!("decided by: the root DN (rootdn bypasses access control)");
     }
     let rules = dir.acl().rules();
     for (rule, by) in &decision.steps {
-        if let (Some(r), Some(b)) = (rules.get(*rule), rules.get(*rule).and_then(|r| r.bys.get(*by)))
-        {
+        if let (Some(r), Some(b)) = (
+            rules.get(*rule),
+            rules.get(*rule).and_then(|r| r.bys.get(*by)),
+        ) {
             println!("rule {rule}: to {}", r.what_text);
             println!("  what matched: {}", r.what_text);
             println!("  by clause {by} matched: by {}", b.text);
@@ -140,7 +145,9 @@ fn explain(dir: &Directory, question: &Question, who: &Who, decision: &Decision)
         }
         (Some(rule), None) => {
             let what = rules.get(rule).map(|r| r.what_text.as_str()).unwrap_or("");
-            println!("decided by: rule {rule} (to {what}), no by clause matched (implicit by * none)");
+            println!(
+                "decided by: rule {rule} (to {what}), no by clause matched (implicit by * none)"
+            );
         }
         (Some(rule), Some(by)) => println!("decided by: rule {rule}, by clause {by}"),
         _ => {}

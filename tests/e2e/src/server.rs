@@ -134,7 +134,10 @@ impl Server {
         let target = Target::from_env();
         let mut server = Server::prepare(target);
         let socket = server.ldapi_path().display().to_string();
-        let rules: Vec<String> = rules.iter().map(|r| r.replace("{ldapi}", &socket)).collect();
+        let rules: Vec<String> = rules
+            .iter()
+            .map(|r| r.replace("{ldapi}", &socket))
+            .collect();
         match target {
             Target::Slapd => {
                 let dir = server.dir.path();

@@ -52,7 +52,12 @@ fn render_full(dir: &Path, data: &Path, extra: &[PathBuf], access: &[&str]) -> S
         .collect();
     let access: String = access
         .iter()
-        .map(|rule| format!("access {}\n", rule.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .map(|rule| {
+            format!(
+                "access {}\n",
+                rule.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })
         .collect();
     let indexes: String = INDEXES
         .iter()

@@ -17,7 +17,9 @@ use canopy_schema::{NormDn, Schema};
 use crate::access::Who;
 use crate::session::Peer;
 
-pub use parse::{parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, What, WhoSpec};
+pub use parse::{
+    parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, What, WhoSpec,
+};
 pub use view::{EntryView, SearchAccess};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
@@ -371,10 +373,9 @@ impl<'a> Checker<'a> {
                 .ndn
                 .as_ref()
                 .is_some_and(|me| self.groups.is_member(dn, class, attr, me)),
-            WhoSpec::PeerIp { addr, mask } => who
-                .link
-                .ip()
-                .is_some_and(|ip| ip_matches(ip, *addr, *mask)),
+            WhoSpec::PeerIp { addr, mask } => {
+                who.link.ip().is_some_and(|ip| ip_matches(ip, *addr, *mask))
+            }
             WhoSpec::PeerPath(path) => {
                 matches!(who.link.peer, Some(Peer::Unix { .. }))
                     && self.acl.ldapi_paths.iter().any(|p| p == path)

@@ -115,10 +115,16 @@ pub fn parse_rule(schema: &Schema, index: usize, text: &str) -> Result<Rule, Str
     let words = split_words(text).map_err(|why| fail(text, &why))?;
     let mut words = words.iter().map(String::as_str).peekable();
     // An `{n}` prefix (olcAccess) and a leading `access` are tolerated.
-    if words.peek().is_some_and(|w| w.starts_with('{') && w.ends_with('}')) {
+    if words
+        .peek()
+        .is_some_and(|w| w.starts_with('{') && w.ends_with('}'))
+    {
         words.next();
     }
-    if words.peek().is_some_and(|w| w.eq_ignore_ascii_case("access")) {
+    if words
+        .peek()
+        .is_some_and(|w| w.eq_ignore_ascii_case("access"))
+    {
         words.next();
     }
     match words.next() {
@@ -206,8 +212,7 @@ fn parse_what(schema: &Schema, what: &mut What, word: &str) -> Result<(), String
     match name.to_ascii_lowercase().as_str() {
         "dn" => what.dn = dn_pattern(schema, style, value)?,
         "filter" => {
-            what.filter =
-                Some(Filter::parse(value).map_err(|e| format!("bad filter ({e})"))?);
+            what.filter = Some(Filter::parse(value).map_err(|e| format!("bad filter ({e})"))?);
         }
         "attrs" | "attr" => what.attrs = Some(attr_items(schema, value)?),
         "val" => return Err("value rules (val=) are not supported".into()),
@@ -309,7 +314,10 @@ fn parse_by<'w>(
         Some(w) => {
             text.push(w);
             control_word(w).ok_or_else(|| {
-                (w.to_string(), "expected stop, continue, break or by".to_string())
+                (
+                    w.to_string(),
+                    "expected stop, continue, break or by".to_string(),
+                )
             })?
         }
     };
@@ -477,7 +485,10 @@ mod tests {
         );
         assert_eq!(rule.bys.len(), 3);
         assert!(matches!(rule.bys[0].who[0], WhoSpec::SelfEntry));
-        assert_eq!(rule.bys[0].privileges, privileges::cumulative(privileges::WRITE));
+        assert_eq!(
+            rule.bys[0].privileges,
+            privileges::cumulative(privileges::WRITE)
+        );
         assert_eq!(rule.bys[2].privileges, 0);
     }
 
@@ -512,7 +523,11 @@ mod tests {
         let cases = [
             ("to * by * reed", "access rule 2", "\"reed\""),
             ("to bogus=1 by * read", "access rule 2", "\"bogus=1\""),
-            ("to attrs=noSuchAttr by * read", "access rule 2", "noSuchAttr"),
+            (
+                "to attrs=noSuchAttr by * read",
+                "access rule 2",
+                "noSuchAttr",
+            ),
             ("to * by * read sometimes", "access rule 2", "\"sometimes\""),
             ("to *", "access rule 2", "no \"by\""),
             ("from * by * read", "access rule 2", "\"from\""),

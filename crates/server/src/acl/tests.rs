@@ -55,7 +55,10 @@ fn the_default_list_is_debians() {
     let pw = AttrRef::Attr("userPassword");
     let write = privileges::cumulative(privileges::WRITE);
     assert_eq!(mask(&acl, &schema, &me, &alice, pw), write);
-    assert_eq!(mask(&acl, &schema, &anon, &alice, pw), privileges::cumulative(privileges::AUTH));
+    assert_eq!(
+        mask(&acl, &schema, &anon, &alice, pw),
+        privileges::cumulative(privileges::AUTH)
+    );
     assert_eq!(mask(&acl, &schema, &bob, &alice, pw), 0);
     assert_eq!(mask(&acl, &schema, &bob, &alice, AttrRef::Attr("cn")), READ);
     assert_eq!(mask(&acl, &schema, &me, &alice, AttrRef::Attr("cn")), READ);
@@ -64,9 +67,14 @@ fn the_default_list_is_debians() {
         root: true,
         ..Who::anonymous()
     };
-    assert!(acl
-        .checker(&schema, &root, &NoGroups)
-        .allows(Target { ndn: &alice.ndn, entry: None }, pw, privileges::MANAGE));
+    assert!(acl.checker(&schema, &root, &NoGroups).allows(
+        Target {
+            ndn: &alice.ndn,
+            entry: None
+        },
+        pw,
+        privileges::MANAGE
+    ));
 }
 
 #[test]
@@ -82,11 +90,18 @@ fn first_matching_what_then_first_matching_who() {
     .map(|s| s.to_string())
     .collect();
     let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
-    let alice = entry(&schema, "uid=alice,ou=people,dc=example,dc=com", &["person"]);
+    let alice = entry(
+        &schema,
+        "uid=alice,ou=people,dc=example,dc=com",
+        &["person"],
+    );
     let printer = entry(&schema, "cn=p,dc=example,dc=com", &["device"]);
     let svc = user(&schema, "cn=svc,dc=example,dc=com");
     let anon = Who::anonymous();
-    assert_eq!(mask(&acl, &schema, &svc, &alice, AttrRef::Attr("mail")), READ);
+    assert_eq!(
+        mask(&acl, &schema, &svc, &alice, AttrRef::Attr("mail")),
+        READ
+    );
     assert_eq!(mask(&acl, &schema, &anon, &alice, AttrRef::Attr("mail")), 0);
     let rsd = privileges::READ | privileges::SEARCH | privileges::DISCLOSE;
     assert_eq!(mask(&acl, &schema, &svc, &alice, AttrRef::Attr("cn")), rsd);
@@ -123,8 +138,12 @@ fn continue_break_and_modifiers() {
     // b: =s continue, then `by * none` stops with nothing.
     assert_eq!(mask(&acl, &schema, &b, &e, AttrRef::Attr("cn")), 0);
     // A rule whose clauses end after `continue` ends with slapd's implicit none.
-    let acl = Acl::compile(&schema, &["to * by users read continue".to_string()], Vec::new())
-        .unwrap();
+    let acl = Acl::compile(
+        &schema,
+        &["to * by users read continue".to_string()],
+        Vec::new(),
+    )
+    .unwrap();
     assert_eq!(mask(&acl, &schema, &b, &e, AttrRef::Attr("cn")), 0);
 }
 
@@ -144,8 +163,14 @@ fn link_clauses() {
         ..user(&schema, "cn=u,dc=x")
     };
     let write = privileges::cumulative(privileges::WRITE);
-    assert_eq!(mask(&acl, &schema, &tcp("10.1.2.3"), &e, AttrRef::Entry), write);
-    assert_eq!(mask(&acl, &schema, &tcp("127.0.0.1"), &e, AttrRef::Entry), 0);
+    assert_eq!(
+        mask(&acl, &schema, &tcp("10.1.2.3"), &e, AttrRef::Entry),
+        write
+    );
+    assert_eq!(
+        mask(&acl, &schema, &tcp("127.0.0.1"), &e, AttrRef::Entry),
+        0
+    );
     let local = Who {
         link: Link::new(Peer::Unix { uid: 0, gid: 0 }),
         ..Who::anonymous()

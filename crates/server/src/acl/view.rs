@@ -46,9 +46,7 @@ impl<'a> SearchAccess<'a> {
             .rules()
             .iter()
             .enumerate()
-            .filter(|(_, r)| {
-                !matches!(r.what.dn, super::DnPattern::Any) || r.what.filter.is_some()
-            })
+            .filter(|(_, r)| !matches!(r.what.dn, super::DnPattern::Any) || r.what.filter.is_some())
             .map(|(i, _)| i)
             .collect();
         SearchAccess {
@@ -119,20 +117,26 @@ impl<'a> SearchAccess<'a> {
         let password = schema.attribute_type("userPassword");
         // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
         // without a list, so one decision covers them all.
-        let lists_plain = self.checker.acl().rules().iter().enumerate().any(|(i, rule)| {
-            self.matches(&signature, i)
-                && rule.what.attrs.as_ref().is_some_and(|items| {
-                    items.iter().any(|item| match item {
-                        super::AttrItem::Type(name) => {
-                            match (schema.attribute_type(name), password) {
-                                (Some(at), Some(pw)) => !schema.is_subtype_of(at, pw),
-                                _ => true,
+        let lists_plain = self
+            .checker
+            .acl()
+            .rules()
+            .iter()
+            .enumerate()
+            .any(|(i, rule)| {
+                self.matches(&signature, i)
+                    && rule.what.attrs.as_ref().is_some_and(|items| {
+                        items.iter().any(|item| match item {
+                            super::AttrItem::Type(name) => {
+                                match (schema.attribute_type(name), password) {
+                                    (Some(at), Some(pw)) => !schema.is_subtype_of(at, pw),
+                                    _ => true,
+                                }
                             }
-                        }
-                        _ => false,
+                            _ => false,
+                        })
                     })
-                })
-        });
+            });
         let plain = (!lists_plain).then(|| self.decide(&signature, AttrRef::Unlisted));
         EntryView {
             entry: self.decide(&signature, AttrRef::Entry),

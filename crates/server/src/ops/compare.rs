@@ -7,9 +7,9 @@ use canopy_proto::{CompareRequest, Filter, ResultCode, SearchScope};
 use canopy_schema::Schema;
 
 use crate::access::Who;
-use crate::ops::OpError;
 use crate::acl::ops::{allows, unless_disclosed};
 use crate::acl::{privileges, AttrRef};
+use crate::ops::OpError;
 use crate::readentry::{check_assertion, load_for, Seen};
 use crate::referral::governing;
 use crate::reqctl::RequestControls;

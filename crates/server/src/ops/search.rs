@@ -1,8 +1,8 @@
 //! RFC 4511 §4.5 Search: candidates from the indexes or the scope, one exact filter test, limits, paging.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,8 +22,8 @@ use tokio::sync::mpsc::Sender;
 use crate::access::{is_secret, Who};
 use crate::candidates::resolve;
 
-use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
+use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::directory::{dn_key, store_error, Directory, GroupReader};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::ops::{encode, error_result, OpError};
@@ -314,7 +314,10 @@ fn execute(
             None
         };
         let view = (!root).then(|| access.view(&ndn, full.as_ref()));
-        if view.as_ref().is_some_and(|v| !v.allows_entry(privileges::READ)) {
+        if view
+            .as_ref()
+            .is_some_and(|v| !v.allows_entry(privileges::READ))
+        {
             continue;
         }
         let hidden = match &view {

@@ -43,40 +43,66 @@ fn compare(s: &Server, bind: &Bind, dn: &str, assertion: &str) -> Out {
 fn self_service_password_change() {
     let s = start();
     let alice = user_dn("alice");
-    s.modify(&Bind::user("bob"), &replace(&alice, "userPassword", "stolen"))
-        .expect_code(50, "bob sets alice's password");
-    s.modify(&Bind::user("alice"), &replace(&alice, "userPassword", "alice-2"))
-        .expect_code(0, "alice sets her own password");
+    s.modify(
+        &Bind::user("bob"),
+        &replace(&alice, "userPassword", "stolen"),
+    )
+    .expect_code(50, "bob sets alice's password");
+    s.modify(
+        &Bind::user("alice"),
+        &replace(&alice, "userPassword", "alice-2"),
+    )
+    .expect_code(0, "alice sets her own password");
     s.whoami(Via::Ldap, &Bind::Simple(alice.clone(), "alice-2".into()))
         .expect_code(0, "alice binds with the new password");
     s.whoami(Via::Ldap, &Bind::user("alice"))
         .expect_code(49, "the old password no longer binds");
     // Read back: the owner (write includes read) sees it, others do not.
-    let own = s.read(&Bind::Simple(alice.clone(), "alice-2".into()), &alice, &["userPassword"]);
+    let own = s.read(
+        &Bind::Simple(alice.clone(), "alice-2".into()),
+        &alice,
+        &["userPassword"],
+    );
     own.expect_code(0, "alice reads her password");
     assert!(own.stdout.contains("userPassword:"), "{}", own.stdout);
     let other = s.read(&Bind::user("bob"), &alice, &["userPassword"]);
     other.expect_code(0, "bob reads alice");
     assert!(!other.stdout.contains("userPassword"), "{}", other.stdout);
     // `self write` on other attributes (the last rule).
-    s.modify(&Bind::user("bob"), &replace(&user_dn("bob"), "mail", "b@example.com"))
-        .expect_code(0, "bob changes his own mail");
-    s.modify(&Bind::user("bob"), &replace(&alice, "mail", "b@example.com"))
-        .expect_code(50, "bob changes alice's mail");
+    s.modify(
+        &Bind::user("bob"),
+        &replace(&user_dn("bob"), "mail", "b@example.com"),
+    )
+    .expect_code(0, "bob changes his own mail");
+    s.modify(
+        &Bind::user("bob"),
+        &replace(&alice, "mail", "b@example.com"),
+    )
+    .expect_code(50, "bob changes alice's mail");
 }
 
 #[test]
 fn read_only_service_account() {
     let s = start();
     let judy = Bind::user("judy");
-    let all = s.search(&judy, &["-b", PEOPLE, "(objectClass=inetOrgPerson)", "mail"]);
+    let all = s.search(
+        &judy,
+        &["-b", PEOPLE, "(objectClass=inetOrgPerson)", "mail"],
+    );
     all.expect_code(0, "judy searches people");
     assert!(dns(&all).len() >= 10, "judy sees everyone: {}", all.stdout);
-    assert!(all.stdout.contains("mail: alice@example.com"), "{}", all.stdout);
+    assert!(
+        all.stdout.contains("mail: alice@example.com"),
+        "{}",
+        all.stdout
+    );
     s.modify(&judy, &replace(&user_dn("bob"), "mail", "j@example.com"))
         .expect_code(50, "judy changes bob's mail");
     s.modify(&judy, &replace(&user_dn("judy"), "mail", "j@example.com"))
-        .expect_code(50, "judy changes her own mail (her read clause comes first)");
+        .expect_code(
+            50,
+            "judy changes her own mail (her read clause comes first)",
+        );
     let entry = format!("dn: cn=svc-new,{PEOPLE}\nobjectClass: organizationalRole\ncn: svc-new\n");
     s.add(&judy, &entry).expect_code(50, "judy adds an entry");
     s.tool("ldapdelete", &judy, &[&user_dn("bob")], None)
@@ -97,12 +123,19 @@ fn hidden_attribute() {
     assert!(dns(&filtered).is_empty(), "{}", filtered.stdout);
     let negated = s.search(&bob, &["-b", PEOPLE, "(!(employeeNumber=1))", "1.1"]);
     negated.expect_code(0, "bob filters on its negation");
-    assert!(dns(&negated).is_empty(), "Undefined negated stays Undefined: {}", negated.stdout);
+    assert!(
+        dns(&negated).is_empty(),
+        "Undefined negated stays Undefined: {}",
+        negated.stdout
+    );
     compare(&s, &bob, &alice, "employeeNumber:1")
         .expect_code(50, "bob compares alice's employeeNumber");
     // The one who may read it sees, matches and compares it.
     let mallory = Bind::user("mallory");
-    let seen = s.search(&mallory, &["-b", PEOPLE, "(employeeNumber=1)", "employeeNumber"]);
+    let seen = s.search(
+        &mallory,
+        &["-b", PEOPLE, "(employeeNumber=1)", "employeeNumber"],
+    );
     seen.expect_code(0, "mallory filters on employeeNumber");
     assert_eq!(dns(&seen), vec![alice.clone()], "{}", seen.stdout);
     assert!(seen.stdout.contains("employeeNumber: 1"), "{}", seen.stdout);
@@ -118,13 +151,20 @@ fn group_based_write() {
     s.add(&Bind::user("alice"), &entry)
         .expect_code(0, "alice (a manager) adds under projects");
     let lead = format!("cn=lead,{APOLLO}");
-    s.modify(&Bind::user("alice"), &replace(&lead, "description", "by alice"))
-        .expect_code(0, "alice modifies under projects");
+    s.modify(
+        &Bind::user("alice"),
+        &replace(&lead, "description", "by alice"),
+    )
+    .expect_code(0, "alice modifies under projects");
     s.modify(&Bind::user("bob"), &replace(&lead, "description", "by bob"))
         .expect_code(50, "bob modifies under projects");
     let read = s.read(&Bind::user("bob"), &lead, &["description"]);
     read.expect_code(0, "bob reads under projects");
-    assert!(read.stdout.contains("description: by alice"), "{}", read.stdout);
+    assert!(
+        read.stdout.contains("description: by alice"),
+        "{}",
+        read.stdout
+    );
     let plan = format!("cn=plan,{APOLLO}");
     s.tool("ldapdelete", &Bind::user("bob"), &[&plan], None)
         .expect_code(50, "bob deletes under projects");
@@ -139,9 +179,11 @@ fn disclose() {
     // Users may know the groups exist (disclose) but not read or compare them.
     let base = s.read(&Bind::user("bob"), &staff, &[]);
     base.expect_code(50, "bob searches a group he may only disclose");
-    compare(&s, &Bind::user("bob"), &staff, "cn:staff")
-        .expect_code(50, "bob compares in a group");
-    let under = s.search(&Bind::user("bob"), &["-b", "dc=example,dc=com", "(cn=staff)", "1.1"]);
+    compare(&s, &Bind::user("bob"), &staff, "cn:staff").expect_code(50, "bob compares in a group");
+    let under = s.search(
+        &Bind::user("bob"),
+        &["-b", "dc=example,dc=com", "(cn=staff)", "1.1"],
+    );
     under.expect_code(0, "bob searches the whole tree for it");
     assert!(dns(&under).is_empty(), "{}", under.stdout);
     // Anonymous clients may not even know: noSuchObject, no matched DN.
@@ -186,17 +228,31 @@ fn path_and_ssf_clauses() {
     assert!(!tcp.stdout.contains("description:"), "{}", tcp.stdout);
     let local = over(Via::Ldapi, top, "description");
     local.expect_code(0, "description over ldapi");
-    assert!(local.stdout.contains("description: The test suffix"), "{}", local.stdout);
+    assert!(
+        local.stdout.contains("description: The test suffix"),
+        "{}",
+        local.stdout
+    );
     let tcp = over(Via::Ldap, &alice, "mail");
-    assert!(!tcp.stdout.contains("mail:"), "mail over TCP: {}", tcp.stdout);
+    assert!(
+        !tcp.stdout.contains("mail:"),
+        "mail over TCP: {}",
+        tcp.stdout
+    );
     let local = over(Via::Ldapi, &alice, "mail");
-    assert!(local.stdout.contains("mail: alice@example.com"), "mail over ldapi: {}", local.stdout);
+    assert!(
+        local.stdout.contains("mail: alice@example.com"),
+        "mail over ldapi: {}",
+        local.stdout
+    );
 }
 
 #[test]
 fn acl_check_explains() {
     if Target::from_env() == Target::Slapd {
-        println!("skipped for slapd: `canopy acl-check` is canopy's own (slapacl differs in output)");
+        println!(
+            "skipped for slapd: `canopy acl-check` is canopy's own (slapacl differs in output)"
+        );
         return;
     }
     let s = start();
@@ -212,7 +268,14 @@ fn acl_check_explains() {
         client::run(cmd, None)
     };
     let alice = user_dn("alice");
-    let out = check(&["--as", &user_dn("bob"), "--entry", &alice, "--attr", "employeeNumber"]);
+    let out = check(&[
+        "--as",
+        &user_dn("bob"),
+        "--entry",
+        &alice,
+        "--attr",
+        "employeeNumber",
+    ]);
     out.expect_code(1, "bob reading alice's employeeNumber is denied");
     for needle in [
         "rule 1: to attrs=employeeNumber",
@@ -220,11 +283,29 @@ fn acl_check_explains() {
         "granted: none",
         "read access to employeeNumber: DENIED",
     ] {
-        assert!(out.stdout.contains(needle), "missing {needle:?} in\n{}", out.stdout);
+        assert!(
+            out.stdout.contains(needle),
+            "missing {needle:?} in\n{}",
+            out.stdout
+        );
     }
-    let out = check(&["--as", "", "--entry", &alice, "--attr", "userPassword", "--level", "auth"]);
+    let out = check(&[
+        "--as",
+        "",
+        "--entry",
+        &alice,
+        "--attr",
+        "userPassword",
+        "--level",
+        "auth",
+    ]);
     out.expect_code(0, "anonymous auth on userPassword");
-    assert!(out.stdout.contains("by clause 1 matched: by anonymous auth"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("by clause 1 matched: by anonymous auth"),
+        "{}",
+        out.stdout
+    );
     let out = check(&[
         "--as",
         &alice,
@@ -240,8 +321,19 @@ fn acl_check_explains() {
     assert!(out.stdout.contains("granted: write"), "{}", out.stdout);
     let out = check(&["--as", "", "--entry", &alice, "--peer", "127.0.0.1"]);
     out.expect_code(0, "anonymous from 127.0.0.1 reads");
-    assert!(out.stdout.contains("peername.ip=127.0.0.1"), "{}", out.stdout);
-    let out = check(&["--as", "cn=admin,dc=example,dc=com", "--entry", &alice, "--attr", "userPassword"]);
+    assert!(
+        out.stdout.contains("peername.ip=127.0.0.1"),
+        "{}",
+        out.stdout
+    );
+    let out = check(&[
+        "--as",
+        "cn=admin,dc=example,dc=com",
+        "--entry",
+        &alice,
+        "--attr",
+        "userPassword",
+    ]);
     out.expect_code(0, "the root DN reads anything");
     assert!(out.stdout.contains("root DN"), "{}", out.stdout);
     let out = check(&["--as", "", "--entry", "cn=nobody,dc=example,dc=com"]);
@@ -268,6 +360,10 @@ fn bad_rules_fail_the_start() {
     assert_ne!(out.code, 0, "a bad rule must fail: {}", out.stdout);
     let file = path.display().to_string();
     for needle in [file.as_str(), "access rule 1", "\"reed\""] {
-        assert!(out.stderr.contains(needle), "missing {needle:?} in {}", out.stderr);
+        assert!(
+            out.stderr.contains(needle),
+            "missing {needle:?} in {}",
+            out.stderr
+        );
     }
 }
