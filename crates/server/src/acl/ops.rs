@@ -241,3 +241,28 @@ pub fn unless_disclosed<T: ReadOps>(
         LdapError::new(ResultCode::NoSuchObject, "")
     }
 }
+
+/// noSuchObject reveals its matched DN only to those with `disclose` on that entry, as slapd does.
+pub fn hide_matched<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    mut error: LdapError,
+) -> LdapError {
+    if who.root || error.code != ResultCode::NoSuchObject {
+        return error;
+    }
+    let Some(matched) = error.matched_dn.as_deref() else {
+        return error;
+    };
+    let entry = dir.normalize(matched.as_bytes()).ok().and_then(|(_, ndn)| {
+        let id = txn.get_id(&dn_key(&ndn)).ok().flatten()?;
+        let bytes = txn.get_entry(id).ok().flatten()?;
+        Directory::parse_stored(bytes).ok()?.to_entry().ok()
+    });
+    let disclosed = entry.is_some_and(|e| allows(dir, txn, who, &e, AttrRef::Entry, p::DISCLOSE));
+    if !disclosed {
+        error.matched_dn = None;
+    }
+    error
+}

@@ -13,7 +13,7 @@ use canopy_schema::NormDn;
 
 use super::{dn_key, store_error, Directory};
 use crate::access::Who;
-use crate::acl::ops::{check_add, check_delete, check_modify, check_rename};
+use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
 use crate::opattrs::Stamp;
 
 /// One write operation, fully parsed; run by [`Directory::write`].
@@ -118,11 +118,17 @@ impl Directory {
         }
     }
 
-    fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
+    fn load(
+        &self,
+        txn: &WriteTxn<'_>,
+        ndn: &NormDn,
+        dn: &Dn,
+        who: &Who,
+    ) -> Result<(u64, Entry), LdapError> {
         let id = txn
             .get_id(&dn_key(ndn))
             .map_err(failed)?
-            .ok_or_else(|| self.no_such_object(txn, ndn, dn))?;
+            .ok_or_else(|| hide_matched(self, txn, who, self.no_such_object(txn, ndn, dn)))?;
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
@@ -178,7 +184,10 @@ impl Directory {
             let parent_dn = entry.dn.parent();
             match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
                 Some(id) => id,
-                None => return Err(self.no_such_object(txn, &parent_ndn, &parent_dn)),
+                None => {
+                    let missing = self.no_such_object(txn, &parent_ndn, &parent_dn);
+                    return Err(hide_matched(self, txn, who, missing));
+                }
             }
         };
         check_add(self, txn, who, &entry)?;
@@ -199,7 +208,7 @@ impl Directory {
         ndn: &NormDn,
         who: &Who,
     ) -> Result<(), LdapError> {
-        let (id, entry) = self.load(txn, ndn, dn)?;
+        let (id, entry) = self.load(txn, ndn, dn, who)?;
         check_delete(self, txn, who, &entry)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
@@ -233,7 +242,7 @@ impl Directory {
         who: &Who,
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, ndn, dn)?;
+        let (id, old) = self.load(txn, ndn, dn, who)?;
         check_modify(self, txn, who, &old, changes)?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
@@ -250,7 +259,7 @@ impl Directory {
         who: &Who,
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, &m.ndn, &m.dn)?;
+        let (id, old) = self.load(txn, &m.ndn, &m.dn, who)?;
         if m.ndn == *self.suffix() {
             return Err(LdapError::new(
                 ResultCode::UnwillingToPerform,

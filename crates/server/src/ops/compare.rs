@@ -7,7 +7,7 @@ use canopy_proto::{CompareRequest, Filter, ResultCode, SearchScope};
 use canopy_schema::Schema;
 
 use crate::access::Who;
-use crate::acl::ops::{allows, unless_disclosed};
+use crate::acl::ops::{allows, hide_matched, unless_disclosed};
 use crate::acl::{privileges, AttrRef};
 use crate::ops::OpError;
 use crate::readentry::{check_assertion, load_for, Seen};
@@ -55,7 +55,8 @@ pub fn compare(
         return Err(referral.into());
     }
     let Some((id, bytes)) = dir.lookup(&txn, &ndn)? else {
-        return Err(dir.no_such_object(&txn, &ndn, &dn).into());
+        let missing = dir.no_such_object(&txn, &ndn, &dn);
+        return Err(hide_matched(dir, &txn, who, missing).into());
     };
     let full = crate::directory::Directory::parse_stored(bytes)?
         .to_entry()

@@ -22,6 +22,7 @@ use tokio::sync::mpsc::Sender;
 use crate::access::{is_secret, Who};
 use crate::candidates::resolve;
 
+use crate::acl::ops::hide_matched;
 use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
 use crate::alias::{find_base, reach, referral_ids, Reach};
 use crate::directory::{dn_key, store_error, Directory, GroupReader};
@@ -195,7 +196,11 @@ fn execute(
     let finding = matches!(deref, DerefAliases::FindingBaseObj | DerefAliases::Always);
     let manage = job.ctl.manage_dsa_it;
     let scope = job.req.scope;
-    let found = find_base(dir, &txn, base_dn, base, finding, manage, scope)?;
+    let found = match find_base(dir, &txn, base_dn, base, finding, manage, scope) {
+        Ok(found) => found,
+        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, &job.who, e).into()),
+        Err(other) => return Err(other.into()),
+    };
     let (base, base_id) = (found.ndn, found.id);
     if let Some(filter) = &job.ctl.assertion {
         if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {

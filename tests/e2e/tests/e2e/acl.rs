@@ -35,6 +35,11 @@ fn dns(out: &Out) -> Vec<String> {
     dns
 }
 
+/// Everything a client printed (ldapsearch -LLL reports results on standard error).
+fn said(out: &Out) -> String {
+    format!("{}{}", out.stdout, out.stderr)
+}
+
 fn compare(s: &Server, bind: &Bind, dn: &str, assertion: &str) -> Out {
     s.tool("ldapcompare", bind, &[dn, assertion], None)
 }
@@ -189,8 +194,21 @@ fn disclose() {
     // Anonymous clients may not even know: noSuchObject, no matched DN.
     let anon = s.read(&Bind::Anonymous, &staff, &[]);
     anon.expect_code(32, "anonymous searches a group");
-    assert!(!anon.stdout.contains("Matched DN"), "{}", anon.stdout);
+    assert!(!said(&anon).contains("Matched DN"), "{}", said(&anon));
     compare(&s, &Bind::Anonymous, &staff, "cn:staff").expect_code(32, "anonymous compares");
+    // A missing entry names its nearest ancestor only to those who may know of it.
+    let ghost = format!("cn=ghost,{GROUPS}");
+    let anon = s.read(&Bind::Anonymous, &ghost, &[]);
+    anon.expect_code(32, "anonymous reads a missing group");
+    assert!(!said(&anon).contains("Matched DN"), "{}", said(&anon));
+    let user = s.read(&Bind::user("bob"), &ghost, &[]);
+    user.expect_code(32, "bob reads a missing group");
+    let matched = format!("Matched DN: {GROUPS}");
+    assert!(said(&user).contains(&matched), "{}", said(&user));
+    let gone =
+        format!("dn: {ghost}\nchangetype: modify\nreplace: description\ndescription: x\n-\n");
+    let anon = s.modify(&Bind::user("judy"), &gone);
+    anon.expect_code(32, "judy modifies a missing group");
 }
 
 #[test]
