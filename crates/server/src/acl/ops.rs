@@ -67,6 +67,8 @@ pub fn check_add<T: ReadOps>(
     who: &Who,
     entry: &Entry,
 ) -> Result<(), LdapError> {
+    // slapd refuses every update from an anonymous client before its access rules.
+    who.require_authenticated()?;
     with_checker(dir, txn, who, |checker| {
         if !parent_children(dir, txn, checker, &entry.ndn, p::ADD) {
             return Err(denied("no write access to parent"));
@@ -89,6 +91,8 @@ pub fn check_delete<T: ReadOps>(
     who: &Who,
     entry: &Entry,
 ) -> Result<(), LdapError> {
+    // slapd refuses every update from an anonymous client before its access rules.
+    who.require_authenticated()?;
     with_checker(dir, txn, who, |checker| {
         if !parent_children(dir, txn, checker, &entry.ndn, p::DELETE) {
             return Err(denied("no write access to parent"));
@@ -113,6 +117,8 @@ pub fn check_modify<T: ReadOps>(
     entry: &Entry,
     changes: &[Change],
 ) -> Result<(), LdapError> {
+    // slapd refuses every update from an anonymous client before its access rules.
+    who.require_authenticated()?;
     with_checker(dir, txn, who, |checker| {
         let target = Target {
             ndn: &entry.ndn,
@@ -143,6 +149,8 @@ pub fn check_rename<T: ReadOps>(
     new_parent: Option<&NormDn>,
     rdn_attrs: &[&str],
 ) -> Result<(), LdapError> {
+    // slapd refuses every update from an anonymous client before its access rules.
+    who.require_authenticated()?;
     with_checker(dir, txn, who, |checker| {
         if checker.who().root {
             return Ok(());
