@@ -196,3 +196,21 @@ fn search_views_are_shared_and_agree() {
     assert!(access.allows_attr(&va, "userPassword", privileges::READ));
     assert!(va.allows_entry(privileges::READ));
 }
+
+#[test]
+fn many_varying_rules_give_unshared_views() {
+    let schema = Schema::builtin();
+    let mut rules: Vec<String> = (0..70)
+        .map(|i| format!(r#"to dn.subtree="ou=u{i},dc=x" by * none"#))
+        .collect();
+    rules.push("to * by * read".into());
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let who = Who::anonymous();
+    let access = SearchAccess::new(acl.checker(&schema, &who, &NoGroups));
+    let inside = ndn(&schema, "cn=a,ou=u69,dc=x");
+    let outside = ndn(&schema, "cn=a,ou=other,dc=x");
+    let (vi, vo) = (access.view(&inside, None), access.view(&outside, None));
+    assert_eq!((vi.shared, vo.shared), (None, None));
+    assert!(!vi.allows_entry(privileges::READ));
+    assert!(vo.allows_entry(privileges::READ));
+}

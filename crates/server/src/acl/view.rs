@@ -28,6 +28,8 @@ pub struct EntryView {
     /// Privileges on every attribute no `attrs=` list of a matching rule names, when those lists name only
     /// password attributes and pseudo-attributes: then every other attribute has exactly these.
     pub plain: Option<Mask>,
+    /// The view's number in its search, when entries share it; None for a view of one entry only.
+    pub shared: Option<usize>,
     signature: Signature,
     attrs: RefCell<HashMap<String, Mask>>,
 }
@@ -73,7 +75,7 @@ impl<'a> SearchAccess<'a> {
             let all = (0..self.checker.acl().rules().len())
                 .map(|i| self.checker.what_entry_matches(i, target))
                 .collect();
-            return Rc::new(self.build(Signature::Entry(all, is_self)));
+            return Rc::new(self.build(Signature::Entry(all, is_self), None));
         }
         let mut bits = 0u64;
         for (bit, rule) in self.varying.iter().enumerate() {
@@ -85,7 +87,7 @@ impl<'a> SearchAccess<'a> {
         if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == is_self) {
             return Rc::clone(view);
         }
-        let view = Rc::new(self.build(Signature::Bits(bits, is_self)));
+        let view = Rc::new(self.build(Signature::Bits(bits, is_self), Some(views.len())));
         views.push((bits, is_self, Rc::clone(&view)));
         view
     }
@@ -112,7 +114,7 @@ impl<'a> SearchAccess<'a> {
             .mask
     }
 
-    fn build(&self, signature: Signature) -> EntryView {
+    fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
         let schema = self.checker.schema();
         let password = schema.attribute_type("userPassword");
         // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
@@ -141,6 +143,7 @@ impl<'a> SearchAccess<'a> {
         EntryView {
             entry: self.decide(&signature, AttrRef::Entry),
             plain,
+            shared,
             signature,
             attrs: RefCell::new(HashMap::new()),
         }

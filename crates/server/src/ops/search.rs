@@ -1,7 +1,6 @@
 //! RFC 4511 §4.5 Search: candidates from the indexes or the scope, one exact filter test, limits, paging.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -270,7 +269,7 @@ fn execute(
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     let root = job.who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
-    let mut hidden_filters: Vec<(*const EntryView, Option<PreparedFilter<'_>>)> = Vec::new();
+    let mut hidden_filters = HiddenFilters::default();
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -600,31 +599,46 @@ fn base_access(
     }
 }
 
+/// The filters of a search's entry views, built once per shared view.
+#[derive(Default)]
+struct HiddenFilters<'s> {
+    /// By view number, once built: None when the view may search every attribute the filter tests.
+    shared: Vec<Option<Option<PreparedFilter<'s>>>>,
+    /// For a view of one entry (more varying rules than a view can tell apart).
+    single: Option<PreparedFilter<'s>>,
+}
+
 /// The filter for the entries of `view`: tests of attributes without `search` are Undefined (None when
-/// every attribute the filter tests is searchable). Built once per view.
+/// every attribute the filter tests is searchable).
 fn hidden_filter<'c, 's>(
-    cache: &'c mut Vec<(*const EntryView, Option<PreparedFilter<'s>>)>,
+    cache: &'c mut HiddenFilters<'s>,
     access: &SearchAccess<'_>,
-    view: &Rc<EntryView>,
+    view: &EntryView,
     schema: &'s canopy_schema::Schema,
     filter: &Filter,
 ) -> Option<&'c PreparedFilter<'s>> {
-    let key = Rc::as_ptr(view);
-    let index = match cache.iter().position(|(k, _)| *k == key) {
-        Some(index) => index,
-        None => {
-            let hidden = without_attrs(filter, |desc| {
-                !access.allows_attr(view, desc, privileges::SEARCH)
-            });
-            let prepared = match hidden {
-                Cow::Owned(f) => Some(PreparedFilter::new(schema, &f)),
-                Cow::Borrowed(_) => None,
-            };
-            cache.push((key, prepared));
-            cache.len() - 1
-        }
+    let build = || match without_attrs(filter, |desc| {
+        !access.allows_attr(view, desc, privileges::SEARCH)
+    }) {
+        Cow::Owned(f) => Some(PreparedFilter::new(schema, &f)),
+        Cow::Borrowed(_) => None,
     };
-    cache.get(index).and_then(|(_, p)| p.as_ref())
+    match view.shared {
+        Some(number) => {
+            if cache.shared.len() <= number {
+                cache.shared.resize_with(number + 1, || None);
+            }
+            let slot = cache.shared.get_mut(number)?;
+            if slot.is_none() {
+                *slot = Some(build());
+            }
+            slot.as_ref().and_then(Option::as_ref)
+        }
+        None => {
+            cache.single = build();
+            cache.single.as_ref()
+        }
+    }
 }
 
 /// Removes the attributes the requester may not search, so no filter (an extensible match without a
