@@ -78,7 +78,13 @@ fn without_subschema_values(schema: &Schema, filter: &Filter) -> Filter {
 
 /// The filter for an entry some of whose attributes the requester may not search: slapd finds every test
 /// of them Undefined, presence included, whether the entry holds one or not.
-pub fn without_attrs<'f>(filter: &'f Filter, hidden: impl Fn(&str) -> bool) -> Cow<'f, Filter> {
+///
+/// `hidden` gets the attribute and, for items that assert one value (equality, ordering, approximate,
+/// extensible), that value, which `val=` rules decide on as slapd does.
+pub fn without_attrs<'f>(
+    filter: &'f Filter,
+    hidden: impl Fn(&str, Option<&[u8]>) -> bool,
+) -> Cow<'f, Filter> {
     if tests_hidden(filter, &hidden) {
         Cow::Owned(hide(filter, &hidden))
     } else {
@@ -88,7 +94,7 @@ pub fn without_attrs<'f>(filter: &'f Filter, hidden: impl Fn(&str) -> bool) -> C
 
 /// [`without_attrs`] for the password attributes, as Debian's default rules hide them.
 pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filter> {
-    without_attrs(filter, |attr| is_secret(schema, attr))
+    without_attrs(filter, |attr, _| is_secret(schema, attr))
 }
 
 fn tested_attribute(filter: &Filter) -> Option<&str> {
@@ -104,21 +110,37 @@ fn tested_attribute(filter: &Filter) -> Option<&str> {
     }
 }
 
-fn tests_hidden(filter: &Filter, hidden: &impl Fn(&str) -> bool) -> bool {
+/// The value an item asserts, for items that assert one.
+fn asserted_value(filter: &Filter) -> Option<&[u8]> {
     match filter {
-        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_hidden(f, hidden)),
-        Filter::Not(inner) => tests_hidden(inner, hidden),
-        other => tested_attribute(other).is_some_and(hidden),
+        Filter::Equality(_, v)
+        | Filter::Approx(_, v)
+        | Filter::GreaterOrEqual(_, v)
+        | Filter::LessOrEqual(_, v) => Some(v),
+        Filter::Extensible(mra) => Some(&mra.value),
+        _ => None,
     }
 }
 
-fn hide(filter: &Filter, hidden: &impl Fn(&str) -> bool) -> Filter {
+fn item_hidden(item: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> bool {
+    tested_attribute(item).is_some_and(|attr| hidden(attr, asserted_value(item)))
+}
+
+fn tests_hidden(filter: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> bool {
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_hidden(f, hidden)),
+        Filter::Not(inner) => tests_hidden(inner, hidden),
+        other => item_hidden(other, hidden),
+    }
+}
+
+fn hide(filter: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> Filter {
     let each = |parts: &[Filter]| parts.iter().map(|f| hide(f, hidden)).collect();
     match filter {
         Filter::And(parts) => Filter::And(each(parts)),
         Filter::Or(parts) => Filter::Or(each(parts)),
         Filter::Not(inner) => Filter::Not(Box::new(hide(inner, hidden))),
-        other if tested_attribute(other).is_some_and(hidden) => Filter::Undefined,
+        other if item_hidden(other, hidden) => Filter::Undefined,
         other => other.clone(),
     }
 }

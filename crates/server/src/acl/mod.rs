@@ -18,7 +18,7 @@ use crate::access::Who;
 use crate::session::Peer;
 
 pub use parse::{
-    parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, What, WhoSpec,
+    parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
 pub use view::{EntryView, SearchAccess};
 
@@ -101,6 +101,8 @@ pub struct Acl {
     rules: Vec<Rule>,
     /// Whether some rule's `<what>` needs the entry's attributes (a filter).
     needs_entry: bool,
+    /// The attribute types (canonical names) some `val=` rule is about.
+    value_attrs: Vec<String>,
     /// The ldapi socket paths this server listens on, for `peername.path`.
     ldapi_paths: Vec<String>,
 }
@@ -119,8 +121,10 @@ pub enum AttrRef<'a> {
     Entry,
     /// The pseudo-attribute `children`: adding or deleting below the entry.
     Children,
-    /// An attribute by description.
+    /// An attribute by description, as a whole (rules with `val=` do not apply).
     Attr(&'a str),
+    /// One value of an attribute.
+    Value(&'a str, &'a [u8]),
     /// An attribute no `attrs=` list names (used to decide many attributes at once).
     Unlisted,
 }
@@ -171,9 +175,18 @@ impl Acl {
             }
         }
         let needs_entry = rules.iter().any(|r| r.what.filter.is_some());
+        let value_attrs = rules
+            .iter()
+            .filter(|r| r.what.val.is_some())
+            .filter_map(|r| match r.what.attrs.as_deref() {
+                Some([AttrItem::Type(name)]) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
         Ok(Acl {
             rules,
             needs_entry,
+            value_attrs,
             ldapi_paths,
         })
     }
@@ -186,6 +199,7 @@ impl Acl {
             Err(_) => Acl {
                 rules: Vec::new(),
                 needs_entry: false,
+                value_attrs: Vec::new(),
                 ldapi_paths: Vec::new(),
             },
         }
@@ -198,6 +212,24 @@ impl Acl {
     /// Whether checks need the entry's attributes, not only its DN.
     pub fn needs_entry(&self) -> bool {
         self.needs_entry
+    }
+
+    /// Whether some rule is about single values (`val=`).
+    pub fn has_value_rules(&self) -> bool {
+        !self.value_attrs.is_empty()
+    }
+
+    /// Whether values of this attribute (by description) are subject to `val=` rules.
+    pub fn value_ruled(&self, schema: &Schema, desc: &str) -> bool {
+        let name = desc.split(';').next().unwrap_or(desc);
+        let Some(have) = schema.attribute_type(name) else {
+            return false;
+        };
+        self.value_attrs.iter().any(|want| {
+            schema
+                .attribute_type(want)
+                .is_some_and(|want| schema.is_subtype_of(have, want))
+        })
     }
 
     /// A checker for one identity.
@@ -325,6 +357,20 @@ impl<'a> Checker<'a> {
     }
 
     fn attr_matches(&self, what: &What, attr: AttrRef<'_>) -> bool {
+        let (desc, value) = match attr {
+            AttrRef::Attr(desc) => (Some(desc), None),
+            AttrRef::Value(desc, value) => (Some(desc), Some(value)),
+            _ => (None, None),
+        };
+        // slapd skips value rules for checks of a whole attribute.
+        if let Some(pattern) = &what.val {
+            let (Some(desc), Some(value)) = (desc, value) else {
+                return false;
+            };
+            if !self.value_matches(pattern, desc, value) {
+                return false;
+            }
+        }
         let Some(items) = &what.attrs else {
             return true;
         };
@@ -332,7 +378,7 @@ impl<'a> Checker<'a> {
             AttrRef::Entry => items.contains(&AttrItem::Entry),
             AttrRef::Children => items.contains(&AttrItem::Children),
             AttrRef::Unlisted => false,
-            AttrRef::Attr(desc) => {
+            AttrRef::Attr(desc) | AttrRef::Value(desc, _) => {
                 let name = desc.split(';').next().unwrap_or(desc);
                 let Some(have) = self.schema.attribute_type(name) else {
                     return false;
@@ -345,6 +391,16 @@ impl<'a> Checker<'a> {
                     _ => false,
                 })
             }
+        }
+    }
+
+    fn value_matches(&self, pattern: &ValPattern, desc: &str, value: &[u8]) -> bool {
+        match pattern {
+            ValPattern::Exact(want) => {
+                let name = desc.split(';').next().unwrap_or(desc);
+                parse::normalize_value(self.schema, name, value).is_ok_and(|have| &have == want)
+            }
+            ValPattern::Regex(regex) => regex.is_match(value),
         }
     }
 

@@ -125,18 +125,44 @@ pub fn check_modify<T: ReadOps>(
             entry: Some(entry),
         };
         for change in changes {
-            let need = match change.operation {
-                ModifyOperation::Add => p::ADD,
-                ModifyOperation::Delete => p::DELETE,
-                ModifyOperation::Replace | ModifyOperation::Increment => p::WRITE,
-            };
             let desc = change.modification.name.as_str();
-            if !checker.allows(target, AttrRef::Attr(desc), need) {
+            let values = &change.modification.values;
+            let allowed = match change.operation {
+                // Added and deleted values are checked one by one (so `val=` rules apply), a delete of
+                // the whole attribute as a whole, as slapd's acl_check_modlist does.
+                ModifyOperation::Add => each_value(checker, target, desc, values, p::ADD),
+                ModifyOperation::Delete if values.is_empty() => {
+                    checker.allows(target, AttrRef::Attr(desc), p::DELETE)
+                }
+                ModifyOperation::Delete => each_value(checker, target, desc, values, p::DELETE),
+                ModifyOperation::Replace => {
+                    checker.allows(target, AttrRef::Attr(desc), p::DELETE)
+                        && each_value(checker, target, desc, values, p::ADD)
+                }
+                ModifyOperation::Increment => checker.allows(target, AttrRef::Attr(desc), p::WRITE),
+            };
+            if !allowed {
                 return Err(denied("no write access to entry"));
             }
         }
         Ok(())
     })
+}
+
+/// `need` on every value; with no values, on the attribute.
+fn each_value(
+    checker: &Checker<'_>,
+    target: Target<'_>,
+    desc: &str,
+    values: &[Vec<u8>],
+    need: Mask,
+) -> bool {
+    if values.is_empty() {
+        return checker.allows(target, AttrRef::Attr(desc), need);
+    }
+    values
+        .iter()
+        .all(|v| checker.allows(target, AttrRef::Value(desc, v), need))
 }
 
 /// Modify DN: `write` on the old parent's `children` (`delete` when the entry moves) and on the entry,
@@ -208,7 +234,8 @@ pub fn allows<T: ReadOps>(
     })
 }
 
-/// The attributes of `entry` that `who` holds `need` on; the rest are removed.
+/// The attributes of `entry` that `who` holds `need` on; the rest are removed. Attributes under `val=`
+/// rules keep only the values `need` is granted on.
 pub fn retain_allowed<T: ReadOps>(
     dir: &Directory,
     txn: &T,
@@ -219,7 +246,9 @@ pub fn retain_allowed<T: ReadOps>(
     if who.root {
         return;
     }
-    let keep: Vec<bool> = with_checker(dir, txn, who, |checker| {
+    let acl = dir.acl();
+    let schema = dir.schema();
+    let kept: Vec<Vec<bool>> = with_checker(dir, txn, who, |checker| {
         let target = Target {
             ndn: &entry.ndn,
             entry: Some(entry),
@@ -227,11 +256,23 @@ pub fn retain_allowed<T: ReadOps>(
         entry
             .attrs
             .iter()
-            .map(|a| checker.allows(target, AttrRef::Attr(&a.desc), need))
+            .map(|a| {
+                if acl.has_value_rules() && acl.value_ruled(schema, &a.desc) {
+                    let attr =
+                        |v: &'_ Vec<u8>| checker.allows(target, AttrRef::Value(&a.desc, v), need);
+                    a.values.iter().map(attr).collect()
+                } else {
+                    let whole = checker.allows(target, AttrRef::Attr(&a.desc), need);
+                    vec![whole; a.values.len()]
+                }
+            })
             .collect()
     });
-    let mut keep = keep.into_iter();
-    entry.attrs.retain(|_| keep.next().unwrap_or(false));
+    for (attr, keep) in entry.attrs.iter_mut().zip(kept) {
+        let mut keep = keep.into_iter();
+        attr.values.retain(|_| keep.next().unwrap_or(false));
+    }
+    entry.attrs.retain(|a| !a.values.is_empty());
 }
 
 /// An error about an entry the requester may not know of: without `disclose` on it, noSuchObject

@@ -27,6 +27,16 @@ pub struct What {
     pub filter: Option<Filter>,
     /// None: every attribute (and `entry`, `children`).
     pub attrs: Option<Vec<AttrItem>>,
+    /// `val=`: the rule is about one value of its single attribute.
+    pub val: Option<ValPattern>,
+}
+
+/// A `val[.style]=` pattern.
+#[derive(Debug)]
+pub enum ValPattern {
+    /// Equal under the attribute's equality rule: the normalized value (raw bytes without a rule).
+    Exact(Vec<u8>),
+    Regex(Box<Regex>),
 }
 
 /// A DN pattern with its style.
@@ -215,10 +225,56 @@ fn parse_what(schema: &Schema, what: &mut What, word: &str) -> Result<(), String
             what.filter = Some(Filter::parse(value).map_err(|e| format!("bad filter ({e})"))?);
         }
         "attrs" | "attr" => what.attrs = Some(attr_items(schema, value)?),
-        "val" => return Err("value rules (val=) are not supported".into()),
+        "val" => what.val = Some(val_pattern(schema, what, style, value)?),
         _ => return Err("unknown <what> clause".into()),
     }
     Ok(())
+}
+
+/// `val=` after `attrs=` naming one attribute type; styles exact (the default) and regex.
+fn val_pattern(
+    schema: &Schema,
+    what: &What,
+    style: &str,
+    value: &str,
+) -> Result<ValPattern, String> {
+    let attr = match what.attrs.as_deref() {
+        Some([AttrItem::Type(name)]) => name.as_str(),
+        _ => return Err("val= needs attrs= with exactly one attribute type before it".into()),
+    };
+    // A `/matchingRule` suffix is accepted; the attribute's equality rule decides.
+    let style = style
+        .split('/')
+        .next()
+        .unwrap_or(style)
+        .to_ascii_lowercase();
+    match style.as_str() {
+        "" | "exact" | "base" | "baseobject" => Ok(ValPattern::Exact(normalize_value(
+            schema,
+            attr,
+            value.as_bytes(),
+        )?)),
+        "regex" => Ok(ValPattern::Regex(Box::new(regex(value)?))),
+        _ => Err("unknown value style".into()),
+    }
+}
+
+/// A value normalized by its attribute's equality rule, for `val=` comparisons.
+pub fn normalize_value(schema: &Schema, attr: &str, value: &[u8]) -> Result<Vec<u8>, String> {
+    let rule = schema.attribute_type(attr).and_then(|at| at.equality);
+    match rule {
+        Some(rule) => schema
+            .normalize_value(rule, value)
+            .map_err(|e| format!("bad value ({e})")),
+        None => Ok(value.to_vec()),
+    }
+}
+
+fn regex(value: &str) -> Result<Regex, String> {
+    regex_automata::meta::Builder::new()
+        .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
+        .build(value)
+        .map_err(|e| format!("bad regular expression ({e})"))
 }
 
 /// A DN pattern in one of slapd's styles; no style means base (`exact`), as in slapd.
@@ -228,11 +284,7 @@ fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, St
         if value == "*" || value == ".*" {
             return Ok(DnPattern::Any);
         }
-        let regex = regex_automata::meta::Builder::new()
-            .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
-            .build(value)
-            .map_err(|e| format!("bad regular expression ({e})"))?;
-        return Ok(DnPattern::Regex(Box::new(regex)));
+        return Ok(DnPattern::Regex(Box::new(regex(value)?)));
     }
     let dn = normalize(schema, value)?;
     Ok(match style.as_str() {

@@ -214,3 +214,60 @@ fn many_varying_rules_give_unshared_views() {
     assert!(!vi.allows_entry(privileges::READ));
     assert!(vo.allows_entry(privileges::READ));
 }
+
+#[test]
+fn value_rules_apply_to_values_only() {
+    let schema = Schema::builtin();
+    let rules: Vec<String> = [
+        r#"to attrs=description val.regex="^secret" by * none"#,
+        r#"to attrs=cn val="Alice  ADAMS" by * compare"#,
+        "to * by * read",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    assert!(acl.has_value_rules());
+    assert!(acl.value_ruled(&schema, "description;lang-en"));
+    assert!(!acl.value_ruled(&schema, "sn"));
+    let e = entry(&schema, "cn=e,dc=x", &["device"]);
+    let anon = Who::anonymous();
+    let value = |attr, v: &'static str| AttrRef::Value(attr, v.as_bytes());
+    assert_eq!(
+        mask(
+            &acl,
+            &schema,
+            &anon,
+            &e,
+            value("description", "secret plan")
+        ),
+        0
+    );
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, value("description", "public")),
+        READ
+    );
+    // A check of the whole attribute skips value rules, as in slapd.
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, AttrRef::Attr("description")),
+        READ
+    );
+    // Exact values compare under the attribute's equality rule.
+    let compare = privileges::cumulative(privileges::COMPARE);
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, value("cn", "alice adams")),
+        compare
+    );
+    assert_eq!(mask(&acl, &schema, &anon, &e, value("cn", "bob")), READ);
+    for bad in [
+        "to val=x by * read",
+        "to attrs=cn,sn val=x by * read",
+        "to attrs=cn val.sideways=x by * read",
+    ] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(
+            err.contains("access rule 0") && err.contains("val"),
+            "{bad}: {err}"
+        );
+    }
+}

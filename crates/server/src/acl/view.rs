@@ -159,6 +159,28 @@ impl<'a> SearchAccess<'a> {
         mask
     }
 
+    /// Whether `need` is granted on one value of an attribute (not cached: only `val=` rules need it).
+    pub fn allows_value(&self, view: &EntryView, desc: &str, value: &[u8], need: Mask) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let is_self = match &view.signature {
+            Signature::Bits(_, s) | Signature::Entry(_, s) => *s,
+        };
+        let decision = self.checker.decide_with(
+            |i| self.matches(&view.signature, i),
+            is_self,
+            AttrRef::Value(desc, value),
+        );
+        decision.mask & need == need
+    }
+
+    /// Whether values of this attribute are subject to `val=` rules.
+    pub fn value_ruled(&self, desc: &str) -> bool {
+        let acl = self.checker.acl();
+        acl.has_value_rules() && acl.value_ruled(self.checker.schema(), desc)
+    }
+
     /// Whether `need` is granted on the attribute; attributes of the user and operational sections are
     /// answered by `plain` when it is known.
     pub fn allows_attr(&self, view: &EntryView, desc: &str, need: Mask) -> bool {

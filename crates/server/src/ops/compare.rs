@@ -61,7 +61,8 @@ pub fn compare(
     let full = crate::directory::Directory::parse_stored(bytes)?
         .to_entry()
         .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-    let attr = AttrRef::Attr(&req.attr);
+    // slapd checks the asserted value, so `val=` rules apply.
+    let attr = AttrRef::Value(&req.attr, &req.value);
     if !allows(dir, &txn, who, &full, attr, privileges::COMPARE) {
         let refused = LdapError::new(ResultCode::InsufficientAccessRights, "");
         return Err(unless_disclosed(dir, &txn, who, &full, refused).into());

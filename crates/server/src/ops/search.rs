@@ -520,7 +520,9 @@ fn encode_stored(
     out: &mut Vec<u8>,
 ) {
     let schema = job.state.directory.schema();
-    let plain = readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
+    let values_ruled = readable.is_some_and(|(access, _)| access.checker().acl().has_value_rules());
+    let plain =
+        !values_ruled && readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
     let reads = |desc: &str| {
         readable.is_none_or(|(access, view)| access.allows_attr(view, desc, privileges::READ))
     };
@@ -551,10 +553,17 @@ fn encode_stored(
             if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
                 continue;
             }
-            if job.req.types_only {
-                encode_partial_attribute(&mut attrs, desc, &[]);
-            } else {
-                attrs.extend_from_slice(tlv);
+            match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
+                Some((access, view)) => encode_readable_values(
+                    &mut attrs,
+                    section,
+                    desc,
+                    access,
+                    view,
+                    job.req.types_only,
+                ),
+                None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
+                None => attrs.extend_from_slice(tlv),
             }
         }
     }
@@ -569,6 +578,30 @@ fn encode_stored(
         }
     }
     encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+}
+
+/// An attribute under `val=` rules: only the values the requester may read (nothing if none).
+fn encode_readable_values(
+    attrs: &mut Vec<u8>,
+    section: &[u8],
+    desc: &str,
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    types_only: bool,
+) {
+    let Some(Ok((_, values))) =
+        canopy_core::wire::attributes(section).find(|a| a.as_ref().is_ok_and(|(d, _)| *d == desc))
+    else {
+        return;
+    };
+    let readable: Vec<&[u8]> = values
+        .into_iter()
+        .filter(|v| access.allows_value(view, desc, v, privileges::READ))
+        .collect();
+    if readable.is_empty() {
+        return;
+    }
+    encode_partial_attribute(attrs, desc, if types_only { &[] } else { &readable });
 }
 
 /// slapd requires `search` on the base entry; without `disclose` either, the base does not exist.
@@ -617,8 +650,11 @@ fn hidden_filter<'c, 's>(
     schema: &'s canopy_schema::Schema,
     filter: &Filter,
 ) -> Option<&'c PreparedFilter<'s>> {
-    let build = || match without_attrs(filter, |desc| {
-        !access.allows_attr(view, desc, privileges::SEARCH)
+    let build = || match without_attrs(filter, |desc, value| match value {
+        Some(value) if access.value_ruled(desc) => {
+            !access.allows_value(view, desc, value, privileges::SEARCH)
+        }
+        _ => !access.allows_attr(view, desc, privileges::SEARCH),
     }) {
         Cow::Owned(f) => Some(PreparedFilter::new(schema, &f)),
         Cow::Borrowed(_) => None,

@@ -385,3 +385,42 @@ fn bad_rules_fail_the_start() {
         );
     }
 }
+
+#[test]
+fn value_rules() {
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to attrs=description val.regex="^secret" by * none"#,
+        "to * by self write by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let alice = user_dn("alice");
+    let add = format!(
+        "dn: {alice}\nchangetype: modify\nadd: description\ndescription: secret plan\ndescription: public note\n-\n"
+    );
+    s.modify(&Bind::Root, &add)
+        .expect_code(0, "root adds two descriptions");
+    let bob = Bind::user("bob");
+    let read = s.read(&bob, &alice, &["description"]);
+    read.expect_code(0, "bob reads alice's descriptions");
+    assert!(
+        read.stdout.contains("description: public note"),
+        "{}",
+        read.stdout
+    );
+    assert!(!read.stdout.contains("secret"), "{}", read.stdout);
+    let hidden = s.search(&bob, &["-b", PEOPLE, "(description=secret plan)", "1.1"]);
+    hidden.expect_code(0, "bob filters on the hidden value");
+    assert!(dns(&hidden).is_empty(), "{}", hidden.stdout);
+    let shown = s.search(&bob, &["-b", PEOPLE, "(description=public note)", "1.1"]);
+    assert_eq!(dns(&shown), vec![alice.clone()], "{}", shown.stdout);
+    compare(&s, &bob, &alice, "description:secret plan").expect_code(50, "compare a hidden value");
+    compare(&s, &bob, &alice, "description:public note").expect_code(6, "compare a shown value");
+    let own = |value: &str| {
+        format!("dn: {alice}\nchangetype: modify\nadd: description\ndescription: {value}\n-\n")
+    };
+    s.modify(&Bind::user("alice"), &own("secret two"))
+        .expect_code(50, "alice adds a value the value rule denies");
+    s.modify(&Bind::user("alice"), &own("mine"))
+        .expect_code(0, "alice adds another value (self write)");
+}
