@@ -424,3 +424,42 @@ fn value_rules() {
     s.modify(&Bind::user("alice"), &own("mine"))
         .expect_code(0, "alice adds another value (self write)");
 }
+
+#[test]
+fn read_controls_and_assertion_respect_read() {
+    let s = start();
+    let alice = user_dn("alice");
+    let change = replace(&alice, "mail", "alice@new.example.com");
+    let postread = s.tool(
+        "ldapmodify",
+        &Bind::user("alice"),
+        &["-e", "postread=mail,employeeNumber,userPassword"],
+        Some(&change),
+    );
+    postread.expect_code(0, "alice changes her mail with a post-read");
+    let said = said(&postread);
+    assert!(said.contains("mail: alice@new.example.com"), "{said}");
+    assert!(
+        !said.contains("employeeNumber"),
+        "hidden from alice: {said}"
+    );
+    assert!(
+        said.contains("userPassword"),
+        "her own password (self write): {said}"
+    );
+    // An assertion on an attribute alice may not read fails; on one she reads, it holds.
+    let hidden = s.tool(
+        "ldapmodify",
+        &Bind::user("alice"),
+        &["-e", "assert=(employeeNumber=1)"],
+        Some(&replace(&alice, "mail", "a2@example.com")),
+    );
+    hidden.expect_code(122, "assertion on a hidden attribute");
+    let shown = s.tool(
+        "ldapmodify",
+        &Bind::user("alice"),
+        &["-e", "assert=(uid=alice)"],
+        Some(&replace(&alice, "mail", "a2@example.com")),
+    );
+    shown.expect_code(0, "assertion on a readable attribute");
+}
