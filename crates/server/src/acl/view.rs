@@ -28,6 +28,9 @@ pub struct EntryView {
     /// Privileges on every attribute no `attrs=` list of a matching rule names, when those lists name only
     /// password attributes and pseudo-attributes: then every other attribute has exactly these.
     pub plain: Option<Mask>,
+    /// Privileges on every password attribute (the stored entry's password section) when no matching rule
+    /// names a proper subtype of userPassword or a password value: then they all have exactly these.
+    pub secret: Option<Mask>,
     /// The view's number in its search, when entries share it; None for a view of one entry only.
     pub shared: Option<usize>,
     signature: Signature,
@@ -140,9 +143,36 @@ impl<'a> SearchAccess<'a> {
                     })
             });
         let plain = (!lists_plain).then(|| self.decide(&signature, AttrRef::Unlisted));
+        let lists_password_parts =
+            self.checker
+                .acl()
+                .rules()
+                .iter()
+                .enumerate()
+                .any(|(i, rule)| {
+                    self.matches(&signature, i)
+                        && rule.what.attrs.as_ref().is_some_and(|items| {
+                            items.iter().any(|item| match item {
+                                super::AttrItem::Type(name) => {
+                                    match (schema.attribute_type(name), password) {
+                                        (Some(at), Some(pw)) => {
+                                            schema.is_subtype_of(at, pw)
+                                                && (!std::ptr::eq(at, pw)
+                                                    || rule.what.val.is_some())
+                                        }
+                                        _ => true,
+                                    }
+                                }
+                                _ => false,
+                            })
+                        })
+                });
+        let secret =
+            (!lists_password_parts).then(|| self.decide(&signature, AttrRef::Attr("userPassword")));
         EntryView {
             entry: self.decide(&signature, AttrRef::Entry),
             plain,
+            secret,
             shared,
             signature,
             attrs: RefCell::new(HashMap::new()),

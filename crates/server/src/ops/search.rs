@@ -528,20 +528,32 @@ fn encode_stored(
     };
     if plain && selection.is_all_user_only() && !job.req.types_only {
         // The common answer is the stored bytes themselves, with the passwords the requester may read.
-        let secrets: Vec<&[u8]> = attribute_tlvs(stored.secret)
-            .filter_map(Result::ok)
-            .filter(|(desc, _)| reads(desc))
-            .map(|(_, tlv)| tlv)
-            .collect();
-        if secrets.is_empty() {
-            encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
-        } else {
-            let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
-            attrs.extend_from_slice(stored.user);
-            for tlv in secrets {
-                attrs.extend_from_slice(tlv);
+        let secret = readable.map_or(Some(true), |(_, view)| {
+            view.secret.map(|m| m & privileges::READ != 0)
+        });
+        match secret {
+            _ if stored.secret.is_empty() => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
             }
-            encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            Some(false) => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+            }
+            Some(true) => {
+                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+                attrs.extend_from_slice(stored.user);
+                attrs.extend_from_slice(stored.secret);
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            }
+            None => {
+                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+                attrs.extend_from_slice(stored.user);
+                for (desc, tlv) in attribute_tlvs(stored.secret).filter_map(Result::ok) {
+                    if reads(desc) {
+                        attrs.extend_from_slice(tlv);
+                    }
+                }
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            }
         }
         return;
     }
