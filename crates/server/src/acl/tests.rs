@@ -195,6 +195,26 @@ fn search_views_are_shared_and_agree() {
     let va = access.view(&alice, None);
     assert!(access.allows_attr(&va, "userPassword", privileges::READ));
     assert!(va.allows_entry(privileges::READ));
+    // The password section is decided at once: read by its owner only.
+    assert_eq!(vb.secret, Some(0));
+    assert_eq!(va.secret, Some(privileges::cumulative(privileges::WRITE)));
+}
+
+#[test]
+fn password_parts_are_decided_one_by_one() {
+    let schema = Schema::builtin();
+    let rules = [
+        r#"to attrs=userPassword val.regex="^[{]CRYPT" by * none"#,
+        "to * by * read",
+    ];
+    let rules: Vec<String> = rules.iter().map(|s| s.to_string()).collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let who = Who::anonymous();
+    let access = SearchAccess::new(acl.checker(&schema, &who, &NoGroups));
+    let view = access.view(&ndn(&schema, "cn=a,dc=x"), None);
+    assert_eq!(view.secret, None);
+    assert!(!access.allows_value(&view, "userPassword", b"{CRYPT}x", privileges::READ));
+    assert!(access.allows_value(&view, "userPassword", b"{SSHA}x", privileges::READ));
 }
 
 #[test]
