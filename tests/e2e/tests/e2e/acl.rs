@@ -463,3 +463,40 @@ fn read_controls_and_assertion_respect_read() {
     );
     shown.expect_code(0, "assertion on a readable attribute");
 }
+
+#[test]
+fn styles_filters_and_break() {
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.one="ou=people,dc=example,dc=com" attrs=telephoneNumber
+            by self read by users break by * none"#,
+        r#"to dn.regex="^uid=(alice|bob),ou=people,dc=example,dc=com$" attrs=telephoneNumber
+            by users read"#,
+        "to attrs=telephoneNumber by * none",
+        "to filter=(objectClass=posixGroup) by * none",
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let carol = Bind::user("carol");
+    let phone = |uid: &str| {
+        let out = s.read(&carol, &user_dn(uid), &["telephoneNumber"]);
+        out.expect_code(0, &format!("carol reads {uid}"));
+        out.stdout.contains("telephoneNumber:")
+    };
+    assert!(phone("carol"), "her own (self read)");
+    assert!(phone("alice"), "alice's (break, then the regex rule)");
+    assert!(!phone("dave"), "dave's (break, then none)");
+    let groups = s.search(&carol, &["-b", GROUPS, "(objectClass=*)", "1.1"]);
+    groups.expect_code(0, "carol lists the groups");
+    let mut expected: Vec<String> = ["cn=engineering", "cn=managers"]
+        .iter()
+        .map(|cn| format!("{cn},{GROUPS}"))
+        .chain([GROUPS.to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(
+        dns(&groups),
+        expected,
+        "posixGroups hidden by the filter rule"
+    );
+}
