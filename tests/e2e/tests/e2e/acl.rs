@@ -175,6 +175,26 @@ fn group_based_write() {
         .expect_code(50, "bob deletes under projects");
     s.tool("ldapdelete", &Bind::user("alice"), &[&plan], None)
         .expect_code(0, "alice deletes under projects");
+    let docs = format!("cn=docs,{APOLLO}");
+    s.tool(
+        "ldapmodrdn",
+        &Bind::user("bob"),
+        &["-r", &docs, "cn=manuals"],
+        None,
+    )
+    .expect_code(50, "bob renames under projects");
+    s.tool(
+        "ldapmodrdn",
+        &Bind::user("alice"),
+        &["-r", &docs, "cn=manuals"],
+        None,
+    )
+    .expect_code(0, "alice renames under projects");
+    // Moving out of projects needs write on the new parent's children, which she lacks.
+    let manuals = format!("cn=manuals,{APOLLO}");
+    let args = ["-s", PEOPLE, &manuals, "cn=manuals"];
+    s.tool("ldapmodrdn", &Bind::user("alice"), &args, None)
+        .expect_code(50, "alice moves an entry into people");
 }
 
 #[test]
