@@ -201,14 +201,15 @@ fn execute(
         Err(other) => return Err(other.into()),
     };
     let (base, base_id) = (found.ndn, found.id);
+    // slapd checks access to the base before the assertion control.
+    let groups = GroupReader { dir, txn: &txn };
+    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
+    base_access(&access, &txn, &base, base_id)?;
     if let Some(filter) = &job.ctl.assertion {
         if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {
             check_assertion(schema, &load(dir, &txn, &job.who, base_id, bytes)?, filter)?;
         }
     }
-    let groups = GroupReader { dir, txn: &txn };
-    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
-    base_access(&access, &txn, &base, base_id)?;
     let limits = limits(job);
 
     let (mut ids, indexed) = candidates(dir, &txn, job, &base, base_id)?;
