@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use canopy_proto::Filter;
 use canopy_schema::Schema;
 
-use crate::access::is_secret;
-
 /// The filter as slapd evaluates it: subschemaSubentry is present in every entry, but slapd compares its
 /// value un-normalized with the normalized assertion, so no value assertion on it holds unless it names
 /// another matching rule. Those become absolute FALSE (RFC 4526); everything else is left as it is.
@@ -92,11 +90,6 @@ pub fn without_attrs<'f>(
     }
 }
 
-/// [`without_attrs`] for the password attributes, as Debian's default rules hide them.
-pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filter> {
-    without_attrs(filter, |attr, _| is_secret(schema, attr))
-}
-
 fn tested_attribute(filter: &Filter) -> Option<&str> {
     match filter {
         Filter::Present(attr)
@@ -148,6 +141,7 @@ fn hide(filter: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> Filte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::is_secret;
 
     #[test]
     fn value_assertions_on_subschema_subentry_become_false() {
@@ -199,7 +193,7 @@ mod tests {
         for (input, expected) in cases {
             let filter = Filter::parse(input).unwrap();
             assert_eq!(
-                without_secrets(&schema, &filter).to_string(),
+                without_attrs(&filter, |attr, _| is_secret(&schema, attr)).to_string(),
                 expected,
                 "{input}"
             );
