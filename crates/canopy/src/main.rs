@@ -1,5 +1,6 @@
 //! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools, and bench.
 
+mod aclcheck;
 mod tools;
 
 use std::path::PathBuf;
@@ -55,6 +56,31 @@ enum Command {
         #[arg(short = 's', long = "secret")]
         secret: Option<String>,
     },
+    /// Explain an access decision offline (like slapacl): which rule and which `by` clause decide.
+    /// Exits 0 when the level is granted, 1 when it is denied.
+    AclCheck {
+        /// The requester's DN; empty or "anonymous" for an anonymous client.
+        #[arg(long = "as", default_value = "")]
+        as_dn: String,
+        /// The entry the access is to.
+        #[arg(long)]
+        entry: String,
+        /// The attribute, or `entry` / `children` (default: entry).
+        #[arg(long)]
+        attr: Option<String>,
+        /// The level or =privileges to check.
+        #[arg(long, default_value = "read")]
+        level: String,
+        /// The client's IP address, for peername.ip clauses.
+        #[arg(long)]
+        peer: Option<std::net::IpAddr>,
+        /// The client comes over ldapi:// (ssf 71, peername.path).
+        #[arg(long)]
+        ldapi: bool,
+        /// The client's link is TLS-protected (ssf 256).
+        #[arg(long)]
+        tls: bool,
+    },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
 }
@@ -76,7 +102,15 @@ fn run() -> Result<()> {
         .init();
 
     let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
+        Some(path) => {
+            let config = Config::load(path)?;
+            // Access rules name schema elements, so they are checked once the schema is known.
+            canopy_server::load_schema(&config)
+                .map_err(anyhow::Error::from)
+                .and_then(|schema| Ok(canopy_server::access_list(&schema, &config)?))
+                .with_context(|| path.display().to_string())?;
+            config
+        }
         None => Config::default(),
     };
     if let Some(data) = &cli.data {
@@ -93,6 +127,29 @@ fn run() -> Result<()> {
         Command::Export { file } => tools::export(&config, file.as_deref()),
         Command::Reindex => tools::reindex(&config),
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
+        Command::AclCheck {
+            as_dn,
+            entry,
+            attr,
+            level,
+            peer,
+            ldapi,
+            tls,
+        } => {
+            let question = aclcheck::Question {
+                as_dn,
+                entry,
+                attr,
+                level,
+                peer,
+                ldapi,
+                tls,
+            };
+            if !aclcheck::acl_check(&config, &question)? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Bench(args) => canopy_bench::main(args),
     }
 }

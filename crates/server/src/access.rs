@@ -1,7 +1,5 @@
-//! The default access policy, as Debian's slapd package ships it, until configurable rules arrive.
-//!
-//! `userPassword` (and its subtypes) can be used to bind and be changed by its owner, but is read by no one
-//! except the root DN; everything else is readable by all; apart from that only the root DN writes.
+//! Who is asking, and the rule every update shares: anonymous clients do not write. The access rules
+//! themselves live in `acl/`.
 
 use canopy_core::LdapError;
 use canopy_proto::ResultCode;
@@ -37,50 +35,6 @@ impl Who {
         }
         Ok(())
     }
-
-    /// Checks a write to `target`. `attrs` lists the attributes a modify touches; a user may change only their
-    /// own password attribute. Everyone else gets insufficientAccessRights, as slapd answers.
-    pub fn require_write(&self, target: &NormDn, action: Action<'_>) -> Result<(), LdapError> {
-        self.require_authenticated()?;
-        if self.root {
-            return Ok(());
-        }
-        if let (Some(me), Action::Modify(attrs)) = (&self.ndn, action) {
-            if me == target && !attrs.is_empty() && attrs.iter().all(|a| is_password_name(a)) {
-                return Ok(());
-            }
-        }
-        let text = match action {
-            Action::Add | Action::Rename => "no write access to parent's children",
-            Action::Delete => "no write access to parent",
-            Action::Modify(_) => "no write access to entry",
-        };
-        Err(LdapError::new(ResultCode::InsufficientAccessRights, text))
-    }
-
-    /// Whether this identity may read the secret attributes (userPassword) of `target`: the root DN, and
-    /// the entry itself (`by self write` implies read).
-    pub fn may_read_secrets(&self, target: &NormDn) -> bool {
-        self.root || self.ndn.as_ref() == Some(target)
-    }
-
-    /// Whether this identity may read the values of an attribute (by canonical description) of `target`.
-    pub fn may_read(&self, schema: &Schema, desc: &str, target: &NormDn) -> bool {
-        if is_auth_password(schema, desc) {
-            return self.root;
-        }
-        self.may_read_secrets(target) || !is_secret(schema, desc)
-    }
-}
-
-/// The kind of write being checked.
-#[derive(Debug, Clone, Copy)]
-pub enum Action<'a> {
-    Add,
-    Delete,
-    Rename,
-    /// A modify, with the attribute descriptions it touches.
-    Modify(&'a [&'a str]),
 }
 
 /// The attributes a user may change on their own entry: userPassword and the SCRAM secrets in authPassword
@@ -102,7 +56,8 @@ pub fn is_auth_password(schema: &Schema, desc: &str) -> bool {
     }
 }
 
-/// Attributes only the root DN reads: userPassword and its subtypes, and authPassword.
+/// The password attributes, kept in the stored entry's own section: userPassword and its subtypes, and
+/// authPassword.
 pub fn is_secret(schema: &Schema, desc: &str) -> bool {
     if is_auth_password(schema, desc) {
         return true;
@@ -115,4 +70,12 @@ pub fn is_secret(schema: &Schema, desc: &str) -> bool {
         (Some(at), Some(pw)) => schema.is_subtype_of(at, pw),
         _ => is_password_name(name),
     }
+}
+
+/// An update whose access slapd checks before the assertion control: delete and modify DN.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Delete,
+    /// A modify DN, with the new superior when it moves the entry.
+    Rename(Option<NormDn>),
 }

@@ -35,6 +35,9 @@ pub struct Config {
     /// Fsync every commit (LMDB's default). Turning it off trades durability for speed.
     pub durable: bool,
     pub tls: TlsConfig,
+    /// Access rules in OpenLDAP's `to <what> by <who> <access>` language, first match wins
+    /// (docs/access-control.md). Empty: Debian's default list.
+    pub access: Vec<String>,
 }
 
 /// The `[tls]` section (docs/tls.md). Without `cert_file`/`key_file` a self-signed certificate is generated in
@@ -323,6 +326,7 @@ impl Default for Config {
             bind_backoff: BindBackoff::default(),
             durable: true,
             tls: TlsConfig::default(),
+            access: Vec::new(),
         }
     }
 }

@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use canopy_proto::Filter;
 use canopy_schema::Schema;
 
-use crate::access::is_secret;
-
 /// The filter as slapd evaluates it: subschemaSubentry is present in every entry, but slapd compares its
 /// value un-normalized with the normalized assertion, so no value assertion on it holds unless it names
 /// another matching rule. Those become absolute FALSE (RFC 4526); everything else is left as it is.
@@ -76,11 +74,17 @@ fn without_subschema_values(schema: &Schema, filter: &Filter) -> Filter {
     }
 }
 
-/// The filter for an entry whose secret attributes (userPassword) the requester may not read: slapd
-/// finds every test of them Undefined, presence included, whether the entry holds one or not.
-pub fn without_secrets<'f>(schema: &Schema, filter: &'f Filter) -> Cow<'f, Filter> {
-    if tests_secrets(schema, filter) {
-        Cow::Owned(hide_secrets(schema, filter))
+/// The filter for an entry some of whose attributes the requester may not search: slapd finds every test
+/// of them Undefined, presence included, whether the entry holds one or not.
+///
+/// `hidden` gets the attribute and, for items that assert one value (equality, ordering, approximate,
+/// extensible), that value, which `val=` rules decide on as slapd does.
+pub fn without_attrs<'f>(
+    filter: &'f Filter,
+    hidden: impl Fn(&str, Option<&[u8]>) -> bool,
+) -> Cow<'f, Filter> {
+    if tests_hidden(filter, &hidden) {
+        Cow::Owned(hide(filter, &hidden))
     } else {
         Cow::Borrowed(filter)
     }
@@ -99,23 +103,37 @@ fn tested_attribute(filter: &Filter) -> Option<&str> {
     }
 }
 
-fn tests_secrets(schema: &Schema, filter: &Filter) -> bool {
+/// The value an item asserts, for items that assert one.
+fn asserted_value(filter: &Filter) -> Option<&[u8]> {
     match filter {
-        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_secrets(schema, f)),
-        Filter::Not(inner) => tests_secrets(schema, inner),
-        other => tested_attribute(other).is_some_and(|attr| is_secret(schema, attr)),
+        Filter::Equality(_, v)
+        | Filter::Approx(_, v)
+        | Filter::GreaterOrEqual(_, v)
+        | Filter::LessOrEqual(_, v) => Some(v),
+        Filter::Extensible(mra) => Some(&mra.value),
+        _ => None,
     }
 }
 
-fn hide_secrets(schema: &Schema, filter: &Filter) -> Filter {
-    let each = |parts: &[Filter]| parts.iter().map(|f| hide_secrets(schema, f)).collect();
+fn item_hidden(item: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> bool {
+    tested_attribute(item).is_some_and(|attr| hidden(attr, asserted_value(item)))
+}
+
+fn tests_hidden(filter: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> bool {
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| tests_hidden(f, hidden)),
+        Filter::Not(inner) => tests_hidden(inner, hidden),
+        other => item_hidden(other, hidden),
+    }
+}
+
+fn hide(filter: &Filter, hidden: &impl Fn(&str, Option<&[u8]>) -> bool) -> Filter {
+    let each = |parts: &[Filter]| parts.iter().map(|f| hide(f, hidden)).collect();
     match filter {
         Filter::And(parts) => Filter::And(each(parts)),
         Filter::Or(parts) => Filter::Or(each(parts)),
-        Filter::Not(inner) => Filter::Not(Box::new(hide_secrets(schema, inner))),
-        other if tested_attribute(other).is_some_and(|attr| is_secret(schema, attr)) => {
-            Filter::Undefined
-        }
+        Filter::Not(inner) => Filter::Not(Box::new(hide(inner, hidden))),
+        other if item_hidden(other, hidden) => Filter::Undefined,
         other => other.clone(),
     }
 }
@@ -123,6 +141,7 @@ fn hide_secrets(schema: &Schema, filter: &Filter) -> Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::is_secret;
 
     #[test]
     fn value_assertions_on_subschema_subentry_become_false() {
@@ -174,7 +193,7 @@ mod tests {
         for (input, expected) in cases {
             let filter = Filter::parse(input).unwrap();
             assert_eq!(
-                without_secrets(&schema, &filter).to_string(),
+                without_attrs(&filter, |attr, _| is_secret(&schema, attr)).to_string(),
                 expected,
                 "{input}"
             );

@@ -1,6 +1,7 @@
 //! The Canopy server: listeners, connections, the operation pipeline, configuration and the directory.
 
 pub mod access;
+pub mod acl;
 pub mod alias;
 pub mod candidates;
 pub mod config;
@@ -45,6 +46,8 @@ pub enum StartError {
     Sasl(String),
     #[error("root DN {0:?}: {1}")]
     RootDn(String, String),
+    #[error("{0}")]
+    Access(String),
     #[error("listener {0}: {1}")]
     Listen(String, std::io::Error),
     #[error("{0}")]
@@ -93,12 +96,27 @@ pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, Start
         durable,
         max_readers: 1024,
     };
-    Ok(Directory::open(
+    let acl = access_list(&schema, config)?;
+    Ok(Directory::open_with_acl(
         schema,
         &config.suffix,
         specs,
         store_config,
+        acl,
     )?)
+}
+
+/// Compiles the configured access list (Debian's default when none is configured).
+pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartError> {
+    let ldapi_paths = config
+        .listen
+        .iter()
+        .filter_map(|url| match ListenUrl::parse(url) {
+            Ok(ListenUrl::Unix(path)) => Some(path.display().to_string()),
+            _ => None,
+        })
+        .collect();
+    acl::Acl::compile(schema, &config.access, ldapi_paths).map_err(StartError::Access)
 }
 
 /// Builds the shared state for serving.

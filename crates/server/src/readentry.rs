@@ -10,6 +10,8 @@ use canopy_proto::{
 use canopy_schema::Schema;
 
 use crate::access::Who;
+use crate::acl::ops::retain_allowed;
+use crate::acl::{privileges, Mask};
 use crate::directory::Directory;
 use crate::filter_view::as_slapd_sees;
 use crate::ops::search::{computed_attributes, visible_entry};
@@ -21,29 +23,46 @@ pub struct Seen {
     pub computed: Vec<Attribute>,
 }
 
-/// Reads a stored entry for `who`.
-pub fn load(txn: &ReadTxn, who: &Who, id: u64, bytes: &[u8]) -> Result<Seen, LdapError> {
+/// Reads a stored entry for `who`: the attributes it may read.
+pub fn load(
+    dir: &Directory,
+    txn: &ReadTxn,
+    who: &Who,
+    id: u64,
+    bytes: &[u8],
+) -> Result<Seen, LdapError> {
+    load_for(dir, txn, who, id, bytes, privileges::READ)
+}
+
+/// Reads a stored entry for `who`: the attributes (computed ones too) it holds `need` on.
+pub fn load_for(
+    dir: &Directory,
+    txn: &ReadTxn,
+    who: &Who,
+    id: u64,
+    bytes: &[u8],
+    need: Mask,
+) -> Result<Seen, LdapError> {
     let stored = Directory::parse_stored(bytes)?;
-    let ndn = stored
-        .ndn()
-        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-    let mut entry = visible_entry(&stored, who.may_read_secrets(&ndn))?;
+    let mut entry = visible_entry(&stored, true)?;
+    let mut computed = computed_attributes(txn, id, &entry)?;
     if !who.root {
-        // SCRAM secrets are for the root DN only, even on one's own entry.
-        entry
-            .attrs
-            .retain(|a| !crate::sasl::store::is_auth_password(&a.desc));
+        let full = entry.clone();
+        retain_allowed(dir, txn, who, &mut entry, need);
+        let mut with_computed = Entry {
+            attrs: std::mem::take(&mut computed),
+            ..full
+        };
+        retain_allowed(dir, txn, who, &mut with_computed, need);
+        computed = with_computed.attrs;
     }
-    let computed = computed_attributes(txn, id, &entry)?;
     Ok(Seen { entry, computed })
 }
 
 /// An entry not yet stored (an add), as `who` sees it.
-pub fn unstored(schema: &Schema, who: &Who, entry: &Entry) -> Seen {
+pub fn unstored(dir: &Directory, txn: &ReadTxn, who: &Who, entry: &Entry) -> Seen {
     let mut entry = entry.clone();
-    entry
-        .attrs
-        .retain(|a| who.may_read(schema, &a.desc, &entry.ndn));
+    retain_allowed(dir, txn, who, &mut entry, privileges::READ);
     let computed = vec![
         Attribute {
             desc: "hasSubordinates".into(),

@@ -152,6 +152,34 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with `rules` as the main database's access list
+    /// (canopy: the `access` key; slapd: `access` lines in place of Debian's), then loads base.ldif
+    /// as the root DN. `{ldapi}` in a rule stands for the server's ldapi socket path.
+    pub fn start_with_access(rules: &[&str]) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        let socket = server.ldapi_path().display().to_string();
+        let rules: Vec<String> = rules
+            .iter()
+            .map(|r| r.replace("{ldapi}", &socket))
+            .collect();
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let texts: Vec<&str> = rules.iter().map(String::as_str).collect();
+                let conf = crate::slapd_conf::render_with_access(dir, &dir.join("data"), &texts);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => {
+                let list: Vec<String> = rules.iter().map(|r| format!("'''{r}'''")).collect();
+                server.config = Some(format!("access = [\n{}\n]\n", list.join(",\n")));
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
     /// the target chosen by the environment, then starts the server on it.
     pub fn start_imported(ldif: &Path) -> Server {

@@ -28,12 +28,36 @@ pub fn render(dir: &Path, data: &Path) -> String {
 /// `render`, with `extra` schema files included after the standard ones (as canopy loads
 /// `schema_files` after its built-in schema).
 pub fn render_with_schema(dir: &Path, data: &Path, extra: &[PathBuf]) -> String {
+    render_full(dir, data, extra, &DEBIAN_ACCESS)
+}
+
+/// Debian's default rules for the main database, which canopy's default list reproduces.
+pub const DEBIAN_ACCESS: [&str; 2] = [
+    "to attrs=userPassword by self write by anonymous auth by * none",
+    "to * by * read",
+];
+
+/// `render`, with `access` (rules without the leading `access`) in place of Debian's default rules.
+pub fn render_with_access(dir: &Path, data: &Path, access: &[&str]) -> String {
+    render_full(dir, data, &[], access)
+}
+
+fn render_full(dir: &Path, data: &Path, extra: &[PathBuf], access: &[&str]) -> String {
     let standard = ["core", "cosine", "inetorgperson", "nis"]
         .iter()
         .map(|s| PathBuf::from(format!("/etc/ldap/schema/{s}.schema")));
     let schema: String = standard
         .chain(extra.iter().cloned())
         .map(|s| format!("include {}\n", s.display()))
+        .collect();
+    let access: String = access
+        .iter()
+        .map(|rule| {
+            format!(
+                "access {}\n",
+                rule.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })
         .collect();
     let indexes: String = INDEXES
         .iter()
@@ -62,9 +86,8 @@ pub fn render_with_schema(dir: &Path, data: &Path, extra: &[PathBuf]) -> String 
          # back-mdb's default map is 10 MiB, too small for the bulk tests; canopy grows its map.\n\
          maxsize 1073741824\n\
          {indexes}\
-         # Debian's default rules for the main database.\n\
-         access to attrs=userPassword by self write by anonymous auth by * none\n\
-         access to * by * read\n",
+         # The main database's access rules (Debian's by default).\n\
+         {access}",
         dir = dir.display(),
         data = data.display(),
     )

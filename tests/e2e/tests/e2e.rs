@@ -4,6 +4,8 @@
 
 #[path = "e2e/access.rs"]
 mod access;
+#[path = "e2e/acl.rs"]
+mod acl;
 #[path = "e2e/bind.rs"]
 mod bind;
 #[path = "e2e/bulk.rs"]

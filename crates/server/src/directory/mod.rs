@@ -12,6 +12,8 @@ use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
 use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
+use crate::acl::{Acl, Groups};
+
 pub use keys::dn_key;
 pub use write::{structural, ModifyDn, WriteOp};
 
@@ -27,6 +29,7 @@ struct Inner {
     indexes: Vec<IndexSpec>,
     suffix: NormDn,
     suffix_dn: Dn,
+    acl: Acl,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,11 +53,24 @@ pub fn store_error(error: StoreError) -> LdapError {
 }
 
 impl Directory {
+    /// Opens the database with Debian's default access list.
     pub fn open(
         schema: Arc<Schema>,
         suffix: &str,
         indexes: Vec<IndexSpec>,
+        store_config: StoreConfig,
+    ) -> Result<Directory, OpenError> {
+        let acl = Acl::default_policy(&schema);
+        Directory::open_with_acl(schema, suffix, indexes, store_config, acl)
+    }
+
+    /// Opens the database with a compiled access list.
+    pub fn open_with_acl(
+        schema: Arc<Schema>,
+        suffix: &str,
+        indexes: Vec<IndexSpec>,
         mut store_config: StoreConfig,
+        acl: Acl,
     ) -> Result<Directory, OpenError> {
         let suffix_dn = Dn::parse(suffix.as_bytes())
             .map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
@@ -75,6 +91,7 @@ impl Directory {
                 indexes,
                 suffix: suffix_n,
                 suffix_dn,
+                acl,
             }),
         })
     }
@@ -87,6 +104,9 @@ impl Directory {
     }
     pub fn indexes(&self) -> &[IndexSpec] {
         &self.inner.indexes
+    }
+    pub fn acl(&self) -> &Acl {
+        &self.inner.acl
     }
     pub fn suffix(&self) -> &NormDn {
         &self.inner.suffix
@@ -209,5 +229,48 @@ impl Directory {
             tracing::error!(error = %e, "corrupt entry");
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })
+    }
+}
+
+/// Group membership for `group=` access clauses, read in the operation's own transaction.
+pub struct GroupReader<'t, T: ReadOps> {
+    pub dir: &'t Directory,
+    pub txn: &'t T,
+}
+
+impl<T: ReadOps> Groups for GroupReader<'_, T> {
+    fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool {
+        let entry = match self.txn.get_id(&dn_key(group)) {
+            Ok(Some(id)) => self.txn.get_entry(id).ok().flatten(),
+            _ => None,
+        };
+        let Some(entry) = entry
+            .and_then(|bytes| Directory::parse_stored(bytes).ok())
+            .and_then(|stored| stored.to_entry().ok())
+        else {
+            return false;
+        };
+        let schema = self.dir.schema();
+        let has_class = entry
+            .attrs
+            .iter()
+            .filter(|a| a.desc.eq_ignore_ascii_case("objectClass"))
+            .flat_map(|a| &a.values)
+            .any(|v| v.eq_ignore_ascii_case(class.as_bytes()));
+        has_class
+            && entry
+                .attrs
+                .iter()
+                .filter(|a| {
+                    let name = a.desc.split(';').next().unwrap_or(&a.desc);
+                    name.eq_ignore_ascii_case(attr)
+                })
+                .flat_map(|a| &a.values)
+                .any(|value| {
+                    Dn::parse(value)
+                        .ok()
+                        .and_then(|dn| schema.normalize_dn(&dn).ok())
+                        .is_some_and(|ndn| &ndn == member)
+                })
     }
 }

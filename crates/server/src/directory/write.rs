@@ -12,7 +12,8 @@ use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCod
 use canopy_schema::NormDn;
 
 use super::{dn_key, store_error, Directory};
-use crate::access::{Action, Who};
+use crate::access::Who;
+use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
 use crate::opattrs::Stamp;
 
 /// One write operation, fully parsed; run by [`Directory::write`].
@@ -117,11 +118,17 @@ impl Directory {
         }
     }
 
-    fn load(&self, txn: &WriteTxn<'_>, ndn: &NormDn, dn: &Dn) -> Result<(u64, Entry), LdapError> {
+    fn load(
+        &self,
+        txn: &WriteTxn<'_>,
+        ndn: &NormDn,
+        dn: &Dn,
+        who: &Who,
+    ) -> Result<(u64, Entry), LdapError> {
         let id = txn
             .get_id(&dn_key(ndn))
             .map_err(failed)?
-            .ok_or_else(|| self.no_such_object(txn, ndn, dn))?;
+            .ok_or_else(|| hide_matched(self, txn, who, self.no_such_object(txn, ndn, dn)))?;
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
@@ -177,10 +184,13 @@ impl Directory {
             let parent_dn = entry.dn.parent();
             match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
                 Some(id) => id,
-                None => return Err(self.no_such_object(txn, &parent_ndn, &parent_dn)),
+                None => {
+                    let missing = self.no_such_object(txn, &parent_ndn, &parent_dn);
+                    return Err(hide_matched(self, txn, who, missing));
+                }
             }
         };
-        who.require_write(&entry.ndn, Action::Add)?;
+        check_add(self, txn, who, &entry)?;
         if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
@@ -198,8 +208,8 @@ impl Directory {
         ndn: &NormDn,
         who: &Who,
     ) -> Result<(), LdapError> {
-        let (id, entry) = self.load(txn, ndn, dn)?;
-        who.require_write(ndn, Action::Delete)?;
+        let (id, entry) = self.load(txn, ndn, dn, who)?;
+        check_delete(self, txn, who, &entry)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,
@@ -232,12 +242,8 @@ impl Directory {
         who: &Who,
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, ndn, dn)?;
-        let touched: Vec<&str> = changes
-            .iter()
-            .map(|c| c.modification.name.as_str())
-            .collect();
-        who.require_write(ndn, Action::Modify(&touched))?;
+        let (id, old) = self.load(txn, ndn, dn, who)?;
+        check_modify(self, txn, who, &old, changes)?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
         check_entry(self.schema(), &entry)?;
@@ -253,14 +259,16 @@ impl Directory {
         who: &Who,
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, &m.ndn, &m.dn)?;
+        let (id, old) = self.load(txn, &m.ndn, &m.dn, who)?;
         if m.ndn == *self.suffix() {
             return Err(LdapError::new(
                 ResultCode::UnwillingToPerform,
                 "cannot rename the suffix entry",
             ));
         }
-        who.require_write(&m.ndn, Action::Rename)?;
+        let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
+        let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
+        check_rename(self, txn, who, &old, moved_to, &rdn_attrs)?;
         let old_parent_id = self.parent_id(txn, &m.ndn)?;
         let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
             Some((sup_dn, sup_ndn)) => {

@@ -9,7 +9,9 @@ use canopy_proto::{
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::directory::WriteOp;
+use crate::acl::ops::allows;
+use crate::acl::{privileges, AttrRef};
+use crate::directory::{Directory, WriteOp};
 use crate::opattrs::Stamp;
 use crate::sasl::{self, mapping, scram, store, Exchange};
 use crate::session::Link;
@@ -87,7 +89,7 @@ async fn simple(
         root: ndn == state.root_ndn,
         link: link.clone(),
     };
-    if let Some(entry_dn) = check_password(state, &ndn, password).await? {
+    if let Some(entry_dn) = check_password(state, &ndn, password, link).await? {
         // The session carries the entry's own DN, as slapd's whoami shows.
         if let Some(entry_dn) = entry_dn {
             who.dn = entry_dn;
@@ -104,12 +106,17 @@ async fn check_password(
     state: &State,
     ndn: &NormDn,
     password: Vec<u8>,
+    link: &Link,
 ) -> Result<Option<Option<String>>, LdapError> {
     if *ndn == state.root_ndn && !state.root_password.is_empty() {
         let ok = verify_values(state, vec![state.root_password.clone()], password).await;
         return Ok(ok.map(|_| None));
     }
-    let current = store::current(state, ndn)?;
+    let mut current = store::current(state, ndn)?;
+    if !current.passwords.is_empty() && !auth_allowed(state, ndn, link)? {
+        // Passwords the rules give no `auth` on are not there for binds (the dummy check still runs).
+        current.passwords.clear();
+    }
     let Some(index) = verify_values(state, current.passwords.clone(), password.clone()).await
     else {
         return Ok(None);
@@ -120,6 +127,25 @@ async fn check_password(
         }
     }
     Ok(Some(current.dn))
+}
+
+/// Whether the access rules grant `auth` on the entry's userPassword to a client on `link`, as slapd checks
+/// before a bind uses the passwords (SCRAM secrets in authPassword follow userPassword's rules).
+fn auth_allowed(state: &State, ndn: &NormDn, link: &Link) -> Result<bool, LdapError> {
+    let dir = &state.directory;
+    let txn = dir.read()?;
+    let Some((_, bytes)) = dir.lookup(&txn, ndn)? else {
+        return Ok(false);
+    };
+    let entry = Directory::parse_stored(bytes)?
+        .to_entry()
+        .map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
+    let asking = Who {
+        link: link.clone(),
+        ..Who::anonymous()
+    };
+    let attr = AttrRef::Attr("userPassword");
+    Ok(allows(dir, &txn, &asking, &entry, attr, privileges::AUTH))
 }
 
 /// Verifies off the async workers (hashes are slow by design): the index of the value that matched.
@@ -222,7 +248,7 @@ async fn sasl_bind(
         return match credentials {
             // The client sent no initial response: an empty challenge asks for its first message.
             None => Ok(Outcome::Continue(Exchange::ScramStart(hash), Vec::new())),
-            Some(first) => scram_start(state, hash, &first),
+            Some(first) => scram_start(state, hash, &first, link),
         };
     }
     Err(LdapError::new(
@@ -238,18 +264,26 @@ async fn continue_exchange(
     link: &Link,
 ) -> Result<Outcome, LdapError> {
     match exchange {
-        Exchange::ScramStart(hash) => scram_start(state, hash, &message),
+        Exchange::ScramStart(hash) => scram_start(state, hash, &message, link),
         Exchange::Scram(waiting) => scram_finish(state, &waiting, &message, link).await,
     }
 }
 
-fn scram_start(state: &State, hash: ScramHash, message: &[u8]) -> Result<Outcome, LdapError> {
+fn scram_start(
+    state: &State,
+    hash: ScramHash,
+    message: &[u8],
+    link: &Link,
+) -> Result<Outcome, LdapError> {
     let first = scram::parse_client_first(message)?;
     let mechanism = hash.mechanism();
     let authc = mapping::resolve_identity(state, mechanism, &first.user)?;
     let secret = match &authc {
-        Some((_, ndn)) => sasl::scram_secret(&store::current(state, ndn)?.auth_passwords, hash),
-        None => None,
+        // Without `auth` on the password the exchange runs against a mock secret and fails.
+        Some((_, ndn)) if auth_allowed(state, ndn, link)? => {
+            sasl::scram_secret(&store::current(state, ndn)?.auth_passwords, hash)
+        }
+        _ => None,
     };
     let authc = authc.map(|(dn, ndn)| (dn.to_string(), ndn));
     let mock = (
@@ -307,7 +341,7 @@ async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who
         let _ = verify_values(state, Vec::new(), password).await;
         return Err(refuse(state, &authcid, link).await);
     };
-    let Some(entry_dn) = check_password(state, &ndn, password).await? else {
+    let Some(entry_dn) = check_password(state, &ndn, password, link).await? else {
         return Err(refuse(state, ndn.as_str(), link).await);
     };
     state.backoff.succeeded(ndn.as_str());

@@ -7,8 +7,10 @@ use canopy_proto::{CompareRequest, Filter, ResultCode, SearchScope};
 use canopy_schema::Schema;
 
 use crate::access::Who;
+use crate::acl::ops::{allows, hide_matched, unless_disclosed};
+use crate::acl::{privileges, AttrRef};
 use crate::ops::OpError;
-use crate::readentry::{check_assertion, load, Seen};
+use crate::readentry::{check_assertion, load_for, Seen};
 use crate::referral::governing;
 use crate::reqctl::RequestControls;
 use crate::special;
@@ -53,12 +55,19 @@ pub fn compare(
         return Err(referral.into());
     }
     let Some((id, bytes)) = dir.lookup(&txn, &ndn)? else {
-        return Err(dir.no_such_object(&txn, &ndn, &dn).into());
+        let missing = dir.no_such_object(&txn, &ndn, &dn);
+        return Err(hide_matched(dir, &txn, who, missing).into());
     };
-    if !who.may_read(schema, &desc.to_desc_string(), &ndn) {
-        return Err(LdapError::new(ResultCode::InsufficientAccessRights, "").into());
+    let full = crate::directory::Directory::parse_stored(bytes)?
+        .to_entry()
+        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    // slapd checks the asserted value, so `val=` rules apply.
+    let attr = AttrRef::Value(&req.attr, &req.value);
+    if !allows(dir, &txn, who, &full, attr, privileges::COMPARE) {
+        let refused = LdapError::new(ResultCode::InsufficientAccessRights, "");
+        return Err(unless_disclosed(dir, &txn, who, &full, refused).into());
     }
-    let mut seen = load(&txn, who, id, bytes)?;
+    let mut seen = load_for(dir, &txn, who, id, bytes, privileges::COMPARE)?;
     if let Some(filter) = &ctl.assertion {
         check_assertion(schema, &seen, filter)?;
     }

@@ -35,7 +35,9 @@ pub async fn modify_dn(
         Some(raw) => Some(dir.normalize(raw)?),
         None => None,
     };
-    let mut controls = target::before(state, who, ctl, &dn, &ndn, Some(Action::Rename))?;
+    let moved_to = new_superior.as_ref().map(|(_, parent)| parent.clone());
+    let rename = Some(Action::Rename(moved_to));
+    let mut controls = target::before(state, who, ctl, &dn, &ndn, rename)?;
     if let Some((_, new_parent)) = &new_superior {
         refuse_referral_superior(state, new_parent)?;
     }

@@ -18,12 +18,14 @@ use canopy_proto::{
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
-use crate::access::{is_auth_password, is_secret, Who};
+use crate::access::{is_secret, Who};
 use crate::candidates::resolve;
 
+use crate::acl::ops::hide_matched;
+use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
 use crate::alias::{find_base, reach, referral_ids, Reach};
-use crate::directory::{dn_key, store_error, Directory};
-use crate::filter_view::{as_slapd_sees, without_secrets};
+use crate::directory::{dn_key, store_error, Directory, GroupReader};
+use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
@@ -207,11 +209,19 @@ fn execute(
     let finding = matches!(deref, DerefAliases::FindingBaseObj | DerefAliases::Always);
     let manage = job.ctl.manage_dsa_it;
     let scope = job.req.scope;
-    let found = find_base(dir, &txn, base_dn, base, finding, manage, scope)?;
+    let found = match find_base(dir, &txn, base_dn, base, finding, manage, scope) {
+        Ok(found) => found,
+        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, &job.who, e).into()),
+        Err(other) => return Err(other.into()),
+    };
     let (base, base_id) = (found.ndn, found.id);
+    // slapd checks access to the base before the assertion control.
+    let groups = GroupReader { dir, txn: &txn };
+    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
+    base_access(&access, &txn, &base, base_id)?;
     if let Some(filter) = &job.ctl.assertion {
         if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {
-            check_assertion(schema, &load(&txn, &job.who, base_id, bytes)?, filter)?;
+            check_assertion(schema, &load(dir, &txn, &job.who, base_id, bytes)?, filter)?;
         }
     }
     let limits = limits(job, &txn)?;
@@ -275,14 +285,12 @@ fn execute(
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // Assertion values are normalized once per search, not once per candidate.
     let prepared = PreparedFilter::new(schema, &filter);
-    // Entries whose secrets the requester may not read see a filter in which tests of them are undefined.
-    let hidden = without_secrets(schema, &filter);
-    let prepared_hidden = match &hidden {
-        Cow::Owned(f) => Some(PreparedFilter::new(schema, f)),
-        Cow::Borrowed(_) => None,
-    };
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
+    // Access decisions are made once per kind of entry (see acl::view), not once per entry.
+    let root = job.who.root;
+    let needs_entry = dir.acl().needs_entry() && !root;
+    let mut hidden_filters = HiddenFilters::default();
     let mut sent = 0usize;
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
@@ -325,25 +333,38 @@ fn execute(
         if searching && is_alias(&stored) && ndn != base {
             continue;
         }
-        let secrets = job.who.may_read_secrets(&ndn);
-        let computed = if every_entry {
+        let full = if needs_entry {
+            Some(visible_entry(&stored, true)?)
+        } else {
+            None
+        };
+        let view = (!root).then(|| access.view(&ndn, full.as_ref()));
+        if view
+            .as_ref()
+            .is_some_and(|v| !v.allows_entry(privileges::READ))
+        {
+            continue;
+        }
+        let hidden = match &view {
+            Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
+            None => None,
+        };
+        let computed = if every_entry && hidden.is_none() {
             Vec::new()
         } else {
-            let mut entry = visible_entry(&stored, secrets)?;
-            if secrets && !job.who.root {
-                // An entry testing itself does not see its SCRAM secrets either.
-                let schema = job.state.directory.schema();
-                entry.attrs.retain(|a| !is_auth_password(schema, &a.desc));
+            let mut entry = match full {
+                Some(entry) => entry,
+                None => visible_entry(&stored, true)?,
+            };
+            if let Some(view) = &view {
+                searchable_only(&access, view, &stored, &mut entry);
             }
             let computed = if need_computed {
                 computed_attributes(&txn, id, &entry)?
             } else {
                 Vec::new()
             };
-            let test = match (&prepared_hidden, secrets) {
-                (Some(hidden), false) => hidden,
-                _ => &prepared,
-            };
+            let test = hidden.unwrap_or(&prepared);
             if test.evaluate(&entry, &computed) != Ternary::True {
                 continue;
             }
@@ -359,7 +380,8 @@ fn execute(
             return Ok(());
         }
         out.clear();
-        encode_stored(job, &selection, &stored, &computed, secrets, &mut out);
+        let readable = view.as_deref().map(|v| (&access, v));
+        encode_stored(job, &selection, &stored, &computed, readable, &mut out);
         sink.push(std::mem::replace(&mut out, Vec::with_capacity(1024)))?;
         sent += 1;
         last_sent = Some(id);
@@ -508,49 +530,82 @@ pub(crate) fn computed_attributes(
     ])
 }
 
+/// Privileges on an entry's attributes: the search's cache and the entry's view; None for the root DN.
+type Readable<'v, 'a> = Option<(&'v SearchAccess<'a>, &'v EntryView)>;
+
 fn encode_stored(
     job: &SearchJob,
     selection: &Selection,
     stored: &StoredEntry<'_>,
     computed: &[Attribute],
-    secrets: bool,
+    readable: Readable<'_, '_>,
     out: &mut Vec<u8>,
 ) {
     let schema = job.state.directory.schema();
-    // An entry reading itself sees its userPassword but not its SCRAM secrets (authPassword).
-    let hide_auth = secrets && !job.who.root && !stored.secret.is_empty();
-    if selection.is_all_user_only() && !job.req.types_only && !hide_auth {
-        // The common answer is the stored bytes themselves.
-        if secrets {
-            let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
-            attrs.extend_from_slice(stored.user);
-            attrs.extend_from_slice(stored.secret);
-            encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
-        } else {
-            encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+    let values_ruled = readable.is_some_and(|(access, _)| access.checker().acl().has_value_rules());
+    let plain =
+        !values_ruled && readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
+    let reads = |desc: &str| {
+        readable.is_none_or(|(access, view)| access.allows_attr(view, desc, privileges::READ))
+    };
+    if plain && selection.is_all_user_only() && !job.req.types_only {
+        // The common answer is the stored bytes themselves, with the passwords the requester may read.
+        let secret = readable.map_or(Some(true), |(_, view)| {
+            view.secret.map(|m| m & privileges::READ != 0)
+        });
+        match secret {
+            _ if stored.secret.is_empty() => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+            }
+            Some(false) => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+            }
+            // The root DN reads the whole password section as it is stored.
+            Some(true) if readable.is_none() => {
+                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+                attrs.extend_from_slice(stored.user);
+                attrs.extend_from_slice(stored.secret);
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            }
+            // Others attribute by attribute: reading userPassword never means reading the SCRAM secrets
+            // in authPassword (acl::Checker::decide_with).
+            Some(true) | None => {
+                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+                attrs.extend_from_slice(stored.user);
+                for (desc, tlv) in attribute_tlvs(stored.secret).filter_map(Result::ok) {
+                    if reads(desc) {
+                        attrs.extend_from_slice(tlv);
+                    }
+                }
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            }
         }
         return;
     }
     let mut attrs = Vec::with_capacity(512);
     let sections: [&[u8]; 3] = [stored.user, stored.secret, stored.operational];
     for (index, section) in sections.iter().enumerate() {
-        if index == 1 && !secrets {
-            continue;
-        }
         for item in attribute_tlvs(section) {
             let Ok((desc, tlv)) = item else { continue };
-            if !selection.wants(schema, desc) || (hide_auth && is_auth_password(schema, desc)) {
+            if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
                 continue;
             }
-            if job.req.types_only {
-                encode_partial_attribute(&mut attrs, desc, &[]);
-            } else {
-                attrs.extend_from_slice(tlv);
+            match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
+                Some((access, view)) => encode_readable_values(
+                    &mut attrs,
+                    section,
+                    desc,
+                    access,
+                    view,
+                    job.req.types_only,
+                ),
+                None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
+                None => attrs.extend_from_slice(tlv),
             }
         }
     }
     for attr in computed {
-        if selection.wants_computed(&attr.desc) {
+        if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
             let values: Vec<&[u8]> = if job.req.types_only {
                 Vec::new()
             } else {
@@ -560,6 +615,125 @@ fn encode_stored(
         }
     }
     encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+}
+
+/// An attribute under `val=` rules: only the values the requester may read (nothing if none).
+fn encode_readable_values(
+    attrs: &mut Vec<u8>,
+    section: &[u8],
+    desc: &str,
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    types_only: bool,
+) {
+    let Some(Ok((_, values))) =
+        canopy_core::wire::attributes(section).find(|a| a.as_ref().is_ok_and(|(d, _)| *d == desc))
+    else {
+        return;
+    };
+    let readable: Vec<&[u8]> = values
+        .into_iter()
+        .filter(|v| access.allows_value(view, desc, v, privileges::READ))
+        .collect();
+    if readable.is_empty() {
+        return;
+    }
+    encode_partial_attribute(attrs, desc, if types_only { &[] } else { &readable });
+}
+
+/// slapd requires `search` on the base entry; without `disclose` either, the base does not exist.
+fn base_access(
+    access: &SearchAccess<'_>,
+    txn: &ReadTxn,
+    base: &NormDn,
+    base_id: u64,
+) -> Result<(), LdapError> {
+    if access.is_root() {
+        return Ok(());
+    }
+    let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
+        return Ok(());
+    };
+    let entry = visible_entry(&Directory::parse_stored(bytes)?, true)?;
+    let target = Target {
+        ndn: base,
+        entry: Some(&entry),
+    };
+    let mask = access.checker().decide(target, AttrRef::Entry).mask;
+    if mask & privileges::SEARCH != 0 {
+        Ok(())
+    } else if mask & privileges::DISCLOSE != 0 {
+        Err(LdapError::new(ResultCode::InsufficientAccessRights, ""))
+    } else {
+        Err(LdapError::new(ResultCode::NoSuchObject, ""))
+    }
+}
+
+/// The filters of a search's entry views, built once per shared view.
+#[derive(Default)]
+struct HiddenFilters<'s> {
+    /// By view number, once built: None when the view may search every attribute the filter tests.
+    shared: Vec<Option<Option<PreparedFilter<'s>>>>,
+    /// For a view of one entry (more varying rules than a view can tell apart).
+    single: Option<PreparedFilter<'s>>,
+}
+
+/// The filter for the entries of `view`: tests of attributes without `search` are Undefined (None when
+/// every attribute the filter tests is searchable).
+fn hidden_filter<'c, 's>(
+    cache: &'c mut HiddenFilters<'s>,
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    schema: &'s canopy_schema::Schema,
+    filter: &Filter,
+) -> Option<&'c PreparedFilter<'s>> {
+    let build = || match without_attrs(filter, |desc, value| match value {
+        Some(value) if access.value_ruled(desc) => {
+            !access.allows_value(view, desc, value, privileges::SEARCH)
+        }
+        _ => !access.allows_attr(view, desc, privileges::SEARCH),
+    }) {
+        Cow::Owned(f) => Some(PreparedFilter::new(schema, &f)),
+        Cow::Borrowed(_) => None,
+    };
+    match view.shared {
+        Some(number) => {
+            if cache.shared.len() <= number {
+                cache.shared.resize_with(number + 1, || None);
+            }
+            let slot = cache.shared.get_mut(number)?;
+            if slot.is_none() {
+                *slot = Some(build());
+            }
+            slot.as_ref().and_then(Option::as_ref)
+        }
+        None => {
+            cache.single = build();
+            cache.single.as_ref()
+        }
+    }
+}
+
+/// Removes the attributes the requester may not search, so no filter (an extensible match without a
+/// type included) can test them.
+fn searchable_only(
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    stored: &StoredEntry<'_>,
+    entry: &mut Entry,
+) {
+    if view.plain_allows(privileges::SEARCH) {
+        for item in attribute_tlvs(stored.secret) {
+            let Ok((desc, _)) = item else { continue };
+            if !access.allows_attr(view, desc, privileges::SEARCH) {
+                entry.attrs.retain(|a| a.desc != desc);
+            }
+        }
+    } else {
+        entry
+            .attrs
+            .retain(|a| access.allows_attr(view, &a.desc, privileges::SEARCH));
+    }
 }
 
 /// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.

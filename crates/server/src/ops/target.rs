@@ -5,10 +5,12 @@
 
 use canopy_core::{Entry, LdapError};
 use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
-use canopy_proto::{Control, Dn};
+use canopy_proto::{Control, Dn, ResultCode};
 use canopy_schema::NormDn;
 
 use crate::access::{Action, Who};
+use crate::acl::ops::{check_delete, check_rename};
+use crate::directory::Directory;
 use crate::ops::OpError;
 use crate::readentry::{check_assertion, load, read_control, unstored};
 use crate::referral::governing;
@@ -24,7 +26,7 @@ pub fn before(
     ctl: &RequestControls,
     dn: &Dn,
     ndn: &NormDn,
-    access: Option<Action<'_>>,
+    access: Option<Action>,
 ) -> Result<Vec<Control>, OpError> {
     let dir = &state.directory;
     let schema = dir.schema();
@@ -39,9 +41,15 @@ pub fn before(
         return Ok(Vec::new());
     };
     if let Some(action) = access {
-        who.require_write(ndn, action)?;
+        let entry = Directory::parse_stored(bytes)?
+            .to_entry()
+            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+        match action {
+            Action::Delete => check_delete(dir, &txn, who, &entry)?,
+            Action::Rename(to) => check_rename(dir, &txn, who, &entry, to.as_ref(), &[])?,
+        }
     }
-    let seen = load(&txn, who, id, bytes)?;
+    let seen = load(dir, &txn, who, id, bytes)?;
     if let Some(filter) = &ctl.assertion {
         check_assertion(schema, &seen, filter)?;
     }
@@ -66,7 +74,7 @@ pub fn before_add(
         return Err(referral.into());
     }
     if let Some(filter) = &ctl.assertion {
-        check_assertion(dir.schema(), &unstored(dir.schema(), who, entry), filter)?;
+        check_assertion(dir.schema(), &unstored(dir, &txn, who, entry), filter)?;
     }
     Ok(())
 }
@@ -89,7 +97,7 @@ pub fn after(
         let Some((id, bytes)) = dir.lookup(&txn, ndn)? else {
             return Ok(None);
         };
-        let seen = load(&txn, who, id, bytes)?;
+        let seen = load(dir, &txn, who, id, bytes)?;
         Ok(Some(read_control(
             dir.schema(),
             CONTROL_POST_READ,

@@ -1,0 +1,156 @@
+//! `canopy acl-check`: explains one access decision offline (like slapacl), from the configured rules and
+//! the entries of the database.
+
+use anyhow::{anyhow, bail, Context, Result};
+use canopy_proto::Dn;
+use canopy_server::access::Who;
+use canopy_server::acl::{parse_access, privileges, AttrRef, Decision, Modifier, Target};
+use canopy_server::directory::{dn_key, Directory, GroupReader};
+use canopy_server::session::{Link, Peer, TlsFacts};
+use canopy_server::Config;
+
+use canopy_mdb::ReadOps;
+
+/// What to check: who asks, about which entry and attribute, for which level.
+pub struct Question {
+    pub as_dn: String,
+    pub entry: String,
+    pub attr: Option<String>,
+    pub level: String,
+    /// The client's IP address (peername.ip); none: an offline identity with no link.
+    pub peer: Option<std::net::IpAddr>,
+    pub ldapi: bool,
+    pub tls: bool,
+}
+
+/// Prints the decision; returns whether the level is granted.
+pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
+    let (modifier, need) = parse_access(&question.level)
+        .ok_or_else(|| anyhow!("--level {:?}: not an access level", question.level))?;
+    if modifier != Modifier::Set {
+        bail!("--level {:?}: give a level or =privileges", question.level);
+    }
+    let dir = canopy_server::open_directory(config, false)?;
+    let schema = dir.schema().clone();
+    let normalize = |text: &str| -> Result<canopy_schema::NormDn> {
+        let dn = Dn::parse(text.as_bytes()).map_err(|e| anyhow!("{text:?}: {e}"))?;
+        schema
+            .normalize_dn(&dn)
+            .map_err(|e| anyhow!("{text:?}: {e}"))
+    };
+    let who = requester(config, question, &normalize)?;
+    let ndn = normalize(&question.entry)?;
+    let txn = dir.store().read()?;
+    let id = txn
+        .get_id(&dn_key(&ndn))?
+        .ok_or_else(|| anyhow!("no entry {:?} in the database", question.entry))?;
+    let bytes = txn
+        .get_entry(id)?
+        .ok_or_else(|| anyhow!("entry {:?} is missing from id2entry", question.entry))?;
+    let entry = Directory::parse_stored(bytes)
+        .map_err(|e| anyhow!("{}", e.message))?
+        .to_entry()
+        .context("the stored entry is unreadable")?;
+    let attr = match question.attr.as_deref() {
+        None => AttrRef::Entry,
+        Some(a) if a.eq_ignore_ascii_case("entry") => AttrRef::Entry,
+        Some(a) if a.eq_ignore_ascii_case("children") => AttrRef::Children,
+        Some(a) => {
+            if schema
+                .attribute_type(a.split(';').next().unwrap_or(a))
+                .is_none()
+            {
+                bail!("--attr {a:?}: no such attribute type");
+            }
+            AttrRef::Attr(a)
+        }
+    };
+    let groups = GroupReader {
+        dir: &dir,
+        txn: &txn,
+    };
+    let checker = dir.acl().checker(&schema, &who, &groups);
+    let target = Target {
+        ndn: &ndn,
+        entry: Some(&entry),
+    };
+    let decision = checker.decide(target, attr);
+    explain(&dir, question, &who, &decision);
+    let granted = decision.mask & need == need;
+    println!(
+        "{} access to {}: {}",
+        question.level,
+        question.attr.as_deref().unwrap_or("entry"),
+        if granted { "ALLOWED" } else { "DENIED" }
+    );
+    Ok(granted)
+}
+
+fn requester(
+    config: &Config,
+    question: &Question,
+    normalize: &dyn Fn(&str) -> Result<canopy_schema::NormDn>,
+) -> Result<Who> {
+    let peer = match (question.ldapi, question.peer) {
+        (true, _) => Some(Peer::Unix { uid: 0, gid: 0 }),
+        (false, Some(ip)) => Some(Peer::Tcp(std::net::SocketAddr::new(ip, 0))),
+        (false, None) => None,
+    };
+    let link = Link {
+        peer,
+        tls: question.tls.then(TlsFacts::default),
+    };
+    if question.as_dn.is_empty() || question.as_dn.eq_ignore_ascii_case("anonymous") {
+        return Ok(Who {
+            link,
+            ..Who::anonymous()
+        });
+    }
+    let ndn = normalize(&question.as_dn)?;
+    let root = normalize(&config.root_dn).is_ok_and(|r| r == ndn);
+    Ok(Who {
+        dn: question.as_dn.clone(),
+        ndn: Some(ndn),
+        root,
+        link,
+    })
+}
+
+fn explain(dir: &Directory, question: &Question, who: &Who, decision: &Decision) {
+    let asking = if who.ndn.is_none() {
+        "anonymous".to_string()
+    } else {
+        who.dn.clone()
+    };
+    println!("requester: {asking}");
+    println!("entry: {}", question.entry);
+    println!("attribute: {}", question.attr.as_deref().unwrap_or("entry"));
+    if decision.root {
+        println!("decided by: the root DN (rootdn bypasses access control)");
+    }
+    let rules = dir.acl().rules();
+    for (rule, by) in &decision.steps {
+        if let (Some(r), Some(b)) = (
+            rules.get(*rule),
+            rules.get(*rule).and_then(|r| r.bys.get(*by)),
+        ) {
+            println!("rule {rule}: to {}", r.what_text);
+            println!("  what matched: {}", r.what_text);
+            println!("  by clause {by} matched: by {}", b.text);
+        }
+    }
+    match (decision.rule, decision.by) {
+        (None, _) if !decision.root => {
+            println!("decided by: no rule matched (implicit none)");
+        }
+        (Some(rule), None) => {
+            let what = rules.get(rule).map(|r| r.what_text.as_str()).unwrap_or("");
+            println!(
+                "decided by: rule {rule} (to {what}), no by clause matched (implicit by * none)"
+            );
+        }
+        (Some(rule), Some(by)) => println!("decided by: rule {rule}, by clause {by}"),
+        _ => {}
+    }
+    println!("granted: {}", privileges::describe(decision.mask));
+}

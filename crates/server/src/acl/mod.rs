@@ -1,0 +1,496 @@
+//! Configurable access control: OpenLDAP's `access to <what> by <who> <access>` rules, compiled once and
+//! evaluated as slapd does (first matching `to`, then the first matching `by`; no match is `none`).
+//!
+//! `parse.rs` reads the rule text, `view.rs` caches decisions for the entries of one search.
+
+pub mod ops;
+mod parse;
+mod view;
+
+use std::cell::OnceCell;
+use std::net::IpAddr;
+
+use canopy_core::filter::{evaluate, Ternary};
+use canopy_core::Entry;
+use canopy_schema::{NormDn, Schema};
+
+use crate::access::Who;
+use crate::session::Peer;
+
+pub use parse::{
+    parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
+};
+pub use view::{EntryView, SearchAccess};
+
+/// A set of privileges (slapd's `m w a z r s c x d` letters).
+pub type Mask = u16;
+
+/// The privilege bits and the cumulative levels.
+pub mod privileges {
+    use super::Mask;
+
+    pub const DISCLOSE: Mask = 1;
+    pub const AUTH: Mask = 1 << 1;
+    pub const COMPARE: Mask = 1 << 2;
+    pub const SEARCH: Mask = 1 << 3;
+    pub const READ: Mask = 1 << 4;
+    pub const ADD: Mask = 1 << 5;
+    pub const DELETE: Mask = 1 << 6;
+    pub const WRITE: Mask = ADD | DELETE;
+    pub const MANAGE: Mask = 1 << 7;
+
+    /// A level grants its own privileges and those of every lower level (`read` includes `search`...).
+    pub fn cumulative(level: Mask) -> Mask {
+        match level {
+            0 => 0,
+            MANAGE => MANAGE | cumulative(WRITE),
+            WRITE | ADD | DELETE => level | cumulative(READ),
+            l => l | (l - 1),
+        }
+    }
+
+    /// The level names of a mask, the highest first, or its letters when it is no plain level.
+    pub fn describe(mask: Mask) -> String {
+        let levels = [
+            ("manage", MANAGE),
+            ("write", WRITE),
+            ("add", ADD),
+            ("delete", DELETE),
+            ("read", READ),
+            ("search", SEARCH),
+            ("compare", COMPARE),
+            ("auth", AUTH),
+            ("disclose", DISCLOSE),
+        ];
+        if mask == 0 {
+            return "none".into();
+        }
+        for (name, level) in levels {
+            if mask == cumulative(level) {
+                return name.into();
+            }
+        }
+        let letters = [
+            ('m', MANAGE),
+            ('a', ADD),
+            ('z', DELETE),
+            ('r', READ),
+            ('s', SEARCH),
+            ('c', COMPARE),
+            ('x', AUTH),
+            ('d', DISCLOSE),
+        ];
+        let set: String = letters
+            .iter()
+            .filter(|(_, bit)| mask & bit != 0)
+            .map(|(c, _)| *c)
+            .collect();
+        format!("={set}")
+    }
+}
+
+/// Debian's slapd default: passwords used for binds and changed by their owners, all else readable.
+pub const DEFAULT_RULES: [&str; 2] = [
+    "to attrs=userPassword by self write by anonymous auth by * none",
+    "to * by * read",
+];
+
+/// The compiled access list of a database.
+#[derive(Debug)]
+pub struct Acl {
+    rules: Vec<Rule>,
+    /// Whether some rule's `<what>` needs the entry's attributes (a filter).
+    needs_entry: bool,
+    /// The attribute types (canonical names) some `val=` rule is about.
+    value_attrs: Vec<String>,
+    /// The ldapi socket paths this server listens on, for `peername.path`.
+    ldapi_paths: Vec<String>,
+}
+
+/// What an access check is about: an entry (and, when a rule has a filter, its attributes).
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub ndn: &'a NormDn,
+    pub entry: Option<&'a Entry>,
+}
+
+/// The attribute an access check is about.
+#[derive(Debug, Clone, Copy)]
+pub enum AttrRef<'a> {
+    /// The pseudo-attribute `entry`: the entry as a whole.
+    Entry,
+    /// The pseudo-attribute `children`: adding or deleting below the entry.
+    Children,
+    /// An attribute by description, as a whole (rules with `val=` do not apply).
+    Attr(&'a str),
+    /// One value of an attribute.
+    Value(&'a str, &'a [u8]),
+    /// An attribute no `attrs=` list names (used to decide many attributes at once).
+    Unlisted,
+}
+
+/// Reads group membership from the directory for `group=` clauses.
+pub trait Groups {
+    /// Whether the entry `group` has object class `class` and `member` among its `attr` values.
+    fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool;
+}
+
+/// For identities that need no group lookups (tests, no group rules).
+pub struct NoGroups;
+
+impl Groups for NoGroups {
+    fn is_member(&self, _: &NormDn, _: &str, _: &str, _: &NormDn) -> bool {
+        false
+    }
+}
+
+/// The outcome of one check: the privileges granted and the rule and clause that decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub mask: Mask,
+    /// The rule (0-based) and `by` clause (0-based) that decided; None when no rule matched.
+    pub rule: Option<usize>,
+    pub by: Option<usize>,
+    /// Every (rule, by) that applied, in order (several with continue or break).
+    pub steps: Vec<(usize, usize)>,
+    /// Granted because the requester is the root DN.
+    pub root: bool,
+}
+
+impl Acl {
+    /// Compiles the configured rules; an empty list means Debian's default.
+    pub fn compile(
+        schema: &Schema,
+        texts: &[String],
+        ldapi_paths: Vec<String>,
+    ) -> Result<Acl, String> {
+        let mut rules = Vec::new();
+        if texts.is_empty() {
+            for (index, text) in DEFAULT_RULES.iter().enumerate() {
+                rules.push(parse::parse_rule(schema, index, text)?);
+            }
+        } else {
+            for (index, text) in texts.iter().enumerate() {
+                rules.push(parse::parse_rule(schema, index, text)?);
+            }
+        }
+        let needs_entry = rules.iter().any(|r| r.what.filter.is_some());
+        let value_attrs = rules
+            .iter()
+            .filter(|r| r.what.val.is_some())
+            .filter_map(|r| match r.what.attrs.as_deref() {
+                Some([AttrItem::Type(name)]) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        Ok(Acl {
+            rules,
+            needs_entry,
+            value_attrs,
+            ldapi_paths,
+        })
+    }
+
+    /// Debian's default list.
+    pub fn default_policy(schema: &Schema) -> Acl {
+        match Acl::compile(schema, &[], Vec::new()) {
+            Ok(acl) => acl,
+            // The built-in rules name only built-in schema elements.
+            Err(_) => Acl {
+                rules: Vec::new(),
+                needs_entry: false,
+                value_attrs: Vec::new(),
+                ldapi_paths: Vec::new(),
+            },
+        }
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Whether checks need the entry's attributes, not only its DN.
+    pub fn needs_entry(&self) -> bool {
+        self.needs_entry
+    }
+
+    /// Whether some rule is about single values (`val=`).
+    pub fn has_value_rules(&self) -> bool {
+        !self.value_attrs.is_empty()
+    }
+
+    /// Whether values of this attribute (by description) are subject to `val=` rules.
+    pub fn value_ruled(&self, schema: &Schema, desc: &str) -> bool {
+        let name = desc.split(';').next().unwrap_or(desc);
+        let Some(have) = schema.attribute_type(name) else {
+            return false;
+        };
+        self.value_attrs.iter().any(|want| {
+            schema
+                .attribute_type(want)
+                .is_some_and(|want| schema.is_subtype_of(have, want))
+        })
+    }
+
+    /// A checker for one identity.
+    pub fn checker<'a>(
+        &'a self,
+        schema: &'a Schema,
+        who: &'a Who,
+        groups: &'a dyn Groups,
+    ) -> Checker<'a> {
+        let static_who = self
+            .rules
+            .iter()
+            .map(|r| r.bys.iter().map(|_| OnceCell::new()).collect())
+            .collect();
+        Checker {
+            acl: self,
+            schema,
+            who,
+            groups,
+            static_who,
+        }
+    }
+}
+
+/// Evaluates the access list for one identity; `who` parts not depending on the entry are computed once.
+pub struct Checker<'a> {
+    acl: &'a Acl,
+    schema: &'a Schema,
+    who: &'a Who,
+    groups: &'a dyn Groups,
+    static_who: Vec<Vec<OnceCell<bool>>>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn who(&self) -> &'a Who {
+        self.who
+    }
+
+    pub fn schema(&self) -> &'a Schema {
+        self.schema
+    }
+
+    pub fn acl(&self) -> &'a Acl {
+        self.acl
+    }
+
+    /// Whether every privilege in `need` is granted; the root DN always is.
+    pub fn allows(&self, target: Target<'_>, attr: AttrRef<'_>, need: Mask) -> bool {
+        self.who.root || self.decide(target, attr).mask & need == need
+    }
+
+    /// The full decision for `attr` of `target`.
+    pub fn decide(&self, target: Target<'_>, attr: AttrRef<'_>) -> Decision {
+        if self.who.root {
+            return Decision {
+                mask: privileges::cumulative(privileges::MANAGE),
+                root: true,
+                ..Decision::default()
+            };
+        }
+        let is_self = self.who.ndn.as_ref() == Some(target.ndn);
+        self.decide_with(|i| self.what_entry_matches(i, target), is_self, attr)
+    }
+
+    /// Whether rule `index`'s DN and filter parts match the target.
+    pub fn what_entry_matches(&self, index: usize, target: Target<'_>) -> bool {
+        let Some(rule) = self.acl.rules.get(index) else {
+            return false;
+        };
+        if !dn_matches(&rule.what.dn, target.ndn) {
+            return false;
+        }
+        match (&rule.what.filter, target.entry) {
+            (None, _) => true,
+            (Some(filter), Some(entry)) => {
+                evaluate(self.schema, entry, &[], filter) == Ternary::True
+            }
+            (Some(_), None) => false,
+        }
+    }
+
+    /// slapd's acl_get/acl_mask loop, with the entry part of each rule's `<what>` given by `entry_matches`.
+    pub fn decide_with(
+        &self,
+        entry_matches: impl Fn(usize) -> bool,
+        is_self: bool,
+        attr: AttrRef<'_>,
+    ) -> Decision {
+        // authPassword holds the SCRAM secrets of userPassword: the same rules decide who may write it, and
+        // no rule lets anyone but the root DN read, search or compare it.
+        if let AttrRef::Attr(desc) | AttrRef::Value(desc, _) = attr {
+            if crate::access::is_auth_password(self.schema, desc) {
+                let mut decision =
+                    self.decide_with(entry_matches, is_self, AttrRef::Attr("userPassword"));
+                decision.mask &= !(privileges::READ | privileges::SEARCH | privileges::COMPARE);
+                return decision;
+            }
+        }
+        let mut decision = Decision::default();
+        for (i, rule) in self.acl.rules.iter().enumerate() {
+            if !entry_matches(i) || !self.attr_matches(&rule.what, attr) {
+                continue;
+            }
+            let mut broke = false;
+            for (j, by) in rule.bys.iter().enumerate() {
+                if !self.by_matches(i, j, by, is_self) {
+                    continue;
+                }
+                decision.mask = match by.modifier {
+                    Modifier::Set => by.privileges,
+                    Modifier::Add => decision.mask | by.privileges,
+                    Modifier::Remove => decision.mask & !by.privileges,
+                };
+                decision.rule = Some(i);
+                decision.by = Some(j);
+                decision.steps.push((i, j));
+                match by.control {
+                    Control::Stop => return decision,
+                    Control::Continue => continue,
+                    Control::Break => {
+                        broke = true;
+                        break;
+                    }
+                }
+            }
+            if !broke {
+                // slapd's implicit `by * none stop` closes every rule, even after `continue` clauses.
+                decision.mask = 0;
+                decision.rule = Some(i);
+                decision.by = None;
+                return decision;
+            }
+        }
+        decision
+    }
+
+    fn attr_matches(&self, what: &What, attr: AttrRef<'_>) -> bool {
+        let (desc, value) = match attr {
+            AttrRef::Attr(desc) => (Some(desc), None),
+            AttrRef::Value(desc, value) => (Some(desc), Some(value)),
+            _ => (None, None),
+        };
+        // slapd skips value rules for checks of a whole attribute.
+        if let Some(pattern) = &what.val {
+            let (Some(desc), Some(value)) = (desc, value) else {
+                return false;
+            };
+            if !self.value_matches(pattern, desc, value) {
+                return false;
+            }
+        }
+        let Some(items) = &what.attrs else {
+            return true;
+        };
+        match attr {
+            AttrRef::Entry => items.contains(&AttrItem::Entry),
+            AttrRef::Children => items.contains(&AttrItem::Children),
+            AttrRef::Unlisted => false,
+            AttrRef::Attr(desc) | AttrRef::Value(desc, _) => {
+                let name = desc.split(';').next().unwrap_or(desc);
+                let Some(have) = self.schema.attribute_type(name) else {
+                    return false;
+                };
+                items.iter().any(|item| match item {
+                    AttrItem::Type(want) => self
+                        .schema
+                        .attribute_type(want)
+                        .is_some_and(|want| self.schema.is_subtype_of(have, want)),
+                    _ => false,
+                })
+            }
+        }
+    }
+
+    fn value_matches(&self, pattern: &ValPattern, desc: &str, value: &[u8]) -> bool {
+        match pattern {
+            ValPattern::Exact(want) => {
+                let name = desc.split(';').next().unwrap_or(desc);
+                parse::normalize_value(self.schema, name, value).is_ok_and(|have| &have == want)
+            }
+            ValPattern::Regex(regex) => regex.is_match(value),
+        }
+    }
+
+    fn by_matches(&self, rule: usize, index: usize, by: &By, is_self: bool) -> bool {
+        let needs_self = by.who.iter().any(|w| matches!(w, WhoSpec::SelfEntry));
+        if needs_self && !is_self {
+            return false;
+        }
+        let fixed = self
+            .static_who
+            .get(rule)
+            .and_then(|r| r.get(index))
+            .map(|cell| *cell.get_or_init(|| by.who.iter().all(|w| self.who_matches(w))));
+        fixed.unwrap_or_else(|| by.who.iter().all(|w| self.who_matches(w)))
+    }
+
+    /// Whether a `<who>` specifier matches the requester; `self` is decided per entry by the caller.
+    fn who_matches(&self, spec: &WhoSpec) -> bool {
+        let who = self.who;
+        match spec {
+            WhoSpec::Anyone | WhoSpec::SelfEntry => true,
+            WhoSpec::Anonymous => who.ndn.is_none(),
+            WhoSpec::Users => who.ndn.is_some(),
+            WhoSpec::Dn(pattern) => who.ndn.as_ref().is_some_and(|me| dn_matches(pattern, me)),
+            WhoSpec::Group { dn, class, attr } => who
+                .ndn
+                .as_ref()
+                .is_some_and(|me| self.groups.is_member(dn, class, attr, me)),
+            WhoSpec::PeerIp { addr, mask } => {
+                who.link.ip().is_some_and(|ip| ip_matches(ip, *addr, *mask))
+            }
+            WhoSpec::PeerPath(path) => {
+                matches!(who.link.peer, Some(Peer::Unix { .. }))
+                    && self.acl.ldapi_paths.iter().any(|p| p == path)
+            }
+            WhoSpec::Ssf(kind, min) => who.ssf(*kind) >= *min,
+        }
+    }
+}
+
+impl Who {
+    /// The security strength factor slapd would report: TLS 256, ldapi 71, plain TCP 0 (no SASL layers).
+    pub fn ssf(&self, kind: Ssf) -> u32 {
+        let tls = if self.link.tls.is_some() { 256 } else { 0 };
+        let local = if matches!(self.link.peer, Some(Peer::Unix { .. })) {
+            71
+        } else {
+            0
+        };
+        match kind {
+            Ssf::Any | Ssf::Transport => tls.max(local),
+            Ssf::Tls => tls,
+            Ssf::Sasl => 0,
+        }
+    }
+}
+
+pub(crate) fn dn_matches(pattern: &DnPattern, ndn: &NormDn) -> bool {
+    match pattern {
+        DnPattern::Any => true,
+        DnPattern::Base(dn) => dn == ndn,
+        DnPattern::One(dn) => ndn.parent().is_some_and(|p| &p == dn),
+        DnPattern::Subtree(dn) => dn.is_suffix_of(ndn),
+        DnPattern::Children(dn) => dn != ndn && dn.is_suffix_of(ndn),
+        DnPattern::Regex(regex) => regex.is_match(ndn.as_str()),
+    }
+}
+
+fn ip_matches(ip: IpAddr, addr: IpAddr, mask: Option<IpAddr>) -> bool {
+    match (ip, addr, mask) {
+        (IpAddr::V4(ip), IpAddr::V4(addr), Some(IpAddr::V4(mask))) => {
+            u32::from(ip) & u32::from(mask) == u32::from(addr) & u32::from(mask)
+        }
+        (IpAddr::V6(ip), IpAddr::V6(addr), Some(IpAddr::V6(mask))) => {
+            u128::from(ip) & u128::from(mask) == u128::from(addr) & u128::from(mask)
+        }
+        (ip, addr, None) => ip == addr,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,293 @@
+//! Unit tests of access-list evaluation.
+
+use canopy_core::{Attribute, Entry};
+use canopy_proto::Dn;
+use canopy_schema::{NormDn, Schema};
+
+use super::*;
+use crate::session::{Link, Peer};
+
+fn ndn(schema: &Schema, text: &str) -> NormDn {
+    schema
+        .normalize_dn(&Dn::parse(text.as_bytes()).unwrap())
+        .unwrap()
+}
+
+fn user(schema: &Schema, text: &str) -> Who {
+    Who {
+        dn: text.into(),
+        ndn: Some(ndn(schema, text)),
+        root: false,
+        link: Link::default(),
+    }
+}
+
+fn entry(schema: &Schema, text: &str, classes: &[&str]) -> Entry {
+    Entry {
+        dn: Dn::parse(text.as_bytes()).unwrap(),
+        ndn: ndn(schema, text),
+        attrs: vec![Attribute {
+            desc: "objectClass".into(),
+            values: classes.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        }],
+    }
+}
+
+fn mask(acl: &Acl, schema: &Schema, who: &Who, e: &Entry, attr: AttrRef<'_>) -> Mask {
+    let checker = acl.checker(schema, who, &NoGroups);
+    let target = Target {
+        ndn: &e.ndn,
+        entry: Some(e),
+    };
+    checker.decide(target, attr).mask
+}
+
+const READ: Mask = 0b11111;
+
+#[test]
+fn the_default_list_is_debians() {
+    let schema = Schema::builtin();
+    let acl = Acl::default_policy(&schema);
+    let alice = entry(&schema, "uid=alice,dc=example,dc=com", &["person"]);
+    let me = user(&schema, "uid=alice,dc=example,dc=com");
+    let bob = user(&schema, "uid=bob,dc=example,dc=com");
+    let anon = Who::anonymous();
+    let pw = AttrRef::Attr("userPassword");
+    let write = privileges::cumulative(privileges::WRITE);
+    assert_eq!(mask(&acl, &schema, &me, &alice, pw), write);
+    assert_eq!(
+        mask(&acl, &schema, &anon, &alice, pw),
+        privileges::cumulative(privileges::AUTH)
+    );
+    assert_eq!(mask(&acl, &schema, &bob, &alice, pw), 0);
+    assert_eq!(mask(&acl, &schema, &bob, &alice, AttrRef::Attr("cn")), READ);
+    assert_eq!(mask(&acl, &schema, &me, &alice, AttrRef::Attr("cn")), READ);
+    assert_eq!(mask(&acl, &schema, &anon, &alice, AttrRef::Entry), READ);
+    let root = Who {
+        root: true,
+        ..Who::anonymous()
+    };
+    assert!(acl.checker(&schema, &root, &NoGroups).allows(
+        Target {
+            ndn: &alice.ndn,
+            entry: None
+        },
+        pw,
+        privileges::MANAGE
+    ));
+}
+
+#[test]
+fn first_matching_what_then_first_matching_who() {
+    let schema = Schema::builtin();
+    let rules: Vec<String> = [
+        r#"to dn.subtree="ou=people,dc=example,dc=com" attrs=mail by users read by * none"#,
+        r#"to filter=(objectClass=device) by * none"#,
+        r#"to dn.children="dc=example,dc=com" by dn.exact="cn=svc,dc=example,dc=com" =rsd by * search"#,
+        "to * by * read",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let alice = entry(
+        &schema,
+        "uid=alice,ou=people,dc=example,dc=com",
+        &["person"],
+    );
+    let printer = entry(&schema, "cn=p,dc=example,dc=com", &["device"]);
+    let svc = user(&schema, "cn=svc,dc=example,dc=com");
+    let anon = Who::anonymous();
+    assert_eq!(
+        mask(&acl, &schema, &svc, &alice, AttrRef::Attr("mail")),
+        READ
+    );
+    assert_eq!(mask(&acl, &schema, &anon, &alice, AttrRef::Attr("mail")), 0);
+    let rsd = privileges::READ | privileges::SEARCH | privileges::DISCLOSE;
+    assert_eq!(mask(&acl, &schema, &svc, &alice, AttrRef::Attr("cn")), rsd);
+    assert_eq!(
+        mask(&acl, &schema, &anon, &alice, AttrRef::Attr("cn")),
+        privileges::cumulative(privileges::SEARCH)
+    );
+    assert_eq!(mask(&acl, &schema, &svc, &printer, AttrRef::Entry), 0);
+    let top = entry(&schema, "dc=example,dc=com", &["domain"]);
+    assert_eq!(mask(&acl, &schema, &anon, &top, AttrRef::Entry), READ);
+}
+
+#[test]
+fn continue_break_and_modifiers() {
+    let schema = Schema::builtin();
+    let rules: Vec<String> = [
+        "to * by users =s continue by dn.exact=\"cn=a,dc=x\" +r break by * none",
+        "to attrs=cn by dn.exact=\"cn=a,dc=x\" +c by * break",
+        "to * by * -s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let e = entry(&schema, "cn=e,dc=x", &["device"]);
+    let a = user(&schema, "cn=a,dc=x");
+    let b = user(&schema, "cn=b,dc=x");
+    let s = privileges::SEARCH;
+    let (r, c) = (privileges::READ, privileges::COMPARE);
+    // a: =s, +r, break to rule 1: +c, stop.
+    assert_eq!(mask(&acl, &schema, &a, &e, AttrRef::Attr("cn")), s | r | c);
+    // a on sn: rule 1 does not apply; rule 2 removes s.
+    assert_eq!(mask(&acl, &schema, &a, &e, AttrRef::Attr("sn")), r);
+    // b: =s continue, then `by * none` stops with nothing.
+    assert_eq!(mask(&acl, &schema, &b, &e, AttrRef::Attr("cn")), 0);
+    // A rule whose clauses end after `continue` ends with slapd's implicit none.
+    let acl = Acl::compile(
+        &schema,
+        &["to * by users read continue".to_string()],
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(mask(&acl, &schema, &b, &e, AttrRef::Attr("cn")), 0);
+}
+
+#[test]
+fn link_clauses() {
+    let schema = Schema::builtin();
+    let rules: Vec<String> = [
+        "to * by peername.ip=10.0.0.0%255.0.0.0 write by ssf=71 read by peername.path=/run/s search",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let acl = Acl::compile(&schema, &rules, vec!["/run/s".into()]).unwrap();
+    let e = entry(&schema, "cn=e,dc=x", &["device"]);
+    let tcp = |ip: &str| Who {
+        link: Link::new(Peer::Tcp(format!("{ip}:1000").parse().unwrap())),
+        ..user(&schema, "cn=u,dc=x")
+    };
+    let write = privileges::cumulative(privileges::WRITE);
+    assert_eq!(
+        mask(&acl, &schema, &tcp("10.1.2.3"), &e, AttrRef::Entry),
+        write
+    );
+    assert_eq!(
+        mask(&acl, &schema, &tcp("127.0.0.1"), &e, AttrRef::Entry),
+        0
+    );
+    let local = Who {
+        link: Link::new(Peer::Unix { uid: 0, gid: 0 }),
+        ..Who::anonymous()
+    };
+    assert_eq!(local.ssf(Ssf::Any), 71);
+    assert_eq!(mask(&acl, &schema, &local, &e, AttrRef::Entry), READ);
+}
+
+#[test]
+fn search_views_are_shared_and_agree() {
+    let schema = Schema::builtin();
+    let acl = Acl::default_policy(&schema);
+    let me = user(&schema, "uid=alice,dc=example,dc=com");
+    let access = SearchAccess::new(acl.checker(&schema, &me, &NoGroups));
+    let alice = ndn(&schema, "uid=alice,dc=example,dc=com");
+    let bob = ndn(&schema, "uid=bob,dc=example,dc=com");
+    let carol = ndn(&schema, "uid=carol,dc=example,dc=com");
+    let (vb, vc) = (access.view(&bob, None), access.view(&carol, None));
+    assert!(std::rc::Rc::ptr_eq(&vb, &vc));
+    assert!(vb.plain_allows(privileges::READ));
+    assert!(!access.allows_attr(&vb, "userPassword", privileges::READ));
+    let va = access.view(&alice, None);
+    assert!(access.allows_attr(&va, "userPassword", privileges::READ));
+    assert!(va.allows_entry(privileges::READ));
+    // The password section is decided at once: read by its owner only.
+    assert_eq!(vb.secret, Some(0));
+    assert_eq!(va.secret, Some(privileges::cumulative(privileges::WRITE)));
+}
+
+#[test]
+fn password_parts_are_decided_one_by_one() {
+    let schema = Schema::builtin();
+    let rules = [
+        r#"to attrs=userPassword val.regex="^[{]CRYPT" by * none"#,
+        "to * by * read",
+    ];
+    let rules: Vec<String> = rules.iter().map(|s| s.to_string()).collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let who = Who::anonymous();
+    let access = SearchAccess::new(acl.checker(&schema, &who, &NoGroups));
+    let view = access.view(&ndn(&schema, "cn=a,dc=x"), None);
+    assert_eq!(view.secret, None);
+    assert!(!access.allows_value(&view, "userPassword", b"{CRYPT}x", privileges::READ));
+    assert!(access.allows_value(&view, "userPassword", b"{SSHA}x", privileges::READ));
+}
+
+#[test]
+fn many_varying_rules_give_unshared_views() {
+    let schema = Schema::builtin();
+    let mut rules: Vec<String> = (0..70)
+        .map(|i| format!(r#"to dn.subtree="ou=u{i},dc=x" by * none"#))
+        .collect();
+    rules.push("to * by * read".into());
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    let who = Who::anonymous();
+    let access = SearchAccess::new(acl.checker(&schema, &who, &NoGroups));
+    let inside = ndn(&schema, "cn=a,ou=u69,dc=x");
+    let outside = ndn(&schema, "cn=a,ou=other,dc=x");
+    let (vi, vo) = (access.view(&inside, None), access.view(&outside, None));
+    assert_eq!((vi.shared, vo.shared), (None, None));
+    assert!(!vi.allows_entry(privileges::READ));
+    assert!(vo.allows_entry(privileges::READ));
+}
+
+#[test]
+fn value_rules_apply_to_values_only() {
+    let schema = Schema::builtin();
+    let rules: Vec<String> = [
+        r#"to attrs=description val.regex="^secret" by * none"#,
+        r#"to attrs=cn val="Alice  ADAMS" by * compare"#,
+        "to * by * read",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    assert!(acl.has_value_rules());
+    assert!(acl.value_ruled(&schema, "description;lang-en"));
+    assert!(!acl.value_ruled(&schema, "sn"));
+    let e = entry(&schema, "cn=e,dc=x", &["device"]);
+    let anon = Who::anonymous();
+    let value = |attr, v: &'static str| AttrRef::Value(attr, v.as_bytes());
+    assert_eq!(
+        mask(
+            &acl,
+            &schema,
+            &anon,
+            &e,
+            value("description", "secret plan")
+        ),
+        0
+    );
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, value("description", "public")),
+        READ
+    );
+    // A check of the whole attribute skips value rules, as in slapd.
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, AttrRef::Attr("description")),
+        READ
+    );
+    // Exact values compare under the attribute's equality rule.
+    let compare = privileges::cumulative(privileges::COMPARE);
+    assert_eq!(
+        mask(&acl, &schema, &anon, &e, value("cn", "alice adams")),
+        compare
+    );
+    assert_eq!(mask(&acl, &schema, &anon, &e, value("cn", "bob")), READ);
+    for bad in [
+        "to val=x by * read",
+        "to attrs=cn,sn val=x by * read",
+        "to attrs=cn val.sideways=x by * read",
+    ] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(
+            err.contains("access rule 0") && err.contains("val"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Access decisions for the entries of one search, cached so the common lists cost almost nothing per entry.
+//!
+//! Which rules' `<what>` match an entry and whether the requester is the entry are the only things that
+//! vary between entries (the `<who>` parts are fixed for a search); entries that agree on both share one
+//! [`EntryView`], which caches per-attribute decisions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use canopy_core::Entry;
+use canopy_schema::NormDn;
+
+use super::{privileges, AttrRef, Checker, Mask, Target};
+
+/// The cached decisions of a search.
+pub struct SearchAccess<'a> {
+    checker: Checker<'a>,
+    /// Rules whose `<what>` depends on the entry (a DN pattern or a filter).
+    varying: Vec<usize>,
+    views: RefCell<Vec<(u64, bool, Rc<EntryView>)>>,
+}
+
+/// What the requester may do with the entries of one kind.
+pub struct EntryView {
+    /// Privileges on the pseudo-attribute `entry`.
+    pub entry: Mask,
+    /// Privileges on every attribute no `attrs=` list of a matching rule names, when those lists name only
+    /// password attributes and pseudo-attributes: then every other attribute has exactly these.
+    pub plain: Option<Mask>,
+    /// Privileges on every password attribute (the stored entry's password section) when no matching rule
+    /// names a proper subtype of userPassword or a password value: then they all have exactly these.
+    pub secret: Option<Mask>,
+    /// The view's number in its search, when entries share it; None for a view of one entry only.
+    pub shared: Option<usize>,
+    signature: Signature,
+    attrs: RefCell<HashMap<String, Mask>>,
+}
+
+#[derive(Clone)]
+enum Signature {
+    Bits(u64, bool),
+    /// More varying rules than bits: the view is built for one entry.
+    Entry(Vec<bool>, bool),
+}
+
+impl<'a> SearchAccess<'a> {
+    pub fn new(checker: Checker<'a>) -> SearchAccess<'a> {
+        let varying = checker
+            .acl()
+            .rules()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !matches!(r.what.dn, super::DnPattern::Any) || r.what.filter.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        SearchAccess {
+            checker,
+            varying,
+            views: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub fn checker(&self) -> &Checker<'a> {
+        &self.checker
+    }
+
+    /// Whether the requester bypasses access control.
+    pub fn is_root(&self) -> bool {
+        self.checker.who().root
+    }
+
+    /// The view for an entry; `entry` is needed only when [`super::Acl::needs_entry`].
+    pub fn view(&self, ndn: &NormDn, entry: Option<&Entry>) -> Rc<EntryView> {
+        let is_self = self.checker.who().ndn.as_ref() == Some(ndn);
+        let target = Target { ndn, entry };
+        if self.varying.len() > 64 {
+            let all = (0..self.checker.acl().rules().len())
+                .map(|i| self.checker.what_entry_matches(i, target))
+                .collect();
+            return Rc::new(self.build(Signature::Entry(all, is_self), None));
+        }
+        let mut bits = 0u64;
+        for (bit, rule) in self.varying.iter().enumerate() {
+            if self.checker.what_entry_matches(*rule, target) {
+                bits |= 1 << bit;
+            }
+        }
+        let mut views = self.views.borrow_mut();
+        if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == is_self) {
+            return Rc::clone(view);
+        }
+        let view = Rc::new(self.build(Signature::Bits(bits, is_self), Some(views.len())));
+        views.push((bits, is_self, Rc::clone(&view)));
+        view
+    }
+
+    fn matches(&self, signature: &Signature, rule: usize) -> bool {
+        match signature {
+            Signature::Entry(all, _) => all.get(rule).copied().unwrap_or(false),
+            Signature::Bits(bits, _) => match self.varying.iter().position(|r| *r == rule) {
+                Some(bit) => bits & (1 << bit) != 0,
+                None => true,
+            },
+        }
+    }
+
+    fn decide(&self, signature: &Signature, attr: AttrRef<'_>) -> Mask {
+        if self.is_root() {
+            return privileges::cumulative(privileges::MANAGE);
+        }
+        let is_self = match signature {
+            Signature::Bits(_, s) | Signature::Entry(_, s) => *s,
+        };
+        self.checker
+            .decide_with(|i| self.matches(signature, i), is_self, attr)
+            .mask
+    }
+
+    fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
+        let schema = self.checker.schema();
+        let password = schema.attribute_type("userPassword");
+        // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
+        // without a list, so one decision covers them all.
+        let lists_plain = self
+            .checker
+            .acl()
+            .rules()
+            .iter()
+            .enumerate()
+            .any(|(i, rule)| {
+                self.matches(&signature, i)
+                    && rule.what.attrs.as_ref().is_some_and(|items| {
+                        items.iter().any(|item| match item {
+                            super::AttrItem::Type(name) => {
+                                match (schema.attribute_type(name), password) {
+                                    (Some(at), Some(pw)) => !schema.is_subtype_of(at, pw),
+                                    _ => true,
+                                }
+                            }
+                            _ => false,
+                        })
+                    })
+            });
+        let plain = (!lists_plain).then(|| self.decide(&signature, AttrRef::Unlisted));
+        let lists_password_parts =
+            self.checker
+                .acl()
+                .rules()
+                .iter()
+                .enumerate()
+                .any(|(i, rule)| {
+                    self.matches(&signature, i)
+                        && rule.what.attrs.as_ref().is_some_and(|items| {
+                            items.iter().any(|item| match item {
+                                super::AttrItem::Type(name) => {
+                                    match (schema.attribute_type(name), password) {
+                                        (Some(at), Some(pw)) => {
+                                            schema.is_subtype_of(at, pw)
+                                                && (!std::ptr::eq(at, pw)
+                                                    || rule.what.val.is_some())
+                                        }
+                                        _ => true,
+                                    }
+                                }
+                                _ => false,
+                            })
+                        })
+                });
+        let secret =
+            (!lists_password_parts).then(|| self.decide(&signature, AttrRef::Attr("userPassword")));
+        EntryView {
+            entry: self.decide(&signature, AttrRef::Entry),
+            plain,
+            secret,
+            shared,
+            signature,
+            attrs: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Privileges on one attribute (by description) of the entries of `view`.
+    pub fn attr(&self, view: &EntryView, desc: &str) -> Mask {
+        if let Some(mask) = view.attrs.borrow().get(desc) {
+            return *mask;
+        }
+        let mask = self.decide(&view.signature, AttrRef::Attr(desc));
+        view.attrs.borrow_mut().insert(desc.to_string(), mask);
+        mask
+    }
+
+    /// Whether `need` is granted on one value of an attribute (not cached: only `val=` rules need it).
+    pub fn allows_value(&self, view: &EntryView, desc: &str, value: &[u8], need: Mask) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let is_self = match &view.signature {
+            Signature::Bits(_, s) | Signature::Entry(_, s) => *s,
+        };
+        let decision = self.checker.decide_with(
+            |i| self.matches(&view.signature, i),
+            is_self,
+            AttrRef::Value(desc, value),
+        );
+        decision.mask & need == need
+    }
+
+    /// Whether values of this attribute are subject to `val=` rules.
+    pub fn value_ruled(&self, desc: &str) -> bool {
+        let acl = self.checker.acl();
+        acl.has_value_rules() && acl.value_ruled(self.checker.schema(), desc)
+    }
+
+    /// Whether `need` is granted on the attribute; attributes of the user and operational sections are
+    /// answered by `plain` when it is known.
+    pub fn allows_attr(&self, view: &EntryView, desc: &str, need: Mask) -> bool {
+        self.attr(view, desc) & need == need
+    }
+}
+
+impl EntryView {
+    pub fn allows_entry(&self, need: Mask) -> bool {
+        self.entry & need == need
+    }
+
+    /// Whether every attribute outside the password section has `need`.
+    pub fn plain_allows(&self, need: Mask) -> bool {
+        self.plain.is_some_and(|m| m & need == need)
+    }
+}
