@@ -24,9 +24,9 @@ fn assert_clean(what: &str, text: &str, secrets: &[String]) {
     }
 }
 
-fn whoami_sasl(url: &str, mech: &str, pw: &str) -> Out {
+fn whoami_sasl(url: &str, mech: &str, user: &str, pw: &str) -> Out {
     let mut cmd = Command::new("ldapwhoami");
-    cmd.args(["-H", url, "-Q", "-Y", mech, "-U", "sec", "-w", pw]);
+    cmd.args(["-H", url, "-Q", "-Y", mech, "-U", user, "-w", pw]);
     client::run(cmd, None)
 }
 
@@ -90,13 +90,14 @@ fn secrets_never_reach_logs_or_results() {
     assert_ne!(out.code, 6, "compare must not succeed: {}", out.stdout);
     outputs.push(("compare".into(), out));
 
-    let out = whoami_sasl(&s.ldap_url(), "SCRAM-SHA-256", SCRAM_WRONG);
+    let out = whoami_sasl(&s.ldap_url(), "SCRAM-SHA-256", "sec", SCRAM_WRONG);
     assert_eq!(out.code, 49, "SCRAM with a wrong password: {}", out.stderr);
     outputs.push(("scram".into(), out));
-    let out = whoami_sasl(&s.ldapi_url(), "PLAIN", PLAIN_WRONG);
+    let out = whoami_sasl(&s.ldapi_url(), "PLAIN", "sec", PLAIN_WRONG);
     assert_eq!(out.code, 49, "PLAIN with a wrong password: {}", out.stderr);
     outputs.push(("plain".into(), out));
-    whoami_sasl(&s.ldap_url(), "SCRAM-SHA-512", NEW).expect_code(0, "SCRAM with the new password");
+    whoami_sasl(&s.ldap_url(), "SCRAM-SHA-512", "sec", NEW)
+        .expect_code(0, "SCRAM with the new password");
 
     // What others read of the entry.
     for bind in [Bind::Anonymous, Bind::user("alice")] {
@@ -135,4 +136,49 @@ fn secrets_never_reach_logs_or_results() {
         "the trace log has the search line, its password values redacted:\n{log}"
     );
     assert_clean("the server log", &log, &secrets);
+}
+
+/// Even an access list that lets everyone read everything keeps authPassword (the SCRAM secrets) to the root
+/// DN, while a user may still change their own password, which rewrites those secrets.
+#[test]
+fn scram_secrets_stay_hidden_under_open_rules() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: authPassword SCRAM secrets are canopy's");
+        return;
+    }
+    let s = Server::start_with_access(&["to * by self write by * read"]);
+    let dn = user_dn("alice");
+    s.tool("ldappasswd", &Bind::Root, &["-s", ADD, &dn], None)
+        .expect_code(0, "ldappasswd as root");
+    assert_eq!(
+        root_values(&s, &dn, "authPassword").len(),
+        2,
+        "SHA-256 and SHA-512 secrets"
+    );
+    let me = Bind::Simple(dn.clone(), ADD.into());
+    for bind in [Bind::Anonymous, Bind::user("bob"), me.clone()] {
+        let read = s.read(&bind, &dn, &["*", "authPassword"]);
+        read.expect_code(0, "reading the entry");
+        assert!(
+            read.stdout.contains("userPassword"),
+            "the open rules show userPassword to {bind:?}:\n{}",
+            read.stdout
+        );
+        assert!(
+            !read.stdout.contains("authPassword"),
+            "authPassword shown to {bind:?}:\n{}",
+            read.stdout
+        );
+        let found = s.search(&bind, &["-b", &dn, "-s", "base", "(authPassword=*)", "1.1"]);
+        found.expect_code(0, "filtering on authPassword");
+        assert!(
+            !found.stdout.contains("dn:"),
+            "(authPassword=*) matched for {bind:?}"
+        );
+    }
+    // Changing one's own password rewrites the secrets: write access follows userPassword's rules.
+    s.tool("ldappasswd", &me, &["-s", NEW], None)
+        .expect_code(0, "changing one's own password");
+    whoami_sasl(&s.ldap_url(), "SCRAM-SHA-256", "alice", NEW)
+        .expect_code(0, "SCRAM with the new password");
 }
