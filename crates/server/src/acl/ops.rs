@@ -67,21 +67,7 @@ pub fn check_add<T: ReadOps>(
     who: &Who,
     entry: &Entry,
 ) -> Result<(), LdapError> {
-    // slapd refuses every update from an anonymous client before its access rules.
-    who.require_authenticated()?;
-    with_checker(dir, txn, who, |checker| {
-        if !parent_children(dir, txn, checker, &entry.ndn, p::ADD) {
-            return Err(denied("no write access to parent"));
-        }
-        let target = Target {
-            ndn: &entry.ndn,
-            entry: Some(entry),
-        };
-        if !checker.allows(target, AttrRef::Entry, p::ADD) {
-            return Err(denied("no write access to entry"));
-        }
-        Ok(())
-    })
+    check_entry_change(dir, txn, who, entry, p::ADD)
 }
 
 /// Delete: `delete` on the parent's `children` and on the entry's `entry`.
@@ -91,17 +77,28 @@ pub fn check_delete<T: ReadOps>(
     who: &Who,
     entry: &Entry,
 ) -> Result<(), LdapError> {
+    check_entry_change(dir, txn, who, entry, p::DELETE)
+}
+
+/// `need` (add or delete) on the parent's `children` and on the entry's `entry`.
+fn check_entry_change<T: ReadOps>(
+    dir: &Directory,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    need: Mask,
+) -> Result<(), LdapError> {
     // slapd refuses every update from an anonymous client before its access rules.
     who.require_authenticated()?;
     with_checker(dir, txn, who, |checker| {
-        if !parent_children(dir, txn, checker, &entry.ndn, p::DELETE) {
+        if !parent_children(dir, txn, checker, &entry.ndn, need) {
             return Err(denied("no write access to parent"));
         }
         let target = Target {
             ndn: &entry.ndn,
             entry: Some(entry),
         };
-        if !checker.allows(target, AttrRef::Entry, p::DELETE) {
+        if !checker.allows(target, AttrRef::Entry, need) {
             return Err(denied("no write access to entry"));
         }
         Ok(())
