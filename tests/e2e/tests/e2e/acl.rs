@@ -520,3 +520,28 @@ fn styles_filters_and_break() {
         "posixGroups hidden by the filter rule"
     );
 }
+
+/// The same list through python-ldap: reads, filters, compares and writes as a user, the owner and an
+/// anonymous client.
+#[test]
+fn python_ldap_sees_the_rules() {
+    let s = start();
+    let out = s.python("acl_rules.py", &[]);
+    out.expect_code(0, "acl_rules.py");
+    println!("{}", out.stdout);
+    let expected = [
+        "bob reads alice ok cn,gidnumber,givenname,homedirectory,loginshell,mail,objectclass,sn,\
+         telephonenumber,uid,uidnumber",
+        "bob reads alice employeeNumber ok ",
+        "bob filters on userPassword ok 0",
+        "bob compares alice userPassword INSUFFICIENT_ACCESS (50)",
+        "bob modifies alice INSUFFICIENT_ACCESS (50)",
+        "bob modifies himself ok ",
+        "alice changes her password ok ",
+        "alice binds with it ok dn:uid=alice,ou=people,dc=example,dc=com",
+        "anonymous reads alice ok cn",
+        "anonymous searches the groups NO_SUCH_OBJECT (32)",
+    ];
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, expected, "python-ldap under the access list");
+}

@@ -571,3 +571,19 @@ fn closed(stream: &mut TcpStream) -> bool {
         }
     }
 }
+
+#[test]
+fn sasl_plain_after_starttls() {
+    if !canopy_target("SASL PLAIN with the generated certificate") {
+        return;
+    }
+    let s = Server::start_canopy_with_config("");
+    let cert = generated_cert(&s);
+    let out = python(&s, "tls_plain.py", &[&cert.to_string_lossy()]);
+    assert_eq!(
+        out.stdout,
+        "plain before tls: CONFIDENTIALITY_REQUIRED (13)\n\
+         plain after tls: dn:uid=alice,ou=people,dc=example,dc=com\n",
+        "PLAIN needs the TLS that StartTLS brings"
+    );
+}
