@@ -62,24 +62,65 @@ enum Stop {
 const INLINE_EXAMINED: u64 = 32;
 const INLINE_RETURNED: usize = 16;
 
+/// A streamed search sends its responses in batches of about this many bytes: one channel message and one
+/// wake-up of the connection's writer per batch instead of per entry.
+const BATCH_BYTES: usize = 8 * 1024;
+/// A batch waits at most this long for more entries (checked with the abandon flag), so a slow search with
+/// few matches still shows its entries as they are found.
+const BATCH_WAIT: Duration = Duration::from_millis(5);
+
 /// Where a search's responses go.
 enum Sink<'a> {
-    /// Streamed into the connection's queue, waiting when it is full (on a blocking thread).
-    Queue(&'a Sender<Vec<u8>>),
+    /// Streamed into the connection's queue in batches, waiting when it is full (on a blocking thread).
+    Queue {
+        tx: &'a Sender<Vec<u8>>,
+        batch: Vec<u8>,
+        since: Option<Instant>,
+    },
     /// Collected in memory, within the inline budget.
     Buffer(Vec<Vec<u8>>),
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
+    fn queue(tx: &'a Sender<Vec<u8>>) -> Sink<'a> {
+        Sink::Queue {
+            tx,
+            batch: Vec::new(),
+            since: None,
+        }
+    }
+
     fn push(&mut self, message: Vec<u8>) -> Result<(), Stop> {
         match self {
-            Sink::Queue(tx) => tx.blocking_send(message).map_err(|_| Stop::Silent),
+            Sink::Queue { tx, batch, since } => {
+                batch.extend_from_slice(&message);
+                if batch.len() < BATCH_BYTES {
+                    since.get_or_insert_with(Instant::now);
+                    return Ok(());
+                }
+                *since = None;
+                let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES));
+                tx.blocking_send(full).map_err(|_| Stop::Silent)
+            }
             Sink::Buffer(out) if out.len() >= INLINE_RETURNED => Err(Stop::Overflow),
             Sink::Buffer(out) => {
                 out.push(message);
                 Ok(())
             }
         }
+    }
+
+    /// Sends a batch that has waited long enough (or, with `all`, any batch).
+    fn flush(&mut self, all: bool) -> Result<(), Stop> {
+        if let Sink::Queue { tx, batch, since } = self {
+            let due = since.is_some_and(|t| all || t.elapsed() >= BATCH_WAIT);
+            if due && !batch.is_empty() {
+                *since = None;
+                let full = std::mem::take(batch);
+                tx.blocking_send(full).map_err(|_| Stop::Silent)?;
+            }
+        }
+        Ok(())
     }
 
     fn over_budget(&self, examined: u64) -> bool {
@@ -104,9 +145,12 @@ impl From<OpError> for Stop {
 
 /// Runs the search to its end on a blocking thread and sends SearchResultDone (unless abandoned).
 pub fn run(job: SearchJob) {
-    let mut sink = Sink::Queue(&job.tx);
+    let mut sink = Sink::queue(&job.tx);
+    // Abandoned or disconnected (None): what is still batched is dropped with the rest.
     if let Some(done) = finish(&job, &mut sink) {
-        let _ = job.tx.blocking_send(done);
+        if sink.push(done).is_ok() {
+            let _ = sink.flush(true);
+        }
     }
 }
 
@@ -120,7 +164,7 @@ pub fn try_inline(job: &SearchJob) -> Option<Vec<Vec<u8>>> {
             out.push(done);
             Some(out)
         }
-        Sink::Queue(_) => None,
+        Sink::Queue { .. } => None,
     }
 }
 
@@ -304,6 +348,7 @@ fn execute(
             if job.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Silent);
             }
+            sink.flush(false)?;
             if limits.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
             }
