@@ -177,11 +177,7 @@ impl<'a> StoredEntry<'a> {
                 std::str::from_utf8(c.take(n)?).map_err(|_| WireError::Corrupt("rdn utf-8"))?;
             rdns.push(rdn);
         }
-        let mut ndn = NormDn::root();
-        for rdn in rdns.iter().rev() {
-            ndn = ndn.child(rdn);
-        }
-        Ok(ndn)
+        Ok(NormDn::from_normalized_rdns(rdns))
     }
 
     /// Decodes the whole entry into memory (for modifications and filter evaluation).

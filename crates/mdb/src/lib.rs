@@ -23,7 +23,7 @@ pub use bulk::BulkLoader;
 pub use error::StoreError;
 pub use heed::MdbError;
 pub use keys::FORMAT_VERSION;
-pub use read::{EntryIter, EntryRangeIter, ReadOps, ReadTxn, SubtreeIter};
+pub use read::{CandidateEntries, EntryIter, EntryRangeIter, ReadOps, ReadTxn, SubtreeIter};
 pub use store::{Stats, Store, StoreConfig, TableStats};
 pub use write::WriteTxn;
 

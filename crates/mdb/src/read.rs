@@ -212,6 +212,31 @@ pub trait ReadOps: Access {
         })
     }
 
+    /// The stored bytes of each of `ids` (ascending), in order; None for an ID with no entry. When the IDs are
+    /// most of those between the first and the last, one cursor walk over id2entry reads them (skipping the
+    /// others) instead of one B-tree lookup each: the full-scan case.
+    fn candidate_entries<'t>(&'t self, ids: &'t [u64]) -> Result<CandidateEntries<'t>, StoreError>
+    where
+        Self: Sized,
+    {
+        let dense = match (ids.first(), ids.last()) {
+            (Some(first), Some(last)) => {
+                ids.len() >= DENSE_MIN && last.saturating_sub(*first) / 2 < ids.len() as u64
+            }
+            _ => false,
+        };
+        let walk = match ids.first() {
+            Some(first) if dense => Some(self.entries_from(*first)?.peekable()),
+            _ => None,
+        };
+        Ok(CandidateEntries {
+            ops: self,
+            ids,
+            next: 0,
+            walk,
+        })
+    }
+
     /// Every (ID, entry bytes) with `from <= ID`, in ID order.
     fn entries_from(&self, from: u64) -> Result<EntryRangeIter<'_>, StoreError> {
         let start = id_key(from);
@@ -321,6 +346,61 @@ impl<'t> Iterator for EntryRangeIter<'t> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.inner.next().map(decode_entry)
+    }
+}
+
+/// Fewer candidates than this are always read one lookup each.
+const DENSE_MIN: usize = 256;
+
+/// Iterator returned by [`ReadOps::candidate_entries`]: (ID, entry bytes if stored), one per candidate.
+pub struct CandidateEntries<'t> {
+    ops: &'t dyn ReadLookup,
+    ids: &'t [u64],
+    next: usize,
+    walk: Option<std::iter::Peekable<EntryRangeIter<'t>>>,
+}
+
+/// The one lookup [`CandidateEntries`] needs, object-safe.
+trait ReadLookup {
+    fn lookup(&self, id: u64) -> Result<Option<&[u8]>, StoreError>;
+}
+
+impl<T: ReadOps> ReadLookup for T {
+    fn lookup(&self, id: u64) -> Result<Option<&[u8]>, StoreError> {
+        self.get_entry(id)
+    }
+}
+
+impl<'t> Iterator for CandidateEntries<'t> {
+    type Item = Result<(u64, Option<&'t [u8]>), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let id = *self.ids.get(self.next)?;
+        self.next += 1;
+        let Some(walk) = &mut self.walk else {
+            return Some(self.ops.lookup(id).map(|bytes| (id, bytes)));
+        };
+        // Skip the stored entries that are not candidates; stop at the first at or past `id`.
+        loop {
+            match walk.peek() {
+                None => return Some(Ok((id, None))),
+                Some(Err(_)) => {
+                    return match walk.next() {
+                        Some(Err(e)) => Some(Err(e)),
+                        _ => Some(Ok((id, None))),
+                    }
+                }
+                Some(Ok((stored, _))) if *stored < id => {
+                    walk.next();
+                }
+                Some(Ok((stored, bytes))) if *stored == id => {
+                    let bytes = *bytes;
+                    walk.next();
+                    return Some(Ok((id, Some(bytes))));
+                }
+                Some(Ok(_)) => return Some(Ok((id, None))),
+            }
+        }
     }
 }
 

@@ -437,3 +437,47 @@ fn map_grown_by_another_process_is_adopted() {
     put_one(&store, 2, vec![2; 1000]);
     assert!(store.stats().unwrap().map_size >= 8 << 20);
 }
+
+/// Candidates read by lookups (sparse) and by one cursor walk (dense) give the same answers, missing IDs
+/// included.
+#[test]
+fn candidate_entries_dense_and_sparse() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[]);
+    // IDs 1..=600, every seventh one missing.
+    store
+        .write(|txn| -> Result<(), StoreError> {
+            for id in (1..=600u64).filter(|id| id % 7 != 0) {
+                txn.put_entry(id, format!("entry {id}").as_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+    let txn = store.read().unwrap();
+    let expect = |ids: &[u64]| -> Vec<(u64, Option<Vec<u8>>)> {
+        ids.iter()
+            .map(|id| {
+                (
+                    *id,
+                    (id % 7 != 0 && *id <= 600).then(|| format!("entry {id}").into_bytes()),
+                )
+            })
+            .collect()
+    };
+    let got = |ids: &[u64]| -> Vec<(u64, Option<Vec<u8>>)> {
+        txn.candidate_entries(ids)
+            .unwrap()
+            .map(|item| {
+                item.map(|(id, bytes)| (id, bytes.map(<[u8]>::to_vec)))
+                    .unwrap()
+            })
+            .collect()
+    };
+    let dense: Vec<u64> = (3..=650).filter(|id| id % 5 != 0).collect();
+    let sparse: Vec<u64> = vec![2, 7, 99, 100, 600, 601, 5000];
+    let empty: Vec<u64> = Vec::new();
+    for ids in [&dense, &sparse, &empty] {
+        assert_eq!(got(ids), expect(ids), "{} candidates", ids.len());
+    }
+}

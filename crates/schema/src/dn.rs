@@ -27,6 +27,12 @@ impl NormDn {
         }
     }
 
+    /// A DN from RDNs that are already normalized (as stored), leftmost first: no checks, one allocation
+    /// per RDN and one for the text.
+    pub fn from_normalized_rdns<'r>(rdns: impl IntoIterator<Item = &'r str>) -> NormDn {
+        NormDn::from_rdns(rdns.into_iter().map(str::to_string).collect())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }

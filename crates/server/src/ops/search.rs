@@ -339,7 +339,8 @@ fn execute(
     let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
     let mut last_sent = None;
-    for id in ids.iter().copied() {
+    for item in txn.candidate_entries(&ids).map_err(store_error)? {
+        let (id, bytes) = item.map_err(store_error)?;
         examined += 1;
         if sink.over_budget(examined) {
             return Err(Stop::Overflow);
@@ -353,7 +354,7 @@ fn execute(
                 return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
             }
         }
-        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+        let Some(bytes) = bytes else {
             continue;
         };
         let stored = Directory::parse_stored(bytes)?;
