@@ -77,25 +77,23 @@ async fn simple(
         Ok(pair) => pair,
         Err(e) => {
             // Still spend a hash check, so malformed names answer no faster than wrong passwords.
-            let _ = verify_values(state, Vec::new(), password).await;
+            let _ = verify_values(state, &[], &password).await;
             return Err(e);
         }
     };
-    let mut who = Who {
-        dn: dn.to_string(),
-        ndn: Some(ndn.clone()),
-        root: ndn == state.root_ndn,
-        link: link.clone(),
+    let root = ndn == state.root_ndn;
+    let Some(entry_dn) = check_password(state, &ndn, password).await? else {
+        return Err(refuse(state, ndn.as_str(), link).await);
     };
-    if let Some(entry_dn) = check_password(state, &ndn, password).await? {
-        // The session carries the entry's own DN, as slapd's whoami shows.
-        if let Some(entry_dn) = entry_dn {
-            who.dn = entry_dn;
-        }
-        state.backoff.succeeded(ndn.as_str());
-        return Ok(who);
-    }
-    Err(refuse(state, ndn.as_str(), link).await)
+    state.backoff.succeeded(ndn.as_str());
+    Ok(Who {
+        // The session carries the entry's own DN, as slapd's whoami shows; the request's pretty DN
+        // is formatted only when there is no entry (the root DN).
+        dn: entry_dn.unwrap_or_else(|| dn.to_string()),
+        ndn: Some(ndn),
+        root,
+        link: link.clone(),
+    })
 }
 
 /// Checks `password` against the root password or the entry's userPassword values, spending one hash
@@ -106,12 +104,12 @@ async fn check_password(
     password: Vec<u8>,
 ) -> Result<Option<Option<String>>, LdapError> {
     if *ndn == state.root_ndn && !state.root_password.is_empty() {
-        let ok = verify_values(state, vec![state.root_password.clone()], password).await;
+        let root = std::slice::from_ref(&state.root_password);
+        let ok = verify_values(state, root, &password).await;
         return Ok(ok.map(|_| None));
     }
     let current = store::current(state, ndn)?;
-    let Some(index) = verify_values(state, current.passwords.clone(), password.clone()).await
-    else {
+    let Some(index) = verify_values(state, &current.passwords, &password).await else {
         return Ok(None);
     };
     if state.config.passwords.rehash_on_bind {
@@ -122,27 +120,46 @@ async fn check_password(
     Ok(Some(current.dn))
 }
 
-/// Verifies off the async workers (hashes are slow by design): the index of the value that matched.
-/// With no values, a dummy hash of the default scheme is checked so the time spent is the same.
-async fn verify_values(state: &State, values: Vec<Vec<u8>>, password: Vec<u8>) -> Option<usize> {
-    let dummy = state.dummy_hash.clone();
-    tokio::task::spawn_blocking(move || {
-        if values.is_empty() {
-            let _ = canopy_password::verify(&dummy, &password);
-            return None;
-        }
-        values
-            .iter()
-            .position(|value| match canopy_password::verify(value, &password) {
-                Ok(ok) => ok,
-                Err(error) => {
-                    tracing::warn!(%error, "unusable userPassword value");
-                    false
-                }
-            })
-    })
-    .await
-    .unwrap_or(None)
+/// The index of the value that matched. With no values, a dummy hash of the default scheme is checked
+/// so the time spent is the same. Cheap schemes ({SSHA} and the other digests: a few microseconds)
+/// are checked on the calling task, as slapd does; slow ones (Argon2, PBKDF2, crypt) off the async
+/// workers, since they are slow by design.
+async fn verify_values(state: &State, values: &[Vec<u8>], password: &[u8]) -> Option<usize> {
+    if runs_inline(values, &state.dummy_hash) {
+        return verify_now(values, password, &state.dummy_hash);
+    }
+    let (values, password, dummy) = (
+        values.to_vec(),
+        password.to_vec(),
+        state.dummy_hash.clone(),
+    );
+    tokio::task::spawn_blocking(move || verify_now(&values, &password, &dummy))
+        .await
+        .unwrap_or(None)
+}
+
+/// Whether every check `verify_now` would make is a cheap one.
+fn runs_inline(values: &[Vec<u8>], dummy: &[u8]) -> bool {
+    if values.is_empty() {
+        return canopy_password::is_cheap(dummy);
+    }
+    values.iter().all(|value| canopy_password::is_cheap(value))
+}
+
+fn verify_now(values: &[Vec<u8>], password: &[u8], dummy: &[u8]) -> Option<usize> {
+    if values.is_empty() {
+        let _ = canopy_password::verify(dummy, password);
+        return None;
+    }
+    values
+        .iter()
+        .position(|value| match canopy_password::verify(value, password) {
+            Ok(ok) => ok,
+            Err(error) => {
+                tracing::warn!(%error, "unusable userPassword value");
+                false
+            }
+        })
 }
 
 /// `rehash_on_bind`: replaces a value in another scheme by one in the default scheme, with SCRAM secrets.
@@ -304,7 +321,7 @@ async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who
     }
     let (authzid, authcid, password) = sasl::parse_plain(message.unwrap_or_default())?;
     let Some((dn, ndn)) = mapping::resolve_identity(state, "PLAIN", &authcid)? else {
-        let _ = verify_values(state, Vec::new(), password).await;
+        let _ = verify_values(state, &[], &password).await;
         return Err(refuse(state, &authcid, link).await);
     };
     let Some(entry_dn) = check_password(state, &ndn, password).await? else {
