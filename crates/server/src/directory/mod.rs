@@ -117,8 +117,9 @@ impl Directory {
     pub fn pretty(&self, dn: &mut Dn) {
         for rdn in &mut dn.rdns {
             for ava in &mut rdn.avas {
-                if let Some(at) = self.inner.schema.attribute_type(&ava.attr) {
-                    ava.attr = at.name().to_string();
+                match self.inner.schema.attribute_type(&ava.attr) {
+                    Some(at) if ava.attr != at.name() => ava.attr = at.name().to_string(),
+                    _ => {}
                 }
             }
             rdn.avas
