@@ -86,6 +86,14 @@ pub(crate) fn escape_value(value: &[u8]) -> String {
 
 /// [`escape_value`], appending to `out`.
 fn escape_into(out: &mut String, value: &[u8]) {
+    match needs_no_escape(value) {
+        Some(plain) => out.push_str(plain),
+        None => escape_chars(out, value),
+    }
+}
+
+/// The escaping itself, character by character.
+fn escape_chars(out: &mut String, value: &[u8]) {
     let Ok(text) = std::str::from_utf8(value) else {
         for b in value {
             push_hex(out, *b);
@@ -110,6 +118,21 @@ fn escape_into(out: &mut String, value: &[u8]) {
             }
             c => out.push(c),
         }
+    }
+}
+
+/// The value as it is when escaping would not change it: printable ASCII without the special
+/// characters, no leading `#` or space and no trailing space (the common case, checked bytewise).
+fn needs_no_escape(value: &[u8]) -> Option<&str> {
+    let (first, last) = (value.first()?, value.last()?);
+    if matches!(first, b'#' | b' ') || *last == b' ' {
+        return None;
+    }
+    let special = |b: &u8| matches!(b, b',' | b'+' | b'"' | b'\\' | b'<' | b'>' | b';' | b'=');
+    if value.iter().all(|b| matches!(b, 0x20..=0x7e) && !special(b)) {
+        std::str::from_utf8(value).ok()
+    } else {
+        None
     }
 }
 
