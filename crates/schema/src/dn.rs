@@ -27,6 +27,12 @@ impl NormDn {
         }
     }
 
+    /// A DN from RDNs that are already normalized (as stored), leftmost first; what a chain of
+    /// [`NormDn::child`] calls builds, without the copies.
+    pub fn from_normalized_rdns(rdns: Vec<String>) -> NormDn {
+        NormDn::from_rdns(rdns)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }
