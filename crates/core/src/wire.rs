@@ -269,7 +269,10 @@ mod ndn_tests {
         encode_entry(&schema, &entry, &mut bytes);
         let stored = StoredEntry::parse(&bytes).unwrap().ndn().unwrap();
         assert_eq!(stored, ndn);
-        assert_eq!(stored.as_str(), "cn=a+uid=user1,ou=people,dc=example,dc=com");
+        assert_eq!(
+            stored.as_str(),
+            "cn=a+uid=user1,ou=people,dc=example,dc=com"
+        );
         assert_eq!(stored.rdns().len(), 4);
     }
 }

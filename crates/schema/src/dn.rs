@@ -135,7 +135,10 @@ fn needs_no_escape(value: &[u8]) -> Option<&str> {
         return None;
     }
     let special = |b: &u8| matches!(b, b',' | b'+' | b'"' | b'\\' | b'<' | b'>' | b';' | b'=');
-    if value.iter().all(|b| matches!(b, 0x20..=0x7e) && !special(b)) {
+    if value
+        .iter()
+        .all(|b| matches!(b, 0x20..=0x7e) && !special(b))
+    {
         std::str::from_utf8(value).ok()
     } else {
         None

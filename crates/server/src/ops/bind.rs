@@ -128,11 +128,7 @@ async fn verify_values(state: &State, values: &[Vec<u8>], password: &[u8]) -> Op
     if runs_inline(values, &state.dummy_hash) {
         return verify_now(values, password, &state.dummy_hash);
     }
-    let (values, password, dummy) = (
-        values.to_vec(),
-        password.to_vec(),
-        state.dummy_hash.clone(),
-    );
+    let (values, password, dummy) = (values.to_vec(), password.to_vec(), state.dummy_hash.clone());
     tokio::task::spawn_blocking(move || verify_now(&values, &password, &dummy))
         .await
         .unwrap_or(None)
