@@ -134,12 +134,16 @@ async fn verify_values(state: &State, values: &[Vec<u8>], password: &[u8]) -> Op
         .unwrap_or(None)
 }
 
-/// Whether every check `verify_now` would make is a cheap one.
+/// Most password values checked on the calling task: an entry whose owner stored many values still
+/// costs an async worker only a few microseconds.
+const MAX_INLINE_VALUES: usize = 8;
+
+/// Whether every check `verify_now` would make is a cheap one, and there are few of them.
 fn runs_inline(values: &[Vec<u8>], dummy: &[u8]) -> bool {
     if values.is_empty() {
         return canopy_password::is_cheap(dummy);
     }
-    values.iter().all(|value| canopy_password::is_cheap(value))
+    values.len() <= MAX_INLINE_VALUES && values.iter().all(|value| canopy_password::is_cheap(value))
 }
 
 fn verify_now(values: &[Vec<u8>], password: &[u8], dummy: &[u8]) -> Option<usize> {
@@ -394,4 +398,35 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
         ndn: Some(ndn),
         link: link.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_few_cheap_values_are_verified_inline() {
+        let ssha = b"{SSHA}8ujU7uLp4cjra16oOHPN9lAFflqYi1i6".to_vec();
+        let argon = b"{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".to_vec();
+        assert!(runs_inline(std::slice::from_ref(&ssha), &argon));
+        assert!(!runs_inline(&[ssha.clone(), argon.clone()], &ssha));
+        assert!(!runs_inline(&[], &argon));
+        assert!(runs_inline(&[], &ssha));
+        let many = vec![ssha; MAX_INLINE_VALUES + 1];
+        assert!(!runs_inline(&many, b"{SSHA}x"));
+    }
+
+    #[test]
+    fn inline_verification_finds_the_matching_value() {
+        let good = canopy_password::hash(canopy_password::Scheme::Ssha, b"secret")
+            .unwrap()
+            .into_bytes();
+        let other = canopy_password::hash(canopy_password::Scheme::Ssha, b"other")
+            .unwrap()
+            .into_bytes();
+        let values = [other, good];
+        assert_eq!(verify_now(&values, b"secret", b"{SSHA}x"), Some(1));
+        assert_eq!(verify_now(&values, b"wrong", b"{SSHA}x"), None);
+        assert_eq!(verify_now(&[], b"secret", b"{SSHA}x"), None);
+    }
 }
