@@ -175,7 +175,7 @@ impl<'a> StoredEntry<'a> {
             let n = c.u16()?;
             let rdn =
                 std::str::from_utf8(c.take(n)?).map_err(|_| WireError::Corrupt("rdn utf-8"))?;
-            rdns.push(rdn);
+            rdns.push(rdn.to_string());
         }
         Ok(NormDn::from_normalized_rdns(rdns))
     }
@@ -249,4 +249,30 @@ fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>
         );
     }
     Ok((desc, values))
+}
+
+#[cfg(test)]
+mod ndn_tests {
+    use super::*;
+
+    #[test]
+    fn stored_ndn_round_trips() {
+        let schema = Schema::builtin();
+        let dn = Dn::parse(b"uid=User1+cn=A,ou=People,dc=Example,dc=com").unwrap();
+        let ndn = schema.normalize_dn(&dn).unwrap();
+        let entry = Entry {
+            dn,
+            ndn: ndn.clone(),
+            attrs: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        encode_entry(&schema, &entry, &mut bytes);
+        let stored = StoredEntry::parse(&bytes).unwrap().ndn().unwrap();
+        assert_eq!(stored, ndn);
+        assert_eq!(
+            stored.as_str(),
+            "cn=a+uid=user1,ou=people,dc=example,dc=com"
+        );
+        assert_eq!(stored.rdns().len(), 4);
+    }
 }

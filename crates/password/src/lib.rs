@@ -92,6 +92,23 @@ pub fn verify(stored: &[u8], password: &[u8]) -> Result<bool, PasswordError> {
     }
 }
 
+/// Whether checking a password against `stored` costs no more than a few microseconds: the digest
+/// schemes, cleartext, and values that fail at once (unknown schemes). `{CRYPT}`, `{ARGON2}` and
+/// `{PBKDF2-*}` are slow by design, and callers should keep them off latency-sensitive threads.
+pub fn is_cheap(stored: &[u8]) -> bool {
+    match split_prefix(stored) {
+        Prefix::None | Prefix::Unknown(_) => true,
+        Prefix::Known(scheme, _) => !matches!(
+            scheme,
+            Scheme::Crypt
+                | Scheme::Argon2
+                | Scheme::Pbkdf2Sha1
+                | Scheme::Pbkdf2Sha256
+                | Scheme::Pbkdf2Sha512
+        ),
+    }
+}
+
 /// Hashes `password` under `scheme` with a fresh random salt, in OpenLDAP's format for it.
 /// [`Scheme::Cleartext`] returns the password as is (as slappasswd does), which must be UTF-8.
 pub fn hash(scheme: Scheme, password: &[u8]) -> Result<String, PasswordError> {

@@ -539,3 +539,25 @@ fn error_messages() {
         "malformed password value: bad"
     );
 }
+
+#[test]
+fn is_cheap_sorts_slow_schemes_from_digests() {
+    for cheap in [
+        &b"{SSHA}8ujU7uLp4cjra16oOHPN9lAFflqYi1i6"[..],
+        b"{sha}L55TUjtiq8FBorTWAZ0jy6g129A=",
+        b"{SSHA512}abc",
+        b"{CLEARTEXT}pw",
+        b"plain",
+        b"{NOSUCH}x",
+    ] {
+        assert!(is_cheap(cheap), "{}", String::from_utf8_lossy(cheap));
+    }
+    for slow in [
+        &b"{CRYPT}$6$salt$hash"[..],
+        b"{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA",
+        b"{PBKDF2}10000$salt$hash",
+        b"{pbkdf2-sha512}10000$salt$hash",
+    ] {
+        assert!(!is_cheap(slow), "{}", String::from_utf8_lossy(slow));
+    }
+}

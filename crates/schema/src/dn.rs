@@ -27,10 +27,10 @@ impl NormDn {
         }
     }
 
-    /// A DN from RDNs that are already normalized (as stored), leftmost first: no checks, one allocation
-    /// per RDN and one for the text.
-    pub fn from_normalized_rdns<'r>(rdns: impl IntoIterator<Item = &'r str>) -> NormDn {
-        NormDn::from_rdns(rdns.into_iter().map(str::to_string).collect())
+    /// A DN from RDNs that are already normalized (as stored), leftmost first; what a chain of
+    /// [`NormDn::child`] calls builds, without the copies.
+    pub fn from_normalized_rdns(rdns: Vec<String>) -> NormDn {
+        NormDn::from_rdns(rdns)
     }
 
     pub fn as_str(&self) -> &str {
@@ -72,41 +72,92 @@ impl std::fmt::Display for NormDn {
     }
 }
 
+/// One normalized AVA: `name=value`, the name lower-cased and the value escaped.
+fn norm_ava(name: &str, value: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len() + 1 + value.len() + 2);
+    out.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+    out.push('=');
+    escape_into(&mut out, value);
+    out
+}
+
 /// RFC 4514 §2.4 escaping of a normalized value. Bytes that are not UTF-8, NUL and other control
 /// characters become `\XX`, so the result is always a valid string without raw 0x00.
+#[cfg(test)]
 pub(crate) fn escape_value(value: &[u8]) -> String {
     let mut out = String::with_capacity(value.len());
-    let text = String::from_utf8_lossy(value);
-    let valid_utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
-    if !valid_utf8 {
-        for b in value {
-            out.push_str(&format!("\\{b:02X}"));
-        }
-        return out;
+    escape_into(&mut out, value);
+    out
+}
+
+/// [`escape_value`], appending to `out`.
+fn escape_into(out: &mut String, value: &[u8]) {
+    match needs_no_escape(value) {
+        Some(plain) => out.push_str(plain),
+        None => escape_chars(out, value),
     }
-    let last = text.chars().count().saturating_sub(1);
-    for (i, c) in text.chars().enumerate() {
+}
+
+/// The escaping itself, character by character.
+fn escape_chars(out: &mut String, value: &[u8]) {
+    let Ok(text) = std::str::from_utf8(value) else {
+        for b in value {
+            push_hex(out, *b);
+        }
+        return;
+    };
+    let last = text.len().saturating_sub(1);
+    for (i, c) in text.char_indices() {
         match c {
             ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=' => {
                 out.push('\\');
                 out.push(c);
             }
             '#' if i == 0 => out.push_str("\\#"),
+            // A space is one byte, so it is the last character exactly when it starts at the last byte.
             ' ' if i == 0 || i == last => out.push_str("\\ "),
             c if c.is_control() => {
                 let mut buf = [0u8; 4];
                 for b in c.encode_utf8(&mut buf).bytes() {
-                    out.push_str(&format!("\\{b:02X}"));
+                    push_hex(out, b);
                 }
             }
             c => out.push(c),
         }
     }
-    out
+}
+
+/// The value as it is when escaping would not change it: printable ASCII without the special
+/// characters, no leading `#` or space and no trailing space (the common case, checked bytewise).
+fn needs_no_escape(value: &[u8]) -> Option<&str> {
+    let (first, last) = (value.first()?, value.last()?);
+    if matches!(first, b'#' | b' ') || *last == b' ' {
+        return None;
+    }
+    let special = |b: &u8| matches!(b, b',' | b'+' | b'"' | b'\\' | b'<' | b'>' | b';' | b'=');
+    if value
+        .iter()
+        .all(|b| matches!(b, 0x20..=0x7e) && !special(b))
+    {
+        std::str::from_utf8(value).ok()
+    } else {
+        None
+    }
+}
+
+/// `\XX`, upper-case hex.
+fn push_hex(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push('\\');
+    out.push(char::from(HEX[usize::from(b >> 4)]));
+    out.push(char::from(HEX[usize::from(b & 0x0f)]));
 }
 
 /// Sorts the normalized AVAs of one RDN and joins them with `+`.
 fn join_avas(mut avas: Vec<String>) -> String {
+    if avas.len() == 1 {
+        return avas.pop().unwrap_or_default();
+    }
     avas.sort();
     avas.dedup();
     avas.join("+")
@@ -140,11 +191,7 @@ impl Schema {
                         .map_err(|e| invalid(e.reason))?,
                     None => ava.value.clone(),
                 };
-                avas.push(format!(
-                    "{}={}",
-                    at.name().to_ascii_lowercase(),
-                    escape_value(&value)
-                ));
+                avas.push(norm_ava(at.name(), &value));
             }
             rdns.push(join_avas(avas));
         }
@@ -226,7 +273,7 @@ pub(crate) fn normalize_dn_without_schema(value: &[u8]) -> Result<Vec<u8>, Inval
                                 .into_bytes(),
                             Err(_) => ava.value.clone(),
                         };
-                        format!("{}={}", ava.attr.to_ascii_lowercase(), escape_value(&value))
+                        norm_ava(&ava.attr, &value)
                     })
                     .collect(),
             )

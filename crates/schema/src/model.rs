@@ -77,6 +77,8 @@ pub struct AttributeType {
     /// The syntax whose validator checks values: `syntax`, or what a loaded `ldapsyntax` names in its
     /// `X-SUBST` for a syntax this crate has no validator of.
     pub(crate) check_syntax: String,
+    /// The validator of `check_syntax`, looked up once when the type is added.
+    pub(crate) check: Option<crate::syntax::Check>,
 }
 
 impl AttributeType {
@@ -101,7 +103,7 @@ impl AttributeType {
 
     /// Syntax check of one value; values of unknown syntaxes are accepted.
     pub fn validate(&self, value: &[u8]) -> bool {
-        crate::syntax::validate(&self.check_syntax, value)
+        crate::syntax::validate_with(self.check, value)
     }
 
     /// RFC 4512 AttributeTypeDescription.

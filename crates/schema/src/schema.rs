@@ -361,6 +361,7 @@ impl Schema {
                 substr: raw.substr.is_some(),
                 syntax: syntax_written.map(|(_, written)| written),
             },
+            check: crate::syntax::check_for(&check_syntax),
             check_syntax,
         };
         let mut clash = None;

@@ -7,7 +7,7 @@ use crate::model::Syntax;
 
 /// How values of a syntax are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Check {
+pub(crate) enum Check {
     Any,
     NonEmpty,
     DirectoryString,
@@ -149,7 +149,7 @@ fn full_oid(short: &str) -> String {
     }
 }
 
-fn check_for(oid: &str) -> Option<Check> {
+pub(crate) fn check_for(oid: &str) -> Option<Check> {
     let short = oid.strip_prefix(PREFIX).unwrap_or(oid);
     SYNTAXES
         .iter()
@@ -185,8 +185,14 @@ pub(crate) fn known_syntaxes() -> Vec<Syntax> {
 }
 
 /// Whether `value` is valid for the syntax `oid`; unknown syntaxes accept any value.
+#[cfg(test)]
 pub(crate) fn validate(oid: &str, value: &[u8]) -> bool {
-    let Some(check) = check_for(oid) else {
+    validate_with(check_for(oid), value)
+}
+
+/// [`validate`] with the syntax's check already looked up (`None`: unknown syntax, any value).
+pub(crate) fn validate_with(check: Option<Check>, value: &[u8]) -> bool {
+    let Some(check) = check else {
         return true;
     };
     match check {

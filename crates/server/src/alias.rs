@@ -1,10 +1,9 @@
 //! Alias entries (RFC 4512 §2.6) and search dereferencing (RFC 4511 §4.5.1.3): finding the base object
 //! through aliases, and the extra scopes aliases inside a search's scope lead to.
 
-use canopy_core::index::plan;
 use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, ReadTxn};
-use canopy_proto::{Dn, Filter, ResultCode, SearchScope};
+use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
 use crate::candidates::resolve;
@@ -163,8 +162,7 @@ pub fn class_ids(
     txn: &ReadTxn,
     class: &str,
 ) -> Result<Option<Vec<u64>>, LdapError> {
-    let filter = Filter::Equality("objectClass".into(), class.as_bytes().to_vec());
-    resolve(txn, &plan(dir.schema(), dir.indexes(), &filter))
+    resolve(txn, &dir.class_plan(class))
 }
 
 /// Entry IDs of a scope, the way an unindexed search walks it.

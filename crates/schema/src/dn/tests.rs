@@ -238,3 +238,34 @@ fn legacy_semicolon_separator() {
         b"cn=a;dc=com"
     ));
 }
+
+#[test]
+fn escape_fast_path_agrees_with_the_full_escaping() {
+    for input in [
+        &b"user0000042"[..],
+        b"Example Corp",
+        b"a,b",
+        b"a=b",
+        b"#x",
+        b"x#",
+        b" x",
+        b"x ",
+        b"back\\slash",
+        b"quote\"d",
+        b"semi;colon",
+        b"<angle>",
+        b"del\x7f",
+        b"\xc3\xa4",
+        b"\xff",
+    ] {
+        let fast = needs_no_escape(input).map(str::to_string);
+        let mut slow = String::new();
+        escape_chars(&mut slow, input);
+        if let Some(fast) = fast {
+            assert_eq!(fast, slow, "{input:?}");
+        }
+    }
+    assert_eq!(needs_no_escape(b"user0000042"), Some("user0000042"));
+    assert_eq!(needs_no_escape(b"a,b"), None);
+    assert_eq!(needs_no_escape(b""), None);
+}

@@ -3,13 +3,14 @@
 mod keys;
 mod write;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use canopy_core::index::IndexSpec;
+use canopy_core::index::{plan, IndexSpec, Plan};
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
-use canopy_proto::{Dn, ResultCode};
+use canopy_proto::{Dn, Filter, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::acl::{Acl, Groups};
@@ -30,6 +31,10 @@ struct Inner {
     suffix: NormDn,
     suffix_dn: Dn,
     acl: Acl,
+    /// Candidate plans of `(objectClass=alias)` and `(objectClass=referral)`, which every search's
+    /// base and scope checks resolve: planned once, since the schema and indexes are fixed.
+    alias_plan: Plan,
+    referral_plan: Plan,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +45,11 @@ pub enum OpenError {
     IndexAttribute(String),
     #[error("database: {0}")]
     Store(#[from] StoreError),
+}
+
+fn class_plan(schema: &Schema, indexes: &[IndexSpec], class: &str) -> Plan {
+    let filter = Filter::Equality("objectClass".into(), class.as_bytes().to_vec());
+    plan(schema, indexes, &filter)
 }
 
 /// Maps a storage failure to what the client sees; the detail goes to the log.
@@ -84,6 +94,8 @@ impl Directory {
         }
         store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
         let store = Store::open(store_config)?;
+        let alias_plan = class_plan(&schema, &indexes, "alias");
+        let referral_plan = class_plan(&schema, &indexes, "referral");
         Ok(Directory {
             inner: Arc::new(Inner {
                 store,
@@ -92,8 +104,19 @@ impl Directory {
                 suffix: suffix_n,
                 suffix_dn,
                 acl,
+                alias_plan,
+                referral_plan,
             }),
         })
+    }
+
+    /// The candidate plan of `(objectClass=CLASS)`, kept from open time for `alias` and `referral`.
+    pub fn class_plan(&self, class: &str) -> Cow<'_, Plan> {
+        match class {
+            "alias" => Cow::Borrowed(&self.inner.alias_plan),
+            "referral" => Cow::Borrowed(&self.inner.referral_plan),
+            _ => Cow::Owned(class_plan(&self.inner.schema, &self.inner.indexes, class)),
+        }
     }
 
     pub fn schema(&self) -> &Arc<Schema> {
@@ -137,8 +160,9 @@ impl Directory {
     pub fn pretty(&self, dn: &mut Dn) {
         for rdn in &mut dn.rdns {
             for ava in &mut rdn.avas {
-                if let Some(at) = self.inner.schema.attribute_type(&ava.attr) {
-                    ava.attr = at.name().to_string();
+                match self.inner.schema.attribute_type(&ava.attr) {
+                    Some(at) if ava.attr != at.name() => ava.attr = at.name().to_string(),
+                    _ => {}
                 }
             }
             rdn.avas

@@ -9,8 +9,8 @@ use canopy_proto::{
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::acl::ops::allows;
-use crate::acl::{privileges, AttrRef};
+use crate::acl::ops::{allows, with_checker};
+use crate::acl::{privileges, AttrRef, Target};
 use crate::directory::{Directory, WriteOp};
 use crate::opattrs::Stamp;
 use crate::sasl::{self, mapping, scram, store, Exchange};
@@ -79,25 +79,23 @@ async fn simple(
         Ok(pair) => pair,
         Err(e) => {
             // Still spend a hash check, so malformed names answer no faster than wrong passwords.
-            let _ = verify_values(state, Vec::new(), password).await;
+            let _ = verify_values(state, &[], &password).await;
             return Err(e);
         }
     };
-    let mut who = Who {
-        dn: dn.to_string(),
-        ndn: Some(ndn.clone()),
-        root: ndn == state.root_ndn,
-        link: link.clone(),
+    let root = ndn == state.root_ndn;
+    let Some(entry_dn) = check_password(state, &ndn, password, link).await? else {
+        return Err(refuse(state, ndn.as_str(), link).await);
     };
-    if let Some(entry_dn) = check_password(state, &ndn, password, link).await? {
-        // The session carries the entry's own DN, as slapd's whoami shows.
-        if let Some(entry_dn) = entry_dn {
-            who.dn = entry_dn;
-        }
-        state.backoff.succeeded(ndn.as_str());
-        return Ok(who);
-    }
-    Err(refuse(state, ndn.as_str(), link).await)
+    state.backoff.succeeded(ndn.as_str());
+    Ok(Who {
+        // The session carries the entry's own DN, as slapd's whoami shows; the request's pretty DN
+        // is formatted only when there is no entry (the root DN).
+        dn: entry_dn.unwrap_or_else(|| dn.to_string()),
+        ndn: Some(ndn),
+        root,
+        link: link.clone(),
+    })
 }
 
 /// Checks `password` against the root password or the entry's userPassword values, spending one hash
@@ -109,7 +107,8 @@ async fn check_password(
     link: &Link,
 ) -> Result<Option<Option<String>>, LdapError> {
     if *ndn == state.root_ndn && !state.root_password.is_empty() {
-        let ok = verify_values(state, vec![state.root_password.clone()], password).await;
+        let root = std::slice::from_ref(&state.root_password);
+        let ok = verify_values(state, root, &password).await;
         return Ok(ok.map(|_| None));
     }
     let mut current = store::current(state, ndn)?;
@@ -117,8 +116,7 @@ async fn check_password(
         // Passwords the rules give no `auth` on are not there for binds (the dummy check still runs).
         current.passwords.clear();
     }
-    let Some(index) = verify_values(state, current.passwords.clone(), password.clone()).await
-    else {
+    let Some(index) = verify_values(state, &current.passwords, &password).await else {
         return Ok(None);
     };
     if state.config.passwords.rehash_on_bind {
@@ -134,41 +132,67 @@ async fn check_password(
 fn auth_allowed(state: &State, ndn: &NormDn, link: &Link) -> Result<bool, LdapError> {
     let dir = &state.directory;
     let txn = dir.read()?;
+    let asking = Who {
+        link: link.clone(),
+        ..Who::anonymous()
+    };
+    let attr = AttrRef::Attr("userPassword");
+    // Only rules with a filter look at the entry's attributes; the others decide on the DN alone.
+    if !dir.acl().needs_entry() {
+        return Ok(with_checker(dir, &txn, &asking, |checker| {
+            let target = Target { ndn, entry: None };
+            checker.allows(target, attr, privileges::AUTH)
+        }));
+    }
     let Some((_, bytes)) = dir.lookup(&txn, ndn)? else {
         return Ok(false);
     };
     let entry = Directory::parse_stored(bytes)?
         .to_entry()
         .map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
-    let asking = Who {
-        link: link.clone(),
-        ..Who::anonymous()
-    };
-    let attr = AttrRef::Attr("userPassword");
     Ok(allows(dir, &txn, &asking, &entry, attr, privileges::AUTH))
 }
 
-/// Verifies off the async workers (hashes are slow by design): the index of the value that matched.
-/// With no values, a dummy hash of the default scheme is checked so the time spent is the same.
-async fn verify_values(state: &State, values: Vec<Vec<u8>>, password: Vec<u8>) -> Option<usize> {
-    let dummy = state.dummy_hash.clone();
-    tokio::task::spawn_blocking(move || {
-        if values.is_empty() {
-            let _ = canopy_password::verify(&dummy, &password);
-            return None;
-        }
-        values
-            .iter()
-            .position(|value| match canopy_password::verify(value, &password) {
-                Ok(ok) => ok,
-                Err(error) => {
-                    tracing::warn!(%error, "unusable userPassword value");
-                    false
-                }
-            })
-    })
-    .await
-    .unwrap_or(None)
+/// The index of the value that matched. With no values, a dummy hash of the default scheme is checked
+/// so the time spent is the same. Cheap schemes ({SSHA} and the other digests: a few microseconds)
+/// are checked on the calling task, as slapd does; slow ones (Argon2, PBKDF2, crypt) off the async
+/// workers, since they are slow by design.
+async fn verify_values(state: &State, values: &[Vec<u8>], password: &[u8]) -> Option<usize> {
+    if runs_inline(values, &state.dummy_hash) {
+        return verify_now(values, password, &state.dummy_hash);
+    }
+    let (values, password, dummy) = (values.to_vec(), password.to_vec(), state.dummy_hash.clone());
+    tokio::task::spawn_blocking(move || verify_now(&values, &password, &dummy))
+        .await
+        .unwrap_or(None)
+}
+
+/// Most password values checked on the calling task: an entry whose owner stored many values still
+/// costs an async worker only a few microseconds.
+const MAX_INLINE_VALUES: usize = 8;
+
+/// Whether every check `verify_now` would make is a cheap one, and there are few of them.
+fn runs_inline(values: &[Vec<u8>], dummy: &[u8]) -> bool {
+    if values.is_empty() {
+        return canopy_password::is_cheap(dummy);
+    }
+    values.len() <= MAX_INLINE_VALUES && values.iter().all(|value| canopy_password::is_cheap(value))
+}
+
+fn verify_now(values: &[Vec<u8>], password: &[u8], dummy: &[u8]) -> Option<usize> {
+    if values.is_empty() {
+        let _ = canopy_password::verify(dummy, password);
+        return None;
+    }
+    values
+        .iter()
+        .position(|value| match canopy_password::verify(value, password) {
+            Ok(ok) => ok,
+            Err(error) => {
+                tracing::warn!(%error, "unusable userPassword value");
+                false
+            }
+        })
 }
 
 /// `rehash_on_bind`: replaces a value in another scheme by one in the default scheme, with SCRAM secrets.
@@ -338,7 +362,7 @@ async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who
     }
     let (authzid, authcid, password) = sasl::parse_plain(message.unwrap_or_default())?;
     let Some((dn, ndn)) = mapping::resolve_identity(state, "PLAIN", &authcid)? else {
-        let _ = verify_values(state, Vec::new(), password).await;
+        let _ = verify_values(state, &[], &password).await;
         return Err(refuse(state, &authcid, link).await);
     };
     let Some(entry_dn) = check_password(state, &ndn, password, link).await? else {
@@ -415,4 +439,35 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
         ndn: Some(ndn),
         link: link.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_few_cheap_values_are_verified_inline() {
+        let ssha = b"{SSHA}8ujU7uLp4cjra16oOHPN9lAFflqYi1i6".to_vec();
+        let argon = b"{ARGON2}$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".to_vec();
+        assert!(runs_inline(std::slice::from_ref(&ssha), &argon));
+        assert!(!runs_inline(&[ssha.clone(), argon.clone()], &ssha));
+        assert!(!runs_inline(&[], &argon));
+        assert!(runs_inline(&[], &ssha));
+        let many = vec![ssha; MAX_INLINE_VALUES + 1];
+        assert!(!runs_inline(&many, b"{SSHA}x"));
+    }
+
+    #[test]
+    fn inline_verification_finds_the_matching_value() {
+        let good = canopy_password::hash(canopy_password::Scheme::Ssha, b"secret")
+            .unwrap()
+            .into_bytes();
+        let other = canopy_password::hash(canopy_password::Scheme::Ssha, b"other")
+            .unwrap()
+            .into_bytes();
+        let values = [other, good];
+        assert_eq!(verify_now(&values, b"secret", b"{SSHA}x"), Some(1));
+        assert_eq!(verify_now(&values, b"wrong", b"{SSHA}x"), None);
+        assert_eq!(verify_now(&[], b"secret", b"{SSHA}x"), None);
+    }
 }

@@ -44,7 +44,11 @@ impl Backoff {
     /// A successful bind clears the DN's counter (the address keeps its own, so guessing many
     /// accounts from one address is still slowed down).
     pub fn succeeded(&self, ndn: &str) {
-        lock(&self.by_dn).remove(ndn);
+        let mut table = lock(&self.by_dn);
+        // Most binds succeed with no failure on record: skip hashing the DN then.
+        if !table.is_empty() {
+            table.remove(ndn);
+        }
     }
 
     fn delay(&self, failures: u32) -> Duration {
