@@ -11,15 +11,29 @@ use canopy_server::Config;
 
 use canopy_mdb::ReadOps;
 
-/// What to check: who asks, about which entry and attribute, for which level.
+/// What to check: who asks, about which entry and attribute, for which level (the `acl-check` arguments).
+#[derive(clap::Args)]
 pub struct Question {
+    /// The requester's DN; empty or "anonymous" for an anonymous client.
+    #[arg(long = "as", default_value = "")]
     pub as_dn: String,
+    /// The entry the access is to.
+    #[arg(long)]
     pub entry: String,
+    /// The attribute, or `entry` / `children` (default: entry).
+    #[arg(long)]
     pub attr: Option<String>,
+    /// The level or =privileges to check.
+    #[arg(long, default_value = "read")]
     pub level: String,
-    /// The client's IP address (peername.ip); none: an offline identity with no link.
+    /// The client's IP address, for peername.ip clauses (none: an offline identity with no link).
+    #[arg(long)]
     pub peer: Option<std::net::IpAddr>,
+    /// The client comes over ldapi:// (ssf 71, peername.path).
+    #[arg(long)]
     pub ldapi: bool,
+    /// The client's link is TLS-protected (ssf 256).
+    #[arg(long)]
     pub tls: bool,
 }
 

@@ -58,29 +58,7 @@ enum Command {
     },
     /// Explain an access decision offline (like slapacl): which rule and which `by` clause decide.
     /// Exits 0 when the level is granted, 1 when it is denied.
-    AclCheck {
-        /// The requester's DN; empty or "anonymous" for an anonymous client.
-        #[arg(long = "as", default_value = "")]
-        as_dn: String,
-        /// The entry the access is to.
-        #[arg(long)]
-        entry: String,
-        /// The attribute, or `entry` / `children` (default: entry).
-        #[arg(long)]
-        attr: Option<String>,
-        /// The level or =privileges to check.
-        #[arg(long, default_value = "read")]
-        level: String,
-        /// The client's IP address, for peername.ip clauses.
-        #[arg(long)]
-        peer: Option<std::net::IpAddr>,
-        /// The client comes over ldapi:// (ssf 71, peername.path).
-        #[arg(long)]
-        ldapi: bool,
-        /// The client's link is TLS-protected (ssf 256).
-        #[arg(long)]
-        tls: bool,
-    },
+    AclCheck(aclcheck::Question),
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
 }
@@ -127,24 +105,7 @@ fn run() -> Result<()> {
         Command::Export { file } => tools::export(&config, file.as_deref()),
         Command::Reindex => tools::reindex(&config),
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
-        Command::AclCheck {
-            as_dn,
-            entry,
-            attr,
-            level,
-            peer,
-            ldapi,
-            tls,
-        } => {
-            let question = aclcheck::Question {
-                as_dn,
-                entry,
-                attr,
-                level,
-                peer,
-                ldapi,
-                tls,
-            };
+        Command::AclCheck(question) => {
             if !aclcheck::acl_check(&config, &question)? {
                 std::process::exit(1);
             }

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use canopy_core::Entry;
-use canopy_schema::NormDn;
+use canopy_schema::{AttributeType, NormDn};
 
-use super::{privileges, AttrRef, Checker, Mask, Target};
+use super::{privileges, AttrRef, Checker, Mask, Rule, Target};
 
 /// The cached decisions of a search.
 pub struct SearchAccess<'a> {
@@ -117,56 +117,49 @@ impl<'a> SearchAccess<'a> {
             .mask
     }
 
-    fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
+    /// Whether a rule matching entries of `signature` lists an attribute type for which `test` holds (given
+    /// the type, None when the schema does not know it, and the rule).
+    fn some_rule_lists(
+        &self,
+        signature: &Signature,
+        test: impl Fn(Option<&AttributeType>, &Rule) -> bool,
+    ) -> bool {
         let schema = self.checker.schema();
-        let password = schema.attribute_type("userPassword");
-        // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
-        // without a list, so one decision covers them all.
-        let lists_plain = self
-            .checker
+        self.checker
             .acl()
             .rules()
             .iter()
             .enumerate()
             .any(|(i, rule)| {
-                self.matches(&signature, i)
+                self.matches(signature, i)
                     && rule.what.attrs.as_ref().is_some_and(|items| {
                         items.iter().any(|item| match item {
-                            super::AttrItem::Type(name) => {
-                                match (schema.attribute_type(name), password) {
-                                    (Some(at), Some(pw)) => !schema.is_subtype_of(at, pw),
-                                    _ => true,
-                                }
-                            }
+                            super::AttrItem::Type(name) => test(schema.attribute_type(name), rule),
                             _ => false,
                         })
                     })
-            });
+            })
+    }
+
+    fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
+        let schema = self.checker.schema();
+        let password = schema.attribute_type("userPassword");
+        // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
+        // without a list, so one decision covers them all.
+        let lists_plain = self.some_rule_lists(&signature, |at, _| match (at, password) {
+            (Some(at), Some(pw)) => !schema.is_subtype_of(at, pw),
+            _ => true,
+        });
         let plain = (!lists_plain).then(|| self.decide(&signature, AttrRef::Unlisted));
+        // Likewise one decision covers the password section unless a rule names a subtype or a value of it.
         let lists_password_parts =
-            self.checker
-                .acl()
-                .rules()
-                .iter()
-                .enumerate()
-                .any(|(i, rule)| {
-                    self.matches(&signature, i)
-                        && rule.what.attrs.as_ref().is_some_and(|items| {
-                            items.iter().any(|item| match item {
-                                super::AttrItem::Type(name) => {
-                                    match (schema.attribute_type(name), password) {
-                                        (Some(at), Some(pw)) => {
-                                            schema.is_subtype_of(at, pw)
-                                                && (!std::ptr::eq(at, pw)
-                                                    || rule.what.val.is_some())
-                                        }
-                                        _ => true,
-                                    }
-                                }
-                                _ => false,
-                            })
-                        })
-                });
+            self.some_rule_lists(&signature, |at, rule| match (at, password) {
+                (Some(at), Some(pw)) => {
+                    schema.is_subtype_of(at, pw)
+                        && (!std::ptr::eq(at, pw) || rule.what.val.is_some())
+                }
+                _ => true,
+            });
         let secret =
             (!lists_password_parts).then(|| self.decide(&signature, AttrRef::Attr("userPassword")));
         EntryView {
