@@ -697,13 +697,18 @@ fn base_access(
     if access.is_root() {
         return Ok(());
     }
-    let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
-        return Ok(());
+    // Only rules with a filter look at the base's attributes: decode it for them alone.
+    let entry = if access.checker().acl().needs_entry() {
+        let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
+            return Ok(());
+        };
+        Some(visible_entry(&Directory::parse_stored(bytes)?, true)?)
+    } else {
+        None
     };
-    let entry = visible_entry(&Directory::parse_stored(bytes)?, true)?;
     let target = Target {
         ndn: base,
-        entry: Some(&entry),
+        entry: entry.as_ref(),
     };
     let mask = access.checker().decide(target, AttrRef::Entry).mask;
     if mask & privileges::SEARCH != 0 {
