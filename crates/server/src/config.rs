@@ -518,7 +518,8 @@ fn with_port(host_port: &str, default_port: u16) -> String {
     host_port.to_string()
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
+/// Decodes `%XX` escapes (ldapi paths, LDAP URLs); the result must be UTF-8.
+pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

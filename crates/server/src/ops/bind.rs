@@ -2,6 +2,7 @@
 //! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512) with failed-bind back-off.
 
 use canopy_core::LdapError;
+use canopy_mdb::ReadTxn;
 use canopy_password::scram::ScramHash;
 use canopy_proto::{
     BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode,
@@ -111,11 +112,7 @@ async fn check_password(
         let ok = verify_values(state, root, &password).await;
         return Ok(ok.map(|_| None));
     }
-    let mut current = store::current(state, ndn)?;
-    if !current.passwords.is_empty() && !auth_allowed(state, ndn, link)? {
-        // Passwords the rules give no `auth` on are not there for binds (the dummy check still runs).
-        current.passwords.clear();
-    }
+    let current = bind_secrets(state, ndn, link)?;
     let Some(index) = verify_values(state, &current.passwords, &password).await else {
         return Ok(None);
     };
@@ -127,11 +124,31 @@ async fn check_password(
     Ok(Some(current.dn))
 }
 
-/// Whether the access rules grant `auth` on the entry's userPassword to a client on `link`, as slapd checks
-/// before a bind uses the passwords (SCRAM secrets in authPassword follow userPassword's rules).
-fn auth_allowed(state: &State, ndn: &NormDn, link: &Link) -> Result<bool, LdapError> {
+/// The passwords and SCRAM secrets a bind may check for `ndn`, read in one transaction: none when the
+/// access rules grant a client on `link` no `auth` on userPassword, as slapd checks before a bind uses
+/// them (the SCRAM secrets in authPassword follow userPassword's rules). A bind with nothing to check
+/// still spends the dummy hash check.
+fn bind_secrets(state: &State, ndn: &NormDn, link: &Link) -> Result<store::Current, LdapError> {
+    if !state.directory.holds(ndn) {
+        return Ok(store::Current::default());
+    }
+    let txn = state.directory.read()?;
+    let mut current = store::current_in(state, &txn, ndn)?;
+    let has_secrets = !current.passwords.is_empty() || !current.auth_passwords.is_empty();
+    if has_secrets && !auth_allowed(state, &txn, ndn, link)? {
+        current.passwords.clear();
+        current.auth_passwords.clear();
+    }
+    Ok(current)
+}
+
+fn auth_allowed(
+    state: &State,
+    txn: &ReadTxn,
+    ndn: &NormDn,
+    link: &Link,
+) -> Result<bool, LdapError> {
     let dir = &state.directory;
-    let txn = dir.read()?;
     let asking = Who {
         link: link.clone(),
         ..Who::anonymous()
@@ -139,18 +156,18 @@ fn auth_allowed(state: &State, ndn: &NormDn, link: &Link) -> Result<bool, LdapEr
     let attr = AttrRef::Attr("userPassword");
     // Only rules with a filter look at the entry's attributes; the others decide on the DN alone.
     if !dir.acl().needs_entry() {
-        return Ok(with_checker(dir, &txn, &asking, |checker| {
+        return Ok(with_checker(dir, txn, &asking, |checker| {
             let target = Target { ndn, entry: None };
             checker.allows(target, attr, privileges::AUTH)
         }));
     }
-    let Some((_, bytes)) = dir.lookup(&txn, ndn)? else {
+    let Some((_, bytes)) = dir.lookup(txn, ndn)? else {
         return Ok(false);
     };
     let entry = Directory::parse_stored(bytes)?
         .to_entry()
         .map_err(|_| LdapError::new(ResultCode::Other, "unreadable entry"))?;
-    Ok(allows(dir, &txn, &asking, &entry, attr, privileges::AUTH))
+    Ok(allows(dir, txn, &asking, &entry, attr, privileges::AUTH))
 }
 
 /// The index of the value that matched. With no values, a dummy hash of the default scheme is checked
@@ -304,10 +321,8 @@ fn scram_start(
     let authc = mapping::resolve_identity(state, mechanism, &first.user)?;
     let secret = match &authc {
         // Without `auth` on the password the exchange runs against a mock secret and fails.
-        Some((_, ndn)) if auth_allowed(state, ndn, link)? => {
-            sasl::scram_secret(&store::current(state, ndn)?.auth_passwords, hash)
-        }
-        _ => None,
+        Some((_, ndn)) => sasl::scram_secret(&bind_secrets(state, ndn, link)?.auth_passwords, hash),
+        None => None,
     };
     let authc = authc.map(|(dn, ndn)| (dn.to_string(), ndn));
     let mock = (

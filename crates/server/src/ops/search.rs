@@ -23,8 +23,8 @@ use crate::candidates::resolve;
 
 use crate::acl::ops::hide_matched;
 use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
-use crate::alias::{find_base, reach, referral_ids, Reach};
-use crate::directory::{dn_key, store_error, Directory, GroupReader};
+use crate::alias::{find_base, reach, referral_ids, scope_ids, Reach};
+use crate::directory::{store_error, Directory, GroupReader};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -477,21 +477,8 @@ fn candidates(
     }
     let filter = crate::redact::filter_for_log(job.state.directory.schema(), &job.req.filter);
     tracing::info!(%filter, "unindexed search: scanning the scope");
-    let mut ids = match job.req.scope {
-        SearchScope::BaseObject => vec![base_id],
-        SearchScope::SingleLevel => txn.children(base_id).map_err(store_error)?,
-        SearchScope::WholeSubtree | SearchScope::SubordinateSubtree => {
-            if base == dir.suffix() {
-                txn.entry_ids().map_err(store_error)?
-            } else {
-                txn.subtree(&dn_key(base))
-                    .map_err(store_error)?
-                    .into_iter()
-                    .map(|(_, id)| id)
-                    .collect()
-            }
-        }
-    };
+    let subtree = job.req.scope != SearchScope::SingleLevel;
+    let mut ids = scope_ids(dir, txn, base, base_id, subtree)?;
     ids.sort_unstable();
     Ok((ids, false))
 }

@@ -9,9 +9,10 @@ use canopy_proto::{Dn, Filter, ResultCode};
 use canopy_schema::NormDn;
 use regex::Regex;
 
+use crate::alias::scope_ids;
 use crate::candidates::resolve;
-use crate::config::Sasl;
-use crate::directory::{dn_key, store_error, Directory};
+use crate::config::{percent_decode, Sasl};
+use crate::directory::{store_error, Directory};
 use crate::state::State;
 
 /// The compiled `[sasl]` configuration.
@@ -108,26 +109,6 @@ fn parse_url(text: &str) -> Result<Option<Target>, String> {
         subtree,
         filter,
     }))
-}
-
-fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| "bad percent escape in URL".to_string())?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "URL is not UTF-8".to_string())
 }
 
 /// RFC 4515 escaping of a value inside a filter.
@@ -249,25 +230,16 @@ fn candidate_ids(
     subtree: bool,
     filter: &Filter,
 ) -> Result<Vec<u64>, LdapError> {
+    let Some((base_id, _)) = dir.lookup(txn, base)? else {
+        return Ok(Vec::new());
+    };
     if !subtree {
-        return Ok(dir
-            .lookup(txn, base)?
-            .map(|(id, _)| id)
-            .into_iter()
-            .collect());
+        return Ok(vec![base_id]);
     }
     if let Some(ids) = resolve(txn, &plan(dir.schema(), dir.indexes(), filter))? {
         return Ok(ids);
     }
-    if base == dir.suffix() {
-        return txn.entry_ids().map_err(store_error);
-    }
-    Ok(txn
-        .subtree(&dn_key(base))
-        .map_err(store_error)?
-        .into_iter()
-        .map(|(_, id)| id)
-        .collect())
+    scope_ids(dir, txn, base, base_id, true)
 }
 
 /// Whether `authc` may act as `authz` under the `[[sasl.proxy]]` rules.

@@ -3,6 +3,7 @@
 //! verifies against.
 
 use canopy_core::LdapError;
+use canopy_mdb::ReadTxn;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -139,13 +140,20 @@ pub struct Current {
 
 /// Reads an entry's secret attributes; an absent entry has none.
 pub fn current(state: &State, ndn: &NormDn) -> Result<Current, LdapError> {
+    if !state.directory.holds(ndn) {
+        return Ok(Current::default());
+    }
+    current_in(state, &state.directory.read()?, ndn)
+}
+
+/// [`current`] within a read transaction the caller holds.
+pub fn current_in(state: &State, txn: &ReadTxn, ndn: &NormDn) -> Result<Current, LdapError> {
     let dir = &state.directory;
     let mut out = Current::default();
     if !dir.holds(ndn) {
         return Ok(out);
     }
-    let txn = dir.read()?;
-    let Some((_, bytes)) = dir.lookup(&txn, ndn)? else {
+    let Some((_, bytes)) = dir.lookup(txn, ndn)? else {
         return Ok(out);
     };
     let stored = crate::directory::Directory::parse_stored(bytes)?;
