@@ -8,6 +8,7 @@ use canopy_proto::{encode_partial_attribute, Dn};
 use canopy_schema::{NormDn, Schema};
 
 use crate::entry::{Attribute, Entry};
+use crate::filter::{Subject, Values};
 
 /// Format version byte, first byte of every stored entry.
 pub const FORMAT_VERSION: u8 = 1;
@@ -249,6 +250,69 @@ fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>
         );
     }
     Ok((desc, values))
+}
+
+/// A stored entry read in place for testing filters: each filter component walks the stored TLVs and
+/// reads the values of only the attributes it looks at. Nothing is decoded ahead or copied.
+#[derive(Debug, Clone)]
+pub struct StoredView<'a> {
+    stored: StoredEntry<'a>,
+    /// Attributes left out (those the requester may not search).
+    hidden: Vec<&'a str>,
+}
+
+impl<'a> StoredView<'a> {
+    /// Every section of `stored`.
+    pub fn new(stored: &StoredEntry<'a>) -> StoredView<'a> {
+        StoredView {
+            stored: *stored,
+            hidden: Vec::new(),
+        }
+    }
+
+    /// Leaves out the attribute described exactly `desc`.
+    pub fn hide(&mut self, desc: &'a str) {
+        self.hidden.push(desc);
+    }
+
+    /// The descriptions of every stored attribute.
+    pub fn descriptions(&self) -> impl Iterator<Item = &'a str> {
+        let stored = self.stored;
+        [stored.user, stored.secret, stored.operational]
+            .into_iter()
+            .flat_map(attribute_sets)
+            .map(|(desc, _)| desc)
+    }
+}
+
+/// (description, values) of each PartialAttribute of a section; a TLV that does not read ends it.
+fn attribute_sets(section: &[u8]) -> impl Iterator<Item = (&str, Values<'_>)> {
+    let mut reader = Reader::new(section);
+    std::iter::from_fn(move || {
+        if reader.is_empty() {
+            return None;
+        }
+        let mut attr = reader.read_constructed(canopy_ber::tag::SEQUENCE).ok()?;
+        let desc = attr
+            .read_octet_string(canopy_ber::tag::OCTET_STRING)
+            .ok()?;
+        let desc = std::str::from_utf8(desc).ok()?;
+        let set = attr.read_constructed(canopy_ber::tag::SET).ok()?;
+        Some((desc, Values::Stored(set)))
+    })
+}
+
+impl Subject for StoredView<'_> {
+    fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)> {
+        let stored = self.stored;
+        [stored.user, stored.secret, stored.operational]
+            .into_iter()
+            .flat_map(attribute_sets)
+            .filter(|(desc, _)| !self.hidden.contains(desc))
+    }
+    fn dn(&self) -> Option<std::borrow::Cow<'_, Dn>> {
+        Dn::parse(self.stored.dn).ok().map(std::borrow::Cow::Owned)
+    }
 }
 
 #[cfg(test)]

@@ -79,6 +79,8 @@ pub struct AttributeType {
     pub(crate) check_syntax: String,
     /// The validator of `check_syntax`, looked up once when the type is added.
     pub(crate) check: Option<crate::syntax::Check>,
+    /// Whether some type names this one as its SUP (set when that type is added).
+    pub(crate) has_subtypes: bool,
 }
 
 impl AttributeType {
@@ -95,6 +97,12 @@ impl AttributeType {
                 .names
                 .iter()
                 .any(|n| n.eq_ignore_ascii_case(name_or_oid))
+    }
+
+    /// Whether another type of the schema is a subtype of this one. When not, only attributes named
+    /// [`is_named`](Self::is_named) are of this type, without a schema lookup.
+    pub fn has_subtypes(&self) -> bool {
+        self.has_subtypes
     }
 
     pub fn is_operational(&self) -> bool {

@@ -363,6 +363,7 @@ impl Schema {
             },
             check: crate::syntax::check_for(&check_syntax),
             check_syntax,
+            has_subtypes: false,
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
@@ -388,6 +389,11 @@ impl Schema {
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
             self.attribute_index
                 .insert(key.to_ascii_lowercase().into_bytes().into(), index);
+        }
+        if let Some(sup) = at.sup.as_deref().and_then(|s| lookup(&self.attribute_index, s)) {
+            if let Some(sup) = self.attributes.get_mut(sup) {
+                sup.has_subtypes = true;
+            }
         }
         self.attributes.push(at);
         Ok(())

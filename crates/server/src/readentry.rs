@@ -45,7 +45,7 @@ pub fn load_for(
 ) -> Result<Seen, LdapError> {
     let stored = Directory::parse_stored(bytes)?;
     let mut entry = visible_entry(&stored, true)?;
-    let mut computed = computed_attributes(txn, id, &entry)?;
+    let mut computed = computed_attributes(txn, id, stored.dn)?;
     if !who.root {
         let full = entry.clone();
         retain_allowed(dir, txn, who, &mut entry, need);

@@ -5,15 +5,15 @@ use std::cmp::Ordering;
 use canopy_schema::{AttributeType, MatchKind, MatchingRule, ObjectClass, Schema};
 
 use super::prepare::is_class_valued;
-use super::{normalize, rule_applies, Node, Target, Ternary};
+use super::{normalize, rule_applies, Node, Subject, Target, Ternary, Values};
 use crate::check::with_superclasses;
 use crate::desc::split_stored;
-use crate::entry::{Attribute, Entry};
+use crate::entry::Attribute;
 
-pub(super) fn evaluate_node(
+pub(super) fn evaluate_node<E: Subject + ?Sized>(
     schema: &Schema,
     node: &Node<'_>,
-    entry: &Entry,
+    entry: &E,
     extra: &[Attribute],
 ) -> Ternary {
     match node {
@@ -42,7 +42,8 @@ pub(super) fn evaluate_node(
         Node::Not(inner) => !evaluate_node(schema, inner, entry, extra),
         Node::Undefined => Ternary::Undefined,
         Node::Present { target } => {
-            let found = attributes_of(schema, target, entry, extra).any(|a| !a.values.is_empty());
+            let found = with_extra(entry, extra)
+                .any(|(desc, values)| !values.is_empty() && applies_to(schema, target, desc));
             if found {
                 Ternary::True
             } else {
@@ -119,23 +120,20 @@ pub(super) fn evaluate_node(
     }
 }
 
-/// Stored attributes a filter component on `target` looks at: those whose type is the target's type or a
-/// subtype of it, and which carry the target's options.
-fn attributes_of<'a>(
-    schema: &'a Schema,
-    target: &'a Target<'_>,
-    entry: &'a Entry,
-    extra: &'a [Attribute],
-) -> impl Iterator<Item = &'a Attribute> + 'a {
-    entry.attrs.iter().chain(extra.iter()).filter(move |attr| {
-        let (type_name, options) = split_stored(&attr.desc);
-        target.desc.options_match(options) && type_matches(schema, type_name, target.at)
-    })
+/// Whether a filter component on `target` looks at a stored attribute: its type is the target's type or a
+/// subtype of it, and it carries the target's options.
+fn applies_to(schema: &Schema, target: &Target<'_>, desc: &str) -> bool {
+    let (type_name, options) = split_stored(desc);
+    target.desc.options_match(options) && type_matches(schema, type_name, target.at)
 }
 
 fn type_matches(schema: &Schema, stored_type: &str, wanted: &AttributeType) -> bool {
     if stored_type.eq_ignore_ascii_case(wanted.name()) {
         return true;
+    }
+    // Without subtypes only the type's own names (or OID) can match: no schema lookup per attribute.
+    if !wanted.has_subtypes() {
+        return wanted.is_named(stored_type);
     }
     match schema.attribute_type(stored_type) {
         Some(at) => schema.is_subtype_of(at, wanted),
@@ -143,25 +141,41 @@ fn type_matches(schema: &Schema, stored_type: &str, wanted: &AttributeType) -> b
     }
 }
 
+/// The entry's attributes followed by the computed ones.
+fn with_extra<'a, E: Subject + ?Sized>(
+    entry: &'a E,
+    extra: &'a [Attribute],
+) -> impl Iterator<Item = (&'a str, Values<'a>)> {
+    entry.attributes().chain(
+        extra
+            .iter()
+            .map(|a| (a.desc.as_str(), Values::Memory(a.values.iter()))),
+    )
+}
+
 /// RFC 4511 §4.5.1.7: TRUE if some value matches, Undefined if none does but some could not be compared,
 /// FALSE otherwise. `test` answers None for a value it cannot compare.
-fn any_value(
+fn any_value<E: Subject + ?Sized>(
     schema: &Schema,
     target: &Target<'_>,
-    entry: &Entry,
+    entry: &E,
     extra: &[Attribute],
     test: impl Fn(&[u8]) -> Option<bool>,
 ) -> Ternary {
     let mut undefined = false;
     // slapd finds subschemaSubentry present on every entry but matches no value of it
     // (observed: `(subschemaSubentry=cn=Subschema)` selects nothing); it is computed, never stored.
-    let values_visible = |a: &&Attribute| {
-        !split_stored(&a.desc)
-            .0
-            .eq_ignore_ascii_case("subschemaSubentry")
+    let looked_at = |desc: &str| {
+        applies_to(schema, target, desc)
+            && !split_stored(desc)
+                .0
+                .eq_ignore_ascii_case("subschemaSubentry")
     };
-    for attr in attributes_of(schema, target, entry, extra).filter(values_visible) {
-        for value in &attr.values {
+    for (desc, values) in with_extra(entry, extra) {
+        if !looked_at(desc) {
+            continue;
+        }
+        for value in values {
             match test(value) {
                 Some(true) => return Ternary::True,
                 Some(false) => {}
@@ -194,13 +208,13 @@ fn rule_matches(schema: &Schema, rule: MatchingRule, norm: &[u8], value: &[u8]) 
     }
 }
 
-fn extensible(
+fn extensible<E: Subject + ?Sized>(
     schema: &Schema,
     target: Option<&Target<'_>>,
     rule: MatchingRule,
     norm: &[u8],
     dn_attributes: bool,
-    entry: &Entry,
+    entry: &E,
     extra: &[Attribute],
 ) -> Ternary {
     // slapd stops at the first value the rule cannot evaluate and answers Undefined for the whole
@@ -215,22 +229,25 @@ fn extensible(
         Some(_) => extra,
         None => &[],
     };
-    let computed = computed
-        .iter()
-        .filter(|a| !a.desc.eq_ignore_ascii_case("hasSubordinates"));
-    for attr in entry.attrs.iter().chain(computed) {
-        let (type_name, options) = split_stored(&attr.desc);
-        let applies = match target {
+    let applies = |desc: &str| {
+        let (type_name, options) = split_stored(desc);
+        match target {
             Some(t) => t.desc.options_match(options) && type_matches(schema, type_name, t.at),
             None => schema.attribute_type(type_name).is_some_and(|at| {
                 rule_applies(rule, at)
                     && !(rule == MatchingRule::ObjectIdentifierMatch && is_class_valued(at))
             }),
-        };
-        if !applies {
+        }
+    };
+    let computed = computed
+        .iter()
+        .filter(|a| !a.desc.eq_ignore_ascii_case("hasSubordinates"))
+        .map(|a| (a.desc.as_str(), Values::Memory(a.values.iter())));
+    for (desc, values) in entry.attributes().chain(computed) {
+        if !applies(desc) {
             continue;
         }
-        for value in &attr.values {
+        for value in values {
             match consider(value) {
                 Some(true) => return Ternary::True,
                 Some(false) => {}
@@ -238,8 +255,9 @@ fn extensible(
             }
         }
     }
-    if dn_attributes {
-        for ava in entry.dn.rdns.iter().flat_map(|rdn| rdn.avas.iter()) {
+    let dn = if dn_attributes { entry.dn() } else { None };
+    if let Some(dn) = dn {
+        for ava in dn.rdns.iter().flat_map(|rdn| rdn.avas.iter()) {
             let Some(at) = schema.attribute_type(&ava.attr) else {
                 continue;
             };

@@ -8,7 +8,9 @@
 mod eval;
 mod prepare;
 
-use canopy_proto::Filter;
+use std::borrow::Cow;
+
+use canopy_proto::{Dn, Filter};
 use canopy_schema::{AttributeType, MatchingRule, ObjectClass, Schema};
 
 use crate::desc::AttrDesc;
@@ -43,6 +45,59 @@ impl Ternary {
     }
 }
 
+/// What a filter is tested against: attributes with their values (descriptions in the stored, canonical
+/// form of [`Attribute::desc`]), and the DN for `dnAttributes` matches. An [`Entry`] in memory is one; a
+/// stored entry read in place ([`crate::wire::StoredView`]) is another, so that a search tests its
+/// candidates without decoding or copying them.
+pub trait Subject {
+    /// Every attribute: description and values.
+    fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)>;
+    /// The DN, parsed; None when it cannot be.
+    fn dn(&self) -> Option<Cow<'_, Dn>>;
+}
+
+impl Subject for Entry {
+    fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)> {
+        self.attrs
+            .iter()
+            .map(|a| (a.desc.as_str(), Values::Memory(a.values.iter())))
+    }
+    fn dn(&self) -> Option<Cow<'_, Dn>> {
+        Some(Cow::Borrowed(&self.dn))
+    }
+}
+
+/// The values of one attribute as a filter reads them: in memory, or still inside their stored BER SET
+/// (read one by one, only when a filter component looks at the attribute).
+#[derive(Debug, Clone)]
+pub enum Values<'a> {
+    Memory(std::slice::Iter<'a, Vec<u8>>),
+    Stored(canopy_ber::Reader<'a>),
+}
+
+impl Values<'_> {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Values::Memory(values) => values.len() == 0,
+            Values::Stored(reader) => reader.is_empty(),
+        }
+    }
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            Values::Memory(values) => values.next().map(Vec::as_slice),
+            // A value that does not read ends the attribute (the stored form is written by us).
+            Values::Stored(reader) if !reader.is_empty() => reader
+                .read_octet_string(canopy_ber::tag::OCTET_STRING)
+                .ok(),
+            Values::Stored(_) => None,
+        }
+    }
+}
+
 /// Evaluates `filter` against `entry` plus the computed attributes in `extra` (entryDN, hasSubordinates,
 /// subschemaSubentry...). Prefer [`PreparedFilter`] when testing many entries against one filter.
 pub fn evaluate(schema: &Schema, entry: &Entry, extra: &[Attribute], filter: &Filter) -> Ternary {
@@ -64,7 +119,7 @@ impl<'s> PreparedFilter<'s> {
         }
     }
 
-    pub fn evaluate(&self, entry: &Entry, extra: &[Attribute]) -> Ternary {
+    pub fn evaluate(&self, entry: &impl Subject, extra: &[Attribute]) -> Ternary {
         eval::evaluate_node(self.schema, &self.root, entry, extra)
     }
 

@@ -4,8 +4,9 @@ use canopy_proto::Filter;
 use canopy_schema::Schema;
 
 use super::testutil::entry;
-use super::{evaluate, Ternary};
+use super::{evaluate, PreparedFilter, Ternary};
 use crate::entry::{Attribute, Entry};
+use crate::wire::{encode_entry, StoredEntry, StoredView};
 
 const T: Ternary = Ternary::True;
 const F: Ternary = Ternary::False;
@@ -47,6 +48,13 @@ fn check(schema: &Schema, e: &Entry, filter: &str, expected: Ternary) {
     let parsed = Filter::parse(filter).unwrap();
     let got = evaluate(schema, e, &computed(), &parsed);
     assert_eq!(got, expected, "{filter}");
+    // The stored form viewed in place answers as the entry in memory does.
+    let mut bytes = Vec::new();
+    encode_entry(schema, e, &mut bytes);
+    let stored = StoredEntry::parse(&bytes).unwrap();
+    let view = StoredView::new(&stored);
+    let in_place = PreparedFilter::new(schema, &parsed).evaluate(&view, &computed());
+    assert_eq!(in_place, expected, "{filter} on the stored view");
 }
 
 #[test]

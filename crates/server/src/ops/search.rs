@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::index::plan;
-use canopy_core::wire::{attribute_tlvs, StoredEntry};
+use canopy_core::wire::{attribute_tlvs, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
@@ -398,20 +398,18 @@ fn execute(
         let computed = if every_entry && hidden.is_none() {
             Vec::new()
         } else {
-            let mut entry = match full {
-                Some(entry) => entry,
-                None => visible_entry(&stored, true)?,
-            };
+            // Tested in place: the candidate's attributes are borrowed from the stored bytes.
+            let mut subject = StoredView::new(&stored);
             if let Some(view) = &view {
-                searchable_only(&access, view, &stored, &mut entry);
+                searchable_only(&access, view, &stored, &mut subject);
             }
             let computed = if need_computed {
-                computed_attributes(&txn, id, &entry)?
+                computed_attributes(&txn, id, stored.dn)?
             } else {
                 Vec::new()
             };
             let test = hidden.unwrap_or(&prepared);
-            if test.evaluate(&entry, &computed) != Ternary::True {
+            if test.evaluate(&subject, &computed) != Ternary::True {
                 continue;
             }
             computed
@@ -494,11 +492,13 @@ fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
     }
 }
 
+fn unreadable() -> LdapError {
+    LdapError::new(ResultCode::Other, "stored entry is unreadable")
+}
+
 /// The entry as the filter sees it: secret attributes only for those who may read them.
 pub(crate) fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
-    let mut entry = stored
-        .to_entry()
-        .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+    let mut entry = stored.to_entry().map_err(|_| unreadable())?;
     if !secrets {
         let secret: Vec<&str> = canopy_core::wire::attributes(stored.secret)
             .filter_map(|a| a.ok().map(|(d, _)| d))
@@ -540,7 +540,7 @@ fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
 pub(crate) fn computed_attributes(
     txn: &ReadTxn,
     id: u64,
-    entry: &Entry,
+    dn: &[u8],
 ) -> Result<Vec<Attribute>, LdapError> {
     let has = txn.has_children(id).map_err(store_error)?;
     Ok(vec![
@@ -554,7 +554,7 @@ pub(crate) fn computed_attributes(
         },
         Attribute {
             desc: "entryDN".into(),
-            values: vec![entry.dn.to_string().into_bytes()],
+            values: vec![dn.to_vec()],
         },
         Attribute {
             desc: "subschemaSubentry".into(),
@@ -754,23 +754,27 @@ fn hidden_filter<'c, 's>(
 
 /// Removes the attributes the requester may not search, so no filter (an extensible match without a
 /// type included) can test them.
-fn searchable_only(
+fn searchable_only<'a>(
     access: &SearchAccess<'_>,
     view: &EntryView,
-    stored: &StoredEntry<'_>,
-    entry: &mut Entry,
+    stored: &StoredEntry<'a>,
+    subject: &mut StoredView<'a>,
 ) {
     if view.plain_allows(privileges::SEARCH) {
         for item in attribute_tlvs(stored.secret) {
             let Ok((desc, _)) = item else { continue };
             if !access.allows_attr(view, desc, privileges::SEARCH) {
-                entry.attrs.retain(|a| a.desc != desc);
+                subject.hide(desc);
             }
         }
     } else {
-        entry
-            .attrs
-            .retain(|a| access.allows_attr(view, &a.desc, privileges::SEARCH));
+        let hidden: Vec<&'a str> = subject
+            .descriptions()
+            .filter(|desc| !access.allows_attr(view, desc, privileges::SEARCH))
+            .collect();
+        for desc in hidden {
+            subject.hide(desc);
+        }
     }
 }
 
