@@ -168,6 +168,30 @@ impl<'a> StoredEntry<'a> {
         })
     }
 
+    /// The normalized RDNs as stored, leftmost first (a corrupt list ends early).
+    pub fn ndn_rdns(&self) -> impl Iterator<Item = &'a [u8]> {
+        let mut c = Cursor {
+            buf: self.ndn_rdns,
+        };
+        (0..self.rdn_count).map_while(move |_| {
+            let n = c.u16().ok()?;
+            c.take(n).ok()
+        })
+    }
+
+    /// Whether the normalized DN ends with the RDNs `base` (normalized, leftmost first), and how many RDNs
+    /// lie below them; read from the stored bytes without building the DN.
+    pub fn below(&self, base: &[String]) -> Option<usize> {
+        let extra = self.rdn_count.checked_sub(base.len())?;
+        let mut tail = self.ndn_rdns().skip(extra);
+        for rdn in base {
+            if tail.next()? != rdn.as_bytes() {
+                return None;
+            }
+        }
+        Some(extra)
+    }
+
     /// The normalized DN's RDN strings, leftmost first.
     pub fn ndn(&self) -> Result<NormDn, WireError> {
         let mut c = Cursor { buf: self.ndn_rdns };
@@ -331,7 +355,15 @@ mod ndn_tests {
         };
         let mut bytes = Vec::new();
         encode_entry(&schema, &entry, &mut bytes);
-        let stored = StoredEntry::parse(&bytes).unwrap().ndn().unwrap();
+        let parsed = StoredEntry::parse(&bytes).unwrap();
+        let base = |s: &str| schema.normalize_dn(&Dn::parse(s.as_bytes()).unwrap()).unwrap();
+        assert_eq!(parsed.below(base("dc=example,dc=com").rdns()), Some(2));
+        assert_eq!(parsed.below(base("ou=people,dc=example,dc=com").rdns()), Some(1));
+        assert_eq!(parsed.below(ndn.rdns()), Some(0));
+        assert_eq!(parsed.below(base("ou=groups,dc=example,dc=com").rdns()), None);
+        assert_eq!(parsed.below(base("dc=other,dc=example,dc=com").rdns()), None);
+        assert_eq!(parsed.below(base("").rdns()), Some(4));
+        let stored = parsed.ndn().unwrap();
         assert_eq!(stored, ndn);
         assert_eq!(
             stored.as_str(),

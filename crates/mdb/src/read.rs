@@ -414,6 +414,12 @@ pub struct ReadTxn {
 }
 
 impl ReadTxn {
+    /// The committed state this transaction reads: LMDB's transaction ID, shared by the readers of one
+    /// state and higher after every write. Answers read under one ID hold for every reader of it.
+    pub fn snapshot(&self) -> usize {
+        self.txn.id()
+    }
+
     pub(crate) fn new(txn: RoTxn<'static, WithoutTls>, shared: Arc<Shared>, pass: Pass) -> Self {
         ReadTxn {
             txn,

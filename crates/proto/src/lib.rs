@@ -11,7 +11,7 @@ pub mod oid;
 pub mod result;
 
 pub use codec::{
-    encode_partial_attribute, encode_search_result_entry_raw, frame_len, Answer, DecodeError,
+    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw, frame_len, Answer, DecodeError,
     DecodeLimits, FrameError, RequestKind,
 };
 pub use control::{

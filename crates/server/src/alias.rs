@@ -6,7 +6,6 @@ use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
-use crate::candidates::resolve;
 use crate::directory::{dn_key, store_error, Directory};
 use crate::ops::OpError;
 use crate::referral::{is_alias, is_referral, nearest, referral_for, values};
@@ -95,6 +94,9 @@ pub fn find_base(
     manage_dsa_it: bool,
     scope: SearchScope,
 ) -> Result<Base, OpError> {
+    if let Some(id) = dir.known_plain(txn, &ndn) {
+        return Ok(Base { dn, ndn, id });
+    }
     let requested = dn.clone();
     let mut via_alias = false;
     for _ in 0..MAX_CHAIN {
@@ -126,6 +128,9 @@ pub fn find_base(
         }
         if below > 0 {
             return Err(dir.no_such_object(txn, &ndn, &dn).into());
+        }
+        if !is_referral(&stored) && !is_alias(&stored) {
+            dir.remember_plain(txn, &ndn, id);
         }
         return Ok(Base { dn, ndn, id });
     }
@@ -160,9 +165,9 @@ impl Reach {
 pub fn class_ids(
     dir: &Directory,
     txn: &ReadTxn,
-    class: &str,
+    class: &'static str,
 ) -> Result<Option<Vec<u64>>, LdapError> {
-    resolve(txn, &dir.class_plan(class))
+    dir.class_ids(txn, class)
 }
 
 /// Entry IDs of a scope, the way an unindexed search walks it.

@@ -306,16 +306,24 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                 continue;
             }
         };
-        batch.clear();
-        batch.extend_from_slice(&first);
-        // Coalesce whatever else is ready into one write.
-        while batch.len() < 64 * 1024 {
-            match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
-                Err(_) => break,
+        // Coalesce whatever else is ready into one write; a lone response (or a search's batch) is
+        // written as it is, without a copy.
+        let written = match rx.try_recv() {
+            Err(_) => writer.write_all(&first).await,
+            Ok(more) => {
+                batch.clear();
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&more);
+                while batch.len() < 64 * 1024 {
+                    match rx.try_recv() {
+                        Ok(more) => batch.extend_from_slice(&more),
+                        Err(_) => break,
+                    }
+                }
+                writer.write_all(&batch).await
             }
-        }
-        if writer.write_all(&batch).await.is_err() {
+        };
+        if written.is_err() {
             return None;
         }
     }

@@ -42,8 +42,20 @@ pub fn frame_len(buf: &[u8], max_len: usize) -> Result<Option<usize>, FrameError
 /// SearchResultEntry with pre-encoded attributes: `attrs` is the concatenation of complete PartialAttribute
 /// TLVs (each `30 len 04 type 31 len vals...`); this writes the LDAPMessage, op header and SEQUENCE OF header.
 pub fn encode_search_result_entry_raw(out: &mut Vec<u8>, message_id: i32, dn: &[u8], attrs: &[u8]) {
-    // Lengths are known up front, so the headers go out first and `attrs` is copied exactly once.
-    let op_len = encoded_len(dn.len()) + encoded_len(attrs.len());
+    encode_search_result_entry_parts(out, message_id, dn, &[attrs]);
+}
+
+/// [`encode_search_result_entry_raw`] with the PartialAttribute TLVs in several runs (such as the stored
+/// sections of an entry), copied once each straight after the headers.
+pub fn encode_search_result_entry_parts(
+    out: &mut Vec<u8>,
+    message_id: i32,
+    dn: &[u8],
+    parts: &[&[u8]],
+) {
+    // Lengths are known up front, so the headers go out first and the attributes are copied exactly once.
+    let attrs_len: usize = parts.iter().map(|p| p.len()).sum();
+    let op_len = encoded_len(dn.len()) + encoded_len(attrs_len);
     let message_len = encoded_len(integer_len(i64::from(message_id))) + encoded_len(op_len);
     out.reserve(encoded_len(message_len));
     write_header(out, tag::SEQUENCE, message_len);
@@ -51,8 +63,10 @@ pub fn encode_search_result_entry_raw(out: &mut Vec<u8>, message_id: i32, dn: &[
     write_header(out, op_tag::SEARCH_RESULT_ENTRY, op_len);
     write_header(out, tag::OCTET_STRING, dn.len());
     out.extend_from_slice(dn);
-    write_header(out, tag::SEQUENCE, attrs.len());
-    out.extend_from_slice(attrs);
+    write_header(out, tag::SEQUENCE, attrs_len);
+    for part in parts {
+        out.extend_from_slice(part);
+    }
 }
 
 /// Encodes one PartialAttribute TLV.

@@ -4,7 +4,7 @@ mod keys;
 mod write;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use canopy_core::index::{plan, IndexSpec, Plan};
 use canopy_core::wire::StoredEntry;
@@ -35,6 +35,35 @@ struct Inner {
     /// base and scope checks resolve: planned once, since the schema and indexes are fixed.
     alias_plan: Plan,
     referral_plan: Plan,
+    memo: Mutex<Memo>,
+}
+
+/// What operations ask again and again, kept between them: the last DN normalized (the schema is fixed),
+/// and answers that depend only on the database state, valid for the snapshot they were read in.
+#[derive(Default)]
+struct Memo {
+    normalized: Option<(Box<[u8]>, Dn, NormDn)>,
+    /// `ReadTxn::snapshot` of the answers below.
+    snapshot: usize,
+    /// Existing entries that are neither aliases nor referral objects, by normalized DN.
+    plain: Vec<(NormDn, u64)>,
+    /// Indexed IDs of `(objectClass=alias)` and `(objectClass=referral)`.
+    classes: Vec<(&'static str, Vec<u64>)>,
+}
+
+/// Entries of `Memo::plain` kept at most: the few bases most searches use.
+const PLAIN_MEMO: usize = 8;
+
+impl Memo {
+    /// The answers of `snapshot`, emptied when it is newer than theirs; None when it is older.
+    fn of(&mut self, snapshot: usize) -> Option<&mut Memo> {
+        if snapshot > self.snapshot {
+            self.snapshot = snapshot;
+            self.plain.clear();
+            self.classes.clear();
+        }
+        (snapshot == self.snapshot).then_some(self)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +135,7 @@ impl Directory {
                 acl,
                 alias_plan,
                 referral_plan,
+                memo: Mutex::default(),
             }),
         })
     }
@@ -141,6 +171,62 @@ impl Directory {
     /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
     /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
+        if let Some((last, dn, ndn)) = &self.memo().normalized {
+            if **last == *raw {
+                return Ok((dn.clone(), ndn.clone()));
+            }
+        }
+        let (dn, ndn) = self.normalize_anew(raw)?;
+        self.memo().normalized = Some((raw.into(), dn.clone(), ndn.clone()));
+        Ok((dn, ndn))
+    }
+
+    fn memo(&self) -> MutexGuard<'_, Memo> {
+        self.inner
+            .memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The ID of the entry `ndn` when it exists and is neither an alias nor a referral object, as
+    /// remembered for the snapshot `txn` reads ([`Directory::remember_plain`]); None when not known.
+    pub fn known_plain(&self, txn: &ReadTxn, ndn: &NormDn) -> Option<u64> {
+        let mut memo = self.memo();
+        let memo = memo.of(txn.snapshot())?;
+        memo.plain.iter().find(|(n, _)| n == ndn).map(|(_, id)| *id)
+    }
+
+    /// Notes that in the snapshot of `txn`, entry `id` named `ndn` is neither an alias nor a referral.
+    pub fn remember_plain(&self, txn: &ReadTxn, ndn: &NormDn, id: u64) {
+        let mut memo = self.memo();
+        if let Some(memo) = memo.of(txn.snapshot()) {
+            if memo.plain.len() >= PLAIN_MEMO {
+                memo.plain.remove(0);
+            }
+            memo.plain.push((ndn.clone(), id));
+        }
+    }
+
+    /// The indexed IDs (ascending) of the entries of object class `class` (`alias` or `referral`, the
+    /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
+    pub fn class_ids(&self, txn: &ReadTxn, class: &'static str) -> Result<Option<Vec<u64>>, LdapError> {
+        let snapshot = txn.snapshot();
+        if let Some(memo) = self.memo().of(snapshot) {
+            if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
+                return Ok(Some(ids.clone()));
+            }
+        }
+        let Some(mut ids) = crate::candidates::resolve(txn, &self.class_plan(class))? else {
+            return Ok(None);
+        };
+        ids.sort_unstable();
+        if let Some(memo) = self.memo().of(snapshot) {
+            memo.classes.push((class, ids.clone()));
+        }
+        Ok(Some(ids))
+    }
+
+    fn normalize_anew(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
         let mut dn = Dn::parse(raw)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         self.pretty(&mut dn);

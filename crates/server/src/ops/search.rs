@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::index::plan;
-use canopy_core::wire::{attribute_tlvs, StoredEntry, StoredView};
+use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_raw, Control, DerefAliases, Filter,
+    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw, Control, DerefAliases, Filter,
     LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest, SearchScope,
 };
 use canopy_schema::NormDn;
@@ -87,6 +87,27 @@ impl<'a> Sink<'a> {
             tx,
             batch: Vec::new(),
             since: None,
+        }
+    }
+
+    /// Pushes the message `encode` writes, straight into the batch when queueing.
+    fn push_encoded(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), Stop> {
+        match self {
+            Sink::Queue { tx, batch, since } => {
+                encode(batch);
+                if batch.len() < BATCH_BYTES {
+                    since.get_or_insert_with(Instant::now);
+                    return Ok(());
+                }
+                *since = None;
+                let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES + 1024));
+                tx.blocking_send(full).map_err(|_| Stop::Silent)
+            }
+            Sink::Buffer(_) => {
+                let mut message = Vec::with_capacity(1024);
+                encode(&mut message);
+                self.push(message)
+            }
         }
     }
 
@@ -334,9 +355,21 @@ fn execute(
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     let root = job.who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
+    // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
+    let secret_in_filter = mentions_secret(schema, &filter);
+    // Referral objects and aliases by ID from the objectClass index (once per snapshot), else by class.
+    let referrals = if references {
+        dir.class_ids(&txn, "referral")?
+    } else {
+        None
+    };
+    let aliases = if searching {
+        dir.class_ids(&txn, "alias")?
+    } else {
+        None
+    };
     let mut hidden_filters = HiddenFilters::default();
     let mut sent = 0usize;
-    let mut out = Vec::with_capacity(1024);
     let mut examined = 0u64;
     let mut last_sent = None;
     for item in txn.candidate_entries(&ids).map_err(store_error)? {
@@ -358,13 +391,23 @@ fn execute(
             continue;
         };
         let stored = Directory::parse_stored(bytes)?;
-        let ndn = stored
-            .ndn()
-            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-        if !in_scope(&base, &ndn, scope) && !reach.contains(&ndn) {
+        // The scope test reads the stored RDNs; the normalized DN is built only when something needs it.
+        let depth = stored.below(base.rdns());
+        let scoped = match scope {
+            SearchScope::BaseObject => depth == Some(0),
+            SearchScope::SingleLevel => depth == Some(1),
+            SearchScope::WholeSubtree => depth.is_some(),
+            SearchScope::SubordinateSubtree => depth.is_some_and(|d| d > 0),
+        };
+        let ndn = if root && reach.roots.is_empty() {
+            None
+        } else {
+            Some(stored.ndn().map_err(|_| unreadable())?)
+        };
+        if !scoped && !ndn.as_ref().is_some_and(|n| reach.contains(n)) {
             continue;
         }
-        if references && is_referral(&stored) {
+        if references && is_kind(referrals.as_deref(), id, &stored, is_referral) {
             // Sent whatever the filter and the page size say; a page resumes after its last entry, so
             // references past it come again on the next page, as slapd sends them.
             let urls = continuation(&stored, scope);
@@ -376,7 +419,7 @@ fn execute(
             continue;
         }
         // Dereferenced aliases stand for their targets; a base alias not dereferenced when finding stays.
-        if searching && is_alias(&stored) && ndn != base {
+        if searching && is_kind(aliases.as_deref(), id, &stored, is_alias) && depth != Some(0) {
             continue;
         }
         let full = if needs_entry {
@@ -384,7 +427,10 @@ fn execute(
         } else {
             None
         };
-        let view = (!root).then(|| access.view(&ndn, full.as_ref()));
+        let view = match &ndn {
+            Some(ndn) if !root => Some(access.view(ndn, full.as_ref())),
+            _ => None,
+        };
         if view
             .as_ref()
             .is_some_and(|v| !v.allows_entry(privileges::READ))
@@ -401,7 +447,7 @@ fn execute(
             // Tested in place: the candidate's attributes are borrowed from the stored bytes.
             let mut subject = StoredView::new(&stored);
             if let Some(view) = &view {
-                searchable_only(&access, view, &stored, &mut subject);
+                searchable_only(&access, view, &stored, secret_in_filter, &mut subject);
             }
             let computed = if need_computed {
                 computed_attributes(&txn, id, stored.dn)?
@@ -423,10 +469,8 @@ fn execute(
             }
             return Ok(());
         }
-        out.clear();
         let readable = view.as_deref().map(|v| (&access, v));
-        encode_stored(job, &selection, &stored, &computed, readable, &mut out);
-        sink.push(std::mem::replace(&mut out, Vec::with_capacity(1024)))?;
+        sink.push_encoded(|out| encode_stored(job, &selection, &stored, &computed, readable, out))?;
         sent += 1;
         last_sent = Some(id);
     }
@@ -481,14 +525,16 @@ fn candidates(
     Ok((ids, false))
 }
 
-fn in_scope(base: &NormDn, ndn: &NormDn, scope: SearchScope) -> bool {
-    let depth = ndn.rdns().len();
-    let base_depth = base.rdns().len();
-    match scope {
-        SearchScope::BaseObject => ndn == base,
-        SearchScope::SingleLevel => depth == base_depth + 1 && base.is_suffix_of(ndn),
-        SearchScope::WholeSubtree => base.is_suffix_of(ndn),
-        SearchScope::SubordinateSubtree => depth > base_depth && base.is_suffix_of(ndn),
+/// Whether entry `id` is of a class: in `indexed` (ascending IDs) when the index answered, else `test`.
+fn is_kind(
+    indexed: Option<&[u64]>,
+    id: u64,
+    stored: &StoredEntry<'_>,
+    test: fn(&StoredEntry<'_>) -> bool,
+) -> bool {
+    match indexed {
+        Some(ids) => ids.binary_search(&id).is_ok(),
+        None => test(stored),
     }
 }
 
@@ -512,26 +558,42 @@ const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
 
 /// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
 fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
-    let computed = |desc: &str| {
+    mentions(filter, &|desc| {
+        let Some(desc) = desc else { return true };
         let name = desc.split(';').next().unwrap_or(desc);
         let canonical = schema
             .attribute_type(name)
             .map(|at| at.name())
             .unwrap_or(name);
         COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical))
-    };
+    })
+}
+
+/// Whether a filter may test a secret attribute (userPassword, authPassword): one named, a supertype, or
+/// an extensible match without a type.
+fn mentions_secret(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
+    mentions(filter, &|desc| {
+        let Some(desc) = desc else { return true };
+        let name = desc.split(';').next().unwrap_or(desc);
+        schema.attribute_type(name).is_some_and(|at| {
+            at.has_subtypes() || section_of(schema, at.name()) == Section::Secret
+        })
+    })
+}
+
+/// Whether `test` holds for an attribute description of the filter (None: an extensible match without
+/// a type).
+fn mentions(filter: &Filter, test: &dyn Fn(Option<&str>) -> bool) -> bool {
     match filter {
-        Filter::And(parts) | Filter::Or(parts) => {
-            parts.iter().any(|f| mentions_computed(schema, f))
-        }
-        Filter::Not(inner) => mentions_computed(schema, inner),
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| mentions(f, test)),
+        Filter::Not(inner) => mentions(inner, test),
         Filter::Equality(attr, _)
         | Filter::GreaterOrEqual(attr, _)
         | Filter::LessOrEqual(attr, _)
         | Filter::Approx(attr, _)
-        | Filter::Present(attr) => computed(attr),
-        Filter::Substrings(sub) => computed(&sub.attr),
-        Filter::Extensible(mra) => mra.attr.as_deref().is_none_or(computed),
+        | Filter::Present(attr) => test(Some(attr)),
+        Filter::Substrings(sub) => test(Some(&sub.attr)),
+        Filter::Extensible(mra) => test(mra.attr.as_deref()),
         Filter::Undefined => false,
     }
 }
@@ -595,10 +657,8 @@ fn encode_stored(
             }
             // The root DN reads the whole password section as it is stored.
             Some(true) if readable.is_none() => {
-                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
-                attrs.extend_from_slice(stored.user);
-                attrs.extend_from_slice(stored.secret);
-                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+                let parts = [stored.user, stored.secret];
+                encode_search_result_entry_parts(out, job.message_id, stored.dn, &parts);
             }
             // Others attribute by attribute: reading userPassword never means reading the SCRAM secrets
             // in authPassword (acl::Checker::decide_with).
@@ -758,9 +818,13 @@ fn searchable_only<'a>(
     access: &SearchAccess<'_>,
     view: &EntryView,
     stored: &StoredEntry<'a>,
+    secret_in_filter: bool,
     subject: &mut StoredView<'a>,
 ) {
     if view.plain_allows(privileges::SEARCH) {
+        if !secret_in_filter {
+            return;
+        }
         for item in attribute_tlvs(stored.secret) {
             let Ok((desc, _)) = item else { continue };
             if !access.allows_attr(view, desc, privileges::SEARCH) {
