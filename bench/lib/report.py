@@ -95,11 +95,20 @@ def dataset_table(r, keys):
                 out.append("| | database bytes per entry after the runs | %s | %s | %s |" % (
                     fmt(round(per["canopy"])), fmt(round(per["slapd"])),
                     ratio(per["canopy"], per["slapd"])))
-        for label, m in (("after start", "mem_loaded"), ("after the runs", "mem_end")):
+        for label, m in (("after start", "mem_loaded"),
+                         ("after the read-only workloads (same entries on both)", "mem_read"),
+                         ("after the runs", "mem_end")):
             if d.get(m):
                 rss = {s: d[m].get(s, {}).get("VmRSS") for s in SERVERS}
                 out.append("| | resident memory %s (VmRSS) | %s | %s | %s |" % (
                     label, mib(rss["canopy"]), mib(rss["slapd"]), ratio(rss["canopy"], rss["slapd"])))
+                # VmRSS counts the database pages mapped so far; the heap is the anonymous part.
+                for part, key in (("anonymous (heap, stacks)", "RssAnon"),
+                                  ("file-backed (mapped database pages)", "RssFile")):
+                    v = {s: d[m].get(s, {}).get(key) for s in SERVERS}
+                    if all(v.values()):
+                        out.append("| | – of it %s | %s | %s | %s |" % (
+                            part, mib(v["canopy"]), mib(v["slapd"]), ratio(v["canopy"], v["slapd"])))
         if d.get("mem_end"):
             hwm = {s: d["mem_end"].get(s, {}).get("VmHWM") for s in SERVERS}
             out.append("| | peak resident memory (VmHWM) | %s | %s | %s |" % (
@@ -192,10 +201,15 @@ def render(r, perf_dir):
                 p50 = med(scan, s, "p50")
                 t = p50 / 1000 if p50 else None
                 raw = main.get("raw_read", {}).get(s)
+                dd = main.get("dd_read", {}).get(s)
                 if t and raw:
-                    parts.append("%s %.3f s per full scan (median response time), %.1f× the %.3f s of "
-                                 "reading its %s data.mdb raw from the page cache" % (
-                                     s, t, t / raw, raw, mib(main["disk"][s]["du"], True)))
+                    text = ("%s %.3f s per full scan (median response time), %.2f× the %.3f s of reading its "
+                            "%s data.mdb raw from the page cache in 1 MiB reads" % (
+                                s, t, t / raw, raw, mib(main["disk"][s]["du"], True)))
+                    if dd:
+                        text += " and %.2f× the %.3f s of `dd` copying it with its default 512-byte blocks" % (
+                            t / dd, dd)
+                    parts.append(text)
             if parts:
                 out += ["Scan against a raw read: " + "; ".join(parts) + ".", ""]
 

@@ -95,8 +95,8 @@ def canopy_conf(data, port):
 
 
 def proc_status(pid):
-    """VmRSS and VmHWM of a process in KiB (0 when gone)."""
-    out = {"VmRSS": 0, "VmHWM": 0}
+    """VmRSS, VmHWM and the anonymous and file-backed parts of VmRSS of a process in KiB (0 when gone)."""
+    out = {"VmRSS": 0, "VmHWM": 0, "RssAnon": 0, "RssFile": 0}
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
@@ -222,7 +222,7 @@ class Server:
         self.proc = None
 
     def memory(self):
-        return proc_status(self.pid) if self.alive() else {"VmRSS": 0, "VmHWM": 0}
+        return proc_status(self.pid) if self.alive() else {"VmRSS": 0, "VmHWM": 0, "RssAnon": 0, "RssFile": 0}
 
     def cpu(self):
         return cpu_seconds(self.pid)

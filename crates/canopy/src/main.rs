@@ -99,6 +99,7 @@ fn run() -> Result<()> {
             if !listen.is_empty() {
                 config.listen = listen;
             }
+            purge_freed_memory();
             serve(config)
         }
         Command::Import { file, no_sync } => tools::import(&config, &file, !no_sync),
@@ -112,6 +113,22 @@ fn run() -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => canopy_bench::main(args),
+    }
+}
+
+/// mimalloc hands memory freed in bulk back to the OS only when the allocator runs again, so what a burst
+/// freed (the start-up Argon2id check and every Argon2 bind: 19 MiB each) would stay resident on a quiet
+/// server. A thread that sleeps asks it every few seconds to purge what has been free long enough.
+fn purge_freed_memory() {
+    let spawned = std::thread::Builder::new()
+        .name("canopy-purge".into())
+        .spawn(|| loop {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            // SAFETY: mi_collect takes no pointers; it only walks mimalloc's own free lists and arenas.
+            unsafe { libmimalloc_sys::mi_collect(false) };
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "no memory purge thread: freed memory stays resident longer");
     }
 }
 

@@ -414,12 +414,6 @@ pub struct ReadTxn {
 }
 
 impl ReadTxn {
-    /// The committed state this transaction reads: LMDB's transaction ID, shared by the readers of one
-    /// state and higher after every write. Answers read under one ID hold for every reader of it.
-    pub fn snapshot(&self) -> usize {
-        self.txn.id()
-    }
-
     pub(crate) fn new(txn: RoTxn<'static, WithoutTls>, shared: Arc<Shared>, pass: Pass) -> Self {
         ReadTxn {
             txn,
@@ -428,7 +422,8 @@ impl ReadTxn {
         }
     }
 
-    /// The LMDB transaction ID of this snapshot (grows with every commit).
+    /// The LMDB transaction ID of this snapshot: shared by the readers of one committed state, higher after
+    /// every commit. Answers read under one ID hold for every reader of it.
     pub fn snapshot_id(&self) -> usize {
         self.txn.id()
     }

@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use canopy_core::wire::{section_of, Section};
 use canopy_core::Entry;
 use canopy_schema::{AttributeType, NormDn};
 
@@ -174,6 +175,12 @@ impl<'a> SearchAccess<'a> {
 
     /// Privileges on one attribute (by description) of the entries of `view`.
     pub fn attr(&self, view: &EntryView, desc: &str) -> Mask {
+        // Outside the password section `plain`, when known, is the decision (see its definition).
+        if let Some(plain) = view.plain {
+            if section_of(self.checker.schema(), desc) != Section::Secret {
+                return plain;
+            }
+        }
         if let Some(mask) = view.attrs.borrow().get(desc) {
             return *mask;
         }

@@ -43,7 +43,7 @@ struct Inner {
 #[derive(Default)]
 struct Memo {
     normalized: Option<(Box<[u8]>, Dn, NormDn)>,
-    /// `ReadTxn::snapshot` of the answers below.
+    /// `ReadTxn::snapshot_id` of the answers below.
     snapshot: usize,
     /// Existing entries that are neither aliases nor referral objects, by normalized DN.
     plain: Vec<(NormDn, u64)>,
@@ -192,14 +192,14 @@ impl Directory {
     /// remembered for the snapshot `txn` reads ([`Directory::remember_plain`]); None when not known.
     pub fn known_plain(&self, txn: &ReadTxn, ndn: &NormDn) -> Option<u64> {
         let mut memo = self.memo();
-        let memo = memo.of(txn.snapshot())?;
+        let memo = memo.of(txn.snapshot_id())?;
         memo.plain.iter().find(|(n, _)| n == ndn).map(|(_, id)| *id)
     }
 
     /// Notes that in the snapshot of `txn`, entry `id` named `ndn` is neither an alias nor a referral.
     pub fn remember_plain(&self, txn: &ReadTxn, ndn: &NormDn, id: u64) {
         let mut memo = self.memo();
-        if let Some(memo) = memo.of(txn.snapshot()) {
+        if let Some(memo) = memo.of(txn.snapshot_id()) {
             if memo.plain.len() >= PLAIN_MEMO {
                 memo.plain.remove(0);
             }
@@ -210,7 +210,7 @@ impl Directory {
     /// The indexed IDs (ascending) of the entries of object class `class` (`alias` or `referral`, the
     /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
     pub fn class_ids(&self, txn: &ReadTxn, class: &'static str) -> Result<Option<Vec<u64>>, LdapError> {
-        let snapshot = txn.snapshot();
+        let snapshot = txn.snapshot_id();
         if let Some(memo) = self.memo().of(snapshot) {
             if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
                 return Ok(Some(ids.clone()));

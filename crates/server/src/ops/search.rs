@@ -291,7 +291,7 @@ fn execute(
     }
     let limits = limits(job, &txn)?;
 
-    let (mut ids, indexed) = candidates(dir, &txn, job, &base, base_id)?;
+    let (mut candidates, indexed) = candidates(dir, &txn, job, &base, base_id)?;
     // RFC 4511 §4.5.1.3: aliases inside the scope lead to more places; RFC 3296 §5.3: referral objects
     // inside it are continuation references whatever the filter says.
     let searching = matches!(deref, DerefAliases::InSearching | DerefAliases::Always)
@@ -308,13 +308,18 @@ fn execute(
         let subtree = scope != SearchScope::SingleLevel;
         extra.extend(referral_ids(dir, &txn, &base, base_id, subtree)?);
     }
-    if !extra.is_empty() {
+    // Every entry of the database includes the extra ones.
+    if let (Candidates::Ids(ids), false) = (&mut candidates, extra.is_empty()) {
         ids.extend(extra);
         ids.sort_unstable();
         ids.dedup();
     }
+    let examine = match &candidates {
+        Candidates::Ids(ids) => ids.len() as u64,
+        Candidates::All { .. } => txn.entry_count().map_err(store_error)?,
+    };
     // slapd's size.unchecked: too many candidates to examine is refused before examining any.
-    if limits.lookthrough.is_some_and(|max| ids.len() as u64 > max) {
+    if limits.lookthrough.is_some_and(|max| examine > max) {
         return Err(
             LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into(),
         );
@@ -336,7 +341,10 @@ fn execute(
                     )
                     .into());
                 };
-                ids.retain(|id| *id > last);
+                match &mut candidates {
+                    Candidates::Ids(ids) => ids.retain(|id| *id > last),
+                    Candidates::All { from } => *from = last.saturating_add(1),
+                }
                 sent_before = earlier;
             }
             Some(paged.size as usize)
@@ -372,7 +380,15 @@ fn execute(
     let mut sent = 0usize;
     let mut examined = 0u64;
     let mut last_sent = None;
-    for item in txn.candidate_entries(&ids).map_err(store_error)? {
+    let items: Box<dyn Iterator<Item = Result<(u64, Option<&[u8]>), _>>> = match &candidates {
+        Candidates::Ids(ids) => Box::new(txn.candidate_entries(ids).map_err(store_error)?),
+        Candidates::All { from } => Box::new(
+            txn.entries_from(*from)
+                .map_err(store_error)?
+                .map(|item| item.map(|(id, bytes)| (id, Some(bytes)))),
+        ),
+    };
+    for item in items {
         let (id, bytes) = item.map_err(store_error)?;
         examined += 1;
         if sink.over_budget(examined) {
@@ -502,27 +518,39 @@ fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
     (cookie.len() == 16).then_some((last, sent as usize))
 }
 
-/// The candidate IDs, ascending: from the indexes when the filter allows (then true), else from the scope.
+/// The entries a search examines, in ID order.
+enum Candidates {
+    /// These IDs, ascending.
+    Ids(Vec<u64>),
+    /// Every entry of the database with an ID from `from` on: an unindexed subtree search from the suffix,
+    /// read in one cursor walk over id2entry without listing the IDs first.
+    All { from: u64 },
+}
+
+/// The candidates: from the indexes when the filter allows (then true), else from the scope.
 fn candidates(
     dir: &Directory,
     txn: &ReadTxn,
     job: &SearchJob,
     base: &NormDn,
     base_id: u64,
-) -> Result<(Vec<u64>, bool), LdapError> {
+) -> Result<(Candidates, bool), LdapError> {
     if job.req.scope == SearchScope::BaseObject {
-        return Ok((vec![base_id], false));
+        return Ok((Candidates::Ids(vec![base_id]), false));
     }
     let plan = plan(dir.schema(), dir.indexes(), &job.req.filter);
     if let Some(ids) = resolve(txn, &plan)? {
-        return Ok((ids, true));
+        return Ok((Candidates::Ids(ids), true));
     }
     let filter = crate::redact::filter_for_log(job.state.directory.schema(), &job.req.filter);
     tracing::info!(%filter, "unindexed search: scanning the scope");
     let subtree = job.req.scope != SearchScope::SingleLevel;
+    if subtree && base == dir.suffix() {
+        return Ok((Candidates::All { from: 0 }, false));
+    }
     let mut ids = scope_ids(dir, txn, base, base_id, subtree)?;
     ids.sort_unstable();
-    Ok((ids, false))
+    Ok((Candidates::Ids(ids), false))
 }
 
 /// Whether entry `id` is of a class: in `indexed` (ascending IDs) when the index answered, else `test`.
