@@ -80,7 +80,7 @@ struct Prepare<'a> {
 /// builder per core, and this thread, which puts the built entries back in file order, gives them
 /// their IDs and hands them to the bulk loader (whose own thread writes).
 pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
-    let dir = canopy_server::open_directory(config, sync)?;
+    let dir = canopy_server::open_directory_for_import(config, sync)?;
     {
         let txn = dir.store().read()?;
         if txn.entry_count()? > 0 {

@@ -170,9 +170,7 @@ impl<'a> StoredEntry<'a> {
 
     /// The normalized RDNs as stored, leftmost first (a corrupt list ends early).
     pub fn ndn_rdns(&self) -> impl Iterator<Item = &'a [u8]> {
-        let mut c = Cursor {
-            buf: self.ndn_rdns,
-        };
+        let mut c = Cursor { buf: self.ndn_rdns };
         (0..self.rdn_count).map_while(move |_| {
             let n = c.u16().ok()?;
             c.take(n).ok()
@@ -317,9 +315,7 @@ fn attribute_sets(section: &[u8]) -> impl Iterator<Item = (&str, Values<'_>)> {
             return None;
         }
         let mut attr = reader.read_constructed(canopy_ber::tag::SEQUENCE).ok()?;
-        let desc = attr
-            .read_octet_string(canopy_ber::tag::OCTET_STRING)
-            .ok()?;
+        let desc = attr.read_octet_string(canopy_ber::tag::OCTET_STRING).ok()?;
         let desc = std::str::from_utf8(desc).ok()?;
         let set = attr.read_constructed(canopy_ber::tag::SET).ok()?;
         Some((desc, Values::Stored(set)))
@@ -356,12 +352,25 @@ mod ndn_tests {
         let mut bytes = Vec::new();
         encode_entry(&schema, &entry, &mut bytes);
         let parsed = StoredEntry::parse(&bytes).unwrap();
-        let base = |s: &str| schema.normalize_dn(&Dn::parse(s.as_bytes()).unwrap()).unwrap();
+        let base = |s: &str| {
+            schema
+                .normalize_dn(&Dn::parse(s.as_bytes()).unwrap())
+                .unwrap()
+        };
         assert_eq!(parsed.below(base("dc=example,dc=com").rdns()), Some(2));
-        assert_eq!(parsed.below(base("ou=people,dc=example,dc=com").rdns()), Some(1));
+        assert_eq!(
+            parsed.below(base("ou=people,dc=example,dc=com").rdns()),
+            Some(1)
+        );
         assert_eq!(parsed.below(ndn.rdns()), Some(0));
-        assert_eq!(parsed.below(base("ou=groups,dc=example,dc=com").rdns()), None);
-        assert_eq!(parsed.below(base("dc=other,dc=example,dc=com").rdns()), None);
+        assert_eq!(
+            parsed.below(base("ou=groups,dc=example,dc=com").rdns()),
+            None
+        );
+        assert_eq!(
+            parsed.below(base("dc=other,dc=example,dc=com").rdns()),
+            None
+        );
         assert_eq!(parsed.below(base("").rdns()), Some(4));
         let stored = parsed.ndn().unwrap();
         assert_eq!(stored, ndn);

@@ -35,6 +35,10 @@ pub struct StoreConfig {
     pub durable: bool,
     /// LMDB reader-table slots: the most read transactions open at once across every process.
     pub max_readers: u32,
+    /// MDB_WRITEMAP: pages are written in place in the map instead of being copied out and written at
+    /// commit, as `slapadd -q` opens its database. For offline loads only: a stray write through the map
+    /// could reach the file, and the data file is extended to the map size (sparse).
+    pub write_map: bool,
 }
 
 impl StoreConfig {
@@ -46,6 +50,7 @@ impl StoreConfig {
             initial_map_size: 1 << 30,
             durable: true,
             max_readers: 1024,
+            write_map: false,
         }
     }
 }
@@ -224,10 +229,16 @@ impl Store {
             .map_size(round_map_size(cfg.initial_map_size))
             .max_dbs(max_dbs(cfg.indexes.len()))
             .max_readers(cfg.max_readers.max(1));
+        let mut flags = EnvFlags::empty();
         if !cfg.durable {
-            // SAFETY: NO_SYNC only trades crash durability of recent commits; it cannot corrupt.
-            unsafe { options.flags(EnvFlags::NO_SYNC) };
+            // NO_SYNC only trades crash durability of recent commits; it cannot corrupt.
+            flags |= EnvFlags::NO_SYNC;
         }
+        if cfg.write_map {
+            flags |= EnvFlags::WRITE_MAP;
+        }
+        // SAFETY: see the flags above; WRITE_MAP is asked for by offline loads only (`write_map`).
+        unsafe { options.flags(flags) };
         // SAFETY: heed refuses to open one directory twice in a process, and the data file is only
         // ever changed through LMDB (by this or another process, coordinated by lock.mdb).
         let env = unsafe { options.open(&cfg.path) }?;

@@ -481,3 +481,55 @@ fn candidate_entries_dense_and_sparse() {
         assert_eq!(got(ids), expect(ids), "{} candidates", ids.len());
     }
 }
+
+/// `canopy import` loads through MDB_WRITEMAP (as `slapadd -q` does); the server then opens the same files
+/// without it, reads everything back and writes on.
+#[test]
+fn write_map_bulk_load_reopens_for_ordinary_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), &["cn"]);
+    cfg.initial_map_size = 1 << 20; // the map grows during the load
+    cfg.write_map = true;
+    {
+        let store = Store::open(cfg).unwrap();
+        let mut loader = store.bulk_loader().unwrap();
+        loader.set_batch_entries(500);
+        for id in 1..=4000u64 {
+            let dn = format!("dn{id:05}\0");
+            let entry = format!("entry {id} ").repeat(1 + (id as usize % 40));
+            let keys = vec![(0, format!("k{}", id % 7).into_bytes())];
+            loader
+                .add(id, dn.as_bytes(), None, entry.as_bytes(), &keys)
+                .unwrap();
+        }
+        assert_eq!(loader.finish().unwrap().entries, 4000);
+    }
+    let store = open(dir.path(), &["cn"]);
+    {
+        let r = store.read().unwrap();
+        assert_eq!(r.entry_count().unwrap(), 4000);
+        for id in (1..=4000u64).step_by(97) {
+            let entry = format!("entry {id} ").repeat(1 + (id as usize % 40));
+            assert_eq!(r.get_entry(id).unwrap(), Some(entry.as_bytes()));
+            assert_eq!(
+                r.get_id(format!("dn{id:05}\0").as_bytes()).unwrap(),
+                Some(id)
+            );
+        }
+        let want: Vec<u64> = (1..=4000).filter(|id| id % 7 == 3).collect();
+        assert_eq!(r.index_get("cn", b"k3").unwrap(), want);
+    }
+    store
+        .write(|txn| -> Result<(), StoreError> {
+            let id = txn.next_id()?;
+            assert_eq!(id, 4001);
+            txn.put_entry(id, b"after")?;
+            txn.put_dn(b"dn04001\0", id)
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.read().unwrap().get_entry(4001).unwrap(),
+        Some(&b"after"[..])
+    );
+}

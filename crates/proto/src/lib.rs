@@ -11,8 +11,8 @@ pub mod oid;
 pub mod result;
 
 pub use codec::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw, frame_len, Answer, DecodeError,
-    DecodeLimits, FrameError, RequestKind,
+    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
+    frame_len, Answer, DecodeError, DecodeLimits, FrameError, RequestKind,
 };
 pub use control::{
     decode_assertion, encode_assertion, encode_read_entry_response, PagedResults, ReadEntryRequest,

@@ -390,7 +390,11 @@ impl Schema {
             self.attribute_index
                 .insert(key.to_ascii_lowercase().into_bytes().into(), index);
         }
-        if let Some(sup) = at.sup.as_deref().and_then(|s| lookup(&self.attribute_index, s)) {
+        if let Some(sup) = at
+            .sup
+            .as_deref()
+            .and_then(|s| lookup(&self.attribute_index, s))
+        {
             if let Some(sup) = self.attributes.get_mut(sup) {
                 sup.has_subtypes = true;
             }

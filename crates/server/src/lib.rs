@@ -87,6 +87,20 @@ pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, S
 
 /// Opens the directory database a configuration names.
 pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, StartError> {
+    open_directory_with(config, durable, false)
+}
+
+/// [`open_directory`] for `canopy import`, an offline load: LMDB writes pages in place in its map
+/// (MDB_WRITEMAP, as `slapadd -q` does), saving a copy of every page the load touches.
+pub fn open_directory_for_import(config: &Config, durable: bool) -> Result<Directory, StartError> {
+    open_directory_with(config, durable, true)
+}
+
+fn open_directory_with(
+    config: &Config,
+    durable: bool,
+    write_map: bool,
+) -> Result<Directory, StartError> {
     let schema = Arc::new(load_schema(config)?);
     let specs = index_specs(&schema, config)?;
     let store_config = StoreConfig {
@@ -95,6 +109,7 @@ pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, Start
         initial_map_size: 1 << 30,
         durable,
         max_readers: 1024,
+        write_map,
     };
     let acl = access_list(&schema, config)?;
     Ok(Directory::open_with_acl(

@@ -90,9 +90,9 @@ impl<'a> Iterator for Values<'a> {
         match self {
             Values::Memory(values) => values.next().map(Vec::as_slice),
             // A value that does not read ends the attribute (the stored form is written by us).
-            Values::Stored(reader) if !reader.is_empty() => reader
-                .read_octet_string(canopy_ber::tag::OCTET_STRING)
-                .ok(),
+            Values::Stored(reader) if !reader.is_empty() => {
+                reader.read_octet_string(canopy_ber::tag::OCTET_STRING).ok()
+            }
             Values::Stored(_) => None,
         }
     }

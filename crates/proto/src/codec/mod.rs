@@ -8,7 +8,10 @@ mod frame;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use frame::{encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw, frame_len, FrameError};
+pub use frame::{
+    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
+    frame_len, FrameError,
+};
 
 /// Limits applied while decoding a request, so hostile input costs bounded work and stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

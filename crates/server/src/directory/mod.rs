@@ -209,7 +209,11 @@ impl Directory {
 
     /// The indexed IDs (ascending) of the entries of object class `class` (`alias` or `referral`, the
     /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
-    pub fn class_ids(&self, txn: &ReadTxn, class: &'static str) -> Result<Option<Vec<u64>>, LdapError> {
+    pub fn class_ids(
+        &self,
+        txn: &ReadTxn,
+        class: &'static str,
+    ) -> Result<Option<Vec<u64>>, LdapError> {
         let snapshot = txn.snapshot_id();
         if let Some(memo) = self.memo().of(snapshot) {
             if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {

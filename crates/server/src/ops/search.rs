@@ -12,8 +12,9 @@ use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw, Control, DerefAliases, Filter,
-    LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest, SearchScope,
+    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
+    Control, DerefAliases, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
+    SearchScope,
 };
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
@@ -380,7 +381,7 @@ fn execute(
     let mut sent = 0usize;
     let mut examined = 0u64;
     let mut last_sent = None;
-    let items: Box<dyn Iterator<Item = Result<(u64, Option<&[u8]>), _>>> = match &candidates {
+    let items: Box<dyn Iterator<Item = CandidateItem<'_>>> = match &candidates {
         Candidates::Ids(ids) => Box::new(txn.candidate_entries(ids).map_err(store_error)?),
         Candidates::All { from } => Box::new(
             txn.entries_from(*from)
@@ -518,6 +519,9 @@ fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
     (cookie.len() == 16).then_some((last, sent as usize))
 }
 
+/// One candidate as read: its ID and stored bytes (None when an ID has no entry).
+type CandidateItem<'t> = Result<(u64, Option<&'t [u8]>), canopy_mdb::StoreError>;
+
 /// The entries a search examines, in ID order.
 enum Candidates {
     /// These IDs, ascending.
@@ -603,9 +607,9 @@ fn mentions_secret(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
     mentions(filter, &|desc| {
         let Some(desc) = desc else { return true };
         let name = desc.split(';').next().unwrap_or(desc);
-        schema.attribute_type(name).is_some_and(|at| {
-            at.has_subtypes() || section_of(schema, at.name()) == Section::Secret
-        })
+        schema
+            .attribute_type(name)
+            .is_some_and(|at| at.has_subtypes() || section_of(schema, at.name()) == Section::Secret)
     })
 }
 
