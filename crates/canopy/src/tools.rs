@@ -161,9 +161,41 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         }
         Ok(next_id - 1)
     })?;
-    loader.finish()?;
+    // Synced below, as the fresh copy of the data file (rewrite_data_file).
+    let stats = loader.finish_unsynced()?;
     progress.show(loaded, "imported");
     eprintln!();
+    drop(dir);
+    rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)
+}
+
+/// The load wrote data.mdb through MDB_WRITEMAP, which extends it to the whole map (sparse) and leaves its
+/// blocks as the page writeback allocated them. The server's durable writes into such a file measured
+/// about 25% slower (modify rate 5.0k against 7.1k/s; the same file after a plain copy: 7.2k), so once the
+/// environment is closed the file is copied into a fresh one, cut to the pages in use, and put in place.
+fn rewrite_data_file(path: &Path, used: usize, sync: bool) -> Result<()> {
+    use std::io::Read;
+    let fresh = path.with_extension("mdb.rewrite");
+    let context = || format!("rewriting {}", path.display());
+    {
+        let source = std::fs::File::open(path).with_context(context)?;
+        let mut target = std::fs::File::create(&fresh).with_context(context)?;
+        target
+            .set_permissions(source.metadata()?.permissions())
+            .with_context(context)?;
+        std::io::copy(&mut source.take(u64::try_from(used)?), &mut target).with_context(context)?;
+        if sync {
+            target.sync_all().with_context(context)?;
+        }
+    }
+    std::fs::rename(&fresh, path).with_context(context)?;
+    if sync {
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .with_context(context)?;
+        }
+    }
     Ok(())
 }
 

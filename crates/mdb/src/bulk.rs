@@ -253,7 +253,17 @@ impl BulkLoader {
     }
 
     /// Writes what is buffered, syncs once, and reports the resulting figures.
-    pub fn finish(mut self) -> Result<Stats, StoreError> {
+    pub fn finish(self) -> Result<Stats, StoreError> {
+        self.end(true)
+    }
+
+    /// [`BulkLoader::finish`] without the final sync, for a caller that copies the data file into a fresh
+    /// one and syncs that instead (`canopy import`): the load is complete in the page cache, not yet on disk.
+    pub fn finish_unsynced(self) -> Result<Stats, StoreError> {
+        self.end(false)
+    }
+
+    fn end(mut self, sync: bool) -> Result<Stats, StoreError> {
         let flushed = if self.batch.entries.is_empty() {
             Ok(())
         } else {
@@ -262,7 +272,9 @@ impl BulkLoader {
         let stopped = self.stop_flusher();
         flushed?;
         stopped?;
-        self.shared.env.force_sync()?;
+        if sync {
+            self.shared.env.force_sync()?;
+        }
         self.restore_sync_flag()?;
         stats_of(&self.shared)
     }
