@@ -254,16 +254,7 @@ pub fn attribute_tlvs(section: &[u8]) -> impl Iterator<Item = Result<(&str, &[u8
 
 fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>), WireError> {
     let corrupt = |_| WireError::Corrupt("attribute TLV");
-    let mut attr = reader
-        .read_constructed(canopy_ber::tag::SEQUENCE)
-        .map_err(corrupt)?;
-    let desc = attr
-        .read_octet_string(canopy_ber::tag::OCTET_STRING)
-        .map_err(corrupt)?;
-    let desc = std::str::from_utf8(desc).map_err(|_| WireError::Corrupt("attribute name"))?;
-    let mut set = attr
-        .read_constructed(canopy_ber::tag::SET)
-        .map_err(corrupt)?;
+    let (desc, mut set) = read_attribute_header(reader)?;
     let mut values = Vec::new();
     while !set.is_empty() {
         values.push(
@@ -272,6 +263,22 @@ fn read_attribute<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Vec<&'a [u8]>
         );
     }
     Ok((desc, values))
+}
+
+/// One PartialAttribute TLV: its description and a reader over its SET of values, not read yet.
+fn read_attribute_header<'a>(reader: &mut Reader<'a>) -> Result<(&'a str, Reader<'a>), WireError> {
+    let corrupt = |_| WireError::Corrupt("attribute TLV");
+    let mut attr = reader
+        .read_constructed(canopy_ber::tag::SEQUENCE)
+        .map_err(corrupt)?;
+    let desc = attr
+        .read_octet_string(canopy_ber::tag::OCTET_STRING)
+        .map_err(corrupt)?;
+    let desc = std::str::from_utf8(desc).map_err(|_| WireError::Corrupt("attribute name"))?;
+    let set = attr
+        .read_constructed(canopy_ber::tag::SET)
+        .map_err(corrupt)?;
+    Ok((desc, set))
 }
 
 /// A stored entry read in place for testing filters: each filter component walks the stored TLVs and
@@ -299,36 +306,30 @@ impl<'a> StoredView<'a> {
 
     /// The descriptions of every stored attribute.
     pub fn descriptions(&self) -> impl Iterator<Item = &'a str> {
-        let stored = self.stored;
-        [stored.user, stored.secret, stored.operational]
-            .into_iter()
-            .flat_map(attribute_sets)
-            .map(|(desc, _)| desc)
+        every_attribute(self.stored).map(|(desc, _)| desc)
     }
 }
 
-/// (description, values) of each PartialAttribute of a section; a TLV that does not read ends it.
-fn attribute_sets(section: &[u8]) -> impl Iterator<Item = (&str, Values<'_>)> {
-    let mut reader = Reader::new(section);
-    std::iter::from_fn(move || {
-        if reader.is_empty() {
-            return None;
-        }
-        let mut attr = reader.read_constructed(canopy_ber::tag::SEQUENCE).ok()?;
-        let desc = attr.read_octet_string(canopy_ber::tag::OCTET_STRING).ok()?;
-        let desc = std::str::from_utf8(desc).ok()?;
-        let set = attr.read_constructed(canopy_ber::tag::SET).ok()?;
-        Some((desc, Values::Stored(set)))
-    })
+/// (description, values) of each PartialAttribute of every section; a TLV that does not read ends its
+/// section.
+fn every_attribute(stored: StoredEntry<'_>) -> impl Iterator<Item = (&str, Values<'_>)> {
+    [stored.user, stored.secret, stored.operational]
+        .into_iter()
+        .flat_map(|section| {
+            let mut reader = Reader::new(section);
+            std::iter::from_fn(move || {
+                if reader.is_empty() {
+                    return None;
+                }
+                let (desc, set) = read_attribute_header(&mut reader).ok()?;
+                Some((desc, Values::Stored(set)))
+            })
+        })
 }
 
 impl Subject for StoredView<'_> {
     fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)> {
-        let stored = self.stored;
-        [stored.user, stored.secret, stored.operational]
-            .into_iter()
-            .flat_map(attribute_sets)
-            .filter(|(desc, _)| !self.hidden.contains(desc))
+        every_attribute(self.stored).filter(|(desc, _)| !self.hidden.contains(desc))
     }
     fn dn(&self) -> Option<std::borrow::Cow<'_, Dn>> {
         Dn::parse(self.stored.dn).ok().map(std::borrow::Cow::Owned)

@@ -161,15 +161,6 @@ impl Reach {
     }
 }
 
-/// IDs of entries of `class` in the database from the objectClass index; None when it is not indexed.
-pub fn class_ids(
-    dir: &Directory,
-    txn: &ReadTxn,
-    class: &'static str,
-) -> Result<Option<Vec<u64>>, LdapError> {
-    dir.class_ids(txn, class)
-}
-
 /// Entry IDs of a scope, the way an unindexed search walks it.
 pub fn scope_ids(
     dir: &Directory,
@@ -235,7 +226,7 @@ pub fn reach(
     scope: SearchScope,
 ) -> Result<Reach, LdapError> {
     let subtree = scope != SearchScope::SingleLevel;
-    let indexed = class_ids(dir, txn, "alias")?;
+    let indexed = dir.class_ids(txn, "alias")?;
     let mut reach = Reach::default();
     let mut pending = vec![(base.clone(), base_id)];
     while let Some((root, root_id)) = pending.pop() {
@@ -272,7 +263,7 @@ pub fn referral_ids(
     base_id: u64,
     subtree: bool,
 ) -> Result<Vec<u64>, LdapError> {
-    if let Some(ids) = class_ids(dir, txn, "referral")? {
+    if let Some(ids) = dir.class_ids(txn, "referral")? {
         return Ok(ids);
     }
     let mut out = Vec::new();
