@@ -2,10 +2,11 @@
 //! the entries of the database.
 
 use anyhow::{anyhow, bail, Context, Result};
+use canopy_directory::{dn_key, Directory};
 use canopy_proto::Dn;
 use canopy_server::access::Who;
 use canopy_server::acl::{parse_access, privileges, AttrRef, Decision, Modifier, Target};
-use canopy_server::directory::{dn_key, Directory, GroupReader};
+use canopy_server::databases::{Database, GroupReader};
 use canopy_server::session::{Link, Peer, TlsFacts};
 use canopy_server::Config;
 
@@ -54,7 +55,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
     };
     let who = requester(config, question, &normalize)?;
     let ndn = normalize(&question.entry)?;
-    let txn = dir.store().read()?;
+    let txn = dir.read()?;
     let id = txn
         .get_id(&dn_key(&ndn))?
         .ok_or_else(|| anyhow!("no entry {:?} in the database", question.entry))?;
@@ -80,7 +81,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
         }
     };
     let groups = GroupReader {
-        dir: &dir,
+        db: &dir,
         txn: &txn,
     };
     let checker = dir.acl().checker(&schema, &who, &groups);
@@ -130,7 +131,7 @@ fn requester(
     })
 }
 
-fn explain(dir: &Directory, question: &Question, who: &Who, decision: &Decision) {
+fn explain(dir: &Database, question: &Question, who: &Who, decision: &Decision) {
     let asking = if who.ndn.is_none() {
         "anonymous".to_string()
     } else {

@@ -11,12 +11,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
 use canopy_core::index::entry_keys_all;
 use canopy_core::wire::{attributes, encode_entry, StoredEntry};
+use canopy_directory::{dn_key, Stamp};
 use canopy_mdb::ReadOps;
 use canopy_proto::ldif::{write_ldif_entry, LdifChange, LdifReader, LdifRecord};
 use canopy_proto::PartialAttribute;
 use canopy_server::access::Who;
-use canopy_server::directory::dn_key;
-use canopy_server::opattrs::Stamp;
 use canopy_server::Config;
 
 /// Progress on standard error, at most a few times a second.
@@ -68,7 +67,7 @@ struct Prepared {
 
 /// What every worker shares.
 struct Prepare<'a> {
-    dir: &'a canopy_server::directory::Directory,
+    dir: &'a canopy_server::Database,
     who: Who,
     stamp: Stamp,
     file: &'a Path,
@@ -82,7 +81,7 @@ struct Prepare<'a> {
 pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let dir = canopy_server::open_directory_for_import(config, sync)?;
     {
-        let txn = dir.store().read()?;
+        let txn = dir.read()?;
         if txn.entry_count()? > 0 {
             bail!(
                 "{}: the database is not empty; import loads an empty database (remove it or use ldapadd)",
@@ -292,7 +291,7 @@ impl Prepare<'_> {
             entry_from_attributes_with(schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
         check_entry(schema, &entry).map_err(fail)?;
         let structural = structural_class(schema, &entry).map_err(fail)?;
-        self.stamp.create(&mut entry, &self.who, &structural);
+        self.stamp.create(&mut entry, &self.who.dn, &structural);
         let mut bytes = Vec::with_capacity(1024);
         encode_entry(schema, &entry, &mut bytes);
         let mut keys = Vec::new();
@@ -336,7 +335,7 @@ pub fn export(config: &Config, file: Option<&Path>) -> Result<()> {
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let txn = dir.store().read()?;
+    let txn = dir.read()?;
     // dn2id order puts every parent before its children, so the output imports again as it is.
     let members = txn.subtree(&dn_key(dir.suffix()))?;
     let mut buf = Vec::with_capacity(4096);

@@ -1,20 +1,21 @@
-//! The Canopy server: listeners, connections, the operation pipeline, configuration and the directory.
+//! The Canopy server, the LDAP frontend: listeners, connections, one module per operation, access
+//! control, limits, SASL, TLS and the configuration, over the databases of `canopy-directory`.
+//!
+//! It owns decoding, normalising, limits, access control and encoding; everything that reads or
+//! writes a database goes through `databases::Databases` (the one router by suffix) to the backend. It
+//! must never open an LMDB transaction itself or store anything but through `Directory::write`.
 
 pub mod access;
 pub mod acl;
-pub mod alias;
-pub mod candidates;
 pub mod config;
 pub mod conn;
-pub mod directory;
+pub mod databases;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
-pub mod opattrs;
 pub mod ops;
 pub mod readentry;
 pub mod redact;
-pub mod referral;
 pub mod reqctl;
 pub mod sasl;
 pub mod security;
@@ -28,11 +29,12 @@ pub mod x509name;
 use std::sync::Arc;
 
 use canopy_core::index::IndexSpec;
+use canopy_directory::{Directory, OpenError, Pipeline};
 use canopy_mdb::StoreConfig;
 use canopy_schema::Schema;
 
 pub use config::{Config, ConfigError, ListenUrl};
-pub use directory::Directory;
+pub use databases::{Database, Databases};
 pub use state::{ServerState, State};
 
 /// Failure to start: configuration, schema or database.
@@ -41,7 +43,7 @@ pub enum StartError {
     #[error("schema: {0}")]
     Schema(#[from] canopy_schema::SchemaError),
     #[error("{0}")]
-    Open(#[from] directory::OpenError),
+    Open(#[from] OpenError),
     #[error("{0}")]
     Sasl(String),
     #[error("root DN {0:?}: {1}")]
@@ -68,7 +70,7 @@ pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, S
     let mut specs = Vec::new();
     for index in &config.indexes {
         let Some(at) = schema.attribute_type(&index.attr) else {
-            return Err(StartError::Open(directory::OpenError::IndexAttribute(
+            return Err(StartError::Open(OpenError::IndexAttribute(
                 index.attr.clone(),
             )));
         };
@@ -85,14 +87,14 @@ pub fn index_specs(schema: &Schema, config: &Config) -> Result<Vec<IndexSpec>, S
     Ok(specs)
 }
 
-/// Opens the directory database a configuration names.
-pub fn open_directory(config: &Config, durable: bool) -> Result<Directory, StartError> {
+/// Opens the database a configuration names, with its access rules.
+pub fn open_directory(config: &Config, durable: bool) -> Result<Database, StartError> {
     open_directory_with(config, durable, false)
 }
 
 /// [`open_directory`] for `canopy import`, an offline load: LMDB writes pages in place in its map
 /// (MDB_WRITEMAP, as `slapadd -q` does), saving a copy of every page the load touches.
-pub fn open_directory_for_import(config: &Config, durable: bool) -> Result<Directory, StartError> {
+pub fn open_directory_for_import(config: &Config, durable: bool) -> Result<Database, StartError> {
     open_directory_with(config, durable, true)
 }
 
@@ -100,7 +102,7 @@ fn open_directory_with(
     config: &Config,
     durable: bool,
     write_map: bool,
-) -> Result<Directory, StartError> {
+) -> Result<Database, StartError> {
     let schema = Arc::new(load_schema(config)?);
     let specs = index_specs(&schema, config)?;
     let store_config = StoreConfig {
@@ -112,13 +114,14 @@ fn open_directory_with(
         write_map,
     };
     let acl = access_list(&schema, config)?;
-    Ok(Directory::open_with_acl(
+    let backend = Directory::open(
         schema,
         &config.suffix,
         specs,
         store_config,
-        acl,
-    )?)
+        Pipeline::standard(),
+    )?;
+    Ok(Database::new(backend, acl))
 }
 
 /// Compiles the configured access list (Debian's default when none is configured).
@@ -136,10 +139,10 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 
 /// Builds the shared state for serving.
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
-    let directory = open_directory(&config, config.durable)?;
+    let database = open_directory(&config, config.durable)?;
     let root_dn = canopy_proto::Dn::parse(config.root_dn.as_bytes())
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
-    let root_ndn = directory
+    let root_ndn = database
         .schema()
         .normalize_dn(&root_dn)
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
@@ -148,7 +151,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let backoff = sasl::backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
     Ok(Arc::new(ServerState {
-        directory,
+        databases: Databases::new(vec![database]),
         tls,
         config,
         root_ndn,

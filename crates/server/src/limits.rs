@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use canopy_proto::oid::NOTICE_OF_DISCONNECTION;
-use canopy_proto::{ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
+use canopy_proto::{ExtendedResponse, LdapMessage, LdapResult, ProtocolOp, ResultCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use canopy_core::LdapError;
@@ -16,7 +16,7 @@ use canopy_schema::NormDn;
 
 use crate::access::Who;
 use crate::config::{LimitRule, LimitValue, Limits};
-use crate::state::ServerState;
+use crate::databases::Database;
 
 /// Whom a `[[limits.rules]]` entry applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +51,7 @@ impl WhoSpec {
 
     /// Whether `who` is covered. DNs are normalized with the schema; a DN that does not normalize matches
     /// nobody.
-    fn matches(&self, state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
-        let dir = &state.directory;
+    fn matches(&self, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
         let norm = |dn: &str| dir.normalize(dn.as_bytes()).ok().map(|(_, ndn)| ndn);
         let Some(me) = &who.ndn else {
             return Ok(matches!(self, WhoSpec::All | WhoSpec::Anonymous));
@@ -63,7 +62,7 @@ impl WhoSpec {
             WhoSpec::Exact(dn) => norm(dn).is_some_and(|n| &n == me),
             WhoSpec::Subtree(dn) => norm(dn).is_some_and(|n| n.is_suffix_of(me)),
             WhoSpec::Group(dn) => match norm(dn) {
-                Some(group) => is_member(state, txn, &group, me)?,
+                Some(group) => is_member(dir, txn, &group, me)?,
                 None => false,
             },
         })
@@ -72,16 +71,15 @@ impl WhoSpec {
 
 /// Whether `me` is among the `member` values of the entry `group`.
 fn is_member(
-    state: &ServerState,
+    dir: &Database,
     txn: &ReadTxn,
     group: &NormDn,
     me: &NormDn,
 ) -> Result<bool, LdapError> {
-    let dir = &state.directory;
     let Some((_, bytes)) = dir.lookup(txn, group)? else {
         return Ok(false);
     };
-    let entry = crate::directory::Directory::parse_stored(bytes)?
+    let entry = canopy_directory::Directory::parse_stored(bytes)?
         .to_entry()
         .map_err(|_| {
             LdapError::new(
@@ -168,19 +166,24 @@ impl SearchLimits {
         self
     }
 
-    /// The limits of `who`: none for the root DN, else the first matching rule over the global values.
-    pub fn of(state: &ServerState, who: &Who, txn: &ReadTxn) -> Result<SearchLimits, LdapError> {
+    /// The limits of `who` in database `dir`: none for the root DN, else the first matching rule over
+    /// the global values.
+    pub fn of(
+        limits: &Limits,
+        dir: &Database,
+        who: &Who,
+        txn: &ReadTxn,
+    ) -> Result<SearchLimits, LdapError> {
         if who.root {
             return Ok(SearchLimits::UNLIMITED);
         }
-        let limits = &state.config.limits;
         let global = SearchLimits::global(limits);
         for rule in &limits.rules {
             // Checked when the configuration was loaded.
             let Ok(spec) = WhoSpec::parse(&rule.who) else {
                 continue;
             };
-            if spec.matches(state, who, txn)? {
+            if spec.matches(dir, who, txn)? {
                 return Ok(global.with_rule(rule));
             }
         }
@@ -293,7 +296,14 @@ pub fn notice(code: ResultCode, reason: &str) -> Vec<u8> {
         name: Some(NOTICE_OF_DISCONNECTION.to_string()),
         value: None,
     };
-    crate::ops::encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new())
+    let mut out = Vec::with_capacity(64);
+    LdapMessage {
+        message_id: 0,
+        op: ProtocolOp::ExtendedResponse(notice),
+        controls: Vec::new(),
+    }
+    .encode(&mut out);
+    out
 }
 
 /// Turns a connection away: a Notice of Disconnection with busy (51), then close. Bounded by a short timeout

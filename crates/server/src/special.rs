@@ -10,7 +10,7 @@ use canopy_schema::NormDn;
 
 use crate::state::ServerState;
 
-pub const SUBSCHEMA_DN: &str = "cn=Subschema";
+pub use canopy_directory::search::SUBSCHEMA_DN;
 
 /// RFC 4512 §5.1 feature OIDs slapd lists: all operational attributes (RFC 3673), objectClass lists in
 /// attribute lists (RFC 4529), true/false filters (RFC 4526), increment (RFC 4525).
@@ -30,7 +30,7 @@ pub fn entry_for(state: &ServerState, base: &NormDn, scope: SearchScope) -> Opti
         return Some(root_dse(state));
     }
     let subschema = state
-        .directory
+        .databases
         .schema()
         .normalize_dn(&Dn::parse(SUBSCHEMA_DN.as_bytes()).ok()?)
         .ok()?;
@@ -55,7 +55,10 @@ fn root_dse(state: &ServerState) -> Entry {
         attrs: vec![
             attr("objectClass", strings(&["top", "OpenLDAProotDSE"])),
             attr("structuralObjectClass", strings(&["OpenLDAProotDSE"])),
-            attr("namingContexts", [state.directory.suffix_dn().to_string()]),
+            attr(
+                "namingContexts",
+                state.databases.iter().map(|db| db.suffix_dn().to_string()),
+            ),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
             attr(
                 "supportedControl",
@@ -92,7 +95,7 @@ fn extensions(state: &ServerState) -> Vec<String> {
 }
 
 fn subschema_entry(state: &ServerState) -> Entry {
-    let schema = state.directory.schema();
+    let schema = state.databases.schema();
     let dn = Dn::parse(SUBSCHEMA_DN.as_bytes()).unwrap_or_default();
     let ndn = schema.normalize_dn(&dn).unwrap_or_else(|_| NormDn::root());
     Entry {

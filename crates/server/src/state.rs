@@ -1,4 +1,4 @@
-//! What every connection shares: the directory, the configuration and the root identity.
+//! What every connection shares: the databases, the configuration and the root identity.
 
 use std::sync::Arc;
 
@@ -7,11 +7,12 @@ use canopy_proto::ResultCode;
 use canopy_schema::NormDn;
 
 use crate::config::Config;
-use crate::directory::Directory;
+use crate::databases::Databases;
 use crate::limits::Connections;
 
 pub struct ServerState {
-    pub directory: Directory,
+    /// Every database, routed by suffix.
+    pub databases: Databases,
     pub config: Config,
     /// The root DN, normalized.
     pub root_ndn: NormDn,

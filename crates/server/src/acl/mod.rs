@@ -3,6 +3,7 @@
 //!
 //! `parse.rs` reads the rule text, `view.rs` caches decisions for the entries of one search.
 
+mod cleared;
 pub mod ops;
 mod parse;
 mod view;
@@ -17,6 +18,7 @@ use canopy_schema::{NormDn, Schema};
 use crate::access::Who;
 use crate::session::Peer;
 
+pub use cleared::{Cleared, Seen};
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };

@@ -5,11 +5,10 @@ use canopy_core::LdapError;
 use canopy_proto::{AddRequest, Control, ResultCode};
 
 use crate::access::Who;
-use crate::directory::{structural, WriteOp};
-use crate::opattrs::Stamp;
 use crate::ops::{target, OpError};
 use crate::reqctl::RequestControls;
 use crate::state::State;
+use canopy_directory::{structural, Stamp, WriteOp};
 
 pub async fn add(
     state: &State,
@@ -17,18 +16,17 @@ pub async fn add(
     mut req: AddRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
-    let dir = &state.directory;
     if req.attributes.is_empty() {
         return Err(LdapError::new(ResultCode::ProtocolError, "no attributes provided").into());
     }
-    let (dn, ndn) = dir.normalize(&req.dn)?;
-    if !dir.holds(&ndn) {
+    let (dn, ndn) = state.databases.normalize(&req.dn)?;
+    let Some(dir) = state.databases.route(&ndn) else {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "no global superior knowledge",
         )
         .into());
-    }
+    };
     who.require_authenticated()?;
     crate::security::check_password_write(
         state,
@@ -52,12 +50,12 @@ pub async fn add(
     let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;
-    let stamp = Stamp::now();
-    stamp.create(&mut entry, who, &structural);
-    target::before_add(state, who, ctl, &entry)?;
+    // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
+    Stamp::identify(&mut entry, &who.dn, &structural);
+    target::before_add(dir, who, ctl, &entry)?;
     let ndn = entry.ndn.clone();
-    dir.write(WriteOp::Add(entry), who.clone(), stamp).await?;
+    dir.update(WriteOp::Add(entry), who).await?;
     let mut controls = Vec::new();
-    target::after(state, who, ctl, &ndn, &mut controls);
+    target::after(dir, who, ctl, &ndn, &mut controls);
     Ok(controls)
 }

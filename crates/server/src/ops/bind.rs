@@ -12,8 +12,9 @@ use canopy_schema::NormDn;
 use crate::access::Who;
 use crate::acl::ops::{allows, with_checker};
 use crate::acl::{privileges, AttrRef, Target};
-use crate::directory::{Directory, WriteOp};
-use crate::opattrs::Stamp;
+use canopy_directory::{Directory, WriteOp};
+
+use crate::databases::Database;
 use crate::sasl::{self, mapping, scram, store, Exchange};
 use crate::session::Link;
 use crate::state::State;
@@ -75,8 +76,7 @@ async fn simple(
         ));
     }
     crate::security::require_protected_password(state, link)?;
-    let dir = &state.directory;
-    let (dn, ndn) = match dir.normalize(name) {
+    let (dn, ndn) = match state.databases.normalize(name) {
         Ok(pair) => pair,
         Err(e) => {
             // Still spend a hash check, so malformed names answer no faster than wrong passwords.
@@ -129,13 +129,13 @@ async fn check_password(
 /// them (the SCRAM secrets in authPassword follow userPassword's rules). A bind with nothing to check
 /// still spends the dummy hash check.
 fn bind_secrets(state: &State, ndn: &NormDn, link: &Link) -> Result<store::Current, LdapError> {
-    if !state.directory.holds(ndn) {
+    let Some(dir) = state.databases.route(ndn) else {
         return Ok(store::Current::default());
-    }
-    let txn = state.directory.read()?;
-    let mut current = store::current_in(state, &txn, ndn)?;
+    };
+    let txn = dir.read()?;
+    let mut current = store::current_in(dir, &txn, ndn)?;
     let has_secrets = !current.passwords.is_empty() || !current.auth_passwords.is_empty();
-    if has_secrets && !auth_allowed(state, &txn, ndn, link)? {
+    if has_secrets && !auth_allowed(dir, &txn, ndn, link)? {
         current.passwords.clear();
         current.auth_passwords.clear();
     }
@@ -143,12 +143,11 @@ fn bind_secrets(state: &State, ndn: &NormDn, link: &Link) -> Result<store::Curre
 }
 
 fn auth_allowed(
-    state: &State,
+    dir: &Database,
     txn: &ReadTxn,
     ndn: &NormDn,
     link: &Link,
 ) -> Result<bool, LdapError> {
-    let dir = &state.directory;
     let asking = Who {
         link: link.clone(),
         ..Who::anonymous()
@@ -224,7 +223,10 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
     let Ok(hashed) = store::hash_values(state, vec![password]).await else {
         return;
     };
-    let Ok((dn, _)) = state.directory.normalize(ndn.as_str().as_bytes()) else {
+    let Ok((dn, _)) = state.databases.normalize(ndn.as_str().as_bytes()) else {
+        return;
+    };
+    let Some(dir) = state.databases.route(ndn) else {
         return;
     };
     let change = |operation, name: &str, values| Change {
@@ -250,7 +252,7 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
         ndn: ndn.clone(),
         changes,
     };
-    if let Err(error) = state.directory.write(op, who, Stamp::now()).await {
+    if let Err(error) = dir.update(op, &who).await {
         tracing::warn!(%error, dn = ndn.as_str(), "rehash on bind failed");
     }
 }
@@ -427,14 +429,14 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
     let dn =
         Dn::parse(dn_text.as_bytes()).map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
     let ndn = state
-        .directory
+        .databases
         .schema()
         .normalize_dn(&dn)
         .map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
     if let Some(authz) = credentials.filter(|c| !c.is_empty()) {
         let requested = authz.strip_prefix(b"dn:").unwrap_or(authz);
         let same = state
-            .directory
+            .databases
             .normalize(requested)
             .map(|(_, n)| n == ndn)
             .unwrap_or(false);

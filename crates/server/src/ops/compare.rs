@@ -8,10 +8,12 @@ use canopy_schema::Schema;
 
 use crate::access::Who;
 use crate::acl::ops::{allows, hide_matched, unless_disclosed};
-use crate::acl::{privileges, AttrRef};
+use canopy_directory::referral::governing;
+use canopy_directory::Directory;
+
+use crate::acl::{privileges, AttrRef, Seen};
 use crate::ops::OpError;
-use crate::readentry::{check_assertion, load_for, Seen};
-use crate::referral::governing;
+use crate::readentry::{check_assertion, load_for};
 use crate::reqctl::RequestControls;
 use crate::special;
 use crate::state::State;
@@ -26,9 +28,8 @@ pub fn compare(
     req: &CompareRequest,
     ctl: &RequestControls,
 ) -> Result<ResultCode, OpError> {
-    let dir = &state.directory;
-    let (dn, ndn) = dir.normalize(&req.dn)?;
-    let schema = dir.schema();
+    let (dn, ndn) = state.databases.normalize(&req.dn)?;
+    let schema = state.databases.schema();
     let desc = AttrDesc::parse(schema, &req.attr)?;
     if let Some(mut entry) = special::entry_for(state, &ndn, SearchScope::BaseObject) {
         // The root DSE and the subschema entry are compared as slapd holds them, without the
@@ -38,18 +39,15 @@ pub fn compare(
                 .iter()
                 .any(|n| a.desc.eq_ignore_ascii_case(n))
         });
-        let seen = Seen {
-            entry,
-            computed: Vec::new(),
-        };
+        let seen = Seen::public(entry);
         if let Some(filter) = &ctl.assertion {
             check_assertion(schema, &seen, filter)?;
         }
         return decide(schema, &seen, req);
     }
-    if !dir.holds(&ndn) {
+    let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
-    }
+    };
     let txn = dir.read()?;
     if let Some(referral) = governing(dir, &txn, &dn, &ndn, ctl.manage_dsa_it, None)? {
         return Err(referral.into());
@@ -58,7 +56,7 @@ pub fn compare(
         let missing = dir.no_such_object(&txn, &ndn, &dn);
         return Err(hide_matched(dir, &txn, who, missing).into());
     };
-    let full = crate::directory::Directory::parse_stored(bytes)?
+    let full = Directory::parse_stored(bytes)?
         .to_entry()
         .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
     // slapd checks the asserted value, so `val=` rules apply.
@@ -81,8 +79,8 @@ pub fn compare(
     {
         return Err(LdapError::new(ResultCode::UnwillingToPerform, "").into());
     }
-    seen.computed.retain(|a| {
-        !NOT_COMPARABLE
+    seen.drop_computed(|a| {
+        NOT_COMPARABLE
             .iter()
             .any(|n| a.desc.eq_ignore_ascii_case(n))
     });
@@ -106,13 +104,13 @@ fn decide(schema: &Schema, seen: &Seen, req: &CompareRequest) -> Result<ResultCo
         .normalize_value(rule, &req.value)
         .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
     let present = Filter::Present(req.attr.clone());
-    if evaluate(schema, &seen.entry, &seen.computed, &present) != Ternary::True {
+    if evaluate(schema, seen.entry(), seen.computed(), &present) != Ternary::True {
         return Err(LdapError::new(ResultCode::NoSuchAttribute, "").into());
     }
     // The filter rules decide, so compare agrees with search (subtypes, options, objectClass superclasses).
     let assertion = Filter::Equality(req.attr.clone(), req.value.clone());
     Ok(
-        match evaluate(schema, &seen.entry, &seen.computed, &assertion) {
+        match evaluate(schema, seen.entry(), seen.computed(), &assertion) {
             Ternary::True => ResultCode::CompareTrue,
             Ternary::False | Ternary::Undefined => ResultCode::CompareFalse,
         },

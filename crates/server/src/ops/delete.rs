@@ -4,11 +4,10 @@ use canopy_core::LdapError;
 use canopy_proto::{Control, ResultCode};
 
 use crate::access::{Action, Who};
-use crate::directory::WriteOp;
-use crate::opattrs::Stamp;
 use crate::ops::{target, OpError};
 use crate::reqctl::RequestControls;
 use crate::state::State;
+use canopy_directory::WriteOp;
 
 pub async fn delete(
     state: &State,
@@ -16,19 +15,17 @@ pub async fn delete(
     raw_dn: &[u8],
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
-    let dir = &state.directory;
-    let (dn, ndn) = dir.normalize(raw_dn)?;
+    let (dn, ndn) = state.databases.normalize(raw_dn)?;
     if ndn.is_root() {
         return Err(
             LdapError::new(ResultCode::UnwillingToPerform, "cannot delete the root DSE").into(),
         );
     }
-    if !dir.holds(&ndn) {
+    let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
-    }
+    };
     who.require_authenticated()?;
-    let controls = target::before(state, who, ctl, &dn, &ndn, Some(Action::Delete))?;
-    dir.write(WriteOp::Delete { dn, ndn }, who.clone(), Stamp::now())
-        .await?;
+    let controls = target::before(dir, who, ctl, &dn, &ndn, Some(Action::Delete))?;
+    dir.update(WriteOp::Delete { dn, ndn }, who).await?;
     Ok(controls)
 }

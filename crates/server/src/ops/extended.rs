@@ -9,10 +9,9 @@ use canopy_proto::{
 };
 
 use crate::access::Who;
-use crate::directory::WriteOp;
-use crate::opattrs::Stamp;
 use crate::ops::error_result;
 use crate::state::State;
+use canopy_directory::{Directory, WriteOp};
 
 pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> ExtendedResponse {
     let outcome = match req.name.as_str() {
@@ -65,15 +64,15 @@ async fn password_modify(
         },
     };
     crate::security::require_protected_password_change(state, &who.link)?;
-    let dir = &state.directory;
     who.require_authenticated()?;
+    let dbs = &state.databases;
     let (dn, ndn) = match &req.user_identity {
         Some(id) => {
             let raw = id.strip_prefix(b"dn:").unwrap_or(id);
-            dir.normalize(raw)?
+            dbs.normalize(raw)?
         }
         None => match &who.ndn {
-            Some(_) => dir.normalize(who.dn.as_bytes())?,
+            Some(_) => dbs.normalize(who.dn.as_bytes())?,
             None => {
                 return Err(LdapError::new(
                     ResultCode::StrongerAuthRequired,
@@ -82,19 +81,19 @@ async fn password_modify(
             }
         },
     };
-    if !dir.holds(&ndn) {
+    let Some(dir) = dbs.route(&ndn) else {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "password change only in this naming context",
         ));
-    }
+    };
     if let Some(old) = &req.old_passwd {
         if !who.root {
             let txn = dir.read()?;
             let Some((_, bytes)) = dir.lookup(&txn, &ndn)? else {
                 return Err(dir.no_such_object(&txn, &ndn, &dn));
             };
-            let stored = crate::directory::Directory::parse_stored(bytes)?;
+            let stored = Directory::parse_stored(bytes)?;
             let mut ok = false;
             for attr in canopy_core::wire::attributes(stored.secret).flatten() {
                 ok |= attr
@@ -135,15 +134,11 @@ async fn password_modify(
         },
     ];
     // slapd answers the extended operation without a matched DN.
-    dir.write(
-        WriteOp::Modify { dn, ndn, changes },
-        who.clone(),
-        Stamp::now(),
-    )
-    .await
-    .map_err(|mut e| {
-        e.matched_dn = None;
-        e
-    })?;
+    dir.update(WriteOp::Modify { dn, ndn, changes }, who)
+        .await
+        .map_err(|mut e| {
+            e.matched_dn = None;
+            e
+        })?;
     Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
 }

@@ -13,22 +13,7 @@ pub mod target;
 use canopy_core::LdapError;
 use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};
 
-use crate::referral::Referral;
-
-/// Why an operation did not succeed: an error, or a referral elsewhere (RFC 4511 §4.1.10).
-#[derive(Debug, thiserror::Error)]
-pub enum OpError {
-    #[error(transparent)]
-    Ldap(#[from] LdapError),
-    #[error("referral to {}", .0.urls.join(" "))]
-    Referral(Referral),
-}
-
-impl From<Referral> for OpError {
-    fn from(r: Referral) -> OpError {
-        OpError::Referral(r)
-    }
-}
+pub use canopy_directory::OpError;
 
 /// The result and response controls of an update.
 pub fn update_result(outcome: Result<Vec<Control>, OpError>) -> (LdapResult, Vec<Control>) {

@@ -4,11 +4,10 @@ use canopy_core::LdapError;
 use canopy_proto::{Control, ModifyRequest, ResultCode};
 
 use crate::access::Who;
-use crate::directory::WriteOp;
-use crate::opattrs::Stamp;
 use crate::ops::{target, OpError};
 use crate::reqctl::RequestControls;
 use crate::state::State;
+use canopy_directory::WriteOp;
 
 pub async fn modify(
     state: &State,
@@ -16,11 +15,10 @@ pub async fn modify(
     mut req: ModifyRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
-    let dir = &state.directory;
-    let (dn, ndn) = dir.normalize(&req.dn)?;
-    if !dir.holds(&ndn) {
+    let (dn, ndn) = state.databases.normalize(&req.dn)?;
+    let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
-    }
+    };
     who.require_authenticated()?;
     crate::security::check_password_write(
         state,
@@ -51,19 +49,15 @@ pub async fn modify(
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
-    let mut controls = target::before(state, who, ctl, &dn, &ndn, None)?;
+    let mut controls = target::before(dir, who, ctl, &dn, &ndn, None)?;
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
-    dir.write(
-        WriteOp::Modify {
-            dn,
-            ndn: ndn.clone(),
-            changes: req.changes,
-        },
-        who.clone(),
-        Stamp::now(),
-    )
-    .await?;
-    target::after(state, who, ctl, &ndn, &mut controls);
+    let op = WriteOp::Modify {
+        dn,
+        ndn: ndn.clone(),
+        changes: req.changes,
+    };
+    dir.update(op, who).await?;
+    target::after(dir, who, ctl, &ndn, &mut controls);
     Ok(controls)
 }

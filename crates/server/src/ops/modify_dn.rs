@@ -4,10 +4,11 @@ use canopy_core::LdapError;
 use canopy_proto::{Control, Dn, ModifyDnRequest, Rdn, ResultCode};
 
 use crate::access::{Action, Who};
-use crate::directory::{ModifyDn, WriteOp};
-use crate::opattrs::Stamp;
+use canopy_directory::referral::{is_referral, nearest};
+use canopy_directory::{Directory, ModifyDn, WriteOp};
+
+use crate::databases::Database;
 use crate::ops::{target, OpError};
-use crate::referral::{is_referral, nearest};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 
@@ -17,11 +18,10 @@ pub async fn modify_dn(
     req: ModifyDnRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
-    let dir = &state.directory;
-    let (dn, ndn) = dir.normalize(&req.dn)?;
-    if !dir.holds(&ndn) {
+    let (dn, ndn) = state.databases.normalize(&req.dn)?;
+    let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
-    }
+    };
     who.require_authenticated()?;
     let new_rdn = Rdn::parse(&req.new_rdn)
         .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
@@ -37,9 +37,9 @@ pub async fn modify_dn(
     };
     let moved_to = new_superior.as_ref().map(|(_, parent)| parent.clone());
     let rename = Some(Action::Rename(moved_to));
-    let mut controls = target::before(state, who, ctl, &dn, &ndn, rename)?;
+    let mut controls = target::before(dir, who, ctl, &dn, &ndn, rename)?;
     if let Some((_, new_parent)) = &new_superior {
-        refuse_referral_superior(state, new_parent)?;
+        refuse_referral_superior(dir, new_parent)?;
     }
     let new_parent = match &new_superior {
         Some((_, parent)) => Some(parent.clone()),
@@ -56,23 +56,21 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    dir.write(WriteOp::ModifyDn(op), who.clone(), Stamp::now())
-        .await?;
+    dir.update(WriteOp::ModifyDn(op), who).await?;
     if let Some(new_ndn) = new_ndn {
-        target::after(state, who, ctl, &new_ndn, &mut controls);
+        target::after(dir, who, ctl, &new_ndn, &mut controls);
     }
     Ok(controls)
 }
 
 /// Moving an entry under a referral object is refused, as slapd refuses it.
 fn refuse_referral_superior(
-    state: &State,
+    dir: &Database,
     parent: &canopy_schema::NormDn,
 ) -> Result<(), LdapError> {
-    let dir = &state.directory;
     let txn = dir.read()?;
     if let Some((0, _, bytes)) = nearest(dir, &txn, parent)? {
-        if is_referral(&crate::directory::Directory::parse_stored(bytes)?) {
+        if is_referral(&Directory::parse_stored(bytes)?) {
             return Err(LdapError::new(
                 ResultCode::Other,
                 "new superior is a referral",

@@ -1,4 +1,5 @@
-//! RFC 4511 §4.5 Search: candidates from the indexes or the scope, one exact filter test, limits, paging.
+//! RFC 4511 §4.5 Search, the frontend half: the base's database, limits, access control, the one exact
+//! filter test per candidate the backend's scan streams out, paging and encoding.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,31 +7,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
-use canopy_core::index::plan;
 use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
+use canopy_directory::search::{decoded, Candidate, Query};
+use canopy_directory::{store_error, Directory, Referral};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
-    Control, DerefAliases, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
-    SearchScope,
+    Control, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
 };
 use canopy_schema::NormDn;
 use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
-use crate::candidates::resolve;
-
 use crate::acl::ops::hide_matched;
-use crate::acl::{privileges, AttrRef, EntryView, SearchAccess, Target};
-use crate::alias::{find_base, reach, referral_ids, scope_ids, Reach};
-use crate::directory::{store_error, Directory, GroupReader};
+use crate::acl::{privileges, AttrRef, Cleared, EntryView, SearchAccess, Seen, Target};
+use crate::databases::{Database, GroupReader};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
-use crate::referral::{continuation, is_alias, is_referral, Referral};
 use crate::reqctl::RequestControls;
 use crate::select::Selection;
 use crate::special;
@@ -214,8 +211,9 @@ struct Limits {
 }
 
 /// The limits of this search: the identity's (crate::limits), lowered by the client's request.
-fn limits(job: &SearchJob, txn: &ReadTxn) -> Result<Limits, LdapError> {
-    let mine = crate::limits::SearchLimits::of(&job.state, &job.who, txn)?;
+fn limits(job: &SearchJob, dir: &Database, txn: &ReadTxn) -> Result<Limits, LdapError> {
+    let limits = &job.state.config.limits;
+    let mine = crate::limits::SearchLimits::of(limits, dir, &job.who, txn)?;
     let mut size = mine.size;
     if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
         return Err(LdapError::new(
@@ -252,75 +250,53 @@ fn execute(
     done_controls: &mut Vec<Control>,
 ) -> Result<(), Stop> {
     let state = &job.state;
-    let dir = &state.directory;
-    let schema = dir.schema();
-    let (base_dn, base) = dir.normalize(&job.req.base)?;
+    let schema = state.databases.schema();
+    let (base_dn, base) = state.databases.normalize(&job.req.base)?;
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
         if let Some(filter) = &job.ctl.assertion {
-            let seen = crate::readentry::Seen {
-                entry: entry.clone(),
-                computed: Vec::new(),
-            };
-            check_assertion(schema, &seen, filter)?;
+            check_assertion(schema, &Seen::public(entry.clone()), filter)?;
         }
         return send_special(job, sink, &selection, &entry);
     }
-    if !dir.holds(&base) {
+    let Some(dir) = state.databases.route(&base) else {
         return Err(state.outside_naming_context(&base).into());
-    }
+    };
     let txn = dir.read()?;
-    let deref = job.req.deref;
-    let finding = matches!(deref, DerefAliases::FindingBaseObj | DerefAliases::Always);
-    let manage = job.ctl.manage_dsa_it;
-    let scope = job.req.scope;
-    let found = match find_base(dir, &txn, base_dn, base, finding, manage, scope) {
+    let query = Query {
+        scope: job.req.scope,
+        deref: job.req.deref,
+        manage_dsa_it: job.ctl.manage_dsa_it,
+        filter: &job.req.filter,
+    };
+    let found = match dir.search_base(&txn, base_dn, base, &query) {
         Ok(found) => found,
         Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, &job.who, e).into()),
         Err(other) => return Err(other.into()),
     };
-    let (base, base_id) = (found.ndn, found.id);
     // slapd checks access to the base before the assertion control.
-    let groups = GroupReader { dir, txn: &txn };
+    let groups = GroupReader { db: dir, txn: &txn };
     let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
-    base_access(&access, &txn, &base, base_id)?;
+    base_access(&access, &txn, &found.ndn, found.id)?;
     if let Some(filter) = &job.ctl.assertion {
-        if let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? {
-            check_assertion(schema, &load(dir, &txn, &job.who, base_id, bytes)?, filter)?;
+        if let Some(bytes) = txn.get_entry(found.id).map_err(store_error)? {
+            check_assertion(schema, &load(dir, &txn, &job.who, found.id, bytes)?, filter)?;
         }
     }
-    let limits = limits(job, &txn)?;
+    let limits = limits(job, dir, &txn)?;
 
-    let (mut candidates, indexed) = candidates(dir, &txn, job, &base, base_id)?;
-    // RFC 4511 §4.5.1.3: aliases inside the scope lead to more places; RFC 3296 §5.3: referral objects
-    // inside it are continuation references whatever the filter says.
-    let searching = matches!(deref, DerefAliases::InSearching | DerefAliases::Always)
-        && scope != SearchScope::BaseObject;
-    let references = !manage && scope != SearchScope::BaseObject;
-    let reach = if searching {
-        reach(dir, &txn, &base, base_id, scope)?
-    } else {
-        Reach::default()
-    };
-    let mut extra = reach.ids.clone();
-    if references && indexed {
-        // Index candidates follow the filter; referral objects are sent whatever it says.
-        let subtree = scope != SearchScope::SingleLevel;
-        extra.extend(referral_ids(dir, &txn, &base, base_id, subtree)?);
+    let mut scan = dir.plan_scan(&txn, &query, &found)?;
+    if scan.unindexed() {
+        let filter = crate::redact::filter_for_log(schema, &job.req.filter);
+        tracing::info!(%filter, "unindexed search: scanning the scope");
     }
-    // Every entry of the database includes the extra ones.
-    if let (Candidates::Ids(ids), false) = (&mut candidates, extra.is_empty()) {
-        ids.extend(extra);
-        ids.sort_unstable();
-        ids.dedup();
-    }
-    let examine = match &candidates {
-        Candidates::Ids(ids) => ids.len() as u64,
-        Candidates::All { .. } => txn.entry_count().map_err(store_error)?,
-    };
     // slapd's size.unchecked: too many candidates to examine is refused before examining any.
-    if limits.lookthrough.is_some_and(|max| examine > max) {
+    let over = match limits.lookthrough {
+        Some(max) => scan.candidate_count(&txn)? > max,
+        None => false,
+    };
+    if over {
         return Err(
             LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into(),
         );
@@ -342,10 +318,7 @@ fn execute(
                     )
                     .into());
                 };
-                match &mut candidates {
-                    Candidates::Ids(ids) => ids.retain(|id| *id > last),
-                    Candidates::All { from } => *from = last.saturating_add(1),
-                }
+                scan.resume_after(last);
                 sent_before = earlier;
             }
             Some(paged.size as usize)
@@ -366,31 +339,12 @@ fn execute(
     let needs_entry = dir.acl().needs_entry() && !root;
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
     let secret_in_filter = mentions_secret(schema, &filter);
-    // Referral objects and aliases by ID from the objectClass index (once per snapshot), else by class.
-    let referrals = if references {
-        dir.class_ids(&txn, "referral")?
-    } else {
-        None
-    };
-    let aliases = if searching {
-        dir.class_ids(&txn, "alias")?
-    } else {
-        None
-    };
     let mut hidden_filters = HiddenFilters::default();
     let mut sent = 0usize;
     let mut examined = 0u64;
     let mut last_sent = None;
-    let items: Box<dyn Iterator<Item = CandidateItem<'_>>> = match &candidates {
-        Candidates::Ids(ids) => Box::new(txn.candidate_entries(ids).map_err(store_error)?),
-        Candidates::All { from } => Box::new(
-            txn.entries_from(*from)
-                .map_err(store_error)?
-                .map(|item| item.map(|(id, bytes)| (id, Some(bytes)))),
-        ),
-    };
-    for item in items {
-        let (id, bytes) = item.map_err(store_error)?;
+    for candidate in scan.examine(&txn, !root)? {
+        let candidate = candidate?;
         examined += 1;
         if sink.over_budget(examined) {
             return Err(Stop::Overflow);
@@ -404,43 +358,17 @@ fn execute(
                 return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
             }
         }
-        let Some(bytes) = bytes else {
-            continue;
+        let (id, stored, ndn) = match candidate {
+            Candidate::Passed => continue,
+            Candidate::Reference(urls) => {
+                let reference = ProtocolOp::SearchResultReference(urls);
+                sink.push(encode(job.message_id, reference, Vec::new()))?;
+                continue;
+            }
+            Candidate::Entry { id, stored, ndn } => (id, stored, ndn),
         };
-        let stored = Directory::parse_stored(bytes)?;
-        // The scope test reads the stored RDNs; the normalized DN is built only when something needs it.
-        let depth = stored.below(base.rdns());
-        let scoped = match scope {
-            SearchScope::BaseObject => depth == Some(0),
-            SearchScope::SingleLevel => depth == Some(1),
-            SearchScope::WholeSubtree => depth.is_some(),
-            SearchScope::SubordinateSubtree => depth.is_some_and(|d| d > 0),
-        };
-        let ndn = if root && reach.roots.is_empty() {
-            None
-        } else {
-            Some(stored.ndn().map_err(|_| unreadable())?)
-        };
-        if !scoped && !ndn.as_ref().is_some_and(|n| reach.contains(n)) {
-            continue;
-        }
-        if references && is_kind(referrals.as_deref(), id, &stored, is_referral) {
-            // Sent whatever the filter and the page size say; a page resumes after its last entry, so
-            // references past it come again on the next page, as slapd sends them.
-            let urls = continuation(&stored, scope);
-            sink.push(encode(
-                job.message_id,
-                ProtocolOp::SearchResultReference(urls),
-                Vec::new(),
-            ))?;
-            continue;
-        }
-        // Dereferenced aliases stand for their targets; a base alias not dereferenced when finding stays.
-        if searching && is_kind(aliases.as_deref(), id, &stored, is_alias) && depth != Some(0) {
-            continue;
-        }
         let full = if needs_entry {
-            Some(visible_entry(&stored, true)?)
+            Some(decoded(&stored, true)?)
         } else {
             None
         };
@@ -448,12 +376,9 @@ fn execute(
             Some(ndn) if !root => Some(access.view(ndn, full.as_ref())),
             _ => None,
         };
-        if view
-            .as_ref()
-            .is_some_and(|v| !v.allows_entry(privileges::READ))
-        {
+        let Some(cleared) = access.clear(&stored, view.as_deref()) else {
             continue;
-        }
+        };
         let hidden = match &view {
             Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
             None => None,
@@ -467,7 +392,7 @@ fn execute(
                 searchable_only(&access, view, &stored, secret_in_filter, &mut subject);
             }
             let computed = if need_computed {
-                computed_attributes(&txn, id, stored.dn)?
+                dir.computed_attributes(&txn, id, stored.dn)?
             } else {
                 Vec::new()
             };
@@ -486,8 +411,7 @@ fn execute(
             }
             return Ok(());
         }
-        let readable = view.as_deref().map(|v| (&access, v));
-        sink.push_encoded(|out| encode_stored(job, &selection, &stored, &computed, readable, out))?;
+        sink.push_encoded(|out| encode_stored(job, &selection, &cleared, &computed, out))?;
         sent += 1;
         last_sent = Some(id);
     }
@@ -517,73 +441,6 @@ fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
     let last = u64::from_be_bytes(cookie.get(..8)?.try_into().ok()?);
     let sent = u64::from_be_bytes(cookie.get(8..16)?.try_into().ok()?);
     (cookie.len() == 16).then_some((last, sent as usize))
-}
-
-/// One candidate as read: its ID and stored bytes (None when an ID has no entry).
-type CandidateItem<'t> = Result<(u64, Option<&'t [u8]>), canopy_mdb::StoreError>;
-
-/// The entries a search examines, in ID order.
-enum Candidates {
-    /// These IDs, ascending.
-    Ids(Vec<u64>),
-    /// Every entry of the database with an ID from `from` on: an unindexed subtree search from the suffix,
-    /// read in one cursor walk over id2entry without listing the IDs first.
-    All { from: u64 },
-}
-
-/// The candidates: from the indexes when the filter allows (then true), else from the scope.
-fn candidates(
-    dir: &Directory,
-    txn: &ReadTxn,
-    job: &SearchJob,
-    base: &NormDn,
-    base_id: u64,
-) -> Result<(Candidates, bool), LdapError> {
-    if job.req.scope == SearchScope::BaseObject {
-        return Ok((Candidates::Ids(vec![base_id]), false));
-    }
-    let plan = plan(dir.schema(), dir.indexes(), &job.req.filter);
-    if let Some(ids) = resolve(txn, &plan)? {
-        return Ok((Candidates::Ids(ids), true));
-    }
-    let filter = crate::redact::filter_for_log(job.state.directory.schema(), &job.req.filter);
-    tracing::info!(%filter, "unindexed search: scanning the scope");
-    let subtree = job.req.scope != SearchScope::SingleLevel;
-    if subtree && base == dir.suffix() {
-        return Ok((Candidates::All { from: 0 }, false));
-    }
-    let mut ids = scope_ids(dir, txn, base, base_id, subtree)?;
-    ids.sort_unstable();
-    Ok((Candidates::Ids(ids), false))
-}
-
-/// Whether entry `id` is of a class: in `indexed` (ascending IDs) when the index answered, else `test`.
-fn is_kind(
-    indexed: Option<&[u64]>,
-    id: u64,
-    stored: &StoredEntry<'_>,
-    test: fn(&StoredEntry<'_>) -> bool,
-) -> bool {
-    match indexed {
-        Some(ids) => ids.binary_search(&id).is_ok(),
-        None => test(stored),
-    }
-}
-
-fn unreadable() -> LdapError {
-    LdapError::new(ResultCode::Other, "stored entry is unreadable")
-}
-
-/// The entry as the filter sees it: secret attributes only for those who may read them.
-pub(crate) fn visible_entry(stored: &StoredEntry<'_>, secrets: bool) -> Result<Entry, LdapError> {
-    let mut entry = stored.to_entry().map_err(|_| unreadable())?;
-    if !secrets {
-        let secret: Vec<&str> = canopy_core::wire::attributes(stored.secret)
-            .filter_map(|a| a.ok().map(|(d, _)| d))
-            .collect();
-        entry.attrs.retain(|a| !secret.contains(&a.desc.as_str()));
-    }
-    Ok(entry)
 }
 
 const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
@@ -630,45 +487,16 @@ fn mentions(filter: &Filter, test: &dyn Fn(Option<&str>) -> bool) -> bool {
     }
 }
 
-/// hasSubordinates, entryDN and subschemaSubentry: computed, never stored.
-pub(crate) fn computed_attributes(
-    txn: &ReadTxn,
-    id: u64,
-    dn: &[u8],
-) -> Result<Vec<Attribute>, LdapError> {
-    let has = txn.has_children(id).map_err(store_error)?;
-    Ok(vec![
-        Attribute {
-            desc: "hasSubordinates".into(),
-            values: vec![if has {
-                b"TRUE".to_vec()
-            } else {
-                b"FALSE".to_vec()
-            }],
-        },
-        Attribute {
-            desc: "entryDN".into(),
-            values: vec![dn.to_vec()],
-        },
-        Attribute {
-            desc: "subschemaSubentry".into(),
-            values: vec![special::SUBSCHEMA_DN.as_bytes().to_vec()],
-        },
-    ])
-}
-
-/// Privileges on an entry's attributes: the search's cache and the entry's view; None for the root DN.
-type Readable<'v, 'a> = Option<(&'v SearchAccess<'a>, &'v EntryView)>;
-
+/// Encodes an entry access control cleared, with the attributes the requester may read.
 fn encode_stored(
     job: &SearchJob,
     selection: &Selection,
-    stored: &StoredEntry<'_>,
+    cleared: &Cleared<'_, '_>,
     computed: &[Attribute],
-    readable: Readable<'_, '_>,
     out: &mut Vec<u8>,
 ) {
-    let schema = job.state.directory.schema();
+    let (stored, readable) = (cleared.stored(), cleared.rights());
+    let schema = job.state.databases.schema();
     let values_ruled = readable.is_some_and(|(access, _)| access.checker().acl().has_value_rules());
     let plain =
         !values_ruled && readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
@@ -781,7 +609,7 @@ fn base_access(
         let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
             return Ok(());
         };
-        Some(visible_entry(&Directory::parse_stored(bytes)?, true)?)
+        Some(decoded(&Directory::parse_stored(bytes)?, true)?)
     } else {
         None
     };
@@ -881,7 +709,7 @@ fn send_special(
     selection: &Selection,
     entry: &Entry,
 ) -> Result<(), Stop> {
-    let schema = job.state.directory.schema();
+    let schema = job.state.databases.schema();
     if evaluate(schema, entry, &[], &as_slapd_sees(schema, &job.req.filter)) != Ternary::True {
         return Ok(());
     }

@@ -8,27 +8,27 @@ use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
 use canopy_proto::{Control, Dn, ResultCode};
 use canopy_schema::NormDn;
 
+use canopy_directory::referral::governing;
+use canopy_directory::{Directory, Stamp};
+
 use crate::access::{Action, Who};
 use crate::acl::ops::{check_delete, check_rename};
-use crate::directory::Directory;
+use crate::databases::Database;
 use crate::ops::OpError;
 use crate::readentry::{check_assertion, load, read_control, unstored};
-use crate::referral::governing;
 use crate::reqctl::RequestControls;
-use crate::state::State;
 
 /// Before the write of an update on an existing entry: the referral check, then the assertion and the
 /// pre-read on the entry. A missing entry is left for the write to report. slapd checks the access of a
 /// delete or rename (`access`) before the assertion, that of a modify after it.
 pub fn before(
-    state: &State,
+    dir: &Database,
     who: &Who,
     ctl: &RequestControls,
     dn: &Dn,
     ndn: &NormDn,
     access: Option<Action>,
 ) -> Result<Vec<Control>, OpError> {
-    let dir = &state.directory;
     let schema = dir.schema();
     let txn = dir.read()?;
     if let Some(referral) = governing(dir, &txn, dn, ndn, ctl.manage_dsa_it, None)? {
@@ -63,25 +63,27 @@ pub fn before(
 /// Before an add: a referral object above the new entry answers for it, ManageDsaIT or not; the assertion
 /// is tested on the entry to be added, as slapd does.
 pub fn before_add(
-    state: &State,
+    dir: &Database,
     who: &Who,
     ctl: &RequestControls,
     entry: &Entry,
 ) -> Result<(), OpError> {
-    let dir = &state.directory;
     let txn = dir.read()?;
     if let Some(referral) = governing(dir, &txn, &entry.dn, &entry.ndn, ctl.manage_dsa_it, None)? {
         return Err(referral.into());
     }
     if let Some(filter) = &ctl.assertion {
-        check_assertion(dir.schema(), &unstored(dir, &txn, who, entry), filter)?;
+        // The entry as it will be stored: the writer stamps its time and CSN, this is a close likeness.
+        let mut stamped = entry.clone();
+        Stamp::now().fill(&mut stamped);
+        check_assertion(dir.schema(), &unstored(dir, &txn, who, &stamped), filter)?;
     }
     Ok(())
 }
 
 /// After a successful write: the post-read of the entry now at `ndn`, appended to `controls`.
 pub fn after(
-    state: &State,
+    dir: &Database,
     who: &Who,
     ctl: &RequestControls,
     ndn: &NormDn,
@@ -92,7 +94,6 @@ pub fn after(
     };
     // The update is done: a failure to read it back loses the control, never the success.
     let read = || -> Result<Option<Control>, LdapError> {
-        let dir = &state.directory;
         let txn = dir.read()?;
         let Some((id, bytes)) = dir.lookup(&txn, ndn)? else {
             return Ok(None);

@@ -2,17 +2,15 @@
 //! search, and the proxy authorization rules that say who may act as whom.
 
 use canopy_core::filter::PreparedFilter;
-use canopy_core::index::plan;
+use canopy_core::wire::StoredView;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, ReadTxn};
-use canopy_proto::{Dn, Filter, ResultCode};
+use canopy_directory::alias::Base;
+use canopy_directory::search::{Candidate, Query};
+use canopy_proto::{DerefAliases, Dn, Filter, SearchScope};
 use canopy_schema::NormDn;
 use regex::Regex;
 
-use crate::alias::scope_ids;
-use crate::candidates::resolve;
 use crate::config::{percent_decode, Sasl};
-use crate::directory::{store_error, Directory};
 use crate::state::State;
 
 /// The compiled `[sasl]` configuration.
@@ -138,7 +136,7 @@ pub fn resolve_identity(
     mechanism: &str,
     identity: &str,
 ) -> Result<Option<(Dn, NormDn)>, LdapError> {
-    let dir = &state.directory;
+    let dir = &state.databases;
     if let Some(dn) = identity.strip_prefix("dn:") {
         let Ok((dn, ndn)) = dir.normalize(dn.trim().as_bytes()) else {
             return Ok(None);
@@ -169,77 +167,74 @@ fn exists(state: &State, ndn: &NormDn) -> Result<bool, LdapError> {
     if *ndn == state.root_ndn {
         return Ok(true);
     }
-    let dir = &state.directory;
-    if !dir.holds(ndn) {
+    let Some(dir) = state.databases.route(ndn) else {
         return Ok(false);
-    }
+    };
     let txn = dir.read()?;
     Ok(dir.lookup(&txn, ndn)?.is_some())
 }
 
-/// The one entry at or below `base` (the suffix when empty) that matches `filter`, if exactly one does.
+/// The one entry at or below `base` (the first database's suffix when empty) that matches `filter`, if
+/// exactly one does: an internal search through the backend, like any other, without aliases or
+/// referrals.
 fn find_unique(
     state: &State,
     base: &str,
     subtree: bool,
     filter: &str,
 ) -> Result<Option<(Dn, NormDn)>, LdapError> {
-    let dir = &state.directory;
-    let base_ndn = if base.is_empty() {
-        dir.suffix().clone()
+    let databases = &state.databases;
+    let (base_dn, base_ndn) = if base.is_empty() {
+        let first = databases.first();
+        (first.suffix_dn().clone(), first.suffix().clone())
     } else {
-        match dir.normalize(base.as_bytes()) {
-            Ok((_, ndn)) if dir.holds(&ndn) => ndn,
-            _ => return Ok(None),
+        match databases.normalize(base.as_bytes()) {
+            Ok(pair) => pair,
+            Err(_) => return Ok(None),
         }
+    };
+    let Some(dir) = databases.route(&base_ndn) else {
+        return Ok(None);
     };
     let Ok(filter) = Filter::parse(filter) else {
         return Ok(None);
     };
     let txn = dir.read()?;
+    let Some((base_id, _)) = dir.lookup(&txn, &base_ndn)? else {
+        return Ok(None);
+    };
+    let query = Query {
+        scope: if subtree {
+            SearchScope::WholeSubtree
+        } else {
+            SearchScope::BaseObject
+        },
+        deref: DerefAliases::Never,
+        manage_dsa_it: true,
+        filter: &filter,
+    };
+    let base = Base {
+        dn: base_dn,
+        ndn: base_ndn,
+        id: base_id,
+    };
+    let scan = dir.plan_scan(&txn, &query, &base)?;
     let prepared = PreparedFilter::new(dir.schema(), &filter);
     let mut found = None;
-    for id in candidate_ids(dir, &txn, &base_ndn, subtree, &filter)? {
-        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+    for candidate in scan.examine(&txn, true)? {
+        let Candidate::Entry { stored, ndn, .. } = candidate? else {
             continue;
         };
-        let stored = Directory::parse_stored(bytes)?;
-        let entry = stored
-            .to_entry()
-            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-        let in_scope = if subtree {
-            base_ndn.is_suffix_of(&entry.ndn)
-        } else {
-            entry.ndn == base_ndn
-        };
-        if !in_scope || !prepared.evaluate(&entry, &[]).is_true() {
+        if !prepared.evaluate(&StoredView::new(&stored), &[]).is_true() {
             continue;
         }
         if found.is_some() {
             return Ok(None);
         }
-        found = Some((entry.dn, entry.ndn));
+        let dn = Dn::parse(stored.dn).unwrap_or_default();
+        found = ndn.map(|ndn| (dn, ndn));
     }
     Ok(found)
-}
-
-fn candidate_ids(
-    dir: &Directory,
-    txn: &ReadTxn,
-    base: &NormDn,
-    subtree: bool,
-    filter: &Filter,
-) -> Result<Vec<u64>, LdapError> {
-    let Some((base_id, _)) = dir.lookup(txn, base)? else {
-        return Ok(Vec::new());
-    };
-    if !subtree {
-        return Ok(vec![base_id]);
-    }
-    if let Some(ids) = resolve(txn, &plan(dir.schema(), dir.indexes(), filter))? {
-        return Ok(ids);
-    }
-    scope_ids(dir, txn, base, base_id, true)
 }
 
 /// Whether `authc` may act as `authz` under the `[[sasl.proxy]]` rules.
@@ -248,7 +243,7 @@ pub fn may_proxy(state: &State, authc: &NormDn, authz: &NormDn) -> bool {
         let Some((subtree, dn)) = split_side(side) else {
             return false;
         };
-        let Ok((_, rule)) = state.directory.normalize(dn.trim().as_bytes()) else {
+        let Ok((_, rule)) = state.databases.normalize(dn.trim().as_bytes()) else {
             return false;
         };
         if subtree {

@@ -7,6 +7,7 @@ use canopy_mdb::ReadTxn;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
+use crate::databases::Database;
 use crate::state::State;
 
 /// The attribute holding SCRAM secrets (RFC 3112, values in RFC 5803's format).
@@ -106,7 +107,7 @@ pub async fn prepare_add(
     state: &State,
     attributes: &mut Vec<PartialAttribute>,
 ) -> Result<(), LdapError> {
-    let schema = state.directory.schema().clone();
+    let schema = state.databases.schema().clone();
     let mut scram = Vec::new();
     for attr in attributes.iter_mut() {
         if is_user_password(&schema, &attr.name) {
@@ -140,15 +141,14 @@ pub struct Current {
 
 /// Reads an entry's secret attributes; an absent entry has none.
 pub fn current(state: &State, ndn: &NormDn) -> Result<Current, LdapError> {
-    if !state.directory.holds(ndn) {
+    let Some(dir) = state.databases.route(ndn) else {
         return Ok(Current::default());
-    }
-    current_in(state, &state.directory.read()?, ndn)
+    };
+    current_in(dir, &dir.read()?, ndn)
 }
 
 /// [`current`] within a read transaction the caller holds.
-pub fn current_in(state: &State, txn: &ReadTxn, ndn: &NormDn) -> Result<Current, LdapError> {
-    let dir = &state.directory;
+pub fn current_in(dir: &Database, txn: &ReadTxn, ndn: &NormDn) -> Result<Current, LdapError> {
     let mut out = Current::default();
     if !dir.holds(ndn) {
         return Ok(out);
@@ -156,7 +156,7 @@ pub fn current_in(state: &State, txn: &ReadTxn, ndn: &NormDn) -> Result<Current,
     let Some((_, bytes)) = dir.lookup(txn, ndn)? else {
         return Ok(out);
     };
-    let stored = crate::directory::Directory::parse_stored(bytes)?;
+    let stored = canopy_directory::Directory::parse_stored(bytes)?;
     out.dn = Some(String::from_utf8_lossy(stored.dn).into_owned());
     for attr in canopy_core::wire::attributes(stored.secret) {
         let (desc, values) =
@@ -178,7 +178,7 @@ pub async fn prepare_modify(
     ndn: &NormDn,
     changes: &mut Vec<Change>,
 ) -> Result<(), LdapError> {
-    let schema = state.directory.schema().clone();
+    let schema = state.databases.schema().clone();
     if !changes
         .iter()
         .any(|c| is_user_password(&schema, &c.modification.name))

@@ -7,7 +7,7 @@ use canopy_mdb::ReadTxn;
 use canopy_proto::{Dn, LdapResult, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
-use crate::directory::Directory;
+use crate::database::Directory;
 
 /// A referral answer: the referral object's DN and its adjusted URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]

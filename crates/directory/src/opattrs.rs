@@ -5,8 +5,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use canopy_core::{Attribute, Entry};
 
-use crate::access::Who;
-
 /// The time and change sequence number of one write, taken once so every attribute agrees.
 #[derive(Debug, Clone)]
 pub struct Stamp {
@@ -45,43 +43,53 @@ impl Stamp {
         }
     }
 
-    /// Sets modifiersName, modifyTimestamp and entryCSN for a modification.
-    pub fn touch(&self, entry: &mut Entry, who: &Who) {
-        set(entry, "modifiersName", who.dn.as_bytes().to_vec());
+    /// Sets modifiersName, modifyTimestamp and entryCSN for a modification by `modifier` (a DN).
+    pub fn touch(&self, entry: &mut Entry, modifier: &str) {
+        set(entry, "modifiersName", modifier.as_bytes().to_vec());
         set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
         set(entry, "entryCSN", self.csn.as_bytes().to_vec());
     }
 
-    /// Sets every operational attribute of a new entry (keeping any an import supplied).
-    pub fn create(&self, entry: &mut Entry, who: &Who, structural: &str) {
-        let keep = |entry: &Entry, name: &str| entry.get(name).is_some();
-        if !keep(entry, "entryUUID") {
+    /// Sets every operational attribute of a new entry created by `creator` (keeping any an import
+    /// supplied): [`Stamp::identify`] and [`Stamp::fill`].
+    pub fn create(&self, entry: &mut Entry, creator: &str, structural: &str) {
+        Stamp::identify(entry, creator, structural);
+        self.fill(entry);
+    }
+
+    /// The operational attributes of a new entry that do not depend on the time: entryUUID, creatorsName,
+    /// modifiersName (kept when supplied) and structuralObjectClass.
+    pub fn identify(entry: &mut Entry, creator: &str, structural: &str) {
+        if entry.get("entryUUID").is_none() {
             set(
                 entry,
                 "entryUUID",
                 uuid::Uuid::new_v4().hyphenated().to_string().into_bytes(),
             );
         }
-        if !keep(entry, "creatorsName") {
-            set(entry, "creatorsName", who.dn.as_bytes().to_vec());
-        }
-        if !keep(entry, "createTimestamp") {
-            set(entry, "createTimestamp", self.time.as_bytes().to_vec());
-        }
-        if !keep(entry, "entryCSN") {
-            set(entry, "entryCSN", self.csn.as_bytes().to_vec());
-        }
-        if !keep(entry, "modifiersName") {
-            set(entry, "modifiersName", who.dn.as_bytes().to_vec());
-        }
-        if !keep(entry, "modifyTimestamp") {
-            set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
+        for name in ["creatorsName", "modifiersName"] {
+            if entry.get(name).is_none() {
+                set(entry, name, creator.as_bytes().to_vec());
+            }
         }
         set(
             entry,
             "structuralObjectClass",
             structural.as_bytes().to_vec(),
         );
+    }
+
+    /// createTimestamp, modifyTimestamp and entryCSN of a new entry from this stamp, unless supplied.
+    pub fn fill(&self, entry: &mut Entry) {
+        for (name, value) in [
+            ("createTimestamp", &self.time),
+            ("modifyTimestamp", &self.time),
+            ("entryCSN", &self.csn),
+        ] {
+            if entry.get(name).is_none() {
+                set(entry, name, value.as_bytes().to_vec());
+            }
+        }
     }
 }
 

@@ -1,7 +1,5 @@
-//! The directory database: LDAP entries on the byte-level LMDB store, with DN keys, index upkeep and writes.
-
-mod keys;
-mod write;
+//! One database: its store, schema, indexes and suffix, DN normalization, lookups, and answers kept per
+//! snapshot.
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,10 +11,9 @@ use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
 use canopy_proto::{Dn, Filter, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
-use crate::acl::{Acl, Groups};
-
-pub use keys::dn_key;
-pub use write::{structural, ModifyDn, WriteOp};
+use crate::error::store_error;
+use crate::keys::dn_key;
+use crate::pipeline::Pipeline;
 
 /// The database of one naming context.
 #[derive(Clone)]
@@ -30,7 +27,8 @@ struct Inner {
     indexes: Vec<IndexSpec>,
     suffix: NormDn,
     suffix_dn: Dn,
-    acl: Acl,
+    /// The hooks every write runs inside its transaction (docs/design/write-pipeline.md).
+    pipeline: Pipeline,
     /// Candidate plans of `(objectClass=alias)` and `(objectClass=referral)`, which every search's
     /// base and scope checks resolve: planned once, since the schema and indexes are fixed.
     alias_plan: Plan,
@@ -81,35 +79,15 @@ fn class_plan(schema: &Schema, indexes: &[IndexSpec], class: &str) -> Plan {
     plan(schema, indexes, &filter)
 }
 
-/// Maps a storage failure to what the client sees; the detail goes to the log.
-pub fn store_error(error: StoreError) -> LdapError {
-    if let StoreError::KeyTooLong { .. } = error {
-        // Index keys are bounded by construction; only a DN can be too long to be a key.
-        return LdapError::new(ResultCode::AdminLimitExceeded, "DN too long");
-    }
-    tracing::error!(%error, "storage error");
-    LdapError::new(ResultCode::Other, "internal storage error")
-}
-
 impl Directory {
-    /// Opens the database with Debian's default access list.
+    /// Opens the database of `suffix` in the store `store_config` names, with the write hooks of
+    /// `pipeline` (see [`Pipeline::standard`]).
     pub fn open(
         schema: Arc<Schema>,
         suffix: &str,
         indexes: Vec<IndexSpec>,
-        store_config: StoreConfig,
-    ) -> Result<Directory, OpenError> {
-        let acl = Acl::default_policy(&schema);
-        Directory::open_with_acl(schema, suffix, indexes, store_config, acl)
-    }
-
-    /// Opens the database with a compiled access list.
-    pub fn open_with_acl(
-        schema: Arc<Schema>,
-        suffix: &str,
-        indexes: Vec<IndexSpec>,
         mut store_config: StoreConfig,
-        acl: Acl,
+        pipeline: Pipeline,
     ) -> Result<Directory, OpenError> {
         let suffix_dn = Dn::parse(suffix.as_bytes())
             .map_err(|e| OpenError::Suffix(suffix.to_string(), e.to_string()))?;
@@ -132,7 +110,7 @@ impl Directory {
                 indexes,
                 suffix: suffix_n,
                 suffix_dn,
-                acl,
+                pipeline,
                 alias_plan,
                 referral_plan,
                 memo: Mutex::default(),
@@ -158,8 +136,8 @@ impl Directory {
     pub fn indexes(&self) -> &[IndexSpec] {
         &self.inner.indexes
     }
-    pub fn acl(&self) -> &Acl {
-        &self.inner.acl
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.inner.pipeline
     }
     pub fn suffix(&self) -> &NormDn {
         &self.inner.suffix
@@ -190,14 +168,14 @@ impl Directory {
 
     /// The ID of the entry `ndn` when it exists and is neither an alias nor a referral object, as
     /// remembered for the snapshot `txn` reads ([`Directory::remember_plain`]); None when not known.
-    pub fn known_plain(&self, txn: &ReadTxn, ndn: &NormDn) -> Option<u64> {
+    pub(crate) fn known_plain(&self, txn: &ReadTxn, ndn: &NormDn) -> Option<u64> {
         let mut memo = self.memo();
         let memo = memo.of(txn.snapshot_id())?;
         memo.plain.iter().find(|(n, _)| n == ndn).map(|(_, id)| *id)
     }
 
     /// Notes that in the snapshot of `txn`, entry `id` named `ndn` is neither an alias nor a referral.
-    pub fn remember_plain(&self, txn: &ReadTxn, ndn: &NormDn, id: u64) {
+    pub(crate) fn remember_plain(&self, txn: &ReadTxn, ndn: &NormDn, id: u64) {
         let mut memo = self.memo();
         if let Some(memo) = memo.of(txn.snapshot_id()) {
             if memo.plain.len() >= PLAIN_MEMO {
@@ -319,6 +297,19 @@ impl Directory {
         err
     }
 
+    /// The ID of the entry named `ndn`, if it exists.
+    pub fn id_of(&self, txn: &impl ReadOps, ndn: &NormDn) -> Result<Option<u64>, LdapError> {
+        txn.get_id(&dn_key(ndn)).map_err(store_error)
+    }
+
+    /// Reads the entry named `ndn` (decoded) in any transaction; None when it does not exist or cannot be
+    /// read. For the access rules' group and entry lookups, which never fail an operation.
+    pub fn entry_at(&self, txn: &impl ReadOps, ndn: &NormDn) -> Option<canopy_core::Entry> {
+        let id = txn.get_id(&dn_key(ndn)).ok().flatten()?;
+        let bytes = txn.get_entry(id).ok().flatten()?;
+        Directory::parse_stored(bytes).ok()?.to_entry().ok()
+    }
+
     /// Looks up an entry by normalized DN: its ID and stored bytes.
     pub fn lookup<'t>(
         &self,
@@ -343,48 +334,5 @@ impl Directory {
             tracing::error!(error = %e, "corrupt entry");
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })
-    }
-}
-
-/// Group membership for `group=` access clauses, read in the operation's own transaction.
-pub struct GroupReader<'t, T: ReadOps> {
-    pub dir: &'t Directory,
-    pub txn: &'t T,
-}
-
-impl<T: ReadOps> Groups for GroupReader<'_, T> {
-    fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool {
-        let entry = match self.txn.get_id(&dn_key(group)) {
-            Ok(Some(id)) => self.txn.get_entry(id).ok().flatten(),
-            _ => None,
-        };
-        let Some(entry) = entry
-            .and_then(|bytes| Directory::parse_stored(bytes).ok())
-            .and_then(|stored| stored.to_entry().ok())
-        else {
-            return false;
-        };
-        let schema = self.dir.schema();
-        let has_class = entry
-            .attrs
-            .iter()
-            .filter(|a| a.desc.eq_ignore_ascii_case("objectClass"))
-            .flat_map(|a| &a.values)
-            .any(|v| v.eq_ignore_ascii_case(class.as_bytes()));
-        has_class
-            && entry
-                .attrs
-                .iter()
-                .filter(|a| {
-                    let name = a.desc.split(';').next().unwrap_or(&a.desc);
-                    name.eq_ignore_ascii_case(attr)
-                })
-                .flat_map(|a| &a.values)
-                .any(|value| {
-                    Dn::parse(value)
-                        .ok()
-                        .and_then(|dn| schema.normalize_dn(&dn).ok())
-                        .is_some_and(|ndn| &ndn == member)
-                })
     }
 }

@@ -1,6 +1,9 @@
-//! Writes: add, delete, modify and modifyDN, each run in one nested transaction on the store's writer thread.
+//! Writes: add, delete, modify and modifyDN, each run in one nested transaction on the store's writer
+//! thread: locate the target, ask the request's [`Guard`], apply the change, run the [`Pipeline`]'s
+//! hooks around storing it (docs/design/write-pipeline.md).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use canopy_core::check::{check_entry, structural_class};
 use canopy_core::index::entry_keys_all;
@@ -11,10 +14,69 @@ use canopy_mdb::{ReadOps, StoreError, WriteTxn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
 use canopy_schema::NormDn;
 
-use super::{dn_key, store_error, Directory};
-use crate::access::Who;
-use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
+use crate::database::Directory;
+use crate::error::store_error;
+use crate::keys::dn_key;
 use crate::opattrs::Stamp;
+use crate::pipeline::{Event, Kind, Proposed};
+
+/// What a write is allowed to do: the frontend's access control, asked inside the write's transaction
+/// once the target is found, as slapd's back-mdb asks `access_allowed`.
+pub trait Guard: Send + Sync {
+    /// The requester's DN as creatorsName and modifiersName record it.
+    fn requester(&self) -> &str;
+
+    /// Allows `action` or refuses it with the error the client gets.
+    fn authorize(
+        &self,
+        dir: &Directory,
+        txn: &WriteTxn<'_>,
+        action: Action<'_>,
+    ) -> Result<(), LdapError>;
+
+    /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
+    fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
+        let _ = (dir, txn);
+        error
+    }
+}
+
+/// What a write asks its [`Guard`] for.
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    Add(&'a Entry),
+    Delete(&'a Entry),
+    Modify(&'a Entry, &'a [Change]),
+    Rename {
+        entry: &'a Entry,
+        /// The new superior, when the entry moves.
+        new_parent: Option<&'a NormDn>,
+        /// The attribute types of the new RDN.
+        rdn_attrs: &'a [&'a str],
+    },
+}
+
+/// The guard of offline tools and tests: everything is allowed, recorded as done by `dn`.
+pub struct Unrestricted {
+    pub dn: String,
+}
+
+impl Guard for Unrestricted {
+    fn requester(&self) -> &str {
+        &self.dn
+    }
+
+    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+        Ok(())
+    }
+}
+
+/// A write as the frontend hands it over: the operation and who may do what.
+#[derive(Clone)]
+pub struct WriteRequest {
+    pub op: WriteOp,
+    pub guard: Arc<dyn Guard>,
+}
 
 /// One write operation, fully parsed; run by [`Directory::write`].
 #[derive(Debug, Clone)]
@@ -44,6 +106,13 @@ pub struct ModifyDn {
 
 const MAP_FULL_RETRIES: usize = 5;
 
+/// What every step of one write shares.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    guard: &'a dyn Guard,
+    stamp: &'a Stamp,
+}
+
 /// Why a write closure gave up.
 enum Retry {
     Ldap(LdapError),
@@ -65,19 +134,21 @@ fn failed(error: StoreError) -> LdapError {
 }
 
 impl Directory {
-    /// Runs a write and returns once it is durable (or failed). `who` is checked against the default policy
-    /// after existence, as slapd does, so a missing entry is noSuchObject for everyone.
-    pub async fn write(&self, op: WriteOp, who: Who, stamp: Stamp) -> Result<(), LdapError> {
+    /// Runs a write and returns once it is durable (or failed). Existence is checked before the guard,
+    /// as slapd does, so a missing entry is noSuchObject for everyone.
+    pub async fn write(&self, request: WriteRequest) -> Result<(), LdapError> {
         // The store grows the map before it fills; a write that still meets a full map (a reader held the
         // growth off) is run again after the growth, so no client ever sees MDB_MAP_FULL.
         for _ in 0..MAP_FULL_RETRIES {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let dir = self.clone();
-            let (op, who, stamp) = (op.clone(), who.clone(), stamp.clone());
+            let request = request.clone();
             self.store().write_then(
                 move |txn: &mut WriteTxn<'_>| {
                     MAP_FULL.with(|seen| seen.set(false));
-                    let result = dir.apply(txn, op, &who, &stamp);
+                    // Taken here, on the writer thread: CSNs ascend in commit order.
+                    let stamp = Stamp::now();
+                    let result = dir.apply(txn, request.op, &*request.guard, &stamp);
                     match MAP_FULL.with(|seen| seen.get()) {
                         true => Err(Retry::MapFull),
                         false => result.map_err(Retry::Ldap),
@@ -105,17 +176,77 @@ impl Directory {
         &self,
         txn: &mut WriteTxn<'_>,
         op: WriteOp,
-        who: &Who,
+        guard: &dyn Guard,
         stamp: &Stamp,
     ) -> Result<(), LdapError> {
+        let ctx = Ctx { guard, stamp };
         match op {
-            WriteOp::Add(entry) => self.add(txn, entry, who),
-            WriteOp::Delete { dn, ndn } => self.delete(txn, &dn, &ndn, who),
-            WriteOp::Modify { dn, ndn, changes } => {
-                self.modify(txn, &dn, &ndn, &changes, who, stamp)
-            }
-            WriteOp::ModifyDn(m) => self.modify_dn(txn, m, who, stamp),
+            WriteOp::Add(entry) => self.add(txn, entry, ctx),
+            WriteOp::Delete { dn, ndn } => self.delete(txn, &dn, &ndn, ctx),
+            WriteOp::Modify { dn, ndn, changes } => self.modify(txn, &dn, &ndn, &changes, ctx),
+            WriteOp::ModifyDn(m) => self.modify_dn(txn, m, ctx),
         }
+    }
+
+    /// Runs the pipeline's prepare hooks on a change about to be stored.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        txn: &WriteTxn<'_>,
+        ctx: Ctx<'_>,
+        kind: Kind,
+        id: u64,
+        old: Option<&Entry>,
+        new: Option<&mut Entry>,
+        changes: &[Change],
+    ) -> Result<(), LdapError> {
+        let mut proposed = Proposed {
+            kind,
+            id,
+            old,
+            new,
+            changes,
+            stamp: ctx.stamp,
+            requester: ctx.guard.requester(),
+        };
+        self.pipeline().prepare(self, txn, &mut proposed)
+    }
+
+    /// Runs the pipeline's commit hooks on a change just stored.
+    #[allow(clippy::too_many_arguments)]
+    fn committed(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        ctx: Ctx<'_>,
+        kind: Kind,
+        id: u64,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+        changes: &[Change],
+    ) -> Result<(), LdapError> {
+        let event = Event {
+            kind,
+            id,
+            old,
+            new,
+            changes,
+            stamp: ctx.stamp,
+            requester: ctx.guard.requester(),
+        };
+        self.pipeline().commit(self, txn, &event)
+    }
+
+    /// Replaces the stored entry `id` (`old`) with `new`, keeping its index keys in step: for hooks that
+    /// change other entries inside a write. The DN must not change.
+    pub fn rewrite(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        id: u64,
+        old: &Entry,
+        new: &Entry,
+    ) -> Result<(), LdapError> {
+        self.put(txn, id, new)?;
+        self.reindex(txn, id, Some(old), Some(new))
     }
 
     fn load(
@@ -123,12 +254,12 @@ impl Directory {
         txn: &WriteTxn<'_>,
         ndn: &NormDn,
         dn: &Dn,
-        who: &Who,
+        ctx: Ctx<'_>,
     ) -> Result<(u64, Entry), LdapError> {
-        let id = txn
-            .get_id(&dn_key(ndn))
-            .map_err(failed)?
-            .ok_or_else(|| hide_matched(self, txn, who, self.no_such_object(txn, ndn, dn)))?;
+        let id = txn.get_id(&dn_key(ndn)).map_err(failed)?.ok_or_else(|| {
+            ctx.guard
+                .conceal(self, txn, self.no_such_object(txn, ndn, dn))
+        })?;
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
@@ -175,7 +306,7 @@ impl Directory {
         Ok(())
     }
 
-    fn add(&self, txn: &mut WriteTxn<'_>, entry: Entry, who: &Who) -> Result<(), LdapError> {
+    fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), LdapError> {
         let key = dn_key(&entry.ndn);
         let parent_id = if entry.ndn == *self.suffix() {
             0
@@ -186,19 +317,21 @@ impl Directory {
                 Some(id) => id,
                 None => {
                     let missing = self.no_such_object(txn, &parent_ndn, &parent_dn);
-                    return Err(hide_matched(self, txn, who, missing));
+                    return Err(ctx.guard.conceal(self, txn, missing));
                 }
             }
         };
-        check_add(self, txn, who, &entry)?;
+        ctx.guard.authorize(self, txn, Action::Add(&entry))?;
         if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
         }
         let id = txn.next_id().map_err(failed)?;
+        self.prepare(txn, ctx, Kind::Add, id, None, Some(&mut entry), &[])?;
         self.put(txn, id, &entry)?;
         txn.put_dn(&key, id).map_err(failed)?;
         txn.add_child(parent_id, id).map_err(failed)?;
-        self.reindex(txn, id, None, Some(&entry))
+        self.reindex(txn, id, None, Some(&entry))?;
+        self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])
     }
 
     fn delete(
@@ -206,10 +339,10 @@ impl Directory {
         txn: &mut WriteTxn<'_>,
         dn: &Dn,
         ndn: &NormDn,
-        who: &Who,
+        ctx: Ctx<'_>,
     ) -> Result<(), LdapError> {
-        let (id, entry) = self.load(txn, ndn, dn, who)?;
-        check_delete(self, txn, who, &entry)?;
+        let (id, entry) = self.load(txn, ndn, dn, ctx)?;
+        ctx.guard.authorize(self, txn, Action::Delete(&entry))?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,
@@ -217,10 +350,12 @@ impl Directory {
             ));
         }
         let parent_id = self.parent_id(txn, ndn)?;
+        self.prepare(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])?;
         self.reindex(txn, id, Some(&entry), None)?;
         txn.del_entry(id).map_err(failed)?;
         txn.del_dn(&dn_key(ndn)).map_err(failed)?;
-        txn.del_child(parent_id, id).map_err(failed)
+        txn.del_child(parent_id, id).map_err(failed)?;
+        self.committed(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])
     }
 
     fn parent_id(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<u64, LdapError> {
@@ -239,27 +374,28 @@ impl Directory {
         dn: &Dn,
         ndn: &NormDn,
         changes: &[Change],
-        who: &Who,
-        stamp: &Stamp,
+        ctx: Ctx<'_>,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, ndn, dn, who)?;
-        check_modify(self, txn, who, &old, changes)?;
+        let (id, old) = self.load(txn, ndn, dn, ctx)?;
+        ctx.guard
+            .authorize(self, txn, Action::Modify(&old, changes))?;
         let mut entry = old.clone();
         apply_modifications(self.schema(), &mut entry, changes)?;
         check_entry(self.schema(), &entry)?;
-        stamp.touch(&mut entry, who);
+        let kind = Kind::Modify;
+        self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
         self.put(txn, id, &entry)?;
-        self.reindex(txn, id, Some(&old), Some(&entry))
+        self.reindex(txn, id, Some(&old), Some(&entry))?;
+        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)
     }
 
     fn modify_dn(
         &self,
         txn: &mut WriteTxn<'_>,
         m: ModifyDn,
-        who: &Who,
-        stamp: &Stamp,
+        ctx: Ctx<'_>,
     ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, &m.ndn, &m.dn, who)?;
+        let (id, old) = self.load(txn, &m.ndn, &m.dn, ctx)?;
         if m.ndn == *self.suffix() {
             return Err(LdapError::new(
                 ResultCode::UnwillingToPerform,
@@ -268,7 +404,12 @@ impl Directory {
         }
         let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
         let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
-        check_rename(self, txn, who, &old, moved_to, &rdn_attrs)?;
+        let action = Action::Rename {
+            entry: &old,
+            new_parent: moved_to,
+            rdn_attrs: &rdn_attrs,
+        };
+        ctx.guard.authorize(self, txn, action)?;
         let old_parent_id = self.parent_id(txn, &m.ndn)?;
         let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
             Some((sup_dn, sup_ndn)) => {
@@ -355,7 +496,8 @@ impl Directory {
             }
         }
         check_entry(self.schema(), &entry)?;
-        stamp.touch(&mut entry, who);
+        let kind = Kind::Rename;
+        self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), &[])?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         if !same_dn {
@@ -365,7 +507,7 @@ impl Directory {
                 txn.add_child(parent_id, id).map_err(failed)?;
             }
         }
-        Ok(())
+        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])
     }
 
     /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.

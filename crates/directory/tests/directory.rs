@@ -5,31 +5,69 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use canopy_core::check::entry_from_attributes_with;
+use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_directory::{
+    dn_key, structural, Action, Directory, Guard, ModifyDn, Pipeline, Unrestricted, WriteOp,
+    WriteRequest,
+};
+use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
 use canopy_proto::{Dn, PartialAttribute, Rdn, ResultCode};
 use canopy_schema::Schema;
-use canopy_server::access::Who;
-use canopy_server::directory::{dn_key, structural, ModifyDn, WriteOp};
-use canopy_server::opattrs::Stamp;
-use canopy_server::Directory;
 
 fn open(dir: &std::path::Path) -> Directory {
     let schema = Arc::new(Schema::builtin());
-    let config = canopy_server::Config::default();
-    let specs = canopy_server::index_specs(&schema, &config).unwrap();
+    let index = |attr: &str, sub: bool| IndexSpec {
+        attr: attr.into(),
+        eq: true,
+        pres: true,
+        sub,
+        ord: false,
+        approx: false,
+    };
+    let specs = vec![
+        index("objectClass", false),
+        index("ou", true),
+        index("cn", true),
+    ];
     let mut store = StoreConfig::new(dir.to_path_buf());
     store.durable = false;
-    Directory::open(schema, "dc=example,dc=com", specs, store).unwrap()
+    Directory::open(
+        schema,
+        "dc=example,dc=com",
+        specs,
+        store,
+        Pipeline::standard(),
+    )
+    .unwrap()
 }
 
-fn root() -> Who {
-    Who {
-        dn: "cn=admin,dc=example,dc=com".into(),
-        ndn: None,
-        root: true,
-        link: Default::default(),
+const ADMIN: &str = "cn=admin,dc=example,dc=com";
+
+async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
+    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
+    dir.write(WriteRequest { op, guard }).await
+}
+
+/// A guard that refuses deletes, as access rules would.
+struct NoDeletes;
+
+impl Guard for NoDeletes {
+    fn requester(&self) -> &str {
+        ADMIN
+    }
+
+    fn authorize(
+        &self,
+        _: &Directory,
+        _: &WriteTxn<'_>,
+        action: Action<'_>,
+    ) -> Result<(), LdapError> {
+        match action {
+            Action::Delete(_) => Err(LdapError::new(ResultCode::InsufficientAccessRights, "no")),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -48,9 +86,8 @@ async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), Ld
     let attrs = grouped;
     let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &attrs, false)?;
     let structural = structural(dir, &entry)?;
-    let stamp = Stamp::now();
-    stamp.create(&mut entry, &root(), &structural);
-    dir.write(WriteOp::Add(entry), root(), stamp).await
+    canopy_directory::Stamp::identify(&mut entry, ADMIN, &structural);
+    write(dir, WriteOp::Add(entry)).await
 }
 
 async fn add_ou(dir: &Directory, name: &str, parent: &str) -> Result<(), LdapError> {
@@ -80,13 +117,12 @@ async fn rename(
         delete_old_rdn: true,
         new_superior,
     };
-    dir.write(WriteOp::ModifyDn(op), root(), Stamp::now()).await
+    write(dir, WriteOp::ModifyDn(op)).await
 }
 
 async fn delete(dir: &Directory, dn: &str) -> Result<(), LdapError> {
     let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    dir.write(WriteOp::Delete { dn, ndn }, root(), Stamp::now())
-        .await
+    write(dir, WriteOp::Delete { dn, ndn }).await
 }
 
 /// Every entry reachable through dn2id has a stored DN that normalizes to its key, its parent lists it as a
@@ -223,13 +259,21 @@ async fn refusals_have_slapd_codes() {
         code(rename(&dir, "ou=c,dc=example,dc=com", "ou=a", None).await),
         Some(ResultCode::EntryAlreadyExists)
     );
-    let anonymous = Who::anonymous();
+    // The guard is asked inside the write, after the entry is found.
     let (dn, ndn) = dir.normalize(b"ou=c,dc=example,dc=com").unwrap();
-    let refused = dir
-        .write(WriteOp::Delete { dn, ndn }, anonymous, Stamp::now())
-        .await
-        .unwrap_err();
-    assert_eq!(refused.code, ResultCode::StrongerAuthRequired);
+    let op = WriteOp::Delete { dn, ndn };
+    let guard = Arc::new(NoDeletes);
+    let refused = dir.write(WriteRequest { op, guard }).await.unwrap_err();
+    assert_eq!(refused.code, ResultCode::InsufficientAccessRights);
+    let (dn, ndn) = dir.normalize(b"ou=nowhere,dc=example,dc=com").unwrap();
+    let op = WriteOp::Delete { dn, ndn };
+    let guard = Arc::new(NoDeletes);
+    let missing = dir.write(WriteRequest { op, guard }).await.unwrap_err();
+    assert_eq!(missing.code, ResultCode::NoSuchObject);
+    let txn = dir.read().unwrap();
+    assert!(dir.lookup(&txn, dir.suffix()).unwrap().is_some());
+    let (_, kept) = dir.normalize(b"ou=c,dc=example,dc=com").unwrap();
+    assert!(dir.lookup(&txn, &kept).unwrap().is_some());
 }
 
 /// A small deterministic generator, so a failure can be replayed from its seed.

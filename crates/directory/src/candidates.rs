@@ -6,7 +6,7 @@ use canopy_core::index::Plan;
 use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, ReadTxn};
 
-use crate::directory::store_error;
+use crate::error::store_error;
 
 /// The first budget of IDs read per index key or range. A part of an AND that holds more is left out while
 /// another part narrows the search down (the filter test decides each candidate anyway), so a common key such

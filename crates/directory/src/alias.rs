@@ -6,8 +6,9 @@ use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
-use crate::directory::{dn_key, store_error, Directory};
-use crate::ops::OpError;
+use crate::database::Directory;
+use crate::error::{store_error, OpError};
+use crate::keys::dn_key;
 use crate::referral::{is_alias, is_referral, nearest, referral_for, values};
 
 /// Aliases followed in one chain before it counts as circular.

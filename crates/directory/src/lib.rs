@@ -1,0 +1,28 @@
+//! The backend: everything about one database on LMDB, below the LDAP frontend of `canopy-server`.
+//!
+//! It owns base lookup, alias and referral resolution, candidate planning and the candidate scan,
+//! computed attributes and the write path with its ordered chain of hooks (`pipeline`). It is the only
+//! place that opens LMDB transactions for the server (`Directory::read`, `Directory::write`); offline tools
+//! reach the store through [`Directory::store`].
+//!
+//! It must never: know who is asking beyond what a [`write::Guard`] decides, encode a response for a
+//! client, read the configuration file, or run on an async runtime other than to await a write's commit.
+
+pub mod alias;
+pub mod candidates;
+mod database;
+pub mod error;
+mod keys;
+pub mod opattrs;
+pub mod pipeline;
+pub mod referral;
+pub mod search;
+pub mod write;
+
+pub use database::{Directory, OpenError};
+pub use error::{store_error, OpError};
+pub use keys::dn_key;
+pub use opattrs::Stamp;
+pub use pipeline::{Event, Kind, Pipeline, Proposed, WriteHook};
+pub use referral::Referral;
+pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

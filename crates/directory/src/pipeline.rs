@@ -1,0 +1,157 @@
+//! The write pipeline: an ordered chain of hooks that run inside a write's transaction on the writer
+//! thread, before and after the change is stored (docs/design/write-pipeline.md).
+//!
+//! A hook is slapd's overlay made atomic: whatever it reads sees the write's own transaction, whatever it
+//! writes commits or rolls back with the change itself, and an error from any hook refuses the whole
+//! write with that error's result code.
+
+use std::sync::Arc;
+
+use canopy_core::{Entry, LdapError};
+use canopy_mdb::WriteTxn;
+use canopy_proto::Change;
+
+use crate::database::Directory;
+use crate::opattrs::Stamp;
+
+/// The kind of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Add,
+    Delete,
+    Modify,
+    /// Modify DN: the event names the renamed entry; its descendants move with it.
+    Rename,
+}
+
+/// A change about to be stored, as [`WriteHook::prepare`] sees it: access control and the schema check
+/// have passed.
+pub struct Proposed<'a> {
+    pub kind: Kind,
+    /// The entry's ID (a new one for an add).
+    pub id: u64,
+    /// The entry before the write; None for an add.
+    pub old: Option<&'a Entry>,
+    /// The entry to be stored, which a hook may change; None for a delete.
+    pub new: Option<&'a mut Entry>,
+    /// A modify's changes as requested (empty for other kinds).
+    pub changes: &'a [Change],
+    /// The write's time and CSN, taken on the writer thread, so CSNs ascend in commit order.
+    pub stamp: &'a Stamp,
+    /// The requester's DN, as creatorsName and modifiersName record it.
+    pub requester: &'a str,
+}
+
+/// A change as stored, as [`WriteHook::commit`] sees it.
+pub struct Event<'a> {
+    pub kind: Kind,
+    pub id: u64,
+    pub old: Option<&'a Entry>,
+    pub new: Option<&'a Entry>,
+    pub changes: &'a [Change],
+    pub stamp: &'a Stamp,
+    pub requester: &'a str,
+}
+
+/// One step of the pipeline. Both methods run on the writer thread inside the write's nested
+/// transaction; neither may block on anything but that transaction.
+pub trait WriteHook: Send + Sync {
+    /// The hook's name, as the configuration and the logs call it (slapd's overlay name where one exists).
+    fn name(&self) -> &'static str;
+
+    /// Before the change is stored: may read anything through `txn`, change the entry to be stored, or
+    /// refuse the write with an error (its result code goes to the client).
+    fn prepare(
+        &self,
+        dir: &Directory,
+        txn: &WriteTxn<'_>,
+        change: &mut Proposed<'_>,
+    ) -> Result<(), LdapError> {
+        let _ = (dir, txn, change);
+        Ok(())
+    }
+
+    /// After the change is stored, in the same transaction: may write other entries (through
+    /// [`Directory::rewrite`]) or its own records (`txn.put_meta`), or refuse the write with an error,
+    /// which rolls back everything the write and the hooks before it did.
+    fn commit(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        let _ = (dir, txn, event);
+        Ok(())
+    }
+}
+
+/// The hooks of one database, in the order they run.
+#[derive(Clone, Default)]
+pub struct Pipeline {
+    hooks: Vec<Arc<dyn WriteHook>>,
+}
+
+impl Pipeline {
+    /// The hooks every database runs: [`Stamping`].
+    pub fn standard() -> Pipeline {
+        Pipeline::default().then(Arc::new(Stamping))
+    }
+
+    /// This pipeline with `hook` appended: it runs after every hook already in it.
+    pub fn then(mut self, hook: Arc<dyn WriteHook>) -> Pipeline {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// The hooks' names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.hooks.iter().map(|h| h.name()).collect()
+    }
+
+    pub(crate) fn prepare(
+        &self,
+        dir: &Directory,
+        txn: &WriteTxn<'_>,
+        change: &mut Proposed<'_>,
+    ) -> Result<(), LdapError> {
+        self.hooks
+            .iter()
+            .try_for_each(|hook| hook.prepare(dir, txn, change))
+    }
+
+    pub(crate) fn commit(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        self.hooks
+            .iter()
+            .try_for_each(|hook| hook.commit(dir, txn, event))
+    }
+}
+
+/// The operational attributes of a write: createTimestamp, modifyTimestamp and entryCSN from the write's
+/// stamp, and modifiersName. Taken on the writer thread, the CSNs of a database ascend in commit order.
+pub struct Stamping;
+
+impl WriteHook for Stamping {
+    fn name(&self) -> &'static str {
+        "stamping"
+    }
+
+    fn prepare(
+        &self,
+        _dir: &Directory,
+        _txn: &WriteTxn<'_>,
+        change: &mut Proposed<'_>,
+    ) -> Result<(), LdapError> {
+        let (stamp, requester) = (change.stamp, change.requester);
+        match (change.kind, change.new.as_deref_mut()) {
+            (Kind::Add, Some(entry)) => stamp.fill(entry),
+            (Kind::Modify | Kind::Rename, Some(entry)) => stamp.touch(entry, requester),
+            _ => {}
+        }
+        Ok(())
+    }
+}
