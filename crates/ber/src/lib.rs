@@ -2,6 +2,8 @@
 //!
 //! Only single-byte tags and definite lengths exist in LDAP, so the reader rejects everything else.
 //! The read path never allocates; the writer appends to a caller's `Vec<u8>` and backpatches lengths.
+//!
+//! Owns: BER TLVs and nothing else. Must never: know an LDAP type, allocate on the read path, do I/O.
 
 mod reader;
 mod writer;

@@ -5,8 +5,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use canopy_directory::{dn_key, Directory};
 use canopy_proto::Dn;
 use canopy_server::access::Who;
+use canopy_server::acl::GroupReader;
 use canopy_server::acl::{parse_access, privileges, AttrRef, Decision, Modifier, Target};
-use canopy_server::databases::{Database, GroupReader};
+use canopy_server::databases::Database;
 use canopy_server::session::{Link, Peer, TlsFacts};
 use canopy_server::Config;
 
@@ -81,7 +82,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
         }
     };
     let groups = GroupReader {
-        db: &dir,
+        dir: &dir,
         txn: &txn,
     };
     let checker = dir.acl().checker(&schema, &who, &groups);

@@ -1,4 +1,7 @@
 //! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools, and bench.
+//!
+//! Owns: the command line, logging and the offline tools. Must never: hold LDAP semantics of its own:
+//! serving is `canopy-server`'s, databases are `canopy-directory`'s.
 
 mod aclcheck;
 mod tools;

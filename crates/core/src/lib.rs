@@ -1,4 +1,7 @@
 //! Directory semantics shared by the backend and the server: entries, their wire form, filters, modifications.
+//!
+//! Owns: what an entry is and how it is checked, filtered, modified, stored on the wire and indexed. Must
+//! never: open a transaction, decide access, or do I/O (no async runtime).
 
 pub mod check;
 pub mod desc;

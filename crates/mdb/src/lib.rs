@@ -8,6 +8,9 @@
 //!
 //! Reads are lock-free LMDB snapshots ([`Store::read`]). Writes go to one writer thread that commits
 //! concurrent requests together ([`Store::write_then`]). The map grows by itself.
+//!
+//! Owns: LMDB, its tables and the writer thread. Must never: know an LDAP type (it stores bytes under
+//! keys the backend builds), or be called by anything above `canopy-directory` but the offline tools.
 
 mod bulk;
 mod error;

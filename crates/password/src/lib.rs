@@ -1,5 +1,7 @@
 //! Password schemes of userPassword values, compatible with OpenLDAP 2.5 and `slappasswd`.
 //!
+//! Owns: hashing and verifying secrets (and SCRAM). Must never: know entries, the store or a connection.
+//!
 //! A stored value is `{SCHEME}payload`; a value without a prefix is a cleartext password.
 //! Scheme names match case-insensitively. Formats (all observed from Debian's slappasswd 2.5):
 //!

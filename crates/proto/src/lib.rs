@@ -1,4 +1,7 @@
 //! LDAPv3 protocol types (RFC 4511), filters (RFC 4515), DNs (RFC 4514) and LDIF (RFC 2849).
+//!
+//! Owns: LDAP's messages, controls, filters, DNs and LDIF as bytes and values. Must never: know the
+//! schema, the store, or a connection (no I/O, no async runtime).
 
 pub mod codec;
 pub mod control;

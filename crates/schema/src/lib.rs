@@ -3,6 +3,9 @@
 //! `Schema::builtin()` gives the standard user and operational schema; OpenLDAP `.schema` and `.ldif`
 //! files load on top of it. Matching rules normalize values so that equality is byte equality of normal
 //! forms, which is what indexes and DN keys (`NormDn`) rely on.
+//!
+//! Owns: the schema model, syntaxes, matching rules, DN normalization. Must never: read the store or the
+//! configuration, or do I/O beyond loading the schema files it is given.
 
 mod dn;
 mod error;

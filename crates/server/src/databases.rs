@@ -7,15 +7,15 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use canopy_core::{Entry, LdapError};
+use canopy_core::LdapError;
 use canopy_directory::{Action, Directory, Guard, WriteOp, WriteRequest};
-use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_mdb::WriteTxn;
 use canopy_proto::Dn;
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
 use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
-use crate::acl::{Acl, Groups};
+use crate::acl::{Acl, Guarded};
 
 /// One database as the frontend sees it: the backend and the access rules that guard it.
 #[derive(Clone)]
@@ -53,6 +53,12 @@ impl Database {
             db: self.clone(),
             who: who.clone(),
         })
+    }
+}
+
+impl Guarded for Database {
+    fn acl(&self) -> &Acl {
+        &self.acl
     }
 }
 
@@ -106,42 +112,6 @@ impl Databases {
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
         self.first().normalize(raw)
     }
-}
-
-/// Group membership for `group=` access clauses, read in the operation's own transaction.
-pub struct GroupReader<'t, T: ReadOps> {
-    pub db: &'t Database,
-    pub txn: &'t T,
-}
-
-impl<T: ReadOps> Groups for GroupReader<'_, T> {
-    fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool {
-        let Some(entry) = self.db.entry_at(self.txn, group) else {
-            return false;
-        };
-        let schema = self.db.schema();
-        has_value(&entry, "objectClass", |v| {
-            v.eq_ignore_ascii_case(class.as_bytes())
-        }) && has_value(&entry, attr, |value| {
-            Dn::parse(value)
-                .ok()
-                .and_then(|dn| schema.normalize_dn(&dn).ok())
-                .is_some_and(|ndn| &ndn == member)
-        })
-    }
-}
-
-/// Whether some value of attribute `attr` (any options) passes `test`.
-fn has_value(entry: &Entry, attr: &str, test: impl Fn(&[u8]) -> bool) -> bool {
-    entry
-        .attrs
-        .iter()
-        .filter(|a| {
-            let name = a.desc.split(';').next().unwrap_or(&a.desc);
-            name.eq_ignore_ascii_case(attr)
-        })
-        .flat_map(|a| &a.values)
-        .any(|v| test(v))
 }
 
 /// Access control inside the writer's transaction: the checks of `acl::ops` for one identity.

@@ -12,9 +12,8 @@ use canopy_mdb::ReadOps;
 
 use super::ops::retain_allowed;
 use super::view::{EntryView, SearchAccess};
-use super::{privileges, Mask};
+use super::{privileges, Guarded, Mask};
 use crate::access::Who;
-use crate::databases::Database;
 
 /// A stored entry a search may send, and the rights its attributes are read under.
 pub struct Cleared<'e, 'r> {
@@ -68,7 +67,7 @@ pub struct Seen {
 impl Seen {
     /// `entry` and its `computed` attributes as `who` sees them with `need`: the rest are removed.
     pub fn through<T: ReadOps>(
-        db: &Database,
+        db: &impl Guarded,
         txn: &T,
         who: &Who,
         mut entry: Entry,
@@ -91,7 +90,7 @@ impl Seen {
     /// An entry about to be added as `who` sees it: the attributes it may read, and the computed
     /// attributes the new entry will have.
     pub fn proposed<T: ReadOps>(
-        db: &Database,
+        db: &impl Guarded,
         txn: &T,
         who: &Who,
         mut entry: Entry,

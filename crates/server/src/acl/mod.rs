@@ -4,6 +4,7 @@
 //! `parse.rs` reads the rule text, `view.rs` caches decisions for the entries of one search.
 
 mod cleared;
+mod groups;
 pub mod ops;
 mod parse;
 mod view;
@@ -19,6 +20,7 @@ use crate::access::Who;
 use crate::session::Peer;
 
 pub use cleared::{Cleared, Seen};
+pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
@@ -129,6 +131,11 @@ pub enum AttrRef<'a> {
     Value(&'a str, &'a [u8]),
     /// An attribute no `attrs=` list names (used to decide many attributes at once).
     Unlisted,
+}
+
+/// A database as access control reads it: the backend's lookups and the rules that guard it.
+pub trait Guarded: std::ops::Deref<Target = canopy_directory::Directory> {
+    fn acl(&self) -> &Acl;
 }
 
 /// Reads group membership from the directory for `group=` clauses.

@@ -6,15 +6,15 @@ use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
 
 use super::{privileges as p, AttrRef, Checker, Mask, Target};
+use super::{GroupReader, Guarded};
 use crate::access::Who;
-use crate::databases::{Database, GroupReader};
 
 fn denied(text: &str) -> LdapError {
     LdapError::new(ResultCode::InsufficientAccessRights, text)
 }
 
 /// Loads an entry for rules with filters; None when the ACL needs only DNs or the entry is missing.
-pub fn entry_for_rules<T: ReadOps>(dir: &Database, txn: &T, ndn: &NormDn) -> Option<Entry> {
+pub fn entry_for_rules<T: ReadOps>(dir: &impl Guarded, txn: &T, ndn: &NormDn) -> Option<Entry> {
     if !dir.acl().needs_entry() {
         return None;
     }
@@ -23,12 +23,12 @@ pub fn entry_for_rules<T: ReadOps>(dir: &Database, txn: &T, ndn: &NormDn) -> Opt
 
 /// Runs `f` with a checker for `who` reading groups in `txn`.
 pub fn with_checker<T: ReadOps, R>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     f: impl FnOnce(&Checker<'_>) -> R,
 ) -> R {
-    let groups = GroupReader { db: dir, txn };
+    let groups = GroupReader { dir, txn };
     let checker = dir.acl().checker(dir.schema(), who, &groups);
     f(&checker)
 }
@@ -36,7 +36,7 @@ pub fn with_checker<T: ReadOps, R>(
 /// `need` on the `children` of the parent of `ndn`. The suffix has no parent in the database: only the
 /// root DN adds or deletes it, as in slapd.
 fn parent_children<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     checker: &Checker<'_>,
     ndn: &NormDn,
@@ -60,7 +60,7 @@ fn parent_children<T: ReadOps>(
 
 /// Add: `add` on the parent's `children` and on the new entry's `entry` (slapd 2.5).
 pub fn check_add<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -70,7 +70,7 @@ pub fn check_add<T: ReadOps>(
 
 /// Delete: `delete` on the parent's `children` and on the entry's `entry`.
 pub fn check_delete<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -80,7 +80,7 @@ pub fn check_delete<T: ReadOps>(
 
 /// `need` (add or delete) on the parent's `children` and on the entry's `entry`.
 fn check_entry_change<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -106,7 +106,7 @@ fn check_entry_change<T: ReadOps>(
 /// Modify: `add` for added values, `delete` for deleted ones, both for replace and increment, on each
 /// attribute touched.
 pub fn check_modify<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -163,7 +163,7 @@ fn each_value(
 /// Modify DN: `write` on the old parent's `children` (`delete` when the entry moves) and on the entry,
 /// `add` on the new parent's `children`, and `add` on the new naming attributes.
 pub fn check_rename<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -213,7 +213,7 @@ pub fn check_rename<T: ReadOps>(
 
 /// Whether `who` has `need` on `attr` of `entry` (a single check, outside searches).
 pub fn allows<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -232,7 +232,7 @@ pub fn allows<T: ReadOps>(
 /// The attributes of `entry` that `who` holds `need` on; the rest are removed. Attributes under `val=`
 /// rules keep only the values `need` is granted on.
 pub fn retain_allowed<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &mut Entry,
@@ -273,7 +273,7 @@ pub fn retain_allowed<T: ReadOps>(
 /// An error about an entry the requester may not know of: without `disclose` on it, noSuchObject
 /// (no matched DN), else `error` itself.
 pub fn unless_disclosed<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     entry: &Entry,
@@ -288,7 +288,7 @@ pub fn unless_disclosed<T: ReadOps>(
 
 /// noSuchObject reveals its matched DN only to those with `disclose` on that entry, as slapd does.
 pub fn hide_matched<T: ReadOps>(
-    dir: &Database,
+    dir: &impl Guarded,
     txn: &T,
     who: &Who,
     mut error: LdapError,

@@ -22,8 +22,9 @@ use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
+use crate::acl::GroupReader;
 use crate::acl::{privileges, AttrRef, Cleared, EntryView, SearchAccess, Seen, Target};
-use crate::databases::{Database, GroupReader};
+use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -276,7 +277,7 @@ fn execute(
         Err(other) => return Err(other.into()),
     };
     // slapd checks access to the base before the assertion control.
-    let groups = GroupReader { db: dir, txn: &txn };
+    let groups = GroupReader { dir, txn: &txn };
     let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
     base_access(&access, &txn, &found.ndn, found.id)?;
     if let Some(filter) = &job.ctl.assertion {
