@@ -4,6 +4,7 @@
 use canopy_core::wire::{attributes, StoredEntry};
 use canopy_core::LdapError;
 use canopy_mdb::ReadTxn;
+use canopy_proto::url::{percent_decode_lossy, percent_encode};
 use canopy_proto::{Dn, LdapResult, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
@@ -189,7 +190,7 @@ fn adjust(
         None => (rest, ""),
     };
     let url_dn = path.split('?').next().unwrap_or("");
-    let url_dn = percent_decode(url_dn);
+    let url_dn = percent_decode_lossy(url_dn);
     let mut dn = if url_dn.is_empty() || replace {
         entry_dn.to_string()
     } else {
@@ -212,46 +213,6 @@ fn adjust(
         percent_encode(&dn),
         suffix.unwrap_or("")
     )
-}
-
-/// Characters an LDAP URL's DN carries as they are (RFC 3986 unreserved, sub-delims, ":" "@" "/").
-fn is_url_safe(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b)
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if is_url_safe(b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (b, hex) {
-            (b'%', Some(value)) => {
-                out.push(value);
-                i += 3;
-            }
-            _ => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -319,13 +280,5 @@ mod tests {
             adjust(remote, "cn=x,cn=to-ref,dc=c", &[], Some("??base"), true),
             "ldap://other.example.net/cn=x,cn=to-ref,dc=c??base"
         );
-    }
-
-    #[test]
-    fn percent_round_trip() {
-        for s in ["", "cn=x", "a b", "é%", "%zz", "%4"] {
-            assert_eq!(percent_decode(&percent_encode(s)), s);
-        }
-        assert_eq!(percent_decode("%41%4a%4A"), "AJJ");
     }
 }

@@ -12,6 +12,7 @@ pub mod ldif;
 pub mod message;
 pub mod oid;
 pub mod result;
+pub mod url;
 
 pub use codec::{
     encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,

@@ -4,6 +4,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use crate::limits::{LimitRule, LimitValue, Limits};
+pub use crate::sasl::backoff::BindBackoff;
+pub use crate::sasl::mapping::{AuthzRegexp, ProxyRule, Sasl};
+use canopy_proto::url::percent_decode;
+
 /// Everything `canopy` needs to run. Every field has a default, so an empty file is a valid configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -141,170 +146,6 @@ impl Passwords {
             memory_kib: self.argon2_memory_kib,
             iterations: self.argon2_iterations,
             parallelism: self.argon2_parallelism,
-        }
-    }
-}
-
-/// `[sasl]`: how SASL names become entries and who may act as whom.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Sasl {
-    /// Ordered rules like OpenLDAP's `authz-regexp`; the first that matches decides.
-    pub authz_regexp: Vec<AuthzRegexp>,
-    /// Who may use an authorization identity other than their own.
-    pub proxy: Vec<ProxyRule>,
-}
-
-/// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,
-/// a DN or an `ldap:///base??sub?filter` URL with `$1`.. for the groups.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthzRegexp {
-    #[serde(rename = "match")]
-    pub pattern: String,
-    pub replace: String,
-}
-
-/// `[[sasl.proxy]]`: identities under `from` may act as identities under `to`. Each side is
-/// `dn:DN` (that entry) or `subtree:DN` (the entry and all below it).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProxyRule {
-    pub from: String,
-    pub to: String,
-}
-
-/// `[bind_backoff]`: after `threshold` failures within `window_secs` for one DN or one client address,
-/// each further failed bind is answered after a delay doubling from `initial_ms` up to `max_ms`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BindBackoff {
-    pub threshold: u32,
-    pub window_secs: u64,
-    pub initial_ms: u64,
-    pub max_ms: u64,
-    /// Most DNs and most addresses tracked (each table); the oldest entries are dropped beyond it.
-    pub max_tracked: usize,
-}
-
-impl Default for BindBackoff {
-    fn default() -> Self {
-        BindBackoff {
-            threshold: 5,
-            window_secs: 300,
-            initial_ms: 250,
-            max_ms: 8000,
-            max_tracked: 10_000,
-        }
-    }
-}
-
-/// Server-wide limits. Zero means "no limit" where OpenLDAP's `unlimited` would be used.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Most entries a search returns (OpenLDAP `sizelimit`, default 500).
-    pub size_limit: u32,
-    /// Most seconds a search runs (OpenLDAP `timelimit`, default 3600).
-    pub time_limit: u32,
-    /// Largest request PDU from an anonymous client (OpenLDAP `sockbuf_max_incoming`).
-    pub max_pdu_anonymous: usize,
-    /// Largest request PDU from a bound client (OpenLDAP `sockbuf_max_incoming_auth`).
-    pub max_pdu_bound: usize,
-    /// Deepest nesting of a search filter.
-    pub max_filter_depth: usize,
-    /// Most requests one connection may have in progress at once; beyond it the server stops reading from
-    /// that connection until one finishes (TCP back-pressure, bounded memory).
-    pub max_pending_per_connection: usize,
-    /// Most open connections in total (0 = unlimited); more are closed at once with a Notice of Disconnection.
-    pub max_connections: usize,
-    /// Most open connections from one IP address (0 = unlimited).
-    pub max_connections_per_ip: usize,
-    /// Seconds a connection without an outstanding operation may stay silent before it is closed (OpenLDAP
-    /// `idletimeout`, 0 = never).
-    pub idle_timeout: u64,
-    /// Most candidates a search may have before any is examined (OpenLDAP `size.unchecked`, 0 = unlimited);
-    /// more answer adminLimitExceeded.
-    pub lookthrough_limit: u64,
-    /// Largest page a paged search may ask for (OpenLDAP `size.pr`, 0 = unlimited).
-    pub paged_size_limit: u64,
-    /// Most entries one paged search returns over all its pages (OpenLDAP `size.prtotal`); absent: the
-    /// size limit applies.
-    pub paged_total_limit: Option<LimitValue>,
-    /// Per-identity limits (OpenLDAP `limits`): the first rule whose `who` matches wins.
-    pub rules: Vec<LimitRule>,
-}
-
-/// A limit: a number, `"unlimited"` or (paged_total only) `"disabled"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "RawLimit")]
-pub enum LimitValue {
-    Limited(u64),
-    Unlimited,
-    /// Only for `paged_total`: the paged results control is refused (slapd `size.prtotal=disabled`).
-    Disabled,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawLimit {
-    Number(u64),
-    Word(String),
-}
-
-impl TryFrom<RawLimit> for LimitValue {
-    type Error = String;
-    fn try_from(raw: RawLimit) -> Result<Self, String> {
-        match raw {
-            RawLimit::Number(n) => Ok(LimitValue::Limited(n)),
-            RawLimit::Word(w) if w == "unlimited" => Ok(LimitValue::Unlimited),
-            RawLimit::Word(w) if w == "disabled" => Ok(LimitValue::Disabled),
-            RawLimit::Word(w) => Err(format!("limit {w:?}: expected a number or \"unlimited\"")),
-        }
-    }
-}
-
-impl LimitValue {
-    /// The limit as a count, None when unlimited. `disabled` is refused by the configuration check where
-    /// this is used; as a count it admits nothing.
-    pub fn count(self) -> Option<u64> {
-        match self {
-            LimitValue::Limited(n) => Some(n),
-            LimitValue::Unlimited => None,
-            LimitValue::Disabled => Some(0),
-        }
-    }
-}
-
-/// One `[[limits.rules]]` entry: whom it applies to and the limits it sets; others stay global.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitRule {
-    /// `anonymous`, `users`, `*`, `dn.exact:DN`, `dn.subtree:DN` or `group:DN` (groupOfNames members).
-    pub who: String,
-    pub size: Option<LimitValue>,
-    pub time: Option<LimitValue>,
-    pub lookthrough: Option<LimitValue>,
-    pub paged_size: Option<LimitValue>,
-    pub paged_total: Option<LimitValue>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            size_limit: 500,
-            time_limit: 3600,
-            max_pdu_anonymous: 262_143,
-            max_pdu_bound: 4_194_303,
-            max_filter_depth: 512,
-            max_pending_per_connection: 256,
-            max_connections: 0,
-            max_connections_per_ip: 0,
-            idle_timeout: 0,
-            lookthrough_limit: 0,
-            paged_size_limit: 0,
-            paged_total_limit: None,
-            rules: Vec::new(),
         }
     }
 }
@@ -516,26 +357,6 @@ fn with_port(host_port: &str, default_port: u16) -> String {
         return format!("{host_port}:{default_port}");
     }
     host_port.to_string()
-}
-
-/// Decodes `%XX` escapes (ldapi paths, LDAP URLs); the result must be UTF-8.
-pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .ok_or_else(|| format!("bad escape in {s:?}"))?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad escape in {s:?}"))?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("bad UTF-8 in {s:?}"))
 }
 
 #[cfg(test)]

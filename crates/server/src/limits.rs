@@ -1,6 +1,7 @@
 //! Limits: per-identity search limits (OpenLDAP `limits`), connection counts in total and per IP address, the
 //! idle timeout and the thread stack that deep filters need.
 
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -15,8 +16,117 @@ use canopy_mdb::ReadTxn;
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::config::{LimitRule, LimitValue, Limits};
 use crate::databases::Database;
+
+/// Server-wide limits. Zero means "no limit" where OpenLDAP's `unlimited` would be used.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Most entries a search returns (OpenLDAP `sizelimit`, default 500).
+    pub size_limit: u32,
+    /// Most seconds a search runs (OpenLDAP `timelimit`, default 3600).
+    pub time_limit: u32,
+    /// Largest request PDU from an anonymous client (OpenLDAP `sockbuf_max_incoming`).
+    pub max_pdu_anonymous: usize,
+    /// Largest request PDU from a bound client (OpenLDAP `sockbuf_max_incoming_auth`).
+    pub max_pdu_bound: usize,
+    /// Deepest nesting of a search filter.
+    pub max_filter_depth: usize,
+    /// Most requests one connection may have in progress at once; beyond it the server stops reading from
+    /// that connection until one finishes (TCP back-pressure, bounded memory).
+    pub max_pending_per_connection: usize,
+    /// Most open connections in total (0 = unlimited); more are closed at once with a Notice of Disconnection.
+    pub max_connections: usize,
+    /// Most open connections from one IP address (0 = unlimited).
+    pub max_connections_per_ip: usize,
+    /// Seconds a connection without an outstanding operation may stay silent before it is closed (OpenLDAP
+    /// `idletimeout`, 0 = never).
+    pub idle_timeout: u64,
+    /// Most candidates a search may have before any is examined (OpenLDAP `size.unchecked`, 0 = unlimited);
+    /// more answer adminLimitExceeded.
+    pub lookthrough_limit: u64,
+    /// Largest page a paged search may ask for (OpenLDAP `size.pr`, 0 = unlimited).
+    pub paged_size_limit: u64,
+    /// Most entries one paged search returns over all its pages (OpenLDAP `size.prtotal`); absent: the
+    /// size limit applies.
+    pub paged_total_limit: Option<LimitValue>,
+    /// Per-identity limits (OpenLDAP `limits`): the first rule whose `who` matches wins.
+    pub rules: Vec<LimitRule>,
+}
+
+/// A limit: a number, `"unlimited"` or (paged_total only) `"disabled"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawLimit")]
+pub enum LimitValue {
+    Limited(u64),
+    Unlimited,
+    /// Only for `paged_total`: the paged results control is refused (slapd `size.prtotal=disabled`).
+    Disabled,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawLimit {
+    Number(u64),
+    Word(String),
+}
+
+impl TryFrom<RawLimit> for LimitValue {
+    type Error = String;
+    fn try_from(raw: RawLimit) -> Result<Self, String> {
+        match raw {
+            RawLimit::Number(n) => Ok(LimitValue::Limited(n)),
+            RawLimit::Word(w) if w == "unlimited" => Ok(LimitValue::Unlimited),
+            RawLimit::Word(w) if w == "disabled" => Ok(LimitValue::Disabled),
+            RawLimit::Word(w) => Err(format!("limit {w:?}: expected a number or \"unlimited\"")),
+        }
+    }
+}
+
+impl LimitValue {
+    /// The limit as a count, None when unlimited. `disabled` is refused by the configuration check where
+    /// this is used; as a count it admits nothing.
+    pub fn count(self) -> Option<u64> {
+        match self {
+            LimitValue::Limited(n) => Some(n),
+            LimitValue::Unlimited => None,
+            LimitValue::Disabled => Some(0),
+        }
+    }
+}
+
+/// One `[[limits.rules]]` entry: whom it applies to and the limits it sets; others stay global.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRule {
+    /// `anonymous`, `users`, `*`, `dn.exact:DN`, `dn.subtree:DN` or `group:DN` (groupOfNames members).
+    pub who: String,
+    pub size: Option<LimitValue>,
+    pub time: Option<LimitValue>,
+    pub lookthrough: Option<LimitValue>,
+    pub paged_size: Option<LimitValue>,
+    pub paged_total: Option<LimitValue>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            size_limit: 500,
+            time_limit: 3600,
+            max_pdu_anonymous: 262_143,
+            max_pdu_bound: 4_194_303,
+            max_filter_depth: 512,
+            max_pending_per_connection: 256,
+            max_connections: 0,
+            max_connections_per_ip: 0,
+            idle_timeout: 0,
+            lookthrough_limit: 0,
+            paged_size_limit: 0,
+            paged_total_limit: None,
+            rules: Vec::new(),
+        }
+    }
+}
 
 /// Whom a `[[limits.rules]]` entry applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,13 +1,37 @@
 //! Failed-bind counters per bind DN and per client address, and the delay they impose on further
 //! failures. Tables are capped; an entry older than the window no longer counts.
 
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::config::BindBackoff;
+/// `[bind_backoff]`: after `threshold` failures within `window_secs` for one DN or one client address,
+/// each further failed bind is answered after a delay doubling from `initial_ms` up to `max_ms`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BindBackoff {
+    pub threshold: u32,
+    pub window_secs: u64,
+    pub initial_ms: u64,
+    pub max_ms: u64,
+    /// Most DNs and most addresses tracked (each table); the oldest entries are dropped beyond it.
+    pub max_tracked: usize,
+}
+
+impl Default for BindBackoff {
+    fn default() -> Self {
+        BindBackoff {
+            threshold: 5,
+            window_secs: 300,
+            initial_ms: 250,
+            max_ms: 8000,
+            max_tracked: 10_000,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Counter {

@@ -9,9 +9,39 @@ use canopy_directory::search::{Candidate, Query};
 use canopy_proto::{DerefAliases, Dn, Filter, SearchScope};
 use canopy_schema::NormDn;
 use regex::Regex;
+use serde::Deserialize;
 
-use crate::config::{percent_decode, Sasl};
 use crate::state::State;
+use canopy_proto::url::percent_decode;
+
+/// `[sasl]`: how SASL names become entries and who may act as whom.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sasl {
+    /// Ordered rules like OpenLDAP's `authz-regexp`; the first that matches decides.
+    pub authz_regexp: Vec<AuthzRegexp>,
+    /// Who may use an authorization identity other than their own.
+    pub proxy: Vec<ProxyRule>,
+}
+
+/// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,
+/// a DN or an `ldap:///base??sub?filter` URL with `$1`.. for the groups.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthzRegexp {
+    #[serde(rename = "match")]
+    pub pattern: String,
+    pub replace: String,
+}
+
+/// `[[sasl.proxy]]`: identities under `from` may act as identities under `to`. Each side is
+/// `dn:DN` (that entry) or `subtree:DN` (the entry and all below it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyRule {
+    pub from: String,
+    pub to: String,
+}
 
 /// The compiled `[sasl]` configuration.
 #[derive(Debug, Default)]
@@ -262,7 +292,7 @@ pub fn may_proxy(state: &State, authc: &NormDn, authz: &NormDn) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AuthzRegexp;
+    use super::AuthzRegexp;
 
     fn rules(pattern: &str, replace: &str) -> Rules {
         Rules::compile(&Sasl {
