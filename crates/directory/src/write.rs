@@ -472,8 +472,7 @@ impl Directory {
         let mut entry = old.clone();
         entry.dn = new_dn.clone();
         entry.ndn = new_ndn.clone();
-        let add_result = apply_rdn_values(self, &mut entry, &changes);
-        add_result?;
+        apply_rdn_changes(self, &mut entry, &changes, false)?;
         if m.delete_old_rdn {
             if let Some(old_rdn) = m.dn.rdns.first() {
                 let mut removals = Vec::new();
@@ -492,7 +491,7 @@ impl Directory {
                         });
                     }
                 }
-                remove_rdn_values(self, &mut entry, &removals)?;
+                apply_rdn_changes(self, &mut entry, &removals, true)?;
             }
         }
         check_entry(self.schema(), &entry)?;
@@ -570,38 +569,24 @@ fn same_value(dir: &Directory, attr: &str, a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-/// Adds the new RDN's values unless they are already present (modifyDN must not fail on that).
-fn apply_rdn_values(dir: &Directory, entry: &mut Entry, adds: &[Change]) -> Result<(), LdapError> {
-    for change in adds {
-        let name = &change.modification.name;
-        let Some(value) = change.modification.values.first() else {
-            continue;
-        };
-        let present = entry_values(dir, entry, name)
-            .iter()
-            .any(|v| same_value(dir, name, v, value));
-        if !present {
-            apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
-        }
-    }
-    Ok(())
-}
-
-fn remove_rdn_values(
+/// Applies the single-value RDN changes whose value is present (`present`) or absent (`!present`) in
+/// the entry: new RDN values are added unless already there (modifyDN must not fail on that), old ones
+/// removed only when there. Removing a naming value passes the RDN check: the entry's DN already changed.
+fn apply_rdn_changes(
     dir: &Directory,
     entry: &mut Entry,
-    removals: &[Change],
+    changes: &[Change],
+    present: bool,
 ) -> Result<(), LdapError> {
-    for change in removals {
+    for change in changes {
         let name = &change.modification.name;
         let Some(value) = change.modification.values.first() else {
             continue;
         };
-        let present = entry_values(dir, entry, name)
+        let there = entry_values(dir, entry, name)
             .iter()
             .any(|v| same_value(dir, name, v, value));
-        if present {
-            // The RDN check would refuse removing a naming value; the entry's DN already changed, so it passes.
+        if there == present {
             apply_modifications(dir.schema(), entry, std::slice::from_ref(change))?;
         }
     }
