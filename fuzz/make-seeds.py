@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpus (fuzz/corpus/<target>/) from the project's own test data.
 
-Filters come from the conformance corpus, DNs from the test LDIF, LDIF records from tests/e2e/data, and
+Filters come from the conformance corpus, DNs from the test LDIF, LDIF records from tests/e2e/data and
+crates/harness/data (base.ldif), and
 LDAPMessages of every operation are encoded here with a small BER writer. Deterministic: rerun after the
 test data changes and commit the result.
 """
@@ -136,7 +137,8 @@ def main():
             if m:
                 filters.append(m.group(1))
     filters = list(dict.fromkeys(filters))
-    ldif_files = sorted((ROOT / "tests" / "e2e" / "data").glob("*.ldif"))
+    ldif_dirs = [ROOT / "tests" / "e2e" / "data", ROOT / "crates" / "harness" / "data"]
+    ldif_files = sorted((f for d in ldif_dirs for f in d.glob("*.ldif")), key=lambda f: f.name)
     dns, records = [], []
     for f in ldif_files:
         for record in f.read_text().split("\n\n"):

@@ -3,6 +3,7 @@
 #   1. installs the LDAP clients and Debian's slapd when any is missing (apt, non-interactive);
 #   2. cargo fmt --check and cargo clippy -D warnings over the workspace;
 #   3. builds the canopy binary and runs every test (unit tests and the end-to-end suite);
+#      these include the crate layering and `//!` first-line checks (crates/harness/tests/layering.rs);
 #   4. runs the end-to-end suite against Debian's slapd, proving the expected files are OpenLDAP's
 #      behaviour (skip with CANOPY_SKIP_SLAPD_REFERENCE=1 outside CI);
 #   5. runs the crash test (kill -9 during acknowledged writes, five times);

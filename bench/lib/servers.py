@@ -1,8 +1,8 @@
 """Start, load, watch and stop Debian's slapd (back-mdb) and canopy side by side.
 
 Both servers get the same suffix, schema, indexes and limits so that they do the same work:
-canopy's default indexes (docs/configuration.md) mirrored in slapd.conf as tests/e2e/src/slapd_conf.rs
-does, no size limit on either (the scan workload reads the whole directory), root DN
+canopy's default indexes (docs/configuration.md) mirrored in slapd.conf as
+crates/harness/src/slapd_conf.rs does, no size limit on either (the scan workload reads the whole directory), root DN
 cn=admin,dc=example,dc=com with password "secret", and one durable commit per write on both
 (canopy's `durable = true`, slapd's back-mdb without `dbnosync`).
 """

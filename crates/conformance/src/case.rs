@@ -8,8 +8,8 @@ use canopy_proto::{
 use std::fmt::Write as _;
 
 /// The root DN and password both servers are configured with.
-pub const ROOT_DN: &str = canopy_e2e::ROOT_DN;
-pub const ROOT_PW: &str = canopy_e2e::ROOT_PW;
+pub const ROOT_DN: &str = canopy_harness::ROOT_DN;
+pub const ROOT_PW: &str = canopy_harness::ROOT_PW;
 
 /// Who sends the request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The suffix both servers hold; the default search base.
-pub const SUFFIX: &str = canopy_e2e::SUFFIX;
+pub const SUFFIX: &str = canopy_harness::SUFFIX;
 /// RFC 3296 ManageDsaIT.
 pub const MANAGE_DSA_IT: &str = "2.16.840.1.113730.3.4.2";
 /// RFC 4528 assertion control.

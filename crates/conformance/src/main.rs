@@ -51,7 +51,7 @@ fn main() -> ExitCode {
             .ok()
             .and_then(|exe| Some(exe.parent()?.join("canopy")))
     });
-    // The e2e harness takes its settings from the environment; set before any thread starts.
+    // The test harness (canopy-harness) takes its settings from the environment; set before any thread starts.
     if let Some(bin) = bin {
         if !bin.exists() {
             eprintln!(

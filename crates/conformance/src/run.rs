@@ -9,7 +9,7 @@ use crate::generate::Generator;
 use crate::report::Tally;
 use crate::servers::{write_ldif, Endpoint, SetupError};
 use crate::shrink;
-use canopy_e2e::Target;
+use canopy_harness::Target;
 use std::io::Write as _;
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 
 use crate::case::{Case, Identity, Request};
 use crate::client::{ClientError, Conn, Outcome};
-use canopy_e2e::{Server, Target};
+use canopy_harness::{Server, Target};
 use canopy_proto::ProtocolOp;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

@@ -1,7 +1,7 @@
 //! A generated directory of a few thousand entries for the tests that need volume: abandon,
 //! back-pressure, server-side size limits and unindexed searches over many candidates.
 
-use crate::server::{Server, SUFFIX};
+use crate::{Server, SUFFIX};
 
 /// How many entries `load_bulk` adds: well above the default size limit of 500 and large enough
 /// that a search of all of them is still running when a client reacts.
@@ -37,9 +37,19 @@ pub fn bulk_ldif(n: usize) -> String {
     out
 }
 
-impl Server {
+/// Loading the bulk data set into a [`Server`].
+pub trait Bulk: Sized {
     /// Adds `bulk_ldif(n)` with ldapadd as the root DN; panics when that fails.
-    pub fn load_bulk(&self, n: usize) {
+    fn load_bulk(&self, n: usize);
+
+    /// Starts the target chosen by the environment on base.ldif plus `bulk_ldif(n)`, loaded with
+    /// the offline import: adding thousands of entries one durable commit at a time through
+    /// ldapadd takes longer than the whole suite may (26 s for 3000 on the 2-core machine).
+    fn start_bulk(n: usize) -> Self;
+}
+
+impl Bulk for Server {
+    fn load_bulk(&self, n: usize) {
         let path = self.dir().join("bulk.ldif");
         std::fs::write(&path, bulk_ldif(n)).unwrap();
         let out = self.tool(
@@ -56,15 +66,10 @@ impl Server {
             self.log()
         );
     }
-}
 
-impl Server {
-    /// Starts the target chosen by the environment on base.ldif plus `bulk_ldif(n)`, loaded with
-    /// the offline import: adding thousands of entries one durable commit at a time through
-    /// ldapadd takes longer than the whole suite may (26 s for 3000 on the 2-core machine).
-    pub fn start_bulk(n: usize) -> Server {
+    fn start_bulk(n: usize) -> Server {
         let scratch = crate::tempdir::TempDir::new("bulk-ldif");
-        let base = std::fs::read_to_string(crate::data_dir().join("base.ldif")).unwrap();
+        let base = std::fs::read_to_string(crate::base_ldif()).unwrap();
         let path = scratch.path().join("all.ldif");
         std::fs::write(&path, format!("{base}\n\n{}", bulk_ldif(n))).unwrap();
         Server::start_imported(&path)

@@ -1,26 +1,26 @@
-//! Harness for Canopy's end-to-end tests: starts canopy or Debian's slapd, drives it with real
-//! LDAP clients, and compares normalized LDIF with files recorded from slapd.
+//! The end-to-end suite's own helpers: expected-output files, the bulk data set and python-ldap
+//! scripts, on top of the server harness in `canopy-harness` (re-exported here, so tests keep
+//! writing `use canopy_e2e::*`).
 //!
 //! The target comes from `CANOPY_E2E_TARGET` (`canopy`, the default, or `slapd`); see
 //! docs/testing.md.
 
 pub mod bulk;
-pub mod client;
 pub mod expect;
-pub mod ldif;
-pub mod server;
-pub mod slapd_conf;
-pub mod tempdir;
-pub mod tools;
+pub mod python;
 
-pub use bulk::{bulk_base, bulk_ldif, BULK};
-pub use client::{user_dn, Bind, Out, Via};
+pub use canopy_harness::{client, ldif, server, slapd_conf, tempdir, tools};
+
+pub use bulk::{bulk_base, bulk_ldif, Bulk, BULK};
+pub use canopy_harness::{
+    base_ldif, user_dn, Bind, Out, Server, Target, Via, ROOT_DN, ROOT_PW, SUFFIX,
+};
 pub use expect::Transcript;
-pub use server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};
+pub use python::Python;
 
 use std::path::PathBuf;
 
-/// tests/e2e/data: the base LDIF and other inputs.
+/// tests/e2e/data: LDIF inputs besides the base directory (which is [`base_ldif`]).
 pub fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
 }

@@ -1,6 +1,6 @@
 //! The end-to-end suite: one test binary, one module per area (files in tests/e2e/). Each test
 //! starts its own server (canopy, or slapd with CANOPY_E2E_TARGET=slapd) loaded with
-//! data/base.ldif, and drives it only through ldap-utils and python-ldap.
+//! crates/harness/data/base.ldif, and drives it only through ldap-utils and python-ldap.
 
 #[path = "e2e/access.rs"]
 mod access;

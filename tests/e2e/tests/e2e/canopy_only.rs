@@ -112,7 +112,7 @@ fn reindex_keeps_search_results() {
     if !canopy_target("`canopy reindex`") {
         return;
     }
-    let mut s = Server::start_imported(&data_dir().join("base.ldif"));
+    let mut s = Server::start_imported(&base_ldif());
     // A write after the import, so the rebuilt indexes must cover online changes too.
     let change = format!(
         "dn: uid=zed,ou=people,{SUFFIX}\nchangetype: add\nobjectClass: inetOrgPerson\n\

@@ -31,7 +31,7 @@ fn mask_passwords(ldif: &str) -> String {
 #[test]
 fn import_matches_ldapadd() {
     let online = Server::start();
-    let offline = Server::start_imported(&data_dir().join("base.ldif"));
+    let offline = Server::start_imported(&base_ldif());
     // Timestamps, CSNs and UUIDs differ between two loads; everything else must not, except one
     // spelling: slapadd keeps a DN value's `\,` where an online add stores slapd's `\2C`. Both
     // are the same DN (RFC 4514), so only that escape is unified here.

@@ -1,5 +1,5 @@
-//! Runs the real clients (ldap-utils, python-ldap scripts) against a server, with a timeout, and
-//! returns their exit code and output.
+//! Runs real clients (ldap-utils, or any command such as a python-ldap script) against a server,
+//! with a timeout, and returns their exit code and output.
 
 use crate::server::{Server, ROOT_DN, ROOT_PW, SUFFIX};
 use std::io::{Read, Write};
@@ -9,9 +9,6 @@ use std::time::{Duration, Instant};
 
 /// A client gets this long before it is killed and the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The interpreter that has python3-ldap on Debian; the PATH one may be another Python.
-pub const PYTHON: &str = "/usr/bin/python3";
 
 /// What a client did: its exit code (ldap-utils exit with the LDAP result code) and its output.
 #[derive(Debug, Clone)]
@@ -157,57 +154,10 @@ impl Server {
     pub fn whoami(&self, via: Via, bind: &Bind) -> Out {
         self.tool_via(via, "ldapwhoami", bind, &[], None)
     }
-
-    /// Runs tests/e2e/py/`script` with python-ldap; the script finds the server in its environment.
-    pub fn python(&self, script: &str, args: &[&str]) -> Out {
-        run(self.python_command(script, args), None)
-    }
-
-    /// Runs tests/e2e/py/`script`, which must succeed, and compares its output with
-    /// expected/`expected`.ldif.
-    pub fn check_python(&self, script: &str, expected: &str) {
-        let out = self.python(script, &[]);
-        assert_eq!(
-            out.code, 0,
-            "{script} failed:\n{}\n{}",
-            out.stdout, out.stderr
-        );
-        let mut t = crate::Transcript::new(expected);
-        t.raw(script, &out);
-        t.check();
-    }
-
-    /// Spawns a python-ldap script with piped stdout, for tests that react while it runs.
-    pub fn python_spawn(&self, script: &str, args: &[&str]) -> std::process::Child {
-        let mut cmd = self.python_command(script, args);
-        cmd.env("LDAPNOINIT", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn()
-            .unwrap_or_else(|e| panic!("cannot run {PYTHON}: {e}; {}", install_hint()))
-    }
-
-    /// The command that runs tests/e2e/py/`script`, with the server in its environment:
-    /// LDAP_URL, LDAPI_URL, ROOT_DN, ROOT_PW, SUFFIX and, while it runs, SERVER_PID.
-    pub fn python_command(&self, script: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(PYTHON);
-        cmd.arg(crate::py_dir().join(script))
-            .args(args)
-            .env("LDAP_URL", self.ldap_url())
-            .env("LDAPI_URL", self.ldapi_url())
-            .env("ROOT_DN", ROOT_DN)
-            .env("ROOT_PW", ROOT_PW)
-            .env("SUFFIX", SUFFIX)
-            .env("PYTHONDONTWRITEBYTECODE", "1");
-        if let Some(pid) = self.pid() {
-            cmd.env("SERVER_PID", pid.to_string());
-        }
-        cmd
-    }
 }
 
-fn install_hint() -> &'static str {
+/// Where the clients come from, for messages about one that cannot be run.
+pub fn install_hint() -> &'static str {
     "install the clients with `apt-get install ldap-utils python3-ldap libsasl2-modules` \
      (scripts/test.sh does it)"
 }

@@ -81,7 +81,7 @@ enum StartError {
 }
 
 impl Server {
-    /// Starts the target chosen by the environment and loads tests/e2e/data/base.ldif.
+    /// Starts the target chosen by the environment and loads crates/harness/data/base.ldif.
     pub fn start() -> Server {
         let s = Server::start_empty();
         s.load_base();
@@ -279,7 +279,7 @@ impl Server {
 
     /// Loads the base directory through ldapadd as the root DN (simple bind) over `via`.
     pub fn load_base_via(&self, via: crate::Via) {
-        let base = crate::data_dir().join("base.ldif");
+        let base = crate::base_ldif();
         let out = self.tool_via(
             via,
             "ldapadd",

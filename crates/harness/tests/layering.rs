@@ -1,0 +1,333 @@
+//! Workspace shape checks, run by `cargo test --workspace`: crate dependencies point down the layer
+//! order, only test crates depend on test crates, and every `.rs` file opens with a `//!` line.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's crates by layer, lowest first. A crate may depend only on crates in lower layers
+/// (never on one in its own layer or above), so the arrows point down. Every workspace member must
+/// be placed here deliberately; a name listed here that is not (yet) a member is fine.
+const LAYERS: &[&[&str]] = &[
+    &["canopy-ber"],
+    &["canopy-proto"],
+    &["canopy-schema"],
+    &["canopy-password"],
+    &["canopy-core"],
+    &["canopy-mdb"],
+    &["canopy-directory"],
+    &["canopy-server"],
+    &["canopy-bench"],
+    &["canopy"],
+    &[HARNESS],
+    &["canopy-conformance", "canopy-e2e"],
+];
+
+/// The test-support library: starting servers and running clients.
+const HARNESS: &str = "canopy-harness";
+
+/// Crates that hold only tests: nothing else may depend on them.
+const TEST_CRATES: &[&str] = &["canopy-e2e"];
+
+/// Crates besides the test crates that may have the harness as a normal dependency. Any crate may
+/// have it as a dev-dependency.
+const HARNESS_USERS: &[&str] = &["canopy-conformance"];
+
+fn layer_of(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&name))
+}
+
+/// Every breach of the rules above in `cargo metadata --format-version 1` output, one line each,
+/// naming the crate or the offending edge.
+fn violations(metadata: &Value) -> Vec<String> {
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut found = Vec::new();
+    for package in &packages {
+        let Some(name) = package["name"].as_str() else {
+            found.push(format!("a package without a name: {package}"));
+            continue;
+        };
+        let layer = layer_of(name);
+        if layer.is_none() {
+            found.push(format!(
+                "{name} is a workspace member missing from LAYERS in {}: place it in a layer",
+                file!()
+            ));
+        }
+        let deps = package["dependencies"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for dep in &deps {
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
+            if !members.contains(&dep_name) {
+                continue; // a crate from outside the workspace
+            }
+            let kind = dep["kind"].as_str().unwrap_or("normal");
+            let edge = format!("{name} -> {dep_name} ({kind} dependency)");
+            let test_support_dev_dep = kind == "dev" && dep_name == HARNESS;
+            if let (Some(from), Some(to)) = (layer, layer_of(dep_name)) {
+                if to >= from && !test_support_dev_dep {
+                    let direction = if to == from { "sideways" } else { "upward" };
+                    found.push(format!(
+                        "{edge} points {direction}: a crate may depend only on crates in lower \
+                         layers"
+                    ));
+                }
+            }
+            if TEST_CRATES.contains(&dep_name) && !TEST_CRATES.contains(&name) {
+                found.push(format!(
+                    "{edge}: {dep_name} is a test crate; only test crates may depend on it"
+                ));
+            }
+            if dep_name == HARNESS
+                && kind != "dev"
+                && !TEST_CRATES.contains(&name)
+                && !HARNESS_USERS.contains(&name)
+            {
+                found.push(format!(
+                    "{edge}: {HARNESS} is test support; only the conformance tool and test crates \
+                     may depend on it (any crate may dev-depend on it)"
+                ));
+            }
+        }
+    }
+    found
+}
+
+fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
+}
+
+fn cargo_metadata() -> Value {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(&cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(workspace_root().join("Cargo.toml"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cargo:?} metadata: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo metadata failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+#[test]
+fn workspace_dependencies_point_down() {
+    let metadata = cargo_metadata();
+    let names: Vec<&str> = metadata["packages"]
+        .as_array()
+        .expect("packages in cargo metadata")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    // An empty or misread package list would pass vacuously.
+    for expected in [
+        "canopy-ber",
+        "canopy-server",
+        "canopy",
+        HARNESS,
+        "canopy-e2e",
+    ] {
+        assert!(names.contains(&expected), "{expected} not among {names:?}");
+    }
+    let found = violations(&metadata);
+    assert!(
+        found.is_empty(),
+        "workspace layering violated (order in {}):\n{}",
+        file!(),
+        found.join("\n")
+    );
+}
+
+/// A small hand-made `cargo metadata` document with `deps` as (from, to, kind) edges, kind being
+/// `null` (normal), `"dev"` or `"build"`.
+fn metadata_of(crates: &[&str], deps: &[(&str, &str, &str)]) -> Value {
+    let packages: Vec<Value> = crates
+        .iter()
+        .map(|name| {
+            let mut dependencies: Vec<Value> = deps
+                .iter()
+                .filter(|(from, _, _)| from == name)
+                .map(|(_, to, kind)| {
+                    let kind: Value = serde_json::from_str(kind).expect("kind is JSON");
+                    serde_json::json!({ "name": to, "kind": kind, "req": "*" })
+                })
+                .collect();
+            // Crates from outside the workspace are never edges.
+            dependencies.push(serde_json::json!({ "name": "thiserror", "kind": null, "req": "2" }));
+            serde_json::json!({ "name": name, "version": "0.1.0", "dependencies": dependencies })
+        })
+        .collect();
+    serde_json::json!({ "packages": packages, "version": 1 })
+}
+
+#[test]
+fn reports_every_kind_of_bad_edge() {
+    let metadata = metadata_of(
+        &[
+            "canopy-ber",
+            "canopy-proto",
+            "canopy-core",
+            "canopy-server",
+            "canopy-mdb",
+            HARNESS,
+            "canopy-conformance",
+            "canopy-e2e",
+            "canopy-newcomer",
+        ],
+        &[
+            // Fine: downward, a dev-dependency on the harness, test crates on the harness.
+            ("canopy-proto", "canopy-ber", "null"),
+            ("canopy-server", "canopy-core", "null"),
+            ("canopy-mdb", HARNESS, "\"dev\""),
+            ("canopy-e2e", HARNESS, "null"),
+            ("canopy-conformance", HARNESS, "null"),
+            // Bad.
+            ("canopy-ber", "canopy-proto", "null"),
+            ("canopy-core", "canopy-server", "\"build\""),
+            ("canopy-proto", "canopy-core", "\"dev\""),
+            ("canopy-server", "canopy-e2e", "null"),
+            ("canopy-conformance", "canopy-e2e", "null"),
+            ("canopy-server", HARNESS, "null"),
+        ],
+    );
+    let found = violations(&metadata);
+    let has = |needle: &str| found.iter().any(|v| v.contains(needle));
+    for needle in [
+        "canopy-ber -> canopy-proto (normal dependency) points upward",
+        "canopy-core -> canopy-server (build dependency) points upward",
+        "canopy-proto -> canopy-core (dev dependency) points upward",
+        "canopy-server -> canopy-e2e (normal dependency) points upward",
+        "canopy-server -> canopy-e2e (normal dependency): canopy-e2e is a test crate",
+        "canopy-conformance -> canopy-e2e (normal dependency) points sideways",
+        "canopy-conformance -> canopy-e2e (normal dependency): canopy-e2e is a test crate",
+        "canopy-server -> canopy-harness (normal dependency) points upward",
+        "canopy-server -> canopy-harness (normal dependency): canopy-harness is test support",
+        "canopy-newcomer is a workspace member missing from LAYERS",
+    ] {
+        assert!(
+            has(needle),
+            "{needle:?} not reported in:\n{}",
+            found.join("\n")
+        );
+    }
+    for allowed in [
+        "canopy-proto -> canopy-ber",
+        "canopy-server -> canopy-core",
+        "canopy-mdb -> canopy-harness",
+        "canopy-e2e -> canopy-harness",
+        "canopy-conformance -> canopy-harness",
+        "thiserror",
+    ] {
+        assert!(
+            !has(allowed),
+            "{allowed:?} wrongly reported in:\n{}",
+            found.join("\n")
+        );
+    }
+    // The last three edges each break two rules; the rest one each.
+    assert_eq!(found.len(), 10, "{}", found.join("\n"));
+}
+
+#[test]
+fn a_clean_tree_has_no_violations() {
+    let metadata = metadata_of(
+        &[
+            "canopy-ber",
+            "canopy-proto",
+            "canopy",
+            HARNESS,
+            "canopy-e2e",
+        ],
+        &[
+            ("canopy-proto", "canopy-ber", "null"),
+            ("canopy", "canopy-proto", "null"),
+            ("canopy", HARNESS, "\"dev\""),
+            ("canopy-e2e", HARNESS, "null"),
+        ],
+    );
+    assert_eq!(violations(&metadata), Vec::<String>::new());
+}
+
+/// Whether a source file's first line is a `//!` module doc line.
+fn opens_with_module_doc(text: &str) -> bool {
+    text.lines().next().is_some_and(|l| l.starts_with("//!"))
+}
+
+#[test]
+fn module_doc_line_detection() {
+    let cases = [
+        ("//! Does one thing.\nfn f() {}\n", true),
+        ("//!\n", true),
+        ("", false),
+        ("\n//! Too late.\n", false),
+        ("// A plain comment.\n", false),
+        ("/// An item doc.\nfn f() {}\n", false),
+        ("#![allow(dead_code)]\n//! After an attribute.\n", false),
+    ];
+    for (text, want) in cases {
+        assert_eq!(opens_with_module_doc(text), want, "{text:?}");
+    }
+}
+
+/// `.rs` files under `dir`, skipping `target/` directories.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc_line() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "fuzz"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("crates/harness/tests/layering.rs")),
+        "the walk did not find this file; is the root {}?",
+        root.display()
+    );
+    let mut missing: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
+            !opens_with_module_doc(&text)
+        })
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "these files do not start with a `//!` line saying what they are for (STYLE.md):\n{}",
+        missing.join("\n")
+    );
+}
