@@ -292,7 +292,6 @@ pub fn may_proxy(state: &State, authc: &NormDn, authz: &NormDn) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use super::AuthzRegexp;
 
     fn rules(pattern: &str, replace: &str) -> Rules {
         Rules::compile(&Sasl {
