@@ -59,11 +59,11 @@ enum Candidates {
     All { from: u64 },
 }
 
-/// A planned search: its candidates and what the scan needs to place each one.
-pub struct Scan {
+/// A planned search from the base it borrows: its candidates and what the scan needs to place each one.
+pub struct Scan<'b> {
     candidates: Candidates,
     unindexed: bool,
-    base: NormDn,
+    base: &'b NormDn,
     scope: SearchScope,
     reach: Reach,
     references: bool,
@@ -112,12 +112,12 @@ impl Directory {
 
     /// Plans the scan of a search from `base`: candidates from the indexes when the filter allows, else
     /// the scope; the places aliases lead to; the referral objects to send as references.
-    pub fn plan_scan(
+    pub fn plan_scan<'b>(
         &self,
         txn: &ReadTxn,
         query: &Query<'_>,
-        base: &Base,
-    ) -> Result<Scan, LdapError> {
+        base: &'b Base,
+    ) -> Result<Scan<'b>, LdapError> {
         let (mut candidates, indexed, unindexed) = self.candidates(txn, query, base)?;
         let (searching, references) = (query.searching(), query.references());
         let reach = if searching {
@@ -150,7 +150,7 @@ impl Directory {
         Ok(Scan {
             candidates,
             unindexed,
-            base: base.ndn.clone(),
+            base: &base.ndn,
             scope: query.scope,
             reach,
             references,
@@ -234,7 +234,7 @@ fn unreadable() -> LdapError {
 /// One candidate as read: its ID and stored bytes (None when an ID has no entry).
 type Item<'t> = Result<(u64, Option<&'t [u8]>), canopy_mdb::StoreError>;
 
-impl Scan {
+impl Scan<'_> {
     /// The scope was walked because no index could answer the filter (a base search never is).
     pub fn unindexed(&self) -> bool {
         self.unindexed
