@@ -331,3 +331,120 @@ fn every_rust_file_opens_with_a_module_doc_line() {
         missing.join("\n")
     );
 }
+
+/// The top-level module a file of `src/` belongs to (`ops/search.rs` → `ops`, `lib.rs` → `lib`).
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    first
+        .unwrap_or_default()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// The `crate::module` paths a source text uses, outside comments.
+fn crate_uses(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
+            rest = after;
+        }
+    }
+    out
+}
+
+/// Cycles among the top-level modules of a crate, each as `a -> b -> a`, given who uses whom.
+fn module_cycles(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<String> {
+    use std::collections::BTreeSet;
+    let mut cycles = BTreeSet::new();
+    fn walk(
+        edges: &std::collections::BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        cycles: &mut BTreeSet<String>,
+    ) {
+        let Some(last) = path.last().cloned() else {
+            return;
+        };
+        for next in edges.get(&last).into_iter().flatten() {
+            if let Some(at) = path.iter().position(|m| m == next) {
+                let mut cycle: Vec<String> = path[at..].to_vec();
+                let start = (0..cycle.len()).min_by_key(|&i| &cycle[i]).unwrap_or(0);
+                cycle.rotate_left(start);
+                cycle.push(cycle[0].clone());
+                cycles.insert(cycle.join(" -> "));
+            } else if path.len() < 12 {
+                path.push(next.clone());
+                walk(edges, path, cycles);
+                path.pop();
+            }
+        }
+    }
+    for start in edges.keys() {
+        walk(edges, &mut vec![start.clone()], &mut cycles);
+    }
+    cycles.into_iter().collect()
+}
+
+/// The frontend's modules form layers too: no two of them use each other, directly or around a loop
+/// (the import loops the architecture issue found: candidates ↔ directory, ops ↔ readentry,
+/// limits ↔ state, config ↔ sasl).
+#[test]
+fn server_modules_have_no_import_loops() {
+    let src = workspace_root().join("crates/server/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 20,
+        "too few server sources found: {}",
+        files.len()
+    );
+    let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for file in &files {
+        let module = module_of(&src, file);
+        let text = std::fs::read_to_string(file).expect("read a server source");
+        let uses = edges.entry(module.clone()).or_default();
+        for used in crate_uses(&text) {
+            if used != module && !uses.contains(&used) {
+                uses.push(used);
+            }
+        }
+    }
+    let cycles = module_cycles(&edges);
+    assert!(
+        cycles.is_empty(),
+        "import loops among crates/server's modules:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn module_loops_are_found() {
+    let edges = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(module_cycles(&edges), ["a -> b -> c -> a"]);
+    assert_eq!(
+        crate_uses(
+            "use crate::acl::ops;\n// crate::no\nlet x = crate::state::State::x(crate::ops::f());"
+        ),
+        ["acl", "state", "ops"]
+    );
+}

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use crate::authz::{AuthzRegexp, ProxyRule, Sasl};
+pub use crate::backoff::BindBackoff;
 pub use crate::limits::{LimitRule, LimitValue, Limits};
-pub use crate::sasl::backoff::BindBackoff;
-pub use crate::sasl::mapping::{AuthzRegexp, ProxyRule, Sasl};
 use canopy_proto::url::percent_decode;
 
 /// Everything `canopy` needs to run. Every field has a default, so an empty file is a valid configuration.
@@ -292,7 +292,7 @@ impl Config {
                 "[passwords] scram_iterations: {scram} is outside 4096..=1000000"
             ));
         }
-        crate::sasl::mapping::Rules::compile(&self.sasl)?;
+        crate::authz::Rules::compile(&self.sasl)?;
         Ok(())
     }
 }

@@ -7,6 +7,8 @@
 
 pub mod access;
 pub mod acl;
+pub mod authz;
+pub mod backoff;
 pub mod config;
 pub mod conn;
 pub mod databases;
@@ -147,8 +149,8 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         .normalize_dn(&root_dn)
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
     let tls = Some(Arc::new(tls::Tls::setup(&config)?));
-    let sasl_rules = sasl::mapping::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
-    let backoff = sasl::backoff::Backoff::new(config.bind_backoff.clone());
+    let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
+    let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
     Ok(Arc::new(ServerState {
         databases: Databases::new(vec![database]),

@@ -23,9 +23,9 @@ pub struct ServerState {
     /// The certificate and handshake settings; None when TLS is unavailable.
     pub tls: Option<Arc<crate::tls::Tls>>,
     /// The compiled `[sasl]` mapping and proxy rules.
-    pub sasl_rules: crate::sasl::mapping::Rules,
+    pub sasl_rules: crate::authz::Rules,
     /// Failed-bind counters.
-    pub backoff: crate::sasl::backoff::Backoff,
+    pub backoff: crate::backoff::Backoff,
     /// A hash of a random password in the default scheme, checked when a bind has nothing to check
     /// against, so unknown users cost the same time as wrong passwords.
     pub dummy_hash: Vec<u8>,

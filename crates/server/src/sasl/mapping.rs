@@ -1,5 +1,6 @@
-//! SASL names to entries: `dn:`/`u:` forms, OpenLDAP-style `authz-regexp` rules, the default `uid`
-//! search, and the proxy authorization rules that say who may act as whom.
+//! SASL names to entries: `dn:`/`u:` forms, the targets of the `authz-regexp` rules (`crate::authz`)
+//! found in the directory, the default `uid` search, and proxy authorization against the directory's
+//! names.
 
 use canopy_core::filter::PreparedFilter;
 use canopy_core::wire::StoredView;
@@ -8,156 +9,9 @@ use canopy_directory::alias::Base;
 use canopy_directory::search::{Candidate, Query};
 use canopy_proto::{DerefAliases, Dn, Filter, SearchScope};
 use canopy_schema::NormDn;
-use regex::Regex;
-use serde::Deserialize;
 
+use crate::authz::Target;
 use crate::state::State;
-use canopy_proto::url::percent_decode;
-
-/// `[sasl]`: how SASL names become entries and who may act as whom.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Sasl {
-    /// Ordered rules like OpenLDAP's `authz-regexp`; the first that matches decides.
-    pub authz_regexp: Vec<AuthzRegexp>,
-    /// Who may use an authorization identity other than their own.
-    pub proxy: Vec<ProxyRule>,
-}
-
-/// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,
-/// a DN or an `ldap:///base??sub?filter` URL with `$1`.. for the groups.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthzRegexp {
-    #[serde(rename = "match")]
-    pub pattern: String,
-    pub replace: String,
-}
-
-/// `[[sasl.proxy]]`: identities under `from` may act as identities under `to`. Each side is
-/// `dn:DN` (that entry) or `subtree:DN` (the entry and all below it).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProxyRule {
-    pub from: String,
-    pub to: String,
-}
-
-/// The compiled `[sasl]` configuration.
-#[derive(Debug, Default)]
-pub struct Rules {
-    regexps: Vec<(Regex, String)>,
-    proxy: Vec<(String, String)>,
-}
-
-/// Where a mapped name points: one DN, or a search that must find exactly one entry.
-#[derive(Debug, PartialEq, Eq)]
-enum Target {
-    Dn(String),
-    Search {
-        base: String,
-        subtree: bool,
-        filter: String,
-    },
-}
-
-impl Rules {
-    /// Compiles and checks the rules; errors name the rule.
-    pub fn compile(config: &Sasl) -> Result<Rules, String> {
-        let mut regexps = Vec::new();
-        for (i, rule) in config.authz_regexp.iter().enumerate() {
-            let regex = Regex::new(&format!("^(?:{})$", rule.pattern))
-                .map_err(|e| format!("[[sasl.authz_regexp]] #{}: {e}", i + 1))?;
-            if rule.replace.starts_with("ldap:") {
-                parse_url(&rule.replace)
-                    .map_err(|e| format!("[[sasl.authz_regexp]] #{}: {e}", i + 1))?;
-            }
-            regexps.push((regex, rule.replace.clone()));
-        }
-        let mut proxy = Vec::new();
-        for (i, rule) in config.proxy.iter().enumerate() {
-            for side in [&rule.from, &rule.to] {
-                split_side(side).ok_or_else(|| {
-                    format!(
-                        "[[sasl.proxy]] #{}: {side:?} is neither dn:DN nor subtree:DN",
-                        i + 1
-                    )
-                })?;
-            }
-            proxy.push((rule.from.clone(), rule.to.clone()));
-        }
-        Ok(Rules { regexps, proxy })
-    }
-
-    /// The target of a plain SASL user name under `mechanism`: the first matching rule, else the
-    /// default (the entry whose uid is the name).
-    fn target(&self, mechanism: &str, name: &str) -> Target {
-        let subject = format!("uid={name},cn={},cn=auth", mechanism.to_ascii_lowercase());
-        for (regex, replace) in &self.regexps {
-            if let Some(caps) = regex.captures(&subject) {
-                let mut out = String::new();
-                caps.expand(replace, &mut out);
-                return match parse_url(&out) {
-                    Ok(Some(search)) => search,
-                    _ => Target::Dn(out),
-                };
-            }
-        }
-        Target::Search {
-            base: String::new(),
-            subtree: true,
-            filter: format!("(uid={})", escape_filter_value(name)),
-        }
-    }
-}
-
-/// `ldap:///base??scope?filter` (RFC 4516 without host, attributes or extensions). `Ok(None)` for
-/// anything that is not an ldap URL.
-fn parse_url(text: &str) -> Result<Option<Target>, String> {
-    let Some(rest) = text.strip_prefix("ldap:///") else {
-        return Ok(None);
-    };
-    let mut parts = rest.splitn(4, '?');
-    let base = percent_decode(parts.next().unwrap_or(""))?;
-    let _attributes = parts.next();
-    let subtree = match parts.next().unwrap_or("") {
-        "" | "base" => false,
-        "sub" => true,
-        other => return Err(format!("URL scope {other:?}: use base or sub")),
-    };
-    let filter = percent_decode(parts.next().unwrap_or(""))?;
-    let filter = if filter.is_empty() {
-        "(objectClass=*)".to_string()
-    } else {
-        filter
-    };
-    Filter::parse(&filter).map_err(|e| format!("URL filter: {e}"))?;
-    Ok(Some(Target::Search {
-        base,
-        subtree,
-        filter,
-    }))
-}
-
-/// RFC 4515 escaping of a value inside a filter.
-fn escape_filter_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'*' | b'(' | b')' | b'\\' | 0 => out.push_str(&format!("\\{b:02x}")),
-            _ => out.push(b as char),
-        }
-    }
-    out
-}
-
-fn split_side(side: &str) -> Option<(bool, &str)> {
-    if let Some(dn) = side.strip_prefix("dn:") {
-        Some((false, dn))
-    } else {
-        side.strip_prefix("subtree:").map(|dn| (true, dn))
-    }
-}
 
 /// Maps a SASL identity (`dn:DN`, `u:name` or a bare name) to an existing entry's DN. None when it
 /// names no entry, or several.
@@ -269,94 +123,12 @@ fn find_unique(
 
 /// Whether `authc` may act as `authz` under the `[[sasl.proxy]]` rules.
 pub fn may_proxy(state: &State, authc: &NormDn, authz: &NormDn) -> bool {
-    let covers = |side: &str, ndn: &NormDn| {
-        let Some((subtree, dn)) = split_side(side) else {
-            return false;
-        };
-        let Ok((_, rule)) = state.databases.normalize(dn.trim().as_bytes()) else {
-            return false;
-        };
-        if subtree {
-            rule.is_suffix_of(ndn)
-        } else {
-            rule == *ndn
-        }
+    let normalize = |dn: &str| {
+        state
+            .databases
+            .normalize(dn.as_bytes())
+            .ok()
+            .map(|(_, n)| n)
     };
-    state
-        .sasl_rules
-        .proxy
-        .iter()
-        .any(|(from, to)| covers(from, authc) && covers(to, authz))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rules(pattern: &str, replace: &str) -> Rules {
-        Rules::compile(&Sasl {
-            authz_regexp: vec![AuthzRegexp {
-                pattern: pattern.into(),
-                replace: replace.into(),
-            }],
-            proxy: Vec::new(),
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn default_rule_searches_uid() {
-        let target = Rules::default().target("PLAIN", "a*(b)");
-        assert_eq!(
-            target,
-            Target::Search {
-                base: String::new(),
-                subtree: true,
-                filter: r"(uid=a\2a\28b\29)".into()
-            }
-        );
-    }
-
-    #[test]
-    fn regexp_to_dn_and_url() {
-        let r = rules(
-            "uid=([^,]*),cn=scram-sha-256,cn=auth",
-            "uid=$1,ou=people,dc=example,dc=com",
-        );
-        assert_eq!(
-            r.target("SCRAM-SHA-256", "bob"),
-            Target::Dn("uid=bob,ou=people,dc=example,dc=com".into())
-        );
-        // No match: the default.
-        assert!(matches!(r.target("PLAIN", "bob"), Target::Search { .. }));
-        let r = rules(
-            "uid=([^,]*),cn=[^,]*,cn=auth",
-            "ldap:///ou=people,dc=example,dc=com??sub?(mail=$1@example.com)",
-        );
-        assert_eq!(
-            r.target("PLAIN", "carol"),
-            Target::Search {
-                base: "ou=people,dc=example,dc=com".into(),
-                subtree: true,
-                filter: "(mail=carol@example.com)".into()
-            }
-        );
-    }
-
-    #[test]
-    fn bad_rules_are_refused() {
-        let bad = |pattern: &str, replace: &str| {
-            Rules::compile(&Sasl {
-                authz_regexp: vec![AuthzRegexp {
-                    pattern: pattern.into(),
-                    replace: replace.into(),
-                }],
-                proxy: Vec::new(),
-            })
-            .is_err()
-        };
-        assert!(bad("(", "x"));
-        assert!(bad("x", "ldap:///dc=x??one?(uid=1)"));
-        assert!(bad("x", "ldap:///dc=x??sub?(uid=1"));
-    }
+    state.sasl_rules.allows_proxy(normalize, authc, authz)
 }

@@ -1,7 +1,7 @@
 //! SASL binds (RFC 4422, RFC 4513 §5.2.1): PLAIN, SCRAM-SHA-256/512 with stored secrets, name mapping,
-//! proxy authorization checks and failed-bind back-off. EXTERNAL stays in `ops/bind.rs`.
+//! proxy authorization checks. EXTERNAL stays in `ops/bind.rs`; the rules are `crate::authz`'s, the
+//! failed-bind back-off `crate::backoff`'s.
 
-pub mod backoff;
 pub mod mapping;
 pub mod scram;
 pub mod store;
