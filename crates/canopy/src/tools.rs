@@ -165,7 +165,20 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     progress.show(loaded, "imported");
     eprintln!();
     drop(dir);
-    rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)
+    rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)?;
+    rebuild_overlays(config, sync)
+}
+
+/// What the configured overlays keep (memberOf) recomputed from the data, as after an import or a
+/// reindex; nothing to do without overlays.
+fn rebuild_overlays(config: &Config, sync: bool) -> Result<()> {
+    if config.overlay.is_empty() {
+        return Ok(());
+    }
+    let dir = canopy_server::open_directory(config, sync)?;
+    let changed = dir.rebuild()?;
+    eprintln!("overlays: {changed} entries updated");
+    Ok(())
 }
 
 /// The load wrote data.mdb through MDB_WRITEMAP, which extends it to the whole map (sparse) and leaves its
@@ -393,7 +406,8 @@ pub fn reindex(config: &Config) -> Result<()> {
         })
         .map_err(|e| anyhow!("{e}"))??;
     eprintln!("\rreindexed {count} entries");
-    Ok(())
+    drop(dir);
+    rebuild_overlays(config, true)
 }
 
 pub fn passwd(scheme: &str, secret: Option<String>) -> Result<()> {

@@ -14,6 +14,7 @@ mod database;
 pub mod error;
 mod keys;
 pub mod opattrs;
+pub mod overlay;
 pub mod pipeline;
 pub mod referral;
 pub mod search;

@@ -83,6 +83,13 @@ pub trait WriteHook: Send + Sync {
         let _ = (dir, txn, event);
         Ok(())
     }
+
+    /// Recomputes from scratch what the hook keeps (offline: `canopy reindex`, after `canopy import`),
+    /// in one transaction over the whole database; the number of entries it changed.
+    fn rebuild(&self, dir: &Directory, txn: &mut WriteTxn<'_>) -> Result<u64, LdapError> {
+        let _ = (dir, txn);
+        Ok(0)
+    }
 }
 
 /// The hooks of one database, in the order they run.
@@ -128,6 +135,21 @@ impl Pipeline {
         self.hooks
             .iter()
             .try_for_each(|hook| hook.commit(dir, txn, event))
+    }
+}
+
+impl Directory {
+    /// Runs every hook's [`WriteHook::rebuild`] in one durable write (offline tools; blocks).
+    pub fn rebuild(&self) -> Result<u64, LdapError> {
+        let dir = self.clone();
+        let result = self.store().write(move |txn| -> Result<u64, LdapError> {
+            let mut changed = 0;
+            for hook in &dir.pipeline().hooks {
+                changed += hook.rebuild(&dir, txn)?;
+            }
+            Ok(changed)
+        });
+        result.map_err(crate::error::store_error)?
     }
 }
 

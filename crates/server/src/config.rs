@@ -7,6 +7,7 @@ use serde::Deserialize;
 pub use crate::authz::{AuthzRegexp, ProxyRule, Sasl};
 pub use crate::backoff::BindBackoff;
 pub use crate::limits::{LimitRule, LimitValue, Limits};
+pub use crate::overlays::OverlayConfig;
 use canopy_proto::url::percent_decode;
 
 /// Everything `canopy` needs to run. Every field has a default, so an empty file is a valid configuration.
@@ -43,6 +44,9 @@ pub struct Config {
     /// Access rules in OpenLDAP's `to <what> by <who> <access>` language, first match wins
     /// (docs/access-control.md). Empty: Debian's default list.
     pub access: Vec<String>,
+    /// Overlays in the order they apply: `[[overlay]]` tables with slapd's names and options
+    /// (docs/overlays.md).
+    pub overlay: Vec<OverlayConfig>,
 }
 
 /// The `[tls]` section (docs/tls.md). Without `cert_file`/`key_file` a self-signed certificate is generated in
@@ -168,6 +172,7 @@ impl Default for Config {
             durable: true,
             tls: TlsConfig::default(),
             access: Vec::new(),
+            overlay: Vec::new(),
         }
     }
 }
@@ -273,6 +278,7 @@ impl Config {
             }
         }
         self.tls.check()?;
+        crate::overlays::check(&self.overlay)?;
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
                 "password_hash: unknown scheme {:?}",

@@ -16,6 +16,7 @@ pub mod filter_view;
 pub mod limits;
 pub mod listener;
 pub mod ops;
+pub mod overlays;
 pub mod readentry;
 pub mod redact;
 pub mod reqctl;
@@ -31,7 +32,7 @@ pub mod x509name;
 use std::sync::Arc;
 
 use canopy_core::index::IndexSpec;
-use canopy_directory::{Directory, OpenError, Pipeline};
+use canopy_directory::{Directory, OpenError};
 use canopy_mdb::StoreConfig;
 use canopy_schema::Schema;
 
@@ -56,11 +57,16 @@ pub enum StartError {
     Listen(String, std::io::Error),
     #[error("{0}")]
     Tls(#[from] tls::TlsError),
+    #[error("{0}")]
+    Overlay(String),
 }
 
 /// Loads the built-in schema plus the configured schema files.
 pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
+    for text in overlays::schema(&config.overlay) {
+        schema.load_text(text, "overlay schema")?;
+    }
     for path in &config.schema_files {
         schema.load_file(path)?;
     }
@@ -121,7 +127,7 @@ fn open_directory_with(
         &config.suffix,
         specs,
         store_config,
-        Pipeline::standard(),
+        overlays::pipeline(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?,
     )?;
     Ok(Database::new(backend, acl))
 }

@@ -1,0 +1,414 @@
+//! memberof: keeps `memberOf` on the members of groups in the same transaction as the change that
+//! makes or ends the membership, as slapd's memberof overlay does afterwards (docs/overlays.md).
+//!
+//! A group is an entry of the configured class (groupOfNames); its members are the DNs in the member
+//! attribute. Every write is seen as the membership pairs (group, member) it ends and starts: an add or
+//! delete of a group, a change of its members, a rename of a group, an entry gaining or losing the group
+//! class all come to the same two lists, so none can leave a stale memberOf behind.
+
+use std::collections::BTreeSet;
+
+use canopy_core::check::check_entry;
+use canopy_core::{Attribute, Entry, LdapError};
+use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_proto::ResultCode;
+use canopy_schema::NormDn;
+
+use super::{dn_value, has_class, load, values_of};
+use crate::database::Directory;
+use crate::pipeline::{Event, Proposed, WriteHook};
+
+/// slapd's definition of memberOf, loaded into the schema when the overlay is configured.
+pub const MEMBEROF_SCHEMA: &str = "attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' \
+     DESC 'Group that the entry belongs to' \
+     EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 \
+     USAGE dSAOperation NO-USER-MODIFICATION )";
+
+/// What to do with a member that names no entry (`memberof-dangling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dangling {
+    /// Keep the value; nothing is recorded for it (slapd's default).
+    Ignore,
+    /// Remove the value from the group being written.
+    Drop,
+    /// Refuse the write with this result code (`memberof-dangling-error`, constraintViolation by default).
+    Error(ResultCode),
+}
+
+/// The overlay's settings, slapd's options without their `memberof-` prefix.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `group-oc`: the object class of groups.
+    pub group_class: String,
+    /// `member-ad`: the attribute that lists members.
+    pub member_attr: String,
+    /// `memberof-ad`: the attribute kept on members.
+    pub memberof_attr: String,
+    pub dangling: Dangling,
+    /// `refint`: deleting or renaming a member updates the groups that list it.
+    pub refint: bool,
+    /// `dn`: the modifiersName of the entries the overlay changes.
+    pub modifier: String,
+}
+
+impl Config {
+    /// slapd's defaults, changes recorded as made by `modifier` (slapd uses the root DN).
+    pub fn new(modifier: &str) -> Config {
+        Config {
+            group_class: "groupOfNames".into(),
+            member_attr: "member".into(),
+            memberof_attr: "memberOf".into(),
+            dangling: Dangling::Ignore,
+            refint: false,
+            modifier: modifier.into(),
+        }
+    }
+}
+
+/// The memberof hook.
+pub struct MemberOf {
+    config: Config,
+}
+
+impl MemberOf {
+    pub fn new(config: Config) -> MemberOf {
+        MemberOf { config }
+    }
+
+    /// The members of `entry` when it is a group (normalized DN → the value as written).
+    fn members(&self, dir: &Directory, entry: Option<&Entry>) -> Vec<(NormDn, Vec<u8>)> {
+        let Some(entry) = entry.filter(|e| has_class(dir, e, &self.config.group_class)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(NormDn, Vec<u8>)> = Vec::new();
+        for value in values_of(dir, entry, &self.config.member_attr) {
+            if let Some((_, ndn)) = dn_value(dir, value) {
+                if !out.iter().any(|(n, _)| *n == ndn) {
+                    out.push((ndn, value.to_vec()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Rewrites the entry `ndn` with `change` applied to its values of `attr`, stamped as changed by
+    /// the overlay; nothing when the entry is missing or `change` leaves it as it was.
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+        moved: &Moved<'_>,
+        ndn: &NormDn,
+        attr: &str,
+        change: impl FnOnce(&mut Vec<Vec<u8>>) -> bool,
+    ) -> Result<(), LdapError> {
+        let Some((id, old)) = load(txn, &moved.now(ndn))? else {
+            return Ok(());
+        };
+        let mut new = old.clone();
+        let canonical = dir
+            .schema()
+            .attribute_type(attr)
+            .map_or(attr, |at| at.name())
+            .to_string();
+        let index = new.attrs.iter().position(|a| a.desc == canonical);
+        let mut values = index
+            .map(|i| std::mem::take(&mut new.attrs[i].values))
+            .unwrap_or_default();
+        if !change(&mut values) {
+            return Ok(());
+        }
+        match (index, values.is_empty()) {
+            (Some(i), true) => {
+                new.attrs.remove(i);
+            }
+            (Some(i), false) => new.attrs[i].values = values,
+            (None, true) => {}
+            (None, false) => new.attrs.push(Attribute {
+                desc: canonical,
+                values,
+            }),
+        }
+        // A group emptied of its last member would break its class's rules: it keeps the dangling
+        // value, as slapd's failed internal modify leaves it.
+        if let Err(error) = check_entry(dir.schema(), &new) {
+            tracing::info!(dn = %new.dn, %error.message, "memberof: left unchanged");
+            return Ok(());
+        }
+        event.stamp.touch(&mut new, &self.config.modifier);
+        dir.rewrite(txn, id, &old, &new)
+    }
+}
+
+/// A subtree a rename moved: names under `from` are now under `to`.
+struct Moved<'a> {
+    from: Option<&'a NormDn>,
+    to: Option<&'a NormDn>,
+}
+
+impl Moved<'_> {
+    /// Where the entry once named `ndn` is now.
+    fn now(&self, ndn: &NormDn) -> NormDn {
+        match (self.from, self.to) {
+            (Some(from), Some(to)) if from.is_suffix_of(ndn) => {
+                let own = ndn.rdns().len() - from.rdns().len();
+                let mut rdns = ndn.rdns()[..own].to_vec();
+                rdns.extend(to.rdns().iter().cloned());
+                NormDn::from_normalized_rdns(rdns)
+            }
+            _ => ndn.clone(),
+        }
+    }
+}
+
+/// Whether `values` holds a DN equal to `ndn`.
+fn holds(dir: &Directory, values: &[Vec<u8>], ndn: &NormDn) -> bool {
+    values
+        .iter()
+        .any(|v| dn_value(dir, v).is_some_and(|(_, n)| n == *ndn))
+}
+
+/// Removes every value equal to the DN `ndn`; whether any was there.
+fn remove_dn(dir: &Directory, values: &mut Vec<Vec<u8>>, ndn: &NormDn) -> bool {
+    let before = values.len();
+    values.retain(|v| dn_value(dir, v).is_none_or(|(_, n)| n != *ndn));
+    values.len() != before
+}
+
+impl WriteHook for MemberOf {
+    fn name(&self) -> &'static str {
+        "memberof"
+    }
+
+    /// Members the write adds to a group must exist, unless dangling members are ignored.
+    fn prepare(
+        &self,
+        dir: &Directory,
+        txn: &WriteTxn<'_>,
+        change: &mut Proposed<'_>,
+    ) -> Result<(), LdapError> {
+        if self.config.dangling == Dangling::Ignore {
+            return Ok(());
+        }
+        let Some(new) = change.new.as_deref_mut() else {
+            return Ok(());
+        };
+        let before: BTreeSet<NormDn> = self
+            .members(dir, change.old)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let mut missing = Vec::new();
+        for (ndn, value) in self.members(dir, Some(new)) {
+            // The group itself (a self-member on add) exists once the write is stored.
+            let exists = ndn == new.ndn || load(txn, &ndn)?.is_some();
+            if !before.contains(&ndn) && !exists {
+                missing.push((ndn, value));
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        match self.config.dangling {
+            Dangling::Ignore => Ok(()),
+            Dangling::Error(code) => {
+                let (_, value) = &missing[0];
+                Err(LdapError::new(
+                    code,
+                    format!(
+                        "adding non-existing object {} as group member",
+                        String::from_utf8_lossy(value)
+                    ),
+                ))
+            }
+            Dangling::Drop => {
+                let schema = dir.schema();
+                let member = schema.attribute_type(&self.config.member_attr);
+                for attr in &mut new.attrs {
+                    let name = attr.desc.split(';').next().unwrap_or(&attr.desc);
+                    let is_member = match (member, schema.attribute_type(name)) {
+                        (Some(a), Some(b)) => std::ptr::eq(a, b),
+                        _ => false,
+                    };
+                    if is_member {
+                        attr.values.retain(|v| {
+                            dn_value(dir, v)
+                                .is_none_or(|(_, n)| !missing.iter().any(|(m, _)| *m == n))
+                        });
+                    }
+                }
+                new.attrs.retain(|a| !a.values.is_empty());
+                check_entry(schema, new)
+            }
+        }
+    }
+
+    /// Every entry's memberOf set to exactly the groups that list it.
+    fn rebuild(&self, dir: &Directory, txn: &mut WriteTxn<'_>) -> Result<u64, LdapError> {
+        let mut entries = Vec::new();
+        for item in txn.entries().map_err(crate::error::store_error)? {
+            let (id, bytes) = item.map_err(crate::error::store_error)?;
+            let entry = Directory::parse_stored(bytes)?
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            entries.push((id, entry));
+        }
+        let mut groups_of: std::collections::HashMap<NormDn, Vec<Vec<u8>>> = Default::default();
+        for (_, entry) in &entries {
+            for (member, _) in self.members(dir, Some(entry)) {
+                groups_of
+                    .entry(member)
+                    .or_default()
+                    .push(entry.dn.to_string().into_bytes());
+            }
+        }
+        let canonical = dir
+            .schema()
+            .attribute_type(&self.config.memberof_attr)
+            .map_or(self.config.memberof_attr.as_str(), |at| at.name())
+            .to_string();
+        let mut changed = 0;
+        for (id, old) in entries {
+            let want = groups_of.remove(&old.ndn).unwrap_or_default();
+            let norm = |values: &[&[u8]]| -> BTreeSet<NormDn> {
+                values
+                    .iter()
+                    .filter_map(|v| dn_value(dir, v).map(|(_, n)| n))
+                    .collect()
+            };
+            let have = values_of(dir, &old, &canonical);
+            let want_refs: Vec<&[u8]> = want.iter().map(Vec::as_slice).collect();
+            if norm(&have) == norm(&want_refs) && have.len() == want.len() {
+                continue;
+            }
+            let mut new = old.clone();
+            new.attrs
+                .retain(|a| !a.desc.eq_ignore_ascii_case(&canonical));
+            if !want.is_empty() {
+                new.attrs.push(Attribute {
+                    desc: canonical.clone(),
+                    values: want,
+                });
+            }
+            dir.rewrite(txn, id, &old, &new)?;
+            changed += 1;
+        }
+        Ok(changed)
+    }
+
+    fn commit(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        let old_top = event.old.map(|e| &e.ndn);
+        let new_top = event.new.map(|e| &e.ndn);
+        let renamed = matches!((old_top, new_top), (Some(a), Some(b)) if a != b);
+        let moved = Moved {
+            from: old_top.filter(|_| renamed),
+            to: new_top.filter(|_| renamed),
+        };
+        self.changed(dir, txn, event, &moved, event.old, event.new)?;
+        if renamed {
+            // The entries below a renamed one moved with it: each is a group renamed, a member
+            // renamed, or both.
+            let (Some(from), Some(to)) = (moved.from, moved.to) else {
+                return Ok(());
+            };
+            let below = txn
+                .subtree(&crate::keys::dn_key(to))
+                .map_err(crate::error::store_error)?;
+            for (_, id) in below {
+                if id == event.id {
+                    continue;
+                }
+                let Some(bytes) = txn.get_entry(id).map_err(crate::error::store_error)? else {
+                    continue;
+                };
+                let now = Directory::parse_stored(bytes)?
+                    .to_entry()
+                    .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+                let mut was = now.clone();
+                let own = now.ndn.rdns().len() - to.rdns().len();
+                let mut rdns = now.ndn.rdns()[..own].to_vec();
+                rdns.extend(from.rdns().iter().cloned());
+                was.ndn = NormDn::from_normalized_rdns(rdns);
+                self.changed(dir, txn, event, &moved, Some(&was), Some(&now))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MemberOf {
+    /// Keeps memberOf and (with refint) member values in step with one entry going from `old` to `new`
+    /// (either missing for an add or a delete).
+    fn changed(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+        moved: &Moved<'_>,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+    ) -> Result<(), LdapError> {
+        let memberof = self.config.memberof_attr.clone();
+        let old_group = old.map(|e| &e.ndn);
+        let new_group = new.map(|e| (&e.ndn, e.dn.to_string()));
+        let renamed = matches!((old_group, &new_group), (Some(a), Some((b, _))) if a != *b);
+        let before = self.members(dir, old);
+        let after = self.members(dir, new);
+        // Pairs the write ends: members no longer listed, or every member of a group renamed away.
+        if let Some(group) = old_group {
+            for (member, _) in &before {
+                if renamed || !after.iter().any(|(m, _)| m == member) {
+                    self.update(dir, txn, event, moved, member, &memberof, |values| {
+                        remove_dn(dir, values, group)
+                    })?;
+                }
+            }
+        }
+        // Pairs the write starts, under the group's new name.
+        if let Some((group, group_dn)) = &new_group {
+            for (member, _) in &after {
+                if renamed || !before.iter().any(|(m, _)| m == member) {
+                    self.update(dir, txn, event, moved, member, &memberof, |values| {
+                        if holds(dir, values, group) {
+                            return false;
+                        }
+                        values.push(group_dn.clone().into_bytes());
+                        true
+                    })?;
+                }
+            }
+        }
+        // The member side, with refint: groups that list a deleted or renamed entry follow it.
+        let gone_or_renamed = new.is_none() || renamed;
+        if !self.config.refint || !gone_or_renamed {
+            return Ok(());
+        }
+        let Some(old) = old else {
+            return Ok(());
+        };
+        let groups: Vec<NormDn> = values_of(dir, old, &memberof)
+            .into_iter()
+            .filter_map(|v| dn_value(dir, v).map(|(_, n)| n))
+            .collect();
+        let member_attr = self.config.member_attr.clone();
+        for group in groups {
+            self.update(dir, txn, event, moved, &group, &member_attr, |values| {
+                if !remove_dn(dir, values, &old.ndn) {
+                    return false;
+                }
+                if let Some((_, new_dn)) = &new_group {
+                    values.push(new_dn.clone().into_bytes());
+                }
+                true
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! `[[overlay]]` tables: slapd's overlay names and options (without their prefix), checked and turned
+//! into the backend's write hooks, in the order they are listed (docs/overlays.md).
+
+use std::sync::Arc;
+
+use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
+use canopy_directory::{Pipeline, WriteHook};
+use canopy_proto::ResultCode;
+use serde::Deserialize;
+
+/// One `[[overlay]]` table: `name` and the overlay's options.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OverlayConfig {
+    pub name: String,
+    #[serde(flatten)]
+    pub options: toml::Table,
+}
+
+/// The overlays Canopy has, by slapd's name.
+pub const KNOWN: [&str; 1] = ["memberof"];
+
+/// Checks every table: a known overlay, known options with values of the right kind, each overlay once.
+pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
+    for (i, overlay) in overlays.iter().enumerate() {
+        if overlays[..i].iter().any(|o| o.name == overlay.name) {
+            return Err(format!(
+                "[[overlay]] {:?} is configured twice",
+                overlay.name
+            ));
+        }
+        hook(overlay, "cn=check").map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
+    }
+    Ok(())
+}
+
+/// The schema an overlay brings (slapd's module defines it), to load before anything uses it.
+pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
+    overlays
+        .iter()
+        .filter(|o| o.name == "memberof")
+        .map(|_| memberof::MEMBEROF_SCHEMA)
+        .collect()
+}
+
+/// The standard pipeline with the configured overlays after it; `root_dn` records their own changes.
+pub fn pipeline(overlays: &[OverlayConfig], root_dn: &str) -> Result<Pipeline, String> {
+    let mut pipeline = Pipeline::standard();
+    for overlay in overlays {
+        let hook =
+            hook(overlay, root_dn).map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
+        pipeline = pipeline.then(hook);
+    }
+    Ok(pipeline)
+}
+
+fn hook(overlay: &OverlayConfig, root_dn: &str) -> Result<Arc<dyn WriteHook>, String> {
+    match overlay.name.as_str() {
+        "memberof" => Ok(Arc::new(MemberOf::new(memberof_config(
+            &overlay.options,
+            root_dn,
+        )?))),
+        other => Err(format!(
+            "unknown overlay {other:?} (known: {})",
+            KNOWN.join(", ")
+        )),
+    }
+}
+
+/// slapd's `memberof-*` options without the prefix.
+fn memberof_config(options: &toml::Table, root_dn: &str) -> Result<memberof::Config, String> {
+    let mut config = memberof::Config::new(root_dn);
+    let mut error_code = ResultCode::ConstraintViolation;
+    let mut dangling = "ignore".to_string();
+    for (key, value) in options {
+        match key.as_str() {
+            "group-oc" => config.group_class = string(key, value)?,
+            "member-ad" => config.member_attr = string(key, value)?,
+            "memberof-ad" => config.memberof_attr = string(key, value)?,
+            "dn" => config.modifier = string(key, value)?,
+            "refint" => {
+                config.refint = value
+                    .as_bool()
+                    .ok_or_else(|| format!("{key}: expected true or false"))?
+            }
+            "dangling" => dangling = string(key, value)?,
+            "dangling-error" => error_code = result_code(key, value)?,
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (memberof takes group-oc, member-ad, memberof-ad, \
+                     dangling, dangling-error, refint, dn)"
+                ))
+            }
+        }
+    }
+    config.dangling = match dangling.as_str() {
+        "ignore" => Dangling::Ignore,
+        "drop" => Dangling::Drop,
+        "error" => Dangling::Error(error_code),
+        other => return Err(format!("dangling: {other:?} is not ignore, drop or error")),
+    };
+    Ok(config)
+}
+
+fn string(key: &str, value: &toml::Value) -> Result<String, String> {
+    value
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{key}: expected a string"))
+}
+
+/// A result code by number or by its RFC 4511 name (`constraintViolation`).
+fn result_code(key: &str, value: &toml::Value) -> Result<ResultCode, String> {
+    if let Some(n) = value.as_integer() {
+        return u32::try_from(n)
+            .ok()
+            .map(ResultCode::from_code)
+            .filter(|c| !matches!(c, ResultCode::Unknown(_) | ResultCode::Success))
+            .ok_or_else(|| format!("{key}: {n} is not an LDAP error code"));
+    }
+    let name = string(key, value)?;
+    (1..=122)
+        .map(ResultCode::from_code)
+        .find(|c| {
+            !matches!(c, ResultCode::Unknown(_)) && format!("{c:?}").eq_ignore_ascii_case(&name)
+        })
+        .ok_or_else(|| format!("{key}: {name:?} is not an LDAP result code name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn overlay(text: &str) -> OverlayConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn memberof_options_as_slapd_names_them() {
+        let o = overlay(
+            "name = \"memberof\"\ngroup-oc = \"groupOfUniqueNames\"\nmember-ad = \"uniqueMember\"\n\
+             dangling = \"error\"\ndangling-error = \"noSuchObject\"\nrefint = true\n",
+        );
+        let config = memberof_config(&o.options, "cn=admin").unwrap();
+        assert_eq!(config.group_class, "groupOfUniqueNames");
+        assert_eq!(config.member_attr, "uniqueMember");
+        assert_eq!(config.memberof_attr, "memberOf");
+        assert_eq!(config.dangling, Dangling::Error(ResultCode::NoSuchObject));
+        assert!(config.refint);
+        assert_eq!(config.modifier, "cn=admin");
+        let numbered = overlay("name = \"memberof\"\ndangling = \"error\"\ndangling-error = 53\n");
+        assert_eq!(
+            memberof_config(&numbered.options, "x").unwrap().dangling,
+            Dangling::Error(ResultCode::UnwillingToPerform)
+        );
+    }
+
+    #[test]
+    fn bad_tables_are_refused_with_the_reason() {
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("name = \"nosuch\"", "unknown overlay");
+        bad("name = \"memberof\"\nbogus = 1", "unknown option \"bogus\"");
+        bad("name = \"memberof\"\ndangling = \"sometimes\"", "dangling");
+        bad("name = \"memberof\"\nrefint = \"yes\"", "refint");
+        bad(
+            "name = \"memberof\"\ndangling-error = \"nope\"",
+            "dangling-error",
+        );
+        bad("name = \"memberof\"\ndangling-error = 0", "dangling-error");
+        let twice = [
+            overlay("name = \"memberof\""),
+            overlay("name = \"memberof\""),
+        ];
+        assert!(check(&twice).unwrap_err().contains("twice"));
+        assert_eq!(
+            pipeline(&[overlay("name = \"memberof\"")], "cn=admin")
+                .unwrap()
+                .names(),
+            ["stamping", "memberof"]
+        );
+    }
+}
