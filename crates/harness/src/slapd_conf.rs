@@ -28,7 +28,13 @@ pub fn render(dir: &Path, data: &Path) -> String {
 /// `render`, with `extra` schema files included after the standard ones (as canopy loads
 /// `schema_files` after its built-in schema).
 pub fn render_with_schema(dir: &Path, data: &Path, extra: &[PathBuf]) -> String {
-    render_full(dir, data, extra, &DEBIAN_ACCESS)
+    render_full(dir, data, extra, &DEBIAN_ACCESS, "")
+}
+
+/// `render`, with `overlays` (slapd.conf lines: `overlay NAME` and its options) at the end of the
+/// main database's section, and the module of every overlay named there loaded.
+pub fn render_with_overlays(dir: &Path, data: &Path, overlays: &str) -> String {
+    render_full(dir, data, &[], &DEBIAN_ACCESS, overlays)
 }
 
 /// Debian's default rules for the main database, which canopy's default list reproduces.
@@ -39,10 +45,21 @@ pub const DEBIAN_ACCESS: [&str; 2] = [
 
 /// `render`, with `access` (rules without the leading `access`) in place of Debian's default rules.
 pub fn render_with_access(dir: &Path, data: &Path, access: &[&str]) -> String {
-    render_full(dir, data, &[], access)
+    render_full(dir, data, &[], access, "")
 }
 
-fn render_full(dir: &Path, data: &Path, extra: &[PathBuf], access: &[&str]) -> String {
+fn render_full(
+    dir: &Path,
+    data: &Path,
+    extra: &[PathBuf],
+    access: &[&str],
+    overlays: &str,
+) -> String {
+    let modules: String = overlays
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("overlay "))
+        .map(|name| format!("moduleload {}\n", name.trim()))
+        .collect();
     let standard = ["core", "cosine", "inetorgperson", "nis"]
         .iter()
         .map(|s| PathBuf::from(format!("/etc/ldap/schema/{s}.schema")));
@@ -71,6 +88,7 @@ fn render_full(dir: &Path, data: &Path, extra: &[PathBuf], access: &[&str]) -> S
          moduleload pw-sha2\n\
          moduleload argon2\n\
          moduleload pw-pbkdf2\n\
+         {modules}\
          pidfile {dir}/slapd.pid\n\
          argsfile {dir}/slapd.args\n\
          \n\
@@ -87,7 +105,8 @@ fn render_full(dir: &Path, data: &Path, extra: &[PathBuf], access: &[&str]) -> S
          maxsize 1073741824\n\
          {indexes}\
          # The main database's access rules (Debian's by default).\n\
-         {access}",
+         {access}\
+         {overlays}",
         dir = dir.display(),
         data = data.display(),
     )
