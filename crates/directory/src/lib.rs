@@ -12,6 +12,7 @@ pub mod alias;
 pub mod candidates;
 mod database;
 pub mod error;
+pub mod inchain;
 mod keys;
 pub mod opattrs;
 pub mod overlay;

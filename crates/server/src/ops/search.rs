@@ -286,6 +286,23 @@ fn execute(
         }
     }
     let limits = limits(job, dir, &txn)?;
+    // Nested-group assertions become plain equality ones; a link of the chain counts only where the
+    // requester may search the attribute that makes it.
+    let root = job.who.root;
+    let needs_entry = dir.acl().needs_entry() && !root;
+    let mut allow = |ndn: &NormDn, stored: &StoredEntry<'_>, attr: &str| {
+        if root {
+            return true;
+        }
+        let full = needs_entry.then(|| decoded(stored, true).ok()).flatten();
+        let view = access.view(ndn, full.as_ref());
+        access.allows_attr(&view, attr, privileges::SEARCH)
+    };
+    let expanded = dir.expand_in_chain(&txn, &job.req.filter, &mut allow)?;
+    let query = Query {
+        filter: &expanded,
+        ..query
+    };
 
     let mut scan = dir.plan_scan(&txn, &query, &found)?;
     if scan.unindexed() {
@@ -328,7 +345,7 @@ fn execute(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let filter = as_slapd_sees(schema, &job.req.filter);
+    let filter = as_slapd_sees(schema, &expanded);
     let need_computed = mentions_computed(schema, &filter)
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // Assertion values are normalized once per search, not once per candidate.
@@ -336,8 +353,6 @@ fn execute(
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
-    let root = job.who.root;
-    let needs_entry = dir.acl().needs_entry() && !root;
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
     let secret_in_filter = mentions_secret(schema, &filter);
     let mut hidden_filters = HiddenFilters::default();

@@ -289,3 +289,77 @@ fn memberof_survives_kill_9() {
     s.restart();
     memberof_matches_groups(&s, "after kill -9 and a restart");
 }
+
+/// The in-chain matching rule of nested groups (Active Directory's LDAP_MATCHING_RULE_IN_CHAIN),
+/// which slapd does not have: Canopy alone.
+#[test]
+fn nested_groups_in_chain() {
+    if Target::from_env() != Target::Canopy {
+        return;
+    }
+    let s = Server::start_with_overlays(MEMBEROF_SLAPD, MEMBEROF_CANOPY);
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nobjectClass: groupOfNames\ncn: everyone\nmember: {}\nmember: {}\n",
+            group_dn("everyone"),
+            group_dn("engineering"),
+            group_dn("managers")
+        ),
+    )
+    .expect_code(0, "adding a group of groups");
+    // A cycle: everyone is also a member of managers.
+    s.modify(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nchangetype: modify\nadd: member\nmember: {}\n",
+            group_dn("managers"),
+            group_dn("everyone")
+        ),
+    )
+    .expect_code(0, "closing a cycle");
+    let dns = |filter: &str| -> Vec<String> {
+        let out = s.search(&Bind::Anonymous, &["-b", SUFFIX, filter, "1.1"]);
+        out.expect_code(0, filter);
+        let mut dns: Vec<String> = out
+            .records()
+            .iter()
+            .map(|r| r.dn().to_lowercase())
+            .collect();
+        dns.sort();
+        dns
+    };
+    let in_groups = dns(&format!(
+        "(memberOf:1.2.840.113556.1.4.1941:={})",
+        group_dn("everyone")
+    ));
+    let want = [
+        "cn=engineering,ou=groups,dc=example,dc=com",
+        "cn=everyone,ou=groups,dc=example,dc=com",
+        "cn=managers,ou=groups,dc=example,dc=com",
+        "cn=smith\\2c john,ou=people,dc=example,dc=com",
+        "uid=alice,ou=people,dc=example,dc=com",
+        "uid=bob,ou=people,dc=example,dc=com",
+    ];
+    assert_eq!(in_groups, want);
+    let holding_alice = dns(&format!(
+        "(&(objectClass=groupOfNames)(member:1.2.840.113556.1.4.1941:={}))",
+        user_dn("alice")
+    ));
+    assert_eq!(
+        holding_alice,
+        [
+            "cn=engineering,ou=groups,dc=example,dc=com",
+            "cn=everyone,ou=groups,dc=example,dc=com",
+            "cn=managers,ou=groups,dc=example,dc=com",
+        ]
+    );
+    // Direct membership alone, for comparison: the plain equality match.
+    assert_eq!(
+        dns(&format!("(memberOf={})", group_dn("everyone"))),
+        [
+            "cn=engineering,ou=groups,dc=example,dc=com",
+            "cn=managers,ou=groups,dc=example,dc=com",
+        ]
+    );
+}
