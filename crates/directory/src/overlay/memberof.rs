@@ -6,17 +6,17 @@
 //! delete of a group, a change of its members, a rename of a group, an entry gaining or losing the group
 //! class all come to the same two lists, so none can leave a stale memberOf behind.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use canopy_core::check::check_entry;
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
-use canopy_proto::ResultCode;
+use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
 
 use super::{dn_value, has_class, load, values_of};
 use crate::database::Directory;
-use crate::pipeline::{Event, Proposed, WriteHook};
+use crate::pipeline::{Event, Kind, Proposed, WriteHook};
 
 /// slapd's definition of memberOf, loaded into the schema when the overlay is configured.
 pub const MEMBEROF_SCHEMA: &str = "attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' \
@@ -80,10 +80,11 @@ impl MemberOf {
         let Some(entry) = entry.filter(|e| has_class(dir, e, &self.config.group_class)) else {
             return Vec::new();
         };
+        let mut seen = HashSet::new();
         let mut out: Vec<(NormDn, Vec<u8>)> = Vec::new();
         for value in values_of(dir, entry, &self.config.member_attr) {
             if let Some((_, ndn)) = dn_value(dir, value) {
-                if !out.iter().any(|(n, _)| *n == ndn) {
+                if seen.insert(ndn.clone()) {
                     out.push((ndn, value.to_vec()));
                 }
             }
@@ -195,17 +196,28 @@ impl WriteHook for MemberOf {
         let Some(new) = change.new.as_deref_mut() else {
             return Ok(());
         };
-        let before: BTreeSet<NormDn> = self
-            .members(dir, change.old)
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        // The members the write adds: from a modify's changes when they say it, else by comparing.
+        let added: Vec<NormDn> =
+            match self.delta(dir, change.kind, (change.old, Some(&*new)), change.changes) {
+                Some((_, started)) => started,
+                None => {
+                    let before: HashSet<NormDn> = self
+                        .members(dir, change.old)
+                        .into_iter()
+                        .map(|(n, _)| n)
+                        .collect();
+                    self.members(dir, Some(new))
+                        .into_iter()
+                        .map(|(n, _)| n)
+                        .filter(|n| !before.contains(n))
+                        .collect()
+                }
+            };
         let mut missing = Vec::new();
-        for (ndn, value) in self.members(dir, Some(new)) {
+        for ndn in added {
             // The group itself (a self-member on add) exists once the write is stored.
-            let exists = ndn == new.ndn || load(txn, &ndn)?.is_some();
-            if !before.contains(&ndn) && !exists {
-                missing.push((ndn, value));
+            if ndn != new.ndn && load(txn, &ndn)?.is_none() {
+                missing.push(ndn);
             }
         }
         if missing.is_empty() {
@@ -213,16 +225,13 @@ impl WriteHook for MemberOf {
         }
         match self.config.dangling {
             Dangling::Ignore => Ok(()),
-            Dangling::Error(code) => {
-                let (_, value) = &missing[0];
-                Err(LdapError::new(
-                    code,
-                    format!(
-                        "adding non-existing object {} as group member",
-                        String::from_utf8_lossy(value)
-                    ),
-                ))
-            }
+            Dangling::Error(code) => Err(LdapError::new(
+                code,
+                format!(
+                    "adding non-existing object {} as group member",
+                    missing[0].as_str()
+                ),
+            )),
             Dangling::Drop => {
                 let schema = dir.schema();
                 let member = schema.attribute_type(&self.config.member_attr);
@@ -234,8 +243,7 @@ impl WriteHook for MemberOf {
                     };
                     if is_member {
                         attr.values.retain(|v| {
-                            dn_value(dir, v)
-                                .is_none_or(|(_, n)| !missing.iter().any(|(m, _)| *m == n))
+                            dn_value(dir, v).is_none_or(|(_, n)| !missing.contains(&n))
                         });
                     }
                 }
@@ -311,7 +319,7 @@ impl WriteHook for MemberOf {
             from: old_top.filter(|_| renamed),
             to: new_top.filter(|_| renamed),
         };
-        self.changed(dir, txn, event, &moved, event.old, event.new)?;
+        self.changed(dir, txn, event, &moved, (event.old, event.new), true)?;
         if renamed {
             // The entries below a renamed one moved with it: each is a group renamed, a member
             // renamed, or both.
@@ -336,7 +344,7 @@ impl WriteHook for MemberOf {
                 let mut rdns = now.ndn.rdns()[..own].to_vec();
                 rdns.extend(from.rdns().iter().cloned());
                 was.ndn = NormDn::from_normalized_rdns(rdns);
-                self.changed(dir, txn, event, &moved, Some(&was), Some(&now))?;
+                self.changed(dir, txn, event, &moved, (Some(&was), Some(&now)), false)?;
             }
         }
         Ok(())
@@ -344,45 +352,117 @@ impl WriteHook for MemberOf {
 }
 
 impl MemberOf {
+    /// The members a modify of a group ends and starts, read from its changes alone when they are adds
+    /// and deletes of member values (so adding one member to a large group costs one member, not the
+    /// group); None when the whole lists must be compared (replace, an attribute deleted whole, the
+    /// group class added or removed).
+    fn delta(
+        &self,
+        dir: &Directory,
+        kind: Kind,
+        (old, new): (Option<&Entry>, Option<&Entry>),
+        changes: &[Change],
+    ) -> Option<(Vec<NormDn>, Vec<NormDn>)> {
+        let (Some(old), Some(new)) = (old, new) else {
+            return None;
+        };
+        let class = &self.config.group_class;
+        if kind != Kind::Modify || !has_class(dir, old, class) || !has_class(dir, new, class) {
+            return None;
+        }
+        let schema = dir.schema();
+        let member = schema.attribute_type(&self.config.member_attr)?;
+        let (mut ended, mut started) = (Vec::new(), Vec::new());
+        for change in changes {
+            let name = &change.modification.name;
+            let name = name.split(';').next().unwrap_or(name);
+            if !schema
+                .attribute_type(name)
+                .is_some_and(|at| std::ptr::eq(at, member))
+            {
+                continue;
+            }
+            let values = &change.modification.values;
+            let list = match change.operation {
+                ModifyOperation::Add => &mut started,
+                ModifyOperation::Delete if !values.is_empty() => &mut ended,
+                _ => return None,
+            };
+            for value in values {
+                list.push(dn_value(dir, value)?.1);
+            }
+        }
+        // A value deleted and added again in one modify is still a member.
+        let (ended_set, started_set): (HashSet<NormDn>, HashSet<NormDn>) = (
+            ended.iter().cloned().collect(),
+            started.iter().cloned().collect(),
+        );
+        ended.retain(|m| !started_set.contains(m));
+        started.retain(|m| !ended_set.contains(m));
+        Some((ended, started))
+    }
+
     /// Keeps memberOf and (with refint) member values in step with one entry going from `old` to `new`
-    /// (either missing for an add or a delete).
+    /// (either missing for an add or a delete); `own` when they are the event's entry itself (not one
+    /// moved with it).
     fn changed(
         &self,
         dir: &Directory,
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
         moved: &Moved<'_>,
-        old: Option<&Entry>,
-        new: Option<&Entry>,
+        (old, new): (Option<&Entry>, Option<&Entry>),
+        own: bool,
     ) -> Result<(), LdapError> {
         let memberof = self.config.memberof_attr.clone();
         let old_group = old.map(|e| &e.ndn);
         let new_group = new.map(|e| (&e.ndn, e.dn.to_string()));
         let renamed = matches!((old_group, &new_group), (Some(a), Some((b, _))) if a != *b);
-        let before = self.members(dir, old);
-        let after = self.members(dir, new);
+        let quick = if own && !renamed {
+            self.delta(dir, event.kind, (old, new), event.changes)
+        } else {
+            None
+        };
+        let (ended, started) = match quick {
+            Some(delta) => delta,
+            None => {
+                let before = self.members(dir, old);
+                let after = self.members(dir, new);
+                let (before_set, after_set): (HashSet<&NormDn>, HashSet<&NormDn>) = (
+                    before.iter().map(|(m, _)| m).collect(),
+                    after.iter().map(|(m, _)| m).collect(),
+                );
+                let ended = before
+                    .iter()
+                    .filter(|(m, _)| renamed || !after_set.contains(m))
+                    .map(|(m, _)| m.clone())
+                    .collect();
+                let started = after
+                    .iter()
+                    .filter(|(m, _)| renamed || !before_set.contains(m))
+                    .map(|(m, _)| m.clone())
+                    .collect();
+                (ended, started)
+            }
+        };
         // Pairs the write ends: members no longer listed, or every member of a group renamed away.
         if let Some(group) = old_group {
-            for (member, _) in &before {
-                if renamed || !after.iter().any(|(m, _)| m == member) {
-                    self.update(dir, txn, event, moved, member, &memberof, |values| {
-                        remove_dn(dir, values, group)
-                    })?;
-                }
+            for member in &ended {
+                self.update(dir, txn, event, moved, member, &memberof, |values| {
+                    remove_dn(dir, values, group)
+                })?;
             }
         }
         // Pairs the write starts, under the group's new name.
         if let Some((group, group_dn)) = &new_group {
-            for (member, _) in &after {
-                if renamed || !before.iter().any(|(m, _)| m == member) {
-                    self.update(dir, txn, event, moved, member, &memberof, |values| {
-                        if holds(dir, values, group) {
-                            return false;
-                        }
-                        values.push(group_dn.clone().into_bytes());
-                        true
-                    })?;
-                }
+            for member in &started {
+                self.update(dir, txn, event, moved, member, &memberof, |values| {
+                    if holds(dir, values, group) {
+                        return false;
+                    }
+                    values.push(group_dn.clone().into_bytes());
+                    true
+                })?;
             }
         }
         // The member side, with refint: groups that list a deleted or renamed entry follow it.
