@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use canopy_core::check::{check_entry, structural_class};
-use canopy_core::index::entry_keys_all;
+use canopy_core::index::{entry_keys, entry_keys_all};
 use canopy_core::modify::apply_modifications;
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
@@ -285,6 +285,8 @@ impl Directory {
     }
 
     /// Adds the index keys of `new` that `old` lacks and removes those `old` has that `new` lacks.
+    /// When both exist, only the values that changed are turned into keys: adding one member to a
+    /// group of 100 000 costs one value, not the group.
     fn reindex(
         &self,
         txn: &mut WriteTxn<'_>,
@@ -292,14 +294,39 @@ impl Directory {
         old: Option<&Entry>,
         new: Option<&Entry>,
     ) -> Result<(), LdapError> {
-        let empty = || vec![BTreeSet::new(); self.indexes().len()];
-        let old_keys = old.map(|e| self.index_keys(e)).unwrap_or_else(empty);
-        let new_keys = new.map(|e| self.index_keys(e)).unwrap_or_else(empty);
-        for ((spec, before), after) in self.indexes().iter().zip(&old_keys).zip(&new_keys) {
-            for key in before.difference(after) {
-                txn.index_del(&spec.attr, key, id).map_err(failed)?;
+        let (Some(old), Some(new)) = (old, new) else {
+            let empty = || vec![BTreeSet::new(); self.indexes().len()];
+            let old_keys = old.map(|e| self.index_keys(e)).unwrap_or_else(empty);
+            let new_keys = new.map(|e| self.index_keys(e)).unwrap_or_else(empty);
+            for ((spec, before), after) in self.indexes().iter().zip(&old_keys).zip(&new_keys) {
+                for key in before.difference(after) {
+                    txn.index_del(&spec.attr, key, id).map_err(failed)?;
+                }
+                for key in after.difference(before) {
+                    txn.index_add(&spec.attr, key, id).map_err(failed)?;
+                }
             }
-            for key in after.difference(before) {
+            return Ok(());
+        };
+        let (gone, came) = changed_values(old, new);
+        if gone.attrs.is_empty() && came.attrs.is_empty() {
+            return Ok(());
+        }
+        let gone_keys = self.index_keys(&gone);
+        let came_keys = self.index_keys(&came);
+        for ((spec, gone), came) in self.indexes().iter().zip(&gone_keys).zip(&came_keys) {
+            // A key of a removed value may still come from a value that stayed (another spelling of
+            // it, another attribute under the same index, the attribute's presence): only keys the
+            // whole new entry lacks go.
+            if gone.iter().any(|k| !came.contains(k)) {
+                let kept: BTreeSet<Vec<u8>> =
+                    entry_keys(self.schema(), spec, new).into_iter().collect();
+                for key in gone.difference(&kept) {
+                    txn.index_del(&spec.attr, key, id).map_err(failed)?;
+                }
+            }
+            // Adding a key the entry already has is a no-op.
+            for key in came {
                 txn.index_add(&spec.attr, key, id).map_err(failed)?;
             }
         }
@@ -605,6 +632,38 @@ fn entry_values(dir: &Directory, entry: &Entry, name: &str) -> Vec<Vec<u8>> {
         .filter(|a: &&Attribute| a.desc.eq_ignore_ascii_case(&canonical))
         .flat_map(|a| a.values.clone())
         .collect()
+}
+
+/// The values `old` has that `new` lacks and those `new` has that `old` lacks, attribute by attribute
+/// (byte for byte), as two entries with `new`'s name.
+fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
+    let side = |from: &Entry, other: &Entry| -> Entry {
+        let mut out = Entry {
+            dn: new.dn.clone(),
+            ndn: new.ndn.clone(),
+            attrs: Vec::new(),
+        };
+        for attr in &from.attrs {
+            let there: std::collections::HashSet<&[u8]> = other
+                .get(&attr.desc)
+                .map(|a| a.values.iter().map(Vec::as_slice).collect())
+                .unwrap_or_default();
+            let values: Vec<Vec<u8>> = attr
+                .values
+                .iter()
+                .filter(|v| !there.contains(v.as_slice()))
+                .cloned()
+                .collect();
+            if !values.is_empty() {
+                out.attrs.push(Attribute {
+                    desc: attr.desc.clone(),
+                    values,
+                });
+            }
+        }
+        out
+    };
+    (side(old, new), side(new, old))
 }
 
 /// Stamps the structural class on a new entry.

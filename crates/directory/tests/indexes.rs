@@ -1,0 +1,217 @@
+//! Index upkeep against a recomputation: after every write of a random sequence of modifies (values
+//! added, deleted and replaced, in other letter cases, whole attributes deleted), every index holds
+//! exactly the keys the entries' values give, no more and no fewer.
+
+use std::sync::Arc;
+
+use canopy_core::check::entry_from_attributes_with;
+use canopy_core::index::{entry_keys, IndexSpec};
+use canopy_core::{Entry, LdapError};
+use canopy_directory::{
+    structural, Directory, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
+};
+use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
+use canopy_schema::Schema;
+
+const ADMIN: &str = "cn=admin,dc=example,dc=com";
+const SUFFIX: &str = "dc=example,dc=com";
+
+fn spec(attr: &str, sub: bool, pres: bool) -> IndexSpec {
+    IndexSpec {
+        attr: attr.into(),
+        eq: true,
+        pres,
+        sub,
+        ord: false,
+        approx: false,
+    }
+}
+
+async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
+    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
+    dir.write(WriteRequest { op, guard }).await
+}
+
+fn entry_of(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Entry {
+    let (dn, ndn) = dir.normalize(dn.as_bytes()).unwrap();
+    let mut grouped: Vec<PartialAttribute> = Vec::new();
+    for (name, value) in attrs {
+        let value = value.as_bytes().to_vec();
+        match grouped.iter_mut().find(|a| a.name == *name) {
+            Some(attr) => attr.values.push(value),
+            None => grouped.push(PartialAttribute {
+                name: name.to_string(),
+                values: vec![value],
+            }),
+        }
+    }
+    entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false).unwrap()
+}
+
+async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) {
+    let mut entry = entry_of(dir, dn, attrs);
+    let structural = structural(dir, &entry).unwrap();
+    Stamp::identify(&mut entry, ADMIN, &structural);
+    write(dir, WriteOp::Add(entry)).await.unwrap();
+}
+
+/// Every index holds exactly the (key, ID) pairs the stored entries give, over every key the
+/// sequence's values can produce (`universe`, an entry holding all of them).
+fn check(dir: &Directory, universe: &Entry, step: &str) {
+    let txn = dir.read().unwrap();
+    let mut entries = Vec::new();
+    for item in txn.entries().unwrap() {
+        let (id, bytes) = item.unwrap();
+        entries.push((
+            id,
+            Directory::parse_stored(bytes).unwrap().to_entry().unwrap(),
+        ));
+    }
+    for spec in dir.indexes() {
+        let mut keys = entry_keys(dir.schema(), spec, universe);
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let mut want: Vec<u64> = entries
+                .iter()
+                .filter(|(_, e)| entry_keys(dir.schema(), spec, e).contains(&key))
+                .map(|(id, _)| *id)
+                .collect();
+            want.sort_unstable();
+            let mut have = txn.index_get(&spec.attr, &key).unwrap();
+            have.sort_unstable();
+            assert_eq!(
+                have, want,
+                "{step}: index of {} under key {key:?}",
+                spec.attr
+            );
+        }
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[tokio::test]
+async fn indexes_follow_every_modify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = StoreConfig::new(tmp.path().to_path_buf());
+    store.durable = false;
+    let specs = vec![
+        spec("objectClass", false, false),
+        spec("cn", true, true),
+        spec("description", true, true),
+        spec("member", false, true),
+        // A supertype index: cn and sn both give keys to it.
+        spec("name", false, false),
+    ];
+    let schema = Arc::new(Schema::builtin());
+    let dir = Directory::open(schema, SUFFIX, specs, store, Pipeline::standard()).unwrap();
+    add(
+        &dir,
+        SUFFIX,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("dc", "example"),
+            ("o", "x"),
+        ],
+    )
+    .await;
+    for i in 0..4 {
+        let dn = format!("cn=g{i},{SUFFIX}");
+        add(
+            &dir,
+            &dn,
+            &[
+                ("objectClass", "groupOfNames"),
+                ("cn", &format!("g{i}")),
+                ("member", SUFFIX),
+            ],
+        )
+        .await;
+    }
+    let words = [
+        "alpha",
+        "Alpha",
+        "alphabet",
+        "beta",
+        "gamma delta",
+        "Gamma Delta",
+        "betamax",
+        "G1",
+    ];
+    let members = [
+        "cn=g0,dc=example,dc=com",
+        "CN=G0,DC=Example,DC=com",
+        "cn=g2,dc=example,dc=com",
+        SUFFIX,
+    ];
+    // Built by hand: the schema's rules would refuse values that differ only in case.
+    let attr = |desc: &str, values: &[&str]| canopy_core::Attribute {
+        desc: desc.into(),
+        values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+    };
+    let (dn, ndn) = dir.normalize(b"cn=universe,dc=example,dc=com").unwrap();
+    let universe = Entry {
+        dn,
+        ndn,
+        attrs: vec![
+            attr("objectClass", &["groupOfNames", "organization", "dcObject"]),
+            attr("cn", &words),
+            attr("description", &words),
+            attr("member", &members),
+        ],
+    };
+    let mut rng = Rng(0x5DEECE66D);
+    for step in 0..400 {
+        let target = format!("cn=g{},{SUFFIX}", rng.below(4));
+        let (attr, pool): (&str, &[&str]) = match rng.below(3) {
+            0 => ("cn", &words),
+            1 => ("description", &words),
+            _ => ("member", &members),
+        };
+        let values: Vec<Vec<u8>> = (0..rng.below(3))
+            .map(|_| pool[rng.below(pool.len())].as_bytes().to_vec())
+            .collect();
+        let operation = match rng.below(4) {
+            0 => ModifyOperation::Add,
+            1 => ModifyOperation::Delete,
+            _ => ModifyOperation::Replace,
+        };
+        let (dn, ndn) = dir.normalize(target.as_bytes()).unwrap();
+        let changes = vec![Change {
+            operation,
+            modification: PartialAttribute {
+                name: attr.into(),
+                values,
+            },
+        }];
+        let result = write(&dir, WriteOp::Modify { dn, ndn, changes }).await;
+        if let Err(e) = &result {
+            // Refusals of the modify rules (duplicates, missing values, a required attribute or the
+            // RDN value removed) leave the entry and its keys as they were.
+            assert!(
+                matches!(
+                    e.code,
+                    ResultCode::AttributeOrValueExists
+                        | ResultCode::NoSuchAttribute
+                        | ResultCode::ObjectClassViolation
+                        | ResultCode::NotAllowedOnRdn
+                        | ResultCode::NamingViolation
+                        | ResultCode::ProtocolError
+                ),
+                "step {step}: {e:?}"
+            );
+        }
+        check(&dir, &universe, &format!("step {step}"));
+    }
+}
