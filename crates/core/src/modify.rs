@@ -22,9 +22,13 @@ const INTEGER_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.27";
 
 /// Who is modifying: users may not touch NO-USER-MODIFICATION attributes, the server itself (operational
 /// attributes, replication, tools) may.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModifyOptions {
     pub allow_no_user_modification: bool,
+    /// Positions of Add changes whose values the caller has found absent from the entry (through an
+    /// equality index): their check against every value the entry holds is skipped, so adding one
+    /// member to a large group does not normalize the whole group.
+    pub absent_adds: Vec<usize>,
 }
 
 /// Applies all changes atomically to `entry` as a user request: on error the entry is unchanged.
@@ -54,8 +58,16 @@ pub fn apply_modifications_with(
         }
     }
     let mut working = entry.attrs.clone();
-    for (change, (desc, at)) in changes.iter().zip(&resolved) {
-        apply_one(schema, &mut working, change, &desc.to_desc_string(), at)?;
+    for (i, (change, (desc, at))) in changes.iter().zip(&resolved).enumerate() {
+        let absent = options.absent_adds.contains(&i);
+        apply_one(
+            schema,
+            &mut working,
+            change,
+            &desc.to_desc_string(),
+            at,
+            absent,
+        )?;
     }
     entry.attrs = working;
     Ok(())
@@ -119,6 +131,7 @@ fn apply_one(
     change: &Change,
     desc: &str,
     at: &AttributeType,
+    absent: bool,
 ) -> Result<(), LdapError> {
     let given = &change.modification.name;
     let values = &change.modification.values;
@@ -138,6 +151,10 @@ fn apply_one(
             let attr = attrs
                 .get_mut(pos)
                 .ok_or_else(|| no_such("modify/add", given))?;
+            if absent {
+                attr.values.extend(values.iter().cloned());
+                return Ok(());
+            }
             let existing: Vec<Vec<u8>> = attr
                 .values
                 .iter()

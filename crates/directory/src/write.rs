@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use canopy_core::check::{check_entry, structural_class};
 use canopy_core::index::{entry_keys, entry_keys_all};
-use canopy_core::modify::apply_modifications;
+use canopy_core::modify::{apply_modifications, apply_modifications_with, ModifyOptions};
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
@@ -19,6 +19,9 @@ use crate::error::store_error;
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
 use crate::pipeline::{Event, Kind, Proposed};
+
+/// The first byte of an equality index key (docs/design/index-keys.md).
+const EQUALITY_KEY: u8 = 0x02;
 
 /// What a write is allowed to do: the frontend's access control, asked inside the write's transaction
 /// once the target is found, as slapd's back-mdb asks `access_allowed`.
@@ -407,13 +410,93 @@ impl Directory {
         ctx.guard
             .authorize(self, txn, Action::Modify(&old, changes))?;
         let mut entry = old.clone();
-        apply_modifications(self.schema(), &mut entry, changes)?;
+        let options = ModifyOptions {
+            absent_adds: self.absent_adds(txn, id, &old, changes)?,
+            ..ModifyOptions::default()
+        };
+        apply_modifications_with(self.schema(), &mut entry, changes, options)?;
         check_entry(self.schema(), &entry)?;
         let kind = Kind::Modify;
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)
+    }
+
+    /// The Add changes of a modify whose values the entry does not hold, as its equality index says:
+    /// the only change to a type without subtypes, held by the entry under no option, indexed for
+    /// equality by its own name. Anything else (or a value the index may hold: an equal value, a key
+    /// cut short) is left to the full comparison.
+    fn absent_adds(
+        &self,
+        txn: &WriteTxn<'_>,
+        id: u64,
+        old: &Entry,
+        changes: &[Change],
+    ) -> Result<Vec<usize>, LdapError> {
+        const OBJECT_CLASS: &str = "2.5.4.0";
+        let schema = self.schema();
+        let type_of = |desc: &str| schema.attribute_type(desc.split(';').next().unwrap_or(desc));
+        let mut absent = Vec::new();
+        for (i, change) in changes.iter().enumerate() {
+            let name = &change.modification.name;
+            let values = &change.modification.values;
+            if change.operation != ModifyOperation::Add || values.is_empty() || name.contains(';') {
+                continue;
+            }
+            let Some(at) = schema.attribute_type(name) else {
+                continue;
+            };
+            if at.has_subtypes() || at.equality.is_none() || at.oid == OBJECT_CLASS {
+                continue;
+            }
+            let same = |desc: &str| type_of(desc).is_some_and(|t| std::ptr::eq(t, at));
+            let others = changes
+                .iter()
+                .enumerate()
+                .any(|(j, c)| j != i && same(&c.modification.name));
+            let variants = old
+                .attrs
+                .iter()
+                .any(|a| same(&a.desc) && a.desc.contains(';'));
+            if others || variants {
+                continue;
+            }
+            let Some(spec) = self.indexes().iter().find(|s| s.eq && same(&s.attr)) else {
+                continue;
+            };
+            let mut all_absent = true;
+            for value in values {
+                let one = Entry {
+                    dn: old.dn.clone(),
+                    ndn: old.ndn.clone(),
+                    attrs: vec![Attribute {
+                        desc: at.name().to_string(),
+                        values: vec![value.clone()],
+                    }],
+                };
+                let keys: Vec<Vec<u8>> = entry_keys(schema, spec, &one)
+                    .into_iter()
+                    .filter(|k| k.first() == Some(&EQUALITY_KEY))
+                    .collect();
+                let [key] = keys.as_slice() else {
+                    all_absent = false;
+                    break;
+                };
+                if txn
+                    .index_get(&spec.attr, key)
+                    .map_err(failed)?
+                    .contains(&id)
+                {
+                    all_absent = false;
+                    break;
+                }
+            }
+            if all_absent {
+                absent.push(i);
+            }
+        }
+        Ok(absent)
     }
 
     fn modify_dn(

@@ -68,6 +68,27 @@ fn check(dir: &Directory, universe: &Entry, step: &str) {
             Directory::parse_stored(bytes).unwrap().to_entry().unwrap(),
         ));
     }
+    // No entry holds two equal values (the index-answered duplicate check must refuse them too).
+    for (_, entry) in &entries {
+        for attr in &entry.attrs {
+            let mut seen = std::collections::HashSet::new();
+            for value in &attr.values {
+                let (_, key) = dir.normalize(value).unwrap_or_else(|_| {
+                    let text = String::from_utf8_lossy(value).to_lowercase();
+                    (
+                        Default::default(),
+                        dir.normalize(b"cn=x").unwrap().1.child(&text),
+                    )
+                });
+                assert!(
+                    seen.insert(key.as_str().to_string()),
+                    "{step}: {} holds {} twice",
+                    entry.dn,
+                    attr.desc
+                );
+            }
+        }
+    }
     for spec in dir.indexes() {
         let mut keys = entry_keys(dir.schema(), spec, universe);
         keys.sort();

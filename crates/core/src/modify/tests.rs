@@ -373,8 +373,30 @@ fn internal_modifications_may_touch_operational_attributes() {
     let mut e = base(&schema);
     let options = ModifyOptions {
         allow_no_user_modification: true,
+        ..ModifyOptions::default()
     };
     let changes = [change(Replace, "modifyTimestamp", &["20240101000000Z"])];
     apply_modifications_with(&schema, &mut e, &changes, options).unwrap();
     assert_eq!(values(&e, "modifyTimestamp"), vec!["20240101000000Z"]);
+}
+
+#[test]
+fn adds_known_absent_skip_the_check_against_the_entry() {
+    let schema = Schema::builtin();
+    let changes = [change(Add, "description", &["new"])];
+    // The caller's word is taken: the value is appended without comparing it with the others.
+    let mut e = base(&schema);
+    apply_modifications(&schema, &mut e, &[change(Add, "description", &["old"])]).unwrap();
+    let options = ModifyOptions {
+        absent_adds: vec![0],
+        ..ModifyOptions::default()
+    };
+    apply_modifications_with(&schema, &mut e, &changes, options).unwrap();
+    assert_eq!(values(&e, "description"), vec!["old", "new"]);
+    // Without it, a present value is refused as always.
+    let refused = apply_modifications(&schema, &mut e, &[change(Add, "description", &["NEW"])]);
+    assert_eq!(
+        refused.unwrap_err().code,
+        ResultCode::AttributeOrValueExists
+    );
 }
