@@ -222,20 +222,21 @@ mod tests {
 
     #[test]
     fn constraint_tables() {
+        // The example of docs/overlays.md.
         let table = r#"
             name = "constraint"
             constraints = [
-                'mail regex ^[a-z]+@example\\.com$',
-                'mail negregex @old\\.example\\.com$',
-                "jpegPhoto size 131072",
-                "mail count 3",
-                "title uri ldap:///ou=titles,dc=example,dc=com?title?one?(objectClass=*)",
-                'cn,sn,givenName set "(this/givenName + [ ] + this/sn) & this/cn" restrict="ldap:///ou=people,dc=example,dc=com??sub?(objectClass=inetOrgPerson)"',
+              'jpegPhoto size 131072',
+              'userPassword count 3',
+              'mail regex ^[[:alnum:]]+@mydomain\\.com$',
+              'mail negregex ^[[:alnum:]]+@notallowed\\.com$',
+              'departmentNumber uri ldap:///ou=departments,dc=example,dc=com?ou?one?(objectClass=organizationalUnit)',
+              'cn,sn,givenName set "(this/givenName + [ ] + this/sn) & this/cn" restrict="ldap:///ou=People,dc=example,dc=com??sub?(objectClass=inetOrgPerson)"',
             ]
         "#;
         let rules = constraint_config(&overlay(table).options).unwrap();
         assert_eq!(rules.len(), 6);
-        assert_eq!(rules[0].text(), r"mail regex ^[a-z]+@example\\.com$");
+        assert_eq!(rules[2].text(), r"mail regex ^[[:alnum:]]+@mydomain\\.com$");
         let built = hook(&overlay(table), "cn=admin").unwrap();
         let schema = canopy_schema::Schema::builtin();
         let suffix =
