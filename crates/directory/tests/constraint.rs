@@ -481,13 +481,13 @@ async fn uri_cases(dir: &Directory) {
         let mut attrs = person("b");
         attrs.push(("departmentNumber", value.into()));
         let b = format!("uid=b,{PEOPLE}");
-        let error = add(dir, &b, &pairs(&attrs))
-            .await
-            .expect_err(&format!("{value}: {why}"));
-        assert_eq!(
-            error.message, "add breaks constraint on departmentNumber",
-            "{value}"
-        );
+        eprintln!("{value:?}: {why}");
+        refused(
+            dir,
+            "add breaks constraint on departmentNumber",
+            add(dir, &b, &pairs(&attrs)),
+        )
+        .await;
     }
     refused(
         dir,
