@@ -70,6 +70,8 @@ pub enum OpenError {
     Suffix(String, String),
     #[error("index on {0:?}: no such attribute type in the schema")]
     IndexAttribute(String),
+    #[error("[[overlay]] {0:?}: {1}")]
+    Overlay(&'static str, String),
     #[error("database: {0}")]
     Store(#[from] StoreError),
 }
@@ -99,6 +101,9 @@ impl Directory {
                 return Err(OpenError::IndexAttribute(spec.attr.clone()));
             }
         }
+        pipeline
+            .check(&schema, &suffix_n)
+            .map_err(|(hook, e)| OpenError::Overlay(hook, e))?;
         store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
         let store = Store::open(store_config)?;
         let alias_plan = class_plan(&schema, &indexes, "alias");

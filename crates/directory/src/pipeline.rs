@@ -10,6 +10,7 @@ use std::sync::Arc;
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::WriteTxn;
 use canopy_proto::Change;
+use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
 use crate::opattrs::Stamp;
@@ -58,6 +59,14 @@ pub struct Event<'a> {
 pub trait WriteHook: Send + Sync {
     /// The hook's name, as the configuration and the logs call it (slapd's overlay name where one exists).
     fn name(&self) -> &'static str;
+
+    /// Checks the hook's settings against the database it runs in (attribute names, DNs inside the
+    /// suffix) when the database opens, so that a bad setting is a configuration error, not a
+    /// refusal of every write.
+    fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {
+        let _ = (schema, suffix);
+        Ok(())
+    }
 
     /// Before the change is stored: may read anything through `txn`, change the entry to be stored, or
     /// refuse the write with an error (its result code goes to the client).
@@ -113,6 +122,17 @@ impl Pipeline {
     /// The hooks' names, in order.
     pub fn names(&self) -> Vec<&'static str> {
         self.hooks.iter().map(|h| h.name()).collect()
+    }
+
+    /// Every hook's [`WriteHook::check`]: the first problem, with the hook's name.
+    pub(crate) fn check(
+        &self,
+        schema: &Schema,
+        suffix: &NormDn,
+    ) -> Result<(), (&'static str, String)> {
+        self.hooks
+            .iter()
+            .try_for_each(|hook| hook.check(schema, suffix).map_err(|e| (hook.name(), e)))
     }
 
     pub(crate) fn prepare(

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
 use canopy_directory::{Pipeline, WriteHook};
 use canopy_proto::ResultCode;
@@ -17,7 +18,7 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 1] = ["memberof"];
+pub const KNOWN: [&str; 2] = ["memberof", "constraint"];
 
 /// Checks every table: a known overlay, known options with values of the right kind, each overlay once.
 pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
@@ -59,6 +60,9 @@ fn hook(overlay: &OverlayConfig, root_dn: &str) -> Result<Arc<dyn WriteHook>, St
             &overlay.options,
             root_dn,
         )?))),
+        "constraint" => Ok(Arc::new(Constraint::new(constraint_config(
+            &overlay.options,
+        )?))),
         other => Err(format!(
             "unknown overlay {other:?} (known: {})",
             KNOWN.join(", ")
@@ -99,6 +103,40 @@ fn memberof_config(options: &toml::Table, root_dn: &str) -> Result<memberof::Con
         other => return Err(format!("dangling: {other:?} is not ignore, drop or error")),
     };
     Ok(config)
+}
+
+/// `constraints`: one string per slapd `constraint_attribute` line, without the keyword. The syntax
+/// is checked here; the names against the schema when the database opens (`WriteHook::check`).
+fn constraint_config(options: &toml::Table) -> Result<Vec<constraint::Rule>, String> {
+    let mut rules = None;
+    for (key, value) in options {
+        match key.as_str() {
+            "constraints" => {
+                let lines = value
+                    .as_array()
+                    .ok_or_else(|| format!("{key}: expected a list of strings"))?;
+                let mut parsed = Vec::with_capacity(lines.len());
+                for (i, line) in lines.iter().enumerate() {
+                    let line = line
+                        .as_str()
+                        .ok_or_else(|| format!("{key}[{i}]: expected a string"))?;
+                    let rule = constraint::Rule::parse(line)
+                        .map_err(|e| format!("{key}[{i}] {line:?}: {e}"))?;
+                    parsed.push(rule);
+                }
+                rules = Some(parsed);
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (constraint takes constraints, a list of \
+                     constraint_attribute lines)"
+                ))
+            }
+        }
+    }
+    rules.ok_or_else(|| {
+        "constraints: missing (a list of constraint_attribute lines, e.g. \"mail size 256\")".into()
+    })
 }
 
 fn string(key: &str, value: &toml::Value) -> Result<String, String> {
@@ -179,6 +217,109 @@ mod tests {
                 .unwrap()
                 .names(),
             ["stamping", "memberof"]
+        );
+    }
+
+    #[test]
+    fn constraint_tables() {
+        // The example of docs/overlays.md.
+        let table = r#"
+            name = "constraint"
+            constraints = [
+              'jpegPhoto size 131072',
+              'userPassword count 3',
+              'mail regex ^[[:alnum:]]+@mydomain\\.com$',
+              'mail negregex ^[[:alnum:]]+@notallowed\\.com$',
+              'departmentNumber uri ldap:///ou=departments,dc=example,dc=com?ou?one?(objectClass=organizationalUnit)',
+              'cn,sn,givenName set "(this/givenName + [ ] + this/sn) & this/cn" restrict="ldap:///ou=People,dc=example,dc=com??sub?(objectClass=inetOrgPerson)"',
+            ]
+        "#;
+        let rules = constraint_config(&overlay(table).options).unwrap();
+        assert_eq!(rules.len(), 6);
+        assert_eq!(rules[2].text(), r"mail regex ^[[:alnum:]]+@mydomain\\.com$");
+        let built = hook(&overlay(table), "cn=admin").unwrap();
+        let schema = canopy_schema::Schema::builtin();
+        let suffix =
+            canopy_schema::NormDn::from_normalized_rdns(vec!["dc=example".into(), "dc=com".into()]);
+        built.check(&schema, &suffix).unwrap();
+        assert_eq!(
+            pipeline(&[overlay(table)], "cn=admin").unwrap().names(),
+            ["stamping", "constraint"]
+        );
+        let empty = overlay("name = \"constraint\"\nconstraints = []");
+        assert!(constraint_config(&empty.options).unwrap().is_empty());
+
+        // Each problem names the constraint and what is wrong with it.
+        let bad = |lines: &str, want: &str| {
+            let text = format!("name = \"constraint\"\nconstraints = [{lines}]");
+            let err = check(&[overlay(&text)]).unwrap_err();
+            assert!(
+                err.contains("\"constraint\"") && err.contains(want),
+                "{err}"
+            );
+        };
+        bad(
+            "'mail regex ^(a'",
+            "constraints[0] \"mail regex ^(a\": bad regular expression",
+        );
+        bad("'mail size big'", "expected a number");
+        bad(
+            "'mail uri ldap://elsewhere/dc=x?mail'",
+            "host is not allowed",
+        );
+        bad("'mail uri ldap:///dc=x???(mail=a'", "filter");
+        bad("'mail uri ldap:///dc=x'", "names no attribute");
+        bad("'cn set \"this/cn &\"'", "set");
+        bad("'cn set \"this/cn % [x]\"'", "set");
+        bad(
+            "'mail size 1', 'mail neguri ldap:///dc=x?mail'",
+            "constraints[1]",
+        );
+        bad("'mail size 1 restrict=ldap:///dc=x?cn'", "restrict URI");
+        bad("'mail'", "expected ATTR");
+        bad("1", "constraints[0]: expected a string");
+        let missing = check(&[overlay("name = \"constraint\"")]).unwrap_err();
+        assert!(missing.contains("constraints: missing"), "{missing}");
+        let extra = check(&[overlay("name = \"constraint\"\nconstraints = []\nattr = 1")]);
+        assert!(extra.unwrap_err().contains("unknown option \"attr\""));
+        let listed = check(&[overlay(
+            "name = \"constraint\"\nconstraints = \"mail size 1\"",
+        )]);
+        assert!(listed.unwrap_err().contains("expected a list"));
+
+        // Names are checked against the schema and the suffix when the database opens.
+        let unknown = |line: &str, want: &str| {
+            let text = format!("name = \"constraint\"\nconstraints = ['{line}']");
+            let err = hook(&overlay(&text), "cn=admin")
+                .unwrap()
+                .check(&schema, &suffix)
+                .unwrap_err();
+            assert!(err.contains(line) && err.contains(want), "{err}");
+        };
+        unknown("nosuch size 1", "attribute \"nosuch\"");
+        unknown(
+            "mail uri ldap:///dc=example,dc=com?nosuch?sub",
+            "uri attribute",
+        );
+        unknown("mail uri ldap:///dc=other?mail?sub", "outside the database");
+        unknown("entryCSN count 1", "operational");
+    }
+
+    #[test]
+    fn a_constraint_on_an_unknown_attribute_stops_the_database_from_opening() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            "data_dir = {:?}\n[[overlay]]\nname = \"constraint\"\nconstraints = [\"mial size 10\"]\n",
+            tmp.path().display()
+        );
+        let config = crate::Config::parse(&text, "c.toml").unwrap();
+        let err = crate::open_directory(&config, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("constraint") && err.contains("mial size 10") && err.contains("\"mial\""),
+            "{err}"
         );
     }
 }
