@@ -4,7 +4,7 @@ use std::ops::Bound;
 
 use canopy_core::index::Plan;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_mdb::ReadOps;
 
 use crate::error::store_error;
 
@@ -18,8 +18,8 @@ const BUDGET_GROWTH: usize = 32;
 const LAST_BUDGET: usize = 1 << 20;
 
 /// Evaluates an index plan to a sorted ID list, a superset of the entries the filter matches; None means
-/// "everything" (unindexed).
-pub fn resolve(txn: &ReadTxn, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
+/// "everything" (unindexed). Works in a read snapshot and inside a write (the overlays' lookups).
+pub fn resolve(txn: &impl ReadOps, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
     let mut budget = FIRST_BUDGET;
     loop {
         match resolve_within(txn, plan, budget)? {
@@ -43,7 +43,7 @@ enum Resolved {
     TooMany,
 }
 
-fn resolve_within(txn: &ReadTxn, plan: &Plan, budget: usize) -> Result<Resolved, LdapError> {
+fn resolve_within(txn: &impl ReadOps, plan: &Plan, budget: usize) -> Result<Resolved, LdapError> {
     Ok(match plan {
         Plan::All => Resolved::All,
         Plan::Empty => Resolved::Ids(Vec::new()),
