@@ -4,6 +4,7 @@
 
 pub mod memberof;
 pub mod refint;
+pub mod unique;
 
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
