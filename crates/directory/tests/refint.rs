@@ -597,6 +597,38 @@ async fn a_moved_subtree_takes_the_references_below_it_along() {
     }
 }
 
+#[tokio::test]
+async fn unique_member_values_without_a_uid_are_kept_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = refint::Config::new(vec!["uniqueMember".into()]);
+    let pipeline = Pipeline::standard().then(Arc::new(Refint::new(config)));
+    let dir = open(tmp.path(), &["uniqueMember"], pipeline);
+    base(&dir).await;
+    let a = "uid=a,ou=people,dc=example,dc=com";
+    let b = "uid=b,ou=people,dc=example,dc=com";
+    person(&dir, a, &[]).await;
+    person(&dir, b, &[]).await;
+    let group = "cn=u,ou=groups,dc=example,dc=com";
+    let with_uid = "uid=b,ou=people,dc=example,dc=com#'0101'B";
+    let attrs = [
+        ("objectClass", "groupOfUniqueNames"),
+        ("cn", "u"),
+        ("uniqueMember", a),
+        ("uniqueMember", with_uid),
+        ("uniqueMember", KEEPER),
+    ];
+    add(&dir, group, &attrs).await.unwrap();
+    rename(&dir, a, "uid=a2", None).await.unwrap();
+    delete(&dir, b).await.unwrap();
+    // A value with a UID names no entry by itself (slapd's refint leaves it too).
+    let want = ["uid=a2,ou=people,dc=example,dc=com", with_uid, KEEPER];
+    let mut have = values(&dir, group, "uniqueMember");
+    have.sort();
+    let mut want = want.map(String::from).to_vec();
+    want.sort();
+    assert_eq!(have, want);
+}
+
 /// A hook after refint that refuses every delete once refint has done its work.
 struct RefuseDeletes;
 

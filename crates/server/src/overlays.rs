@@ -450,7 +450,8 @@ mod tests {
         let build = |text: &str| pipeline(&[overlay(text)], "cn=admin", &target);
         let names = build("name = \"unique\"\nuri = \"ldap:///?mail\"").unwrap();
         assert_eq!(names.names(), ["stamping", "unique"]);
-        let names = build("name = \"refint\"\nattributes = \"member seeAlso\"").unwrap();
+        let names =
+            build("name = \"refint\"\nattributes = \"member uniqueMember seeAlso\"").unwrap();
         assert_eq!(names.names(), ["stamping", "refint"]);
         let err = |text: &str, want: &str| {
             let err = build(text).err().unwrap();

@@ -50,17 +50,21 @@ impl Config {
         }
     }
 
-    /// Checks the settings against the database's schema: known attribute types of DN syntax, DNs
-    /// for `nothing` and `modifiersname`.
+    /// Checks the settings against the database's schema: known attribute types holding DNs (DN
+    /// syntax, or uniqueMember's name and optional UID, whose values without a UID are DNs), DNs for
+    /// `nothing` and `modifiersname`.
     pub fn check(&self, schema: &Schema) -> Result<(), String> {
-        const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+        const DN_SYNTAXES: [&str; 2] = [
+            "1.3.6.1.4.1.1466.115.121.1.12",
+            "1.3.6.1.4.1.1466.115.121.1.34",
+        ];
         if self.attributes.is_empty() {
             return Err("attributes: name at least one attribute type".into());
         }
         for name in &self.attributes {
             match schema.attribute_type(name) {
                 None => return Err(format!("attributes: {name:?} is not in the schema")),
-                Some(at) if at.syntax != DN_SYNTAX => {
+                Some(at) if !DN_SYNTAXES.contains(&at.syntax.as_str()) => {
                     return Err(format!("attributes: {name:?} does not hold DNs"))
                 }
                 Some(_) => {}
