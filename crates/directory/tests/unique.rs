@@ -434,6 +434,18 @@ async fn refusals_carry_slapds_code_and_text() {
     modify(&dir, b, ModifyOperation::Replace, "mail", &values)
         .await
         .unwrap();
+    // Options aside: a mail with a language tag is a mail.
+    let refused = person(
+        &dir,
+        "uid=d,ou=people,dc=example,dc=com",
+        &[("mail;lang-en", "ZZ@x")],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.message,
+        "non-unique attributes found with (&(objectClass=inetOrgPerson)(|(uid=d)(mail=ZZ@x)))"
+    );
 }
 
 #[tokio::test]

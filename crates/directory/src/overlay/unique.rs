@@ -19,7 +19,7 @@ use canopy_proto::url::percent_decode;
 use canopy_proto::{Change, Dn, Filter, ModifyOperation, ResultCode};
 use canopy_schema::{AttributeType, NormDn, Schema, Usage};
 
-use super::{candidates, entry, rebase};
+use super::{candidates, entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
 use crate::keys::dn_key;
@@ -262,12 +262,14 @@ impl Unique {
                     let Some(at) = Self::checked(schema, domain, uri, &attr.desc) else {
                         continue;
                     };
-                    let had = before.and_then(|o| o.get(&attr.desc));
+                    // By type, options aside: `mail;lang-en` holds mail values like `mail`.
+                    let had = before
+                        .map(|o| values_of(dir, o, at.name()))
+                        .unwrap_or_default();
                     for value in &attr.values {
-                        let kept = had
-                            .is_some_and(|h| h.values.iter().any(|v| same(schema, at, v, value)));
-                        if !kept {
-                            asserted.push(Filter::Equality(attr.desc.clone(), value.clone()));
+                        if !had.iter().any(|v| same(schema, at, v, value)) {
+                            let name = at.name().to_string();
+                            asserted.push(Filter::Equality(name, value.clone()));
                         }
                     }
                 }
