@@ -231,6 +231,47 @@ impl Unique {
         (listed != domain.ignore).then_some(at)
     }
 
+    /// The assertions of the values `new` brings into the domain of `uri`: those it did not hold there
+    /// `before` (all of them when it was not there), and with `strict` the attributes a modify empties.
+    fn brought(
+        dir: &Directory,
+        domain: &Domain,
+        uri: &Uri,
+        before: Option<&Entry>,
+        new: &Entry,
+        changes: &[Change],
+    ) -> Vec<Filter> {
+        let schema = dir.schema();
+        let mut asserted = Vec::new();
+        for attr in &new.attrs {
+            let Some(at) = Self::checked(schema, domain, uri, &attr.desc) else {
+                continue;
+            };
+            // By type, options aside: `mail;lang-en` holds mail values like `mail`.
+            let had = before
+                .map(|o| values_of(dir, o, at.name()))
+                .unwrap_or_default();
+            for value in &attr.values {
+                if !had.iter().any(|v| same(schema, at, v, value)) {
+                    asserted.push(Filter::Equality(at.name().to_string(), value.clone()));
+                }
+            }
+        }
+        if domain.strict {
+            for change in changes {
+                let emptied = matches!(
+                    change.operation,
+                    ModifyOperation::Replace | ModifyOperation::Add
+                ) && change.modification.values.is_empty();
+                let name = &change.modification.name;
+                if let Some(at) = Self::checked(schema, domain, uri, name).filter(|_| emptied) {
+                    asserted.push(Filter::Present(at.name().to_string()));
+                }
+            }
+        }
+        asserted
+    }
+
     /// Refuses `new` (entry `id`, formerly `old`) when another entry of a domain holding it has one of
     /// the values it brings into that domain. `changes` are a modify's, for `strict`.
     fn check(
@@ -257,36 +298,7 @@ impl Unique {
                     continue;
                 }
                 let before = old.filter(|o| holds(o));
-                let mut asserted = Vec::new();
-                for attr in &new.attrs {
-                    let Some(at) = Self::checked(schema, domain, uri, &attr.desc) else {
-                        continue;
-                    };
-                    // By type, options aside: `mail;lang-en` holds mail values like `mail`.
-                    let had = before
-                        .map(|o| values_of(dir, o, at.name()))
-                        .unwrap_or_default();
-                    for value in &attr.values {
-                        if !had.iter().any(|v| same(schema, at, v, value)) {
-                            let name = at.name().to_string();
-                            asserted.push(Filter::Equality(name, value.clone()));
-                        }
-                    }
-                }
-                if domain.strict {
-                    for change in changes {
-                        let name = &change.modification.name;
-                        let emptied = matches!(
-                            change.operation,
-                            ModifyOperation::Replace | ModifyOperation::Add
-                        ) && change.modification.values.is_empty();
-                        if let Some(at) =
-                            Self::checked(schema, domain, uri, name).filter(|_| emptied)
-                        {
-                            asserted.push(Filter::Present(at.name().to_string()));
-                        }
-                    }
-                }
+                let asserted = Self::brought(dir, domain, uri, before, new, changes);
                 if asserted.is_empty() {
                     continue;
                 }
