@@ -18,7 +18,7 @@ const BUDGET_GROWTH: usize = 32;
 const LAST_BUDGET: usize = 1 << 20;
 
 /// Evaluates an index plan to a sorted ID list, a superset of the entries the filter matches; None means
-/// "everything" (unindexed).
+/// "everything" (unindexed). Works in a read snapshot and inside a write (the overlays' lookups).
 pub fn resolve(txn: &impl ReadOps, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
     let mut budget = FIRST_BUDGET;
     loop {

@@ -122,13 +122,13 @@ fn open_directory_with(
         write_map,
     };
     let acl = access_list(&schema, config)?;
-    let backend = Directory::open(
-        schema,
-        &config.suffix,
-        specs,
-        store_config,
-        overlays::pipeline(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?,
-    )?;
+    let target = overlays::Target {
+        schema: &schema,
+        suffix: &config.suffix,
+    };
+    let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
+        .map_err(StartError::Overlay)?;
+    let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
     Ok(Database::new(backend, acl))
 }
 

@@ -5,8 +5,11 @@ use std::sync::Arc;
 
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
+use canopy_directory::overlay::refint::{self, Refint};
+use canopy_directory::overlay::unique::{self, Domain, Scope, Unique, Uri};
 use canopy_directory::{Pipeline, WriteHook};
-use canopy_proto::ResultCode;
+use canopy_proto::{Dn, ResultCode};
+use canopy_schema::Schema;
 use serde::Deserialize;
 
 /// One `[[overlay]]` table: `name` and the overlay's options.
@@ -18,7 +21,13 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 2] = ["memberof", "constraint"];
+pub const KNOWN: [&str; 4] = ["memberof", "refint", "unique", "constraint"];
+
+/// The database the overlays are built for: what their attribute names and DNs are checked against.
+pub struct Target<'a> {
+    pub schema: &'a Schema,
+    pub suffix: &'a str,
+}
 
 /// Checks every table: a known overlay, known options with values of the right kind, each overlay once.
 pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
@@ -29,7 +38,8 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
                 overlay.name
             ));
         }
-        hook(overlay, "cn=check").map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
+        hook(overlay, "cn=check", None)
+            .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
     }
     Ok(())
 }
@@ -43,18 +53,29 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
         .collect()
 }
 
-/// The standard pipeline with the configured overlays after it; `root_dn` records their own changes.
-pub fn pipeline(overlays: &[OverlayConfig], root_dn: &str) -> Result<Pipeline, String> {
+/// The standard pipeline with the configured overlays after it; `root_dn` records their own changes
+/// (memberof's); names and DNs in their options are checked against `target`.
+pub fn pipeline(
+    overlays: &[OverlayConfig],
+    root_dn: &str,
+    target: &Target<'_>,
+) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
     for overlay in overlays {
-        let hook =
-            hook(overlay, root_dn).map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
+        let hook = hook(overlay, root_dn, Some(target))
+            .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
         pipeline = pipeline.then(hook);
     }
     Ok(pipeline)
 }
 
-fn hook(overlay: &OverlayConfig, root_dn: &str) -> Result<Arc<dyn WriteHook>, String> {
+/// The hook of one table; its options are checked against `target` when one is given (at start; the
+/// configuration check before it has no schema yet).
+fn hook(
+    overlay: &OverlayConfig,
+    root_dn: &str,
+    target: Option<&Target<'_>>,
+) -> Result<Arc<dyn WriteHook>, String> {
     match overlay.name.as_str() {
         "memberof" => Ok(Arc::new(MemberOf::new(memberof_config(
             &overlay.options,
@@ -63,6 +84,24 @@ fn hook(overlay: &OverlayConfig, root_dn: &str) -> Result<Arc<dyn WriteHook>, St
         "constraint" => Ok(Arc::new(Constraint::new(constraint_config(
             &overlay.options,
         )?))),
+        "refint" => {
+            let config = refint_config(&overlay.options)?;
+            if let Some(target) = target {
+                config.check(target.schema)?;
+            }
+            Ok(Arc::new(Refint::new(config)))
+        }
+        "unique" => {
+            let config = unique_config(&overlay.options)?;
+            if let Some(target) = target {
+                let suffix = Dn::parse(target.suffix.as_bytes())
+                    .ok()
+                    .and_then(|dn| target.schema.normalize_dn(&dn).ok())
+                    .ok_or_else(|| format!("suffix {:?} is not a DN", target.suffix))?;
+                config.check(target.schema, &suffix)?;
+            }
+            Ok(Arc::new(Unique::new(config)))
+        }
         other => Err(format!(
             "unknown overlay {other:?} (known: {})",
             KNOWN.join(", ")
@@ -139,6 +178,125 @@ fn constraint_config(options: &toml::Table) -> Result<Vec<constraint::Rule>, Str
     })
 }
 
+/// slapd's `refint_*` options without the prefix.
+fn refint_config(options: &toml::Table) -> Result<refint::Config, String> {
+    let mut config = refint::Config::new(Vec::new());
+    for (key, value) in options {
+        match key.as_str() {
+            "attributes" => config.attributes = names(key, value)?,
+            "nothing" => config.nothing = Some(dn(key, value)?),
+            "modifiersname" => config.modifier = dn(key, value)?,
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (refint takes attributes, nothing, modifiersname)"
+                ))
+            }
+        }
+    }
+    if config.attributes.is_empty() {
+        return Err(
+            "attributes: name the attributes to keep intact (slapd's refint_attributes)".into(),
+        );
+    }
+    Ok(config)
+}
+
+/// slapd's `unique_*` options without the prefix: `uri` domains, or the older single domain of
+/// `attributes` (or `ignore`), `base` and `strict`.
+fn unique_config(options: &toml::Table) -> Result<unique::Config, String> {
+    let mut config = unique::Config::default();
+    let (mut attributes, mut ignore) = (None, None);
+    let (mut base, mut strict) = (None, None);
+    for (key, value) in options {
+        match key.as_str() {
+            "uri" => {
+                for text in strings(key, value)? {
+                    config
+                        .domains
+                        .push(Domain::parse(&text).map_err(|e| format!("uri: {e}"))?);
+                }
+            }
+            "attributes" => attributes = Some(names(key, value)?),
+            "ignore" => ignore = Some(names(key, value)?),
+            "base" => {
+                let text = dn(key, value)?;
+                base = Some(Dn::parse(text.as_bytes()).map_err(|e| format!("{key}: {e}"))?);
+            }
+            "strict" => {
+                strict = Some(
+                    value
+                        .as_bool()
+                        .ok_or_else(|| format!("{key}: expected true or false"))?,
+                )
+            }
+            other => {
+                return Err(format!(
+                "unknown option {other:?} (unique takes uri, or attributes, ignore, base, strict)"
+            ))
+            }
+        }
+    }
+    let legacy = attributes.is_some() || ignore.is_some() || base.is_some() || strict.is_some();
+    if legacy && !config.domains.is_empty() {
+        return Err("uri cannot be combined with attributes, ignore, base or strict".into());
+    }
+    if attributes.is_some() && ignore.is_some() {
+        return Err("attributes and ignore cannot both be set".into());
+    }
+    if legacy {
+        config.domains.push(Domain {
+            uris: vec![Uri {
+                base,
+                attributes: attributes.or_else(|| ignore.clone()).unwrap_or_default(),
+                scope: Scope::Sub,
+                filter: None,
+            }],
+            ignore: ignore.is_some(),
+            strict: strict.unwrap_or(false),
+        });
+    }
+    if config.domains.is_empty() {
+        return Err("no domain: set uri (or attributes)".into());
+    }
+    Ok(config)
+}
+
+/// A list of strings: a TOML array, or one string.
+fn strings(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
+    match value {
+        toml::Value::String(s) => Ok(vec![s.clone()]),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("{key}: expected strings"))
+            })
+            .collect(),
+        _ => Err(format!("{key}: expected a string or an array of strings")),
+    }
+}
+
+/// Attribute names: an array, or one string of names separated by spaces (slapd's form).
+fn names(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
+    let names: Vec<String> = strings(key, value)?
+        .iter()
+        .flat_map(|s| s.split_whitespace())
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        return Err(format!("{key}: name at least one attribute"));
+    }
+    Ok(names)
+}
+
+/// A DN option's value, checked for DN syntax.
+fn dn(key: &str, value: &toml::Value) -> Result<String, String> {
+    let text = string(key, value)?;
+    Dn::parse(text.as_bytes()).map_err(|e| format!("{key}: {text:?} is not a DN: {e}"))?;
+    Ok(text)
+}
+
 fn string(key: &str, value: &toml::Value) -> Result<String, String> {
     value
         .as_str()
@@ -212,11 +370,143 @@ mod tests {
             overlay("name = \"memberof\""),
         ];
         assert!(check(&twice).unwrap_err().contains("twice"));
+        let schema = Schema::builtin();
+        let target = Target {
+            schema: &schema,
+            suffix: "dc=example,dc=com",
+        };
         assert_eq!(
-            pipeline(&[overlay("name = \"memberof\"")], "cn=admin")
+            pipeline(&[overlay("name = \"memberof\"")], "cn=admin", &target)
                 .unwrap()
                 .names(),
             ["stamping", "memberof"]
+        );
+    }
+
+    #[test]
+    fn refint_options_as_slapd_names_them() {
+        let o = overlay(
+            "name = \"refint\"\nattributes = [\"member\", \"seeAlso\"]\n\
+             nothing = \"cn=nobody,dc=example,dc=com\"\nmodifiersname = \"cn=refint\"\n",
+        );
+        let config = refint_config(&o.options).unwrap();
+        assert_eq!(config.attributes, ["member", "seeAlso"]);
+        assert_eq!(
+            config.nothing.as_deref(),
+            Some("cn=nobody,dc=example,dc=com")
+        );
+        assert_eq!(config.modifier, "cn=refint");
+        // slapd's space-separated list, and its default modifiersName.
+        let o = overlay("name = \"refint\"\nattributes = \"member uniqueMember\"\n");
+        let config = refint_config(&o.options).unwrap();
+        assert_eq!(config.attributes, ["member", "uniqueMember"]);
+        assert_eq!(config.nothing, None);
+        assert_eq!(config.modifier, refint::MODIFIERS_NAME);
+    }
+
+    #[test]
+    fn unique_options_as_slapd_names_them() {
+        let o = overlay(
+            "name = \"unique\"\nuri = [\"ldap:///ou=people,dc=example,dc=com?uid,mail?sub\", \
+             \"strict ldap:///?cn?one?(objectClass=person)\"]\n",
+        );
+        let config = unique_config(&o.options).unwrap();
+        assert_eq!(config.domains.len(), 2);
+        assert!(!config.domains[0].strict && config.domains[1].strict);
+        assert_eq!(config.domains[0].uris[0].attributes, ["uid", "mail"]);
+        assert_eq!(config.domains[1].uris[0].scope, Scope::One);
+        // The older single-domain form.
+        let o = overlay(
+            "name = \"unique\"\nignore = [\"objectClass\", \"cn\"]\n\
+             base = \"ou=people,dc=example,dc=com\"\nstrict = true\n",
+        );
+        let config = unique_config(&o.options).unwrap();
+        let domain = &config.domains[0];
+        assert!(domain.ignore && domain.strict);
+        assert_eq!(domain.uris[0].attributes, ["objectClass", "cn"]);
+        assert_eq!(domain.uris[0].scope, Scope::Sub);
+        assert!(domain.uris[0].base.is_some());
+        let one = overlay("name = \"unique\"\nuri = \"ldap:///?mail\"\n");
+        assert_eq!(unique_config(&one.options).unwrap().domains.len(), 1);
+    }
+
+    #[test]
+    fn bad_refint_and_unique_tables_are_refused_with_the_reason() {
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad("name = \"refint\"", "attributes");
+        bad("name = \"refint\"\nattributes = []", "attributes");
+        bad("name = \"refint\"\nattributes = [1]", "attributes");
+        bad(
+            "name = \"refint\"\nattributes = \"member\"\nnothing = \"not a dn\"",
+            "nothing",
+        );
+        bad(
+            "name = \"refint\"\nattributes = \"member\"\nmodifiersname = 3",
+            "modifiersname",
+        );
+        bad(
+            "name = \"refint\"\nattributes = \"member\"\nrefint_nothing = \"cn=x\"",
+            "unknown option \"refint_nothing\"",
+        );
+        bad("name = \"unique\"", "no domain");
+        bad("name = \"unique\"\nuri = \"ldap:///?uid?base\"", "uri");
+        bad("name = \"unique\"\nuri = \"ldap://host/?uid\"", "host");
+        bad(
+            "name = \"unique\"\nuri = \"ldap:///?uid?sub?(uid=\"",
+            "filter",
+        );
+        bad("name = \"unique\"\nuri = 7", "uri");
+        bad(
+            "name = \"unique\"\nuri = \"ldap:///?uid\"\nattributes = \"mail\"",
+            "cannot be combined",
+        );
+        bad(
+            "name = \"unique\"\nattributes = \"mail\"\nignore = \"cn\"",
+            "attributes and ignore",
+        );
+        bad(
+            "name = \"unique\"\nattributes = \"mail\"\nstrict = \"on\"",
+            "strict",
+        );
+        bad("name = \"unique\"\nbase = \"=x\"", "base");
+        bad(
+            "name = \"unique\"\nunique_uri = \"ldap:///?uid\"",
+            "unknown option",
+        );
+    }
+
+    #[test]
+    fn names_and_dns_are_checked_against_the_schema_at_start() {
+        let schema = Schema::builtin();
+        let target = Target {
+            schema: &schema,
+            suffix: "dc=example,dc=com",
+        };
+        let build = |text: &str| pipeline(&[overlay(text)], "cn=admin", &target);
+        let names = build("name = \"unique\"\nuri = \"ldap:///?mail\"").unwrap();
+        assert_eq!(names.names(), ["stamping", "unique"]);
+        let names =
+            build("name = \"refint\"\nattributes = \"member uniqueMember seeAlso\"").unwrap();
+        assert_eq!(names.names(), ["stamping", "refint"]);
+        let err = |text: &str, want: &str| {
+            let err = build(text).err().unwrap();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        err(
+            "name = \"refint\"\nattributes = \"member nosuch\"",
+            "\"nosuch\"",
+        );
+        err(
+            "name = \"refint\"\nattributes = \"cn\"",
+            "does not hold DNs",
+        );
+        err("name = \"unique\"\nuri = \"ldap:///?nosuch\"", "\"nosuch\"");
+        err(
+            "name = \"unique\"\nuri = \"ldap:///dc=elsewhere?mail\"",
+            "not within the suffix",
         );
     }
 
@@ -237,13 +527,22 @@ mod tests {
         let rules = constraint_config(&overlay(table).options).unwrap();
         assert_eq!(rules.len(), 6);
         assert_eq!(rules[2].text(), r"mail regex ^[[:alnum:]]+@mydomain\\.com$");
-        let built = hook(&overlay(table), "cn=admin").unwrap();
+        let built = hook(&overlay(table), "cn=admin", None).unwrap();
         let schema = canopy_schema::Schema::builtin();
         let suffix =
             canopy_schema::NormDn::from_normalized_rdns(vec!["dc=example".into(), "dc=com".into()]);
         built.check(&schema, &suffix).unwrap();
         assert_eq!(
-            pipeline(&[overlay(table)], "cn=admin").unwrap().names(),
+            pipeline(
+                &[overlay(table)],
+                "cn=admin",
+                &Target {
+                    schema: &schema,
+                    suffix: "dc=example,dc=com"
+                }
+            )
+            .unwrap()
+            .names(),
             ["stamping", "constraint"]
         );
         let empty = overlay("name = \"constraint\"\nconstraints = []");
@@ -290,7 +589,7 @@ mod tests {
         // Names are checked against the schema and the suffix when the database opens.
         let unknown = |line: &str, want: &str| {
             let text = format!("name = \"constraint\"\nconstraints = ['{line}']");
-            let err = hook(&overlay(&text), "cn=admin")
+            let err = hook(&overlay(&text), "cn=admin", None)
                 .unwrap()
                 .check(&schema, &suffix)
                 .unwrap_err();

@@ -4,10 +4,12 @@
 
 pub mod constraint;
 pub mod memberof;
+pub mod refint;
+pub mod unique;
 
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
-use canopy_proto::Dn;
+use canopy_proto::{Dn, Filter};
 use canopy_schema::NormDn;
 
 use crate::database::Directory;
@@ -30,6 +32,47 @@ pub(crate) fn load(txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<Option<(u64, Entr
         )
     })?;
     Ok(Some((id, entry)))
+}
+
+/// Reads entry `id` in the write's transaction, None when there is none.
+pub(crate) fn entry(txn: &WriteTxn<'_>, id: u64) -> Result<Option<Entry>, LdapError> {
+    let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+        return Ok(None);
+    };
+    let entry = Directory::parse_stored(bytes)?.to_entry().map_err(|e| {
+        tracing::error!(error = %e, "corrupt entry");
+        LdapError::new(
+            canopy_proto::ResultCode::Other,
+            "stored entry is unreadable",
+        )
+    })?;
+    Ok(Some(entry))
+}
+
+/// The IDs of the entries that may match `filter`, ascending: the index plan's candidates where the
+/// filter's attributes are indexed, else every entry. A superset either way: the caller tests each one,
+/// so an indexed and an unindexed database give the same answer.
+pub(crate) fn candidates(
+    dir: &Directory,
+    txn: &WriteTxn<'_>,
+    filter: &Filter,
+) -> Result<Vec<u64>, LdapError> {
+    let plan = canopy_core::index::plan(dir.schema(), dir.indexes(), filter);
+    match crate::candidates::resolve(txn, &plan)? {
+        Some(ids) => Ok(ids),
+        None => txn.entry_ids().map_err(store_error),
+    }
+}
+
+/// The name `ndn` takes when the subtree at `from` moves to `to`; None when `ndn` is not in that subtree.
+pub(crate) fn rebase(ndn: &NormDn, from: &NormDn, to: &NormDn) -> Option<NormDn> {
+    if !from.is_suffix_of(ndn) {
+        return None;
+    }
+    let own = ndn.rdns().len().checked_sub(from.rdns().len())?;
+    let mut rdns = ndn.rdns().get(..own)?.to_vec();
+    rdns.extend(to.rdns().iter().cloned());
+    Some(NormDn::from_normalized_rdns(rdns))
 }
 
 /// The values of attribute type `attr` (any options, any spelling of its name) in `entry`.
