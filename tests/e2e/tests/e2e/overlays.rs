@@ -1,6 +1,7 @@
 //! Overlays configured on both servers (slapd: `overlay NAME` in slapd.conf; canopy: `[[overlay]]`
 //! tables), driven by the same clients, with the expected files recorded from slapd; and what Canopy
-//! does beyond slapd (atomic memberOf after a crash, whole subtrees renamed) on Canopy alone.
+//! does beyond slapd (atomic memberOf after a crash, whole subtrees renamed, every value a move brings
+//! checked for uniqueness) on Canopy alone.
 
 use canopy_e2e::*;
 
@@ -362,4 +363,456 @@ fn nested_groups_in_chain() {
             "cn=managers,ou=groups,dc=example,dc=com",
         ]
     );
+}
+
+const REFINT_SLAPD: &str = "overlay refint\nrefint_attributes member seeAlso\n\
+                            refint_nothing cn=nobody,dc=example,dc=com\n";
+const REFINT_CANOPY: &str =
+    "[[overlay]]\nname = \"refint\"\nattributes = [\"member\", \"seeAlso\"]\n\
+                             nothing = \"cn=nobody,dc=example,dc=com\"\n";
+
+/// Waits until no `member` or `seeAlso` names `dn` any more, up to 5 s: slapd's refint repairs the
+/// references in a background task after it answers; Canopy's are done when it answers. Both
+/// servers poll the same way, and only the state after it goes into the transcript.
+fn refint_settle(s: &Server, dn: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let filter = format!("(|(member={dn})(seeAlso={dn}))");
+    loop {
+        let out = s.search(&Bind::Root, &["-b", SUFFIX, &filter, "1.1"]);
+        if (out.code == 0 && out.records().is_empty()) || std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Every entry holding a reference (refint's two attributes, and roleOccupant, which it leaves).
+fn refint_snapshot(t: &mut Transcript, s: &Server, title: &str) {
+    t.section(
+        title,
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                SUFFIX,
+                "(|(member=*)(seeAlso=*)(roleOccupant=*))",
+                "member",
+                "seeAlso",
+                "roleOccupant",
+            ],
+        ),
+    );
+}
+
+#[test]
+fn refint() {
+    let s = Server::start_with_overlays(REFINT_SLAPD, REFINT_CANOPY);
+    let mut t = Transcript::new("overlays_refint");
+    t.section(
+        "a group whose only member is bob",
+        &s.add(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nobjectClass: groupOfNames\ncn: solo\nmember: {}\n",
+                group_dn("solo"),
+                user_dn("bob")
+            ),
+        ),
+    );
+    t.section(
+        "seeAlso references",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nadd: seeAlso\nseeAlso: {}\nseeAlso: {}\n\n\
+                 dn: {}\nchangetype: modify\nadd: seeAlso\nseeAlso: {}\n\n\
+                 dn: {}\nchangetype: modify\nadd: seeAlso\nseeAlso: {}\n\n\
+                 dn: {}\nchangetype: modify\nadd: member\nmember: {}\n",
+                user_dn("carol"),
+                user_dn("bob"),
+                user_dn("erin"),
+                user_dn("dave"),
+                format_args!("cn=docs,ou=apollo,ou=projects,{SUFFIX}"),
+                user_dn("grace"),
+                user_dn("bob"),
+                group_dn("managers"),
+                user_dn("erin"),
+            ),
+        ),
+    );
+    refint_snapshot(&mut t, &s, "before");
+
+    t.section(
+        "a member deleted",
+        &s.tool("ldapdelete", &Bind::Root, &[&user_dn("bob")], None),
+    );
+    refint_settle(&s, &user_dn("bob"));
+    refint_snapshot(
+        &mut t,
+        &s,
+        "after the delete (last values become refint_nothing)",
+    );
+
+    t.section(
+        "a member renamed",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &["-r", &user_dn("alice"), "uid=alicia"],
+            None,
+        ),
+    );
+    refint_settle(&s, &user_dn("alice"));
+    refint_snapshot(&mut t, &s, "after the rename");
+
+    t.section(
+        "a member moved",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &[
+                "-s",
+                &format!("ou=projects,{SUFFIX}"),
+                &user_dn("erin"),
+                "uid=erin",
+            ],
+            None,
+        ),
+    );
+    refint_settle(&s, &user_dn("erin"));
+    refint_snapshot(&mut t, &s, "after the move");
+
+    t.section(
+        "a subtree renamed",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &[
+                "-r",
+                &format!("ou=apollo,ou=projects,{SUFFIX}"),
+                "ou=gemini",
+            ],
+            None,
+        ),
+    );
+    refint_settle(&s, &format!("cn=docs,ou=apollo,ou=projects,{SUFFIX}"));
+    refint_snapshot(&mut t, &s, "after the subtree rename");
+
+    t.section(
+        "a repaired group's operational attributes",
+        &s.read(&Bind::Root, &group_dn("managers"), &["+"]),
+    );
+    t.section(
+        "a repaired person's operational attributes",
+        &s.read(&Bind::Root, &user_dn("carol"), &["modifiersName"]),
+    );
+    t.check();
+}
+
+const UNIQUE_SLAPD: &str =
+    "overlay unique\nunique_uri ldap:///ou=people,dc=example,dc=com?mail?sub\n";
+const UNIQUE_CANOPY: &str =
+    "[[overlay]]\nname = \"unique\"\nuri = [\"ldap:///ou=people,dc=example,dc=com?mail?sub\"]\n";
+
+fn person(dn: &str, uid: &str, mail: &str) -> String {
+    format!(
+        "dn: {dn}\nobjectClass: inetOrgPerson\nuid: {uid}\ncn: {uid}\nsn: {uid}\nmail: {mail}\n"
+    )
+}
+
+#[test]
+fn unique() {
+    let s = Server::start_with_overlays(UNIQUE_SLAPD, UNIQUE_CANOPY);
+    let mut t = Transcript::new("overlays_unique");
+    t.section(
+        "an add with a mail that exists",
+        &s.add(
+            &Bind::Root,
+            &person(&user_dn("zed"), "zed", "alice@example.com"),
+        ),
+    );
+    t.section(
+        "the same in other case (caseIgnoreIA5Match)",
+        &s.add(
+            &Bind::Root,
+            &person(&user_dn("zed"), "zed", "ALICE@Example.COM"),
+        ),
+    );
+    t.section(
+        "an add with a fresh mail",
+        &s.add(
+            &Bind::Root,
+            &person(&user_dn("zed"), "zed", "zed@example.com"),
+        ),
+    );
+    t.section(
+        "a mail replaced by an existing one",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nreplace: mail\nmail: carol@example.com\n",
+                user_dn("bob")
+            ),
+        ),
+    );
+    t.section(
+        "an existing mail added",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nadd: mail\nmail: zed@example.com\n",
+                user_dn("bob")
+            ),
+        ),
+    );
+    t.section(
+        "a mail replaced by a fresh one",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nreplace: mail\nmail: bob2@example.com\n",
+                user_dn("bob")
+            ),
+        ),
+    );
+    t.section(
+        "the old mail is free again",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nadd: mail\nmail: bob@example.com\n",
+                user_dn("carol")
+            ),
+        ),
+    );
+    t.section(
+        "an entry outside the domain with a duplicate mail",
+        &s.add(
+            &Bind::Root,
+            &person(
+                &format!("uid=outsider,ou=projects,{SUFFIX}"),
+                "outsider",
+                "dave@example.com",
+            ),
+        ),
+    );
+    t.raw(
+        "moved into the domain with the duplicate as its new RDN",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &[
+                "-s",
+                &format!("ou=people,{SUFFIX}"),
+                &format!("uid=outsider,ou=projects,{SUFFIX}"),
+                "mail=dave@example.com",
+            ],
+            None,
+        ),
+    );
+    t.section(
+        "the mails",
+        &s.search(&Bind::Root, &["-b", SUFFIX, "(mail=*)", "mail"]),
+    );
+    t.check();
+}
+
+const CONSTRAINT_SLAPD: &str = "overlay constraint\n\
+                                constraint_attribute mail regex ^[a-z0-9.]+@example\\\\.com$\n\
+                                constraint_attribute description count 2\n\
+                                constraint_attribute telephoneNumber size 20\n";
+const CONSTRAINT_CANOPY: &str = r#"[[overlay]]
+name = "constraint"
+constraints = [
+  'mail regex ^[a-z0-9.]+@example\\.com$',
+  'description count 2',
+  'telephoneNumber size 20',
+]
+"#;
+
+#[test]
+fn constraint() {
+    let s = Server::start_with_overlays(CONSTRAINT_SLAPD, CONSTRAINT_CANOPY);
+    let mut t = Transcript::new("overlays_constraint");
+    let zed = user_dn("zed");
+    let add = |t: &mut Transcript, title: &str, extra: &str| {
+        t.section(
+            title,
+            &s.add(
+                &Bind::Root,
+                &format!(
+                    "dn: {zed}\nobjectClass: inetOrgPerson\nuid: zed\ncn: zed\nsn: zed\n{extra}"
+                ),
+            ),
+        );
+    };
+    let modify = |t: &mut Transcript, title: &str, dn: &str, changes: &str| {
+        t.section(
+            title,
+            &s.modify(
+                &Bind::Root,
+                &format!("dn: {dn}\nchangetype: modify\n{changes}"),
+            ),
+        );
+    };
+    add(&mut t, "mail: upper case", "mail: Zed@example.com\n");
+    add(&mut t, "mail: another domain", "mail: zed@example.org\n");
+    add(
+        &mut t,
+        "mail: any character for the dot",
+        "mail: zed@exampleXcom\n",
+    );
+    add(
+        &mut t,
+        "description: three values",
+        "mail: zed@example.com\ndescription: a\ndescription: b\ndescription: c\n",
+    );
+    add(
+        &mut t,
+        "telephoneNumber: 21 bytes",
+        "mail: zed@example.com\ntelephoneNumber: +1 555 010 1001 23456\n",
+    );
+    add(
+        &mut t,
+        "within every limit (two descriptions, 20 bytes)",
+        "mail: zed@example.com\ndescription: a\ndescription: b\n\
+         telephoneNumber: +1 555 010 1001 2345\n",
+    );
+    modify(
+        &mut t,
+        "a third description added",
+        &zed,
+        "add: description\ndescription: c\n",
+    );
+    modify(
+        &mut t,
+        "descriptions replaced by three",
+        &zed,
+        "replace: description\ndescription: x\ndescription: y\ndescription: z\n",
+    );
+    modify(
+        &mut t,
+        "descriptions replaced by two",
+        &zed,
+        "replace: description\ndescription: x\ndescription: y\n",
+    );
+    modify(
+        &mut t,
+        "one description deleted, one added (two in the end)",
+        &zed,
+        "delete: description\ndescription: x\n-\nadd: description\ndescription: w\n",
+    );
+    modify(
+        &mut t,
+        "a second description for jose",
+        &user_dn("jose"),
+        "add: description\ndescription: second\n",
+    );
+    modify(
+        &mut t,
+        "a third one",
+        &user_dn("jose"),
+        "add: description\ndescription: third\n",
+    );
+    modify(
+        &mut t,
+        "a mail outside the pattern",
+        &user_dn("alice"),
+        "replace: mail\nmail: alice@example.net\n",
+    );
+    modify(
+        &mut t,
+        "a mail added within it",
+        &user_dn("alice"),
+        "add: mail\nmail: alice.adams@example.com\n",
+    );
+    modify(
+        &mut t,
+        "a telephone number of 21 bytes",
+        &user_dn("bob"),
+        "add: telephoneNumber\ntelephoneNumber: +1 555 010 1002 23456\n",
+    );
+    modify(
+        &mut t,
+        "one of 20 bytes",
+        &user_dn("bob"),
+        "add: telephoneNumber\ntelephoneNumber: +1 555 010 1002 2345\n",
+    );
+    t.raw(
+        "a rename whose new RDN breaks the mail pattern",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &[&zed, "mail=Zed@example.com"],
+            None,
+        ),
+    );
+    t.raw(
+        "a rename whose new RDN keeps it",
+        &s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &[&zed, "mail=zed.z@example.com"],
+            None,
+        ),
+    );
+    t.section(
+        "the entries written",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                SUFFIX,
+                "(|(uid=zed)(uid=jose)(uid=alice)(uid=bob))",
+                "mail",
+                "description",
+                "telephoneNumber",
+            ],
+        ),
+    );
+    t.check();
+}
+
+/// Moving an entry into a domain with a duplicate mail that is not in its new RDN: slapd checks a
+/// rename's new RDN values only and lets the duplicate in (recorded from slapd 2.5: rc 0); Canopy
+/// checks every value the entry brings into the domain and refuses it (docs/overlays.md, unique,
+/// "Where Canopy differs from slapd": *Which values*). Canopy alone.
+#[test]
+fn unique_checks_every_value_a_move_brings() {
+    if Target::from_env() != Target::Canopy {
+        return;
+    }
+    let s = Server::start_with_overlays(UNIQUE_SLAPD, UNIQUE_CANOPY);
+    let outsider = format!("uid=outsider,ou=projects,{SUFFIX}");
+    s.add(
+        &Bind::Root,
+        &person(&outsider, "outsider", "dave@example.com"),
+    )
+    .expect_code(0, "adding outside the domain");
+    let people = format!("ou=people,{SUFFIX}");
+    let move_in = || {
+        s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &["-s", &people, &outsider, "uid=outsider"],
+            None,
+        )
+    };
+    let out = move_in();
+    out.expect_code(19, "moving a duplicate mail into the domain");
+    assert!(
+        out.stderr.contains("(mail=dave@example.com)")
+            || out.stdout.contains("(mail=dave@example.com)"),
+        "{out:?}"
+    );
+    s.read(&Bind::Root, &outsider, &["1.1"])
+        .expect_code(0, "the entry stays where it was");
+    s.modify(
+        &Bind::Root,
+        &format!("dn: {outsider}\nchangetype: modify\nreplace: mail\nmail: outsider@example.com\n"),
+    )
+    .expect_code(0, "a fresh mail");
+    move_in().expect_code(0, "moving in without a duplicate");
+    s.read(&Bind::Root, &user_dn("outsider"), &["1.1"])
+        .expect_code(0, "the entry moved");
 }
