@@ -1,20 +1,19 @@
 //! The directory layer against a simple model: random adds, deletes and renames keep dn2id, dn2children and
 //! the stored DNs consistent with a map of DN to parent.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use canopy_core::check::entry_from_attributes_with;
 use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
-use canopy_directory::{
-    dn_key, structural, Action, Directory, Guard, ModifyDn, Pipeline, Unrestricted, WriteOp,
-    WriteRequest,
-};
+use canopy_directory::{dn_key, Action, Directory, Guard, Pipeline, WriteOp, WriteRequest};
 use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
-use canopy_proto::{Dn, PartialAttribute, Rdn, ResultCode};
+use canopy_proto::{Dn, ResultCode};
 use canopy_schema::Schema;
+use support::{add, delete, rename, ADMIN};
 
 fn open(dir: &std::path::Path) -> Directory {
     let schema = Arc::new(Schema::builtin());
@@ -43,13 +42,6 @@ fn open(dir: &std::path::Path) -> Directory {
     .unwrap()
 }
 
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
-
-async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
-    dir.write(WriteRequest { op, guard }).await
-}
-
 /// A guard that refuses deletes, as access rules would.
 struct NoDeletes;
 
@@ -71,25 +63,6 @@ impl Guard for NoDeletes {
     }
 }
 
-async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let mut grouped: Vec<PartialAttribute> = Vec::new();
-    for (name, value) in attrs {
-        match grouped.iter_mut().find(|a| a.name == *name) {
-            Some(attr) => attr.values.push(value.as_bytes().to_vec()),
-            None => grouped.push(PartialAttribute {
-                name: name.to_string(),
-                values: vec![value.as_bytes().to_vec()],
-            }),
-        }
-    }
-    let attrs = grouped;
-    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &attrs, false)?;
-    let structural = structural(dir, &entry)?;
-    canopy_directory::Stamp::identify(&mut entry, ADMIN, &structural);
-    write(dir, WriteOp::Add(entry)).await
-}
-
 async fn add_ou(dir: &Directory, name: &str, parent: &str) -> Result<(), LdapError> {
     add(
         dir,
@@ -97,32 +70,6 @@ async fn add_ou(dir: &Directory, name: &str, parent: &str) -> Result<(), LdapErr
         &[("objectClass", "organizationalUnit"), ("ou", name)],
     )
     .await
-}
-
-async fn rename(
-    dir: &Directory,
-    dn: &str,
-    new_rdn: &str,
-    superior: Option<&str>,
-) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let new_superior = match superior {
-        Some(s) => Some(dir.normalize(s.as_bytes())?),
-        None => None,
-    };
-    let op = ModifyDn {
-        dn,
-        ndn,
-        new_rdn: Rdn::parse(new_rdn.as_bytes()).unwrap(),
-        delete_old_rdn: true,
-        new_superior,
-    };
-    write(dir, WriteOp::ModifyDn(op)).await
-}
-
-async fn delete(dir: &Directory, dn: &str) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    write(dir, WriteOp::Delete { dn, ndn }).await
 }
 
 /// Every entry reachable through dn2id has a stored DN that normalizes to its key, its parent lists it as a

@@ -3,10 +3,11 @@
 //! `(member:1.2.840.113556.1.4.1941:=U)` match exactly the entries that reach G, or the groups that reach
 //! U, in one step or more — with the member attribute indexed and without.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use canopy_core::check::entry_from_attributes_with;
 use canopy_core::filter::PreparedFilter;
 use canopy_core::index::{plan, IndexSpec};
 use canopy_core::wire::StoredView;
@@ -14,15 +15,12 @@ use canopy_core::LdapError;
 use canopy_directory::candidates::resolve;
 use canopy_directory::inchain::IN_CHAIN;
 use canopy_directory::overlay::memberof::{self, MemberOf, MEMBEROF_SCHEMA};
-use canopy_directory::{
-    structural, Directory, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
-};
+use canopy_directory::{Directory, Pipeline, Unrestricted, WriteOp, WriteRequest};
 use canopy_mdb::{ReadOps, StoreConfig};
 use canopy_proto::{Filter, MatchingRuleAssertion, PartialAttribute};
 use canopy_schema::Schema;
 
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
-const SUFFIX: &str = "dc=example,dc=com";
+use support::{ADMIN, SUFFIX};
 
 fn open(path: &std::path::Path, indexed: bool) -> Directory {
     let mut schema = Schema::builtin();
@@ -47,27 +45,8 @@ fn open(path: &std::path::Path, indexed: bool) -> Directory {
 }
 
 async fn add(dir: &Directory, dn: &str, attrs: &[(&str, String)]) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let mut grouped: Vec<PartialAttribute> = Vec::new();
-    for (name, value) in attrs {
-        let value = value.as_bytes().to_vec();
-        match grouped.iter_mut().find(|a| a.name == *name) {
-            Some(attr) => attr.values.push(value),
-            None => grouped.push(PartialAttribute {
-                name: name.to_string(),
-                values: vec![value],
-            }),
-        }
-    }
-    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false)?;
-    let structural = structural(dir, &entry)?;
-    Stamp::identify(&mut entry, ADMIN, &structural);
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
-    dir.write(WriteRequest {
-        op: WriteOp::Add(entry),
-        guard,
-    })
-    .await
+    let attrs: Vec<(&str, &str)> = attrs.iter().map(|(a, v)| (*a, v.as_str())).collect();
+    support::add(dir, dn, &attrs).await
 }
 
 fn in_chain(attr: &str, value: &str) -> Filter {

@@ -2,20 +2,17 @@
 //! added, deleted and replaced, in other letter cases, whole attributes deleted), every index holds
 //! exactly the keys the entries' values give, no more and no fewer.
 
+mod support;
+
 use std::sync::Arc;
 
-use canopy_core::check::entry_from_attributes_with;
 use canopy_core::index::{entry_keys, IndexSpec};
-use canopy_core::{Entry, LdapError};
-use canopy_directory::{
-    structural, Directory, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
-};
+use canopy_core::Entry;
+use canopy_directory::{Directory, Pipeline, WriteOp};
 use canopy_mdb::{ReadOps, StoreConfig};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
-
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
-const SUFFIX: &str = "dc=example,dc=com";
+use support::{add, write, SUFFIX};
 
 fn spec(attr: &str, sub: bool, pres: bool) -> IndexSpec {
     IndexSpec {
@@ -26,34 +23,6 @@ fn spec(attr: &str, sub: bool, pres: bool) -> IndexSpec {
         ord: false,
         approx: false,
     }
-}
-
-async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
-    dir.write(WriteRequest { op, guard }).await
-}
-
-fn entry_of(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Entry {
-    let (dn, ndn) = dir.normalize(dn.as_bytes()).unwrap();
-    let mut grouped: Vec<PartialAttribute> = Vec::new();
-    for (name, value) in attrs {
-        let value = value.as_bytes().to_vec();
-        match grouped.iter_mut().find(|a| a.name == *name) {
-            Some(attr) => attr.values.push(value),
-            None => grouped.push(PartialAttribute {
-                name: name.to_string(),
-                values: vec![value],
-            }),
-        }
-    }
-    entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false).unwrap()
-}
-
-async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) {
-    let mut entry = entry_of(dir, dn, attrs);
-    let structural = structural(dir, &entry).unwrap();
-    Stamp::identify(&mut entry, ADMIN, &structural);
-    write(dir, WriteOp::Add(entry)).await.unwrap();
 }
 
 /// Every index holds exactly the (key, ID) pairs the stored entries give, over every key the
@@ -146,7 +115,8 @@ async fn indexes_follow_every_modify() {
             ("o", "x"),
         ],
     )
-    .await;
+    .await
+    .unwrap();
     for i in 0..4 {
         let dn = format!("cn=g{i},{SUFFIX}");
         add(
@@ -158,7 +128,8 @@ async fn indexes_follow_every_modify() {
                 ("member", SUFFIX),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     }
     let words = [
         "alpha",

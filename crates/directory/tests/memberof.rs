@@ -2,58 +2,33 @@
 //! added, deleted, renamed and moved, whole subtrees renamed, members added and removed), every entry's
 //! memberOf is exactly the set of groups that list it, and groups list only existing entries.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use canopy_core::check::entry_from_attributes_with;
-use canopy_core::{Entry, LdapError};
+use canopy_core::LdapError;
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf, MEMBEROF_SCHEMA};
-use canopy_directory::{
-    structural, Directory, ModifyDn, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
-};
-use canopy_mdb::{ReadOps, StoreConfig};
-use canopy_proto::{Change, ModifyOperation, PartialAttribute, Rdn, ResultCode};
+use canopy_directory::{Directory, Pipeline};
+use canopy_proto::{ModifyOperation, ResultCode};
 use canopy_schema::Schema;
+use support::{add, delete, entries, norm, rename, Rng, ADMIN, SUFFIX};
 
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
-const SUFFIX: &str = "dc=example,dc=com";
 /// Every group lists it, so no group is ever emptied by a delete.
 const KEEPER: &str = "cn=keeper,dc=example,dc=com";
 
-fn open(path: &std::path::Path, dangling: Dangling, refint: bool) -> Directory {
+fn memberof_schema() -> Schema {
     let mut schema = Schema::builtin();
     schema.load_text(MEMBEROF_SCHEMA, "memberof").unwrap();
+    schema
+}
+
+fn open(path: &std::path::Path, dangling: Dangling, refint: bool) -> Directory {
     let mut config = memberof::Config::new(ADMIN);
     config.dangling = dangling;
     config.refint = refint;
     let pipeline = Pipeline::standard().then(Arc::new(MemberOf::new(config)));
-    let mut store = StoreConfig::new(path.to_path_buf());
-    store.durable = false;
-    Directory::open(Arc::new(schema), SUFFIX, Vec::new(), store, pipeline).unwrap()
-}
-
-async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
-    dir.write(WriteRequest { op, guard }).await
-}
-
-async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let mut grouped: Vec<PartialAttribute> = Vec::new();
-    for (name, value) in attrs {
-        let value = value.as_bytes().to_vec();
-        match grouped.iter_mut().find(|a| a.name == *name) {
-            Some(attr) => attr.values.push(value),
-            None => grouped.push(PartialAttribute {
-                name: name.to_string(),
-                values: vec![value],
-            }),
-        }
-    }
-    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false)?;
-    let structural = structural(dir, &entry)?;
-    Stamp::identify(&mut entry, ADMIN, &structural);
-    write(dir, WriteOp::Add(entry)).await
+    support::open_with(path, memberof_schema(), Vec::new(), pipeline)
 }
 
 async fn add_group(dir: &Directory, dn: &str, members: &[String]) -> Result<(), LdapError> {
@@ -69,56 +44,7 @@ async fn modify(
     operation: ModifyOperation,
     values: &[String],
 ) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let changes = vec![Change {
-        operation,
-        modification: PartialAttribute {
-            name: "member".into(),
-            values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
-        },
-    }];
-    write(dir, WriteOp::Modify { dn, ndn, changes }).await
-}
-
-async fn delete(dir: &Directory, dn: &str) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    write(dir, WriteOp::Delete { dn, ndn }).await
-}
-
-async fn rename(
-    dir: &Directory,
-    dn: &str,
-    rdn: &str,
-    superior: Option<&str>,
-) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let new_superior = match superior {
-        Some(s) => Some(dir.normalize(s.as_bytes())?),
-        None => None,
-    };
-    let op = ModifyDn {
-        dn,
-        ndn,
-        new_rdn: Rdn::parse(rdn.as_bytes()).unwrap(),
-        delete_old_rdn: true,
-        new_superior,
-    };
-    write(dir, WriteOp::ModifyDn(op)).await
-}
-
-fn entries(dir: &Directory) -> Vec<Entry> {
-    let txn = dir.read().unwrap();
-    let mut out = Vec::new();
-    for item in txn.entries().unwrap() {
-        let (_, bytes) = item.unwrap();
-        out.push(Directory::parse_stored(bytes).unwrap().to_entry().unwrap());
-    }
-    out
-}
-
-fn norm(dir: &Directory, value: &[u8]) -> String {
-    let (_, ndn) = dir.normalize(value).unwrap();
-    ndn.as_str().to_string()
+    support::modify(dir, dn, operation, "member", values).await
 }
 
 /// memberOf of every entry equals the groups listing it; every member names an entry.
@@ -159,20 +85,6 @@ fn check(dir: &Directory, step: &str) {
             .unwrap_or_default();
         let want = expected.remove(entry.ndn.as_str()).unwrap_or_default();
         assert_eq!(have, want, "{step}: memberOf of {}", entry.dn);
-    }
-}
-
-/// A small deterministic generator, so a failure can be replayed from its seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
     }
 }
 
@@ -225,7 +137,7 @@ async fn memberof_agrees_with_the_groups_after_every_write() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = open(tmp.path(), Dangling::Drop, true);
         base(&dir).await;
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = Rng::seeded(seed);
         let mut counter = 0;
         for step in 0..300 {
             counter += 1;
@@ -436,18 +348,7 @@ async fn rebuild_recomputes_memberof_from_the_groups() {
     let path = tmp.path().to_path_buf();
     {
         // Written without the overlay: groups but no memberOf.
-        let mut store = StoreConfig::new(path.clone());
-        store.durable = false;
-        let mut schema = Schema::builtin();
-        schema.load_text(MEMBEROF_SCHEMA, "memberof").unwrap();
-        let plain = Directory::open(
-            Arc::new(schema),
-            SUFFIX,
-            Vec::new(),
-            store,
-            Pipeline::standard(),
-        )
-        .unwrap();
+        let plain = support::open_with(&path, memberof_schema(), Vec::new(), Pipeline::standard());
         base(&plain).await;
         let user = format!("uid=b,ou=people,{SUFFIX}");
         add(&plain, &user, &[("objectClass", "account"), ("uid", "b")])

@@ -1,19 +1,20 @@
 //! The write pipeline: hooks run in order inside the write's transaction, a refusal from any of them
 //! refuses the write with its result code, and whatever hooks wrote commits or rolls back with it.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::{
-    structural, Directory, Event, Pipeline, Proposed, Stamp, Unrestricted, WriteHook, WriteOp,
-    WriteRequest,
+    structural, Directory, Event, Pipeline, Proposed, Stamp, WriteHook, WriteOp,
 };
 use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
+use support::{write, ADMIN};
 
 /// Records every call in a shared log; refuses where told; writes a meta key on commit.
 struct Probe {
@@ -100,11 +101,6 @@ fn entry(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Entry {
     let structural = structural(dir, &entry).unwrap();
     Stamp::identify(&mut entry, ADMIN, &structural);
     entry
-}
-
-async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
-    dir.write(WriteRequest { op, guard }).await
 }
 
 async fn add_suffix(dir: &Directory) -> Result<(), LdapError> {

@@ -4,7 +4,7 @@
 //! renames do not change), so none names a missing entry; a database with equality indexes on those
 //! attributes and one without run the same sequence and agree at every step.
 
-mod overlay_support;
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use canopy_directory::overlay::refint::{self, Refint, MODIFIERS_NAME};
 use canopy_directory::{Directory, Event, Pipeline, WriteHook};
 use canopy_mdb::WriteTxn;
 use canopy_proto::{ModifyOperation, ResultCode};
-use overlay_support::*;
+use support::*;
 
 const ATTRS: [&str; 4] = ["member", "seeAlso", "manager", "owner"];
 const NOTHING: &str = "cn=nobody,dc=example,dc=com";

@@ -5,7 +5,7 @@
 //! share one (the mirror, which takes every write, then holds a duplicate); and the indexed and unindexed
 //! databases answer alike.
 
-mod overlay_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use canopy_directory::overlay::unique::{self, Domain, Unique};
 use canopy_directory::{Directory, Pipeline, WriteOp};
 use canopy_proto::{Filter, ModifyOperation, ResultCode};
 use canopy_schema::Usage;
-use overlay_support::*;
+use support::*;
 
 const PEOPLE: &str = "ldap:///ou=people,dc=example,dc=com?uid,mail?sub?\
                       (&(objectClass=inetOrgPerson)(!(employeeType=exempt)))";

@@ -1,5 +1,5 @@
-//! What the refint and unique tests share: a directory opened with a pipeline and indexes, writes as
-//! the root DN, reading every entry back, and a replayable random generator.
+//! What the backend's integration tests share: a directory opened with a pipeline and indexes, writes
+//! as the root DN, reading every entry back, and a replayable random generator.
 
 #![allow(dead_code)]
 
@@ -17,6 +17,30 @@ use canopy_schema::Schema;
 
 pub const ADMIN: &str = "cn=admin,dc=example,dc=com";
 pub const SUFFIX: &str = "dc=example,dc=com";
+
+/// Opens the database of SUFFIX in `path` with `schema`, `indexes` and `pipeline` (not durable).
+pub fn open_with(
+    path: &std::path::Path,
+    schema: Schema,
+    indexes: Vec<IndexSpec>,
+    pipeline: Pipeline,
+) -> Directory {
+    let mut store = StoreConfig::new(path.to_path_buf());
+    store.durable = false;
+    Directory::open(Arc::new(schema), SUFFIX, indexes, store, pipeline).unwrap()
+}
+
+/// An equality index (and presence, substring when asked) on `attr`.
+pub fn index(attr: &str, pres: bool, sub: bool) -> IndexSpec {
+    IndexSpec {
+        attr: attr.to_string(),
+        eq: true,
+        pres,
+        sub,
+        ord: false,
+        approx: false,
+    }
+}
 
 /// Opens the database in `path` with `pipeline`, and an equality index on each of `indexed`.
 pub fn open(path: &std::path::Path, indexed: &[&str], pipeline: Pipeline) -> Directory {
