@@ -21,17 +21,7 @@ pub(crate) fn load(txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<Option<(u64, Entr
     let Some(id) = txn.get_id(&dn_key(ndn)).map_err(store_error)? else {
         return Ok(None);
     };
-    let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
-        return Ok(None);
-    };
-    let entry = Directory::parse_stored(bytes)?.to_entry().map_err(|e| {
-        tracing::error!(error = %e, "corrupt entry");
-        LdapError::new(
-            canopy_proto::ResultCode::Other,
-            "stored entry is unreadable",
-        )
-    })?;
-    Ok(Some((id, entry)))
+    Ok(entry(txn, id)?.map(|e| (id, e)))
 }
 
 /// Reads entry `id` in the write's transaction, None when there is none.
