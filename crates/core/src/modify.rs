@@ -184,6 +184,25 @@ fn apply_one(
             let attr = attrs
                 .get_mut(pos)
                 .ok_or_else(|| no_such("modify/delete", given))?;
+            // A value given exactly as stored is the one to remove: an attribute's values are
+            // distinct under its equality rule (every write refuses equal values), so no other
+            // value can match it, and the others need not be normalized (a member removed from a
+            // large group).
+            let exact: Option<Vec<usize>> = values
+                .iter()
+                .map(|v| attr.values.iter().position(|have| have == v))
+                .collect();
+            if let Some(positions) = exact {
+                let mut index = 0;
+                attr.values.retain(|_| {
+                    index += 1;
+                    !positions.contains(&(index - 1))
+                });
+                if attr.values.is_empty() {
+                    attrs.remove(pos);
+                }
+                return Ok(());
+            }
             let existing: Vec<Vec<u8>> = attr
                 .values
                 .iter()

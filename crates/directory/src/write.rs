@@ -20,8 +20,11 @@ use crate::keys::dn_key;
 use crate::opattrs::Stamp;
 use crate::pipeline::{Event, Kind, Proposed};
 
-/// The first byte of an equality index key (docs/design/index-keys.md).
+/// The first byte of an equality index key, and the presence key (docs/design/index-keys.md).
 const EQUALITY_KEY: u8 = 0x02;
+const PRESENCE_KEY: u8 = 0x01;
+/// objectClass, whose equality keys are not one per value.
+const OBJECT_CLASS: &str = "2.5.4.0";
 
 /// What a write is allowed to do: the frontend's access control, asked inside the write's transaction
 /// once the target is found, as slapd's back-mdb asks `access_allowed`.
@@ -320,11 +323,21 @@ impl Directory {
         for ((spec, gone), came) in self.indexes().iter().zip(&gone_keys).zip(&came_keys) {
             // A key of a removed value may still come from a value that stayed (another spelling of
             // it, another attribute under the same index, the attribute's presence): only keys the
-            // whole new entry lacks go.
-            if gone.iter().any(|k| !came.contains(k)) {
-                let kept: BTreeSet<Vec<u8>> =
-                    entry_keys(self.schema(), spec, new).into_iter().collect();
-                for key in gone.difference(&kept) {
+            // whole new entry lacks go. Which ones those are is plain without looking at the other
+            // values when the index covers one attribute type held without options: its equality
+            // keys are distinct values (no two values of an attribute are equal), and its presence
+            // key stays while any value does.
+            let lost: Vec<&Vec<u8>> = gone.iter().filter(|k| !came.contains(*k)).collect();
+            let kept: BTreeSet<Vec<u8>> = match (lost.is_empty(), self.plain_index(spec, old, new))
+            {
+                (true, _) => BTreeSet::new(),
+                // Only equality keys, which go, and the presence key, which stays with any value.
+                (false, Some(true)) => BTreeSet::from([vec![PRESENCE_KEY]]),
+                (false, Some(false)) => BTreeSet::new(),
+                (false, None) => entry_keys(self.schema(), spec, new).into_iter().collect(),
+            };
+            for key in lost {
+                if !kept.contains(key) {
                     txn.index_del(&spec.attr, key, id).map_err(failed)?;
                 }
             }
@@ -423,6 +436,44 @@ impl Directory {
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)
     }
 
+    /// For an index of equality and presence keys on one attribute type without subtypes, held by
+    /// neither entry under an option: whether `new` still holds a value of it. None for any other
+    /// index, whose kept keys come from the whole new entry.
+    fn plain_index(
+        &self,
+        spec: &canopy_core::index::IndexSpec,
+        old: &Entry,
+        new: &Entry,
+    ) -> Option<bool> {
+        if spec.sub || spec.ord || spec.approx {
+            return None;
+        }
+        let schema = self.schema();
+        let at = schema.attribute_type(&spec.attr)?;
+        // objectClass values also give the keys of their superclasses, which another class may share.
+        if at.has_subtypes() || at.oid == OBJECT_CLASS {
+            return None;
+        }
+        let of_type = |desc: &str| {
+            schema
+                .attribute_type(desc.split(';').next().unwrap_or(desc))
+                .is_some_and(|t| std::ptr::eq(t, at))
+        };
+        let optioned = |e: &Entry| {
+            e.attrs
+                .iter()
+                .any(|a| of_type(&a.desc) && a.desc.contains(';'))
+        };
+        if optioned(old) || optioned(new) {
+            return None;
+        }
+        Some(
+            new.attrs
+                .iter()
+                .any(|a| of_type(&a.desc) && !a.values.is_empty()),
+        )
+    }
+
     /// The Add changes of a modify whose values the entry does not hold, as its equality index says:
     /// the only change to a type without subtypes, held by the entry under no option, indexed for
     /// equality by its own name. Anything else (or a value the index may hold: an equal value, a key
@@ -434,7 +485,6 @@ impl Directory {
         old: &Entry,
         changes: &[Change],
     ) -> Result<Vec<usize>, LdapError> {
-        const OBJECT_CLASS: &str = "2.5.4.0";
         let schema = self.schema();
         let type_of = |desc: &str| schema.attribute_type(desc.split(';').next().unwrap_or(desc));
         let mut absent = Vec::new();
