@@ -769,34 +769,55 @@ fn entry_values(dir: &Directory, entry: &Entry, name: &str) -> Vec<Vec<u8>> {
 
 /// The values `old` has that `new` lacks and those `new` has that `old` lacks, attribute by attribute
 /// (byte for byte), as two entries with `new`'s name.
+///
+/// A write keeps the order of the values it leaves and appends what it adds, so one walk in step
+/// through both lists finds the difference without hashing every value of a large attribute. When the
+/// order changed (a replace), a value may come out on both sides: it then counts as neither removed nor
+/// added, since the callers compare the two sides' keys.
 fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
-    let side = |from: &Entry, other: &Entry| -> Entry {
-        let mut out = Entry {
-            dn: new.dn.clone(),
-            ndn: new.ndn.clone(),
-            attrs: Vec::new(),
+    let empty = || Entry {
+        dn: new.dn.clone(),
+        ndn: new.ndn.clone(),
+        attrs: Vec::new(),
+    };
+    let (mut gone, mut came) = (empty(), empty());
+    let push = |into: &mut Entry, desc: &str, values: Vec<Vec<u8>>| {
+        if !values.is_empty() {
+            into.attrs.push(Attribute {
+                desc: desc.to_string(),
+                values,
+            });
+        }
+    };
+    for attr in &old.attrs {
+        let Some(now) = new.get(&attr.desc) else {
+            push(&mut gone, &attr.desc, attr.values.clone());
+            continue;
         };
-        for attr in &from.attrs {
-            let there: std::collections::HashSet<&[u8]> = other
-                .get(&attr.desc)
-                .map(|a| a.values.iter().map(Vec::as_slice).collect())
-                .unwrap_or_default();
-            let values: Vec<Vec<u8>> = attr
-                .values
-                .iter()
-                .filter(|v| !there.contains(v.as_slice()))
-                .cloned()
-                .collect();
-            if !values.is_empty() {
-                out.attrs.push(Attribute {
-                    desc: attr.desc.clone(),
-                    values,
-                });
+        if attr.values == now.values {
+            continue;
+        }
+        let (mut removed, mut j) = (Vec::new(), 0);
+        for value in &attr.values {
+            if now.values.get(j) == Some(value) {
+                j += 1;
+            } else {
+                removed.push(value.clone());
             }
         }
-        out
-    };
-    (side(old, new), side(new, old))
+        push(&mut gone, &attr.desc, removed);
+        push(
+            &mut came,
+            &attr.desc,
+            now.values.get(j..).unwrap_or(&[]).to_vec(),
+        );
+    }
+    for attr in &new.attrs {
+        if old.get(&attr.desc).is_none() {
+            push(&mut came, &attr.desc, attr.values.clone());
+        }
+    }
+    (gone, came)
 }
 
 /// Stamps the structural class on a new entry.
