@@ -47,6 +47,30 @@ pub fn apply_modifications_with(
     changes: &[Change],
     options: ModifyOptions,
 ) -> Result<(), LdapError> {
+    let mut working = entry.attrs.clone();
+    apply_all(schema, &mut working, changes, &options)?;
+    entry.attrs = working;
+    Ok(())
+}
+
+/// [`apply_modifications_with`] on an entry the caller gives up (it keeps the original): the changes
+/// are made in place, with no copy of the entry kept to restore on an error.
+pub fn modified(
+    schema: &Schema,
+    mut entry: Entry,
+    changes: &[Change],
+    options: &ModifyOptions,
+) -> Result<Entry, LdapError> {
+    apply_all(schema, &mut entry.attrs, changes, options)?;
+    Ok(entry)
+}
+
+fn apply_all(
+    schema: &Schema,
+    attrs: &mut Vec<Attribute>,
+    changes: &[Change],
+    options: &ModifyOptions,
+) -> Result<(), LdapError> {
     check_value_counts(changes)?;
     let mut resolved = Vec::with_capacity(changes.len());
     for change in changes {
@@ -57,19 +81,10 @@ pub fn apply_modifications_with(
             reject_no_user_modification(at, &change.modification.name)?;
         }
     }
-    let mut working = entry.attrs.clone();
     for (i, (change, (desc, at))) in changes.iter().zip(&resolved).enumerate() {
         let absent = options.absent_adds.contains(&i);
-        apply_one(
-            schema,
-            &mut working,
-            change,
-            &desc.to_desc_string(),
-            at,
-            absent,
-        )?;
+        apply_one(schema, attrs, change, &desc.to_desc_string(), at, absent)?;
     }
-    entry.attrs = working;
     Ok(())
 }
 

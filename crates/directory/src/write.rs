@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use canopy_core::check::{check_entry, structural_class};
 use canopy_core::index::{entry_keys, entry_keys_all};
-use canopy_core::modify::{apply_modifications, apply_modifications_with, ModifyOptions};
+use canopy_core::modify::{apply_modifications, modified, ModifyOptions};
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
@@ -422,12 +422,11 @@ impl Directory {
         let (id, old) = self.load(txn, ndn, dn, ctx)?;
         ctx.guard
             .authorize(self, txn, Action::Modify(&old, changes))?;
-        let mut entry = old.clone();
         let options = ModifyOptions {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
             ..ModifyOptions::default()
         };
-        apply_modifications_with(self.schema(), &mut entry, changes, options)?;
+        let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
         check_entry(self.schema(), &entry)?;
         let kind = Kind::Modify;
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
