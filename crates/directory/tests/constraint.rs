@@ -2,22 +2,18 @@
 //! past it, on add, modify (add, replace and delete of values) and rename; a refused write answers
 //! constraintViolation with slapd's text and leaves the database as it was.
 
+mod support;
+
 use std::sync::Arc;
 
-use canopy_core::check::entry_from_attributes_with;
 use canopy_core::index::IndexSpec;
-use canopy_core::{Entry, LdapError};
+use canopy_core::LdapError;
 use canopy_directory::overlay::constraint::{Constraint, Rule};
-use canopy_directory::{
-    structural, Directory, ModifyDn, OpenError, Pipeline, Stamp, Unrestricted, WriteOp,
-    WriteRequest,
-};
-use canopy_mdb::{ReadOps, StoreConfig};
-use canopy_proto::{Change, ModifyOperation, PartialAttribute, Rdn, ResultCode};
+use canopy_directory::{Directory, OpenError, Pipeline, WriteOp};
+use canopy_mdb::StoreConfig;
+use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
-const ADMIN: &str = "cn=admin,dc=example,dc=com";
-const SUFFIX: &str = "dc=example,dc=com";
 const PEOPLE: &str = "ou=people,dc=example,dc=com";
 const OTHER: &str = "ou=other,dc=example,dc=com";
 
@@ -79,13 +75,6 @@ async fn open(path: &std::path::Path, rules: &[&str], indexes: Vec<IndexSpec>) -
     dir
 }
 
-async fn write(dir: &Directory, op: WriteOp, requester: &str) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted {
-        dn: requester.into(),
-    });
-    dir.write(WriteRequest { op, guard }).await
-}
-
 async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), LdapError> {
     add_as(dir, dn, attrs, ADMIN).await
 }
@@ -96,22 +85,7 @@ async fn add_as(
     attrs: &[(&str, &str)],
     requester: &str,
 ) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let mut grouped: Vec<PartialAttribute> = Vec::new();
-    for (name, value) in attrs {
-        let value = value.as_bytes().to_vec();
-        match grouped.iter_mut().find(|a| a.name == *name) {
-            Some(attr) => attr.values.push(value),
-            None => grouped.push(PartialAttribute {
-                name: name.to_string(),
-                values: vec![value],
-            }),
-        }
-    }
-    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false)?;
-    let structural = structural(dir, &entry)?;
-    Stamp::identify(&mut entry, requester, &structural);
-    write(dir, WriteOp::Add(entry), requester).await
+    write_as(dir, add_op_as(dir, dn, attrs, requester)?, requester).await
 }
 
 /// One change: operation, attribute, values.
@@ -138,39 +112,7 @@ async fn modify_as(
             },
         })
         .collect();
-    write(dir, WriteOp::Modify { dn, ndn, changes }, requester).await
-}
-
-async fn rename(
-    dir: &Directory,
-    dn: &str,
-    rdn: &str,
-    delete_old_rdn: bool,
-    superior: Option<&str>,
-) -> Result<(), LdapError> {
-    let (dn, ndn) = dir.normalize(dn.as_bytes())?;
-    let new_superior = match superior {
-        Some(s) => Some(dir.normalize(s.as_bytes())?),
-        None => None,
-    };
-    let op = ModifyDn {
-        dn,
-        ndn,
-        new_rdn: Rdn::parse(rdn.as_bytes()).unwrap(),
-        delete_old_rdn,
-        new_superior,
-    };
-    write(dir, WriteOp::ModifyDn(op), ADMIN).await
-}
-
-fn entries(dir: &Directory) -> Vec<Entry> {
-    let txn = dir.read().unwrap();
-    let mut out = Vec::new();
-    for item in txn.entries().unwrap() {
-        let (_, bytes) = item.unwrap();
-        out.push(Directory::parse_stored(bytes).unwrap().to_entry().unwrap());
-    }
-    out
+    write_as(dir, WriteOp::Modify { dn, ndn, changes }, requester).await
 }
 
 /// Runs a write that must be refused with slapd's answer (`add`/`modify breaks constraint on ATTR`)
@@ -227,6 +169,7 @@ fn values(dir: &Directory, dn: &str, attr: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+use support::{add_op_as, entries, rename_with as rename, write_as, ADMIN, SUFFIX};
 use ModifyOperation::{Add, Delete, Increment, Replace};
 
 #[tokio::test]
@@ -855,7 +798,7 @@ async fn deletes_are_never_constrained() {
     let a = format!("uid=a,{PEOPLE}");
     accepted("no mail", add(&dir, &a, &pairs(&person("a")))).await;
     let (dn, ndn) = dir.normalize(a.as_bytes()).unwrap();
-    accepted("delete", write(&dir, WriteOp::Delete { dn, ndn }, ADMIN)).await;
+    accepted("delete", write_as(&dir, WriteOp::Delete { dn, ndn }, ADMIN)).await;
 }
 
 #[tokio::test]

@@ -68,12 +68,29 @@ pub fn open(path: &std::path::Path, indexed: &[&str], pipeline: Pipeline) -> Dir
 }
 
 pub async fn write(dir: &Directory, op: WriteOp) -> Result<(), LdapError> {
-    let guard = Arc::new(Unrestricted { dn: ADMIN.into() });
+    write_as(dir, op, ADMIN).await
+}
+
+/// A write by `requester`, with nothing refused to it.
+pub async fn write_as(dir: &Directory, op: WriteOp, requester: &str) -> Result<(), LdapError> {
+    let guard = Arc::new(Unrestricted {
+        dn: requester.into(),
+    });
     dir.write(WriteRequest { op, guard }).await
 }
 
 /// The add of `dn` with `attrs` (name, value), as the frontend builds it.
 pub fn add_op(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<WriteOp, LdapError> {
+    add_op_as(dir, dn, attrs, ADMIN)
+}
+
+/// [`add_op`] for an entry created by `requester`.
+pub fn add_op_as(
+    dir: &Directory,
+    dn: &str,
+    attrs: &[(&str, &str)],
+    requester: &str,
+) -> Result<WriteOp, LdapError> {
     let (dn, ndn) = dir.normalize(dn.as_bytes())?;
     let mut grouped: Vec<PartialAttribute> = Vec::new();
     for (name, value) in attrs {
@@ -89,7 +106,7 @@ pub fn add_op(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<Write
     dir.pretty_values(&mut grouped);
     let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false)?;
     let structural = structural(dir, &entry)?;
-    Stamp::identify(&mut entry, ADMIN, &structural);
+    Stamp::identify(&mut entry, requester, &structural);
     Ok(WriteOp::Add(entry))
 }
 
@@ -129,6 +146,17 @@ pub async fn rename(
     rdn: &str,
     superior: Option<&str>,
 ) -> Result<(), LdapError> {
+    rename_with(dir, dn, rdn, true, superior).await
+}
+
+/// [`rename`], keeping the old RDN's values unless `delete_old_rdn`.
+pub async fn rename_with(
+    dir: &Directory,
+    dn: &str,
+    rdn: &str,
+    delete_old_rdn: bool,
+    superior: Option<&str>,
+) -> Result<(), LdapError> {
     let (dn, ndn) = dir.normalize(dn.as_bytes())?;
     let new_superior = match superior {
         Some(s) => Some(dir.normalize(s.as_bytes())?),
@@ -138,7 +166,7 @@ pub async fn rename(
         dn,
         ndn,
         new_rdn: Rdn::parse(rdn.as_bytes()).unwrap(),
-        delete_old_rdn: true,
+        delete_old_rdn,
         new_superior,
     };
     write(dir, WriteOp::ModifyDn(op)).await
