@@ -315,6 +315,11 @@ impl Directory {
         Directory::parse_stored(bytes).ok()?.to_entry().ok()
     }
 
+    /// The stored bytes of entry `id` in the snapshot `txn`; None when there is none.
+    pub fn stored<'t>(&self, txn: &'t ReadTxn, id: u64) -> Result<Option<&'t [u8]>, LdapError> {
+        txn.get_entry(id).map_err(store_error)
+    }
+
     /// Looks up an entry by normalized DN: its ID and stored bytes.
     pub fn lookup<'t>(
         &self,

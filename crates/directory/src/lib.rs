@@ -21,6 +21,7 @@ pub mod referral;
 pub mod search;
 pub mod write;
 
+pub use canopy_mdb::ReadTxn;
 pub use database::{Directory, OpenError};
 pub use error::{store_error, OpError};
 pub use keys::dn_key;

@@ -448,3 +448,26 @@ fn module_loops_are_found() {
         ["acl", "state", "ops"]
     );
 }
+
+/// The operations reach storage only through the backend (`canopy-directory`): no file of
+/// `crates/server/src/ops` names the store's crate.
+#[test]
+fn operations_go_through_the_backend() {
+    let ops = workspace_root().join("crates/server/src/ops");
+    let mut files = Vec::new();
+    rust_files(&ops, &mut files);
+    assert!(
+        !files.is_empty(),
+        "no operation sources under {}",
+        ops.display()
+    );
+    let direct: Vec<String> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("canopy_mdb")))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        direct.is_empty(),
+        "operations using the store directly: {direct:?}"
+    );
+}

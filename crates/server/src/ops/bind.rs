@@ -2,7 +2,6 @@
 //! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512) with failed-bind back-off.
 
 use canopy_core::LdapError;
-use canopy_mdb::ReadTxn;
 use canopy_password::scram::ScramHash;
 use canopy_proto::{
     BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode,
@@ -12,7 +11,7 @@ use canopy_schema::NormDn;
 use crate::access::Who;
 use crate::acl::ops::{allows, with_checker};
 use crate::acl::{privileges, AttrRef, Target};
-use canopy_directory::{Directory, WriteOp};
+use canopy_directory::{Directory, ReadTxn, WriteOp};
 
 use crate::databases::Database;
 use crate::sasl::{self, mapping, scram, store, Exchange};

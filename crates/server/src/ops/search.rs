@@ -10,8 +10,7 @@ use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::search::{decoded, Candidate, Query};
-use canopy_directory::{store_error, Directory, Referral};
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_directory::{Directory, ReadTxn, Referral};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
@@ -279,9 +278,9 @@ fn execute(
     // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
     let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
-    base_access(&access, &txn, &found.ndn, found.id)?;
+    base_access(dir, &access, &txn, &found.ndn, found.id)?;
     if let Some(filter) = &job.ctl.assertion {
-        if let Some(bytes) = txn.get_entry(found.id).map_err(store_error)? {
+        if let Some(bytes) = dir.stored(&txn, found.id)? {
             check_assertion(schema, &load(dir, &txn, &job.who, found.id, bytes)?, filter)?;
         }
     }
@@ -612,6 +611,7 @@ fn encode_readable_values(
 
 /// slapd requires `search` on the base entry; without `disclose` either, the base does not exist.
 fn base_access(
+    dir: &Database,
     access: &SearchAccess<'_>,
     txn: &ReadTxn,
     base: &NormDn,
@@ -622,7 +622,7 @@ fn base_access(
     }
     // Only rules with a filter look at the base's attributes: decode it for them alone.
     let entry = if access.checker().acl().needs_entry() {
-        let Some(bytes) = txn.get_entry(base_id).map_err(store_error)? else {
+        let Some(bytes) = dir.stored(txn, base_id)? else {
             return Ok(());
         };
         Some(decoded(&Directory::parse_stored(bytes)?, true)?)
