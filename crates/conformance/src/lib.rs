@@ -11,6 +11,7 @@ pub mod mutate;
 pub mod rawber;
 pub mod report;
 pub mod run;
+pub mod sequence;
 pub mod servers;
 pub mod shrink;
 pub mod write;

@@ -27,6 +27,9 @@ struct Args {
     /// Random filters per seed
     #[arg(long, default_value_t = 2000)]
     filters: usize,
+    /// Generated write sequences per seed (each in a sandbox of its own, after the corpus)
+    #[arg(long, default_value_t = 0)]
+    sequences: usize,
     /// The canopy binary [default: `canopy` next to this executable]
     #[arg(long)]
     canopy_bin: Option<PathBuf>,
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
             args.seed
         },
         filters: args.filters,
+        sequences: args.sequences,
         aliases: !args.no_aliases,
         report: args.report,
         verbose: args.verbose,

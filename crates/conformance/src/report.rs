@@ -15,6 +15,8 @@ const MAX_LINES_PER_CASE: usize = 25;
 pub struct Tally {
     pub cases: usize,
     pub differ: usize,
+    /// Steps of write sequences not run because an earlier step of the sequence differed.
+    pub skipped: usize,
     /// source (corpus file or seed) -> (cases, differing)
     by_source: BTreeMap<String, (usize, usize)>,
     /// kind -> differing cases showing it
@@ -180,9 +182,13 @@ impl Tally {
             0 => String::new(),
             n => format!(", deliberate: {n}"),
         };
+        let skipped = match self.skipped {
+            0 => String::new(),
+            n => format!(", skipped after a differing step of their sequence: {n}"),
+        };
         let _ = writeln!(
             s,
-            "cases: {}, agree: {}, differ: {}{deliberate}",
+            "cases: {}, agree: {}, differ: {}{deliberate}{skipped}",
             self.cases,
             self.agree(),
             self.differ

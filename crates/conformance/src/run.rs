@@ -1,5 +1,5 @@
-//! One conformance run: start both servers on the same data, run the corpus and the random
-//! filters against each, compare, and write the report.
+//! One conformance run: start both servers on the same data, run the random filters, the corpus and
+//! the generated write sequences against each, compare, and write the report.
 
 use crate::case::Case;
 use crate::compare::{brief, diff, Kind};
@@ -7,6 +7,7 @@ use crate::corpus::{self, CorpusError};
 use crate::data::{self, DataError};
 use crate::generate::Generator;
 use crate::report::Tally;
+use crate::sequence::{Sequence, SequenceGen};
 use crate::servers::{write_ldif, Endpoint, SetupError};
 use crate::shrink;
 use canopy_harness::Target;
@@ -22,6 +23,8 @@ pub struct Options {
     pub seeds: Vec<u64>,
     /// Random filters per seed.
     pub filters: usize,
+    /// Generated write sequences per seed (run after the corpus).
+    pub sequences: usize,
     /// Also load `aliases*.ldif` and run `aliases*.corpus`.
     pub aliases: bool,
     pub report: PathBuf,
@@ -83,6 +86,7 @@ fn run_in(
     let mut out = Reporter::new(&opts.report)?;
     out.line(&format!(
         "conformance run: data {} ({} entries), {} corpus cases, seeds {:?} x {} filters\n\
+         write sequences: {} per seed\n\
          slapd {} in {}\ncanopy {} in {} ({})\n",
         files
             .iter()
@@ -93,6 +97,7 @@ fn run_in(
         cases.len(),
         opts.seeds,
         opts.filters,
+        opts.sequences,
         slapd.url(),
         slapd.dir().display(),
         canopy.url(),
@@ -126,6 +131,14 @@ fn run_in(
             opts.verbose,
         )?;
     }
+    // Write sequences last: their sandboxes would show up in the corpus's subtree searches.
+    for &seed in &opts.seeds {
+        let mut generator = SequenceGen::new(seed, opts.aliases);
+        for _ in 0..opts.sequences {
+            let sequence = generator.next_sequence();
+            run_sequence(&sequence, &mut slapd, &mut canopy, &mut tally, &mut out)?;
+        }
+    }
     if !canopy.alive() {
         out.line("canopy is no longer running (crashed?)")?;
     }
@@ -153,6 +166,41 @@ fn run_one(
         Some(text) => out.line(&text)?,
         None if verbose => out.line(&format!("ok [{}] {}", case.origin, brief(&reference)))?,
         None => {}
+    }
+    Ok(())
+}
+
+/// Runs one write sequence until its first difference: the two directories then hold different
+/// sandboxes, so the steps after it would only repeat it. The report shows the writes that led there.
+fn run_sequence(
+    sequence: &Sequence,
+    slapd: &mut Endpoint,
+    canopy: &mut Endpoint,
+    tally: &mut Tally,
+    out: &mut Reporter,
+) -> Result<(), RunError> {
+    for (i, case) in sequence.steps.iter().enumerate() {
+        let reference = slapd.run(case);
+        let candidate = canopy.run(case);
+        let diffs = diff(&reference, &candidate);
+        let Some(text) = tally.record(case, &diffs, &[]) else {
+            continue;
+        };
+        let mut context = format!(
+            "  (step {} of {}; the writes before it, as root unless noted:)\n",
+            i + 1,
+            sequence.steps.len()
+        );
+        for earlier in sequence.steps[..i].iter().filter(|c| c.is_write()) {
+            for line in earlier.replay("\"$URL\"").lines() {
+                context.push_str("    ");
+                context.push_str(line);
+                context.push('\n');
+            }
+        }
+        tally.skipped += sequence.steps.len() - i - 1;
+        out.line(&format!("{text}{context}"))?;
+        break;
     }
     Ok(())
 }
