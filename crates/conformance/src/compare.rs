@@ -152,7 +152,13 @@ fn norm_status(s: &Status) -> NormStatus {
                             raw_dn: b"<undecodable entry>".to_vec(),
                             attrs: BTreeMap::new(),
                         },
-                        |e| norm_entry(&e),
+                        |e| {
+                            let mut entry = norm_entry(&e);
+                            // SCRAM secrets canopy keeps beside a password it hashed
+                            // (docs/compatibility.md), as in search entries.
+                            entry.attrs.remove("authpassword");
+                            entry
+                        },
                     ))
                 }
                 _ => None,

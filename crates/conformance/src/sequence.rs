@@ -39,7 +39,7 @@ impl SequenceGen {
     pub fn new(seed: u64, aliases: bool) -> SequenceGen {
         // Apart from the filter generator's stream for the same seed.
         SequenceGen {
-            rng: Rng::new(seed ^ 0x5eed_0f_5e9_u64),
+            rng: Rng::new(seed ^ 0x0005_eed0_f5e9_u64),
             seed,
             aliases,
             made: 0,
@@ -270,7 +270,12 @@ impl Builder<'_> {
             controls.push(manage(self.rng.chance(50)));
         }
         if self.rng.chance(10) {
-            let f = ["(sn=Beta)", "(description=one)", "(cn=nomatch)", "(objectClass=*)"];
+            let f = [
+                "(sn=Beta)",
+                "(description=one)",
+                "(cn=nomatch)",
+                "(objectClass=*)",
+            ];
             let f = f[self.rng.below(f.len())];
             if let Ok(filter) = Filter::parse(f) {
                 controls.push(Control {

@@ -65,6 +65,31 @@ pub fn modified(
     Ok(entry)
 }
 
+/// The checks slapd makes on a ModifyRequest before looking at the directory (`slap_mods_check`): value
+/// counts, then each change's description, increment syntax, values' syntax, several values for a
+/// SINGLE-VALUE type and values given twice, change by change.
+pub fn check_changes(schema: &Schema, changes: &[Change]) -> Result<(), LdapError> {
+    check_value_counts(changes)?;
+    for change in changes {
+        resolve(schema, change)?;
+    }
+    Ok(())
+}
+
+/// slapd's no-user-modification check, which its frontend makes after the referral check. Expects changes
+/// [`check_changes`] accepted.
+pub fn check_no_user_modification(schema: &Schema, changes: &[Change]) -> Result<(), LdapError> {
+    for change in changes {
+        let given = &change.modification.name;
+        if let Ok(desc) = AttrDesc::parse(schema, given) {
+            if let Some(at) = desc.attribute_type(schema) {
+                reject_no_user_modification(at, given)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn apply_all(
     schema: &Schema,
     attrs: &mut Vec<Attribute>,

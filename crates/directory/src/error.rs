@@ -15,6 +15,16 @@ pub enum OpError {
     Referral(Referral),
 }
 
+impl OpError {
+    /// The result code the client gets.
+    pub fn code(&self) -> ResultCode {
+        match self {
+            OpError::Ldap(e) => e.code,
+            OpError::Referral(_) => ResultCode::Referral,
+        }
+    }
+}
+
 impl From<Referral> for OpError {
     fn from(r: Referral) -> OpError {
         OpError::Referral(r)

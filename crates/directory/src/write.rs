@@ -15,10 +15,11 @@ use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCod
 use canopy_schema::NormDn;
 
 use crate::database::Directory;
-use crate::error::store_error;
+use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
 use crate::pipeline::{Event, Kind, Proposed};
+use crate::referral::{is_referral, referral_for};
 
 /// The first byte of an equality index key, and the presence key (docs/design/index-keys.md).
 const EQUALITY_KEY: u8 = 0x02;
@@ -40,6 +41,12 @@ pub trait Guard: Send + Sync {
         action: Action<'_>,
     ) -> Result<(), LdapError>;
 
+    /// Whether the request carries ManageDsaIT: referral objects are then entries like any other. Offline
+    /// tools and tests manage them.
+    fn manage_dsa_it(&self) -> bool {
+        true
+    }
+
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
@@ -53,6 +60,12 @@ pub enum Action<'a> {
     Add(&'a Entry),
     Delete(&'a Entry),
     Modify(&'a Entry, &'a [Change]),
+    /// Renaming or moving the entry at `ndn` out of its parent: the parent's children (slapd checks
+    /// this before looking at the entry itself).
+    RenameFrom {
+        ndn: &'a NormDn,
+        moving: bool,
+    },
     Rename {
         entry: &'a Entry,
         /// The new superior, when the entry moves.
@@ -121,7 +134,7 @@ struct Ctx<'a> {
 
 /// Why a write closure gave up.
 enum Retry {
-    Ldap(LdapError),
+    Ldap(OpError),
     MapFull,
 }
 
@@ -142,7 +155,7 @@ fn failed(error: StoreError) -> LdapError {
 impl Directory {
     /// Runs a write and returns once it is durable (or failed). Existence is checked before the guard,
     /// as slapd does, so a missing entry is noSuchObject for everyone.
-    pub async fn write(&self, request: WriteRequest) -> Result<(), LdapError> {
+    pub async fn write(&self, request: WriteRequest) -> Result<(), OpError> {
         // The store grows the map before it fills; a write that still meets a full map (a reader held the
         // growth off) is run again after the growth, so no client ever sees MDB_MAP_FULL.
         for _ in 0..MAP_FULL_RETRIES {
@@ -168,14 +181,17 @@ impl Directory {
                 Ok(Ok(Ok(()))) => return Ok(()),
                 Ok(Ok(Err(Retry::Ldap(e)))) => return Err(e),
                 Ok(Ok(Err(Retry::MapFull))) | Ok(Err(StoreError::MapFull)) => continue,
-                Ok(Err(store)) => return Err(store_error(store)),
-                Err(_) => return Err(LdapError::new(ResultCode::Unavailable, "writer stopped")),
+                Ok(Err(store)) => return Err(store_error(store).into()),
+                Err(_) => {
+                    return Err(LdapError::new(ResultCode::Unavailable, "writer stopped").into())
+                }
             }
         }
         Err(LdapError::new(
             ResultCode::Busy,
             "the database could not grow in time; try again",
-        ))
+        )
+        .into())
     }
 
     fn apply(
@@ -184,7 +200,7 @@ impl Directory {
         op: WriteOp,
         guard: &dyn Guard,
         stamp: &Stamp,
-    ) -> Result<(), LdapError> {
+    ) -> Result<(), OpError> {
         let ctx = Ctx { guard, stamp };
         match op {
             WriteOp::Add(entry) => self.add(txn, entry, ctx),
@@ -255,17 +271,18 @@ impl Directory {
         self.reindex(txn, id, Some(old), Some(new))
     }
 
+    /// The target of a write. A missing one is noSuchObject, or the referral of a referral object above it
+    /// (slapd's back-mdb answers so whatever the controls).
     fn load(
         &self,
         txn: &WriteTxn<'_>,
         ndn: &NormDn,
         dn: &Dn,
         ctx: Ctx<'_>,
-    ) -> Result<(u64, Entry), LdapError> {
-        let id = txn.get_id(&dn_key(ndn)).map_err(failed)?.ok_or_else(|| {
-            ctx.guard
-                .conceal(self, txn, self.no_such_object(txn, ndn, dn))
-        })?;
+    ) -> Result<(u64, Entry), OpError> {
+        let Some(id) = txn.get_id(&dn_key(ndn)).map_err(failed)? else {
+            return Err(self.missing(txn, ndn, dn, ctx)?);
+        };
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
@@ -275,6 +292,59 @@ impl Directory {
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })?;
         Ok((id, entry))
+    }
+
+    /// Why `ndn` cannot be found: the referral of the nearest existing entry above it when that is a
+    /// referral object, noSuchObject with the matched DN the requester may see otherwise.
+    fn missing(
+        &self,
+        txn: &WriteTxn<'_>,
+        ndn: &NormDn,
+        dn: &Dn,
+        ctx: Ctx<'_>,
+    ) -> Result<OpError, LdapError> {
+        let mut candidate = ndn.parent();
+        let mut below = 1;
+        while let Some(current) = candidate {
+            if !self.holds(&current) {
+                break;
+            }
+            if let Some(id) = txn.get_id(&dn_key(&current)).map_err(failed)? {
+                if let Some(bytes) = txn.get_entry(id).map_err(failed)? {
+                    let stored = Directory::parse_stored(bytes)?;
+                    if is_referral(&stored) {
+                        return Ok(referral_for(&stored, dn, below, None, None).into());
+                    }
+                }
+                break;
+            }
+            candidate = current.parent();
+            below += 1;
+        }
+        Ok(ctx
+            .guard
+            .conceal(self, txn, self.no_such_object(txn, ndn, dn))
+            .into())
+    }
+
+    /// The referral answer for a write on the referral object `id` itself, without ManageDsaIT.
+    fn referral_object(
+        &self,
+        txn: &WriteTxn<'_>,
+        id: u64,
+        dn: &Dn,
+        ctx: Ctx<'_>,
+    ) -> Result<(), OpError> {
+        if ctx.guard.manage_dsa_it() {
+            return Ok(());
+        }
+        if let Some(bytes) = txn.get_entry(id).map_err(failed)? {
+            let stored = Directory::parse_stored(bytes)?;
+            if is_referral(&stored) {
+                return Err(referral_for(&stored, dn, 0, None, None).into());
+            }
+        }
+        Ok(())
     }
 
     fn put(&self, txn: &mut WriteTxn<'_>, id: u64, entry: &Entry) -> Result<(), LdapError> {
@@ -349,24 +419,25 @@ impl Directory {
         Ok(())
     }
 
-    fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), LdapError> {
+    /// slapd's order (back-mdb's add): an existing entry first, then the parent (missing, the access
+    /// rules, an alias), then the store.
+    fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), OpError> {
         let key = dn_key(&entry.ndn);
+        if txn.get_id(&key).map_err(failed)?.is_some() {
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "").into());
+        }
         let parent_id = if entry.ndn == *self.suffix() {
             0
         } else {
             let parent_ndn = entry.ndn.parent().unwrap_or_else(NormDn::root);
-            let parent_dn = entry.dn.parent();
             match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
                 Some(id) => id,
-                None => {
-                    let missing = self.no_such_object(txn, &parent_ndn, &parent_dn);
-                    return Err(ctx.guard.conceal(self, txn, missing));
-                }
+                None => return Err(self.missing(txn, &entry.ndn, &entry.dn, ctx)?),
             }
         };
         ctx.guard.authorize(self, txn, Action::Add(&entry))?;
-        if txn.get_id(&key).map_err(failed)?.is_some() {
-            return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
+        if parent_id != 0 {
+            self.under_parent(txn, parent_id, &mut entry.dn)?;
         }
         let id = txn.next_id().map_err(failed)?;
         self.prepare(txn, ctx, Kind::Add, id, None, Some(&mut entry), &[])?;
@@ -374,7 +445,59 @@ impl Directory {
         txn.put_dn(&key, id).map_err(failed)?;
         txn.add_child(parent_id, id).map_err(failed)?;
         self.reindex(txn, id, None, Some(&entry))?;
-        self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])
+        Ok(self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?)
+    }
+
+    /// The stored DN of the parent an entry is renamed under; a new superior must be neither an alias
+    /// (aliasProblem) nor a referral object (other, as slapd answers).
+    fn superior_dn(
+        &self,
+        txn: &WriteTxn<'_>,
+        parent_id: u64,
+        moving: bool,
+    ) -> Result<Dn, LdapError> {
+        let bytes = txn
+            .get_entry(parent_id)
+            .map_err(failed)?
+            .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
+        let parent = Directory::parse_stored(bytes)?;
+        if moving && crate::referral::is_alias(&parent) {
+            return Err(LdapError::new(
+                ResultCode::AliasProblem,
+                "new superior is an alias",
+            ));
+        }
+        if moving && crate::referral::is_referral(&parent) {
+            return Err(LdapError::new(
+                ResultCode::Other,
+                "new superior is a referral",
+            ));
+        }
+        Dn::parse(parent.dn)
+            .map_err(|_| LdapError::new(ResultCode::Other, "stored DN is unreadable"))
+    }
+
+    /// Refuses a new child of an alias (aliasProblem) or of a referral object (its referral, ManageDsaIT or
+    /// not), as slapd, and spells `dn` as its own RDN under the parent's stored DN: slapd keeps one RDN per
+    /// entry and builds DNs from them, so the parent part of a DN is always the parent's own spelling,
+    /// whatever the client wrote.
+    fn under_parent(&self, txn: &WriteTxn<'_>, parent_id: u64, dn: &mut Dn) -> Result<(), OpError> {
+        let bytes = txn
+            .get_entry(parent_id)
+            .map_err(failed)?
+            .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
+        let parent = Directory::parse_stored(bytes)?;
+        if crate::referral::is_alias(&parent) {
+            return Err(LdapError::new(ResultCode::AliasProblem, "parent is an alias").into());
+        }
+        if is_referral(&parent) {
+            return Err(referral_for(&parent, dn, 1, None, None).into());
+        }
+        if let Ok(parent_dn) = Dn::parse(parent.dn) {
+            dn.rdns.truncate(1);
+            dn.rdns.extend(parent_dn.rdns);
+        }
+        Ok(())
     }
 
     fn delete(
@@ -383,14 +506,16 @@ impl Directory {
         dn: &Dn,
         ndn: &NormDn,
         ctx: Ctx<'_>,
-    ) -> Result<(), LdapError> {
+    ) -> Result<(), OpError> {
         let (id, entry) = self.load(txn, ndn, dn, ctx)?;
         ctx.guard.authorize(self, txn, Action::Delete(&entry))?;
+        self.referral_object(txn, id, dn, ctx)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
                 ResultCode::NotAllowedOnNonLeaf,
                 "subordinate objects must be deleted first",
-            ));
+            )
+            .into());
         }
         let parent_id = self.parent_id(txn, ndn)?;
         self.prepare(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])?;
@@ -398,7 +523,7 @@ impl Directory {
         txn.del_entry(id).map_err(failed)?;
         txn.del_dn(&dn_key(ndn)).map_err(failed)?;
         txn.del_child(parent_id, id).map_err(failed)?;
-        self.committed(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])
+        Ok(self.committed(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])?)
     }
 
     fn parent_id(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<u64, LdapError> {
@@ -418,8 +543,9 @@ impl Directory {
         ndn: &NormDn,
         changes: &[Change],
         ctx: Ctx<'_>,
-    ) -> Result<(), LdapError> {
+    ) -> Result<(), OpError> {
         let (id, old) = self.load(txn, ndn, dn, ctx)?;
+        self.referral_object(txn, id, dn, ctx)?;
         ctx.guard
             .authorize(self, txn, Action::Modify(&old, changes))?;
         let options = ModifyOptions {
@@ -432,7 +558,7 @@ impl Directory {
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
-        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)
+        Ok(self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?)
     }
 
     /// For an index of equality and presence keys on one attribute type without subtypes, held by
@@ -548,19 +674,29 @@ impl Directory {
         Ok(absent)
     }
 
-    fn modify_dn(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        m: ModifyDn,
-        ctx: Ctx<'_>,
-    ) -> Result<(), LdapError> {
-        let (id, old) = self.load(txn, &m.ndn, &m.dn, ctx)?;
+    /// slapd's order (back-mdb's modrdn): the suffix, the parent and its access rules, the entry and its
+    /// own, then the new superior (missing, an alias, a referral), then the new name.
+    fn modify_dn(&self, txn: &mut WriteTxn<'_>, m: ModifyDn, ctx: Ctx<'_>) -> Result<(), OpError> {
         if m.ndn == *self.suffix() {
-            return Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "cannot rename the suffix entry",
-            ));
+            return Err(
+                LdapError::new(ResultCode::NamingViolation, "cannot rename suffix entry").into(),
+            );
         }
+        let old_parent_ndn = m.ndn.parent().unwrap_or_else(NormDn::root);
+        // A missing parent is noSuchObject without a matched DN, as back-mdb answers.
+        let Some(old_parent_id) = txn.get_id(&dn_key(&old_parent_ndn)).map_err(failed)? else {
+            return Err(LdapError::new(ResultCode::NoSuchObject, "").into());
+        };
+        let moving = m.new_superior.is_some();
+        ctx.guard.authorize(
+            self,
+            txn,
+            Action::RenameFrom {
+                ndn: &m.ndn,
+                moving,
+            },
+        )?;
+        let (id, old) = self.load(txn, &m.ndn, &m.dn, ctx)?;
         let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
         let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
         let action = Action::Rename {
@@ -569,38 +705,34 @@ impl Directory {
             rdn_attrs: &rdn_attrs,
         };
         ctx.guard.authorize(self, txn, action)?;
-        let old_parent_id = self.parent_id(txn, &m.ndn)?;
-        let (parent_dn, parent_ndn, parent_id) = match &m.new_superior {
-            Some((sup_dn, sup_ndn)) => {
+        self.referral_object(txn, id, &m.dn, ctx)?;
+        // A new superior that is the old parent is no move.
+        let new_superior = m
+            .new_superior
+            .as_ref()
+            .filter(|(_, sup)| *sup != old_parent_ndn);
+        let (parent_ndn, parent_id) = match new_superior {
+            Some((_, sup_ndn)) => {
                 if !self.holds(sup_ndn) {
                     return Err(LdapError::new(
-                        ResultCode::UnwillingToPerform,
-                        "new superior is outside the naming context",
-                    ));
+                        ResultCode::AffectsMultipleDsas,
+                        "cannot rename between DSAs",
+                    )
+                    .into());
                 }
+                let missing = || LdapError::new(ResultCode::NoSuchObject, "new superior not found");
                 if m.ndn.is_suffix_of(sup_ndn) {
-                    return Err(LdapError::new(
-                        ResultCode::UnwillingToPerform,
-                        "cannot place an entry below itself",
-                    ));
+                    return Err(missing().into());
                 }
-                let sup_id = match txn.get_id(&dn_key(sup_ndn)).map_err(failed)? {
-                    Some(id) => id,
-                    None => {
-                        return Err(LdapError::new(
-                            ResultCode::NoSuchObject,
-                            "new superior not found",
-                        ))
-                    }
-                };
-                (sup_dn.clone(), sup_ndn.clone(), sup_id)
+                let sup_id = txn
+                    .get_id(&dn_key(sup_ndn))
+                    .map_err(failed)?
+                    .ok_or_else(missing)?;
+                (sup_ndn.clone(), sup_id)
             }
-            None => (
-                m.dn.parent(),
-                m.ndn.parent().unwrap_or_else(NormDn::root),
-                old_parent_id,
-            ),
+            None => (old_parent_ndn.clone(), old_parent_id),
         };
+        let parent_dn = self.superior_dn(txn, parent_id, new_superior.is_some())?;
         let rdn_dn = Dn {
             rdns: vec![m.new_rdn.clone()],
         };
@@ -610,49 +742,43 @@ impl Directory {
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN"))?;
         let new_rdn_norm = rdn_ndn.rdns().first().cloned().unwrap_or_default();
         let new_ndn = parent_ndn.child(&new_rdn_norm);
-        let mut new_dn = parent_dn.clone();
-        new_dn.rdns.insert(0, m.new_rdn.clone());
+        let mut new_dn = rdn_dn.clone();
+        self.pretty(&mut new_dn);
+        new_dn.rdns.extend(parent_dn.rdns);
         let same_dn = new_ndn == m.ndn;
         if !same_dn && txn.get_id(&dn_key(&new_ndn)).map_err(failed)?.is_some() {
-            return Err(LdapError::new(ResultCode::EntryAlreadyExists, ""));
+            return Err(LdapError::new(ResultCode::EntryAlreadyExists, "").into());
         }
 
-        // New RDN values are added, old ones removed when asked, through the ordinary modify rules.
-        let mut changes = Vec::new();
-        for ava in &m.new_rdn.avas {
-            changes.push(Change {
-                operation: ModifyOperation::Add,
-                modification: PartialAttribute {
-                    name: ava.attr.clone(),
-                    values: vec![ava.value.clone()],
-                },
-            });
-        }
+        // Old RDN values are removed when asked, then the new ones added, through the ordinary modify rules
+        // (slapd's order): a new RDN that names an old value in another spelling leaves the new spelling.
+        let rdn_change = |operation, ava: &canopy_proto::Ava| Change {
+            operation,
+            modification: PartialAttribute {
+                name: ava.attr.clone(),
+                values: vec![ava.value.clone()],
+            },
+        };
         let mut entry = old.clone();
         entry.dn = new_dn.clone();
         entry.ndn = new_ndn.clone();
-        apply_rdn_changes(self, &mut entry, &changes, false)?;
         if m.delete_old_rdn {
             if let Some(old_rdn) = m.dn.rdns.first() {
-                let mut removals = Vec::new();
-                for ava in &old_rdn.avas {
-                    let still_named = m.new_rdn.avas.iter().any(|n| {
-                        n.attr.eq_ignore_ascii_case(&ava.attr)
-                            && same_value(self, &n.attr, &n.value, &ava.value)
-                    });
-                    if !still_named {
-                        removals.push(Change {
-                            operation: ModifyOperation::Delete,
-                            modification: PartialAttribute {
-                                name: ava.attr.clone(),
-                                values: vec![ava.value.clone()],
-                            },
-                        });
-                    }
-                }
+                let removals: Vec<Change> = old_rdn
+                    .avas
+                    .iter()
+                    .map(|ava| rdn_change(ModifyOperation::Delete, ava))
+                    .collect();
                 apply_rdn_changes(self, &mut entry, &removals, true)?;
             }
         }
+        let additions: Vec<Change> = m
+            .new_rdn
+            .avas
+            .iter()
+            .map(|ava| rdn_change(ModifyOperation::Add, ava))
+            .collect();
+        apply_rdn_changes(self, &mut entry, &additions, false)?;
         check_entry(self.schema(), &entry)?;
         let kind = Kind::Rename;
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), &[])?;
@@ -665,7 +791,7 @@ impl Directory {
                 txn.add_child(parent_id, id).map_err(failed)?;
             }
         }
-        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])
+        Ok(self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?)
     }
 
     /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.

@@ -221,6 +221,27 @@ impl Server {
         Ok(server)
     }
 
+    /// [`Server::start_imported_target`] without an fsync per commit (slapd's `dbnosync`, canopy's
+    /// `durable = false`): for runs that compare answers and never crash the server on purpose.
+    pub fn start_imported_target_nosync(target: Target, ldif: &Path) -> Result<Server, crate::Out> {
+        let mut server = Server::prepare(target);
+        match target {
+            Target::Slapd => {
+                let conf = server.dir.path().join("slapd.conf");
+                let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+                text.push_str("dbnosync\n");
+                std::fs::write(&conf, text).unwrap();
+            }
+            Target::Canopy => server.config = Some("durable = false\n".into()),
+        }
+        let out = server.import(ldif);
+        if out.code != 0 {
+            return Err(out);
+        }
+        server.launch();
+        Ok(server)
+    }
+
     /// A scratch directory with configuration and an empty data directory; nothing running.
     fn prepare(target: Target) -> Server {
         let dir = TempDir::new(match target {

@@ -8,13 +8,15 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use canopy_core::LdapError;
-use canopy_directory::{Action, Directory, Guard, WriteOp, WriteRequest};
+use canopy_directory::{Action, Directory, Guard, OpError, WriteOp, WriteRequest};
 use canopy_mdb::WriteTxn;
 use canopy_proto::Dn;
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
-use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
+use crate::acl::ops::{
+    check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
+};
 use crate::acl::{Acl, Guarded};
 
 /// One database as the frontend sees it: the backend and the access rules that guard it.
@@ -41,17 +43,19 @@ impl Database {
     }
 
     /// Runs a write by `who` in this database (access checked inside the write's transaction) and
-    /// returns once it is durable.
-    pub async fn update(&self, op: WriteOp, who: &Who) -> Result<(), LdapError> {
-        let guard = self.guard(who);
+    /// returns once it is durable. Without `manage_dsa_it` (the ManageDsaIT control), a referral object
+    /// at the target answers with its referral.
+    pub async fn update(&self, op: WriteOp, who: &Who, manage_dsa_it: bool) -> Result<(), OpError> {
+        let guard = self.guard(who, manage_dsa_it);
         self.backend.write(WriteRequest { op, guard }).await
     }
 
     /// The guard a write by `who` carries into the writer thread: these access rules, for that identity.
-    pub fn guard(&self, who: &Who) -> Arc<dyn Guard> {
+    pub fn guard(&self, who: &Who, manage_dsa_it: bool) -> Arc<dyn Guard> {
         Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),
+            manage_dsa_it,
         })
     }
 }
@@ -118,11 +122,16 @@ impl Databases {
 struct AccessGuard {
     db: Database,
     who: Who,
+    manage_dsa_it: bool,
 }
 
 impl Guard for AccessGuard {
     fn requester(&self) -> &str {
         &self.who.dn
+    }
+
+    fn manage_dsa_it(&self) -> bool {
+        self.manage_dsa_it
     }
 
     fn authorize(
@@ -136,6 +145,7 @@ impl Guard for AccessGuard {
             Action::Add(entry) => check_add(db, txn, who, entry),
             Action::Delete(entry) => check_delete(db, txn, who, entry),
             Action::Modify(entry, changes) => check_modify(db, txn, who, entry, changes),
+            Action::RenameFrom { ndn, moving } => check_rename_from(db, txn, who, ndn, moving),
             Action::Rename {
                 entry,
                 new_parent,

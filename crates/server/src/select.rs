@@ -49,6 +49,12 @@ impl Selection {
                 }
             }
         }
+        // A list may name one attribute thousands of times; every returned attribute is tested against
+        // it, so each description is kept once.
+        let mut seen = std::collections::HashSet::new();
+        selection
+            .named
+            .retain(|d| seen.insert(d.to_desc_string().to_ascii_lowercase()));
         selection
     }
 

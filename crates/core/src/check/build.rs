@@ -32,6 +32,22 @@ pub fn entry_from_attributes_with(
     attrs: &[PartialAttribute],
     allow_no_user_modification: bool,
 ) -> Result<Entry, LdapError> {
+    let entry = build_entry(schema, dn, ndn, attrs)?;
+    add_restrictions(schema, attrs, allow_no_user_modification)?;
+    Ok(entry)
+}
+
+/// The first half of slapd's add checks, those it makes while decoding the request (`slap_mods_check`,
+/// `slap_mods2entry`, `entry_naming_check`): each attribute's description, its values' syntax, several
+/// values for a SINGLE-VALUE type, values given twice; then the RDN values the client left out are
+/// added. A description given twice is merged here and refused by [`add_restrictions`], which slapd
+/// runs only after its referral and authentication checks.
+pub fn build_entry(
+    schema: &Schema,
+    dn: Dn,
+    ndn: NormDn,
+    attrs: &[PartialAttribute],
+) -> Result<Entry, LdapError> {
     // slapd refuses empty value sets while decoding the PDU, before looking at any description.
     if attrs.iter().any(|a| a.values.is_empty()) {
         return Err(LdapError::new(
@@ -40,7 +56,6 @@ pub fn entry_from_attributes_with(
         ));
     }
     let mut built: Vec<Attribute> = Vec::with_capacity(attrs.len() + 1);
-    let mut types = Vec::with_capacity(attrs.len());
     for given in attrs {
         let desc = AttrDesc::parse(schema, &given.name)?;
         desc.check_transfer(schema, &given.name)?;
@@ -54,24 +69,15 @@ pub fn entry_from_attributes_with(
         reject_multiple(at, &given.name, &given.values)?;
         reject_duplicates(schema, at, &given.name, &given.values)?;
         let desc_string = desc.to_desc_string();
-        if built
-            .iter()
-            .any(|a| a.desc.eq_ignore_ascii_case(&desc_string))
+        match built
+            .iter_mut()
+            .find(|a| a.desc.eq_ignore_ascii_case(&desc_string))
         {
-            return Err(LdapError::new(
-                ResultCode::AttributeOrValueExists,
-                format!("attribute '{desc_string}' provided more than once"),
-            ));
-        }
-        built.push(Attribute {
-            desc: desc_string,
-            values: given.values.clone(),
-        });
-        types.push((at, &given.name));
-    }
-    if !allow_no_user_modification {
-        for (at, given) in &types {
-            reject_no_user_modification(at, given)?;
+            Some(earlier) => earlier.values.extend(given.values.iter().cloned()),
+            None => built.push(Attribute {
+                desc: desc_string,
+                values: given.values.clone(),
+            }),
         }
     }
     add_rdn_values(schema, &dn, &mut built)?;
@@ -80,6 +86,43 @@ pub fn entry_from_attributes_with(
         ndn,
         attrs: built,
     })
+}
+
+/// The second half, slapd's `fe_op_add` checks after referrals: NO-USER-MODIFICATION attributes (unless
+/// `allow_no_user_modification`), then a description given twice. Expects attributes [`build_entry`]
+/// accepted.
+pub fn add_restrictions(
+    schema: &Schema,
+    attrs: &[PartialAttribute],
+    allow_no_user_modification: bool,
+) -> Result<(), LdapError> {
+    let resolved: Vec<(String, Option<&canopy_schema::AttributeType>)> = attrs
+        .iter()
+        .map(|given| match AttrDesc::parse(schema, &given.name) {
+            Ok(desc) => (desc.to_desc_string(), desc.attribute_type(schema)),
+            Err(_) => (given.name.clone(), None),
+        })
+        .collect();
+    if !allow_no_user_modification {
+        for (given, (_, at)) in attrs.iter().zip(&resolved) {
+            if let Some(at) = at {
+                reject_no_user_modification(at, &given.name)?;
+            }
+        }
+    }
+    for (index, (desc, _)) in resolved.iter().enumerate() {
+        if resolved
+            .iter()
+            .take(index)
+            .any(|(earlier, _)| earlier.eq_ignore_ascii_case(desc))
+        {
+            return Err(LdapError::new(
+                ResultCode::AttributeOrValueExists,
+                format!("attribute '{desc}' provided more than once"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// RFC 4512 §2.3 wants each RDN value among the entry's values; slapd supplies the missing ones itself,

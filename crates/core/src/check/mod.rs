@@ -11,7 +11,7 @@ use crate::desc::split_stored;
 use crate::entry::Entry;
 use crate::error::LdapError;
 
-pub use build::{entry_from_attributes, entry_from_attributes_with};
+pub use build::{add_restrictions, build_entry, entry_from_attributes, entry_from_attributes_with};
 
 /// Depth bound when walking SUP chains, so a cyclic schema cannot loop.
 const MAX_CLASS_DEPTH: usize = 64;
@@ -23,11 +23,25 @@ pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapEr
     structural_of(schema, &classes).map(|c| c.name().to_string())
 }
 
-/// Full schema check after an add or modify. In slapd's order: objectClass present, classes known, one
-/// structural chain, structural class unchanged (against a stored structuralObjectClass), naming attributes,
+/// Full schema check after an add or modify. In slapd's order: objectClass present, classes known, `ref`
+/// only in a referral object, one structural chain, structural class unchanged (against a stored structuralObjectClass), naming attributes,
 /// MUST, MAY, SINGLE-VALUE.
 pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
     let classes = entry_classes(schema, entry)?;
+    // slapd refuses a `ref` attribute outside a referral object before it compares structural classes.
+    let has_ref = entry.attrs.iter().any(|a| {
+        let (name, _) = split_stored(&a.desc);
+        name.eq_ignore_ascii_case("ref")
+    });
+    if has_ref
+        && !classes
+            .iter()
+            .any(|c| c.name().eq_ignore_ascii_case("referral"))
+    {
+        return Err(violation(
+            "attribute \"ref\" only allowed in the referral".to_string(),
+        ));
+    }
     let structural = structural_of(schema, &classes)?;
     check_structural_unchanged(schema, entry, structural)?;
     check_naming(schema, entry)?;

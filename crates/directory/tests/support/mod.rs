@@ -9,7 +9,7 @@ use canopy_core::check::entry_from_attributes_with;
 use canopy_core::index::IndexSpec;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::{
-    structural, Directory, ModifyDn, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
+    structural, Directory, ModifyDn, OpError, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
 };
 use canopy_mdb::{ReadOps, StoreConfig};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, Rdn};
@@ -76,7 +76,12 @@ pub async fn write_as(dir: &Directory, op: WriteOp, requester: &str) -> Result<(
     let guard = Arc::new(Unrestricted {
         dn: requester.into(),
     });
-    dir.write(WriteRequest { op, guard }).await
+    dir.write(WriteRequest { op, guard })
+        .await
+        .map_err(|e| match e {
+            OpError::Ldap(e) => e,
+            other => LdapError::new(other.code(), other.to_string()),
+        })
 }
 
 /// The add of `dn` with `attrs` (name, value), as the frontend builds it.

@@ -162,6 +162,25 @@ fn each_value(
 
 /// Modify DN: `write` on the old parent's `children` (`delete` when the entry moves) and on the entry,
 /// `add` on the new parent's `children`, and `add` on the new naming attributes.
+/// The first access check of a rename, made before slapd looks at the entry: `write` (a rename in
+/// place) or `delete` (a move) on the parent's `children`.
+pub fn check_rename_from<T: ReadOps>(
+    dir: &impl Guarded,
+    txn: &T,
+    who: &Who,
+    ndn: &NormDn,
+    moving: bool,
+) -> Result<(), LdapError> {
+    who.require_authenticated()?;
+    with_checker(dir, txn, who, |checker| {
+        let need = if moving { p::DELETE } else { p::WRITE };
+        match parent_children(dir, txn, checker, ndn, need) {
+            true => Ok(()),
+            false => Err(denied("no write access to parent's children")),
+        }
+    })
+}
+
 pub fn check_rename<T: ReadOps>(
     dir: &impl Guarded,
     txn: &T,

@@ -1,8 +1,8 @@
 //! RFC 4511 §4.7 Add.
 
-use canopy_core::check::entry_from_attributes;
-use canopy_core::LdapError;
-use canopy_proto::{AddRequest, Control, ResultCode};
+use canopy_core::check::{add_restrictions, build_entry};
+use canopy_core::{Attribute, LdapError};
+use canopy_proto::{AddRequest, Control, PartialAttribute, ResultCode};
 
 use crate::access::Who;
 use crate::ops::{target, OpError};
@@ -10,52 +10,73 @@ use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::{structural, Stamp, WriteOp};
 
+/// slapd's order: the DN, the attribute list (descriptions, syntaxes, values given twice, the RDN values),
+/// authentication, referrals, the no-user-modification rule and descriptions given twice, the schema,
+/// the assertion, then the write (an existing entry, the parent, access).
 pub async fn add(
     state: &State,
     who: &Who,
     mut req: AddRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
+    // slapd refuses an empty value set while decoding the request, before the DN.
+    if req.attributes.iter().any(|a| a.values.is_empty()) {
+        return Err(
+            LdapError::new(ResultCode::ProtocolError, "no values for attribute type").into(),
+        );
+    }
+    let (dn, ndn) = state.databases.normalize(&req.dn)?;
     if req.attributes.is_empty() {
         return Err(LdapError::new(ResultCode::ProtocolError, "no attributes provided").into());
     }
-    let (dn, ndn) = state.databases.normalize(&req.dn)?;
-    let Some(dir) = state.databases.route(&ndn) else {
+    let schema = state.databases.schema().clone();
+    let dir = state.databases.route(&ndn);
+    if let Some(dir) = dir {
+        dir.pretty_values(&mut req.attributes);
+    }
+    let mut entry = build_entry(&schema, dn, ndn, &req.attributes)?;
+    let Some(dir) = dir else {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "no global superior knowledge",
         )
         .into());
     };
+    dir.pretty(&mut entry.dn);
     who.require_authenticated()?;
     crate::security::check_password_write(
         state,
         &who.link,
         req.attributes.iter().map(|a| a.name.as_str()),
     )?;
-    for attr in &req.attributes {
-        let name = attr.name.split(';').next().unwrap_or(&attr.name);
-        if let Some(at) = dir.schema().attribute_type(name) {
-            if at.no_user_modification {
-                return Err(LdapError::new(
-                    ResultCode::ConstraintViolation,
-                    format!("{}: no user modification allowed", attr.name),
-                )
-                .into());
-            }
-        }
-    }
-    dir.pretty_values(&mut req.attributes);
-    crate::sasl::store::prepare_add(state, &mut req.attributes).await?;
-    let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
+    add_restrictions(&schema, &req.attributes, false)?;
+    hash_passwords(state, &mut entry.attrs).await?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
     target::before_add(dir, who, ctl, &entry)?;
     let ndn = entry.ndn.clone();
-    dir.update(WriteOp::Add(entry), who).await?;
+    dir.update(WriteOp::Add(entry), who, ctl.manage_dsa_it)
+        .await?;
     let mut controls = Vec::new();
     target::after(dir, who, ctl, &ndn, &mut controls);
     Ok(controls)
+}
+
+/// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
+async fn hash_passwords(state: &State, attrs: &mut Vec<Attribute>) -> Result<(), LdapError> {
+    let mut parts: Vec<PartialAttribute> = attrs
+        .drain(..)
+        .map(|a| PartialAttribute {
+            name: a.desc,
+            values: a.values,
+        })
+        .collect();
+    let result = crate::sasl::store::prepare_add(state, &mut parts).await;
+    attrs.extend(parts.into_iter().map(|p| Attribute {
+        desc: p.name,
+        values: p.values,
+    }));
+    result
 }

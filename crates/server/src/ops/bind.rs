@@ -251,7 +251,7 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
         ndn: ndn.clone(),
         changes,
     };
-    if let Err(error) = dir.update(op, &who).await {
+    if let Err(error) = dir.update(op, &who, true).await {
         tracing::warn!(%error, dn = ndn.as_str(), "rehash on bind failed");
     }
 }

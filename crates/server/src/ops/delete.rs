@@ -25,7 +25,8 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    let controls = target::before(dir, who, ctl, &dn, &ndn, Some(Action::Delete))?;
-    dir.update(WriteOp::Delete { dn, ndn }, who).await?;
+    let controls = target::before(dir, who, ctl, &ndn, Some(Action::Delete))?;
+    dir.update(WriteOp::Delete { dn, ndn }, who, ctl.manage_dsa_it)
+        .await?;
     Ok(controls)
 }

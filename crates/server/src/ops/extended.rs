@@ -11,7 +11,7 @@ use canopy_proto::{
 use crate::access::Who;
 use crate::ops::error_result;
 use crate::state::State;
-use canopy_directory::{Directory, WriteOp};
+use canopy_directory::{Directory, OpError, WriteOp};
 
 pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> ExtendedResponse {
     let outcome = match req.name.as_str() {
@@ -134,11 +134,17 @@ async fn password_modify(
         },
     ];
     // slapd answers the extended operation without a matched DN.
-    dir.update(WriteOp::Modify { dn, ndn, changes }, who)
+    // The password is changed by an internal modify, which treats a referral object as an entry.
+    match dir
+        .update(WriteOp::Modify { dn, ndn, changes }, who, true)
         .await
-        .map_err(|mut e| {
+    {
+        Ok(()) => {}
+        Err(OpError::Ldap(mut e)) => {
             e.matched_dn = None;
-            e
-        })?;
+            return Err(e);
+        }
+        Err(OpError::Referral(r)) => return Err(LdapError::new(ResultCode::Referral, r.matched)),
+    }
     Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
 }

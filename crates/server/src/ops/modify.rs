@@ -1,7 +1,6 @@
 //! RFC 4511 §4.6 Modify (with RFC 4525 increment).
 
-use canopy_core::LdapError;
-use canopy_proto::{Control, ModifyRequest, ResultCode};
+use canopy_proto::{Control, ModifyRequest};
 
 use crate::access::Who;
 use crate::ops::{target, OpError};
@@ -9,6 +8,8 @@ use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::WriteOp;
 
+/// slapd's order: the DN, each change on its own (`slap_mods_check`), authentication, referrals, the
+/// no-user-modification rule, then the assertion, the pre-read and the write (existence, access, apply).
 pub async fn modify(
     state: &State,
     who: &Who,
@@ -16,6 +17,8 @@ pub async fn modify(
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
     let (dn, ndn) = state.databases.normalize(&req.dn)?;
+    let schema = state.databases.schema();
+    canopy_core::modify::check_changes(schema, &req.changes)?;
     let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
     };
@@ -25,31 +28,11 @@ pub async fn modify(
         &who.link,
         req.changes.iter().map(|c| c.modification.name.as_str()),
     )?;
-    for change in &req.changes {
-        let name = &change.modification.name;
-        let type_name = name.split(';').next().unwrap_or(name);
-        match dir.schema().attribute_type(type_name) {
-            Some(at) if at.no_user_modification => {
-                return Err(LdapError::new(
-                    ResultCode::ConstraintViolation,
-                    format!("{name}: no user modification allowed"),
-                )
-                .into())
-            }
-            Some(_) => {}
-            None => {
-                return Err(LdapError::new(
-                    ResultCode::UndefinedAttributeType,
-                    format!("{name}: attribute type undefined"),
-                )
-                .into())
-            }
-        }
-    }
+    canopy_core::modify::check_no_user_modification(dir.schema(), &req.changes)?;
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
-    let mut controls = target::before(dir, who, ctl, &dn, &ndn, None)?;
+    let mut controls = target::before(dir, who, ctl, &ndn, None)?;
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     let op = WriteOp::Modify {
@@ -57,7 +40,7 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    dir.update(op, who).await?;
+    dir.update(op, who, ctl.manage_dsa_it).await?;
     target::after(dir, who, ctl, &ndn, &mut controls);
     Ok(controls)
 }

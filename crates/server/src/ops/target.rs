@@ -1,14 +1,14 @@
-//! What an update checks and reads around its write: referral objects at or above the target (RFC 3296
-//! §5.4), the assertion control (RFC 4528) and the pre-read and post-read controls (RFC 4527).
+//! What an update checks and reads around its write: the assertion control (RFC 4528) and the pre-read
+//! and post-read controls (RFC 4527). Referral objects (RFC 3296 §5.4) are the write's own business.
 //!
 //! The checks read in their own transaction just before the write, the post-read just after it.
 
 use canopy_core::{Entry, LdapError};
 use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
-use canopy_proto::{Control, Dn, ResultCode};
+use canopy_proto::{Control, ResultCode};
 use canopy_schema::NormDn;
 
-use canopy_directory::referral::governing;
+use canopy_directory::referral::is_referral;
 use canopy_directory::{Directory, Stamp};
 
 use crate::access::{Action, Who};
@@ -18,28 +18,29 @@ use crate::ops::OpError;
 use crate::readentry::{check_assertion, load, read_control, unstored};
 use crate::reqctl::RequestControls;
 
-/// Before the write of an update on an existing entry: the referral check, then the assertion and the
-/// pre-read on the entry. A missing entry is left for the write to report. slapd checks the access of a
+/// Before the write of an update on an existing entry: the assertion and the pre-read on the entry. A missing entry is left for the write to report. slapd checks the access of a
 /// delete or rename (`access`) before the assertion, that of a modify after it.
 pub fn before(
     dir: &Database,
     who: &Who,
     ctl: &RequestControls,
-    dn: &Dn,
     ndn: &NormDn,
     access: Option<Action>,
 ) -> Result<Vec<Control>, OpError> {
     let schema = dir.schema();
-    let txn = dir.read()?;
-    if let Some(referral) = governing(dir, &txn, dn, ndn, ctl.manage_dsa_it, None)? {
-        return Err(referral.into());
-    }
     if ctl.assertion.is_none() && ctl.pre_read.is_none() {
         return Ok(Vec::new());
     }
+    let txn = dir.read()?;
     let Some((id, bytes)) = dir.lookup(&txn, ndn)? else {
         return Ok(Vec::new());
     };
+    // A modify of a referral object is answered with its referral before the assertion is looked at (a
+    // delete or rename tests the assertion first): the write says so.
+    let referral_first = access.is_none();
+    if referral_first && !ctl.manage_dsa_it && is_referral(&Directory::parse_stored(bytes)?) {
+        return Ok(Vec::new());
+    }
     if let Some(action) = access {
         let entry = Directory::parse_stored(bytes)?
             .to_entry()
@@ -60,19 +61,15 @@ pub fn before(
         .collect())
 }
 
-/// Before an add: a referral object above the new entry answers for it, ManageDsaIT or not; the assertion
-/// is tested on the entry to be added, as slapd does.
+/// Before an add: the assertion is tested on the entry to be added, as slapd does.
 pub fn before_add(
     dir: &Database,
     who: &Who,
     ctl: &RequestControls,
     entry: &Entry,
 ) -> Result<(), OpError> {
-    let txn = dir.read()?;
-    if let Some(referral) = governing(dir, &txn, &entry.dn, &entry.ndn, ctl.manage_dsa_it, None)? {
-        return Err(referral.into());
-    }
     if let Some(filter) = &ctl.assertion {
+        let txn = dir.read()?;
         // The entry as it will be stored: the writer stamps its time and CSN, this is a close likeness.
         let mut stamped = entry.clone();
         Stamp::now().fill(&mut stamped);
