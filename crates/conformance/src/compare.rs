@@ -359,21 +359,29 @@ fn diff_status(a: &NormStatus, b: &NormStatus, push: &mut impl FnMut(Kind, Strin
         for ((oid, ea), (_, eb)) in a.controls.iter().zip(&b.controls) {
             if let (Some(ea), Some(eb)) = (ea, eb) {
                 if ea != eb {
-                    push(
-                        Kind::ResponseControl,
-                        format!(
-                            "{oid} entry: slapd {} {:?}, canopy {} {:?}",
-                            lossy(&ea.raw_dn),
-                            ea.attrs.keys().collect::<Vec<_>>(),
-                            lossy(&eb.raw_dn),
-                            eb.attrs.keys().collect::<Vec<_>>()
-                        ),
-                    );
+                    // Compared as search entries are (a cleartext password of slapd's that canopy's
+                    // hash verifies is the same value): only what differs then is reported.
                     let mut a_map = BTreeMap::new();
                     a_map.insert(String::new(), ea.clone());
                     let mut b_map = BTreeMap::new();
                     b_map.insert(String::new(), eb.clone());
-                    diff_entries(&a_map, &b_map, push);
+                    let mut found = Vec::new();
+                    diff_entries(&a_map, &b_map, &mut |kind, text| found.push((kind, text)));
+                    if !found.is_empty() {
+                        push(
+                            Kind::ResponseControl,
+                            format!(
+                                "{oid} entry: slapd {} {:?}, canopy {} {:?}",
+                                lossy(&ea.raw_dn),
+                                ea.attrs.keys().collect::<Vec<_>>(),
+                                lossy(&eb.raw_dn),
+                                eb.attrs.keys().collect::<Vec<_>>()
+                            ),
+                        );
+                    }
+                    for (kind, text) in found {
+                        push(kind, text);
+                    }
                 }
             }
         }

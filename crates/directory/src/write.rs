@@ -47,6 +47,25 @@ pub trait Guard: Send + Sync {
         true
     }
 
+    /// The request's own tests and reads of the target before the change, in the write's transaction so
+    /// they are atomic with it (RFC 4528's assertion, RFC 4527's pre-read): `id` is None for an add, whose
+    /// `entry` is not stored yet. An error fails the write.
+    fn before_change(
+        &self,
+        dir: &Directory,
+        txn: &WriteTxn<'_>,
+        id: Option<u64>,
+        entry: &Entry,
+    ) -> Result<(), LdapError> {
+        let _ = (dir, txn, id, entry);
+        Ok(())
+    }
+
+    /// The request's read of the entry `id` as this write leaves it (RFC 4527's post-read).
+    fn after_change(&self, dir: &Directory, txn: &WriteTxn<'_>, id: u64) {
+        let _ = (dir, txn, id);
+    }
+
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
@@ -422,6 +441,7 @@ impl Directory {
     /// slapd's order (back-mdb's add): an existing entry first, then the parent (missing, the access
     /// rules, an alias), then the store.
     fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), OpError> {
+        ctx.guard.before_change(self, txn, None, &entry)?;
         let key = dn_key(&entry.ndn);
         if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, "").into());
@@ -445,7 +465,9 @@ impl Directory {
         txn.put_dn(&key, id).map_err(failed)?;
         txn.add_child(parent_id, id).map_err(failed)?;
         self.reindex(txn, id, None, Some(&entry))?;
-        Ok(self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?)
+        self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?;
+        ctx.guard.after_change(self, txn, id);
+        Ok(())
     }
 
     /// The stored DN of the parent an entry is renamed under; a new superior must be neither an alias
@@ -509,6 +531,7 @@ impl Directory {
     ) -> Result<(), OpError> {
         let (id, entry) = self.load(txn, ndn, dn, ctx)?;
         ctx.guard.authorize(self, txn, Action::Delete(&entry))?;
+        ctx.guard.before_change(self, txn, Some(id), &entry)?;
         self.referral_object(txn, id, dn, ctx)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
@@ -546,6 +569,7 @@ impl Directory {
     ) -> Result<(), OpError> {
         let (id, old) = self.load(txn, ndn, dn, ctx)?;
         self.referral_object(txn, id, dn, ctx)?;
+        ctx.guard.before_change(self, txn, Some(id), &old)?;
         ctx.guard
             .authorize(self, txn, Action::Modify(&old, changes))?;
         let options = ModifyOptions {
@@ -558,7 +582,9 @@ impl Directory {
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
-        Ok(self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?)
+        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?;
+        ctx.guard.after_change(self, txn, id);
+        Ok(())
     }
 
     /// For an index of equality and presence keys on one attribute type without subtypes, held by
@@ -697,6 +723,7 @@ impl Directory {
             },
         )?;
         let (id, old) = self.load(txn, &m.ndn, &m.dn, ctx)?;
+        ctx.guard.before_change(self, txn, Some(id), &old)?;
         let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
         let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
         let action = Action::Rename {
@@ -791,7 +818,9 @@ impl Directory {
                 txn.add_child(parent_id, id).map_err(failed)?;
             }
         }
-        Ok(self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?)
+        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?;
+        ctx.guard.after_change(self, txn, id);
+        Ok(())
     }
 
     /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.

@@ -5,12 +5,15 @@
 //! this registry. The root DSE and cn=Subschema are answered by `special` before routing.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use canopy_core::LdapError;
-use canopy_directory::{Action, Directory, Guard, OpError, WriteOp, WriteRequest};
-use canopy_mdb::WriteTxn;
-use canopy_proto::Dn;
+use canopy_core::{Entry, LdapError};
+use canopy_directory::{
+    store_error, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
+};
+use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
+use canopy_proto::{Control, Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
@@ -18,6 +21,8 @@ use crate::acl::ops::{
     check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
 };
 use crate::acl::{Acl, Guarded};
+use crate::readentry::{check_assertion, load, read_control, unstored};
+use crate::reqctl::RequestControls;
 
 /// One database as the frontend sees it: the backend and the access rules that guard it.
 #[derive(Clone)]
@@ -42,21 +47,30 @@ impl Database {
         &self.acl
     }
 
-    /// Runs a write by `who` in this database (access checked inside the write's transaction) and
-    /// returns once it is durable. Without `manage_dsa_it` (the ManageDsaIT control), a referral object
-    /// at the target answers with its referral.
-    pub async fn update(&self, op: WriteOp, who: &Who, manage_dsa_it: bool) -> Result<(), OpError> {
-        let guard = self.guard(who, manage_dsa_it);
-        self.backend.write(WriteRequest { op, guard }).await
-    }
-
-    /// The guard a write by `who` carries into the writer thread: these access rules, for that identity.
-    pub fn guard(&self, who: &Who, manage_dsa_it: bool) -> Arc<dyn Guard> {
-        Arc::new(AccessGuard {
+    /// Runs a write by `who` in this database and returns once it is durable, with the response controls
+    /// of `ctl`'s pre-read and post-read. Access, ManageDsaIT (without it a referral object at the target
+    /// answers with its referral), the assertion and both reads are all decided inside the write's
+    /// transaction, so they are atomic with it.
+    pub async fn update(
+        &self,
+        op: WriteOp,
+        who: &Who,
+        ctl: &RequestControls,
+    ) -> Result<Vec<Control>, OpError> {
+        let guard = Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),
-            manage_dsa_it,
-        })
+            ctl: ctl.clone(),
+            reads: Mutex::new(Reads::default()),
+        });
+        self.backend
+            .write(WriteRequest {
+                op,
+                guard: guard.clone(),
+            })
+            .await?;
+        let reads = std::mem::take(&mut *guard.reads.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(reads.pre.into_iter().chain(reads.post).collect())
     }
 }
 
@@ -118,11 +132,20 @@ impl Databases {
     }
 }
 
-/// Access control inside the writer's transaction: the checks of `acl::ops` for one identity.
+/// Access control inside the writer's transaction: the checks of `acl::ops` for one identity, and the
+/// request's controls that read the target (assertion, pre-read, post-read).
 struct AccessGuard {
     db: Database,
     who: Who,
-    manage_dsa_it: bool,
+    ctl: RequestControls,
+    /// The read controls of the last attempt (a write whose map had to grow runs again).
+    reads: Mutex<Reads>,
+}
+
+#[derive(Default)]
+struct Reads {
+    pre: Option<Control>,
+    post: Option<Control>,
 }
 
 impl Guard for AccessGuard {
@@ -131,7 +154,66 @@ impl Guard for AccessGuard {
     }
 
     fn manage_dsa_it(&self) -> bool {
-        self.manage_dsa_it
+        self.ctl.manage_dsa_it
+    }
+
+    fn before_change(
+        &self,
+        _dir: &Directory,
+        txn: &WriteTxn<'_>,
+        id: Option<u64>,
+        entry: &Entry,
+    ) -> Result<(), LdapError> {
+        let (ctl, schema) = (&self.ctl, self.db.schema());
+        if ctl.assertion.is_none() && ctl.pre_read.is_none() {
+            return Ok(());
+        }
+        let seen = match id {
+            Some(id) => {
+                let bytes = txn.get_entry(id).map_err(store_error)?.ok_or_else(|| {
+                    LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
+                })?;
+                load(&self.db, txn, &self.who, id, bytes)?
+            }
+            None => {
+                // An add: the entry as it will be stored (the writer stamps it just after).
+                let mut stamped = entry.clone();
+                Stamp::now().fill(&mut stamped);
+                unstored(&self.db, txn, &self.who, &stamped)
+            }
+        };
+        if let Some(filter) = &ctl.assertion {
+            check_assertion(schema, &seen, filter)?;
+        }
+        let pre = ctl
+            .pre_read
+            .as_ref()
+            .map(|attrs| read_control(schema, CONTROL_PRE_READ, attrs, &seen));
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).pre = pre;
+        Ok(())
+    }
+
+    fn after_change(&self, _dir: &Directory, txn: &WriteTxn<'_>, id: u64) {
+        let Some(attrs) = &self.ctl.post_read else {
+            return;
+        };
+        // The change stands: a failure to read it back loses the control, never the change.
+        let read = || -> Result<Option<Control>, LdapError> {
+            let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+                return Ok(None);
+            };
+            let seen = load(&self.db, txn, &self.who, id, bytes)?;
+            Ok(Some(read_control(
+                self.db.schema(),
+                CONTROL_POST_READ,
+                attrs,
+                &seen,
+            )))
+        };
+        match read() {
+            Ok(post) => self.reads.lock().unwrap_or_else(|e| e.into_inner()).post = post,
+            Err(error) => tracing::warn!(%error.message, "post-read failed"),
+        }
     }
 
     fn authorize(

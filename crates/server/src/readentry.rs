@@ -5,22 +5,21 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::{computed, decoded};
 use canopy_directory::Directory;
-use canopy_mdb::ReadTxn;
+use canopy_mdb::ReadOps;
 use canopy_proto::{
     encode_partial_attribute, encode_read_entry_response, Control, Filter, ResultCode,
 };
 use canopy_schema::Schema;
 
 use crate::access::Who;
-use crate::acl::{privileges, Mask, Seen};
-use crate::databases::Database;
+use crate::acl::{privileges, Guarded, Mask, Seen};
 use crate::filter_view::as_slapd_sees;
 use crate::select::Selection;
 
 /// Reads a stored entry for `who`: the attributes it may read.
-pub fn load(
-    dir: &Database,
-    txn: &ReadTxn,
+pub fn load<T: ReadOps>(
+    dir: &impl Guarded,
+    txn: &T,
     who: &Who,
     id: u64,
     bytes: &[u8],
@@ -29,9 +28,9 @@ pub fn load(
 }
 
 /// Reads a stored entry for `who`: the attributes (computed ones too) it holds `need` on.
-pub fn load_for(
-    dir: &Database,
-    txn: &ReadTxn,
+pub fn load_for<T: ReadOps>(
+    dir: &impl Guarded,
+    txn: &T,
     who: &Who,
     id: u64,
     bytes: &[u8],
@@ -44,7 +43,7 @@ pub fn load_for(
 }
 
 /// An entry not yet stored (an add), as `who` sees it.
-pub fn unstored(dir: &Database, txn: &ReadTxn, who: &Who, entry: &Entry) -> Seen {
+pub fn unstored<T: ReadOps>(dir: &impl Guarded, txn: &T, who: &Who, entry: &Entry) -> Seen {
     let computed = computed(false, entry.dn.to_string().as_bytes());
     Seen::proposed(dir, txn, who, entry.clone(), computed)
 }

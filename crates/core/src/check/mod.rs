@@ -23,10 +23,23 @@ pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapEr
     structural_of(schema, &classes).map(|c| c.name().to_string())
 }
 
-/// Full schema check after an add or modify. In slapd's order: objectClass present, classes known, `ref`
+/// Full schema check after an add or modify. In slapd's order: SINGLE-VALUE types, objectClass present, classes known, `ref`
 /// only in a referral object, one structural chain, structural class unchanged (against a stored structuralObjectClass), naming attributes,
 /// MUST, MAY, SINGLE-VALUE.
 pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
+    // slapd's first pass over the attributes: a SINGLE-VALUE type holding several values, before it
+    // looks at the object classes.
+    for attr in &entry.attrs {
+        let (type_name, _) = split_stored(&attr.desc);
+        if let Some(at) = schema.attribute_type(type_name) {
+            if at.single_value && attr.values.len() > 1 {
+                return Err(LdapError::new(
+                    ResultCode::ConstraintViolation,
+                    format!("attribute '{}' cannot have multiple values", at.name()),
+                ));
+            }
+        }
+    }
     let classes = entry_classes(schema, entry)?;
     // slapd refuses a `ref` attribute outside a referral object before it compares structural classes.
     let has_ref = entry.attrs.iter().any(|a| {

@@ -5,14 +5,14 @@ use canopy_core::{Attribute, LdapError};
 use canopy_proto::{AddRequest, Control, PartialAttribute, ResultCode};
 
 use crate::access::Who;
-use crate::ops::{target, OpError};
+use crate::ops::OpError;
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::{structural, Stamp, WriteOp};
 
 /// slapd's order: the DN, the attribute list (descriptions, syntaxes, values given twice, the RDN values),
 /// authentication, referrals, the no-user-modification rule and descriptions given twice, the schema,
-/// the assertion, then the write (an existing entry, the parent, access).
+/// then the write (the assertion, an existing entry, the parent, access, the post-read).
 pub async fn add(
     state: &State,
     who: &Who,
@@ -55,13 +55,7 @@ pub async fn add(
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
-    target::before_add(dir, who, ctl, &entry)?;
-    let ndn = entry.ndn.clone();
-    dir.update(WriteOp::Add(entry), who, ctl.manage_dsa_it)
-        .await?;
-    let mut controls = Vec::new();
-    target::after(dir, who, ctl, &ndn, &mut controls);
-    Ok(controls)
+    Ok(dir.update(WriteOp::Add(entry), who, ctl).await?)
 }
 
 /// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.

@@ -251,7 +251,11 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
         ndn: ndn.clone(),
         changes,
     };
-    if let Err(error) = dir.update(op, &who, true).await {
+    let internal = crate::reqctl::RequestControls {
+        manage_dsa_it: true,
+        ..Default::default()
+    };
+    if let Err(error) = dir.update(op, &who, &internal).await {
         tracing::warn!(%error, dn = ndn.as_str(), "rehash on bind failed");
     }
 }

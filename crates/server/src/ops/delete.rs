@@ -3,8 +3,8 @@
 use canopy_core::LdapError;
 use canopy_proto::{Control, ResultCode};
 
-use crate::access::{Action, Who};
-use crate::ops::{target, OpError};
+use crate::access::Who;
+use crate::ops::OpError;
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::WriteOp;
@@ -25,8 +25,5 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    let controls = target::before(dir, who, ctl, &ndn, Some(Action::Delete))?;
-    dir.update(WriteOp::Delete { dn, ndn }, who, ctl.manage_dsa_it)
-        .await?;
-    Ok(controls)
+    Ok(dir.update(WriteOp::Delete { dn, ndn }, who, ctl).await?)
 }

@@ -135,11 +135,15 @@ async fn password_modify(
     ];
     // slapd answers the extended operation without a matched DN.
     // The password is changed by an internal modify, which treats a referral object as an entry.
+    let internal = crate::reqctl::RequestControls {
+        manage_dsa_it: true,
+        ..Default::default()
+    };
     match dir
-        .update(WriteOp::Modify { dn, ndn, changes }, who, true)
+        .update(WriteOp::Modify { dn, ndn, changes }, who, &internal)
         .await
     {
-        Ok(()) => {}
+        Ok(_) => {}
         Err(OpError::Ldap(mut e)) => {
             e.matched_dn = None;
             return Err(e);

@@ -8,7 +8,6 @@ pub mod extended;
 pub mod modify;
 pub mod modify_dn;
 pub mod search;
-pub mod target;
 
 use canopy_core::LdapError;
 use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};

@@ -3,13 +3,14 @@
 use canopy_proto::{Control, ModifyRequest};
 
 use crate::access::Who;
-use crate::ops::{target, OpError};
+use crate::ops::OpError;
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::WriteOp;
 
 /// slapd's order: the DN, each change on its own (`slap_mods_check`), authentication, referrals, the
-/// no-user-modification rule, then the assertion, the pre-read and the write (existence, access, apply).
+/// no-user-modification rule, then the write (existence, referral, assertion and pre-read, access, apply,
+/// post-read).
 pub async fn modify(
     state: &State,
     who: &Who,
@@ -32,7 +33,6 @@ pub async fn modify(
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
-    let mut controls = target::before(dir, who, ctl, &ndn, None)?;
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     let op = WriteOp::Modify {
@@ -40,7 +40,5 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    dir.update(op, who, ctl.manage_dsa_it).await?;
-    target::after(dir, who, ctl, &ndn, &mut controls);
-    Ok(controls)
+    Ok(dir.update(op, who, ctl).await?)
 }

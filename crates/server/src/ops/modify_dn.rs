@@ -3,15 +3,15 @@
 use canopy_core::LdapError;
 use canopy_proto::{Control, Dn, ModifyDnRequest, Rdn, ResultCode};
 
-use crate::access::{Action, Who};
+use crate::access::Who;
 use canopy_directory::{ModifyDn, WriteOp};
 
-use crate::ops::{target, OpError};
+use crate::ops::OpError;
 use crate::reqctl::RequestControls;
 use crate::state::State;
 
 /// slapd's order: the DNs, an entry placed below or above itself, authentication,
-/// referrals, the assertion and pre-read, then the write (parent, entry, new superior, new name).
+/// then the write (parent, entry, assertion and pre-read, access, new superior, new name, post-read).
 pub async fn modify_dn(
     state: &State,
     who: &Who,
@@ -49,9 +49,6 @@ pub async fn modify_dn(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    let moved_to = new_superior.as_ref().map(|(_, parent)| parent.clone());
-    let rename = Some(Action::Rename(moved_to));
-    let mut controls = target::before(dir, who, ctl, &ndn, rename)?;
     let op = ModifyDn {
         dn,
         ndn,
@@ -59,12 +56,7 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    dir.update(WriteOp::ModifyDn(op), who, ctl.manage_dsa_it)
-        .await?;
-    if let Some(new_ndn) = new_ndn {
-        target::after(dir, who, ctl, &new_ndn, &mut controls);
-    }
-    Ok(controls)
+    Ok(dir.update(WriteOp::ModifyDn(op), who, ctl).await?)
 }
 
 fn unwilling(text: &str) -> LdapError {
