@@ -25,5 +25,5 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    Ok(dir.update(WriteOp::Delete { dn, ndn }, who, ctl).await?)
+    dir.update(WriteOp::Delete { dn, ndn }, who, ctl).await
 }

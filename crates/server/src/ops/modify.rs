@@ -40,5 +40,5 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    Ok(dir.update(op, who, ctl).await?)
+    dir.update(op, who, ctl).await
 }
