@@ -125,7 +125,7 @@ impl Pipeline {
     }
 
     /// Every hook's [`WriteHook::check`]: the first problem, with the hook's name.
-    pub(crate) fn check(
+    pub fn check(
         &self,
         schema: &Schema,
         suffix: &NormDn,

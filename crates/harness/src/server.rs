@@ -285,6 +285,41 @@ impl Server {
         }
     }
 
+    /// A scratch directory with an empty data directory for `target`, nothing running: set up the data
+    /// (e.g. `canopy restore`) first, then [`Server::restart`] starts it.
+    pub fn unstarted(target: Target) -> Server {
+        Server::prepare(target)
+    }
+
+    /// SIGTERM, as a service manager stops a server, then waits for the process to exit (at most 60 s,
+    /// then SIGKILL and a panic). Returns the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let Some(mut child) = self.child.take() else {
+            panic!("terminate: the server is not running");
+        };
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        assert!(
+            sent.is_ok_and(|s| s.success()),
+            "could not send SIGTERM to {}",
+            child.id()
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server did not exit within 60 s of SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Starts the server again on the same data directory (on a fresh port).
     pub fn restart(&mut self) {
         self.kill9();
