@@ -172,7 +172,8 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
             .with_context(|| format!("copying {}", file.path))?;
         service::make_private(&partial)?;
         File::open(&partial)?.sync_all()?;
-        std::fs::rename(&partial, &to).with_context(|| format!("renaming into {}", to.display()))?;
+        std::fs::rename(&partial, &to)
+            .with_context(|| format!("renaming into {}", to.display()))?;
     }
     // The old reader table describes the replaced file; LMDB builds a new one on the next open.
     match std::fs::remove_file(target.join(LOCK_FILE)) {
@@ -196,8 +197,13 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
 
 fn read_manifest(from: &Path) -> Result<Manifest> {
     let path = from.join(MANIFEST);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {} (is {} a backup?)", path.display(), from.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {} (is {} a backup?)",
+            path.display(),
+            from.display()
+        )
+    })?;
     let manifest: Manifest =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     if manifest.format != MANIFEST_FORMAT {

@@ -129,7 +129,9 @@ fn run() -> Result<()> {
                 let source = cli
                     .config
                     .as_ref()
-                    .map_or("the built-in defaults".to_string(), |p| p.display().to_string());
+                    .map_or("the built-in defaults".to_string(), |p| {
+                        p.display().to_string()
+                    });
                 canopy_server::check_config(&config)
                     .with_context(|| format!("{source}: configuration refused"))?;
                 println!(
@@ -264,7 +266,11 @@ fn serve(config: Config) -> Result<()> {
             }));
         }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        service::notify(&format!("READY=1\nSTATUS=serving {}\nMAINPID={}", state.config.suffix, std::process::id()));
+        service::notify(&format!(
+            "READY=1\nSTATUS=serving {}\nMAINPID={}",
+            state.config.suffix,
+            std::process::id()
+        ));
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}

@@ -149,7 +149,10 @@ mod tests {
         assert!(line.starts_with("export: 50/200 entries (25%), "), "{line}");
         assert!(!line.chars().any(|c| c.is_control()), "{line}");
         let done = p.line(200, true);
-        assert!(done.contains("(100%)") && done.ends_with(", done"), "{done}");
+        assert!(
+            done.contains("(100%)") && done.ends_with(", done"),
+            "{done}"
+        );
         let bytes = Progress::new("backup", Unit::Bytes, None);
         assert!(bytes.line(3 << 20, false).starts_with("backup: 3.0 MiB, "));
     }
@@ -159,6 +162,9 @@ mod tests {
         let mut p = Progress::new("reindex", Unit::Entries, Some(10));
         p.terminal = true;
         let line = p.line(5, false);
-        assert!(line.contains(&format!("[{}{}]", "#".repeat(15), ".".repeat(15))), "{line}");
+        assert!(
+            line.contains(&format!("[{}{}]", "#".repeat(15), ".".repeat(15))),
+            "{line}"
+        );
     }
 }

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::progress::{Progress, Unit};
 
@@ -149,7 +149,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                     )?;
                     ids.insert(entry.ndn, next_id);
                     next_id += 1;
-                    if next_id % 256 == 0 {
+                    if next_id & 255 == 0 {
                         progress.set(read.load(Ordering::Relaxed));
                     }
                 }

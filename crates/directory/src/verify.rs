@@ -173,7 +173,12 @@ impl Directory {
             None => Some(1),
         };
         if next_id.is_none() {
-            sink.found("meta", Some(b"\x00next_id"), None, "not an 8-byte ID".into());
+            sink.found(
+                "meta",
+                Some(b"\x00next_id"),
+                None,
+                "not an 8-byte ID".into(),
+            );
         }
 
         // id2entry: each entry readable, in dn2id under its own ID, its parent present.
@@ -183,11 +188,16 @@ impl Directory {
         for item in txn.raw_pairs(RawTable::Id2Entry)? {
             let (key, bytes) = item?;
             read += 1;
-            if read % 1024 == 0 {
+            if read & 1023 == 0 {
                 progress("entries", read, total);
             }
             let Some(id) = decode_id(key) else {
-                sink.found("id2entry", Some(key), None, "key is not an 8-byte ID".into());
+                sink.found(
+                    "id2entry",
+                    Some(key),
+                    None,
+                    "key is not an 8-byte ID".into(),
+                );
                 continue;
             };
             if id == 0 {
@@ -219,9 +229,10 @@ impl Directory {
                     listed: false,
                 },
             );
-            for (fingerprint, keys) in expected
-                .iter_mut()
-                .zip(entry_keys_all(self.schema(), &specs, &entry))
+            for (fingerprint, keys) in
+                expected
+                    .iter_mut()
+                    .zip(entry_keys_all(self.schema(), &specs, &entry))
             {
                 for key in keys {
                     fingerprint.add(&key, id);
@@ -463,7 +474,9 @@ impl Directory {
                 table,
                 Some(key),
                 Some(id),
-                format!("missing: entry {id} ({named}) has this key (canopy reindex rebuilds indexes)"),
+                format!(
+                    "missing: entry {id} ({named}) has this key (canopy reindex rebuilds indexes)"
+                ),
             );
         };
         for item in txn.raw_pairs(RawTable::Index(&spec.attr))? {
@@ -491,7 +504,10 @@ impl Directory {
                 continue;
             }
             let why = if known.contains_key(&id) {
-                format!("lists entry {id} ({}), which has no such key", self.dn_of(txn, id))
+                format!(
+                    "lists entry {id} ({}), which has no such key",
+                    self.dn_of(txn, id)
+                )
             } else {
                 format!("lists entry {id}, which does not exist")
             };

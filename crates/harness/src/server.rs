@@ -314,7 +314,10 @@ impl Server {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("the server did not exit within 60 s of SIGTERM:\n{}", self.log());
+                panic!(
+                    "the server did not exit within 60 s of SIGTERM:\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }

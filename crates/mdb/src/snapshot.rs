@@ -133,7 +133,11 @@ impl heed::OnCommit for NoTables {
 pub fn in_use_by(dir: &Path) -> std::io::Result<Option<i32>> {
     use std::os::fd::AsRawFd;
     let path = dir.join(LOCK_FILE);
-    let file = match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -190,12 +190,7 @@ fn backup_under_writes_restores_every_acknowledged_write() {
     let before = writer.acknowledged();
     let scratch = TempDir::new("backup");
     let backup_dir = scratch.path().join("backup");
-    let out = canopy(&[
-        "backup",
-        &path(&backup_dir),
-        "--data",
-        &path(&s.data_dir()),
-    ]);
+    let out = canopy(&["backup", &path(&backup_dir), "--data", &path(&s.data_dir())]);
     out.expect_code(0, "canopy backup while writes go on");
     // The writes went on during the backup (it did not stop them).
     let during = writer.acknowledged().len();
@@ -271,7 +266,11 @@ fn verify_names_damaged_index_and_dn2id_records() {
 
     let damage = damage_tables(&s.data_dir());
     let out = verify(&s.data_dir());
-    assert_eq!(out.code, 1, "verify must fail: {}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code, 1,
+        "verify must fail: {}\n{}",
+        out.stdout, out.stderr
+    );
     let lines: Vec<&str> = out.stdout.lines().collect();
     let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
     let alice = damage.alice;
@@ -286,7 +285,11 @@ fn verify_names_damaged_index_and_dn2id_records() {
         format!("dn2id: key \\01dc=com\\00dc=example\\00ou=people\\00uid=bobby\\00 id {bob}: points to entry {bob} (uid=bob,ou=people,dc=example,dc=com), whose DN has another key"),
     ];
     for want in &expected {
-        assert!(has(want), "missing report line\n  {want}\nin\n{}", out.stdout);
+        assert!(
+            has(want),
+            "missing report line\n  {want}\nin\n{}",
+            out.stdout
+        );
     }
     assert_eq!(
         lines.len(),
@@ -334,8 +337,16 @@ fn damage_tables(data: &Path) -> Damage {
             .types::<Bytes, Bytes>()
             .name("dn2id")
             .create(wtxn)?;
-        let alice = dn2id.get(wtxn, &dn_key("uid=alice")).unwrap().unwrap().to_vec();
-        let bob = dn2id.get(wtxn, &dn_key("uid=bob")).unwrap().unwrap().to_vec();
+        let alice = dn2id
+            .get(wtxn, &dn_key("uid=alice"))
+            .unwrap()
+            .unwrap()
+            .to_vec();
+        let bob = dn2id
+            .get(wtxn, &dn_key("uid=bob"))
+            .unwrap()
+            .unwrap()
+            .to_vec();
         assert!(mail.delete_one_duplicate(wtxn, b"\x02alice@example.com", &alice)?);
         mail.put(wtxn, b"\x02nobody@example.com", &alice)?;
         assert!(dn2id.delete(wtxn, &dn_key("uid=bob"))?);
@@ -368,7 +379,8 @@ fn restore_refuses_a_running_server_a_full_target_and_a_damaged_backup() {
     let out = canopy(&["restore", &path(&backup_dir), "--data", &data, "--force"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains(&format!("in use by canopy process {pid} serve")),
+        out.stderr
+            .contains(&format!("in use by canopy process {pid} serve")),
         "{}",
         out.stderr
     );
@@ -489,9 +501,17 @@ fn sigterm_under_writes_exits_0_and_keeps_every_acknowledged_write() {
     let mut writer = Writer::start(&s, "ou=term", 0, 100_000);
     writer.wait_for(60, &s);
     let status = s.terminate();
-    assert_eq!(status.code(), Some(0), "exit status after SIGTERM\n{}", s.log());
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit status after SIGTERM\n{}",
+        s.log()
+    );
     let (acked, err) = writer.finish();
-    assert!(err.contains("stopped"), "the writer saw the shutdown: {err}");
+    assert!(
+        err.contains("stopped"),
+        "the writer saw the shutdown: {err}"
+    );
     assert!(s.log().contains("shutting down"), "{}", s.log());
     s.restart();
     let stored = descriptions(&s, "ou=term");
@@ -548,10 +568,15 @@ fn sd_notify_readiness_and_private_data_directory() {
         .arg(child.id().to_string())
         .status();
     let status = child.wait().unwrap();
-    let stopping = listener.recv(&mut buf).map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
+    let stopping = listener
+        .recv(&mut buf)
+        .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
     let ready = ready.unwrap_or_else(|e| panic!("no READY=1 within {:?}: {e}", started.elapsed()));
     assert!(ready.starts_with("READY=1\n"), "{ready:?}");
-    assert!(ready.contains(&format!("MAINPID={}", child.id())), "{ready:?}");
+    assert!(
+        ready.contains(&format!("MAINPID={}", child.id())),
+        "{ready:?}"
+    );
     assert!(connected, "listening once ready");
     assert_eq!(mode.unwrap(), 0o700, "a new data directory is private");
     assert!(files.is_empty(), "files open to others: {files:?}");
@@ -571,11 +596,20 @@ fn offline_tools_write_plain_progress_lines_when_not_on_a_terminal() {
     std::fs::write(&ldif, format!("{base}\n{}", bulk_ldif(2000))).unwrap();
     let import = canopy(&["import", &path(&ldif), "--data", &path(&data)]);
     import.expect_code(0, "import");
-    let export = canopy(&["export", &path(&scratch.path().join("out.ldif")), "--data", &path(&data)]);
+    let export = canopy(&[
+        "export",
+        &path(&scratch.path().join("out.ldif")),
+        "--data",
+        &path(&data),
+    ]);
     export.expect_code(0, "export");
     let reindex = canopy(&["reindex", "--data", &path(&data)]);
     reindex.expect_code(0, "reindex");
-    for (tool, out) in [("import", &import), ("export", &export), ("reindex", &reindex)] {
+    for (tool, out) in [
+        ("import", &import),
+        ("export", &export),
+        ("reindex", &reindex),
+    ] {
         let line = out
             .stderr
             .lines()
