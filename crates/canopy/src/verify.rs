@@ -15,23 +15,18 @@ pub fn verify(config: &Config) -> Result<bool> {
         ));
     }
     let dir = canopy_server::open_directory(config, false)?;
-    let mut phase = String::new();
+    // The entry walk is most of the work (it computes every index key); the table walks after it
+    // are reported in the summary.
     let mut bar: Option<Progress> = None;
-    let mut progress = |name: &str, done: u64, total: u64| {
-        if name != phase {
-            phase = name.to_string();
-            bar = Some(Progress::new(
-                &format!("verify {name}"),
-                Unit::Entries,
-                Some(total),
-            ));
+    let mut progress = |phase: &str, done: u64, total: u64| {
+        if phase != "entries" {
+            return;
         }
-        if let Some(bar) = &mut bar {
-            if done >= total {
-                bar.finish(done);
-            } else {
-                bar.set(done);
-            }
+        let bar = bar.get_or_insert_with(|| Progress::new("verify", Unit::Entries, Some(total)));
+        if done >= total {
+            bar.finish(done);
+        } else {
+            bar.set(done);
         }
     };
     let mut report = |problem: canopy_directory::verify::Problem| println!("{problem}");
