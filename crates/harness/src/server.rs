@@ -228,7 +228,10 @@ impl Server {
             Target::Slapd => "slapd",
         });
         let data = dir.path().join("data");
-        std::fs::create_dir_all(&data).unwrap();
+        // Private, as a data directory should be (canopy warns about one open to others).
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&data)
+            .unwrap();
         if target == Target::Slapd {
             let conf = crate::slapd_conf::render(dir.path(), &data);
             std::fs::write(dir.path().join("slapd.conf"), conf).unwrap();
