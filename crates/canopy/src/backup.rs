@@ -107,7 +107,10 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
         canopy_version: env!("CARGO_PKG_VERSION").into(),
         created: rfc3339(now),
         created_unix: now,
-        source: source.display().to_string(),
+        source: std::fs::canonicalize(source)
+            .unwrap_or_else(|_| source.clone())
+            .display()
+            .to_string(),
         suffix: config.suffix.clone(),
         store_format: facts.format,
         entries: facts.entries,
