@@ -299,6 +299,8 @@ fn verify_names_damaged_index_and_dn2id_records() {
         // Bob's dn2id record moved to a wrong key: the entry lacks its record, the wrong key is named.
         format!("dn2id: key \\01dc=com\\00dc=example\\00ou=people\\00uid=bob\\00 id {bob}: entry {bob} (uid=bob,ou=people,dc=example,dc=com) has no dn2id record"),
         format!("dn2id: key \\01dc=com\\00dc=example\\00ou=people\\00uid=bobby\\00 id {bob}: points to entry {bob} (uid=bob,ou=people,dc=example,dc=com), whose DN has another key"),
+        // Erin dropped from the children of ou=people.
+        format!("dn2children: key {} id {}: entry uid=erin,ou=people,dc=example,dc=com is missing from the children of its parent {}", damage.people_key, damage.erin, damage.people),
     ];
     for want in &expected {
         assert!(
@@ -313,23 +315,30 @@ fn verify_names_damaged_index_and_dn2id_records() {
         "exactly the damage is reported:\n{}",
         out.stdout
     );
-    assert!(out.stderr.contains("4 problems"), "{}", out.stderr);
+    assert!(out.stderr.contains("5 problems"), "{}", out.stderr);
 }
 
 /// IDs of the entries `damage_tables` broke.
 struct Damage {
     alice: u64,
     bob: u64,
+    erin: u64,
+    /// ou=people: its ID and that ID as verify prints a dn2children key.
+    people: u64,
+    people_key: String,
 }
 
 /// Through LMDB directly (heed), with the server stopped: drops alice's mail key from `idx.mail`, adds a
-/// key she does not have, and moves bob's dn2id record to a wrong key.
+/// key she does not have, moves bob's dn2id record to a wrong key and drops erin from dn2children.
 fn damage_tables(data: &Path) -> Damage {
     use heed::types::Bytes;
     use heed::{CommitOrAbort, DatabaseFlags, EnvOpenOptions};
     let dn_key = |uid: &str| {
         let mut key = vec![1u8];
-        for rdn in ["dc=com", "dc=example", "ou=people", uid] {
+        for rdn in ["dc=com", "dc=example", "ou=people", uid]
+            .into_iter()
+            .filter(|r| !r.is_empty())
+        {
             key.extend_from_slice(rdn.as_bytes());
             key.push(0);
         }
@@ -340,7 +349,7 @@ fn damage_tables(data: &Path) -> Damage {
     // SAFETY: the server is stopped; this test is the only process using the directory.
     let env = unsafe { options.open(data) }.expect("opening the LMDB environment");
     let wtxn = env.write_txn().unwrap();
-    let mut ids = (0, 0);
+    let mut ids = (0, 0, 0, 0);
     env.create_databases_and_commit(wtxn, |opener, wtxn| {
         let mail = opener
             .database_options()
@@ -353,6 +362,19 @@ fn damage_tables(data: &Path) -> Damage {
             .types::<Bytes, Bytes>()
             .name("dn2id")
             .create(wtxn)?;
+        let children = opener
+            .database_options()
+            .types::<Bytes, Bytes>()
+            .flags(DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED)
+            .name("dn2children")
+            .create(wtxn)?;
+        let people = dn2id.get(wtxn, &dn_key("")).unwrap().unwrap().to_vec();
+        let erin = dn2id
+            .get(wtxn, &dn_key("uid=erin"))
+            .unwrap()
+            .unwrap()
+            .to_vec();
+        assert!(children.delete_one_duplicate(wtxn, &people, &erin)?);
         let alice = dn2id
             .get(wtxn, &dn_key("uid=alice"))
             .unwrap()
@@ -368,13 +390,21 @@ fn damage_tables(data: &Path) -> Damage {
         assert!(dn2id.delete(wtxn, &dn_key("uid=bob"))?);
         dn2id.put(wtxn, &dn_key("uid=bobby"), &bob)?;
         let id = |raw: &[u8]| u64::from_be_bytes(raw.try_into().unwrap());
-        ids = (id(&alice), id(&bob));
+        ids = (id(&alice), id(&bob), id(&erin), id(&people));
         Ok::<_, heed::Error>(CommitOrAbort::<_, ()>::Commit(dn2id))
     })
     .expect("damaging the tables");
     Damage {
         alice: ids.0,
         bob: ids.1,
+        erin: ids.2,
+        people: ids.3,
+        people_key: ids
+            .3
+            .to_be_bytes()
+            .iter()
+            .map(|b| format!("\\{b:02x}"))
+            .collect(),
     }
 }
 
