@@ -1,10 +1,15 @@
-//! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools, and bench.
+//! The `canopy` command: serve, import, export, reindex and passwd, like slapd and its slap* tools;
+//! backup, restore and verify; and bench.
 //!
 //! Owns: the command line, logging and the offline tools. Must never: hold LDAP semantics of its own:
 //! serving is `canopy-server`'s, databases are `canopy-directory`'s.
 
 mod aclcheck;
+mod backup;
+mod progress;
+mod service;
 mod tools;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -38,6 +43,10 @@ enum Command {
         /// Listener URL, e.g. ldap://127.0.0.1:3389 or ldapi://%2Ftmp%2Fcanopy.sock (repeatable).
         #[arg(long = "listen")]
         listen: Vec<String>,
+        /// Check the configuration (schema, access rules, indexes, overlays, listeners, TLS files) and
+        /// exit: 0 when it is good, 1 with the reason when not. Opens no database, binds no port.
+        #[arg(long)]
+        check: bool,
     },
     /// Bulk-load an LDIF file into an empty database, offline (like slapadd -q).
     Import {
@@ -50,6 +59,20 @@ enum Command {
     Export { file: Option<PathBuf> },
     /// Rebuild every index from the entries (like slapindex), offline.
     Reindex,
+    /// Copy the database into DIR (new or empty) while it may be serving: a consistent, compacted
+    /// snapshot with a checksum manifest (like mdb_copy -c).
+    Backup { dir: PathBuf },
+    /// Bring a backup made by `canopy backup` back into the data directory: checks the manifest,
+    /// refuses while a server or tool has the database open.
+    Restore {
+        dir: PathBuf,
+        /// Replace the database of a data directory that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check that dn2id, id2entry, dn2children and every index agree (a fsck); exits 1 and names
+    /// each wrong record when they do not. Safe beside a running server.
+    Verify,
     /// Hash a password for userPassword or root_password (like slappasswd).
     Passwd {
         /// Scheme, e.g. {SSHA}, {SSHA512}, {CRYPT}, {ARGON2}, {PBKDF2-SHA512}.
@@ -98,9 +121,27 @@ fn run() -> Result<()> {
         config.data_dir = data.clone();
     }
     match cli.command {
-        Command::Serve { listen } => {
+        Command::Serve { listen, check } => {
             if !listen.is_empty() {
                 config.listen = listen;
+            }
+            if check {
+                let source = cli
+                    .config
+                    .as_ref()
+                    .map_or("the built-in defaults".to_string(), |p| {
+                        p.display().to_string()
+                    });
+                canopy_server::check_config(&config)
+                    .with_context(|| format!("{source}: configuration refused"))?;
+                println!(
+                    "{source}: configuration OK (suffix {}, data directory {}, {} listener{})",
+                    config.suffix,
+                    config.data_dir.display(),
+                    config.listen.len(),
+                    if config.listen.len() == 1 { "" } else { "s" }
+                );
+                return Ok(());
             }
             purge_freed_memory();
             serve(config)
@@ -108,6 +149,14 @@ fn run() -> Result<()> {
         Command::Import { file, no_sync } => tools::import(&config, &file, !no_sync),
         Command::Export { file } => tools::export(&config, file.as_deref()),
         Command::Reindex => tools::reindex(&config),
+        Command::Backup { dir } => backup::backup(&config, &dir),
+        Command::Restore { dir, force } => backup::restore(&config, &dir, force),
+        Command::Verify => {
+            if !verify::verify(&config)? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
         Command::AclCheck(question) => {
             if !aclcheck::acl_check(&config, &question)? {
@@ -186,6 +235,8 @@ fn serve(config: Config) -> Result<()> {
     if config.listen.is_empty() {
         bail!("no listeners configured");
     }
+    // Held until the server has stopped: restore, import and reindex refuse to touch the data meanwhile.
+    let _lock = service::lock_data_dir(&config.data_dir, "serve")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(canopy_server::limits::thread_stack_size(&config.limits))
@@ -215,17 +266,43 @@ fn serve(config: Config) -> Result<()> {
             }));
         }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        service::notify(&format!(
+            "READY=1\nSTATUS=serving {}\nMAINPID={}",
+            state.config.suffix,
+            std::process::id()
+        ));
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        tracing::info!("shutting down");
+        tracing::info!("shutting down: no new connections; finishing the requests in progress");
+        service::notify("STOPPING=1");
         let _ = stop_tx.send(true);
         for task in tasks {
             let _ = task.await;
         }
+        // Connections stop reading and end once their outstanding operations have answered: every
+        // write already received is committed and acknowledged before the process exits.
+        state.connections.close_all();
+        let drained = async {
+            while state.connections.total() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            _ = drained => tracing::info!("all connections closed"),
+            _ = tokio::time::sleep(SHUTDOWN_GRACE) => tracing::warn!(
+                open = state.connections.total(),
+                "connections still busy after {SHUTDOWN_GRACE:?}; stopping anyway"
+            ),
+            _ = tokio::signal::ctrl_c() => tracing::warn!("second interrupt: stopping at once"),
+            _ = term.recv() => tracing::warn!("second SIGTERM: stopping at once"),
+        }
         Ok::<(), anyhow::Error>(())
     })?;
-    // Writes are acknowledged only once durable, so nothing is left to flush here.
+    // Dropping the runtime and the state closes the store; its writer thread commits what is queued.
     Ok(())
 }
+
+/// How long a shutdown waits for outstanding operations (a long search, a slow client) to finish.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

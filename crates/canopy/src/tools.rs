@@ -3,9 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+
+use crate::progress::{Progress, Unit};
 
 use anyhow::{anyhow, bail, Context, Result};
 use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
@@ -18,32 +20,17 @@ use canopy_proto::PartialAttribute;
 use canopy_server::access::Who;
 use canopy_server::Config;
 
-/// Progress on standard error, at most a few times a second.
-struct Progress {
-    start: Instant,
-    last: Instant,
+/// The LDIF file, counting the bytes read for the progress bar.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
 }
 
-impl Progress {
-    fn new() -> Progress {
-        Progress {
-            start: Instant::now(),
-            last: Instant::now(),
-        }
-    }
-    fn tick(&mut self, done: u64, what: &str) {
-        if self.last.elapsed().as_millis() >= 250 {
-            self.last = Instant::now();
-            self.show(done, what);
-        }
-    }
-    fn show(&self, done: u64, what: &str) {
-        let secs = self.start.elapsed().as_secs_f64().max(1e-6);
-        eprint!(
-            "\r{what} {done} entries ({:.0}/s, {:.1}s)   ",
-            done as f64 / secs,
-            secs
-        );
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
     }
 }
 
@@ -79,6 +66,7 @@ struct Prepare<'a> {
 /// builder per core, and this thread, which puts the built entries back in file order, gives them
 /// their IDs and hands them to the bulk loader (whose own thread writes).
 pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
+    let _lock = crate::service::lock_data_dir(&config.data_dir, "import")?;
     let dir = canopy_server::open_directory_for_import(config, sync)?;
     {
         let txn = dir.read()?;
@@ -90,7 +78,13 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         }
     }
     let input = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-    let reader = LdifReader::new(BufReader::with_capacity(1 << 20, input));
+    let size = input.metadata().map(|m| m.len()).ok();
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        inner: input,
+        read: Arc::clone(&read),
+    };
+    let reader = LdifReader::new(BufReader::with_capacity(1 << 20, counted));
     let mut loader = dir.store().bulk_loader()?;
     let prepare = Prepare {
         dir: &dir,
@@ -108,7 +102,8 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
-    let mut progress = Progress::new();
+    // By bytes of the file read: the number of entries is known only at the end.
+    let mut progress = Progress::new("import", Unit::Bytes, size);
     let loaded = std::thread::scope(|scope| -> Result<u64> {
         let (work_tx, work_rx) = mpsc::sync_channel::<(u64, Vec<Record>)>(workers * 4);
         let (done_tx, done_rx) = mpsc::sync_channel::<(u64, Vec<Result<Prepared>>)>(workers * 4);
@@ -154,7 +149,9 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                     )?;
                     ids.insert(entry.ndn, next_id);
                     next_id += 1;
-                    progress.tick(next_id - 1, "imported");
+                    if next_id & 255 == 0 {
+                        progress.set(read.load(Ordering::Relaxed));
+                    }
                 }
             }
         }
@@ -162,8 +159,8 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     })?;
     // Synced below, as the fresh copy of the data file (rewrite_data_file).
     let stats = loader.finish_unsynced()?;
-    progress.show(loaded, "imported");
-    eprintln!();
+    progress.finish(read.load(Ordering::Relaxed));
+    eprintln!("imported {loaded} entries");
     drop(dir);
     rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)?;
     rebuild_overlays(config, sync)
@@ -351,8 +348,10 @@ pub fn export(config: &Config, file: Option<&Path>) -> Result<()> {
     let txn = dir.read()?;
     // dn2id order puts every parent before its children, so the output imports again as it is.
     let members = txn.subtree(&dn_key(dir.suffix()))?;
+    let mut progress = Progress::new("export", Unit::Entries, Some(members.len() as u64));
     let mut buf = Vec::with_capacity(4096);
-    for (_, id) in members {
+    for (done, (_, id)) in members.into_iter().enumerate() {
+        progress.set(done as u64);
         let Some(bytes) = txn.get_entry(id)? else {
             continue;
         };
@@ -372,14 +371,17 @@ pub fn export(config: &Config, file: Option<&Path>) -> Result<()> {
         out.write_all(&buf)?;
     }
     out.flush()?;
+    progress.finish(txn.entry_count()?);
     Ok(())
 }
 
 pub fn reindex(config: &Config) -> Result<()> {
+    let _lock = crate::service::lock_data_dir(&config.data_dir, "reindex")?;
     let dir = canopy_server::open_directory(config, true)?;
     let schema = dir.schema().clone();
     let specs = dir.indexes().to_vec();
-    let mut progress = Progress::new();
+    let total = dir.read()?.entry_count()?;
+    let mut progress = Progress::new("reindex", Unit::Entries, Some(total));
     let count = dir
         .store()
         .write(move |txn| -> Result<u64, anyhow::Error> {
@@ -400,12 +402,13 @@ pub fn reindex(config: &Config) -> Result<()> {
                     }
                 }
                 done += 1;
-                progress.tick(done, "reindexed");
+                progress.set(done);
             }
+            progress.finish(done);
             Ok(done)
         })
         .map_err(|e| anyhow!("{e}"))??;
-    eprintln!("\rreindexed {count} entries");
+    eprintln!("reindexed {count} entries");
     drop(dir);
     rebuild_overlays(config, true)
 }

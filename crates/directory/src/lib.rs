@@ -19,6 +19,7 @@ pub mod overlay;
 pub mod pipeline;
 pub mod referral;
 pub mod search;
+pub mod verify;
 pub mod write;
 
 pub use canopy_mdb::ReadTxn;

@@ -125,11 +125,7 @@ impl Pipeline {
     }
 
     /// Every hook's [`WriteHook::check`]: the first problem, with the hook's name.
-    pub(crate) fn check(
-        &self,
-        schema: &Schema,
-        suffix: &NormDn,
-    ) -> Result<(), (&'static str, String)> {
+    pub fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), (&'static str, String)> {
         self.hooks
             .iter()
             .try_for_each(|hook| hook.check(schema, suffix).map_err(|e| (hook.name(), e)))

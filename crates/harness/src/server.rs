@@ -249,7 +249,10 @@ impl Server {
             Target::Slapd => "slapd",
         });
         let data = dir.path().join("data");
-        std::fs::create_dir_all(&data).unwrap();
+        // Private, as a data directory should be (canopy warns about one open to others).
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&data)
+            .unwrap();
         if target == Target::Slapd {
             let conf = crate::slapd_conf::render(dir.path(), &data);
             std::fs::write(dir.path().join("slapd.conf"), conf).unwrap();
@@ -303,6 +306,44 @@ impl Server {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// A scratch directory with an empty data directory for `target`, nothing running: set up the data
+    /// (e.g. `canopy restore`) first, then [`Server::restart`] starts it.
+    pub fn unstarted(target: Target) -> Server {
+        Server::prepare(target)
+    }
+
+    /// SIGTERM, as a service manager stops a server, then waits for the process to exit (at most 60 s,
+    /// then SIGKILL and a panic). Returns the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let Some(mut child) = self.child.take() else {
+            panic!("terminate: the server is not running");
+        };
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        assert!(
+            sent.is_ok_and(|s| s.success()),
+            "could not send SIGTERM to {}",
+            child.id()
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the server did not exit within 60 s of SIGTERM:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 

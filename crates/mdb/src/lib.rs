@@ -17,6 +17,7 @@ mod error;
 mod gate;
 mod keys;
 mod read;
+mod snapshot;
 mod store;
 mod tables;
 mod write;
@@ -26,7 +27,10 @@ pub use bulk::BulkLoader;
 pub use error::StoreError;
 pub use heed::MdbError;
 pub use keys::FORMAT_VERSION;
-pub use read::{CandidateEntries, EntryIter, EntryRangeIter, ReadOps, ReadTxn, SubtreeIter};
+pub use read::{
+    CandidateEntries, EntryIter, EntryRangeIter, RawPairs, RawTable, ReadOps, ReadTxn, SubtreeIter,
+};
+pub use snapshot::{copy_compact, describe, in_use_by, Described, DATA_FILE, LOCK_FILE};
 pub use store::{Stats, Store, StoreConfig, TableStats};
 pub use write::WriteTxn;
 

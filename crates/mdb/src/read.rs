@@ -259,6 +259,43 @@ pub trait ReadOps: Access {
         }
     }
 
+    /// Every (key, value) pair of one table as stored, in LMDB's order (a dup-sort table yields one pair
+    /// per duplicate), without decoding: for consistency checks (`canopy verify`), which must report
+    /// records of the wrong shape instead of failing on them. A configured index without a table yields
+    /// nothing.
+    fn raw_pairs(&self, table: RawTable<'_>) -> Result<RawPairs<'_>, StoreError> {
+        let tables = self.tables();
+        let handle = match table {
+            RawTable::Id2Entry => Some(&tables.id2entry),
+            RawTable::Dn2Id => Some(&tables.dn2id),
+            RawTable::Dn2Children => Some(&tables.dn2children),
+            RawTable::Meta => Some(&tables.meta),
+            RawTable::Index(attr) => tables.index(attr),
+        };
+        Ok(RawPairs {
+            inner: match handle {
+                Some(table) => Some(table.iter(self.ro_txn())?),
+                None => None,
+            },
+        })
+    }
+
+    /// The number of records of one table (for dup-sort tables: key/value pairs); O(1).
+    fn raw_len(&self, table: RawTable<'_>) -> Result<u64, StoreError> {
+        let tables = self.tables();
+        let handle = match table {
+            RawTable::Id2Entry => Some(&tables.id2entry),
+            RawTable::Dn2Id => Some(&tables.dn2id),
+            RawTable::Dn2Children => Some(&tables.dn2children),
+            RawTable::Meta => Some(&tables.meta),
+            RawTable::Index(attr) => tables.index(attr),
+        };
+        match handle {
+            Some(table) => Ok(table.len(self.ro_txn())?),
+            None => Ok(0),
+        }
+    }
+
     /// A value stored with `put_meta` (or an internal one, whose keys start with 0x00).
     fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         if !self.tables().storable(key) {
@@ -287,6 +324,42 @@ where
         ids.push(decode_id("idx", raw)?);
     }
     Ok(true)
+}
+
+/// One table of the store, named for [`ReadOps::raw_pairs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawTable<'a> {
+    Id2Entry,
+    Dn2Id,
+    Dn2Children,
+    Meta,
+    /// The `idx.<attr>` table of a configured index.
+    Index(&'a str),
+}
+
+impl std::fmt::Display for RawTable<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RawTable::Id2Entry => f.write_str(ID2ENTRY),
+            RawTable::Dn2Id => f.write_str(DN2ID),
+            RawTable::Dn2Children => f.write_str(DN2CHILDREN),
+            RawTable::Meta => f.write_str(crate::tables::META),
+            RawTable::Index(attr) => f.write_str(&crate::tables::index_table_name(attr)),
+        }
+    }
+}
+
+/// Iterator returned by [`ReadOps::raw_pairs`]: (key, value) as stored.
+pub struct RawPairs<'t> {
+    inner: Option<RoIter<'t, Bytes, Bytes>>,
+}
+
+impl<'t> Iterator for RawPairs<'t> {
+    type Item = Result<(&'t [u8], &'t [u8]), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.inner.as_mut()?.next()?.map_err(StoreError::from))
+    }
 }
 
 enum SubtreeInner<'t> {

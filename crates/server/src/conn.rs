@@ -145,7 +145,15 @@ pub async fn serve_transport<S>(
             start = 0;
         }
         let busy = || permits.available_permits() < max_pending;
-        match limits::read_or_idle(&mut reader, &mut buf, idle, busy).await {
+        // Reading is cancel safe; on shutdown the requests already received still run to their answer.
+        let read = tokio::select! {
+            read = limits::read_or_idle(&mut reader, &mut buf, idle, busy) => read,
+            () = state.connections.closed() => {
+                tracing::debug!(?peer, "server shutting down, closing connection");
+                break;
+            }
+        };
+        match read {
             limits::Read::Data => {}
             limits::Read::Closed => break,
             limits::Read::Idle => {

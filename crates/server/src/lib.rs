@@ -59,6 +59,8 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error("{0}")]
     Overlay(String),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Loads the built-in schema plus the configured schema files.
@@ -130,6 +132,47 @@ fn open_directory_with(
         .map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
     Ok(Database::new(backend, acl))
+}
+
+/// Everything a start checks before it opens the database and binds its listeners, for
+/// `canopy serve --check`: schema files, indexes, access rules, overlays, suffix and root DN, SASL rules,
+/// the password scheme, listener URLs and TLS files. Opens no database, binds nothing, writes nothing.
+pub fn check_config(config: &Config) -> Result<(), StartError> {
+    let schema = load_schema(config)?;
+    index_specs(&schema, config)?;
+    access_list(&schema, config)?;
+    let target = overlays::Target {
+        schema: &schema,
+        suffix: &config.suffix,
+    };
+    let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
+        .map_err(StartError::Overlay)?;
+    let suffix = canopy_proto::Dn::parse(config.suffix.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))
+        .map_err(|e| StartError::Open(OpenError::Suffix(config.suffix.clone(), e)))?;
+    pipeline
+        .check(&schema, &suffix)
+        .map_err(|(hook, e)| StartError::Open(OpenError::Overlay(hook, e)))?;
+    canopy_proto::Dn::parse(config.root_dn.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))
+        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e))?;
+    authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
+    if canopy_password::Scheme::from_name(&config.password_hash).is_none() {
+        return Err(StartError::Invalid(format!(
+            "password_hash: unknown scheme {:?}",
+            config.password_hash
+        )));
+    }
+    if config.listen.is_empty() {
+        return Err(StartError::Invalid("no listeners configured".into()));
+    }
+    for url in &config.listen {
+        ListenUrl::parse(url).map_err(|e| StartError::Invalid(format!("listener {url}: {e}")))?;
+    }
+    tls::check(config)?;
+    Ok(())
 }
 
 /// Compiles the configured access list (Debian's default when none is configured).

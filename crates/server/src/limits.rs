@@ -310,10 +310,21 @@ pub fn lower_only(client: i32, server: Option<u64>) -> Option<u64> {
     }
 }
 
-/// Counts of open connections, shared by every listener of the server.
-#[derive(Debug, Default)]
+/// Counts of open connections, shared by every listener of the server, and the signal that tells
+/// them the server is shutting down.
+#[derive(Debug)]
 pub struct Connections {
     inner: Mutex<Counts>,
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Connections {
+            inner: Mutex::default(),
+            closing: tokio::sync::watch::channel(false).0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -377,6 +388,18 @@ impl Connections {
     /// Open connections in total.
     pub fn total(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+
+    /// Tells every connection to stop reading requests: each ends once the operations it already
+    /// received have answered (a graceful shutdown).
+    pub fn close_all(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Completes once [`close_all`](Self::close_all) has been called (at once if it already was).
+    pub async fn closed(&self) {
+        let mut closing = self.closing.subscribe();
+        let _ = closing.wait_for(|closing| *closing).await;
     }
 }
 

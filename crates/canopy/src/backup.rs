@@ -1,0 +1,427 @@
+//! `canopy backup DIR` and `canopy restore DIR`: a consistent, compacted copy of a live database with a
+//! checksum manifest, and bringing one back into a data directory nobody is using (docs/operations.md).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use canopy_mdb::{DATA_FILE, LOCK_FILE};
+use canopy_server::Config;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::progress::{Progress, Unit};
+use crate::service;
+
+/// The manifest's name in a backup directory.
+pub const MANIFEST: &str = "manifest.json";
+/// What a manifest says it is; a restore refuses anything else.
+const MANIFEST_FORMAT: &str = "canopy-backup/1";
+/// Files of a data directory besides the database that a backup keeps (when present): the generated
+/// root password's hash and the self-signed TLS certificate and key.
+const EXTRA_FILES: &[&str] = &["rootpw", "tls/cert.pem", "tls/key.pem"];
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub canopy_version: String,
+    /// When the copy was taken: RFC 3339 UTC and Unix seconds.
+    pub created: String,
+    pub created_unix: u64,
+    /// The data directory copied and the suffix of its database.
+    pub source: String,
+    pub suffix: String,
+    /// canopy-mdb's on-disk layout version (docs/design/storage.md).
+    pub store_format: u32,
+    pub entries: u64,
+    /// The highest entry ID in the copy, and the next one the store hands out.
+    pub last_id: Option<u64>,
+    pub next_id: u64,
+    pub files: Vec<FileSum>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileSum {
+    /// Relative to the backup directory (and to the data directory when restored).
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// Copies the database of `config` into `dest` while it may be serving: LMDB's compacting copy of one
+/// snapshot, the extra files, and a manifest with their checksums.
+pub fn backup(config: &Config, dest: &Path) -> Result<()> {
+    let source = &config.data_dir;
+    let data = source.join(DATA_FILE);
+    if !data.is_file() {
+        bail!("no database at {}", data.display());
+    }
+    if dest.exists() && std::fs::read_dir(dest)?.next().is_some() {
+        bail!(
+            "{} is not empty; a backup goes into a new or empty directory",
+            dest.display()
+        );
+    }
+    service::create_private_dir(dest)?;
+    let copy_path = dest.join(DATA_FILE);
+    let mut copy = std::fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .open(&copy_path)
+        .with_context(|| format!("creating {}", copy_path.display()))?;
+    service::make_private(&copy_path)?;
+    // The source file's size bounds the compacted copy: enough for a bar.
+    let bound = std::fs::metadata(&data)?.len();
+    let copied = watch_growth(&copy_path, "backup", bound);
+    let result = canopy_mdb::copy_compact(source, &mut copy);
+    copied.finish();
+    result.with_context(|| format!("copying {}", source.display()))?;
+    copy.sync_all()?;
+    drop(copy);
+    for name in EXTRA_FILES {
+        let from = source.join(name);
+        if from.is_file() {
+            let to = dest.join(name);
+            if let Some(parent) = to.parent() {
+                service::create_private_dir(parent)?;
+            }
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+            service::make_private(&to)?;
+            File::open(&to)?.sync_all()?;
+        }
+    }
+    let facts = canopy_mdb::describe(dest).context("reading the copy")?;
+    let files = checksums(dest)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT.into(),
+        canopy_version: env!("CARGO_PKG_VERSION").into(),
+        created: rfc3339(now),
+        created_unix: now,
+        source: std::fs::canonicalize(source)
+            .unwrap_or_else(|_| source.clone())
+            .display()
+            .to_string(),
+        suffix: config.suffix.clone(),
+        store_format: facts.format,
+        entries: facts.entries,
+        last_id: facts.last_id,
+        next_id: facts.next_id,
+        files,
+    };
+    write_synced(
+        &dest.join(MANIFEST),
+        (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
+    )?;
+    sync_dir(dest)?;
+    let size = manifest.files.first().map_or(0, |f| f.size);
+    println!(
+        "backup of {} ({} entries, last ID {}) in {}: {DATA_FILE} {size} bytes, {} files, manifest {MANIFEST}",
+        manifest.suffix,
+        manifest.entries,
+        manifest.last_id.map_or("none".into(), |id| id.to_string()),
+        dest.display(),
+        manifest.files.len()
+    );
+    Ok(())
+}
+
+/// Checks the backup in `from` against its manifest and copies it into the data directory of
+/// `config`, which no process may be using and which must be empty unless `force`.
+pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
+    let manifest = read_manifest(from)?;
+    if !same_suffix(&manifest.suffix, &config.suffix) {
+        bail!(
+            "the backup holds {:?} but the configuration's suffix is {:?}",
+            manifest.suffix,
+            config.suffix
+        );
+    }
+    check_files(from, &manifest)?;
+    let target = &config.data_dir;
+    let _lock = service::lock_data_dir(target, "restore")?;
+    if let Some(pid) = canopy_mdb::in_use_by(target)
+        .with_context(|| format!("checking {}", target.join(LOCK_FILE).display()))?
+    {
+        bail!(
+            "the database in {} is open by process {pid} (a server or a tool); stop it first",
+            target.display()
+        );
+    }
+    let occupied = occupied(target)?;
+    if !occupied.is_empty() && !force {
+        bail!(
+            "{} is not empty ({}); restore into an empty directory or add --force to replace its database",
+            target.display(),
+            occupied.join(", ")
+        );
+    }
+    for file in &manifest.files {
+        let to = target.join(&file.path);
+        if let Some(parent) = to.parent() {
+            service::create_private_dir(parent)?;
+        }
+        let partial = to.with_extension("restoring");
+        std::fs::copy(from.join(&file.path), &partial)
+            .with_context(|| format!("copying {}", file.path))?;
+        service::make_private(&partial)?;
+        File::open(&partial)?.sync_all()?;
+        std::fs::rename(&partial, &to)
+            .with_context(|| format!("renaming into {}", to.display()))?;
+    }
+    // The old reader table describes the replaced file; LMDB builds a new one on the next open.
+    match std::fs::remove_file(target.join(LOCK_FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).context("removing the old lock.mdb")
+        }
+        _ => {}
+    }
+    sync_dir(target)?;
+    let facts = canopy_mdb::describe(target).context("reading the restored database")?;
+    println!(
+        "restored {} ({} entries, last ID {}, taken {}) into {}",
+        manifest.suffix,
+        facts.entries,
+        facts.last_id.map_or("none".into(), |id| id.to_string()),
+        manifest.created,
+        target.display()
+    );
+    Ok(())
+}
+
+fn read_manifest(from: &Path) -> Result<Manifest> {
+    let path = from.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {} (is {} a backup?)",
+            path.display(),
+            from.display()
+        )
+    })?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if manifest.format != MANIFEST_FORMAT {
+        bail!(
+            "{}: format {:?}, this canopy reads {MANIFEST_FORMAT:?}",
+            path.display(),
+            manifest.format
+        );
+    }
+    if manifest.store_format != canopy_mdb::FORMAT_VERSION {
+        bail!(
+            "{}: database format {}, this canopy reads {}",
+            path.display(),
+            manifest.store_format,
+            canopy_mdb::FORMAT_VERSION
+        );
+    }
+    if !manifest.files.iter().any(|f| f.path == DATA_FILE) {
+        bail!("{}: lists no {DATA_FILE}", path.display());
+    }
+    Ok(manifest)
+}
+
+/// Every file of the manifest is there, of its size and checksum; nothing outside the directory.
+fn check_files(from: &Path, manifest: &Manifest) -> Result<()> {
+    for file in &manifest.files {
+        let relative = Path::new(&file.path);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            bail!("manifest names {:?}, outside the backup", file.path);
+        }
+        let path = from.join(relative);
+        let size = std::fs::metadata(&path)
+            .with_context(|| format!("{} (listed in the manifest)", path.display()))?
+            .len();
+        if size != file.size {
+            bail!(
+                "{}: {size} bytes, the manifest says {}: the backup is damaged",
+                path.display(),
+                file.size
+            );
+        }
+        let sum = sha256_file(&path, file.path == DATA_FILE)?;
+        if sum != file.sha256 {
+            bail!(
+                "{}: sha256 {sum}, the manifest says {}: the backup is damaged",
+                path.display(),
+                file.sha256
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The names in a data directory that a restore would replace or that show it in use (everything but
+/// the lock files, which hold no data).
+fn occupied(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name != service::LOCK_FILE && name != LOCK_FILE {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Suffixes compared as DNs are by slapd for this purpose: case and spaces after commas aside.
+fn same_suffix(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.split(',')
+            .map(|p| p.trim().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    };
+    norm(a) == norm(b)
+}
+
+/// The checksums of the database and the extra files in a backup directory.
+fn checksums(dir: &Path) -> Result<Vec<FileSum>> {
+    let mut out = Vec::new();
+    for name in std::iter::once(DATA_FILE).chain(EXTRA_FILES.iter().copied()) {
+        let path = dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        out.push(FileSum {
+            path: name.to_string(),
+            size: std::fs::metadata(&path)?.len(),
+            sha256: sha256_file(&path, name == DATA_FILE)?,
+        });
+    }
+    Ok(out)
+}
+
+fn sha256_file(path: &Path, show: bool) -> Result<String> {
+    let mut file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let total = file.metadata()?.len();
+    let mut progress = show.then(|| Progress::new("checksum", Unit::Bytes, Some(total)));
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(buf.get(..n).unwrap_or(&[]));
+        done += n as u64;
+        if let Some(p) = &mut progress {
+            p.set(done);
+        }
+    }
+    if let Some(p) = &mut progress {
+        p.finish(done);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// A thread showing the size of a file LMDB is writing (its copy has no progress callback).
+struct Growth {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn watch_growth(path: &Path, label: &str, bound: u64) -> Growth {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (flag, path, label) = (Arc::clone(&stop), PathBuf::from(path), label.to_string());
+    let thread = std::thread::Builder::new()
+        .name("canopy-progress".into())
+        .spawn(move || {
+            let mut progress = Progress::new(&label, Unit::Bytes, Some(bound));
+            let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            while !flag.load(Ordering::Relaxed) {
+                progress.set(size());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            progress.finish(size());
+        })
+        .ok();
+    Growth { stop, thread }
+}
+
+impl Growth {
+    fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing {}", dir.display()))
+}
+
+/// Unix seconds as RFC 3339 UTC (`2026-11-25T03:04:05Z`).
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rest = secs % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_575_845), "2026-11-25T03:04:05Z");
+    }
+
+    #[test]
+    fn suffixes_compare_loosely() {
+        assert!(same_suffix("dc=Example, dc=com", "dc=example,dc=com"));
+        assert!(!same_suffix("dc=example,dc=org", "dc=example,dc=com"));
+    }
+}
