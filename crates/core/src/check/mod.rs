@@ -23,9 +23,10 @@ pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapEr
     structural_of(schema, &classes).map(|c| c.name().to_string())
 }
 
-/// Full schema check after an add or modify. In slapd's order: SINGLE-VALUE types, objectClass present, classes known, `ref`
-/// only in a referral object, one structural chain, structural class unchanged (against a stored structuralObjectClass), naming attributes,
-/// MUST, MAY, SINGLE-VALUE.
+/// Full schema check after an add or modify. In slapd's order: SINGLE-VALUE types, objectClass present,
+/// classes known, `ref` only in a referral object and `aliasedObjectName` only in an alias, one structural
+/// chain, structural class unchanged (against a stored structuralObjectClass), naming attributes, MUST,
+/// MAY.
 pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
     // slapd's first pass over the attributes: a SINGLE-VALUE type holding several values, before it
     // looks at the object classes.
@@ -41,19 +42,18 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
         }
     }
     let classes = entry_classes(schema, entry)?;
-    // slapd refuses a `ref` attribute outside a referral object before it compares structural classes.
-    let has_ref = entry.attrs.iter().any(|a| {
-        let (name, _) = split_stored(&a.desc);
-        name.eq_ignore_ascii_case("ref")
-    });
-    if has_ref
-        && !classes
-            .iter()
-            .any(|c| c.name().eq_ignore_ascii_case("referral"))
-    {
-        return Err(violation(
-            "attribute \"ref\" only allowed in the referral".to_string(),
-        ));
+    // slapd refuses `ref` outside a referral object and `aliasedObjectName` outside an alias before it
+    // compares structural classes.
+    for (attr, class) in [("ref", "referral"), ("aliasedObjectName", "alias")] {
+        let has = entry.attrs.iter().any(|a| {
+            let (name, _) = split_stored(&a.desc);
+            name.eq_ignore_ascii_case(attr)
+        });
+        if has && !classes.iter().any(|c| c.name().eq_ignore_ascii_case(class)) {
+            return Err(violation(format!(
+                "attribute \"{attr}\" only allowed in the {class}"
+            )));
+        }
     }
     let structural = structural_of(schema, &classes)?;
     check_structural_unchanged(schema, entry, structural)?;
