@@ -61,9 +61,9 @@ pub trait Guard: Send + Sync {
         Ok(())
     }
 
-    /// The request's read of the entry `id` as this write leaves it (RFC 4527's post-read).
-    fn after_change(&self, dir: &Directory, txn: &WriteTxn<'_>, id: u64) {
-        let _ = (dir, txn, id);
+    /// The request's read of the entry `id` as this write leaves it (RFC 4527's post-read), named `dn`.
+    fn after_change(&self, dir: &Directory, txn: &WriteTxn<'_>, id: u64, dn: &Dn) {
+        let _ = (dir, txn, id, dn);
     }
 
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
@@ -466,7 +466,7 @@ impl Directory {
         txn.add_child(parent_id, id).map_err(failed)?;
         self.reindex(txn, id, None, Some(&entry))?;
         self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?;
-        ctx.guard.after_change(self, txn, id);
+        ctx.guard.after_change(self, txn, id, &entry.dn);
         Ok(())
     }
 
@@ -583,7 +583,7 @@ impl Directory {
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?;
-        ctx.guard.after_change(self, txn, id);
+        ctx.guard.after_change(self, txn, id, &entry.dn);
         Ok(())
     }
 
@@ -819,7 +819,20 @@ impl Directory {
             }
         }
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?;
-        ctx.guard.after_change(self, txn, id);
+        // slapd's post-read names a renamed entry as the request did: the new RDN under the new
+        // superior's stored DN, or under the parent as the request spelled it.
+        let shown = match new_superior {
+            Some(_) => new_dn.clone(),
+            None => {
+                let mut shown = rdn_dn.clone();
+                self.pretty(&mut shown);
+                let mut parent = m.dn.parent();
+                self.pretty(&mut parent);
+                shown.rdns.extend(parent.rdns);
+                shown
+            }
+        };
+        ctx.guard.after_change(self, txn, id, &shown);
         Ok(())
     }
 

@@ -185,15 +185,15 @@ impl Guard for AccessGuard {
         if let Some(filter) = &ctl.assertion {
             check_assertion(schema, &seen, filter)?;
         }
-        let pre = ctl
-            .pre_read
-            .as_ref()
-            .map(|attrs| read_control(schema, CONTROL_PRE_READ, attrs, &seen));
+        let pre = ctl.pre_read.as_ref().map(|attrs| {
+            let dn = seen.entry().dn.to_string();
+            read_control(schema, CONTROL_PRE_READ, attrs, &seen, dn.as_bytes())
+        });
         self.reads.lock().unwrap_or_else(|e| e.into_inner()).pre = pre;
         Ok(())
     }
 
-    fn after_change(&self, _dir: &Directory, txn: &WriteTxn<'_>, id: u64) {
+    fn after_change(&self, _dir: &Directory, txn: &WriteTxn<'_>, id: u64, dn: &Dn) {
         let Some(attrs) = &self.ctl.post_read else {
             return;
         };
@@ -208,6 +208,7 @@ impl Guard for AccessGuard {
                 CONTROL_POST_READ,
                 attrs,
                 &seen,
+                dn.to_string().as_bytes(),
             )))
         };
         match read() {

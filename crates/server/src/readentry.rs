@@ -64,8 +64,14 @@ pub fn check_assertion(schema: &Schema, seen: &Seen, filter: &Filter) -> Result<
     }
 }
 
-/// A pre-read or post-read response control holding the selected attributes of the entry.
-pub fn read_control(schema: &Schema, oid: &str, attributes: &[String], seen: &Seen) -> Control {
+/// A pre-read or post-read response control holding the selected attributes of the entry, named `dn`.
+pub fn read_control(
+    schema: &Schema,
+    oid: &str,
+    attributes: &[String],
+    seen: &Seen,
+    dn: &[u8],
+) -> Control {
     let selection = Selection::parse(schema, attributes);
     let mut attrs = Vec::new();
     for attr in &seen.entry().attrs {
@@ -83,9 +89,6 @@ pub fn read_control(schema: &Schema, oid: &str, attributes: &[String], seen: &Se
     Control {
         oid: oid.to_string(),
         critical: false,
-        value: Some(encode_read_entry_response(
-            seen.entry().dn.to_string().as_bytes(),
-            &attrs,
-        )),
+        value: Some(encode_read_entry_response(dn, &attrs)),
     }
 }
