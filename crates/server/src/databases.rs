@@ -8,6 +8,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use canopy_core::LdapError;
+use canopy_directory::dynlist::Dynlist;
 use canopy_directory::{Action, Directory, Guard, WriteOp, WriteRequest};
 use canopy_mdb::WriteTxn;
 use canopy_proto::Dn;
@@ -17,11 +18,13 @@ use crate::access::Who;
 use crate::acl::ops::{check_add, check_delete, check_modify, check_rename, hide_matched};
 use crate::acl::{Acl, Guarded};
 
-/// One database as the frontend sees it: the backend and the access rules that guard it.
+/// One database as the frontend sees it: the backend, the access rules that guard it, and how its
+/// entries are expanded when read (the dynlist overlay).
 #[derive(Clone)]
 pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
+    dynlist: Option<Arc<Dynlist>>,
 }
 
 impl Database {
@@ -29,7 +32,19 @@ impl Database {
         Database {
             backend,
             acl: Arc::new(acl),
+            dynlist: None,
         }
+    }
+
+    /// This database with the dynlist overlay's expansion on its reads.
+    pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
+        self.dynlist = dynlist.map(Arc::new);
+        self
+    }
+
+    /// The dynlist overlay's settings, when it is configured.
+    pub fn dynlist(&self) -> Option<&Dynlist> {
+        self.dynlist.as_deref()
     }
 
     pub fn backend(&self) -> &Directory {
