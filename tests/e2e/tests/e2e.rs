@@ -16,6 +16,8 @@ mod canopy_only;
 mod crash;
 #[path = "e2e/extended.rs"]
 mod extended;
+#[path = "e2e/dynlist.rs"]
+mod dynlist;
 #[path = "e2e/extra_schema.rs"]
 mod extra_schema;
 #[path = "e2e/features.rs"]
