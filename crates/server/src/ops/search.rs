@@ -476,10 +476,10 @@ fn execute(
 
 /// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
 /// entry run with the requester's access, as slapd's internal searches run with its identity.
-struct SearchRequester<'a> {
-    access: &'a SearchAccess<'a>,
-    root: bool,
-    needs_entry: bool,
+pub(crate) struct SearchRequester<'a> {
+    pub access: &'a SearchAccess<'a>,
+    pub root: bool,
+    pub needs_entry: bool,
 }
 
 impl SearchRequester<'_> {

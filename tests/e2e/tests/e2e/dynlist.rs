@@ -161,6 +161,24 @@ fn dynamic_groups_and_lists() {
             &["-b", SUFFIX, "(mail=carol@example.com)", "1.1"],
         ),
     );
+    let compare = |bind: &Bind, dn: &str, ava: &str| s.tool("ldapcompare", bind, &[dn, ava], None);
+    let first_five = group_dn("first-five");
+    t.raw(
+        "compare member=carol on the dynamic group: true",
+        &compare(&Bind::Root, &first_five, &format!("member:{}", user_dn("carol"))),
+    );
+    t.raw(
+        "compare member=frank: false",
+        &compare(&Bind::Root, &first_five, &format!("member:{}", user_dn("frank"))),
+    );
+    t.raw(
+        "compare member=erin anonymously: true (a compare tests members without access control)",
+        &compare(&Bind::Anonymous, &first_five, &format!("member:{}", user_dn("erin"))),
+    );
+    t.raw(
+        "compare memberOf on a member: memberOf is not computed for a compare",
+        &compare(&Bind::Root, &user_dn("bob"), &format!("memberOf:{first_five}")),
+    );
     let write = |who: &str| {
         s.modify(
             &Bind::user(who),
