@@ -187,7 +187,8 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             else {
                 continue;
             };
-            if !self.dir.holds(&search.base) {
+            // A group's URLs name entries, not attributes: slapd skips one that lists attributes.
+            if !self.dir.holds(&search.base) || !(config.members.is_empty() || search.attrs.is_empty()) {
                 continue;
             }
             self.search(&search, who, &mut |who, ndn, stored| {
@@ -337,7 +338,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                     .filter_map(|v| std::str::from_utf8(v).ok())
                     .filter_map(|t| Url::parse(t).ok())
                     .filter_map(|url| prepare(schema, &url))
-                    .filter(|s| self.dir.holds(&s.base))
+                    .filter(|s| self.dir.holds(&s.base) && s.attrs.is_empty())
                     .collect();
                 groups.push(Group {
                     set: i,

@@ -82,6 +82,27 @@ fn dynamic_groups_and_lists() {
         "a group whose URL finds dynamic groups, itself included: not expanded further",
         &s.read(&Bind::Root, &group_dn("all-dynamic"), &["member"]),
     );
+    let odd = s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nobjectClass: groupOfURLs\ncn: odd-urls\n\
+             memberURL: ldap://otherhost/{SUFFIX}??sub?(uid=frank)\n\
+             memberURL: not a URL\n\
+             memberURL: ldap:///{SUFFIX}??sub?(uid=grace\n\
+             memberURL: ldap:///o=elsewhere??sub?(uid=heidi)\n\
+             memberURL: ldap:///ou=people,{SUFFIX}?cn?one?(uid=ivan)\n\
+             memberURL: ldap:///{}\n\
+             memberURL: ldap:///ou=people,{SUFFIX}??children?(uid=judy)\n",
+            group_dn("odd-urls"),
+            user_dn("olivia")
+        ),
+    );
+    assert_eq!(odd.code, 0, "{odd:?}");
+    t.section(
+        "URLs with a host, no URL, a bad filter, a base elsewhere or attributes find nothing; \
+         base scope by default, children scope",
+        &s.read(&Bind::Root, &group_dn("odd-urls"), &["member"]),
+    );
     t.section(
         "(member=bob) finds the static and the dynamic group",
         &s.search(
