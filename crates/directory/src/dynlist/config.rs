@@ -67,7 +67,8 @@ impl Url {
         if !part(4).is_empty() {
             return Err(format!("{text:?}: extensions are not supported"));
         }
-        let decode = |s: &str| canopy_proto::url::percent_decode(s).map_err(|e| format!("{text:?}: {e}"));
+        let decode =
+            |s: &str| canopy_proto::url::percent_decode(s).map_err(|e| format!("{text:?}: {e}"));
         let base = decode(part(0))?;
         let base = Dn::parse(base.as_bytes()).map_err(|e| format!("{text:?}: base: {e}"))?;
         let mut attrs = Vec::new();
@@ -121,7 +122,10 @@ impl AttrSet {
             .next()
             .ok_or_else(|| format!("{text:?}: the URL attribute is missing"))?;
         let mut restrict = None;
-        if next.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("ldap://")) {
+        if next
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("ldap://"))
+        {
             restrict = Some(Url::parse(next)?);
             next = words
                 .next()
@@ -261,7 +265,9 @@ impl Dynlist {
     }
 
     pub fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {
-        self.sets.iter().try_for_each(|set| set.check(schema, suffix))
+        self.sets
+            .iter()
+            .try_for_each(|set| set.check(schema, suffix))
     }
 
     /// The memberOf attributes the sets compute (to define when the schema lacks them).
@@ -295,11 +301,21 @@ mod tests {
         use SearchScope::*;
         check_url(
             "ldap:///ou=people,dc=example,dc=com??sub?(objectClass=person)",
-            Ok(("ou=people,dc=example,dc=com", &[], WholeSubtree, "(objectClass=person)")),
+            Ok((
+                "ou=people,dc=example,dc=com",
+                &[],
+                WholeSubtree,
+                "(objectClass=person)",
+            )),
         );
         check_url(
             "LDAP:///dc=example,dc=com?mail,cn?one?uid=a%2A",
-            Ok(("dc=example,dc=com", &["mail", "cn"], SingleLevel, "(uid=a*)")),
+            Ok((
+                "dc=example,dc=com",
+                &["mail", "cn"],
+                SingleLevel,
+                "(uid=a*)",
+            )),
         );
         check_url(
             "ldap:///cn=x,dc=example,dc=com",
@@ -317,7 +333,10 @@ mod tests {
     #[test]
     fn attrsets() {
         let set = AttrSet::parse("groupOfURLs memberURL").unwrap();
-        assert_eq!((set.group_class.as_str(), set.url_attr.as_str()), ("groupOfURLs", "memberURL"));
+        assert_eq!(
+            (set.group_class.as_str(), set.url_attr.as_str()),
+            ("groupOfURLs", "memberURL")
+        );
         assert!(set.members.is_empty() && set.restrict.is_none());
 
         let set = AttrSet::parse(
@@ -346,7 +365,10 @@ mod tests {
             ("groupOfURLs", "URL attribute is missing"),
             ("groupOfURLs ldap:///dc=x??sub", "URL attribute is missing"),
             ("groupOfURLs memberURL cn:member", "mapping"),
-            ("groupOfURLs memberURL member+memberOf@groupOfNames*", "nested"),
+            (
+                "groupOfURLs memberURL member+memberOf@groupOfNames*",
+                "nested",
+            ),
             ("groupOfURLs memberURL member@memberOf", "follows '+'"),
             ("groupOfURLs memberURL member+", "empty"),
             ("groupOfURLs ldap://h/dc=x memberURL", "host"),
@@ -370,7 +392,10 @@ mod tests {
             ("groupOfURLs memberUR", "unknown attribute"),
             ("groupOfURLs cn", "labeledURI"),
             ("groupOfURLs memberURL cn", "DN syntax"),
-            ("groupOfURLs memberURL member+dgMemberOf@nothing", "unknown object class"),
+            (
+                "groupOfURLs memberURL member+dgMemberOf@nothing",
+                "unknown object class",
+            ),
             ("groupOfURLs ldap:///dc=other??sub memberURL", "outside"),
         ] {
             let e = ok(text).unwrap_err();

@@ -161,7 +161,9 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         match self.restricts.get(set) {
             Some(Some(r)) => {
                 Url::holds(&r.base, r.scope, ndn)
-                    && r.filter.evaluate(view, &computed(false, stored.dn)).is_true()
+                    && r.filter
+                        .evaluate(view, &computed(false, stored.dn))
+                        .is_true()
             }
             Some(None) => self.config.sets[set].restrict.is_none(),
             None => false,
@@ -182,13 +184,19 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         for text in urls {
             let Some(search) = std::str::from_utf8(&text)
                 .ok()
-                .and_then(|t| Url::parse(t).map_err(|e| tracing::debug!(%e, "dynlist URL")).ok())
+                .and_then(|t| {
+                    Url::parse(t)
+                        .map_err(|e| tracing::debug!(%e, "dynlist URL"))
+                        .ok()
+                })
                 .and_then(|url| prepare(schema, &url))
             else {
                 continue;
             };
             // A group's URLs name entries, not attributes: slapd skips one that lists attributes.
-            if !self.dir.holds(&search.base) || !(config.members.is_empty() || search.attrs.is_empty()) {
+            if !self.dir.holds(&search.base)
+                || !(config.members.is_empty() || search.attrs.is_empty())
+            {
                 continue;
             }
             self.search(&search, who, &mut |who, ndn, stored| {

@@ -143,6 +143,10 @@ impl<'a> Sink<'a> {
         Ok(())
     }
 
+    fn is_inline(&self) -> bool {
+        matches!(self, Sink::Buffer(_))
+    }
+
     fn over_budget(&self, examined: u64) -> bool {
         matches!(self, Sink::Buffer(_)) && examined > INLINE_EXAMINED
     }
@@ -420,6 +424,8 @@ fn execute(
                     None => Cow::Owned(stored.ndn().map_err(|_| unreadable())?),
                 };
                 match expander.expand(&name, &stored, &mut requester)? {
+                    // An expansion runs searches of its own: not on the connection's task.
+                    Some(_) if sink.is_inline() => return Err(Stop::Overflow),
                     Some(bytes) => {
                         expanded_bytes = bytes;
                         Directory::parse_stored(&expanded_bytes)?
