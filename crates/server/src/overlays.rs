@@ -55,7 +55,8 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
         o.name == "memberof"
             || (o.name == "dynlist"
                 && dynlist_config(&o.options).is_ok_and(|d| {
-                    d.memberof_attrs().any(|a| a.eq_ignore_ascii_case("memberOf"))
+                    d.memberof_attrs()
+                        .any(|a| a.eq_ignore_ascii_case("memberOf"))
                 }))
     });
     if memberof {
@@ -559,6 +560,76 @@ mod tests {
             "name = \"unique\"\nuri = \"ldap:///dc=elsewhere?mail\"",
             "not within the suffix",
         );
+    }
+
+    #[test]
+    fn dynlist_tables() {
+        let mut schema = Schema::builtin();
+        schema
+            .load_text(memberof::MEMBEROF_SCHEMA, "memberof")
+            .unwrap();
+        let target = Target {
+            schema: &schema,
+            suffix: "dc=example,dc=com",
+        };
+        let tables = [overlay(
+            "name = \"dynlist\"\nattrset = [\"groupOfURLs memberURL member+memberOf@groupOfNames\", \
+             \"labeledURIObject labeledURI\"]",
+        )];
+        check(&tables).unwrap();
+        let config = dynlist(&tables, &target).unwrap().unwrap();
+        assert_eq!(config.sets.len(), 2);
+        assert_eq!(
+            schema_of(&tables),
+            1,
+            "memberOf is defined for the memberOf attribute"
+        );
+        assert_eq!(
+            pipeline(&tables, "cn=admin", &target).unwrap().names(),
+            ["stamping"],
+            "dynlist is no write hook"
+        );
+        let one = [overlay(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL\"",
+        )];
+        assert_eq!(dynlist(&one, &target).unwrap().unwrap().sets.len(), 1);
+        assert_eq!(schema_of(&one), 0);
+        assert!(dynlist(&[], &target).unwrap().is_none());
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad("name = \"dynlist\"", "attrset: missing");
+        bad("name = \"dynlist\"\nattrset = []", "at least one");
+        bad("name = \"dynlist\"\nattrset = 3", "expected a string");
+        bad(
+            "name = \"dynlist\"\nnesting = true",
+            "unknown option \"nesting\"",
+        );
+        bad(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL member+memberOf@groupOfNames*\"",
+            "nested expansion",
+        );
+        bad(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL cn:member\"",
+            "mapping",
+        );
+        let at_start = |text: &str, want: &str| {
+            let err = dynlist(&[overlay(text)], &target).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        at_start(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL nosuch\"",
+            "unknown attribute \"nosuch\"",
+        );
+        at_start(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs description\"",
+            "labeledURI",
+        );
+    }
+
+    fn schema_of(tables: &[OverlayConfig]) -> usize {
+        schema(tables).len()
     }
 
     #[test]

@@ -14,10 +14,10 @@ mod bulk;
 mod canopy_only;
 #[path = "e2e/crash.rs"]
 mod crash;
-#[path = "e2e/extended.rs"]
-mod extended;
 #[path = "e2e/dynlist.rs"]
 mod dynlist;
+#[path = "e2e/extended.rs"]
+mod extended;
 #[path = "e2e/extra_schema.rs"]
 mod extra_schema;
 #[path = "e2e/features.rs"]

@@ -14,11 +14,11 @@ use canopy_directory::Directory;
 use crate::acl::{privileges, AttrRef, GroupReader, SearchAccess, Seen};
 use crate::ops::search::SearchRequester;
 use crate::ops::OpError;
-use canopy_directory::dynlist::Expander;
 use crate::readentry::{check_assertion, load_for};
 use crate::reqctl::RequestControls;
 use crate::special;
 use crate::state::State;
+use canopy_directory::dynlist::Expander;
 
 /// Computed attributes slapd adds only to search results: a compare of them is unwillingToPerform.
 const NOT_COMPARABLE: [&str; 2] = ["entryDN", "subschemaSubentry"];

@@ -366,10 +366,17 @@ fn execute(
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
         let memberof = config.memberof_attrs().any(|attr| {
-            selection.wants(schema, attr) || mentions(&filter, &|desc| desc.is_none_or(|d| {
-                let name = d.split(';').next().unwrap_or(d);
-                schema.attribute_type(name).map(|at| at.name()).unwrap_or(name).eq_ignore_ascii_case(attr)
-            }))
+            selection.wants(schema, attr)
+                || mentions(&filter, &|desc| {
+                    desc.is_none_or(|d| {
+                        let name = d.split(';').next().unwrap_or(d);
+                        schema
+                            .attribute_type(name)
+                            .map(|at| at.name())
+                            .unwrap_or(name)
+                            .eq_ignore_ascii_case(attr)
+                    })
+                })
         });
         Expander::new(dir.backend(), &txn, config, memberof)
     });

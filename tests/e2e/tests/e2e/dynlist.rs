@@ -173,7 +173,11 @@ fn dynamic_groups_and_lists() {
     );
     t.section(
         "a dynamic list: the mail values of the entries its URL finds",
-        &s.read(&Bind::Root, &format!("ou=mail-list,{SUFFIX}"), &["mail", "ou"]),
+        &s.read(
+            &Bind::Root,
+            &format!("ou=mail-list,{SUFFIX}"),
+            &["mail", "ou"],
+        ),
     );
     t.section(
         "a filter on the list's expanded values",
@@ -186,19 +190,35 @@ fn dynamic_groups_and_lists() {
     let first_five = group_dn("first-five");
     t.raw(
         "compare member=carol on the dynamic group: true",
-        &compare(&Bind::Root, &first_five, &format!("member:{}", user_dn("carol"))),
+        &compare(
+            &Bind::Root,
+            &first_five,
+            &format!("member:{}", user_dn("carol")),
+        ),
     );
     t.raw(
         "compare member=frank: false",
-        &compare(&Bind::Root, &first_five, &format!("member:{}", user_dn("frank"))),
+        &compare(
+            &Bind::Root,
+            &first_five,
+            &format!("member:{}", user_dn("frank")),
+        ),
     );
     t.raw(
         "compare member=erin anonymously: true (a compare tests members without access control)",
-        &compare(&Bind::Anonymous, &first_five, &format!("member:{}", user_dn("erin"))),
+        &compare(
+            &Bind::Anonymous,
+            &first_five,
+            &format!("member:{}", user_dn("erin")),
+        ),
     );
     t.raw(
         "compare memberOf on a member: memberOf is not computed for a compare",
-        &compare(&Bind::Root, &user_dn("bob"), &format!("memberOf:{first_five}")),
+        &compare(
+            &Bind::Root,
+            &user_dn("bob"),
+            &format!("memberOf:{first_five}"),
+        ),
     );
     let write = |who: &str| {
         s.modify(
