@@ -240,3 +240,41 @@ fn dynamic_groups_and_lists() {
     );
     t.check();
 }
+
+/// Canopy tests every filter against the expanded entry: a dynamic group that holds bob matches
+/// `(member=bob)` and not `(!(member=bob))`. slapd 2.5 tests the negation against the stored group and
+/// returns it for both (docs/compatibility.md).
+#[test]
+fn a_negation_is_the_opposite_of_its_assertion() {
+    if Target::from_env() != Target::Canopy {
+        return;
+    }
+    let s = start();
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nobjectClass: groupOfURLs\ncn: first-five\n\
+             memberURL: ldap:///ou=people,{SUFFIX}??one?(uidNumber<=1005)\n",
+            group_dn("first-five")
+        ),
+    )
+    .expect_code(0, "adding the dynamic group");
+    let find = |filter: String| {
+        let out = s.search(
+            &Bind::Root,
+            &["-b", &format!("ou=groups,{SUFFIX}"), &filter, "1.1"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout.contains(&group_dn("first-five"))
+    };
+    let bob = user_dn("bob");
+    assert!(find(format!("(member={bob})")));
+    assert!(!find(format!("(!(member={bob}))")));
+    assert!(find(format!("(!(member={}))", user_dn("frank"))));
+    // ManageDsaIT: the group as stored, without members.
+    let stored = s.search(
+        &Bind::Root,
+        &["-M", "-b", &group_dn("first-five"), "-s", "base", "member"],
+    );
+    assert!(!stored.stdout.contains("member:"), "{stored:?}");
+}
