@@ -103,14 +103,16 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         }
     }
 
-    /// The entry `stored` (named `ndn`) as `who` reads it, encoded in the stored form; None when
-    /// nothing changes (not a dynamic entry, or nothing found).
-    pub fn expand(
-        &mut self,
-        ndn: &NormDn,
-        stored: &StoredEntry<'_>,
-        who: &mut dyn Requester,
-    ) -> Result<Option<Vec<u8>>, LdapError> {
+    /// Whether [`Expander::expand`] has work to do on this entry (it is dynamic, or memberOf is
+    /// computed for it): a cheap test, without searching.
+    pub fn applies(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool {
+        let (dynamic, memberof) = self.work(ndn, stored);
+        !dynamic.is_empty() || memberof
+    }
+
+    /// The sets that expand the entry, and whether memberOf is computed for it (not for the
+    /// entries of a set that computes it, as slapd).
+    fn work(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> (Vec<usize>, bool) {
         let view = StoredView::new(stored);
         let dynamic: Vec<usize> = (0..self.config.sets.len())
             .filter(|&i| self.is_dynamic(i, ndn, &view, stored))
@@ -122,6 +124,18 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                 .iter()
                 .enumerate()
                 .any(|(i, set)| has_memberof(set) && self.is_class(i, &view));
+        (dynamic, memberof)
+    }
+
+    /// The entry `stored` (named `ndn`) as `who` reads it, encoded in the stored form; None when
+    /// nothing changes (not a dynamic entry, or nothing found).
+    pub fn expand(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        who: &mut dyn Requester,
+    ) -> Result<Option<Vec<u8>>, LdapError> {
+        let (dynamic, memberof) = self.work(ndn, stored);
         if dynamic.is_empty() && !memberof {
             return Ok(None);
         }

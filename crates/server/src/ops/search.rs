@@ -430,9 +430,11 @@ fn execute(
                     Some(ndn) => Cow::Borrowed(ndn),
                     None => Cow::Owned(stored.ndn().map_err(|_| unreadable())?),
                 };
+                // An expansion runs searches of its own: not on the connection's task.
+                if sink.is_inline() && expander.applies(&name, &stored) {
+                    return Err(Stop::Overflow);
+                }
                 match expander.expand(&name, &stored, &mut requester)? {
-                    // An expansion runs searches of its own: not on the connection's task.
-                    Some(_) if sink.is_inline() => return Err(Stop::Overflow),
                     Some(bytes) => {
                         expanded_bytes = bytes;
                         Directory::parse_stored(&expanded_bytes)?
