@@ -564,10 +564,12 @@ fn add_value(schema: &Schema, entry: &mut Entry, desc: &str, value: Vec<u8>) -> 
             .and_then(|rule| schema.normalize_value(rule, v).ok())
             .unwrap_or_else(|| v.to_vec())
     };
-    let slot = entry
-        .attrs
-        .iter_mut()
-        .find(|a| a.desc.eq_ignore_ascii_case(desc));
+    // The same description: the same type by any of its names, with the same options.
+    let (name, options) = desc.split_once(';').unwrap_or((desc, ""));
+    let slot = entry.attrs.iter_mut().find(|a| {
+        let (other, other_options) = a.desc.split_once(';').unwrap_or((&a.desc, ""));
+        same_type(schema, at, other, name) && other_options.eq_ignore_ascii_case(options)
+    });
     match slot {
         Some(attribute) => {
             if at.is_some_and(|at| at.single_value) && !attribute.values.is_empty() {
