@@ -362,6 +362,37 @@ async fn restricted_sets_expand_only_inside_their_uri() {
     assert!(expanded(&dir, &config, &group("broken"), &mut all(), false).is_none());
 }
 
+#[tokio::test]
+async fn a_mapped_list_renames_what_it_finds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), false);
+    fill(&dir).await;
+    let config = Dynlist::parse(["labeledURIObject labeledURI description:employeeType"]).unwrap();
+    let mails = expanded(&dir, &config, &group("mails"), &mut all(), false).unwrap();
+    assert_eq!(values(&mails, "description"), vec!["dev"]);
+    assert!(values(&mails, "employeeType").is_empty());
+    assert_eq!(
+        values(&mails, "mail").len(),
+        3,
+        "unmapped attributes are copied as they are"
+    );
+}
+
+#[tokio::test]
+async fn the_first_set_of_an_entry_applies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), false);
+    fill(&dir).await;
+    let config = Dynlist::parse([
+        "labeledURIObject labeledURI",
+        "labeledURIObject labeledURI description:employeeType",
+    ])
+    .unwrap();
+    let mails = expanded(&dir, &config, &group("mails"), &mut all(), false).unwrap();
+    assert_eq!(values(&mails, "employeeType"), vec!["dev"]);
+    assert!(values(&mails, "description").is_empty());
+}
+
 #[test]
 fn planning_filter_takes_the_dynamic_entries() {
     let schema = Schema::builtin();

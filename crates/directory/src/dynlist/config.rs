@@ -14,14 +14,18 @@ pub struct AttrSet {
     /// slapd's optional `<URI>`: only entries within its base and scope that match its filter expand.
     pub restrict: Option<Url>,
     pub url_attr: String,
-    /// Empty: a dynamic list (the attributes of the entries found are added). Otherwise a dynamic
-    /// group: the DNs of the entries found become values of each member attribute.
+    /// None, or only mappings: a dynamic list (the attributes of the entries found are added, the
+    /// mapped ones under their new name). Otherwise a dynamic group: the DNs of the entries found
+    /// become values of each member attribute.
     pub members: Vec<MemberMap>,
 }
 
-/// A `member-ad[+memberOf-ad[@static-oc]]` of a dynamic group.
+/// A `member-ad[+memberOf-ad[@static-oc]]` of a dynamic group, or a `mapped-ad:member-ad` of a
+/// dynamic list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberMap {
+    /// `mapped-ad:`: in a list, values of `member_attr` found are added as this attribute.
+    pub mapped: Option<String>,
     pub member_attr: String,
     /// The attribute computed on the members: the DNs of the dynamic groups that find them (and of
     /// the `static_class` groups whose `member_attr` lists them).
@@ -109,9 +113,14 @@ impl Url {
 }
 
 impl AttrSet {
+    /// Whether the set makes dynamic groups (a member attribute that is not a mapping).
+    pub fn is_group(&self) -> bool {
+        self.members.iter().any(|m| m.mapped.is_none())
+    }
+
     /// Parses slapd's `<group-oc> [<URI>] <URL-ad> [[<mapped-ad>:]<member-ad>[+<memberOf-ad>[@<static-oc>[*]]] ...]`.
-    /// Attribute mapping (`mapped-ad:`) and nested expansion (`*`) are refused: Canopy does not
-    /// implement them.
+    /// Nested expansion (`*`) is refused: Canopy does not implement it; so is a set mixing mappings
+    /// and member attributes.
     pub fn parse(text: &str) -> Result<AttrSet, String> {
         let mut words = text.split_whitespace();
         let group_class = words
@@ -134,9 +143,13 @@ impl AttrSet {
         let url_attr = next.to_string();
         let mut members = Vec::new();
         for word in words {
-            if word.contains(':') {
+            let (mapped, word) = match word.split_once(':') {
+                Some((mapped, rest)) => (Some(mapped), rest),
+                None => (None, word),
+            };
+            if mapped.is_some() && word.contains('+') {
                 return Err(format!(
-                    "{word:?}: attribute mapping (<mapped-ad>:<member-ad>) is not supported"
+                    "{word:?}: a mapped attribute (<mapped-ad>:<member-ad>) takes no memberOf"
                 ));
             }
             if word.ends_with('*') {
@@ -161,7 +174,7 @@ impl AttrSet {
                     None => (Some(rest), None),
                 },
             };
-            if [Some(member), memberof_attr, static_class]
+            if [Some(member), memberof_attr, static_class, mapped]
                 .into_iter()
                 .flatten()
                 .any(str::is_empty)
@@ -169,10 +182,18 @@ impl AttrSet {
                 return Err(format!("{word:?}: an empty name"));
             }
             members.push(MemberMap {
+                mapped: mapped.map(str::to_string),
                 member_attr: member.to_string(),
                 memberof_attr: memberof_attr.map(str::to_string),
                 static_class: static_class.map(str::to_string),
             });
+        }
+        let mapped = members.iter().filter(|m| m.mapped.is_some()).count();
+        if mapped > 0 && mapped < members.len() {
+            return Err(format!(
+                "{text:?}: mapped attributes (<mapped-ad>:<member-ad>) and member attributes in \
+                 one attrset are not supported"
+            ));
         }
         Ok(AttrSet {
             text: text.to_string(),
@@ -216,6 +237,11 @@ impl AttrSet {
             }
         }
         for map in &self.members {
+            if let Some(mapped) = &map.mapped {
+                attribute(mapped)?;
+                attribute(&map.member_attr)?;
+                continue;
+            }
             for name in [Some(&map.member_attr), map.memberof_attr.as_ref()]
                 .into_iter()
                 .flatten()
@@ -348,11 +374,13 @@ mod tests {
             set.members,
             vec![
                 MemberMap {
+                    mapped: None,
                     member_attr: "member".into(),
                     memberof_attr: Some("memberOf".into()),
                     static_class: Some("groupOfNames".into()),
                 },
                 MemberMap {
+                    mapped: None,
                     member_attr: "uniqueMember".into(),
                     memberof_attr: None,
                     static_class: None,
@@ -364,7 +392,15 @@ mod tests {
             ("", "expected"),
             ("groupOfURLs", "URL attribute is missing"),
             ("groupOfURLs ldap:///dc=x??sub", "URL attribute is missing"),
-            ("groupOfURLs memberURL cn:member", "mapping"),
+            (
+                "groupOfURLs memberURL cn:member member",
+                "mapped attributes",
+            ),
+            (
+                "groupOfURLs memberURL cn:member+memberOf",
+                "takes no memberOf",
+            ),
+            ("groupOfURLs memberURL :member", "empty"),
             (
                 "groupOfURLs memberURL member+memberOf@groupOfNames*",
                 "nested",
@@ -387,6 +423,10 @@ mod tests {
         let ok = |text: &str| AttrSet::parse(text).unwrap().check(&schema, &suffix);
         ok("groupOfURLs memberURL member+dgMemberOf@groupOfNames").unwrap();
         ok("labeledURIObject labeledURI").unwrap();
+        ok("labeledURIObject labeledURI description:cn").unwrap();
+        let list = AttrSet::parse("labeledURIObject labeledURI description:cn").unwrap();
+        assert!(!list.is_group());
+        assert_eq!(list.members[0].mapped.as_deref(), Some("description"));
         for (text, needle) in [
             ("groupOfURL memberURL", "unknown object class"),
             ("groupOfURLs memberUR", "unknown attribute"),

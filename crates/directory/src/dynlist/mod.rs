@@ -107,16 +107,15 @@ impl<'a, T: ReadOps> Expander<'a, T> {
     /// computed for it): a cheap test, without searching.
     pub fn applies(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool {
         let (dynamic, memberof) = self.work(ndn, stored);
-        !dynamic.is_empty() || memberof
+        dynamic.is_some() || memberof
     }
 
-    /// The sets that expand the entry, and whether memberOf is computed for it (not for the
-    /// entries of a set that computes it, as slapd).
-    fn work(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> (Vec<usize>, bool) {
+    /// The set that expands the entry (the first whose class and URI it matches: slapd applies one
+    /// attrset per entry), and whether memberOf is computed for it (not for the entries of a set
+    /// that computes it, as slapd).
+    fn work(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> (Option<usize>, bool) {
         let view = StoredView::new(stored);
-        let dynamic: Vec<usize> = (0..self.config.sets.len())
-            .filter(|&i| self.is_dynamic(i, ndn, &view, stored))
-            .collect();
+        let dynamic = (0..self.config.sets.len()).find(|&i| self.is_dynamic(i, ndn, &view, stored));
         let memberof = self.memberof
             && !self
                 .config
@@ -136,12 +135,12 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         who: &mut dyn Requester,
     ) -> Result<Option<Vec<u8>>, LdapError> {
         let (dynamic, memberof) = self.work(ndn, stored);
-        if dynamic.is_empty() && !memberof {
+        if dynamic.is_none() && !memberof {
             return Ok(None);
         }
         let mut entry = stored.to_entry().map_err(|_| unreadable())?;
         let mut changed = false;
-        for &set in &dynamic {
+        if let Some(set) = dynamic {
             changed |= self.expand_set(set, &mut entry, who)?;
         }
         if memberof {
@@ -208,20 +207,19 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                 continue;
             };
             // A group's URLs name entries, not attributes: slapd skips one that lists attributes.
-            if !self.dir.holds(&search.base)
-                || !(config.members.is_empty() || search.attrs.is_empty())
-            {
+            if !self.dir.holds(&search.base) || (config.is_group() && !search.attrs.is_empty()) {
                 continue;
             }
             self.search(&search, who, &mut |who, ndn, stored| {
-                if config.members.is_empty() {
+                if !config.is_group() {
                     for item in canopy_core::wire::attributes(stored.user) {
                         let Ok((desc, values)) = item else { continue };
                         if !wanted(schema, &search.attrs, desc) || !who.reads(ndn, stored, desc) {
                             continue;
                         }
+                        let target = mapped(schema, config, desc);
                         for value in values {
-                            added.push((desc.to_string(), value.to_vec()));
+                            added.push((target.clone(), value.to_vec()));
                         }
                     }
                 } else {
@@ -461,7 +459,7 @@ impl Dynlist {
             .sets
             .iter()
             .filter(|set| {
-                set.members.is_empty()
+                !set.is_group()
                     || set
                         .members
                         .iter()
@@ -475,6 +473,27 @@ impl Dynlist {
         let mut any = vec![filter.clone()];
         any.extend(classes);
         Cow::Owned(Filter::Or(any))
+    }
+}
+
+/// The description a list adds a found value of `desc` under: its mapping's (options kept), or
+/// itself.
+fn mapped(schema: &Schema, set: &AttrSet, desc: &str) -> String {
+    let (name, options) = match desc.split_once(';') {
+        Some((name, options)) => (name, Some(options)),
+        None => (desc, None),
+    };
+    let found = schema.attribute_type(name);
+    let Some(to) = set.members.iter().find_map(|m| {
+        m.mapped
+            .as_ref()
+            .filter(|_| same_type(schema, found, &m.member_attr, name))
+    }) else {
+        return desc.to_string();
+    };
+    match options {
+        Some(options) => format!("{to};{options}"),
+        None => to.clone(),
     }
 }
 

@@ -17,6 +17,10 @@ fn group_dn(cn: &str) -> String {
 }
 
 fn start() -> Server {
+    start_with(SLAPD, CANOPY)
+}
+
+fn start_with(slapd: &str, canopy: &str) -> Server {
     let rules = [
         "to attrs=userPassword by self write by anonymous auth by * none".to_string(),
         format!(
@@ -33,10 +37,10 @@ fn start() -> Server {
     ];
     let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
     Server::start_with_overlays_schema_access(
-        SLAPD,
+        slapd,
         &[PathBuf::from("/etc/ldap/schema/dyngroup.schema")],
         &rules,
-        CANOPY,
+        canopy,
     )
 }
 
@@ -277,4 +281,29 @@ fn a_negation_is_the_opposite_of_its_assertion() {
         &["-M", "-b", &group_dn("first-five"), "-s", "base", "member"],
     );
     assert!(!stored.stdout.contains("member:"), "{stored:?}");
+}
+
+/// A dynamic list with a mapping (`description:cn`): the cn values its URL finds are added as
+/// description values.
+#[test]
+fn mapped_lists() {
+    let s = start_with(
+        "overlay dynlist\ndynlist-attrset labeledURIObject labeledURI description:cn\n",
+        "[[overlay]]\nname = \"dynlist\"\nattrset = \"labeledURIObject labeledURI description:cn\"\n",
+    );
+    let mut t = Transcript::new("dynlist_mapped");
+    let role = s.add(
+        &Bind::Root,
+        &format!(
+            "dn: cn=names,{SUFFIX}\nobjectClass: organizationalRole\n\
+             objectClass: labeledURIObject\ncn: names\n\
+             labeledURI: ldap:///ou=people,{SUFFIX}?cn,mail?one?(uidNumber<=1002)\n"
+        ),
+    );
+    assert_eq!(role.code, 0, "{role:?}");
+    t.section(
+        "a mapped list (description:cn): the cn values found become description values",
+        &s.read(&Bind::Root, &format!("cn=names,{SUFFIX}"), &["*"]),
+    );
+    t.check();
 }
