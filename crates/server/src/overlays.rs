@@ -611,8 +611,8 @@ mod tests {
             "nested expansion",
         );
         bad(
-            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL cn:member\"",
-            "mapping",
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL cn:member member\"",
+            "mapped attributes",
         );
         let at_start = |text: &str, want: &str| {
             let err = dynlist(&[overlay(text)], &target).unwrap_err();
