@@ -75,11 +75,7 @@ pub fn compare(
         Some(config) => {
             let groups = GroupReader { dir, txn: &txn };
             let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
-            let mut requester = SearchRequester {
-                access: &access,
-                root: true,
-                needs_entry: false,
-            };
+            let mut requester = SearchRequester::new(&access, true, false);
             let stored = Directory::parse_stored(bytes)?;
             let mut expander = Expander::new(dir.backend(), &txn, config, false);
             match expander.expand(&ndn, &stored, &mut requester)? {

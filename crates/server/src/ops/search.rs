@@ -380,11 +380,7 @@ fn execute(
         });
         Expander::new(dir.backend(), &txn, config, memberof)
     });
-    let mut requester = SearchRequester {
-        access: &access,
-        root,
-        needs_entry,
-    };
+    let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;
     let mut examined = 0u64;
     let mut last_sent = None;
@@ -492,18 +488,36 @@ fn execute(
 /// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
 /// entry run with the requester's access, as slapd's internal searches run with its identity.
 pub(crate) struct SearchRequester<'a> {
-    pub access: &'a SearchAccess<'a>,
-    pub root: bool,
-    pub needs_entry: bool,
+    access: &'a SearchAccess<'a>,
+    root: bool,
+    needs_entry: bool,
+    /// The view of the entry asked about last: a list asks about each attribute of an entry found.
+    last: Option<(NormDn, std::rc::Rc<EntryView>)>,
 }
 
-impl SearchRequester<'_> {
-    fn view(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> std::rc::Rc<EntryView> {
+impl<'a> SearchRequester<'a> {
+    pub(crate) fn new(access: &'a SearchAccess<'a>, root: bool, needs_entry: bool) -> Self {
+        SearchRequester {
+            access,
+            root,
+            needs_entry,
+            last: None,
+        }
+    }
+
+    fn view(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>) -> std::rc::Rc<EntryView> {
+        if let Some((last, view)) = &self.last {
+            if last == ndn {
+                return view.clone();
+            }
+        }
         let full = self
             .needs_entry
             .then(|| decoded(stored, true).ok())
             .flatten();
-        self.access.view(ndn, full.as_ref())
+        let view = self.access.view(ndn, full.as_ref());
+        self.last = Some((ndn.clone(), view.clone()));
+        view
     }
 }
 
@@ -527,10 +541,11 @@ impl Requester for SearchRequester<'_> {
     }
 
     fn reads(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, desc: &str) -> bool {
-        self.root
-            || self
-                .access
-                .allows_attr(&self.view(ndn, stored), desc, privileges::READ)
+        if self.root {
+            return true;
+        }
+        let view = self.view(ndn, stored);
+        self.access.allows_attr(&view, desc, privileges::READ)
     }
 }
 
