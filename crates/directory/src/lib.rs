@@ -11,6 +11,7 @@
 pub mod alias;
 pub mod candidates;
 mod database;
+pub mod dynlist;
 pub mod error;
 pub mod inchain;
 mod keys;

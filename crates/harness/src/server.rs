@@ -171,6 +171,44 @@ impl Server {
         server
     }
 
+    /// [`Server::start_with_overlays`] with more: slapd also includes the schema files `schema` and
+    /// uses `rules` as the main database's access list (empty: Debian's); canopy gets `canopy` with
+    /// `rules` as its `access` key. Loads base.ldif as the root DN.
+    pub fn start_with_overlays_schema_access(
+        slapd: &str,
+        schema: &[PathBuf],
+        rules: &[&str],
+        canopy: &str,
+    ) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        let rules: Vec<&str> = if rules.is_empty() {
+            crate::slapd_conf::DEBIAN_ACCESS.to_vec()
+        } else {
+            rules.to_vec()
+        };
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let conf = crate::slapd_conf::render_with_all(
+                    dir,
+                    &dir.join("data"),
+                    schema,
+                    &rules,
+                    slapd,
+                );
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => {
+                let list: Vec<String> = rules.iter().map(|r| format!("'''{r}'''")).collect();
+                server.config = Some(format!("access = [\n{}\n]\n{canopy}", list.join(",\n")));
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Starts the target chosen by the environment with `rules` as the main database's access list
     /// (canopy: the `access` key; slapd: `access` lines in place of Debian's), then loads base.ldif
     /// as the root DN. `{ldapi}` in a rule stands for the server's ldapi socket path.

@@ -37,6 +37,18 @@ pub fn render_with_overlays(dir: &Path, data: &Path, overlays: &str) -> String {
     render_full(dir, data, &[], &DEBIAN_ACCESS, overlays)
 }
 
+/// `render`, with `extra` schema files, `access` rules in place of Debian's and `overlays` lines,
+/// all at once (see the three functions above).
+pub fn render_with_all(
+    dir: &Path,
+    data: &Path,
+    extra: &[PathBuf],
+    access: &[&str],
+    overlays: &str,
+) -> String {
+    render_full(dir, data, extra, access, overlays)
+}
+
 /// Debian's default rules for the main database, which canopy's default list reproduces.
 pub const DEBIAN_ACCESS: [&str; 2] = [
     "to attrs=userPassword by self write by anonymous auth by * none",

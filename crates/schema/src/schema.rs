@@ -26,6 +26,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../schema/inetorgperson.schema"),
     ),
     ("builtin:nis.schema", include_str!("../schema/nis.schema")),
+    (
+        "builtin:dyngroup.schema",
+        include_str!("../schema/dyngroup.schema"),
+    ),
 ];
 
 /// A set of attribute types and object classes with lookup by any name or OID.

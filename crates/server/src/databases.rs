@@ -8,6 +8,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
+use canopy_directory::dynlist::Dynlist;
 use canopy_directory::{
     store_error, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
 };
@@ -24,11 +25,13 @@ use crate::acl::{Acl, Guarded};
 use crate::readentry::{check_assertion, load, read_control, unstored};
 use crate::reqctl::RequestControls;
 
-/// One database as the frontend sees it: the backend and the access rules that guard it.
+/// One database as the frontend sees it: the backend, the access rules that guard it, and how its
+/// entries are expanded when read (the dynlist overlay).
 #[derive(Clone)]
 pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
+    dynlist: Option<Arc<Dynlist>>,
 }
 
 impl Database {
@@ -36,7 +39,19 @@ impl Database {
         Database {
             backend,
             acl: Arc::new(acl),
+            dynlist: None,
         }
+    }
+
+    /// This database with the dynlist overlay's expansion on its reads.
+    pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
+        self.dynlist = dynlist.map(Arc::new);
+        self
+    }
+
+    /// The dynlist overlay's settings, when it is configured.
+    pub fn dynlist(&self) -> Option<&Dynlist> {
+        self.dynlist.as_deref()
     }
 
     pub fn backend(&self) -> &Directory {

@@ -130,8 +130,9 @@ fn open_directory_with(
     };
     let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
         .map_err(StartError::Overlay)?;
+    let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
-    Ok(Database::new(backend, acl))
+    Ok(Database::new(backend, acl).with_dynlist(dynlist))
 }
 
 /// Everything a start checks before it opens the database and binds its listeners, for

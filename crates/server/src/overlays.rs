@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use canopy_directory::dynlist::Dynlist;
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
 use canopy_directory::overlay::refint::{self, Refint};
@@ -21,7 +22,7 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 4] = ["memberof", "refint", "unique", "constraint"];
+pub const KNOWN: [&str; 5] = ["memberof", "refint", "unique", "constraint", "dynlist"];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
 pub struct Target<'a> {
@@ -38,19 +39,70 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
                 overlay.name
             ));
         }
-        hook(overlay, "cn=check", None)
-            .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
+        let checked = match overlay.name.as_str() {
+            "dynlist" => dynlist_config(&overlay.options).map(|_| ()),
+            _ => hook(overlay, "cn=check", None).map(|_| ()),
+        };
+        checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
     }
     Ok(())
 }
 
-/// The schema an overlay brings (slapd's module defines it), to load before anything uses it.
+/// The schema an overlay brings (slapd's module defines it), to load before anything uses it:
+/// memberOf, defined by slapd's memberof and dynlist modules alike (once).
 pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
-    overlays
-        .iter()
-        .filter(|o| o.name == "memberof")
-        .map(|_| memberof::MEMBEROF_SCHEMA)
-        .collect()
+    let memberof = overlays.iter().any(|o| {
+        o.name == "memberof"
+            || (o.name == "dynlist"
+                && dynlist_config(&o.options).is_ok_and(|d| {
+                    d.memberof_attrs()
+                        .any(|a| a.eq_ignore_ascii_case("memberOf"))
+                }))
+    });
+    if memberof {
+        vec![memberof::MEMBEROF_SCHEMA]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The dynlist overlay's settings, checked against `target`; None when it is not configured. It is
+/// no write hook: searches expand what it names when they read (docs/design/read-path.md).
+pub fn dynlist(overlays: &[OverlayConfig], target: &Target<'_>) -> Result<Option<Dynlist>, String> {
+    let Some(overlay) = overlays.iter().find(|o| o.name == "dynlist") else {
+        return Ok(None);
+    };
+    let checked = dynlist_config(&overlay.options).and_then(|config| {
+        let suffix = Dn::parse(target.suffix.as_bytes())
+            .ok()
+            .and_then(|dn| target.schema.normalize_dn(&dn).ok())
+            .ok_or_else(|| format!("suffix {:?} is not a DN", target.suffix))?;
+        config.check(target.schema, &suffix)?;
+        Ok(config)
+    });
+    checked
+        .map(Some)
+        .map_err(|e| format!("[[overlay]] \"dynlist\": {e}"))
+}
+
+/// slapd's `dynlist-attrset` lines: `attrset`, a list (or one string).
+fn dynlist_config(options: &toml::Table) -> Result<Dynlist, String> {
+    let mut lines = None;
+    for (key, value) in options {
+        match key.as_str() {
+            "attrset" => lines = Some(strings(key, value)?),
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (dynlist takes attrset, a list of dynlist-attrset \
+                     lines)"
+                ))
+            }
+        }
+    }
+    let lines = lines.ok_or(
+        "attrset: missing (a list of dynlist-attrset lines, e.g. \"groupOfURLs memberURL member\")",
+    )?;
+    Dynlist::parse(lines.iter().map(String::as_str)).map_err(|e| format!("attrset: {e}"))
 }
 
 /// The standard pipeline with the configured overlays after it; `root_dn` records their own changes
@@ -61,7 +113,7 @@ pub fn pipeline(
     target: &Target<'_>,
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
-    for overlay in overlays {
+    for overlay in overlays.iter().filter(|o| o.name != "dynlist") {
         let hook = hook(overlay, root_dn, Some(target))
             .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
         pipeline = pipeline.then(hook);
@@ -508,6 +560,76 @@ mod tests {
             "name = \"unique\"\nuri = \"ldap:///dc=elsewhere?mail\"",
             "not within the suffix",
         );
+    }
+
+    #[test]
+    fn dynlist_tables() {
+        let mut schema = Schema::builtin();
+        schema
+            .load_text(memberof::MEMBEROF_SCHEMA, "memberof")
+            .unwrap();
+        let target = Target {
+            schema: &schema,
+            suffix: "dc=example,dc=com",
+        };
+        let tables = [overlay(
+            "name = \"dynlist\"\nattrset = [\"groupOfURLs memberURL member+memberOf@groupOfNames\", \
+             \"labeledURIObject labeledURI\"]",
+        )];
+        check(&tables).unwrap();
+        let config = dynlist(&tables, &target).unwrap().unwrap();
+        assert_eq!(config.sets.len(), 2);
+        assert_eq!(
+            schema_of(&tables),
+            1,
+            "memberOf is defined for the memberOf attribute"
+        );
+        assert_eq!(
+            pipeline(&tables, "cn=admin", &target).unwrap().names(),
+            ["stamping"],
+            "dynlist is no write hook"
+        );
+        let one = [overlay(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL\"",
+        )];
+        assert_eq!(dynlist(&one, &target).unwrap().unwrap().sets.len(), 1);
+        assert_eq!(schema_of(&one), 0);
+        assert!(dynlist(&[], &target).unwrap().is_none());
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad("name = \"dynlist\"", "attrset: missing");
+        bad("name = \"dynlist\"\nattrset = []", "at least one");
+        bad("name = \"dynlist\"\nattrset = 3", "expected a string");
+        bad(
+            "name = \"dynlist\"\nnesting = true",
+            "unknown option \"nesting\"",
+        );
+        bad(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL member+memberOf@groupOfNames*\"",
+            "nested expansion",
+        );
+        bad(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL cn:member member\"",
+            "mapped attributes",
+        );
+        let at_start = |text: &str, want: &str| {
+            let err = dynlist(&[overlay(text)], &target).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        at_start(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL nosuch\"",
+            "unknown attribute \"nosuch\"",
+        );
+        at_start(
+            "name = \"dynlist\"\nattrset = \"groupOfURLs description\"",
+            "labeledURI",
+        );
+    }
+
+    fn schema_of(tables: &[OverlayConfig]) -> usize {
+        schema(tables).len()
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! Group membership for `group=` access clauses, read from a database in the operation's transaction.
+//!
+//! As slapd's `backend_group`, an attribute that does not hold DNs holds LDAP URLs (a dynamic group:
+//! `group/groupOfURLs/memberURL=...`): the requester is a member when its entry lies within a URL's
+//! base and scope and matches its filter, tested without access control.
 
+use canopy_core::filter::evaluate;
 use canopy_core::Entry;
+use canopy_directory::dynlist::Url;
 use canopy_directory::Directory;
 use canopy_mdb::ReadOps;
 use canopy_proto::Dn;
@@ -20,9 +26,36 @@ impl<T: ReadOps> Groups for GroupReader<'_, T> {
             return false;
         };
         let schema = self.dir.schema();
-        has_value(&entry, "objectClass", |v| {
+        if !has_value(&entry, "objectClass", |v| {
             v.eq_ignore_ascii_case(class.as_bytes())
-        }) && has_value(&entry, attr, |value| {
+        }) {
+            return false;
+        }
+        let holds_dns = schema
+            .attribute_type(attr)
+            .is_none_or(|at| at.syntax == DN_SYNTAX || at.syntax == NAME_AND_UID_SYNTAX);
+        if !holds_dns {
+            let mut member_entry = None;
+            return has_value(&entry, attr, |value| {
+                let Some(url) = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|text| Url::parse(text).ok())
+                else {
+                    return false;
+                };
+                let Ok(base) = schema.normalize_dn(&url.base) else {
+                    return false;
+                };
+                if !Url::holds(&base, url.scope, member) {
+                    return false;
+                }
+                let found = member_entry
+                    .get_or_insert_with(|| self.dir.entry_at(self.txn, member))
+                    .as_ref();
+                found.is_some_and(|e| evaluate(schema, e, &[], &url.filter).is_true())
+            });
+        }
+        has_value(&entry, attr, |value| {
             Dn::parse(value)
                 .ok()
                 .and_then(|dn| schema.normalize_dn(&dn).ok())
@@ -31,8 +64,11 @@ impl<T: ReadOps> Groups for GroupReader<'_, T> {
     }
 }
 
+const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+const NAME_AND_UID_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.34";
+
 /// Whether some value of attribute `attr` (any options) passes `test`.
-fn has_value(entry: &Entry, attr: &str, test: impl Fn(&[u8]) -> bool) -> bool {
+fn has_value(entry: &Entry, attr: &str, mut test: impl FnMut(&[u8]) -> bool) -> bool {
     entry
         .attrs
         .iter()

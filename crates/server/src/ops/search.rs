@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
+use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::search::{decoded, Candidate, Query};
 use canopy_directory::{Directory, ReadTxn, Referral};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
@@ -140,6 +141,10 @@ impl<'a> Sink<'a> {
             }
         }
         Ok(())
+    }
+
+    fn is_inline(&self) -> bool {
+        matches!(self, Sink::Buffer(_))
     }
 
     fn over_budget(&self, examined: u64) -> bool {
@@ -298,8 +303,12 @@ fn execute(
         access.allows_attr(&view, attr, privileges::SEARCH)
     };
     let expanded = dir.expand_in_chain(&txn, &job.req.filter, &mut allow)?;
+    // dynlist: entries are expanded as they are read (not with ManageDsaIT, as slapd); the plan takes
+    // the dynamic entries an assertion may match once expanded (docs/design/read-path.md).
+    let dynlist = dir.dynlist().filter(|_| !job.ctl.manage_dsa_it);
+    let planning = dynlist.and_then(|d| d.planning_filter(schema, &expanded));
     let query = Query {
-        filter: &expanded,
+        filter: planning.as_ref().unwrap_or(&expanded),
         ..query
     };
 
@@ -355,6 +364,23 @@ fn execute(
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
     let secret_in_filter = mentions_secret(schema, &filter);
     let mut hidden_filters = HiddenFilters::default();
+    let mut expander = dynlist.map(|config| {
+        let memberof = config.memberof_attrs().any(|attr| {
+            selection.wants(schema, attr)
+                || mentions(&filter, &|desc| {
+                    desc.is_none_or(|d| {
+                        let name = d.split(';').next().unwrap_or(d);
+                        schema
+                            .attribute_type(name)
+                            .map(|at| at.name())
+                            .unwrap_or(name)
+                            .eq_ignore_ascii_case(attr)
+                    })
+                })
+        });
+        Expander::new(dir.backend(), &txn, config, memberof)
+    });
+    let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;
     let mut examined = 0u64;
     let mut last_sent = None;
@@ -382,6 +408,8 @@ fn execute(
             }
             Candidate::Entry { id, stored, ndn } => (id, stored, ndn),
         };
+        // Access to the entry is decided on the entry as stored: slapd's `dnattr` and `group`
+        // clauses do not see the members a dynamic group gains when it is read.
         let full = if needs_entry {
             Some(decoded(&stored, true)?)
         } else {
@@ -390,6 +418,27 @@ fn execute(
         let view = match &ndn {
             Some(ndn) if !root => Some(access.view(ndn, full.as_ref())),
             _ => None,
+        };
+        let expanded_bytes;
+        let stored = match &mut expander {
+            Some(expander) => {
+                let name = match &ndn {
+                    Some(ndn) => Cow::Borrowed(ndn),
+                    None => Cow::Owned(stored.ndn().map_err(|_| unreadable())?),
+                };
+                // An expansion runs searches of its own: not on the connection's task.
+                if sink.is_inline() && expander.applies(&name, &stored) {
+                    return Err(Stop::Overflow);
+                }
+                match expander.expand(&name, &stored, &mut requester)? {
+                    Some(bytes) => {
+                        expanded_bytes = bytes;
+                        Directory::parse_stored(&expanded_bytes)?
+                    }
+                    None => stored,
+                }
+            }
+            None => stored,
         };
         let Some(cleared) = access.clear(&stored, view.as_deref()) else {
             continue;
@@ -434,6 +483,74 @@ fn execute(
         done_controls.push(paged_control(Vec::new()));
     }
     Ok(())
+}
+
+/// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
+/// entry run with the requester's access, as slapd's internal searches run with its identity.
+pub(crate) struct SearchRequester<'a> {
+    access: &'a SearchAccess<'a>,
+    root: bool,
+    needs_entry: bool,
+    /// The view of the entry asked about last: a list asks about each attribute of an entry found.
+    last: Option<(NormDn, std::rc::Rc<EntryView>)>,
+}
+
+impl<'a> SearchRequester<'a> {
+    pub(crate) fn new(access: &'a SearchAccess<'a>, root: bool, needs_entry: bool) -> Self {
+        SearchRequester {
+            access,
+            root,
+            needs_entry,
+            last: None,
+        }
+    }
+
+    fn view(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>) -> std::rc::Rc<EntryView> {
+        if let Some((last, view)) = &self.last {
+            if last == ndn {
+                return view.clone();
+            }
+        }
+        let full = self
+            .needs_entry
+            .then(|| decoded(stored, true).ok())
+            .flatten();
+        let view = self.access.view(ndn, full.as_ref());
+        self.last = Some((ndn.clone(), view.clone()));
+        view
+    }
+}
+
+impl Requester for SearchRequester<'_> {
+    fn finds(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        filter: &PreparedFilter<'_>,
+        computed: &[Attribute],
+    ) -> bool {
+        let mut subject = StoredView::new(stored);
+        if !self.root {
+            let view = self.view(ndn, stored);
+            if !view.allows_entry(privileges::READ) {
+                return false;
+            }
+            searchable_only(self.access, &view, stored, true, &mut subject);
+        }
+        filter.evaluate(&subject, computed) == Ternary::True
+    }
+
+    fn reads(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, desc: &str) -> bool {
+        if self.root {
+            return true;
+        }
+        let view = self.view(ndn, stored);
+        self.access.allows_attr(&view, desc, privileges::READ)
+    }
+}
+
+fn unreadable() -> LdapError {
+    LdapError::new(ResultCode::Other, "stored entry is unreadable")
 }
 
 fn paged_control(cookie: Vec<u8>) -> Control {
