@@ -7,7 +7,7 @@
 #   4. runs the end-to-end suite against Debian's slapd, proving the expected files are OpenLDAP's
 #      behaviour (skip with CANOPY_SKIP_SLAPD_REFERENCE=1 outside CI);
 #   5. runs the crash test (kill -9 during acknowledged writes, five times);
-#   6. runs the differential conformance test against slapd;
+#   6. runs the differential conformance test against slapd (filters and generated write sequences);
 #   7. fuzzes every cargo-fuzz target briefly (fuzz/run.sh; CANOPY_FUZZ_SECONDS per target, default 20).
 # Every step runs even after a failure; the exit status is non-zero if any step failed.
 # CANOPY_E2E_TARGET=slapd runs steps 3 and 5 against slapd instead of canopy (docs/testing.md).
@@ -100,10 +100,12 @@ fi
 step "crash test (target: $target)" \
     cargo test -p canopy-e2e --test e2e -- --ignored crash --nocapture
 if [ "$target" = canopy ]; then
-    # Differential conformance: the hand-written corpus and seeds 1-3 x 2000 random filters, canopy
-    # against Debian's slapd on the same data; any difference fails (docs/conformance.md).
-    step "conformance against slapd (corpus + 3 seeds x 2000 filters)" \
-        cargo run -q -p canopy-conformance -- --canopy-bin "$CANOPY_BIN" --seed 1 2 3 --filters 2000
+    # Differential conformance: the hand-written corpus, seeds 1-3 x 2000 random filters and
+    # x 1000 generated write sequences, canopy against Debian's slapd on the same data; any difference
+    # fails (docs/conformance.md).
+    step "conformance against slapd (corpus + 3 seeds x 2000 filters x 1000 write sequences)" \
+        cargo run -q -p canopy-conformance -- --canopy-bin "$CANOPY_BIN" --seed 1 2 3 --filters 2000 \
+            --sequences 1000
 fi
 # A short coverage-guided run of every fuzz target from the committed seed corpus (docs/fuzzing.md).
 step "fuzz (every target, ${CANOPY_FUZZ_SECONDS:-20} s each)" fuzz/run.sh "${CANOPY_FUZZ_SECONDS:-20}"

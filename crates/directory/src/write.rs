@@ -817,6 +817,11 @@ impl Directory {
                 txn.del_child(old_parent_id, id).map_err(failed)?;
                 txn.add_child(parent_id, id).map_err(failed)?;
             }
+        } else if new_dn.to_string() != old.dn.to_string()
+            && txn.has_children(id).map_err(failed)?
+        {
+            // Renamed in spelling only: the descendants' DNs are built from this RDN too.
+            self.move_subtree(txn, &m.ndn, &new_ndn, &new_dn, id)?;
         }
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?;
         // slapd's post-read names a renamed entry as the request did: the new RDN under the new
