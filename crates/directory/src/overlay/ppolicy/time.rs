@@ -97,14 +97,14 @@ mod tests {
     fn round_trips() {
         let cases: [(&str, i64); 4] = [
             ("19700101000000Z", 0),
-            ("20261125025055.738925Z", 1_795_661_455_738_925),
-            ("2026112502Z", 1_795_658_400_000_000),
+            ("20261125025055.738925Z", 1_795_575_055_738_925),
+            ("2026112502Z", 1_795_572_000_000_000),
             ("20000229120000,5Z", 951_825_600_500_000),
         ];
         for (text, micros) in cases {
             assert_eq!(Instant::parse(text.as_bytes()), Some(Instant(micros)), "{text}");
         }
-        let t = Instant(1_795_661_455_738_925);
+        let t = Instant(1_795_575_055_738_925);
         assert_eq!(t.generalized(), "20261125025055Z");
         assert_eq!(t.generalized_micros(), "20261125025055.738925Z");
         assert_eq!(Instant::parse(t.generalized_micros().as_bytes()), Some(t));
