@@ -8,6 +8,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use canopy_core::LdapError;
+use canopy_directory::overlay::ppolicy::PPolicy;
 use canopy_directory::{Action, Directory, Guard, WriteOp, WriteRequest};
 use canopy_mdb::WriteTxn;
 use canopy_proto::Dn;
@@ -22,6 +23,8 @@ use crate::acl::{Acl, Guarded};
 pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
+    /// The ppolicy overlay, which binds and password changes consult.
+    ppolicy: Option<Arc<PPolicy>>,
 }
 
 impl Database {
@@ -29,7 +32,18 @@ impl Database {
         Database {
             backend,
             acl: Arc::new(acl),
+            ppolicy: None,
         }
+    }
+
+    /// This database with its ppolicy overlay's settings (the same as its pipeline's hook).
+    pub fn with_ppolicy(mut self, ppolicy: Option<Arc<PPolicy>>) -> Database {
+        self.ppolicy = ppolicy;
+        self
+    }
+
+    pub fn ppolicy(&self) -> Option<&PPolicy> {
+        self.ppolicy.as_deref()
     }
 
     pub fn backend(&self) -> &Directory {

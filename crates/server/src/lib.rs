@@ -17,6 +17,7 @@ pub mod limits;
 pub mod listener;
 pub mod ops;
 pub mod overlays;
+pub mod ppolicy;
 pub mod readentry;
 pub mod redact;
 pub mod reqctl;
@@ -129,7 +130,8 @@ fn open_directory_with(
     let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
         .map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
-    Ok(Database::new(backend, acl))
+    let ppolicy = overlays::ppolicy(&config.overlay).map_err(StartError::Overlay)?;
+    Ok(Database::new(backend, acl).with_ppolicy(ppolicy))
 }
 
 /// Compiles the configured access list (Debian's default when none is configured).

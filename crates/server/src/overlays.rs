@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
+use canopy_directory::overlay::ppolicy::{self, PPolicy};
 use canopy_directory::overlay::refint::{self, Refint};
 use canopy_directory::overlay::unique::{self, Domain, Scope, Unique, Uri};
 use canopy_directory::{Pipeline, WriteHook};
@@ -21,7 +22,7 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 4] = ["memberof", "refint", "unique", "constraint"];
+pub const KNOWN: [&str; 5] = ["memberof", "refint", "unique", "constraint", "ppolicy"];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
 pub struct Target<'a> {
@@ -48,9 +49,25 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
 pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
     overlays
         .iter()
-        .filter(|o| o.name == "memberof")
-        .map(|_| memberof::MEMBEROF_SCHEMA)
+        .filter_map(|o| match o.name.as_str() {
+            "memberof" => Some(memberof::MEMBEROF_SCHEMA),
+            "ppolicy" => Some(ppolicy::PPOLICY_SCHEMA),
+            _ => None,
+        })
         .collect()
+}
+
+/// The ppolicy overlay's settings, when one is configured: binds and password changes consult them.
+pub fn ppolicy(overlays: &[OverlayConfig]) -> Result<Option<Arc<PPolicy>>, String> {
+    overlays
+        .iter()
+        .find(|o| o.name == "ppolicy")
+        .map(|o| {
+            ppolicy_config(&o.options)
+                .map(|c| Arc::new(PPolicy::new(c)))
+                .map_err(|e| format!("[[overlay]] \"ppolicy\": {e}"))
+        })
+        .transpose()
 }
 
 /// The standard pipeline with the configured overlays after it; `root_dn` records their own changes
@@ -81,6 +98,7 @@ fn hook(
             &overlay.options,
             root_dn,
         )?))),
+        "ppolicy" => Ok(Arc::new(PPolicy::new(ppolicy_config(&overlay.options)?))),
         "constraint" => Ok(Arc::new(Constraint::new(constraint_config(
             &overlay.options,
         )?))),
@@ -141,6 +159,32 @@ fn memberof_config(options: &toml::Table, root_dn: &str) -> Result<memberof::Con
         "error" => Dangling::Error(error_code),
         other => return Err(format!("dangling: {other:?} is not ignore, drop or error")),
     };
+    Ok(config)
+}
+
+/// slapd's `ppolicy_*` options without the prefix.
+fn ppolicy_config(options: &toml::Table) -> Result<ppolicy::Config, String> {
+    let mut config = ppolicy::Config::default();
+    for (key, value) in options {
+        let flag = || {
+            value
+                .as_bool()
+                .ok_or_else(|| format!("{key}: expected true or false"))
+        };
+        match key.as_str() {
+            "default" => config.default = Some(dn(key, value)?),
+            "hash_cleartext" => config.hash_cleartext = flag()?,
+            "use_lockout" => config.use_lockout = flag()?,
+            "forward_updates" => config.forward_updates = flag()?,
+            "send_netscape_controls" => config.send_netscape_controls = flag()?,
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (ppolicy takes default, hash_cleartext, use_lockout, \
+                     forward_updates, send_netscape_controls)"
+                ))
+            }
+        }
+    }
     Ok(config)
 }
 

@@ -46,6 +46,13 @@ pub async fn add(
         }
     }
     dir.pretty_values(&mut req.attributes);
+    if dir.ppolicy().is_some() {
+        // The policy checks the password as sent, before it is hashed.
+        let (dn, ndn) = (dn.clone(), ndn.clone());
+        let entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
+        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
+        crate::ppolicy::check_add(dir, who, &entry, sink)?;
+    }
     crate::sasl::store::prepare_add(state, &mut req.attributes).await?;
     let mut entry = entry_from_attributes(dir.schema(), dn, ndn, &req.attributes)?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;

@@ -50,6 +50,10 @@ pub async fn modify(
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
     let mut controls = target::before(dir, who, ctl, &dn, &ndn, None)?;
+    if let Some((new, with_old)) = crate::ppolicy::modify_password(&req.changes) {
+        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
+        crate::ppolicy::check_change(dir, who, &ndn, new.as_deref(), with_old, sink)?;
+    }
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     let op = WriteOp::Modify {
