@@ -101,7 +101,9 @@ impl PasswordPolicyResponse {
             );
         }
         if !seq.is_empty() || !outer.is_empty() {
-            return Err(DecodeError::new("unexpected data in password policy control"));
+            return Err(DecodeError::new(
+                "unexpected data in password policy control",
+            ));
         }
         Ok(out)
     }

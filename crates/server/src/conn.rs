@@ -450,25 +450,29 @@ async fn dispatch(
                 session.must_change.store(true, Ordering::Relaxed);
             }
             let (result, server_sasl_creds) = match outcome {
-                    Ok(Outcome::Done(new, creds)) => {
-                        *who = new;
-                        (LdapResult::success(), creds)
-                    }
-                    Ok(Outcome::Continue(exchange, challenge)) => {
-                        *session.sasl = Some(exchange);
-                        (
-                            LdapResult::new(ResultCode::SaslBindInProgress, ""),
-                            Some(challenge),
-                        )
-                    }
-                    Err(e) => (error_result(e), None),
-                };
+                Ok(Outcome::Done(new, creds)) => {
+                    *who = new;
+                    (LdapResult::success(), creds)
+                }
+                Ok(Outcome::Continue(exchange, challenge)) => {
+                    *session.sasl = Some(exchange);
+                    (
+                        LdapResult::new(ResultCode::SaslBindInProgress, ""),
+                        Some(challenge),
+                    )
+                }
+                Err(e) => (error_result(e), None),
+            };
             let response = BindResponse {
                 result,
                 server_sasl_creds,
             };
             let _ = tx
-                .send(encode(id, ProtocolOp::BindResponse(response), policy.controls))
+                .send(encode(
+                    id,
+                    ProtocolOp::BindResponse(response),
+                    policy.controls,
+                ))
                 .await;
             Flow::Continue
         }
@@ -626,14 +630,10 @@ fn restricted_after_reset(op: &ProtocolOp, who: &Who, state: &State) -> Restrict
             Restriction::Allowed
         }
         ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Restriction::Allowed,
-        ProtocolOp::ExtendedRequest(req)
-            if req.name == canopy_proto::oid::EXOP_WHO_AM_I =>
-        {
+        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_WHO_AM_I => {
             Restriction::Allowed
         }
-        ProtocolOp::ExtendedRequest(req)
-            if req.name == canopy_proto::oid::EXOP_PASSWORD_MODIFY =>
-        {
+        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_PASSWORD_MODIFY => {
             Restriction::OwnPassword
         }
         ProtocolOp::ModifyRequest(req) => {

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::overlay::ppolicy::bind::Verdict;
 use canopy_directory::overlay::ppolicy::change::{self, PasswordChange};
-use canopy_directory::overlay::ppolicy::{Config, Instant, PasswordPolicyResponse, PolicyError, Warning};
+use canopy_directory::overlay::ppolicy::{
+    Config, Instant, PasswordPolicyResponse, PolicyError, Warning,
+};
 use canopy_proto::oid::{
-    CONTROL_NETSCAPE_PASSWORD_EXPIRED, CONTROL_NETSCAPE_PASSWORD_EXPIRING,
-    CONTROL_PASSWORD_POLICY,
+    CONTROL_NETSCAPE_PASSWORD_EXPIRED, CONTROL_NETSCAPE_PASSWORD_EXPIRING, CONTROL_PASSWORD_POLICY,
 };
 use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
@@ -19,7 +20,8 @@ use crate::access::Who;
 use crate::databases::Database;
 
 /// The text slapd answers an operation a reset password forbids.
-pub const RESTRICTED: &str = "Operations are restricted to bind/unbind/abandon/StartTLS/modify password";
+pub const RESTRICTED: &str =
+    "Operations are restricted to bind/unbind/abandon/StartTLS/modify password";
 
 /// Where an operation leaves its password policy response control, success or not (an error result
 /// carries no controls of its own). Shared by the clones of one request's controls.
@@ -64,7 +66,10 @@ pub fn bind_controls(verdict: &Verdict, requested: bool, config: &Config) -> Vec
             vec![netscape(CONTROL_NETSCAPE_PASSWORD_EXPIRED, "0".into())]
         }
         (_, Some(Warning::TimeBeforeExpiration(secs))) => {
-            vec![netscape(CONTROL_NETSCAPE_PASSWORD_EXPIRING, secs.to_string())]
+            vec![netscape(
+                CONTROL_NETSCAPE_PASSWORD_EXPIRING,
+                secs.to_string(),
+            )]
         }
         _ => Vec::new(),
     }

@@ -26,6 +26,8 @@ mod hostile;
 mod limits;
 #[path = "e2e/overlays.rs"]
 mod overlays;
+#[path = "e2e/ppolicy.rs"]
+mod ppolicy;
 #[path = "e2e/python.rs"]
 mod python;
 #[path = "e2e/robustness.rs"]

@@ -55,7 +55,7 @@ pub async fn bind(
     match req.auth {
         BindAuth::Simple(password) => {
             simple(state, &req.name, password, link, ppolicy_requested, policy)
-            .await
+                .await
                 .map(|who| Outcome::Done(who, None))
         }
         BindAuth::Sasl {

@@ -137,8 +137,8 @@ pub fn decide(
     if age > policy.max_age {
         let used = entry.get("pwdGraceUseTime").map_or(0, |a| a.values.len());
         let remaining = policy.grace_authn_limit - used as i64;
-        let grace_over = policy.grace_expiry > 0
-            && now > changed.plus(policy.max_age).plus(policy.grace_expiry);
+        let grace_over =
+            policy.grace_expiry > 0 && now > changed.plus(policy.max_age).plus(policy.grace_expiry);
         if remaining < 1 || grace_over {
             verdict.accepted = false;
             verdict.error = Some(PolicyError::PasswordExpired);
@@ -177,7 +177,11 @@ fn record_failure(policy: &Policy, entry: &Entry, next: &mut Entry, now: Instant
         if policy.max_delay > 0 {
             delay = delay.min(policy.max_delay);
         }
-        set(next, "pwdAccountTmpLockoutEnd", now.plus(delay).generalized());
+        set(
+            next,
+            "pwdAccountTmpLockoutEnd",
+            now.plus(delay).generalized(),
+        );
     }
 }
 
@@ -228,7 +232,14 @@ impl PPolicy {
                 return Ok(None);
             };
             let mut next = entry.clone();
-            let verdict = decide(&policy, self.config.use_lockout, &entry, &mut next, verified, now);
+            let verdict = decide(
+                &policy,
+                self.config.use_lockout,
+                &entry,
+                &mut next,
+                verified,
+                now,
+            );
             (verdict, next != entry)
         };
         if !changed {

@@ -132,10 +132,7 @@ fn in_history(policy: &Policy, entry: &Entry, new: &[u8]) -> bool {
     let mut history = history_values(entry);
     history.sort_by(|a, b| b.0.cmp(&a.0));
     let keep = usize::try_from(policy.in_history).unwrap_or(usize::MAX);
-    history
-        .iter()
-        .take(keep)
-        .any(|(_, value)| matches(value))
+    history.iter().take(keep).any(|(_, value)| matches(value))
 }
 
 /// The pwdHistory values of `entry` as (time, stored password): `time#syntax#length#value`.
@@ -168,7 +165,8 @@ pub fn record(
     let has_password = new.get(&policy.attribute).is_some();
     let Some(old) = old else {
         // An add: aging starts when the policy ages passwords.
-        if has_password && (policy.max_age > 0 || policy.min_age > 0) && !touched("pwdChangedTime") {
+        if has_password && (policy.max_age > 0 || policy.min_age > 0) && !touched("pwdChangedTime")
+        {
             set(new, "pwdChangedTime", now.generalized());
         }
         if has_password && policy.must_change && !by_self && !touched("pwdReset") {

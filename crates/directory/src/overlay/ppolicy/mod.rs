@@ -12,8 +12,8 @@ pub mod time;
 
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
-use canopy_proto::ModifyOperation;
 pub use canopy_proto::ppolicy::{PasswordPolicyResponse, PolicyError, Warning};
+use canopy_proto::ModifyOperation;
 use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
@@ -110,9 +110,10 @@ impl PPolicy {
 
 /// Whether the change list of a modify touches `attr` (a policy state attribute) itself.
 fn touches(changes: &[canopy_proto::Change], attr: &str) -> bool {
-    changes
-        .iter()
-        .any(|c| c.modification.name.split(';').next() == Some(attr) || c.modification.name.eq_ignore_ascii_case(attr))
+    changes.iter().any(|c| {
+        c.modification.name.split(';').next() == Some(attr)
+            || c.modification.name.eq_ignore_ascii_case(attr)
+    })
 }
 
 impl WriteHook for PPolicy {

@@ -116,14 +116,20 @@ impl Policy {
             ("pwdLockout", b(self.lockout)),
             ("pwdLockoutDuration", self.lockout_duration.to_string()),
             ("pwdMaxFailure", self.max_failure.to_string()),
-            ("pwdFailureCountInterval", self.failure_count_interval.to_string()),
+            (
+                "pwdFailureCountInterval",
+                self.failure_count_interval.to_string(),
+            ),
             ("pwdMustChange", b(self.must_change)),
             ("pwdAllowUserChange", b(self.allow_user_change)),
             ("pwdSafeModify", b(self.safe_modify)),
             ("pwdMinDelay", self.min_delay.to_string()),
             ("pwdMaxDelay", self.max_delay.to_string()),
             ("pwdMaxIdle", self.max_idle.to_string()),
-            ("pwdMaxRecordedFailure", self.max_recorded_failure.to_string()),
+            (
+                "pwdMaxRecordedFailure",
+                self.max_recorded_failure.to_string(),
+            ),
         ]
     }
 }

@@ -102,7 +102,11 @@ mod tests {
             ("20000229120000,5Z", 951_825_600_500_000),
         ];
         for (text, micros) in cases {
-            assert_eq!(Instant::parse(text.as_bytes()), Some(Instant(micros)), "{text}");
+            assert_eq!(
+                Instant::parse(text.as_bytes()),
+                Some(Instant(micros)),
+                "{text}"
+            );
         }
         let t = Instant(1_795_575_055_738_925);
         assert_eq!(t.generalized(), "20261125025055Z");
@@ -112,7 +116,14 @@ mod tests {
 
     #[test]
     fn refuses_other_forms() {
-        for text in ["", "Z", "20261325000000Z", "20261125025055+0100", "2026112502505Z", "x0261125025055Z"] {
+        for text in [
+            "",
+            "Z",
+            "20261325000000Z",
+            "20261125025055+0100",
+            "2026112502505Z",
+            "x0261125025055Z",
+        ] {
             assert_eq!(Instant::parse(text.as_bytes()), None, "{text}");
         }
     }
