@@ -130,7 +130,7 @@ fn in_history(policy: &Policy, entry: &Entry, new: &[u8]) -> bool {
         return true;
     }
     let mut history = history_values(entry);
-    history.sort_by(|a, b| b.0.cmp(&a.0));
+    history.sort_by_key(|entry| std::cmp::Reverse(entry.0));
     let keep = usize::try_from(policy.in_history).unwrap_or(usize::MAX);
     history.iter().take(keep).any(|(_, value)| matches(value))
 }
