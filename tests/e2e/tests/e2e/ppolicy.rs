@@ -265,3 +265,23 @@ fn safe_modify_and_minimum_age() {
     assert!(changed, "the password never got old enough");
     assert_eq!(whoami(&s, "safe", "safe-pw-2").0, 0);
 }
+
+#[test]
+fn python_ldap_password_policy_control() {
+    let s = start(
+        "pwdLockout: TRUE\npwdMaxFailure: 3\npwdLockoutDuration: 600\npwdMaxAge: 3600\n\
+         pwdExpireWarning: 7200\npwdCheckQuality: 1\npwdMinLength: 6\n",
+    );
+    add_person(&s, "py", "py-pw-1", "");
+    let out = s.python("ppolicy.py", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout,
+        "bind right: success expiring=True grace=None error=None\n\
+         modify short password: CONSTRAINT_VIOLATION error=6\n\
+         bind wrong: INVALID_CREDENTIALS expiring=False grace=None error=None\n\
+         bind wrong: INVALID_CREDENTIALS expiring=False grace=None error=None\n\
+         bind wrong: INVALID_CREDENTIALS expiring=False grace=None error=None\n\
+         bind right: INVALID_CREDENTIALS expiring=False grace=None error=1\n"
+    );
+}
