@@ -285,3 +285,42 @@ fn python_ldap_password_policy_control() {
          bind right: INVALID_CREDENTIALS expiring=False grace=None error=1\n"
     );
 }
+
+#[test]
+fn policy_check_explains() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: `canopy policy-check` is canopy's own");
+        return;
+    }
+    let s = start("pwdLockout: TRUE\npwdMaxFailure: 2\npwdLockoutDuration: 600\npwdMaxAge: 3600\n");
+    add_person(&s, "chk", "chk-pw-1", "");
+    for _ in 0..2 {
+        assert_eq!(whoami(&s, "chk", "wrong").0, 49);
+    }
+    let mut cmd = canopy_e2e::server::canopy_command();
+    cmd.arg("policy-check")
+        .arg("--config")
+        .arg(s.dir().join("canopy.toml"))
+        .arg("--data")
+        .arg(s.data_dir())
+        .args(["--user", &person_dn("chk")]);
+    let out = client::run(cmd, None);
+    out.expect_code(0, "policy-check");
+    for needle in [
+        "policy: cn=pp,dc=example,dc=com (from the default)",
+        "  pwdMaxFailure: 2",
+        "  pwdLockout: TRUE",
+        "  pwdChangedTime: ",
+        "  pwdAccountLockedTime: ",
+        "  lock: locked",
+        "failures counting now: 2 of pwdMaxFailure 2",
+        "a bind with the right password now fails (invalidCredentials)",
+        "  error: AccountLocked",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "missing {needle:?} in\n{}",
+            out.stdout
+        );
+    }
+}
