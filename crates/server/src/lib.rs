@@ -130,7 +130,8 @@ fn open_directory_with(
     let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
         .map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
-    let ppolicy = overlays::ppolicy(&config.overlay).map_err(StartError::Overlay)?;
+    let ppolicy =
+        overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
     Ok(Database::new(backend, acl).with_ppolicy(ppolicy))
 }
 

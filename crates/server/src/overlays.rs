@@ -58,12 +58,12 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
 }
 
 /// The ppolicy overlay's settings, when one is configured: binds and password changes consult them.
-pub fn ppolicy(overlays: &[OverlayConfig]) -> Result<Option<Arc<PPolicy>>, String> {
+pub fn ppolicy(overlays: &[OverlayConfig], root_dn: &str) -> Result<Option<Arc<PPolicy>>, String> {
     overlays
         .iter()
         .find(|o| o.name == "ppolicy")
         .map(|o| {
-            ppolicy_config(&o.options)
+            ppolicy_config(&o.options, root_dn)
                 .map(|c| Arc::new(PPolicy::new(c)))
                 .map_err(|e| format!("[[overlay]] \"ppolicy\": {e}"))
         })
@@ -98,7 +98,10 @@ fn hook(
             &overlay.options,
             root_dn,
         )?))),
-        "ppolicy" => Ok(Arc::new(PPolicy::new(ppolicy_config(&overlay.options)?))),
+        "ppolicy" => Ok(Arc::new(PPolicy::new(ppolicy_config(
+            &overlay.options,
+            root_dn,
+        )?))),
         "constraint" => Ok(Arc::new(Constraint::new(constraint_config(
             &overlay.options,
         )?))),
@@ -163,8 +166,11 @@ fn memberof_config(options: &toml::Table, root_dn: &str) -> Result<memberof::Con
 }
 
 /// slapd's `ppolicy_*` options without the prefix.
-fn ppolicy_config(options: &toml::Table) -> Result<ppolicy::Config, String> {
-    let mut config = ppolicy::Config::default();
+fn ppolicy_config(options: &toml::Table, root_dn: &str) -> Result<ppolicy::Config, String> {
+    let mut config = ppolicy::Config {
+        modifier: root_dn.to_string(),
+        ..ppolicy::Config::default()
+    };
     for (key, value) in options {
         let flag = || {
             value
@@ -392,6 +398,30 @@ mod tests {
             memberof_config(&numbered.options, "x").unwrap().dangling,
             Dangling::Error(ResultCode::UnwillingToPerform)
         );
+    }
+
+    #[test]
+    fn ppolicy_options_as_slapd_names_them() {
+        let o = overlay(
+            "name = \"ppolicy\"\ndefault = \"cn=pp,dc=example,dc=com\"\nhash_cleartext = true\n\
+             use_lockout = true\nforward_updates = false\nsend_netscape_controls = true\n",
+        );
+        let config = ppolicy_config(&o.options, "cn=admin").unwrap();
+        assert_eq!(config.default.as_deref(), Some("cn=pp,dc=example,dc=com"));
+        assert!(config.hash_cleartext && config.use_lockout && config.send_netscape_controls);
+        assert!(!config.forward_updates);
+        assert_eq!(config.modifier, "cn=admin");
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("name = \"ppolicy\"\ndefault = \"not a dn\"", "default");
+        bad("name = \"ppolicy\"\nuse_lockout = \"yes\"", "use_lockout");
+        bad(
+            "name = \"ppolicy\"\nlockout = true",
+            "unknown option \"lockout\"",
+        );
+        assert_eq!(schema(&[o]), [ppolicy::PPOLICY_SCHEMA]);
     }
 
     #[test]

@@ -246,7 +246,8 @@ impl PPolicy {
             return Ok(Some(verdict));
         }
         let (ndn, use_lockout) = (ndn.clone(), self.config.use_lockout);
-        dir.run_write(move |dir, txn, _stamp| {
+        let modifier = self.config.modifier.clone();
+        dir.run_write(move |dir, txn, stamp| {
             let Some((id, entry)) = super::super::load(txn, &ndn)? else {
                 return Ok(None);
             };
@@ -256,7 +257,9 @@ impl PPolicy {
             let mut next = entry.clone();
             let verdict = decide(&policy, use_lockout, &entry, &mut next, verified, now);
             if next != entry {
-                // No modifyTimestamp or entryCSN: slapd writes the bind state without them.
+                // A modify like any other (slapd's is an internal modify by the root DN): a new
+                // modifyTimestamp and entryCSN, so the state replicates.
+                stamp.touch(&mut next, &modifier);
                 dir.rewrite(txn, id, &entry, &next)?;
             }
             Ok(Some(verdict))

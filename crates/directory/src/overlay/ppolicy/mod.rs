@@ -75,6 +75,8 @@ pub struct Config {
     /// `ppolicy_send_netscape_controls`: the Netscape expired and expiring controls on binds that
     /// did not ask for the password policy control.
     pub send_netscape_controls: bool,
+    /// The modifiersName of the state a bind writes: the root DN, as slapd's internal modify.
+    pub modifier: String,
 }
 
 /// The ppolicy overlay of one database.
