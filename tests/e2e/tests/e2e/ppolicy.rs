@@ -14,7 +14,11 @@ const CANOPY: &str = "[[overlay]]\nname = \"ppolicy\"\ndefault = \"cn=pp,dc=exam
 
 /// Starts a server whose default policy has `settings` (LDIF lines).
 fn start(settings: &str) -> Server {
-    let s = Server::start_with_overlays(SLAPD, CANOPY);
+    start_with(SLAPD, CANOPY, settings)
+}
+
+fn start_with(slapd: &str, canopy: &str, settings: &str) -> Server {
+    let s = Server::start_with_overlays(slapd, canopy);
     s.add(
         &Bind::Root,
         &format!(
@@ -323,4 +327,65 @@ fn policy_check_explains() {
             out.stdout
         );
     }
+}
+
+#[test]
+fn subentry_policy_forbids_user_changes() {
+    let s = start("pwdMinLength: 3\n");
+    s.add(
+        &Bind::Root,
+        "dn: cn=nochange,dc=example,dc=com\nobjectClass: device\nobjectClass: pwdPolicy\n\
+         cn: nochange\npwdAttribute: userPassword\npwdAllowUserChange: FALSE\n",
+    )
+    .expect_code(0, "the second policy");
+    add_person(
+        &s,
+        "fixed",
+        "fixed-pw-1",
+        "pwdPolicySubentry: cn=nochange,dc=example,dc=com\n",
+    );
+    add_person(&s, "free", "free-pw-1", "");
+    let fixed = Bind::Simple(person_dn("fixed"), "fixed-pw-1".into());
+    let (code, text) = passwd(&s, &fixed, "fixed", &["-s", "fixed-pw-2"]);
+    assert!(
+        code != 0 && text.contains("Insufficient access (50)"),
+        "{text}"
+    );
+    assert!(text.contains("ppolicy: error=3"), "{text}");
+    // The default policy governs the others, and the administrator may still change it.
+    let free = Bind::Simple(person_dn("free"), "free-pw-1".into());
+    assert_eq!(passwd(&s, &free, "free", &["-s", "free-pw-2"]).0, 0);
+    assert_eq!(passwd(&s, &Bind::Root, "fixed", &["-s", "fixed-pw-3"]).0, 0);
+    assert_eq!(whoami(&s, "fixed", "fixed-pw-3").0, 0);
+}
+
+#[test]
+fn netscape_expiry_controls() {
+    let slapd = format!("{SLAPD}ppolicy_send_netscape_controls\n");
+    let canopy = format!("{CANOPY}send_netscape_controls = true\n");
+    let s = start_with(
+        &slapd,
+        &canopy,
+        "pwdMaxAge: 2\npwdExpireWarning: 60\npwdGraceAuthNLimit: 0\n",
+    );
+    add_person(&s, "ns", "ns-pw-1", "");
+    let bind = Bind::Simple(person_dn("ns"), "ns-pw-1".into());
+    let out = s.tool("ldapwhoami", &bind, &[], None);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{text}");
+    assert!(
+        text.contains("2.16.840.1.113730.3.4.5"),
+        "no expiring control: {text}"
+    );
+    let mut last = String::new();
+    let expired = poll(Duration::from_secs(8), || {
+        let out = s.tool("ldapwhoami", &bind, &[], None);
+        last = format!("{}{}", out.stdout, out.stderr);
+        out.code == 49
+    });
+    assert!(expired, "never expired: {last}");
+    assert!(
+        last.contains("2.16.840.1.113730.3.4.4"),
+        "no expired control: {last}"
+    );
 }
