@@ -159,6 +159,14 @@ fn recorded_failures_are_capped() {
     assert_eq!(p.recorded_failures(), 5);
 }
 
+/// State attributes, and the bind's acceptance, warning and error.
+type Case = (
+    Vec<(&'static str, String)>,
+    bool,
+    Option<Warning>,
+    Option<PolicyError>,
+);
+
 #[test]
 fn expiry_grace_and_warnings() {
     let mut p = policy();
@@ -166,12 +174,7 @@ fn expiry_grace_and_warnings() {
     p.expire_warning = 30;
     p.grace_authn_limit = 2;
     let pw = ("userPassword", "x");
-    let cases: Vec<(
-        Vec<(&str, String)>,
-        bool,
-        Option<Warning>,
-        Option<PolicyError>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (vec![("pwdChangedTime", at(NOW - 10))], true, None, None),
         (
             vec![("pwdChangedTime", at(NOW - 80))],
