@@ -196,6 +196,26 @@ pub fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bo
         })
 }
 
+/// A critical password policy control where no database runs the overlay is an unavailable critical
+/// extension, as slapd answers without its ppolicy module.
+pub fn require_overlay(
+    state: &crate::state::State,
+    controls: &[Control],
+    ctl: crate::reqctl::RequestControls,
+) -> Result<crate::reqctl::RequestControls, LdapError> {
+    let critical = ctl.password_policy
+        && controls
+            .iter()
+            .any(|c| c.oid == CONTROL_PASSWORD_POLICY && c.critical);
+    if critical && !state.databases.iter().any(|db| db.ppolicy().is_some()) {
+        return Err(LdapError::new(
+            ResultCode::UnavailableCriticalExtension,
+            "critical extension is unavailable",
+        ));
+    }
+    Ok(ctl)
+}
+
 /// The refusal of any other operation in such a session.
 pub fn restricted() -> LdapError {
     LdapError::new(ResultCode::InsufficientAccessRights, RESTRICTED)

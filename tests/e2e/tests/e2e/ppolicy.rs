@@ -389,3 +389,14 @@ fn netscape_expiry_controls() {
         "no expired control: {last}"
     );
 }
+
+#[test]
+fn critical_control_without_the_overlay() {
+    let s = Server::start();
+    let out = s.python("ppolicy_critical.py", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout,
+        "critical=True: UNAVAILABLE_CRITICAL_EXTENSION\ncritical=False: success, 0 controls\n"
+    );
+}
