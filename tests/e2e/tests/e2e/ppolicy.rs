@@ -181,6 +181,8 @@ fn expiry_warning_and_grace_logins() {
 fn reset_quality_and_history() {
     let s = start("pwdInHistory: 2\npwdCheckQuality: 1\npwdMinLength: 8\npwdMustChange: TRUE\n");
     add_person(&s, "rst", "rst-pw-first", "");
+    let added = state(&s, "rst");
+    assert_eq!(count(&added, "pwdReset"), 0, "after the add: {added:?}");
     // An administrator's reset: the user must change the password before anything else.
     let (code, text) = passwd(&s, &Bind::Root, "rst", &["-s", "rst-pw-reset"]);
     assert_eq!(code, 0, "{text}");

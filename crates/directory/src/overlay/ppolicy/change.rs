@@ -169,9 +169,8 @@ pub fn record(
         {
             set(new, "pwdChangedTime", now.generalized());
         }
-        if has_password && policy.must_change && !by_self && !touched("pwdReset") {
-            set(new, "pwdReset", "TRUE".into());
-        }
+        // slapd sets no pwdReset on an add, even under pwdMustChange: only a later change by
+        // someone else does.
         return;
     };
     if has_password {
