@@ -420,7 +420,10 @@ async fn dispatch(
             Restriction::Allowed => {}
             Restriction::OwnPassword => own_password_change = true,
             Restriction::Refused => {
-                let controls = if ctl.password_policy {
+                // slapd's refusal of a modify carries changeAfterReset; that of any other
+                // operation carries no control (checked against slapd 2.5 in e2e).
+                let modify = matches!(message.op, ProtocolOp::ModifyRequest(_));
+                let controls = if ctl.password_policy && modify {
                     vec![crate::ppolicy::response_control(
                         None,
                         Some(canopy_directory::overlay::ppolicy::PolicyError::ChangeAfterReset),

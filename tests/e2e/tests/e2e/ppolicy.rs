@@ -402,3 +402,20 @@ fn critical_control_without_the_overlay() {
         "critical=True: UNAVAILABLE_CRITICAL_EXTENSION\ncritical=False: success, 0 controls\n"
     );
 }
+
+#[test]
+fn restriction_lifts_after_the_change_in_the_same_session() {
+    let s = start("pwdMustChange: TRUE\n");
+    add_person(&s, "rsession", "rsession-pw-1", "");
+    let (code, text) = passwd(&s, &Bind::Root, "rsession", &["-s", "rsession-pw-2"]);
+    assert_eq!(code, 0, "{text}");
+    let out = s.python("ppolicy_reset.py", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout,
+        "bind: error=[2]\n\
+         restricted: search INSUFFICIENT_ACCESS error=[]\n\
+         own password changed\n\
+         after the change: search success\n"
+    );
+}
