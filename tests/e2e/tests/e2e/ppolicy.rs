@@ -419,3 +419,20 @@ fn restriction_lifts_after_the_change_in_the_same_session() {
          after the change: search success\n"
     );
 }
+
+#[test]
+fn locked_without_use_lockout_says_nothing_more() {
+    let slapd = SLAPD.replace("ppolicy_use_lockout\n", "");
+    let canopy = CANOPY.replace("use_lockout = true\n", "");
+    let s = start_with(
+        &slapd,
+        &canopy,
+        "pwdLockout: TRUE\npwdMaxFailure: 1\npwdLockoutDuration: 600\n",
+    );
+    add_person(&s, "quiet", "quiet-pw-1", "");
+    assert_eq!(whoami(&s, "quiet", "wrong").0, 49);
+    let (code, text) = whoami(&s, "quiet", "quiet-pw-1");
+    assert_eq!(code, 49, "{text}");
+    assert!(!text.contains("Account locked"), "{text}");
+    assert_eq!(count(&state(&s, "quiet"), "pwdAccountLockedTime"), 1);
+}
