@@ -400,9 +400,9 @@ async fn dispatch(
             let limits = DecodeLimits {
                 max_filter_depth: state.config.limits.max_filter_depth,
             };
-            match RequestControls::parse(&message.controls, kind, &limits)
-                .and_then(|ctl| crate::ppolicy::require_overlay(state, &message.controls, ctl))
-            {
+            match RequestControls::parse(&message.controls, kind, &limits).and_then(|ctl| {
+                crate::ppolicy::require_overlay(&state.databases, &message.controls).map(|()| ctl)
+            }) {
                 Ok(ctl) => ctl,
                 Err(e) => {
                     if let Some(op) = error_response(&message.op, e) {

@@ -17,7 +17,7 @@ use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::databases::Database;
+use crate::databases::{Database, Databases};
 
 /// The text slapd answers an operation a reset password forbids.
 pub const RESTRICTED: &str =
@@ -198,22 +198,17 @@ pub fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bo
 
 /// A critical password policy control where no database runs the overlay is an unavailable critical
 /// extension, as slapd answers without its ppolicy module.
-pub fn require_overlay(
-    state: &crate::state::State,
-    controls: &[Control],
-    ctl: crate::reqctl::RequestControls,
-) -> Result<crate::reqctl::RequestControls, LdapError> {
-    let critical = ctl.password_policy
-        && controls
-            .iter()
-            .any(|c| c.oid == CONTROL_PASSWORD_POLICY && c.critical);
-    if critical && !state.databases.iter().any(|db| db.ppolicy().is_some()) {
+pub fn require_overlay(databases: &Databases, controls: &[Control]) -> Result<(), LdapError> {
+    let critical = controls
+        .iter()
+        .any(|c| c.oid == CONTROL_PASSWORD_POLICY && c.critical);
+    if critical && !databases.iter().any(|db| db.ppolicy().is_some()) {
         return Err(LdapError::new(
             ResultCode::UnavailableCriticalExtension,
             "critical extension is unavailable",
         ));
     }
-    Ok(ctl)
+    Ok(())
 }
 
 /// The refusal of any other operation in such a session.
