@@ -30,6 +30,10 @@ pub enum Workload {
     Delete,
     /// Simple binds as random people (needs data generated with --passwords).
     Bind,
+    /// Simple binds with a wrong password as random people: password spraying across accounts.
+    BindFail,
+    /// Simple binds with a wrong password as person 0: guessing one account's password.
+    BindFailOne,
     /// 90% exact uid searches, 10% modifies, as the admin.
     Mixed,
     /// One subtree search (objectClass=*) of the whole suffix per request.
@@ -46,6 +50,8 @@ impl Workload {
             Workload::Add => "add",
             Workload::Delete => "delete",
             Workload::Bind => "bind",
+            Workload::BindFail => "bind-fail",
+            Workload::BindFailOne => "bind-fail-one",
             Workload::Mixed => "mixed",
             Workload::Scan => "scan",
         }
@@ -69,6 +75,9 @@ impl Session {
         }
     }
 }
+
+/// The password the failed-bind workloads send: no generated password looks like it.
+const WRONG_PASSWORD: &[u8] = b"not-the-password";
 
 /// Who a session binds as when it opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +278,7 @@ impl Script {
             // The scan binds as the admin so that no size limit for ordinary users cuts it short.
             | Workload::Scan => Identity::Admin,
             Workload::Addressing | Workload::Search => Identity::Anonymous,
-            Workload::Bind => Identity::None,
+            Workload::Bind | Workload::BindFail | Workload::BindFailOne => Identity::None,
         }
     }
 
@@ -453,6 +462,15 @@ impl Script {
                 let _ = self.bind_for(Identity::User(i));
                 &mut self.bind
             }
+            Workload::BindFail | Workload::BindFailOne => {
+                let i = match self.ks.workload {
+                    Workload::BindFailOne => 0,
+                    _ => pick_user(&mut self.rng, self.ks.entries),
+                };
+                let dn = gen::user_dn(i, &self.ks.suffix);
+                self.bind = bind_message(dn.as_bytes(), WRONG_PASSWORD);
+                &mut self.bind
+            }
         };
         Next::Op(msg)
     }
@@ -607,6 +625,28 @@ mod tests {
         check(Workload::Scan, true, "admin");
         check(Workload::Addressing, true, "anonymous");
         check(Workload::Bind, true, "none");
+        check(Workload::BindFail, true, "none");
+        check(Workload::BindFailOne, false, "none");
+    }
+
+    #[test]
+    fn failed_binds_use_a_wrong_password() {
+        for workload in [Workload::BindFail, Workload::BindFailOne] {
+            let mut s = Script::new(&keyspace(workload), 0);
+            let Next::Op(m) = s.next_request() else {
+                panic!("no request")
+            };
+            let ProtocolOp::BindRequest(req) = &m.op else {
+                panic!("not a bind: {m:?}")
+            };
+            assert_eq!(
+                req.auth,
+                canopy_proto::BindAuth::Simple(WRONG_PASSWORD.to_vec())
+            );
+            if workload == Workload::BindFailOne {
+                assert_eq!(req.name, gen::user_dn(0, "dc=example,dc=com").into_bytes());
+            }
+        }
     }
 
     #[test]

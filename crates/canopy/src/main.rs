@@ -6,6 +6,7 @@
 
 mod aclcheck;
 mod backup;
+mod policycheck;
 mod progress;
 mod service;
 mod tools;
@@ -85,6 +86,12 @@ enum Command {
     /// Explain an access decision offline (like slapacl): which rule and which `by` clause decide.
     /// Exits 0 when the level is granted, 1 when it is denied.
     AclCheck(aclcheck::Question),
+    /// Print the password policy governing an entry and its account state, offline (ppolicy overlay).
+    PolicyCheck {
+        /// The entry's DN.
+        #[arg(long)]
+        user: String,
+    },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
 }
@@ -164,6 +171,7 @@ fn run() -> Result<()> {
             }
             Ok(())
         }
+        Command::PolicyCheck { user } => policycheck::policy_check(&config, &user),
         Command::Bench(args) => canopy_bench::main(args),
     }
 }

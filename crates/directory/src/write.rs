@@ -152,8 +152,8 @@ struct Ctx<'a> {
 }
 
 /// Why a write closure gave up.
-enum Retry {
-    Ldap(OpError),
+enum Retry<E> {
+    Ldap(E),
     MapFull,
 }
 
@@ -175,18 +175,36 @@ impl Directory {
     /// Runs a write and returns once it is durable (or failed). Existence is checked before the guard,
     /// as slapd does, so a missing entry is noSuchObject for everyone.
     pub async fn write(&self, request: WriteRequest) -> Result<(), OpError> {
+        self.run_write(move |dir, txn, stamp| {
+            let request = request.clone();
+            dir.apply(txn, request.op, &*request.guard, stamp)
+        })
+        .await
+    }
+
+    /// Runs `work` in a nested transaction on the writer thread with a stamp taken there, and returns
+    /// its result once the group commit holding it is durable. Storage calls inside `work` must map
+    /// their errors through this module (`rewrite`), so a full map is noticed and `work` runs again
+    /// after the map grows: `work` must be repeatable.
+    pub(crate) async fn run_write<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<LdapError> + Send + 'static,
+        F: Fn(&Directory, &mut WriteTxn<'_>, &Stamp) -> Result<T, E> + Send + Sync + 'static,
+    {
         // The store grows the map before it fills; a write that still meets a full map (a reader held the
         // growth off) is run again after the growth, so no client ever sees MDB_MAP_FULL.
+        let work = Arc::new(work);
         for _ in 0..MAP_FULL_RETRIES {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let dir = self.clone();
-            let request = request.clone();
+            let work = work.clone();
             self.store().write_then(
                 move |txn: &mut WriteTxn<'_>| {
                     MAP_FULL.with(|seen| seen.set(false));
                     // Taken here, on the writer thread: CSNs ascend in commit order.
                     let stamp = Stamp::now();
-                    let result = dir.apply(txn, request.op, &*request.guard, &stamp);
+                    let result = work(&dir, txn, &stamp);
                     match MAP_FULL.with(|seen| seen.get()) {
                         true => Err(Retry::MapFull),
                         false => result.map_err(Retry::Ldap),
@@ -197,7 +215,7 @@ impl Directory {
                 },
             );
             match rx.await {
-                Ok(Ok(Ok(()))) => return Ok(()),
+                Ok(Ok(Ok(value))) => return Ok(value),
                 Ok(Ok(Err(Retry::Ldap(e)))) => return Err(e),
                 Ok(Ok(Err(Retry::MapFull))) | Ok(Err(StoreError::MapFull)) => continue,
                 Ok(Err(store)) => return Err(store_error(store).into()),

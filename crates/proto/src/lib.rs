@@ -11,6 +11,7 @@ pub mod filter;
 pub mod ldif;
 pub mod message;
 pub mod oid;
+pub mod ppolicy;
 pub mod result;
 pub mod url;
 

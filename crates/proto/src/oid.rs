@@ -12,3 +12,9 @@ pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
 /// RFC 4511 §4.4.1 Notice of Disconnection.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
+/// draft-behera-ldap-password-policy-10 §6.1: the password policy request and response control.
+pub const CONTROL_PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
+/// Netscape's password expired control (value "0"), sent by slapd's `ppolicy_send_netscape_controls`.
+pub const CONTROL_NETSCAPE_PASSWORD_EXPIRED: &str = "2.16.840.1.113730.3.4.4";
+/// Netscape's password expiring control (value: seconds left, as digits).
+pub const CONTROL_NETSCAPE_PASSWORD_EXPIRING: &str = "2.16.840.1.113730.3.4.5";

@@ -65,6 +65,8 @@ pub async fn serve_transport<S>(
         ..Who::anonymous()
     };
     let mut sasl: Option<Exchange> = None;
+    // Bound with pwdReset (password policy): only a change of one's own password until it is made.
+    let must_change = Arc::new(AtomicBool::new(false));
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut start = 0usize;
 
@@ -117,6 +119,7 @@ pub async fn serve_transport<S>(
                 who: &mut who,
                 sasl: &mut sasl,
                 link: &link,
+                must_change: &must_change,
             };
             match dispatch(message, &state, &mut session, &tx, &pending, &permits).await {
                 Flow::Continue => {}
@@ -373,6 +376,8 @@ struct Session<'a> {
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
+    /// The session was bound with pwdReset and has not changed its password since.
+    must_change: &'a Arc<AtomicBool>,
 }
 
 async fn dispatch(
@@ -403,7 +408,9 @@ async fn dispatch(
             let limits = DecodeLimits {
                 max_filter_depth: state.config.limits.max_filter_depth,
             };
-            match RequestControls::parse(&message.controls, kind, &limits) {
+            match RequestControls::parse(&message.controls, kind, &limits).and_then(|ctl| {
+                crate::ppolicy::require_overlay(&state.databases, &message.controls).map(|()| ctl)
+            }) {
                 Ok(ctl) => ctl,
                 Err(e) => {
                     if let Some(op) = error_response(&message.op, e) {
@@ -415,6 +422,30 @@ async fn dispatch(
         }
         None => RequestControls::default(),
     };
+    let mut own_password_change = false;
+    if session.must_change.load(Ordering::Relaxed) {
+        match restricted_after_reset(&message.op, who, state) {
+            Restriction::Allowed => {}
+            Restriction::OwnPassword => own_password_change = true,
+            Restriction::Refused => {
+                // slapd's refusal of a modify carries changeAfterReset; that of any other
+                // operation carries no control (checked against slapd 2.5 in e2e).
+                let modify = matches!(message.op, ProtocolOp::ModifyRequest(_));
+                let controls = if ctl.password_policy && modify {
+                    vec![crate::ppolicy::response_control(
+                        None,
+                        Some(canopy_directory::overlay::ppolicy::PolicyError::ChangeAfterReset),
+                    )]
+                } else {
+                    Vec::new()
+                };
+                if let Some(op) = error_response(&message.op, crate::ppolicy::restricted()) {
+                    let _ = tx.send(encode(id, op, controls)).await;
+                }
+                return Flow::Continue;
+            }
+        }
+    }
     match message.op {
         ProtocolOp::BindRequest(req) => {
             // Binds run in order: later requests on this connection see the new identity. During a
@@ -424,27 +455,37 @@ async fn dispatch(
                 ..Who::anonymous()
             };
             let exchange = session.sasl.take();
-            let (result, server_sasl_creds) =
-                match ops::bind::bind(state, req, link, exchange).await {
-                    Ok(Outcome::Done(new, creds)) => {
-                        *who = new;
-                        (LdapResult::success(), creds)
-                    }
-                    Ok(Outcome::Continue(exchange, challenge)) => {
-                        *session.sasl = Some(exchange);
-                        (
-                            LdapResult::new(ResultCode::SaslBindInProgress, ""),
-                            Some(challenge),
-                        )
-                    }
-                    Err(e) => (error_result(e), None),
-                };
+            session.must_change.store(false, Ordering::Relaxed);
+            let mut policy = ops::bind::PolicyOutcome::default();
+            let outcome =
+                ops::bind::bind(state, req, link, exchange, ctl.password_policy, &mut policy).await;
+            if outcome.is_ok() && policy.must_change {
+                session.must_change.store(true, Ordering::Relaxed);
+            }
+            let (result, server_sasl_creds) = match outcome {
+                Ok(Outcome::Done(new, creds)) => {
+                    *who = new;
+                    (LdapResult::success(), creds)
+                }
+                Ok(Outcome::Continue(exchange, challenge)) => {
+                    *session.sasl = Some(exchange);
+                    (
+                        LdapResult::new(ResultCode::SaslBindInProgress, ""),
+                        Some(challenge),
+                    )
+                }
+                Err(e) => (error_result(e), None),
+            };
             let response = BindResponse {
                 result,
                 server_sasl_creds,
             };
             let _ = tx
-                .send(encode(id, ProtocolOp::BindResponse(response), Vec::new()))
+                .send(encode(
+                    id,
+                    ProtocolOp::BindResponse(response),
+                    policy.controls,
+                ))
                 .await;
             Flow::Continue
         }
@@ -518,8 +559,13 @@ async fn dispatch(
             let state = state.clone();
             let who = who.clone();
             let tx = tx.clone();
+            let must_change = session.must_change.clone();
             tokio::spawn(async move {
-                let (response, controls) = run_update(&state, &who, op, &ctl).await;
+                let (response, mut controls) = run_update(&state, &who, op, &ctl).await;
+                if own_password_change && succeeded(&response) {
+                    must_change.store(false, Ordering::Relaxed);
+                }
+                controls.extend(ctl.policy_sink.take());
                 let _ = tx.send(encode(id, response, controls)).await;
                 drop(permit);
             });
@@ -565,7 +611,7 @@ async fn run_update(
             (ProtocolOp::CompareResponse, (result, Vec::new()))
         }
         ProtocolOp::ExtendedRequest(req) => {
-            let response = ops::extended::extended(state, who, req).await;
+            let response = ops::extended::extended(state, who, req, ctl).await;
             return (ProtocolOp::ExtendedResponse(response), Vec::new());
         }
         other => {
@@ -581,6 +627,50 @@ async fn run_update(
         }
     };
     (op(result), controls)
+}
+
+/// What a session bound with pwdReset may do with an operation (slapd's ppolicy restriction).
+enum Restriction {
+    Allowed,
+    /// A change of the session's own password, which lifts the restriction once it succeeds.
+    OwnPassword,
+    Refused,
+}
+
+fn restricted_after_reset(op: &ProtocolOp, who: &Who, state: &State) -> Restriction {
+    match op {
+        ProtocolOp::BindRequest(_) | ProtocolOp::UnbindRequest | ProtocolOp::AbandonRequest(_) => {
+            Restriction::Allowed
+        }
+        ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Restriction::Allowed,
+        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_WHO_AM_I => {
+            Restriction::Allowed
+        }
+        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_PASSWORD_MODIFY => {
+            Restriction::OwnPassword
+        }
+        ProtocolOp::ModifyRequest(req) => {
+            let own = state
+                .databases
+                .normalize(&req.dn)
+                .is_ok_and(|(_, ndn)| crate::ppolicy::allowed_after_reset(who, &ndn, &req.changes));
+            if own {
+                Restriction::OwnPassword
+            } else {
+                Restriction::Refused
+            }
+        }
+        _ => Restriction::Refused,
+    }
+}
+
+fn succeeded(response: &ProtocolOp) -> bool {
+    let result = match response {
+        ProtocolOp::ModifyResponse(result) => result,
+        ProtocolOp::ExtendedResponse(response) => &response.result,
+        _ => return false,
+    };
+    result.code == ResultCode::Success
 }
 
 /// The response type that answers a request with an error, or None for requests that get no response.

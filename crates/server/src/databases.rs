@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
+use canopy_directory::overlay::ppolicy::PPolicy;
 use canopy_directory::{
     store_error, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
 };
@@ -32,6 +33,8 @@ pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
     dynlist: Option<Arc<Dynlist>>,
+    /// The ppolicy overlay, which binds and password changes consult.
+    ppolicy: Option<Arc<PPolicy>>,
 }
 
 impl Database {
@@ -40,6 +43,7 @@ impl Database {
             backend,
             acl: Arc::new(acl),
             dynlist: None,
+            ppolicy: None,
         }
     }
 
@@ -52,6 +56,16 @@ impl Database {
     /// The dynlist overlay's settings, when it is configured.
     pub fn dynlist(&self) -> Option<&Dynlist> {
         self.dynlist.as_deref()
+    }
+
+    /// This database with its ppolicy overlay's settings (the same as its pipeline's hook).
+    pub fn with_ppolicy(mut self, ppolicy: Option<Arc<PPolicy>>) -> Database {
+        self.ppolicy = ppolicy;
+        self
+    }
+
+    pub fn ppolicy(&self) -> Option<&PPolicy> {
+        self.ppolicy.as_deref()
     }
 
     pub fn backend(&self) -> &Directory {

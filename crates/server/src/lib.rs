@@ -17,6 +17,7 @@ pub mod limits;
 pub mod listener;
 pub mod ops;
 pub mod overlays;
+pub mod ppolicy;
 pub mod readentry;
 pub mod redact;
 pub mod reqctl;
@@ -132,7 +133,11 @@ fn open_directory_with(
         .map_err(StartError::Overlay)?;
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
-    Ok(Database::new(backend, acl).with_dynlist(dynlist))
+    let ppolicy =
+        overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
+    Ok(Database::new(backend, acl)
+        .with_dynlist(dynlist)
+        .with_ppolicy(ppolicy))
 }
 
 /// Everything a start checks before it opens the database and binds its listeners, for
@@ -148,6 +153,8 @@ pub fn check_config(config: &Config) -> Result<(), StartError> {
     };
     let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
         .map_err(StartError::Overlay)?;
+    overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
+    overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
     let suffix = canopy_proto::Dn::parse(config.suffix.as_bytes())
         .map_err(|e| e.to_string())
         .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))

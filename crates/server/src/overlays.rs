@@ -6,6 +6,7 @@ use std::sync::Arc;
 use canopy_directory::dynlist::Dynlist;
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
+use canopy_directory::overlay::ppolicy::{self, PPolicy};
 use canopy_directory::overlay::refint::{self, Refint};
 use canopy_directory::overlay::unique::{self, Domain, Scope, Unique, Uri};
 use canopy_directory::{Pipeline, WriteHook};
@@ -22,7 +23,14 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 5] = ["memberof", "refint", "unique", "constraint", "dynlist"];
+pub const KNOWN: [&str; 6] = [
+    "memberof",
+    "refint",
+    "unique",
+    "constraint",
+    "dynlist",
+    "ppolicy",
+];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
 pub struct Target<'a> {
@@ -59,11 +67,14 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
                         .any(|a| a.eq_ignore_ascii_case("memberOf"))
                 }))
     });
+    let mut schema = Vec::new();
     if memberof {
-        vec![memberof::MEMBEROF_SCHEMA]
-    } else {
-        Vec::new()
+        schema.push(memberof::MEMBEROF_SCHEMA);
     }
+    if overlays.iter().any(|o| o.name == "ppolicy") {
+        schema.push(ppolicy::PPOLICY_SCHEMA);
+    }
+    schema
 }
 
 /// The dynlist overlay's settings, checked against `target`; None when it is not configured. It is
@@ -105,6 +116,19 @@ fn dynlist_config(options: &toml::Table) -> Result<Dynlist, String> {
     Dynlist::parse(lines.iter().map(String::as_str)).map_err(|e| format!("attrset: {e}"))
 }
 
+/// The ppolicy overlay's settings, when one is configured: binds and password changes consult them.
+pub fn ppolicy(overlays: &[OverlayConfig], root_dn: &str) -> Result<Option<Arc<PPolicy>>, String> {
+    overlays
+        .iter()
+        .find(|o| o.name == "ppolicy")
+        .map(|o| {
+            ppolicy_config(&o.options, root_dn)
+                .map(|c| Arc::new(PPolicy::new(c)))
+                .map_err(|e| format!("[[overlay]] \"ppolicy\": {e}"))
+        })
+        .transpose()
+}
+
 /// The standard pipeline with the configured overlays after it; `root_dn` records their own changes
 /// (memberof's); names and DNs in their options are checked against `target`.
 pub fn pipeline(
@@ -130,6 +154,10 @@ fn hook(
 ) -> Result<Arc<dyn WriteHook>, String> {
     match overlay.name.as_str() {
         "memberof" => Ok(Arc::new(MemberOf::new(memberof_config(
+            &overlay.options,
+            root_dn,
+        )?))),
+        "ppolicy" => Ok(Arc::new(PPolicy::new(ppolicy_config(
             &overlay.options,
             root_dn,
         )?))),
@@ -193,6 +221,35 @@ fn memberof_config(options: &toml::Table, root_dn: &str) -> Result<memberof::Con
         "error" => Dangling::Error(error_code),
         other => return Err(format!("dangling: {other:?} is not ignore, drop or error")),
     };
+    Ok(config)
+}
+
+/// slapd's `ppolicy_*` options without the prefix.
+fn ppolicy_config(options: &toml::Table, root_dn: &str) -> Result<ppolicy::Config, String> {
+    let mut config = ppolicy::Config {
+        modifier: root_dn.to_string(),
+        ..ppolicy::Config::default()
+    };
+    for (key, value) in options {
+        let flag = || {
+            value
+                .as_bool()
+                .ok_or_else(|| format!("{key}: expected true or false"))
+        };
+        match key.as_str() {
+            "default" => config.default = Some(dn(key, value)?),
+            "hash_cleartext" => config.hash_cleartext = flag()?,
+            "use_lockout" => config.use_lockout = flag()?,
+            "forward_updates" => config.forward_updates = flag()?,
+            "send_netscape_controls" => config.send_netscape_controls = flag()?,
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (ppolicy takes default, hash_cleartext, use_lockout, \
+                     forward_updates, send_netscape_controls)"
+                ))
+            }
+        }
+    }
     Ok(config)
 }
 
@@ -400,6 +457,30 @@ mod tests {
             memberof_config(&numbered.options, "x").unwrap().dangling,
             Dangling::Error(ResultCode::UnwillingToPerform)
         );
+    }
+
+    #[test]
+    fn ppolicy_options_as_slapd_names_them() {
+        let o = overlay(
+            "name = \"ppolicy\"\ndefault = \"cn=pp,dc=example,dc=com\"\nhash_cleartext = true\n\
+             use_lockout = true\nforward_updates = false\nsend_netscape_controls = true\n",
+        );
+        let config = ppolicy_config(&o.options, "cn=admin").unwrap();
+        assert_eq!(config.default.as_deref(), Some("cn=pp,dc=example,dc=com"));
+        assert!(config.hash_cleartext && config.use_lockout && config.send_netscape_controls);
+        assert!(!config.forward_updates);
+        assert_eq!(config.modifier, "cn=admin");
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("name = \"ppolicy\"\ndefault = \"not a dn\"", "default");
+        bad("name = \"ppolicy\"\nuse_lockout = \"yes\"", "use_lockout");
+        bad(
+            "name = \"ppolicy\"\nlockout = true",
+            "unknown option \"lockout\"",
+        );
+        assert_eq!(schema(&[o]), [ppolicy::PPOLICY_SCHEMA]);
     }
 
     #[test]

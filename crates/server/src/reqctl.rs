@@ -2,8 +2,8 @@
 
 use canopy_core::LdapError;
 use canopy_proto::oid::{
-    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
-    CONTROL_PRE_READ,
+    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY,
+    CONTROL_POST_READ, CONTROL_PRE_READ,
 };
 use canopy_proto::{
     decode_assertion, Control, DecodeLimits, Filter, PagedResults, ReadEntryRequest, RequestKind,
@@ -21,6 +21,10 @@ pub struct RequestControls {
     /// RFC 4527: attribute selections of the entry before and after an update.
     pub pre_read: Option<Vec<String>>,
     pub post_read: Option<Vec<String>>,
+    /// draft-behera-ldap-password-policy-10: the client asks for the password policy response control.
+    pub password_policy: bool,
+    /// Where the operation leaves that response control.
+    pub policy_sink: crate::ppolicy::PolicySink,
 }
 
 /// The operations a control applies to; elsewhere it is an unknown control (an error only when critical).
@@ -33,6 +37,8 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // A pre-read of an added entry or a post-read of a deleted one has nothing to read.
         CONTROL_PRE_READ => matches!(kind, Delete | Modify | ModifyDn),
         CONTROL_POST_READ => matches!(kind, Add | Modify | ModifyDn),
+        // Any operation may be refused with changeAfterReset.
+        CONTROL_PASSWORD_POLICY => true,
         _ => false,
     }
 }
@@ -75,6 +81,7 @@ impl RequestControls {
                         })?);
                 }
                 CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
+                CONTROL_PASSWORD_POLICY => out.password_policy = true,
                 CONTROL_ASSERTION => {
                     let value =
                         value.ok_or_else(|| protocol_error("assertion control value is absent"))?;

@@ -30,6 +30,8 @@ mod limits;
 mod operations;
 #[path = "e2e/overlays.rs"]
 mod overlays;
+#[path = "e2e/ppolicy.rs"]
+mod ppolicy;
 #[path = "e2e/python.rs"]
 mod python;
 #[path = "e2e/robustness.rs"]

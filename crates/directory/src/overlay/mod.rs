@@ -4,6 +4,7 @@
 
 pub mod constraint;
 pub mod memberof;
+pub mod ppolicy;
 pub mod refint;
 pub mod unique;
 

@@ -50,6 +50,11 @@ pub async fn add(
         req.attributes.iter().map(|a| a.name.as_str()),
     )?;
     add_restrictions(&schema, &req.attributes, false)?;
+    if dir.ppolicy().is_some() {
+        // The policy checks the password as sent, before it is hashed.
+        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
+        crate::ppolicy::check_add(dir, who, &entry, sink)?;
+    }
     hash_passwords(state, &mut entry.attrs).await?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;

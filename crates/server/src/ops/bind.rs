@@ -4,7 +4,7 @@
 use canopy_core::LdapError;
 use canopy_password::scram::ScramHash;
 use canopy_proto::{
-    BindAuth, BindRequest, Change, Dn, ModifyOperation, PartialAttribute, ResultCode,
+    BindAuth, BindRequest, Change, Control, Dn, ModifyOperation, PartialAttribute, ResultCode,
 };
 use canopy_schema::NormDn;
 
@@ -27,6 +27,14 @@ pub enum Outcome {
     Continue(Exchange, Vec<u8>),
 }
 
+/// What a simple bind adds under a password policy: its response controls, and whether the session
+/// may only change its own password (pwdReset).
+#[derive(Debug, Default)]
+pub struct PolicyOutcome {
+    pub controls: Vec<Control>,
+    pub must_change: bool,
+}
+
 /// Runs a bind. `pending` is the SASL exchange in progress on the connection, if any; a bind with
 /// another mechanism or another kind of authentication abandons it (RFC 4513 §5.2.1.2). The caller
 /// sets anonymous on any failure (RFC 4511 §4.2.1).
@@ -35,6 +43,8 @@ pub async fn bind(
     req: BindRequest,
     link: &Link,
     pending: Option<Exchange>,
+    ppolicy_requested: bool,
+    policy: &mut PolicyOutcome,
 ) -> Result<Outcome, LdapError> {
     if req.version != 3 {
         return Err(LdapError::new(
@@ -43,9 +53,11 @@ pub async fn bind(
         ));
     }
     match req.auth {
-        BindAuth::Simple(password) => simple(state, &req.name, password, link)
-            .await
-            .map(|who| Outcome::Done(who, None)),
+        BindAuth::Simple(password) => {
+            simple(state, &req.name, password, link, ppolicy_requested, policy)
+                .await
+                .map(|who| Outcome::Done(who, None))
+        }
         BindAuth::Sasl {
             mechanism,
             credentials,
@@ -58,6 +70,8 @@ async fn simple(
     name: &[u8],
     password: Vec<u8>,
     link: &Link,
+    ppolicy_requested: bool,
+    policy: &mut PolicyOutcome,
 ) -> Result<Who, LdapError> {
     if name.is_empty() {
         if password.is_empty() {
@@ -84,7 +98,11 @@ async fn simple(
         }
     };
     let root = ndn == state.root_ndn;
-    let Some(entry_dn) = check_password(state, &ndn, password, link).await? else {
+    let verified = check_password(state, &ndn, password, link).await?;
+    if !root {
+        bind_policy(state, &ndn, verified.is_some(), ppolicy_requested, policy).await?;
+    }
+    let Some(entry_dn) = verified else {
         return Err(refuse(state, ndn.as_str(), link).await);
     };
     state.backoff.succeeded(ndn.as_str());
@@ -96,6 +114,33 @@ async fn simple(
         root,
         link: link.clone(),
     })
+}
+
+/// The password policy's bookkeeping of a simple bind on `ndn` (the password matched: `verified`),
+/// written before the answer; an account the policy refuses (locked, expired) fails as a wrong
+/// password does, with the policy's control.
+async fn bind_policy(
+    state: &State,
+    ndn: &NormDn,
+    verified: bool,
+    requested: bool,
+    policy: &mut PolicyOutcome,
+) -> Result<(), LdapError> {
+    let Some(dir) = state.databases.route(ndn) else {
+        return Ok(());
+    };
+    let Some(pp) = dir.ppolicy() else {
+        return Ok(());
+    };
+    let Some(verdict) = pp.bind(dir.backend(), ndn, verified).await? else {
+        return Ok(());
+    };
+    policy.controls = crate::ppolicy::bind_controls(&verdict, requested, pp.config());
+    if verified && !verdict.accepted {
+        return Err(LdapError::new(ResultCode::InvalidCredentials, ""));
+    }
+    policy.must_change = verdict.must_change;
+    Ok(())
 }
 
 /// Checks `password` against the root password or the entry's userPassword values, spending one hash

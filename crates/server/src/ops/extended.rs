@@ -10,10 +10,16 @@ use canopy_proto::{
 
 use crate::access::Who;
 use crate::ops::error_result;
+use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::{Directory, OpError, WriteOp};
 
-pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> ExtendedResponse {
+pub async fn extended(
+    state: &State,
+    who: &Who,
+    req: ExtendedRequest,
+    ctl: &RequestControls,
+) -> ExtendedResponse {
     let outcome = match req.name.as_str() {
         EXOP_WHO_AM_I => {
             let authz = if who.ndn.is_some() {
@@ -23,7 +29,7 @@ pub async fn extended(state: &State, who: &Who, req: ExtendedRequest) -> Extende
             };
             Ok((None, Some(authz.into_bytes())))
         }
-        EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref())
+        EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref(), ctl)
             .await
             .map(|v| (None, v)),
         other => Err(LdapError::new(
@@ -49,6 +55,7 @@ async fn password_modify(
     state: &State,
     who: &Who,
     value: Option<&[u8]>,
+    ctl: &RequestControls,
 ) -> Result<Option<Vec<u8>>, LdapError> {
     let req = match value {
         Some(v) => PasswdModifyRequest::decode(v).map_err(|_| {
@@ -114,6 +121,15 @@ async fn password_modify(
         Some(p) if !p.is_empty() => p,
         _ => canopy_password::generate_password().into_bytes(),
     };
+    let sink = ctl.password_policy.then_some(&ctl.policy_sink);
+    crate::ppolicy::check_change(
+        dir,
+        who,
+        &ndn,
+        Some(&new_password),
+        req.old_passwd.is_some(),
+        sink,
+    )?;
     // The new password is hashed in the default scheme with SCRAM secrets beside it; here even a value
     // that starts with `{...}` is a password, not a stored hash.
     let hashed = crate::sasl::store::hash_cleartext(state, new_password.clone()).await?;

@@ -33,6 +33,11 @@ pub async fn modify(
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
+    // The password policy (an overlay before the backend in slapd) checks a new password as sent.
+    if let Some((new, with_old)) = crate::ppolicy::modify_password(&req.changes) {
+        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
+        crate::ppolicy::check_change(dir, who, &ndn, new.as_deref(), with_old, sink)?;
+    }
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     let op = WriteOp::Modify {
