@@ -47,6 +47,23 @@ pub struct Config {
     /// Overlays in the order they apply: `[[overlay]]` tables with slapd's names and options
     /// (docs/overlays.md).
     pub overlay: Vec<OverlayConfig>,
+    /// `HOST:PORT` of the Prometheus `/metrics` listener; off when absent (docs/operations-monitoring.md).
+    pub metrics_listen: Option<String>,
+    /// The access log, one line per completed operation: `"stderr"` or a file path; off when absent.
+    pub access_log: Option<String>,
+    /// The access log's line format.
+    pub log_format: LogFormat,
+    /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only).
+    pub monitor: bool,
+}
+
+/// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// The `[tls]` section (docs/tls.md). Without `cert_file`/`key_file` a self-signed certificate is generated in
@@ -173,6 +190,10 @@ impl Default for Config {
             tls: TlsConfig::default(),
             access: Vec::new(),
             overlay: Vec::new(),
+            metrics_listen: None,
+            access_log: None,
+            log_format: LogFormat::Text,
+            monitor: true,
         }
     }
 }
@@ -248,6 +269,14 @@ impl Config {
     fn check(&self) -> Result<(), String> {
         for url in &self.listen {
             ListenUrl::parse(url)?;
+        }
+        if let Some(addr) = &self.metrics_listen {
+            addr.parse::<std::net::SocketAddr>().map_err(|_| {
+                format!("metrics_listen: {addr:?} is not an address and port (e.g. \"127.0.0.1:9389\")")
+            })?;
+        }
+        if self.access_log.as_deref() == Some("") {
+            return Err("access_log: empty (use \"stderr\" or a file path)".into());
         }
         for index in &self.indexes {
             for kind in &index.kinds {

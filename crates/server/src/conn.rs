@@ -16,6 +16,8 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::access::Who;
+use crate::completion::{code_of, Completion};
+use crate::metrics::{ConnInfo, Metrics};
 use crate::limits;
 use crate::ops::bind::Outcome;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
@@ -50,7 +52,12 @@ pub async fn serve_transport<S>(
 {
     let (mut reader, writer) = tokio::io::split(stream);
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
-    let mut out = Writer::spawn(writer, rx);
+    let mut out = Writer::spawn(writer, rx, state.metrics.clone());
+    let conn = state.metrics.open_connection(peer_label(&peer));
+    if let Some(log) = &state.access_log {
+        log.connection(conn.number, "ACCEPT", &conn.peer);
+    }
+    let mut op_number = 0u64;
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let max_pending = state.config.limits.max_pending_per_connection.max(1);
     let permits = Arc::new(Semaphore::new(max_pending));
@@ -117,16 +124,29 @@ pub async fn serve_transport<S>(
                 who: &mut who,
                 sasl: &mut sasl,
                 link: &link,
+                conn: &conn,
+                op_number: &mut op_number,
             };
             match dispatch(message, &state, &mut session, &tx, &pending, &permits).await {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
-                Flow::StartTls { id, has_value } => {
+                Flow::StartTls {
+                    id,
+                    has_value,
+                    completion,
+                } => {
                     let outstanding = permits.available_permits()
                         < state.config.limits.max_pending_per_connection.max(1)
                         || start < buf.len();
                     let check = start_tls_check(&state, &link, has_value, outstanding);
                     let _ = tx.send(start_tls_response(id, &check)).await;
+                    if let Some(c) = completion {
+                        let code = match &check {
+                            Ok(()) => ResultCode::Success,
+                            Err(e) => e.code,
+                        };
+                        c.done(Some(code), 0, 0);
+                    }
                     if check.is_err() {
                         continue;
                     }
@@ -162,6 +182,18 @@ pub async fn serve_transport<S>(
     }
     drop(tx);
     out.finish().await;
+    state.metrics.close_connection(conn.number);
+    if let Some(log) = &state.access_log {
+        log.connection(conn.number, "closed", &conn.peer);
+    }
+}
+
+/// A peer as slapd's monitor and logs show it.
+fn peer_label(peer: &Peer) -> String {
+    match peer {
+        Peer::Tcp(addr) => format!("IP={addr}"),
+        Peer::Unix { uid, gid } => format!("PATH=ldapi uid={uid} gid={gid}"),
+    }
 }
 
 enum Flow {
@@ -171,6 +203,7 @@ enum Flow {
     StartTls {
         id: i32,
         has_value: bool,
+        completion: Option<Completion>,
     },
 }
 
@@ -195,10 +228,15 @@ where
     let tls = state.tls.clone()?;
     match tls.accept(plain).await {
         Ok((stream, facts)) => {
+            state.metrics.tls_handshakes.fetch_add(1, Ordering::Relaxed);
             let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
-            Some((r, Writer::spawn(w, rx), facts))
+            Some((r, Writer::spawn(w, rx, state.metrics.clone()), facts))
         }
         Err(error) => {
+            state
+                .metrics
+                .tls_handshake_failures
+                .fetch_add(1, Ordering::Relaxed);
             tracing::info!(?peer, %error, "StartTLS handshake failed");
             None
         }
@@ -261,10 +299,10 @@ struct Writer<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
-    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>) -> Writer<W> {
+    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>, metrics: Arc<Metrics>) -> Writer<W> {
         let (handover, asked) = oneshot::channel();
         Writer {
-            task: tokio::spawn(write_responses(writer, rx, asked)),
+            task: tokio::spawn(write_responses(writer, rx, asked, metrics)),
             handover,
         }
     }
@@ -287,6 +325,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut asked: oneshot::Receiver<()>,
+    metrics: Arc<Metrics>,
 ) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
     let mut batch = Vec::with_capacity(16 * 1024);
     let mut may_ask = true;
@@ -309,7 +348,12 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         // Coalesce whatever else is ready into one write; a lone response (or a search's batch) is
         // written as it is, without a copy.
         let written = match rx.try_recv() {
-            Err(_) => writer.write_all(&first).await,
+            Err(_) => {
+                metrics
+                    .bytes_sent
+                    .fetch_add(first.len() as u64, Ordering::Relaxed);
+                writer.write_all(&first).await
+            }
             Ok(more) => {
                 batch.clear();
                 batch.extend_from_slice(&first);
@@ -320,6 +364,9 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                         Err(_) => break,
                     }
                 }
+                metrics
+                    .bytes_sent
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
                 writer.write_all(&batch).await
             }
         };
@@ -365,6 +412,9 @@ struct Session<'a> {
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
+    /// The connection's record in the monitor and the number of the next operation.
+    conn: &'a Arc<ConnInfo>,
+    op_number: &'a mut u64,
 }
 
 async fn dispatch(
@@ -377,6 +427,14 @@ async fn dispatch(
 ) -> Flow {
     let id = message.message_id;
     let link = session.link;
+    let op_number = *session.op_number;
+    *session.op_number += 1;
+    let completion = Completion::start(state, session.conn, op_number, &message.op, &session.who.dn);
+    let finish = |completion: Option<Completion>, code: Option<ResultCode>| {
+        if let Some(c) = completion {
+            c.done(code, 0, 0);
+        }
+    };
     if session.sasl.is_some() && !matches!(message.op, ProtocolOp::BindRequest(_)) {
         // slapd refuses other operations during a SASL exchange; we also abandon the exchange, so the
         // connection is anonymous again (RFC 4513 §5.2.1.2 leaves it to the server).
@@ -386,6 +444,7 @@ async fn dispatch(
             LdapError::new(ResultCode::OperationsError, "SASL bind in progress"),
         ) {
             let _ = tx.send(encode(id, op, Vec::new())).await;
+            finish(completion, Some(ResultCode::OperationsError));
             return Flow::Continue;
         }
     }
@@ -398,9 +457,11 @@ async fn dispatch(
             match RequestControls::parse(&message.controls, kind, &limits) {
                 Ok(ctl) => ctl,
                 Err(e) => {
+                    let code = e.code;
                     if let Some(op) = error_response(&message.op, e) {
                         let _ = tx.send(encode(id, op, Vec::new())).await;
                     }
+                    finish(completion, Some(code));
                     return Flow::Continue;
                 }
             }
@@ -431,6 +492,7 @@ async fn dispatch(
                     }
                     Err(e) => (error_result(e), None),
                 };
+            let code = result.code;
             let response = BindResponse {
                 result,
                 server_sasl_creds,
@@ -438,12 +500,18 @@ async fn dispatch(
             let _ = tx
                 .send(encode(id, ProtocolOp::BindResponse(response), Vec::new()))
                 .await;
+            session.conn.set_authz_dn(&who.dn);
+            finish(completion, Some(code));
             Flow::Continue
         }
-        ProtocolOp::UnbindRequest => Flow::Close,
+        ProtocolOp::UnbindRequest => {
+            finish(completion, None);
+            Flow::Close
+        }
         ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Flow::StartTls {
             id,
             has_value: req.value.is_some(),
+            completion,
         },
         ProtocolOp::AbandonRequest(target) => {
             if let Some(flag) = pending
@@ -453,6 +521,7 @@ async fn dispatch(
             {
                 flag.store(true, Ordering::Relaxed);
             }
+            finish(completion, None);
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
@@ -473,8 +542,9 @@ async fn dispatch(
                 ctl,
                 cancel,
                 tx: tx.clone(),
+                tally: Default::default(),
             };
-            if let Some(responses) = ops::search::try_inline(&job) {
+            if let Some((responses, outcome)) = ops::search::try_inline(&job) {
                 for response in responses {
                     if tx.send(response).await.is_err() {
                         break;
@@ -485,11 +555,17 @@ async fn dispatch(
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&id);
                 drop(permit);
+                if let Some(c) = completion {
+                    c.done(outcome.code, outcome.entries, outcome.references);
+                }
                 return Flow::Continue;
             }
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
-                ops::search::run(job);
+                let outcome = ops::search::run(job);
+                if let Some(c) = completion {
+                    c.done(outcome.code, outcome.entries, outcome.references);
+                }
                 pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -512,8 +588,10 @@ async fn dispatch(
             let tx = tx.clone();
             tokio::spawn(async move {
                 let (response, controls) = run_update(&state, &who, op, &ctl).await;
+                let code = code_of(&response);
                 let _ = tx.send(encode(id, response, controls)).await;
                 drop(permit);
+                finish(completion, code);
             });
             Flow::Continue
         }

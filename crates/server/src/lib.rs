@@ -6,15 +6,19 @@
 //! must never open an LMDB transaction itself or store anything but through `Directory::write`.
 
 pub mod access;
+pub mod accesslog;
 pub mod acl;
 pub mod authz;
 pub mod backoff;
+pub mod completion;
 pub mod config;
 pub mod conn;
 pub mod databases;
+pub mod exporter;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod ops;
 pub mod overlays;
 pub mod readentry;
@@ -59,6 +63,8 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error("{0}")]
     Overlay(String),
+    #[error("access_log {0}: {1}")]
+    AccessLog(String, std::io::Error),
 }
 
 /// Loads the built-in schema plus the configured schema files.
@@ -158,6 +164,9 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
+    let access_log = accesslog::AccessLog::open(&config).map_err(|e| {
+        StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e)
+    })?;
     Ok(Arc::new(ServerState {
         databases: Databases::new(vec![database]),
         tls,
@@ -168,7 +177,17 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         sasl_rules,
         backoff,
         dummy_hash,
+        metrics: Arc::new(metrics::Metrics::new()),
+        access_log,
     }))
+}
+
+/// Reopens the access log and the audit logs (SIGHUP, after logrotate moved them).
+pub fn reopen_logs(state: &State) -> std::io::Result<()> {
+    if let Some(log) = &state.access_log {
+        log.reopen()?;
+    }
+    Ok(())
 }
 
 /// A hash of a random password with the configured scheme and costs.
