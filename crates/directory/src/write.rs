@@ -40,6 +40,12 @@ pub trait Guard: Send + Sync {
         action: Action<'_>,
     ) -> Result<(), LdapError>;
 
+    /// Whether a modify may change NO-USER-MODIFICATION attributes: only for writes the server makes
+    /// itself (cn=Monitor's counters), never for a client's request.
+    fn server_internal(&self) -> bool {
+        false
+    }
+
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
@@ -424,7 +430,7 @@ impl Directory {
             .authorize(self, txn, Action::Modify(&old, changes))?;
         let options = ModifyOptions {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
-            ..ModifyOptions::default()
+            allow_no_user_modification: ctx.guard.server_internal(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
         check_entry(self.schema(), &entry)?;

@@ -103,6 +103,8 @@ pub(crate) struct Counters {
     pub(crate) batch_sizes: crate::Histogram,
     /// Microseconds each group's commit (its fsync, when durable) took.
     pub(crate) commit_us: crate::Histogram,
+    /// When the last group committed, in microseconds since the epoch (0: never).
+    pub(crate) last_commit: AtomicU64,
 }
 
 impl Default for Counters {
@@ -114,6 +116,7 @@ impl Default for Counters {
             grows: AtomicU64::new(0),
             batch_sizes: crate::Histogram::new(crate::BATCH_SIZES),
             commit_us: crate::Histogram::new(crate::COMMIT_US),
+            last_commit: AtomicU64::new(0),
         }
     }
 }
@@ -368,6 +371,14 @@ impl Store {
     pub fn commit_histograms(&self) -> (&crate::Histogram, &crate::Histogram) {
         let counters = &self.shared().counters;
         (&counters.batch_sizes, &counters.commit_us)
+    }
+
+    /// When this process's writer last committed a group.
+    pub fn last_commit(&self) -> Option<std::time::SystemTime> {
+        match self.shared().counters.last_commit.load(Ordering::Relaxed) {
+            0 => None,
+            micros => Some(std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros)),
+        }
     }
 
     /// Size and activity figures.

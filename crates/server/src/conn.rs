@@ -528,6 +528,7 @@ async fn dispatch(
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return Flow::Close;
             };
+            refresh_monitor(state, &req.base).await;
             let cancel = Arc::new(AtomicBool::new(false));
             pending
                 .lock()
@@ -555,17 +556,14 @@ async fn dispatch(
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&id);
                 drop(permit);
-                if let Some(c) = completion {
-                    c.done(outcome.code, outcome.entries, outcome.references);
-                }
+                finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
+                let state = job.state.clone();
                 let outcome = ops::search::run(job);
-                if let Some(c) = completion {
-                    c.done(outcome.code, outcome.entries, outcome.references);
-                }
+                finish_search(&state, completion, outcome);
                 pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -587,6 +585,9 @@ async fn dispatch(
             let who = who.clone();
             let tx = tx.clone();
             tokio::spawn(async move {
+                if let ProtocolOp::CompareRequest(req) = &op {
+                    refresh_monitor(&state, &req.dn).await;
+                }
                 let (response, controls) = run_update(&state, &who, op, &ctl).await;
                 let code = code_of(&response);
                 let _ = tx.send(encode(id, response, controls)).await;
@@ -599,6 +600,27 @@ async fn dispatch(
         _ => {
             disconnect(tx, "unexpected protocol operation").await;
             Flow::Close
+        }
+    }
+}
+
+fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::search::Outcome) {
+    if outcome.unindexed {
+        state
+            .metrics
+            .unindexed_searches
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(c) = completion {
+        c.done(outcome.code, outcome.entries, outcome.references);
+    }
+}
+
+/// Brings cn=Monitor up to date before a read whose base may lie in it.
+async fn refresh_monitor(state: &State, raw_base: &[u8]) {
+    if state.monitor.is_some() && crate::monitor::Monitor::may_hold(raw_base) {
+        if let Err(error) = crate::monitor_tree::refresh(state).await {
+            tracing::warn!(%error, "cn=Monitor refresh failed");
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use canopy_core::LdapError;
 use canopy_directory::{Action, Directory, Guard, WriteOp, WriteRequest};
 use canopy_mdb::WriteTxn;
-use canopy_proto::Dn;
+use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
@@ -22,6 +22,8 @@ use crate::acl::{Acl, Guarded};
 pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
+    /// Clients may not write it (cn=Monitor): every update is unwillingToPerform.
+    read_only: bool,
 }
 
 impl Database {
@@ -29,7 +31,20 @@ impl Database {
         Database {
             backend,
             acl: Arc::new(acl),
+            read_only: false,
         }
+    }
+
+    /// A database the server writes itself and clients only read (cn=Monitor).
+    pub fn read_only(backend: Directory, acl: Acl) -> Database {
+        Database {
+            read_only: true,
+            ..Database::new(backend, acl)
+        }
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     pub fn backend(&self) -> &Directory {
@@ -43,6 +58,12 @@ impl Database {
     /// Runs a write by `who` in this database (access checked inside the write's transaction) and
     /// returns once it is durable.
     pub async fn update(&self, op: WriteOp, who: &Who) -> Result<(), LdapError> {
+        if self.read_only {
+            return Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "operation not supported within namingContext",
+            ));
+        }
         let guard = self.guard(who);
         self.backend.write(WriteRequest { op, guard }).await
     }

@@ -19,6 +19,8 @@ pub mod filter_view;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
+pub mod monitor;
+pub mod monitor_tree;
 pub mod ops;
 pub mod overlays;
 pub mod readentry;
@@ -63,6 +65,8 @@ pub enum StartError {
     Tls(#[from] tls::TlsError),
     #[error("{0}")]
     Overlay(String),
+    #[error("cn=Monitor: {0}")]
+    Monitor(String),
     #[error("access_log {0}: {1}")]
     AccessLog(String, std::io::Error),
 }
@@ -70,6 +74,8 @@ pub enum StartError {
 /// Loads the built-in schema plus the configured schema files.
 pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
+    // Always loaded, so that offline tools and servers with or without cn=Monitor agree on names.
+    schema.load_text(monitor::schema::MONITOR_SCHEMA, "monitor schema")?;
     for text in overlays::schema(&config.overlay) {
         schema.load_text(text, "overlay schema")?;
     }
@@ -138,6 +144,46 @@ fn open_directory_with(
     Ok(Database::new(backend, acl))
 }
 
+/// Opens the cn=Monitor database: a small store of its own in `DATA/monitor`, emptied at each start,
+/// never fsynced (its content is recomputed), with its own access rules (monitor::ACCESS).
+fn open_monitor(config: &Config, schema: Arc<Schema>) -> Result<Database, StartError> {
+    let path = config.data_dir.join("monitor");
+    for file in ["data.mdb", "lock.mdb"] {
+        match std::fs::remove_file(path.join(file)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StartError::Monitor(format!("{}: {e}", path.display()))),
+        }
+    }
+    let index = |attr: &str| IndexSpec {
+        attr: attr.to_string(),
+        eq: true,
+        pres: false,
+        sub: false,
+        ord: false,
+        approx: false,
+    };
+    let store_config = StoreConfig {
+        path,
+        indexes: Vec::new(),
+        initial_map_size: 16 << 20,
+        durable: false,
+        max_readers: 1024,
+        write_map: false,
+    };
+    let mut monitor_config = config.clone();
+    monitor_config.access = vec![monitor::ACCESS.to_string()];
+    let acl = access_list(&schema, &monitor_config)?;
+    let backend = Directory::open(
+        schema,
+        monitor::SUFFIX,
+        vec![index("objectClass"), index("cn")],
+        store_config,
+        canopy_directory::Pipeline::standard(),
+    )?;
+    Ok(Database::read_only(backend, acl))
+}
+
 /// Compiles the configured access list (Debian's default when none is configured).
 pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartError> {
     let ldapi_paths = config
@@ -167,8 +213,18 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let access_log = accesslog::AccessLog::open(&config).map_err(|e| {
         StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e)
     })?;
+    let mut list = vec![database];
+    let monitor = match config.monitor {
+        true => {
+            let db = open_monitor(&config, list[0].schema().clone())?;
+            list.push(db.clone());
+            Some(monitor::Monitor::new(db, config.root_dn.clone()))
+        }
+        false => None,
+    };
     Ok(Arc::new(ServerState {
-        databases: Databases::new(vec![database]),
+        databases: Databases::new(list),
+        monitor,
         tls,
         config,
         root_ndn,

@@ -33,6 +33,8 @@ pub struct ServerState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The access log, when configured.
     pub access_log: Option<crate::accesslog::AccessLog>,
+    /// The cn=Monitor database's writer side; None when `monitor = false`.
+    pub monitor: Option<crate::monitor::Monitor>,
 }
 
 pub type State = Arc<ServerState>;

@@ -52,12 +52,14 @@ pub struct SearchJob {
 pub struct Tally {
     entries: std::cell::Cell<u64>,
     references: std::cell::Cell<u64>,
+    unindexed: std::cell::Cell<bool>,
 }
 
 impl Tally {
     fn reset(&self) {
         self.entries.set(0);
         self.references.set(0);
+        self.unindexed.set(false);
     }
 
     fn entry(&self) {
@@ -76,6 +78,8 @@ pub struct Outcome {
     pub code: Option<ResultCode>,
     pub entries: u64,
     pub references: u64,
+    /// No index could serve the filter: the scope was scanned.
+    pub unindexed: bool,
 }
 
 impl SearchJob {
@@ -84,6 +88,7 @@ impl SearchJob {
             code,
             entries: self.tally.entries.get(),
             references: self.tally.references.get(),
+            unindexed: self.tally.unindexed.get(),
         }
     }
 }
@@ -353,13 +358,11 @@ fn execute(
     };
 
     let mut scan = dir.plan_scan(&txn, &query, &found)?;
-    if scan.unindexed() {
+    // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
+    if scan.unindexed() && !dir.is_read_only() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
         tracing::info!(%filter, "unindexed search: scanning the scope");
-        state
-            .metrics
-            .unindexed_searches
-            .fetch_add(1, Ordering::Relaxed);
+        job.tally.unindexed.set(true);
     }
     // slapd's size.unchecked: too many candidates to examine is refused before examining any.
     let over = match limits.lookthrough {
