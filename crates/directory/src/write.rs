@@ -158,15 +158,25 @@ impl Directory {
             self.store().write_then(
                 move |txn: &mut WriteTxn<'_>| {
                     MAP_FULL.with(|seen| seen.set(false));
+                    crate::pipeline::clear_after_commit();
                     // Taken here, on the writer thread: CSNs ascend in commit order.
                     let stamp = Stamp::now();
                     let result = dir.apply(txn, request.op, &*request.guard, &stamp);
+                    let actions = crate::pipeline::take_after_commit();
                     match MAP_FULL.with(|seen| seen.get()) {
                         true => Err(Retry::MapFull),
-                        false => result.map_err(Retry::Ldap),
+                        false => result.map(|()| actions).map_err(Retry::Ldap),
                     }
                 },
                 move |result| {
+                    // On the writer thread, once the group is durable: the hooks' records, in commit order.
+                    let result = result.map(|outcome| {
+                        outcome.map(|actions| {
+                            for action in actions {
+                                action();
+                            }
+                        })
+                    });
                     let _ = tx.send(result);
                 },
             );

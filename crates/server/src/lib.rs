@@ -243,7 +243,7 @@ pub fn reopen_logs(state: &State) -> std::io::Result<()> {
     if let Some(log) = &state.access_log {
         log.reopen()?;
     }
-    Ok(())
+    canopy_directory::overlay::auditlog::reopen_all()
 }
 
 /// A hash of a random password with the configured scheme and costs.
