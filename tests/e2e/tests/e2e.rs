@@ -24,6 +24,8 @@ mod features;
 mod hostile;
 #[path = "e2e/limits.rs"]
 mod limits;
+#[path = "e2e/observe.rs"]
+mod observe;
 #[path = "e2e/overlays.rs"]
 mod overlays;
 #[path = "e2e/python.rs"]
