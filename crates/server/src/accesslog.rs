@@ -228,7 +228,10 @@ mod tests {
 
     #[test]
     fn text_lines_are_slapd_style_and_quoted() {
-        let details = [("scope", "2".to_string()), ("filter", "(cn=a\"b)".to_string())];
+        let details = [
+            ("scope", "2".to_string()),
+            ("filter", "(cn=a\"b)".to_string()),
+        ];
         let line = text_line(&record(&details));
         let rest = line.split_once(' ').map(|(_, rest)| rest).unwrap_or("");
         assert_eq!(

@@ -67,7 +67,11 @@ fn describe(state: &State, op: &ProtocolOp) -> (String, Vec<(&'static str, Strin
         ProtocolOp::AddRequest(req) => (lossy(&req.dn), Vec::new()),
         ProtocolOp::DelRequest(dn) => (lossy(dn), Vec::new()),
         ProtocolOp::ModifyRequest(req) => {
-            let attrs: Vec<&str> = req.changes.iter().map(|c| c.modification.name.as_str()).collect();
+            let attrs: Vec<&str> = req
+                .changes
+                .iter()
+                .map(|c| c.modification.name.as_str())
+                .collect();
             (lossy(&req.dn), vec![("attrs", attrs.join(","))])
         }
         ProtocolOp::ModifyDnRequest(req) => {

@@ -272,7 +272,9 @@ impl Config {
         }
         if let Some(addr) = &self.metrics_listen {
             addr.parse::<std::net::SocketAddr>().map_err(|_| {
-                format!("metrics_listen: {addr:?} is not an address and port (e.g. \"127.0.0.1:9389\")")
+                format!(
+                    "metrics_listen: {addr:?} is not an address and port (e.g. \"127.0.0.1:9389\")"
+                )
             })?;
         }
         if self.access_log.as_deref() == Some("") {

@@ -17,8 +17,8 @@ use tokio::task::JoinHandle;
 
 use crate::access::Who;
 use crate::completion::{code_of, Completion};
-use crate::metrics::{ConnInfo, Metrics};
 use crate::limits;
+use crate::metrics::{ConnInfo, Metrics};
 use crate::ops::bind::Outcome;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
@@ -429,7 +429,8 @@ async fn dispatch(
     let link = session.link;
     let op_number = *session.op_number;
     *session.op_number += 1;
-    let completion = Completion::start(state, session.conn, op_number, &message.op, &session.who.dn);
+    let completion =
+        Completion::start(state, session.conn, op_number, &message.op, &session.who.dn);
     let finish = |completion: Option<Completion>, code: Option<ResultCode>| {
         if let Some(c) = completion {
             c.done(code, 0, 0);

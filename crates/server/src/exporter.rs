@@ -170,7 +170,8 @@ impl Collector for StateCollector {
             None,
             MetricType::Counter,
         )?;
-        ConstCounter::new(load(&m.tls_handshakes)).encode(family.encode_family(&[("result", "ok")])?)?;
+        ConstCounter::new(load(&m.tls_handshakes))
+            .encode(family.encode_family(&[("result", "ok")])?)?;
         ConstCounter::new(load(&m.tls_handshake_failures))
             .encode(family.encode_family(&[("result", "failed")])?)?;
 
@@ -239,7 +240,11 @@ pub fn render(state: &State) -> Result<String, fmt::Error> {
 }
 
 /// Serves `/metrics` on `listener` until `shutdown` completes.
-pub async fn serve(listener: TcpListener, state: State, shutdown: impl std::future::Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    state: State,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -281,7 +286,11 @@ async fn answer(mut stream: TcpStream, state: State) {
     let (status, content_type, body) = match (method, path) {
         (b"GET", b"/metrics") => match render(&state) {
             Ok(body) => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", body),
-            Err(_) => ("500 Internal Server Error", "text/plain", "encoding failed\n".into()),
+            Err(_) => (
+                "500 Internal Server Error",
+                "text/plain",
+                "encoding failed\n".into(),
+            ),
         },
         (b"GET", _) => ("404 Not Found", "text/plain", "try /metrics\n".into()),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),

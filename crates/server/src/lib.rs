@@ -210,9 +210,8 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
-    let access_log = accesslog::AccessLog::open(&config).map_err(|e| {
-        StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e)
-    })?;
+    let access_log = accesslog::AccessLog::open(&config)
+        .map_err(|e| StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e))?;
     let mut list = vec![database];
     let monitor = match config.monitor {
         true => {

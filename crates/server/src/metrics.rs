@@ -308,7 +308,11 @@ mod tests {
     #[test]
     fn results_count_by_code_and_failed_binds() {
         let m = Metrics::new();
-        m.completed(OpType::Bind, Some(ResultCode::InvalidCredentials), Duration::ZERO);
+        m.completed(
+            OpType::Bind,
+            Some(ResultCode::InvalidCredentials),
+            Duration::ZERO,
+        );
         m.completed(OpType::Bind, Some(ResultCode::Success), Duration::ZERO);
         m.completed(OpType::Unbind, None, Duration::ZERO);
         assert_eq!(

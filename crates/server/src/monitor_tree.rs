@@ -24,7 +24,13 @@ struct Tree {
 }
 
 impl Tree {
-    fn add(&mut self, rdn: &str, parent: &str, class: &str, attrs: Vec<(&'static str, Vec<String>)>) {
+    fn add(
+        &mut self,
+        rdn: &str,
+        parent: &str,
+        class: &str,
+        attrs: Vec<(&'static str, Vec<String>)>,
+    ) {
         let dn = if parent.is_empty() {
             rdn.to_string()
         } else {
@@ -149,11 +155,19 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         "cn=Databases",
         "This subsystem contains information about configured databases.",
     );
-    let overlays: Vec<String> = state.config.overlay.iter().map(|o| o.name.clone()).collect();
+    let overlays: Vec<String> = state
+        .config
+        .overlay
+        .iter()
+        .map(|o| o.name.clone())
+        .collect();
     for (i, db) in state.databases.iter().enumerate() {
         let monitor = db.is_read_only();
         let mut attrs = vec![
-            ("monitoredInfo", one(if monitor { "monitor" } else { "mdb" })),
+            (
+                "monitoredInfo",
+                one(if monitor { "monitor" } else { "mdb" }),
+            ),
             ("monitorIsShadow", one("FALSE")),
             ("namingContexts", one(db.suffix_dn())),
             ("readOnly", one(if monitor { "TRUE" } else { "FALSE" })),
@@ -172,10 +186,7 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             if let Ok(stats) = db.store().stats() {
                 let page = (stats.page_size.max(1)) as usize;
                 attrs.push(("objectClass", one("olmMDBDatabase")));
-                attrs.push((
-                    "olmDbDirectory",
-                    one(state.config.data_dir.display()),
-                ));
+                attrs.push(("olmDbDirectory", one(state.config.data_dir.display())));
                 attrs.push(("olmMDBPagesMax", one(stats.map_size / page)));
                 attrs.push(("olmMDBPagesUsed", one(stats.map_used / page)));
                 attrs.push(("olmMDBReadersMax", one(stats.max_readers)));
@@ -219,8 +230,14 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
                 "description",
                 one("This subsystem contains information about performed operations."),
             ),
-            ("monitorOpInitiated", one(total(&|op| m.initiated_count(op)))),
-            ("monitorOpCompleted", one(total(&|op| m.completed_count(op)))),
+            (
+                "monitorOpInitiated",
+                one(total(&|op| m.initiated_count(op))),
+            ),
+            (
+                "monitorOpCompleted",
+                one(total(&|op| m.completed_count(op))),
+            ),
         ],
     );
     let operations = format!("cn=Operations,{SUFFIX}");
@@ -237,21 +254,16 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
     }
 
     // Overlays.
-    t.add(
-        "cn=Overlays",
-        SUFFIX,
-        "monitorContainer",
-        {
-            let mut attrs = vec![(
-                "description",
-                one("This subsystem contains information about available overlays."),
-            )];
-            if !overlays.is_empty() {
-                attrs.push(("monitoredInfo", overlays.clone()));
-            }
-            attrs
-        },
-    );
+    t.add("cn=Overlays", SUFFIX, "monitorContainer", {
+        let mut attrs = vec![(
+            "description",
+            one("This subsystem contains information about available overlays."),
+        )];
+        if !overlays.is_empty() {
+            attrs.push(("monitoredInfo", overlays.clone()));
+        }
+        attrs
+    });
     let overlay_parent = format!("cn=Overlays,{SUFFIX}");
     for (i, name) in overlays.iter().enumerate() {
         t.add(
@@ -273,7 +285,11 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
 
     // Statistics.
     let statistics = t.container("cn=Statistics", "This subsystem contains statistics.");
-    t.counter("cn=Bytes", &statistics, m.bytes_sent.load(Ordering::Relaxed));
+    t.counter(
+        "cn=Bytes",
+        &statistics,
+        m.bytes_sent.load(Ordering::Relaxed),
+    );
     t.counter("cn=PDU", &statistics, m.pdus_sent.load(Ordering::Relaxed));
     t.counter(
         "cn=Entries",

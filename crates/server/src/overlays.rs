@@ -108,9 +108,7 @@ fn hook(
             for (key, value) in &overlay.options {
                 match key.as_str() {
                     "file" => file = Some(string(key, value)?),
-                    other => {
-                        return Err(format!("unknown option {other:?} (auditlog takes file)"))
-                    }
+                    other => return Err(format!("unknown option {other:?} (auditlog takes file)")),
                 }
             }
             let file = file.ok_or("auditlog needs file = \"/path/to/audit.ldif\"")?;

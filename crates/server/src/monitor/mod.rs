@@ -26,7 +26,8 @@ pub const SUFFIX: &str = "cn=Monitor";
 
 /// Who may read cn=Monitor besides the root DN (which no rule restricts): the ldapi peer running as
 /// root, after a SASL EXTERNAL bind. Everybody else sees nothing (noSuchObject, as for a hidden entry).
-pub const ACCESS: &str = "to * by dn.exact=\"gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth\" read by * none";
+pub const ACCESS: &str =
+    "to * by dn.exact=\"gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth\" read by * none";
 
 /// One monitor entry: its DN and attributes in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,10 +176,13 @@ fn partial(entry: &MonitorEntry) -> Vec<PartialAttribute> {
 fn changes(old: &MonitorEntry, new: &MonitorEntry) -> Vec<Change> {
     let mut changes = Vec::new();
     for attr in partial(new) {
-        let same = old
-            .attrs
-            .iter()
-            .any(|(name, values)| *name == attr.name && values.iter().map(|v| v.as_bytes()).eq(attr.values.iter().map(Vec::as_slice)));
+        let same = old.attrs.iter().any(|(name, values)| {
+            *name == attr.name
+                && values
+                    .iter()
+                    .map(|v| v.as_bytes())
+                    .eq(attr.values.iter().map(Vec::as_slice))
+        });
         if !same {
             changes.push(Change {
                 operation: ModifyOperation::Replace,

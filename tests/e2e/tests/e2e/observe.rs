@@ -26,7 +26,9 @@ fn monitor_value(s: &Server, dn: &str, attr: &str) -> u64 {
     out.expect_code(0, dn);
     let records = out.records();
     let values = records.first().map(|r| r.values(attr)).unwrap_or_default();
-    let value = values.first().unwrap_or_else(|| panic!("{dn} has no {attr}:\n{}", out.stdout));
+    let value = values
+        .first()
+        .unwrap_or_else(|| panic!("{dn} has no {attr}:\n{}", out.stdout));
     value
         .parse()
         .unwrap_or_else(|_| panic!("{dn} {attr}: not a number: {value}"))
@@ -36,7 +38,8 @@ fn ops(s: &Server, op: &str, attr: &str) -> u64 {
     monitor_value(s, &format!("cn={op},cn=Operations,cn=Monitor"), attr)
 }
 
-const THREE_ENTRIES: &str = "dn: ou=mon1,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon1\n\n\
+const THREE_ENTRIES: &str =
+    "dn: ou=mon1,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon1\n\n\
 dn: ou=mon2,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon2\n\n\
 dn: ou=mon3,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon3\n";
 
@@ -46,9 +49,16 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
     let target = Target::from_env();
 
     // The tree: containers and counters where monitoring scripts look for them.
-    let all = s.search(&Bind::Root, &["-b", "cn=Monitor", "(objectClass=*)", "*", "+"]);
+    let all = s.search(
+        &Bind::Root,
+        &["-b", "cn=Monitor", "(objectClass=*)", "*", "+"],
+    );
     all.expect_code(0, "reading cn=Monitor as the root DN");
-    let dns: Vec<String> = all.records().iter().map(|r| r.dn().to_ascii_lowercase()).collect();
+    let dns: Vec<String> = all
+        .records()
+        .iter()
+        .map(|r| r.dn().to_ascii_lowercase())
+        .collect();
     for dn in [
         "cn=monitor",
         "cn=backends,cn=monitor",
@@ -76,21 +86,45 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
     }
     // Counters are operational: `*` alone does not show them, naming them does.
     let plain = s.read(&Bind::Root, "cn=Total,cn=Connections,cn=Monitor", &[]);
-    assert!(!plain.stdout.contains("monitorCounter:"), "{}", plain.stdout);
+    assert!(
+        !plain.stdout.contains("monitorCounter:"),
+        "{}",
+        plain.stdout
+    );
     assert!(monitor_value(&s, "cn=Total,cn=Connections,cn=Monitor", "monitorCounter") >= 1);
     // Filters on monitor attributes go through the ordinary filter code.
     let found = s.search(
         &Bind::Root,
-        &["-b", "cn=Statistics,cn=Monitor", "(&(objectClass=monitorCounterObject)(monitorCounter>=1))", "1.1"],
+        &[
+            "-b",
+            "cn=Statistics,cn=Monitor",
+            "(&(objectClass=monitorCounterObject)(monitorCounter>=1))",
+            "1.1",
+        ],
     );
     found.expect_code(0, "filtering on monitorCounter");
-    let found: Vec<String> = found.records().iter().map(|r| r.dn().to_ascii_lowercase()).collect();
-    assert!(found.contains(&"cn=bytes,cn=statistics,cn=monitor".to_string()), "{found:?}");
-    assert!(!found.contains(&"cn=referrals,cn=statistics,cn=monitor".to_string()), "{found:?}");
+    let found: Vec<String> = found
+        .records()
+        .iter()
+        .map(|r| r.dn().to_ascii_lowercase())
+        .collect();
+    assert!(
+        found.contains(&"cn=bytes,cn=statistics,cn=monitor".to_string()),
+        "{found:?}"
+    );
+    assert!(
+        !found.contains(&"cn=referrals,cn=statistics,cn=monitor".to_string()),
+        "{found:?}"
+    );
     // The reading connection is there, with its bind DN.
     let me = s.search(
         &Bind::Root,
-        &["-b", "cn=Connections,cn=Monitor", &format!("(monitorConnectionAuthzDN={ROOT_DN})"), "monitorConnectionOpsReceived"],
+        &[
+            "-b",
+            "cn=Connections,cn=Monitor",
+            &format!("(monitorConnectionAuthzDN={ROOT_DN})"),
+            "monitorConnectionOpsReceived",
+        ],
     );
     me.expect_code(0, "finding one's own connection");
     assert_eq!(me.records().len(), 1, "{}", me.stdout);
@@ -99,9 +133,13 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
     let adds = ops(&s, "Add", "monitorOpCompleted");
     let modifies = ops(&s, "Modify", "monitorOpInitiated");
     let total = monitor_value(&s, "cn=Total,cn=Connections,cn=Monitor", "monitorCounter");
-    s.add(&Bind::Root, THREE_ENTRIES).expect_code(0, "three adds");
-    s.modify(&Bind::Root, "dn: ou=mon1,dc=example,dc=com\nchangetype: modify\nreplace: description\ndescription: x\n")
-        .expect_code(0, "a modify");
+    s.add(&Bind::Root, THREE_ENTRIES)
+        .expect_code(0, "three adds");
+    s.modify(
+        &Bind::Root,
+        "dn: ou=mon1,dc=example,dc=com\nchangetype: modify\nreplace: description\ndescription: x\n",
+    )
+    .expect_code(0, "a modify");
     let adds_after = ops(&s, "Add", "monitorOpCompleted");
     let modifies_after = ops(&s, "Modify", "monitorOpInitiated");
     let total_after = monitor_value(&s, "cn=Total,cn=Connections,cn=Monitor", "monitorCounter");
@@ -110,9 +148,16 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
         assert_eq!(modifies_after, modifies + 1, "modifies initiated");
         // Between the two reads: the add, the modify, two reads of operations, and this read.
         assert_eq!(total_after, total + 5, "connections accepted");
-        assert_eq!(monitor_value(&s, "cn=Current,cn=Connections,cn=Monitor", "monitorCounter"), 1);
+        assert_eq!(
+            monitor_value(&s, "cn=Current,cn=Connections,cn=Monitor", "monitorCounter"),
+            1
+        );
         // The reading search counts itself as initiated, not yet completed (as slapd does).
-        let search = s.read(&Bind::Root, "cn=Search,cn=Operations,cn=Monitor", &["monitorOpInitiated", "monitorOpCompleted"]);
+        let search = s.read(
+            &Bind::Root,
+            "cn=Search,cn=Operations,cn=Monitor",
+            &["monitorOpInitiated", "monitorOpCompleted"],
+        );
         let record = &search.records()[0];
         let initiated: u64 = record.values("monitorOpInitiated")[0].parse().unwrap();
         let completed: u64 = record.values("monitorOpCompleted")[0].parse().unwrap();
@@ -122,19 +167,42 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
         assert_eq!(db.values("namingContexts"), [SUFFIX]);
         let entries: u64 = db.values("olmMDBEntries")[0].parse().unwrap();
         assert_eq!(entries, 27 + 3, "base.ldif and the three adds");
-        assert!(!db.values("olmMDBPagesUsed").is_empty() && !db.values("monitorTimestamp").is_empty());
+        assert!(
+            !db.values("olmMDBPagesUsed").is_empty() && !db.values("monitorTimestamp").is_empty()
+        );
         assert!(dns.iter().any(|d| d == "cn=replication,cn=monitor"));
     } else {
         assert!(adds_after >= adds + 3 && modifies_after > modifies && total_after > total);
     }
 
     // Clients cannot write it.
-    let add = s.add(&Bind::Root, "dn: cn=foo,cn=Monitor\nobjectClass: monitorContainer\ncn: foo\n");
+    let add = s.add(
+        &Bind::Root,
+        "dn: cn=foo,cn=Monitor\nobjectClass: monitorContainer\ncn: foo\n",
+    );
     assert_eq!(add.code, 53, "adding under cn=Monitor: {}", add.stderr);
-    let delete = s.tool("ldapdelete", &Bind::Root, &["cn=Uptime,cn=Time,cn=Monitor"], None);
-    assert_eq!(delete.code, 53, "deleting a monitor entry: {}", delete.stderr);
-    let rename = s.tool("ldapmodrdn", &Bind::Root, &["cn=Uptime,cn=Time,cn=Monitor", "cn=Up"], None);
-    assert_eq!(rename.code, 53, "renaming a monitor entry: {}", rename.stderr);
+    let delete = s.tool(
+        "ldapdelete",
+        &Bind::Root,
+        &["cn=Uptime,cn=Time,cn=Monitor"],
+        None,
+    );
+    assert_eq!(
+        delete.code, 53,
+        "deleting a monitor entry: {}",
+        delete.stderr
+    );
+    let rename = s.tool(
+        "ldapmodrdn",
+        &Bind::Root,
+        &["cn=Uptime,cn=Time,cn=Monitor", "cn=Up"],
+        None,
+    );
+    assert_eq!(
+        rename.code, 53,
+        "renaming a monitor entry: {}",
+        rename.stderr
+    );
 }
 
 #[test]
@@ -149,7 +217,10 @@ fn monitor_is_for_the_root_dn_and_the_root_peer_only() {
             out.stdout
         );
     }
-    let peer = s.search(&Bind::External, &["-b", "cn=Monitor", "-s", "base", "(objectClass=*)"]);
+    let peer = s.search(
+        &Bind::External,
+        &["-b", "cn=Monitor", "-s", "base", "(objectClass=*)"],
+    );
     peer.expect_code(0, "the ldapi root peer reads cn=Monitor");
     assert_eq!(peer.records().len(), 1, "{}", peer.stdout);
     let dse = s.read(&Bind::Anonymous, "", &["monitorContext", "namingContexts"]);
@@ -196,7 +267,12 @@ for family in text_string_to_metric_families(text):
 fn sample(scraped: &str, name_and_labels: &str) -> f64 {
     scraped
         .lines()
-        .find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix(name_and_labels)?
+                .strip_prefix(' ')?
+                .parse()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("no sample {name_and_labels} in:\n{scraped}"))
 }
 
@@ -213,14 +289,18 @@ fn metrics_count_known_operations_exactly() {
     let adds = sample(&before, "canopy_operations_total{code=\"0\",op=\"add\"}");
     assert_eq!(adds, 27.0, "base.ldif's adds");
 
-    s.add(&Bind::Root, THREE_ENTRIES).expect_code(0, "three adds");
+    s.add(&Bind::Root, THREE_ENTRIES)
+        .expect_code(0, "three adds");
     for _ in 0..2 {
         let out = s.whoami(Via::Ldap, &Bind::Simple(user_dn("alice"), "wrong".into()));
         assert_eq!(out.code, 49);
     }
     s.search(&Bind::Root, &["-b", SUFFIX, "(ou=mon*)", "1.1"])
         .expect_code(0, "a search returning three entries");
-    s.add(&Bind::Root, "dn: ou=mon1,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon1\n");
+    s.add(
+        &Bind::Root,
+        "dn: ou=mon1,dc=example,dc=com\nobjectClass: organizationalUnit\nou: mon1\n",
+    );
 
     let after = scrape(&url);
     let get = |k: &str| sample(&after, k);
@@ -229,19 +309,33 @@ fn metrics_count_known_operations_exactly() {
     assert_eq!(get("canopy_operations_total{code=\"49\",op=\"bind\"}"), 2.0);
     assert_eq!(get("canopy_bind_failures_total{}"), 2.0);
     assert_eq!(
-        get("canopy_search_entries_sent_total{}") - sample(&before, "canopy_search_entries_sent_total{}"),
+        get("canopy_search_entries_sent_total{}")
+            - sample(&before, "canopy_search_entries_sent_total{}"),
         3.0
     );
-    assert_eq!(get("canopy_operation_duration_seconds_count{op=\"add\"}"), 31.0);
-    assert_eq!(get("canopy_operation_duration_seconds_bucket{le=\"+Inf\",op=\"add\"}"), 31.0);
-    assert!(after.contains("TYPE canopy_operation_duration_seconds histogram"), "{after}");
-    assert!(after.contains("TYPE canopy_group_commit_seconds histogram"), "{after}");
+    assert_eq!(
+        get("canopy_operation_duration_seconds_count{op=\"add\"}"),
+        31.0
+    );
+    assert_eq!(
+        get("canopy_operation_duration_seconds_bucket{le=\"+Inf\",op=\"add\"}"),
+        31.0
+    );
+    assert!(
+        after.contains("TYPE canopy_operation_duration_seconds histogram"),
+        "{after}"
+    );
+    assert!(
+        after.contains("TYPE canopy_group_commit_seconds histogram"),
+        "{after}"
+    );
     assert!(get("canopy_group_commit_size_count{suffix=\"dc=example,dc=com\"}") >= 1.0);
     assert_eq!(get("canopy_entries{suffix=\"dc=example,dc=com\"}"), 30.0);
     assert!(get("canopy_lmdb_map_size_bytes{suffix=\"dc=example,dc=com\"}") > 0.0);
     assert!(get("canopy_lmdb_pages_used{suffix=\"dc=example,dc=com\"}") > 0.0);
     // Connections: every tool run is one; none is open while python scrapes.
-    let accepted = get("canopy_connections_accepted_total{}") - sample(&before, "canopy_connections_accepted_total{}");
+    let accepted = get("canopy_connections_accepted_total{}")
+        - sample(&before, "canopy_connections_accepted_total{}");
     assert_eq!(accepted, 5.0, "one add, two binds, one search, one add");
     assert_eq!(get("canopy_connections_current{}"), 0.0);
 }
@@ -263,7 +357,10 @@ fn lines_of<'a>(log: &'a str, word: &str) -> Vec<&'a str> {
 
 fn hangup(s: &Server) {
     let pid = s.pid().expect("running").to_string();
-    let status = Command::new("kill").args(["-HUP", &pid]).status().expect("kill");
+    let status = Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("kill");
     assert!(status.success());
 }
 
@@ -287,7 +384,10 @@ fn access_log_has_one_line_per_operation_and_reopens() {
     }
     let logs = TempDir::new("access");
     let path = logs.path().join("access.log");
-    let s = Server::start_canopy_with_config(&format!("access_log = {:?}\n", path.display().to_string()));
+    let s = Server::start_canopy_with_config(&format!(
+        "access_log = {:?}\n",
+        path.display().to_string()
+    ));
     let secret = "Marker-Access-31f7";
     s.add(
         &Bind::Root,
@@ -295,15 +395,37 @@ fn access_log_has_one_line_per_operation_and_reopens() {
     )
     .expect_code(0, "add");
     let bind = Bind::Simple(format!("uid=acc,{SUFFIX}"), secret.into());
-    s.search(&bind, &["-b", SUFFIX, "(uid=acc)", "1.1"]).expect_code(0, "search");
-    s.tool("ldapcompare", &Bind::Root, &[&format!("uid=acc,{SUFFIX}"), &format!("userPassword:{secret}")], None);
-    s.tool("ldapmodrdn", &Bind::Root, &[&format!("uid=acc,{SUFFIX}"), "uid=acc2"], None)
-        .expect_code(0, "modrdn");
-    s.tool("ldapdelete", &Bind::Root, &[&format!("uid=acc2,{SUFFIX}")], None)
-        .expect_code(0, "delete");
+    s.search(&bind, &["-b", SUFFIX, "(uid=acc)", "1.1"])
+        .expect_code(0, "search");
+    s.tool(
+        "ldapcompare",
+        &Bind::Root,
+        &[
+            &format!("uid=acc,{SUFFIX}"),
+            &format!("userPassword:{secret}"),
+        ],
+        None,
+    );
+    s.tool(
+        "ldapmodrdn",
+        &Bind::Root,
+        &[&format!("uid=acc,{SUFFIX}"), "uid=acc2"],
+        None,
+    )
+    .expect_code(0, "modrdn");
+    s.tool(
+        "ldapdelete",
+        &Bind::Root,
+        &[&format!("uid=acc2,{SUFFIX}")],
+        None,
+    )
+    .expect_code(0, "delete");
 
     let log = wait_for(&path, " DEL ");
-    assert!(!log.contains(secret), "the access log holds the password:\n{log}");
+    assert!(
+        !log.contains(secret),
+        "the access log holds the password:\n{log}"
+    );
     assert!(!log.contains('\u{1b}'), "colour codes in a log file");
     // base.ldif's load and the five tools: each a bind, its operation and an unbind.
     assert_eq!(lines_of(&log, "ADD").len(), 28, "{log}");
@@ -311,8 +433,19 @@ fn access_log_has_one_line_per_operation_and_reopens() {
     assert_eq!(lines_of(&log, "UNBIND").len(), 6, "{log}");
     let search = lines_of(&log, "SRCH");
     assert_eq!(search.len(), 1, "{log}");
-    for needle in ["scope=\"2\"", "filter=\"(uid=acc)\"", "err=0", "nentries=1", "peer=\"IP=127.0.0.1:", &format!("authz=\"uid=acc,{SUFFIX}\"")] {
-        assert!(search[0].contains(needle), "{needle} missing in {}", search[0]);
+    for needle in [
+        "scope=\"2\"",
+        "filter=\"(uid=acc)\"",
+        "err=0",
+        "nentries=1",
+        "peer=\"IP=127.0.0.1:",
+        &format!("authz=\"uid=acc,{SUFFIX}\""),
+    ] {
+        assert!(
+            search[0].contains(needle),
+            "{needle} missing in {}",
+            search[0]
+        );
     }
     assert_eq!(lines_of(&log, "CMP").len(), 1);
     assert!(lines_of(&log, "MODRDN")[0].contains("newrdn=\"uid=acc2\""));
@@ -322,7 +455,12 @@ fn access_log_has_one_line_per_operation_and_reopens() {
         .lines()
         .filter(|l| l.contains(" op="))
         .map(|l| {
-            let field = |k: &str| l.split_whitespace().find(|w| w.starts_with(k)).unwrap_or("").to_string();
+            let field = |k: &str| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with(k))
+                    .unwrap_or("")
+                    .to_string()
+            };
             (field("conn="), field("op="))
         })
         .collect();
@@ -336,12 +474,19 @@ fn access_log_has_one_line_per_operation_and_reopens() {
     std::fs::rename(&path, &moved).expect("moving the log");
     hangup(&s);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    s.search(&Bind::Root, &["-b", SUFFIX, "-s", "base", "(objectClass=*)", "1.1"])
-        .expect_code(0, "search after the reopen");
+    s.search(
+        &Bind::Root,
+        &["-b", SUFFIX, "-s", "base", "(objectClass=*)", "1.1"],
+    )
+    .expect_code(0, "search after the reopen");
     let fresh = wait_for(&path, " SRCH ");
     assert_eq!(lines_of(&fresh, "SRCH").len(), 1, "{fresh}");
     let old = std::fs::read_to_string(&moved).unwrap_or_default();
-    assert_eq!(lines_of(&old, "SRCH").len(), 1, "the moved file got no new lines");
+    assert_eq!(
+        lines_of(&old, "SRCH").len(),
+        1,
+        "the moved file got no new lines"
+    );
 }
 
 #[test]
@@ -356,7 +501,8 @@ fn access_log_as_json_lines() {
         "access_log = {:?}\nlog_format = \"json\"\n",
         path.display().to_string()
     ));
-    s.search(&Bind::Root, &["-b", SUFFIX, "(uid=alice)", "1.1"]).expect_code(0, "search");
+    s.search(&Bind::Root, &["-b", SUFFIX, "(uid=alice)", "1.1"])
+        .expect_code(0, "search");
     let log = wait_for(&path, "\"search\"");
     let script = r#"
 import json, sys
@@ -374,7 +520,11 @@ print(len([o for o in ops if "op" in o]))
         .args(["-c", script, &path.display().to_string()])
         .output()
         .expect("python3");
-    assert!(out.status.success(), "{}\n{log}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // base.ldif's load (bind, 27 adds, unbind) and the search (bind, search, unbind).
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "32");
 }
@@ -385,8 +535,17 @@ fn audit_records(text: &str) -> Vec<(String, String, String)> {
         .filter(|r| r.trim_start().starts_with("# "))
         .map(|r| {
             let r = r.trim_start();
-            let what = r.trim_start_matches("# ").split_whitespace().next().unwrap_or("").to_string();
-            let dn = r.lines().find_map(|l| l.strip_prefix("dn: ")).unwrap_or("").to_string();
+            let what = r
+                .trim_start_matches("# ")
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let dn = r
+                .lines()
+                .find_map(|l| l.strip_prefix("dn: "))
+                .unwrap_or("")
+                .to_string();
             (what, dn, r.to_string())
         })
         .collect()
@@ -403,35 +562,82 @@ fn auditlog_records_every_change_as_ldif() {
         &format!("[[overlay]]\nname = \"auditlog\"\nfile = {file:?}\n"),
     );
     let dn = format!("ou=audit,{SUFFIX}");
-    s.add(&Bind::Root, &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"))
-        .expect_code(0, "add");
-    s.modify(&Bind::Root, &format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: audited\n"))
-        .expect_code(0, "modify");
+    s.add(
+        &Bind::Root,
+        &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"),
+    )
+    .expect_code(0, "add");
+    s.modify(
+        &Bind::Root,
+        &format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: audited\n"),
+    )
+    .expect_code(0, "modify");
     // A refused change is never logged.
-    let refused = s.add(&Bind::Root, &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"));
+    let refused = s.add(
+        &Bind::Root,
+        &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"),
+    );
     assert_eq!(refused.code, 68);
     s.tool("ldapmodrdn", &Bind::Root, &["-r", &dn, "ou=audited"], None)
         .expect_code(0, "modrdn");
-    s.tool("ldapdelete", &Bind::Root, &[&format!("ou=audited,{SUFFIX}")], None)
-        .expect_code(0, "delete");
+    s.tool(
+        "ldapdelete",
+        &Bind::Root,
+        &[&format!("ou=audited,{SUFFIX}")],
+        None,
+    )
+    .expect_code(0, "delete");
 
     let text = wait_for(&path, "# end delete");
     let records = audit_records(&text);
-    assert_eq!(records.len(), 27 + 4, "base.ldif's adds and four changes:\n{text}");
-    let last: Vec<(&str, &str)> = records[27..].iter().map(|(w, d, _)| (w.as_str(), d.as_str())).collect();
+    assert_eq!(
+        records.len(),
+        27 + 4,
+        "base.ldif's adds and four changes:\n{text}"
+    );
+    let last: Vec<(&str, &str)> = records[27..]
+        .iter()
+        .map(|(w, d, _)| (w.as_str(), d.as_str()))
+        .collect();
     let renamed = format!("ou=audited,{SUFFIX}");
     assert_eq!(
         last,
-        [("add", dn.as_str()), ("modify", dn.as_str()), ("modrdn", dn.as_str()), ("delete", renamed.as_str())]
+        [
+            ("add", dn.as_str()),
+            ("modify", dn.as_str()),
+            ("modrdn", dn.as_str()),
+            ("delete", renamed.as_str())
+        ]
     );
     let (_, _, add) = &records[27];
-    assert!(add.starts_with(&format!("# add ")) && add.contains(&format!(" {ROOT_DN}\n")), "{add}");
-    assert!(add.contains("changetype: add\n") && add.contains("ou: audit\n") && add.contains("\nentryUUID: "), "{add}");
-    assert!(add.trim_end().lines().last().unwrap_or("").starts_with("# end add "), "{add}");
+    assert!(
+        add.starts_with("# add ") && add.contains(&format!(" {ROOT_DN}\n")),
+        "{add}"
+    );
+    assert!(
+        add.contains("changetype: add\n")
+            && add.contains("ou: audit\n")
+            && add.contains("\nentryUUID: "),
+        "{add}"
+    );
+    assert!(
+        add.trim_end()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .starts_with("# end add "),
+        "{add}"
+    );
     let (_, _, modify) = &records[28];
-    assert!(modify.contains("changetype: modify\nreplace: description\ndescription: audited\n-\n"), "{modify}");
+    assert!(
+        modify.contains("changetype: modify\nreplace: description\ndescription: audited\n-\n"),
+        "{modify}"
+    );
     let (_, _, rename) = &records[29];
-    assert!(rename.contains("changetype: modrdn\nnewrdn: ou=audited\ndeleteoldrdn: 1\n"), "{rename}");
+    assert!(
+        rename.contains("changetype: modrdn\nnewrdn: ou=audited\ndeleteoldrdn: 1\n"),
+        "{rename}"
+    );
 
     if s.target == Target::Canopy {
         // SIGHUP reopens the audit file too.
@@ -439,8 +645,11 @@ fn auditlog_records_every_change_as_ldif() {
         std::fs::rename(&path, &moved).expect("moving the audit log");
         hangup(&s);
         std::thread::sleep(std::time::Duration::from_millis(300));
-        s.add(&Bind::Root, &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"))
-            .expect_code(0, "add after the reopen");
+        s.add(
+            &Bind::Root,
+            &format!("dn: {dn}\nobjectClass: organizationalUnit\nou: audit\n"),
+        )
+        .expect_code(0, "add after the reopen");
         let fresh = wait_for(&path, "# end add");
         assert_eq!(audit_records(&fresh).len(), 1, "{fresh}");
     }
