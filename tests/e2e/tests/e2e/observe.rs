@@ -338,6 +338,28 @@ fn metrics_count_known_operations_exactly() {
         - sample(&before, "canopy_connections_accepted_total{}");
     assert_eq!(accepted, 5.0, "one add, two binds, one search, one add");
     assert_eq!(get("canopy_connections_current{}"), 0.0);
+
+    // Every series contrib/grafana-dashboard.json queries exists.
+    let dashboard = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contrib/grafana-dashboard.json");
+    let dashboard = std::fs::read_to_string(&dashboard).expect("contrib/grafana-dashboard.json");
+    let samples: Vec<&str> = after.lines().filter_map(|l| l.split('{').next()).collect();
+    let mut queried = 0;
+    for (at, _) in dashboard.match_indices("canopy_") {
+        let name: String = dashboard[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name == "canopy_ldap" {
+            continue; // the dashboard's uid
+        }
+        queried += 1;
+        assert!(
+            samples.contains(&name.as_str()),
+            "the dashboard queries {name}, which /metrics lacks"
+        );
+    }
+    assert!(queried >= 15, "the dashboard queries {queried} series");
 }
 
 /// Access-log lines naming operation `word` (`SRCH`, `ADD`, ...), leaving out the harness's
