@@ -41,12 +41,10 @@ fn gauge(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    labels: &[(&str, &str)],
     value: i64,
 ) -> Result<(), fmt::Error> {
     let metric = ConstGauge::new(value);
-    let mut family = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
-    metric.encode(family.encode_family(&labels)?)
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 
 fn histogram(
@@ -161,7 +159,6 @@ impl Collector for StateCollector {
             &mut encoder,
             "canopy_connections_current",
             "Connections open now.",
-            &[],
             current,
         )?;
         let mut family = encoder.encode_descriptor(
@@ -175,56 +172,71 @@ impl Collector for StateCollector {
         ConstCounter::new(load(&m.tls_handshake_failures))
             .encode(family.encode_family(&[("result", "failed")])?)?;
 
-        for db in state.databases.iter() {
-            let suffix = db.suffix().to_string();
-            let labels = [("suffix", suffix.as_str())];
-            let Ok(stats) = db.store().stats() else {
-                continue;
-            };
-            let page = stats.page_size.max(1) as usize;
-            gauge(
-                &mut encoder,
+        // The LMDB databases (cn=Monitor's own small store is left out): one family per figure, one
+        // sample per database.
+        let stores: Vec<(String, canopy_mdb::Stats, &canopy_mdb::Store)> = state
+            .databases
+            .iter()
+            .filter(|db| !db.is_read_only())
+            .filter_map(|db| {
+                let stats = db.store().stats().ok()?;
+                Some((db.suffix_dn().to_string(), stats, db.store()))
+            })
+            .collect();
+        let figures: [(&str, &str, fn(&canopy_mdb::Stats) -> i64); 4] = [
+            (
                 "canopy_lmdb_map_size_bytes",
                 "The LMDB memory map's size.",
-                &labels,
-                i64::try_from(stats.map_size).unwrap_or(i64::MAX),
-            )?;
-            gauge(
-                &mut encoder,
+                |s| i64::try_from(s.map_size).unwrap_or(i64::MAX),
+            ),
+            (
                 "canopy_lmdb_pages_used",
                 "Pages up to the last one LMDB has used.",
-                &labels,
-                i64::try_from(stats.map_used / page).unwrap_or(i64::MAX),
-            )?;
-            gauge(
-                &mut encoder,
+                |s| i64::try_from(s.map_used / (s.page_size.max(1) as usize)).unwrap_or(i64::MAX),
+            ),
+            (
                 "canopy_lmdb_readers",
                 "LMDB reader-table slots in use.",
-                &labels,
-                i64::from(stats.readers),
+                |s| i64::from(s.readers),
+            ),
+            ("canopy_entries", "Entries in the database.", |s| {
+                i64::try_from(s.entries).unwrap_or(i64::MAX)
+            }),
+        ];
+        for (name, help, value) in figures {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (suffix, stats, _) in &stores {
+                let labels = [("suffix", suffix.as_str())];
+                ConstGauge::new(value(stats)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "canopy_group_commit_size",
+            "Write requests per group commit.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (suffix, _, store) in &stores {
+            histogram(
+                &mut family,
+                &[("suffix", suffix.as_str())],
+                store.commit_histograms().0,
+                1.0,
             )?;
-            gauge(
-                &mut encoder,
-                "canopy_entries",
-                "Entries in the database.",
-                &labels,
-                i64::try_from(stats.entries).unwrap_or(i64::MAX),
+        }
+        let mut family = encoder.encode_descriptor(
+            "canopy_group_commit_seconds",
+            "Time each group commit took, its fsync included when durable.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (suffix, _, store) in &stores {
+            histogram(
+                &mut family,
+                &[("suffix", suffix.as_str())],
+                store.commit_histograms().1,
+                1e6,
             )?;
-            let (batches, commits) = db.store().commit_histograms();
-            let mut family = encoder.encode_descriptor(
-                "canopy_group_commit_size",
-                "Write requests per group commit.",
-                None,
-                MetricType::Histogram,
-            )?;
-            histogram(&mut family, &labels, batches, 1.0)?;
-            let mut family = encoder.encode_descriptor(
-                "canopy_group_commit_seconds",
-                "Time each group commit took, its fsync included when durable.",
-                None,
-                MetricType::Histogram,
-            )?;
-            histogram(&mut family, &labels, commits, 1e6)?;
         }
         Ok(())
     }

@@ -228,6 +228,26 @@ fn monitor_is_for_the_root_dn_and_the_root_peer_only() {
     assert_eq!(dse.records()[0].values("namingContexts"), [SUFFIX]);
 }
 
+#[test]
+fn monitor_can_be_turned_off() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: `monitor = false` is canopy's setting");
+        return;
+    }
+    let s = Server::start_canopy_with_config("monitor = false\n");
+    let out = s.search(
+        &Bind::Root,
+        &["-b", "cn=Monitor", "-s", "base", "(objectClass=*)"],
+    );
+    assert_eq!(out.code, 32, "{}", out.stdout);
+    let dse = s.read(&Bind::Anonymous, "", &["monitorContext"]);
+    assert!(
+        dse.records()[0].values("monitorContext").is_empty(),
+        "{}",
+        dse.stdout
+    );
+}
+
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("its address").port()

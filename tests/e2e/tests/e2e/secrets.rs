@@ -141,6 +141,10 @@ fn secrets_never_reach_logs_or_results() {
             "the access log has a{word}line:\n{log}"
         );
     }
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a log written to a file"
+    );
     assert_clean("the server log", &log, &secrets);
 }
 
