@@ -438,6 +438,28 @@ mod tests {
     }
 
     #[test]
+    fn observability_settings() {
+        let c = Config::parse("", "t").unwrap();
+        assert!(c.monitor && c.metrics_listen.is_none() && c.access_log.is_none());
+        assert_eq!(c.log_format, LogFormat::Text);
+        let c = Config::parse(
+            "metrics_listen = \"127.0.0.1:9389\"\naccess_log = \"stderr\"\nlog_format = \"json\"\nmonitor = false\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.metrics_listen.as_deref(), Some("127.0.0.1:9389"));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert!(!c.monitor);
+        let bad = |text: &str, want: &str| {
+            let err = Config::parse(text, "t").unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("metrics_listen = \"localhost\"\n", "metrics_listen");
+        bad("access_log = \"\"\n", "access_log");
+        bad("log_format = \"xml\"\n", "unknown variant");
+    }
+
+    #[test]
     fn errors_name_file_and_line() {
         let err = Config::parse("suffix = \"dc=x\"\n\nbogus = 1\n", "c.toml")
             .unwrap_err()
