@@ -349,9 +349,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         // written as it is, without a copy.
         let written = match rx.try_recv() {
             Err(_) => {
-                metrics
-                    .bytes_sent
-                    .fetch_add(first.len() as u64, Ordering::Relaxed);
+                metrics.sent_bytes(first.len());
                 writer.write_all(&first).await
             }
             Ok(more) => {
@@ -364,9 +362,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                         Err(_) => break,
                     }
                 }
-                metrics
-                    .bytes_sent
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                metrics.sent_bytes(batch.len());
                 writer.write_all(&batch).await
             }
         };

@@ -15,7 +15,9 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::metrics::{Histogram, OpType};
+use canopy_mdb::Histogram;
+
+use crate::metrics::OpType;
 use crate::state::State;
 
 /// Reads everything at scrape time: nothing is copied on the hot path.
@@ -102,9 +104,12 @@ impl Collector for StateCollector {
             MetricType::Histogram,
         )?;
         for op in OpType::ALL {
-            if let Some(h) = m.latency_of(op) {
-                histogram(&mut family, &[("op", op.label())], h, 1e6)?;
-            }
+            let (sum, count, buckets) = m.latency_of(op);
+            family
+                .encode_family(&[("op", op.label())])?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    sum, count, &buckets, None,
+                )?;
         }
         counter(
             &mut encoder,
@@ -116,31 +121,31 @@ impl Collector for StateCollector {
             &mut encoder,
             "canopy_search_entries_sent",
             "Search result entries sent.",
-            load(&m.entries_sent),
+            m.entries_sent(),
         )?;
         counter(
             &mut encoder,
             "canopy_search_references_sent",
             "Search continuation references sent.",
-            load(&m.referrals_sent),
+            m.references_sent(),
         )?;
         counter(
             &mut encoder,
             "canopy_bind_failures",
             "Bind operations that did not succeed.",
-            load(&m.bind_failures),
+            m.bind_failures(),
         )?;
         counter(
             &mut encoder,
             "canopy_sent_bytes",
             "Bytes written to clients.",
-            load(&m.bytes_sent),
+            m.bytes_sent(),
         )?;
         counter(
             &mut encoder,
             "canopy_sent_pdus",
             "LDAP messages sent to clients.",
-            load(&m.pdus_sent),
+            m.pdus_sent(),
         )?;
         counter(
             &mut encoder,

@@ -1,5 +1,6 @@
-//! The server's counters: one set of atomics, read by `cn=Monitor` (`monitor.rs`) and by the Prometheus
-//! exporter (`exporter.rs`). Counting is a few relaxed atomic additions per operation, always on.
+//! The server's counters: one set of atomics, read by `cn=Monitor` (`monitor_tree.rs`) and by the
+//! Prometheus exporter (`exporter.rs`). Counting is a few relaxed atomic additions per operation, always
+//! on, into per-thread shards that only a read adds up.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,33 +108,68 @@ impl OpType {
     }
 }
 
-pub use canopy_mdb::Histogram;
-
 /// Latency bounds in microseconds: 50 µs to 10 s.
 pub const LATENCY_US: &[u64] = &[
     50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
     1_000_000, 2_500_000, 10_000_000,
 ];
 /// Group-commit batch sizes (write requests per commit).
-pub use canopy_mdb::{BATCH_SIZES, COMMIT_US};
 
 /// Result codes counted one by one; anything at or above this (e.g. 4096) is counted as "other".
 const CODES: usize = 128;
+const OP_TYPES: usize = OpType::ALL.len();
+/// Latency buckets: one per bound of `LATENCY_US` and the overflow.
+const LATENCY_SLOTS: usize = LATENCY_US.len() + 1;
+/// Counter shards: each thread adds to its own (threads beyond this share), so that two cores never
+/// fight over one cache line on the hot path; reading sums the shards.
+const SHARDS: usize = 16;
+
+/// The counters one thread adds to.
+#[repr(align(128))]
+struct Shard {
+    initiated: [AtomicU64; OP_TYPES],
+    /// Completions without a response (unbind, abandon, an abandoned search), per type.
+    silent: [AtomicU64; OP_TYPES],
+    /// Completions with a response, per type and result code.
+    results: [[AtomicU64; CODES]; OP_TYPES],
+    latency: [[AtomicU64; LATENCY_SLOTS]; OP_TYPES],
+    /// Microseconds, per type.
+    latency_sum: [AtomicU64; OP_TYPES],
+    entries: AtomicU64,
+    references: AtomicU64,
+    bytes: AtomicU64,
+}
+
+fn zeros<const N: usize>() -> [AtomicU64; N] {
+    std::array::from_fn(|_| AtomicU64::new(0))
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            initiated: zeros(),
+            silent: zeros(),
+            results: std::array::from_fn(|_| zeros()),
+            latency: std::array::from_fn(|_| zeros()),
+            latency_sum: zeros(),
+            entries: AtomicU64::new(0),
+            references: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+static NEXT_SHARD: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static SHARD: usize = usize::try_from(NEXT_SHARD.fetch_add(1, Ordering::Relaxed)).unwrap_or(0) % SHARDS;
+}
 
 /// Every counter of the server.
 pub struct Metrics {
     pub started: SystemTime,
-    initiated: [AtomicU64; 10],
-    completed: [AtomicU64; 10],
-    /// Per operation type, per result code.
-    results: Box<[[AtomicU64; CODES]]>,
-    latency: Box<[Histogram]>,
-    pub bytes_sent: AtomicU64,
-    pub pdus_sent: AtomicU64,
-    pub entries_sent: AtomicU64,
-    pub referrals_sent: AtomicU64,
+    shards: Box<[Shard]>,
     pub unindexed_searches: AtomicU64,
-    pub bind_failures: AtomicU64,
     pub connections_total: AtomicU64,
     pub connections_refused: AtomicU64,
     pub tls_handshakes: AtomicU64,
@@ -148,24 +184,16 @@ impl Default for Metrics {
     }
 }
 
+fn load(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
 impl Metrics {
     pub fn new() -> Metrics {
         Metrics {
             started: SystemTime::now(),
-            initiated: Default::default(),
-            completed: Default::default(),
-            results: (0..OpType::ALL.len())
-                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-                .collect(),
-            latency: (0..OpType::ALL.len())
-                .map(|_| Histogram::new(LATENCY_US))
-                .collect(),
-            bytes_sent: AtomicU64::new(0),
-            pdus_sent: AtomicU64::new(0),
-            entries_sent: AtomicU64::new(0),
-            referrals_sent: AtomicU64::new(0),
+            shards: (0..SHARDS).map(|_| Shard::new()).collect(),
             unindexed_searches: AtomicU64::new(0),
-            bind_failures: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
             tls_handshakes: AtomicU64::new(0),
@@ -174,57 +202,72 @@ impl Metrics {
         }
     }
 
+    /// This thread's shard.
+    fn shard(&self) -> &Shard {
+        let slot = SHARD.with(|slot| *slot);
+        // `shards` has SHARDS elements and `slot` < SHARDS.
+        &self.shards[slot % self.shards.len()]
+    }
+
+    fn sum(&self, f: impl Fn(&Shard) -> u64) -> u64 {
+        self.shards.iter().map(f).sum()
+    }
+
     pub fn initiated(&self, op: OpType) {
-        self.initiated[op.index()].fetch_add(1, Ordering::Relaxed);
+        self.shard().initiated[op.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     /// An operation finished: its result code (None: no response, as for unbind and abandon) and how long
     /// it took.
     pub fn completed(&self, op: OpType, code: Option<ResultCode>, took: Duration) {
         let i = op.index();
-        self.completed[i].fetch_add(1, Ordering::Relaxed);
-        if let Some(code) = code {
-            let slot = usize::try_from(code.code()).map_or(CODES - 1, |c| c.min(CODES - 1));
-            if let Some(row) = self.results.get(i) {
-                row[slot].fetch_add(1, Ordering::Relaxed);
+        let shard = self.shard();
+        match code {
+            Some(code) => {
+                let slot = usize::try_from(code.code()).map_or(CODES - 1, |c| c.min(CODES - 1));
+                shard.results[i][slot].fetch_add(1, Ordering::Relaxed);
             }
-            self.pdus_sent.fetch_add(1, Ordering::Relaxed);
-            if op == OpType::Bind
-                && !matches!(code, ResultCode::Success | ResultCode::SaslBindInProgress)
-            {
-                self.bind_failures.fetch_add(1, Ordering::Relaxed);
+            None => {
+                shard.silent[i].fetch_add(1, Ordering::Relaxed);
             }
         }
-        if let Some(h) = self.latency.get(i) {
-            h.observe(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
-        }
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_US.partition_point(|&bound| bound < micros);
+        shard.latency[i][bucket.min(LATENCY_SLOTS - 1)].fetch_add(1, Ordering::Relaxed);
+        shard.latency_sum[i].fetch_add(micros, Ordering::Relaxed);
     }
 
     /// Entries and continuation references a search sent (each is a PDU).
     pub fn search_sent(&self, entries: u64, references: u64) {
-        self.entries_sent.fetch_add(entries, Ordering::Relaxed);
-        self.referrals_sent.fetch_add(references, Ordering::Relaxed);
-        self.pdus_sent
-            .fetch_add(entries + references, Ordering::Relaxed);
+        let shard = self.shard();
+        if entries > 0 {
+            shard.entries.fetch_add(entries, Ordering::Relaxed);
+        }
+        if references > 0 {
+            shard.references.fetch_add(references, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes written to a client.
+    pub fn sent_bytes(&self, n: usize) {
+        self.shard().bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     pub fn initiated_count(&self, op: OpType) -> u64 {
-        self.initiated[op.index()].load(Ordering::Relaxed)
+        self.sum(|s| load(&s.initiated[op.index()]))
     }
 
     pub fn completed_count(&self, op: OpType) -> u64 {
-        self.completed[op.index()].load(Ordering::Relaxed)
+        let i = op.index();
+        self.sum(|s| load(&s.silent[i]) + s.results[i].iter().map(load).sum::<u64>())
     }
 
     /// (result code label, count) of one operation type, only the codes seen.
     pub fn results_of(&self, op: OpType) -> Vec<(String, u64)> {
-        let Some(row) = self.results.get(op.index()) else {
-            return Vec::new();
-        };
-        row.iter()
-            .enumerate()
-            .filter_map(|(code, n)| {
-                let n = n.load(Ordering::Relaxed);
+        let i = op.index();
+        (0..CODES)
+            .filter_map(|code| {
+                let n = self.sum(|s| load(&s.results[i][code]));
                 let label = if code == CODES - 1 {
                     "other".to_string()
                 } else {
@@ -235,8 +278,60 @@ impl Metrics {
             .collect()
     }
 
-    pub fn latency_of(&self, op: OpType) -> Option<&Histogram> {
-        self.latency.get(op.index())
+    /// One operation type's latency: (sum in seconds, count, per-bucket counts with upper bounds in
+    /// seconds, the last +Inf).
+    pub fn latency_of(&self, op: OpType) -> (f64, u64, Vec<(f64, u64)>) {
+        let i = op.index();
+        let mut total = 0;
+        let buckets = (0..LATENCY_SLOTS)
+            .map(|slot| {
+                let n = self.sum(|s| load(&s.latency[i][slot]));
+                total += n;
+                let bound = LATENCY_US
+                    .get(slot)
+                    .map_or(f64::INFINITY, |&b| b as f64 / 1e6);
+                (bound, n)
+            })
+            .collect();
+        let sum = self.sum(|s| load(&s.latency_sum[i])) as f64 / 1e6;
+        (sum, total, buckets)
+    }
+
+    pub fn entries_sent(&self) -> u64 {
+        self.sum(|s| load(&s.entries))
+    }
+
+    pub fn references_sent(&self) -> u64 {
+        self.sum(|s| load(&s.references))
+    }
+
+    pub fn bytes_sent(&self) -> u64 {
+        self.sum(|s| load(&s.bytes))
+    }
+
+    /// LDAP messages sent: every result, entry and reference.
+    pub fn pdus_sent(&self) -> u64 {
+        let results: u64 = OpType::ALL
+            .iter()
+            .map(|&op| self.results_of(op).iter().map(|(_, n)| n).sum::<u64>())
+            .sum();
+        results + self.entries_sent() + self.references_sent()
+    }
+
+    /// Binds answered with anything but success or saslBindInProgress.
+    pub fn bind_failures(&self) -> u64 {
+        let i = OpType::Bind.index();
+        self.sum(|s| {
+            s.results[i]
+                .iter()
+                .enumerate()
+                .filter(|(code, _)| {
+                    *code != ResultCode::Success.code() as usize
+                        && *code != ResultCode::SaslBindInProgress.code() as usize
+                })
+                .map(|(_, n)| load(n))
+                .sum()
+        })
     }
 
     /// Registers a new connection and returns its record (numbered from 1000, as slapd does).
@@ -319,8 +414,34 @@ mod tests {
             m.results_of(OpType::Bind),
             vec![("0".to_string(), 1), ("49".to_string(), 1)]
         );
-        assert_eq!(m.bind_failures.load(Ordering::Relaxed), 1);
+        assert_eq!(m.bind_failures(), 1);
         assert_eq!(m.completed_count(OpType::Unbind), 1);
-        assert_eq!(m.pdus_sent.load(Ordering::Relaxed), 2);
+        assert_eq!(m.completed_count(OpType::Bind), 2);
+        assert_eq!(m.pdus_sent(), 2);
+        let (_, count, buckets) = m.latency_of(OpType::Bind);
+        assert_eq!(count, 2);
+        assert_eq!(buckets.first(), Some(&(50e-6, 2)));
+        assert_eq!(buckets.last().map(|b| b.0), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn threads_add_to_their_own_shards_and_reads_sum_them() {
+        let m = Arc::new(Metrics::new());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let m = Arc::clone(&m);
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        m.initiated(OpType::Search);
+                        m.search_sent(2, 0);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(m.initiated_count(OpType::Search), 4000);
+        assert_eq!(m.entries_sent(), 8000);
     }
 }

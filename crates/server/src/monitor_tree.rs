@@ -285,22 +285,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
 
     // Statistics.
     let statistics = t.container("cn=Statistics", "This subsystem contains statistics.");
-    t.counter(
-        "cn=Bytes",
-        &statistics,
-        m.bytes_sent.load(Ordering::Relaxed),
-    );
-    t.counter("cn=PDU", &statistics, m.pdus_sent.load(Ordering::Relaxed));
-    t.counter(
-        "cn=Entries",
-        &statistics,
-        m.entries_sent.load(Ordering::Relaxed),
-    );
-    t.counter(
-        "cn=Referrals",
-        &statistics,
-        m.referrals_sent.load(Ordering::Relaxed),
-    );
+    t.counter("cn=Bytes", &statistics, m.bytes_sent());
+    t.counter("cn=PDU", &statistics, m.pdus_sent());
+    t.counter("cn=Entries", &statistics, m.entries_sent());
+    t.counter("cn=Referrals", &statistics, m.references_sent());
 
     // Threads: the runtime's workers and the one writer thread per database.
     let threads = t.container(
