@@ -20,6 +20,9 @@ use canopy_mdb::Histogram;
 use crate::metrics::OpType;
 use crate::state::State;
 
+/// A gauge of a store: name, help and how to read it from the store's figures.
+type Figure = (&'static str, &'static str, fn(&canopy_mdb::Stats) -> i64);
+
 /// Reads everything at scrape time: nothing is copied on the hot path.
 struct StateCollector(State);
 
@@ -188,7 +191,7 @@ impl Collector for StateCollector {
                 Some((db.suffix_dn().to_string(), stats, db.store()))
             })
             .collect();
-        let figures: [(&str, &str, fn(&canopy_mdb::Stats) -> i64); 4] = [
+        let figures: [Figure; 4] = [
             (
                 "canopy_lmdb_map_size_bytes",
                 "The LMDB memory map's size.",

@@ -113,8 +113,6 @@ pub const LATENCY_US: &[u64] = &[
     50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
     1_000_000, 2_500_000, 10_000_000,
 ];
-/// Group-commit batch sizes (write requests per commit).
-
 /// Result codes counted one by one; anything at or above this (e.g. 4096) is counted as "other".
 const CODES: usize = 128;
 const OP_TYPES: usize = OpType::ALL.len();
