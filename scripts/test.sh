@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
-PACKAGES=(ldap-utils slapd slapd-contrib python3-ldap libsasl2-modules)
+PACKAGES=(ldap-utils slapd slapd-contrib python3-ldap libsasl2-modules python3-prometheus-client)
 failed=()
 
 step() {
@@ -72,6 +72,8 @@ check_clients() {
     done
     [ -x /usr/sbin/slapd ] || { echo "missing /usr/sbin/slapd"; ok=1; }
     /usr/bin/python3 -c 'import ldap' 2>/dev/null || { echo "missing python3-ldap for /usr/bin/python3"; ok=1; }
+    /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null \
+        || { echo "missing python3-prometheus-client for /usr/bin/python3"; ok=1; }
     return $ok
 }
 

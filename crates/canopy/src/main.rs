@@ -107,9 +107,12 @@ fn run() -> Result<()> {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("CANOPY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only on a terminal: a log file or a pipe gets plain text.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(terminal)
         .init();
 
     let mut config = match &cli.config {
@@ -239,6 +242,20 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     file.write_all(b"\n")
 }
 
+/// SIGHUP reopens the access log (and the audit logs, through their overlays) under their configured
+/// names, so logrotate can move them away.
+fn spawn_log_reopener(state: canopy_server::State) -> Result<()> {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            if let Err(error) = canopy_server::reopen_logs(&state) {
+                tracing::warn!(%error, "reopening the logs");
+            }
+        }
+    });
+    Ok(())
+}
+
 fn serve(config: Config) -> Result<()> {
     if config.listen.is_empty() {
         bail!("no listeners configured");
@@ -251,6 +268,7 @@ fn serve(config: Config) -> Result<()> {
         .build()?;
     let password = root_password(&config)?;
     let listen = config.listen.clone();
+    let metrics_listen = config.metrics_listen.clone();
     let state = canopy_server::build_state(config, password)?;
     // The start-up Argon2id check (the dummy hash of failed binds) just freed 19 MiB on this thread.
     collect_freed_memory(true);
@@ -273,6 +291,21 @@ fn serve(config: Config) -> Result<()> {
                     .await
             }));
         }
+        if let Some(addr) = &metrics_listen {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("metrics_listen {addr}"))?;
+            tracing::info!(addr = %listener.local_addr()?, "serving /metrics");
+            let mut stop = stop_rx.clone();
+            let state = state.clone();
+            tasks.push(tokio::spawn(async move {
+                canopy_server::exporter::serve(listener, state, async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+            }));
+        }
+        spawn_log_reopener(state.clone())?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         service::notify(&format!(
             "READY=1\nSTATUS=serving {}\nMAINPID={}",

@@ -16,6 +16,17 @@ pub enum OpError {
 }
 
 impl OpError {
+    /// As a plain error, for callers that write internally and cannot send a referral on: a referral
+    /// becomes its result code with the referral object's DN as matched DN.
+    pub fn into_ldap(self) -> LdapError {
+        match self {
+            OpError::Ldap(e) => e,
+            OpError::Referral(r) => {
+                LdapError::new(ResultCode::Referral, r.urls.join(" ")).with_matched(r.matched)
+            }
+        }
+    }
+
     /// The result code the client gets.
     pub fn code(&self) -> ResultCode {
         match self {

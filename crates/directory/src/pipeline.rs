@@ -101,6 +101,34 @@ pub trait WriteHook: Send + Sync {
     }
 }
 
+/// Something to do once a write is durable, registered by a hook with [`after_commit`].
+pub type AfterCommit = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// Actions the running write's hooks registered. Write closures run one at a time on the store's
+    /// single writer thread, so the list belongs to the closure that is running; `Directory::write`
+    /// empties it before each attempt and takes it when the attempt succeeds.
+    static AFTER_COMMIT: std::cell::RefCell<Vec<AfterCommit>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// For hooks: runs `action` on the writer thread once the group commit holding this write is durable,
+/// in commit order; never when the write rolls back (a later hook's refusal, a failed commit) and only
+/// once when a full map makes the write run again. This is how a hook records something outside the
+/// transaction (slapd's auditlog) without ever recording a change that did not happen.
+pub fn after_commit(action: impl FnOnce() + Send + 'static) {
+    AFTER_COMMIT.with(|list| list.borrow_mut().push(Box::new(action)));
+}
+
+/// Forgets what the last write attempt registered.
+pub(crate) fn clear_after_commit() {
+    AFTER_COMMIT.with(|list| list.borrow_mut().clear());
+}
+
+/// Takes what the write that just succeeded registered.
+pub(crate) fn take_after_commit() -> Vec<AfterCommit> {
+    AFTER_COMMIT.with(|list| std::mem::take(&mut *list.borrow_mut()))
+}
+
 /// The hooks of one database, in the order they run.
 #[derive(Clone, Default)]
 pub struct Pipeline {

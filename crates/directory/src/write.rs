@@ -66,6 +66,12 @@ pub trait Guard: Send + Sync {
         let _ = (dir, txn, id, dn);
     }
 
+    /// Whether a modify may change NO-USER-MODIFICATION attributes: only for writes the server makes
+    /// itself (cn=Monitor's counters), never for a client's request.
+    fn server_internal(&self) -> bool {
+        false
+    }
+
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
@@ -202,15 +208,26 @@ impl Directory {
             self.store().write_then(
                 move |txn: &mut WriteTxn<'_>| {
                     MAP_FULL.with(|seen| seen.set(false));
+                    crate::pipeline::clear_after_commit();
                     // Taken here, on the writer thread: CSNs ascend in commit order.
                     let stamp = Stamp::now();
                     let result = work(&dir, txn, &stamp);
+                    let actions = crate::pipeline::take_after_commit();
                     match MAP_FULL.with(|seen| seen.get()) {
                         true => Err(Retry::MapFull),
-                        false => result.map_err(Retry::Ldap),
+                        false => result.map(|value| (value, actions)).map_err(Retry::Ldap),
                     }
                 },
                 move |result| {
+                    // On the writer thread, once the group is durable: the hooks' records, in commit order.
+                    let result = result.map(|outcome| {
+                        outcome.map(|(value, actions)| {
+                            for action in actions {
+                                action();
+                            }
+                            value
+                        })
+                    });
                     let _ = tx.send(result);
                 },
             );
@@ -592,7 +609,7 @@ impl Directory {
             .authorize(self, txn, Action::Modify(&old, changes))?;
         let options = ModifyOptions {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
-            ..ModifyOptions::default()
+            allow_no_user_modification: ctx.guard.server_internal(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
         check_entry(self.schema(), &entry)?;

@@ -235,3 +235,118 @@ async fn stamping_sets_csns_in_commit_order_and_the_modifier() {
         last = now;
     }
 }
+
+/// Registers an action with `after_commit` in its commit step; the action notes "recorded".
+struct Recorder {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl WriteHook for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn commit(
+        &self,
+        _: &Directory,
+        _: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        let log = Arc::clone(&self.log);
+        let kind = event.kind;
+        canopy_directory::after_commit(move || {
+            log.lock().unwrap().push(format!("recorded {kind:?}"))
+        });
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn after_commit_actions_run_only_for_durable_writes() {
+    // A later hook refuses: the write rolls back and the action never runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut late = Probe::new("late", &log);
+    late.refuse_commit = true;
+    let recorder = Recorder {
+        log: Arc::clone(&log),
+    };
+    let dir = open(
+        tmp.path(),
+        Pipeline::standard()
+            .then(Arc::new(recorder))
+            .then(Arc::new(late)),
+    );
+    add_suffix(&dir).await.unwrap_err();
+    assert!(
+        !log.lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("recorded")),
+        "{log:?}"
+    );
+
+    // A write that commits runs its action once, before the writer answers it.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let recorder = Recorder {
+        log: Arc::clone(&log),
+    };
+    let dir = open(tmp.path(), Pipeline::standard().then(Arc::new(recorder)));
+    add_suffix(&dir).await.unwrap();
+    assert_eq!(*log.lock().unwrap(), ["recorded Add"]);
+    // A refused write (the entry exists) records nothing more.
+    add_suffix(&dir).await.unwrap_err();
+    assert_eq!(log.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn auditlog_writes_openldap_records_of_committed_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("audit.ldif");
+    let hook = canopy_directory::overlay::auditlog::AuditLog::new(path.clone());
+    let dir = open(
+        &tmp.path().join("db"),
+        Pipeline::standard().then(Arc::new(hook)),
+    );
+    add_suffix(&dir).await.unwrap();
+    let (dn, ndn) = dir.normalize(b"dc=example,dc=com").unwrap();
+    let changes = vec![Change {
+        operation: ModifyOperation::Replace,
+        modification: PartialAttribute {
+            name: "description".into(),
+            values: vec![b"caf\xc3\xa9".to_vec()],
+        },
+    }];
+    write(&dir, WriteOp::Modify { dn, ndn, changes })
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let records: Vec<&str> = text.split("\n\n").filter(|r| !r.is_empty()).collect();
+    assert_eq!(records.len(), 2, "{text}");
+    let add = records[0];
+    assert!(
+        add.starts_with("# add ")
+            && add
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(&format!(" dc=example,dc=com {ADMIN}")),
+        "{add}"
+    );
+    assert!(
+        add.contains("\ndn: dc=example,dc=com\nchangetype: add\n") && add.contains("\nentryCSN: "),
+        "{add}"
+    );
+    assert!(
+        add.lines().last().unwrap().starts_with("# end add "),
+        "{add}"
+    );
+    let modify = records[1];
+    // A value that is not a safe LDIF string is base64.
+    assert!(modify.contains("changetype: modify\nreplace: description\ndescription:: Y2Fmw6k=\n-\nreplace: entryCSN\n"), "{modify}");
+    assert!(
+        modify.contains("replace: modifiersName\nmodifiersName: "),
+        "{modify}"
+    );
+}

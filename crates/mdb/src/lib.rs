@@ -15,6 +15,7 @@
 mod bulk;
 mod error;
 mod gate;
+mod histogram;
 mod keys;
 mod read;
 mod snapshot;
@@ -26,6 +27,7 @@ mod writer;
 pub use bulk::BulkLoader;
 pub use error::StoreError;
 pub use heed::MdbError;
+pub use histogram::{Histogram, BATCH_SIZES, COMMIT_US};
 pub use keys::FORMAT_VERSION;
 pub use read::{
     CandidateEntries, EntryIter, EntryRangeIter, RawPairs, RawTable, ReadOps, ReadTxn, SubtreeIter,

@@ -94,12 +94,31 @@ pub struct TableStats {
     pub entries: usize,
 }
 
-#[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) groups: AtomicU64,
     pub(crate) ops: AtomicU64,
     pub(crate) max_group: AtomicU64,
     pub(crate) grows: AtomicU64,
+    /// Write requests per committed group.
+    pub(crate) batch_sizes: crate::Histogram,
+    /// Microseconds each group's commit (its fsync, when durable) took.
+    pub(crate) commit_us: crate::Histogram,
+    /// When the last group committed, in microseconds since the epoch (0: never).
+    pub(crate) last_commit: AtomicU64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            groups: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
+            max_group: AtomicU64::new(0),
+            grows: AtomicU64::new(0),
+            batch_sizes: crate::Histogram::new(crate::BATCH_SIZES),
+            commit_us: crate::Histogram::new(crate::COMMIT_US),
+            last_commit: AtomicU64::new(0),
+        }
+    }
 }
 
 /// State shared by handles, read transactions, the writer thread and the bulk loader.
@@ -346,6 +365,20 @@ impl Store {
     /// Flushes the OS buffers of a non-durable store to disk (a no-op cost-wise when durable).
     pub fn sync(&self) -> Result<(), StoreError> {
         Ok(self.shared().env.force_sync()?)
+    }
+
+    /// Write requests per committed group, and how long each group's commit took (µs).
+    pub fn commit_histograms(&self) -> (&crate::Histogram, &crate::Histogram) {
+        let counters = &self.shared().counters;
+        (&counters.batch_sizes, &counters.commit_us)
+    }
+
+    /// When this process's writer last committed a group.
+    pub fn last_commit(&self) -> Option<std::time::SystemTime> {
+        match self.shared().counters.last_commit.load(Ordering::Relaxed) {
+            0 => None,
+            micros => Some(std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros)),
+        }
     }
 
     /// Size and activity figures.

@@ -213,7 +213,9 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) -> usize {
             break;
         }
     }
+    let commit_started = Instant::now();
     let committed = parent.commit().map_err(StoreError::from);
+    let commit_took = commit_started.elapsed();
     drop(pass);
     if matches!(committed, Err(StoreError::MapFull)) {
         map_full = true;
@@ -232,6 +234,14 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) -> usize {
             counters.groups.fetch_add(1, Ordering::Relaxed);
             counters.ops.fetch_add(size, Ordering::Relaxed);
             counters.max_group.fetch_max(size, Ordering::Relaxed);
+            counters.batch_sizes.observe(size);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            counters.last_commit.store(now, Ordering::Relaxed);
+            counters
+                .commit_us
+                .observe(u64::try_from(commit_took.as_micros()).unwrap_or(u64::MAX));
             for (job, failure) in ran {
                 job.complete(failure.map_or(Ok(()), Err));
             }

@@ -4,7 +4,7 @@ mod read;
 mod write;
 
 pub use read::LdifReader;
-pub use write::write_ldif_entry;
+pub use write::{write_attrval, write_ldif_entry};
 
 use crate::message::{Change, Control};
 

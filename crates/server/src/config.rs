@@ -47,6 +47,23 @@ pub struct Config {
     /// Overlays in the order they apply: `[[overlay]]` tables with slapd's names and options
     /// (docs/overlays.md).
     pub overlay: Vec<OverlayConfig>,
+    /// `HOST:PORT` of the Prometheus `/metrics` listener; off when absent (docs/operations.md).
+    pub metrics_listen: Option<String>,
+    /// The access log, one line per completed operation: `"stderr"` or a file path; off when absent.
+    pub access_log: Option<String>,
+    /// The access log's line format.
+    pub log_format: LogFormat,
+    /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only).
+    pub monitor: bool,
+}
+
+/// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// The `[tls]` section (docs/tls.md). Without `cert_file`/`key_file` a self-signed certificate is generated in
@@ -173,6 +190,10 @@ impl Default for Config {
             tls: TlsConfig::default(),
             access: Vec::new(),
             overlay: Vec::new(),
+            metrics_listen: None,
+            access_log: None,
+            log_format: LogFormat::Text,
+            monitor: true,
         }
     }
 }
@@ -248,6 +269,16 @@ impl Config {
     fn check(&self) -> Result<(), String> {
         for url in &self.listen {
             ListenUrl::parse(url)?;
+        }
+        if let Some(addr) = &self.metrics_listen {
+            addr.parse::<std::net::SocketAddr>().map_err(|_| {
+                format!(
+                    "metrics_listen: {addr:?} is not an address and port (e.g. \"127.0.0.1:9389\")"
+                )
+            })?;
+        }
+        if self.access_log.as_deref() == Some("") {
+            return Err("access_log: empty (use \"stderr\" or a file path)".into());
         }
         for index in &self.indexes {
             for kind in &index.kinds {
@@ -404,6 +435,28 @@ mod tests {
             "[[sasl.proxy]]\nfrom = \"uid=a\"\nto = \"dn:x\"\n",
             "sasl.proxy",
         );
+    }
+
+    #[test]
+    fn observability_settings() {
+        let c = Config::parse("", "t").unwrap();
+        assert!(c.monitor && c.metrics_listen.is_none() && c.access_log.is_none());
+        assert_eq!(c.log_format, LogFormat::Text);
+        let c = Config::parse(
+            "metrics_listen = \"127.0.0.1:9389\"\naccess_log = \"stderr\"\nlog_format = \"json\"\nmonitor = false\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.metrics_listen.as_deref(), Some("127.0.0.1:9389"));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert!(!c.monitor);
+        let bad = |text: &str, want: &str| {
+            let err = Config::parse(text, "t").unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        };
+        bad("metrics_listen = \"localhost\"\n", "metrics_listen");
+        bad("access_log = \"\"\n", "access_log");
+        bad("log_format = \"xml\"\n", "unknown variant");
     }
 
     #[test]

@@ -16,7 +16,9 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::access::Who;
+use crate::completion::{code_of, Completion};
 use crate::limits;
+use crate::metrics::{ConnInfo, Metrics};
 use crate::ops::bind::Outcome;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
 use crate::reqctl::RequestControls;
@@ -50,7 +52,12 @@ pub async fn serve_transport<S>(
 {
     let (mut reader, writer) = tokio::io::split(stream);
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
-    let mut out = Writer::spawn(writer, rx);
+    let mut out = Writer::spawn(writer, rx, state.metrics.clone());
+    let conn = state.metrics.open_connection(peer_label(&peer));
+    if let Some(log) = &state.access_log {
+        log.connection(conn.number, "ACCEPT", &conn.peer);
+    }
+    let mut op_number = 0u64;
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let max_pending = state.config.limits.max_pending_per_connection.max(1);
     let permits = Arc::new(Semaphore::new(max_pending));
@@ -120,16 +127,29 @@ pub async fn serve_transport<S>(
                 sasl: &mut sasl,
                 link: &link,
                 must_change: &must_change,
+                conn: &conn,
+                op_number: &mut op_number,
             };
             match dispatch(message, &state, &mut session, &tx, &pending, &permits).await {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
-                Flow::StartTls { id, has_value } => {
+                Flow::StartTls {
+                    id,
+                    has_value,
+                    completion,
+                } => {
                     let outstanding = permits.available_permits()
                         < state.config.limits.max_pending_per_connection.max(1)
                         || start < buf.len();
                     let check = start_tls_check(&state, &link, has_value, outstanding);
                     let _ = tx.send(start_tls_response(id, &check)).await;
+                    if let Some(c) = completion {
+                        let code = match &check {
+                            Ok(()) => ResultCode::Success,
+                            Err(e) => e.code,
+                        };
+                        c.done(Some(code), 0, 0);
+                    }
                     if check.is_err() {
                         continue;
                     }
@@ -173,6 +193,18 @@ pub async fn serve_transport<S>(
     }
     drop(tx);
     out.finish().await;
+    state.metrics.close_connection(conn.number);
+    if let Some(log) = &state.access_log {
+        log.connection(conn.number, "closed", &conn.peer);
+    }
+}
+
+/// A peer as slapd's monitor and logs show it.
+fn peer_label(peer: &Peer) -> String {
+    match peer {
+        Peer::Tcp(addr) => format!("IP={addr}"),
+        Peer::Unix { uid, gid } => format!("PATH=ldapi uid={uid} gid={gid}"),
+    }
 }
 
 enum Flow {
@@ -182,6 +214,7 @@ enum Flow {
     StartTls {
         id: i32,
         has_value: bool,
+        completion: Option<Completion>,
     },
 }
 
@@ -206,10 +239,15 @@ where
     let tls = state.tls.clone()?;
     match tls.accept(plain).await {
         Ok((stream, facts)) => {
+            state.metrics.tls_handshakes.fetch_add(1, Ordering::Relaxed);
             let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
-            Some((r, Writer::spawn(w, rx), facts))
+            Some((r, Writer::spawn(w, rx, state.metrics.clone()), facts))
         }
         Err(error) => {
+            state
+                .metrics
+                .tls_handshake_failures
+                .fetch_add(1, Ordering::Relaxed);
             tracing::info!(?peer, %error, "StartTLS handshake failed");
             None
         }
@@ -272,10 +310,10 @@ struct Writer<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
-    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>) -> Writer<W> {
+    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>, metrics: Arc<Metrics>) -> Writer<W> {
         let (handover, asked) = oneshot::channel();
         Writer {
-            task: tokio::spawn(write_responses(writer, rx, asked)),
+            task: tokio::spawn(write_responses(writer, rx, asked, metrics)),
             handover,
         }
     }
@@ -298,6 +336,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     mut asked: oneshot::Receiver<()>,
+    metrics: Arc<Metrics>,
 ) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
     let mut batch = Vec::with_capacity(16 * 1024);
     let mut may_ask = true;
@@ -320,7 +359,10 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         // Coalesce whatever else is ready into one write; a lone response (or a search's batch) is
         // written as it is, without a copy.
         let written = match rx.try_recv() {
-            Err(_) => writer.write_all(&first).await,
+            Err(_) => {
+                metrics.sent_bytes(first.len());
+                writer.write_all(&first).await
+            }
             Ok(more) => {
                 batch.clear();
                 batch.extend_from_slice(&first);
@@ -331,6 +373,7 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                         Err(_) => break,
                     }
                 }
+                metrics.sent_bytes(batch.len());
                 writer.write_all(&batch).await
             }
         };
@@ -378,6 +421,9 @@ struct Session<'a> {
     link: &'a Link,
     /// The session was bound with pwdReset and has not changed its password since.
     must_change: &'a Arc<AtomicBool>,
+    /// The connection's record in the monitor and the number of the next operation.
+    conn: &'a Arc<ConnInfo>,
+    op_number: &'a mut u64,
 }
 
 async fn dispatch(
@@ -390,6 +436,15 @@ async fn dispatch(
 ) -> Flow {
     let id = message.message_id;
     let link = session.link;
+    let op_number = *session.op_number;
+    *session.op_number += 1;
+    let completion =
+        Completion::start(state, session.conn, op_number, &message.op, &session.who.dn);
+    let finish = |completion: Option<Completion>, code: Option<ResultCode>| {
+        if let Some(c) = completion {
+            c.done(code, 0, 0);
+        }
+    };
     if session.sasl.is_some() && !matches!(message.op, ProtocolOp::BindRequest(_)) {
         // slapd refuses other operations during a SASL exchange; we also abandon the exchange, so the
         // connection is anonymous again (RFC 4513 §5.2.1.2 leaves it to the server).
@@ -399,6 +454,7 @@ async fn dispatch(
             LdapError::new(ResultCode::OperationsError, "SASL bind in progress"),
         ) {
             let _ = tx.send(encode(id, op, Vec::new())).await;
+            finish(completion, Some(ResultCode::OperationsError));
             return Flow::Continue;
         }
     }
@@ -413,9 +469,11 @@ async fn dispatch(
             }) {
                 Ok(ctl) => ctl,
                 Err(e) => {
+                    let code = e.code;
                     if let Some(op) = error_response(&message.op, e) {
                         let _ = tx.send(encode(id, op, Vec::new())).await;
                     }
+                    finish(completion, Some(code));
                     return Flow::Continue;
                 }
             }
@@ -476,6 +534,7 @@ async fn dispatch(
                 }
                 Err(e) => (error_result(e), None),
             };
+            let code = result.code;
             let response = BindResponse {
                 result,
                 server_sasl_creds,
@@ -487,12 +546,18 @@ async fn dispatch(
                     policy.controls,
                 ))
                 .await;
+            session.conn.set_authz_dn(&who.dn);
+            finish(completion, Some(code));
             Flow::Continue
         }
-        ProtocolOp::UnbindRequest => Flow::Close,
+        ProtocolOp::UnbindRequest => {
+            finish(completion, None);
+            Flow::Close
+        }
         ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Flow::StartTls {
             id,
             has_value: req.value.is_some(),
+            completion,
         },
         ProtocolOp::AbandonRequest(target) => {
             if let Some(flag) = pending
@@ -502,12 +567,14 @@ async fn dispatch(
             {
                 flag.store(true, Ordering::Relaxed);
             }
+            finish(completion, None);
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return Flow::Close;
             };
+            refresh_monitor(state, &req.base).await;
             let cancel = Arc::new(AtomicBool::new(false));
             pending
                 .lock()
@@ -522,8 +589,9 @@ async fn dispatch(
                 ctl,
                 cancel,
                 tx: tx.clone(),
+                tally: Default::default(),
             };
-            if let Some(responses) = ops::search::try_inline(&job) {
+            if let Some((responses, outcome)) = ops::search::try_inline(&job) {
                 for response in responses {
                     if tx.send(response).await.is_err() {
                         break;
@@ -534,11 +602,14 @@ async fn dispatch(
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&id);
                 drop(permit);
+                finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
-                ops::search::run(job);
+                let state = job.state.clone();
+                let outcome = ops::search::run(job);
+                finish_search(&state, completion, outcome);
                 pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -561,13 +632,18 @@ async fn dispatch(
             let tx = tx.clone();
             let must_change = session.must_change.clone();
             tokio::spawn(async move {
+                if let ProtocolOp::CompareRequest(req) = &op {
+                    refresh_monitor(&state, &req.dn).await;
+                }
                 let (response, mut controls) = run_update(&state, &who, op, &ctl).await;
+                let code = code_of(&response);
                 if own_password_change && succeeded(&response) {
                     must_change.store(false, Ordering::Relaxed);
                 }
                 controls.extend(ctl.policy_sink.take());
                 let _ = tx.send(encode(id, response, controls)).await;
                 drop(permit);
+                finish(completion, code);
             });
             Flow::Continue
         }
@@ -575,6 +651,27 @@ async fn dispatch(
         _ => {
             disconnect(tx, "unexpected protocol operation").await;
             Flow::Close
+        }
+    }
+}
+
+fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::search::Outcome) {
+    if outcome.unindexed {
+        state
+            .metrics
+            .unindexed_searches
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(c) = completion {
+        c.done(outcome.code, outcome.entries, outcome.references);
+    }
+}
+
+/// Brings cn=Monitor up to date before a read whose base may lie in it.
+async fn refresh_monitor(state: &State, raw_base: &[u8]) {
+    if state.monitor.is_some() && crate::monitor::Monitor::may_hold(raw_base) {
+        if let Err(error) = crate::monitor_tree::refresh(state).await {
+            tracing::warn!(%error, "cn=Monitor refresh failed");
         }
     }
 }

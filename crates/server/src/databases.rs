@@ -35,6 +35,8 @@ pub struct Database {
     dynlist: Option<Arc<Dynlist>>,
     /// The ppolicy overlay, which binds and password changes consult.
     ppolicy: Option<Arc<PPolicy>>,
+    /// Clients may not write it (cn=Monitor): every update is unwillingToPerform.
+    read_only: bool,
 }
 
 impl Database {
@@ -44,7 +46,20 @@ impl Database {
             acl: Arc::new(acl),
             dynlist: None,
             ppolicy: None,
+            read_only: false,
         }
+    }
+
+    /// A database the server writes itself and clients only read (cn=Monitor).
+    pub fn read_only(backend: Directory, acl: Acl) -> Database {
+        Database {
+            read_only: true,
+            ..Database::new(backend, acl)
+        }
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// This database with the dynlist overlay's expansion on its reads.
@@ -86,6 +101,13 @@ impl Database {
         who: &Who,
         ctl: &RequestControls,
     ) -> Result<Vec<Control>, OpError> {
+        if self.read_only {
+            return Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "operation not supported within namingContext",
+            )
+            .into());
+        }
         let guard = Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),

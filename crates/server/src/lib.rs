@@ -6,15 +6,21 @@
 //! must never open an LMDB transaction itself or store anything but through `Directory::write`.
 
 pub mod access;
+pub mod accesslog;
 pub mod acl;
 pub mod authz;
 pub mod backoff;
+pub mod completion;
 pub mod config;
 pub mod conn;
 pub mod databases;
+pub mod exporter;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
+pub mod monitor;
+pub mod monitor_tree;
 pub mod ops;
 pub mod overlays;
 pub mod ppolicy;
@@ -62,11 +68,17 @@ pub enum StartError {
     Overlay(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("cn=Monitor: {0}")]
+    Monitor(String),
+    #[error("access_log {0}: {1}")]
+    AccessLog(String, std::io::Error),
 }
 
 /// Loads the built-in schema plus the configured schema files.
 pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
+    // Always loaded, so that offline tools and servers with or without cn=Monitor agree on names.
+    schema.load_text(monitor::schema::MONITOR_SCHEMA, "monitor schema")?;
     for text in overlays::schema(&config.overlay) {
         schema.load_text(text, "overlay schema")?;
     }
@@ -183,6 +195,46 @@ pub fn check_config(config: &Config) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Opens the cn=Monitor database: a small store of its own in `DATA/monitor`, emptied at each start,
+/// never fsynced (its content is recomputed), with its own access rules (monitor::ACCESS).
+fn open_monitor(config: &Config, schema: Arc<Schema>) -> Result<Database, StartError> {
+    let path = config.data_dir.join("monitor");
+    for file in ["data.mdb", "lock.mdb"] {
+        match std::fs::remove_file(path.join(file)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StartError::Monitor(format!("{}: {e}", path.display()))),
+        }
+    }
+    let index = |attr: &str| IndexSpec {
+        attr: attr.to_string(),
+        eq: true,
+        pres: false,
+        sub: false,
+        ord: false,
+        approx: false,
+    };
+    let store_config = StoreConfig {
+        path,
+        indexes: Vec::new(),
+        initial_map_size: 16 << 20,
+        durable: false,
+        max_readers: 1024,
+        write_map: false,
+    };
+    let mut monitor_config = config.clone();
+    monitor_config.access = vec![monitor::ACCESS.to_string()];
+    let acl = access_list(&schema, &monitor_config)?;
+    let backend = Directory::open(
+        schema,
+        monitor::SUFFIX,
+        vec![index("objectClass"), index("cn")],
+        store_config,
+        canopy_directory::Pipeline::standard(),
+    )?;
+    Ok(Database::read_only(backend, acl))
+}
+
 /// Compiles the configured access list (Debian's default when none is configured).
 pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartError> {
     let ldapi_paths = config
@@ -209,8 +261,20 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
+    let access_log = accesslog::AccessLog::open(&config)
+        .map_err(|e| StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e))?;
+    let mut list = vec![database];
+    let monitor = match config.monitor {
+        true => {
+            let db = open_monitor(&config, list[0].schema().clone())?;
+            list.push(db.clone());
+            Some(monitor::Monitor::new(db, config.root_dn.clone()))
+        }
+        false => None,
+    };
     Ok(Arc::new(ServerState {
-        databases: Databases::new(vec![database]),
+        databases: Databases::new(list),
+        monitor,
         tls,
         config,
         root_ndn,
@@ -219,7 +283,17 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         sasl_rules,
         backoff,
         dummy_hash,
+        metrics: Arc::new(metrics::Metrics::new()),
+        access_log,
     }))
+}
+
+/// Reopens the access log and the audit logs (SIGHUP, after logrotate moved them).
+pub fn reopen_logs(state: &State) -> std::io::Result<()> {
+    if let Some(log) = &state.access_log {
+        log.reopen()?;
+    }
+    canopy_directory::overlay::auditlog::reopen_all()
 }
 
 /// A hash of a random password with the configured scheme and costs.

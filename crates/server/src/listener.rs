@@ -130,6 +130,10 @@ where
         Ok(_admitted) => crate::conn::serve(stream, state, peer).await,
         Err(refusal) => {
             tracing::warn!(?peer, %refusal, "connection refused");
+            state
+                .metrics
+                .connections_refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             crate::limits::refuse(stream, &refusal).await;
         }
     }
@@ -141,7 +145,13 @@ async fn admit_and_serve_tls(stream: tokio::net::TcpStream, state: State, peer: 
     let ip = peer_ip(&peer);
     match state.connections.admit(ip, &state.config.limits) {
         Ok(_admitted) => serve_tls(stream, state, peer).await,
-        Err(refusal) => tracing::warn!(?peer, %refusal, "connection refused"),
+        Err(refusal) => {
+            tracing::warn!(?peer, %refusal, "connection refused");
+            state
+                .metrics
+                .connections_refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -154,10 +164,20 @@ async fn serve_tls(stream: tokio::net::TcpStream, state: State, peer: Peer) {
     };
     match tls.accept(stream).await {
         Ok((stream, facts)) => {
+            state
+                .metrics
+                .tls_handshakes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             crate::conn::serve_transport(Transport::Tls(Box::new(stream)), state, peer, Some(facts))
                 .await
         }
-        Err(error) => tracing::info!(?peer, %error, "TLS handshake failed"),
+        Err(error) => {
+            state
+                .metrics
+                .tls_handshake_failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::info!(?peer, %error, "TLS handshake failed");
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use canopy_directory::dynlist::Dynlist;
+use canopy_directory::overlay::auditlog::AuditLog;
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
 use canopy_directory::overlay::ppolicy::{self, PPolicy};
@@ -23,13 +24,14 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 6] = [
+pub const KNOWN: [&str; 7] = [
     "memberof",
     "refint",
     "unique",
     "constraint",
     "dynlist",
     "ppolicy",
+    "auditlog",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -181,6 +183,17 @@ fn hook(
                 config.check(target.schema, &suffix)?;
             }
             Ok(Arc::new(Unique::new(config)))
+        }
+        "auditlog" => {
+            let mut file = None;
+            for (key, value) in &overlay.options {
+                match key.as_str() {
+                    "file" => file = Some(string(key, value)?),
+                    other => return Err(format!("unknown option {other:?} (auditlog takes file)")),
+                }
+            }
+            let file = file.ok_or("auditlog needs file = \"/path/to/audit.ldif\"")?;
+            Ok(Arc::new(AuditLog::new(file.into())))
         }
         other => Err(format!(
             "unknown overlay {other:?} (known: {})",

@@ -57,7 +57,11 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("structuralObjectClass", strings(&["OpenLDAProotDSE"])),
             attr(
                 "namingContexts",
-                state.databases.iter().map(|db| db.suffix_dn().to_string()),
+                state
+                    .databases
+                    .iter()
+                    .filter(|db| !db.is_read_only())
+                    .map(|db| db.suffix_dn().to_string()),
             ),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
             attr(
@@ -80,7 +84,15 @@ fn root_dse(state: &ServerState) -> Entry {
                 [format!("Canopy {}", env!("CARGO_PKG_VERSION"))],
             ),
             attr("entryDN", [String::new()]),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            state
+                .monitor
+                .is_some()
+                .then(|| attr("monitorContext", strings(&[crate::monitor::SUFFIX]))),
+        )
+        .collect(),
     }
 }
 

@@ -29,6 +29,12 @@ pub struct ServerState {
     /// A hash of a random password in the default scheme, checked when a bind has nothing to check
     /// against, so unknown users cost the same time as wrong passwords.
     pub dummy_hash: Vec<u8>,
+    /// Every counter: cn=Monitor and `/metrics` read them.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The access log, when configured.
+    pub access_log: Option<crate::accesslog::AccessLog>,
+    /// The cn=Monitor database's writer side; None when `monitor = false`.
+    pub monitor: Option<crate::monitor::Monitor>,
 }
 
 pub type State = Arc<ServerState>;

@@ -26,6 +26,8 @@ mod features;
 mod hostile;
 #[path = "e2e/limits.rs"]
 mod limits;
+#[path = "e2e/observe.rs"]
+mod observe;
 #[path = "e2e/operations.rs"]
 mod operations;
 #[path = "e2e/overlays.rs"]

@@ -78,10 +78,7 @@ pub async fn write_as(dir: &Directory, op: WriteOp, requester: &str) -> Result<(
     });
     dir.write(WriteRequest { op, guard })
         .await
-        .map_err(|e| match e {
-            OpError::Ldap(e) => e,
-            other => LdapError::new(other.code(), other.to_string()),
-        })
+        .map_err(OpError::into_ldap)
 }
 
 /// The add of `dn` with `attrs` (name, value), as the frontend builds it.

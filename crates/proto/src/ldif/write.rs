@@ -25,7 +25,8 @@ fn is_safe_string(value: &[u8]) -> bool {
         && value.last() != Some(&b' ')
 }
 
-fn write_attrval(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+/// Writes one `name: value` line (base64 `::` for unsafe values), folded at 76 columns.
+pub fn write_attrval(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     let mut line = Folder { out, column: 0 };
     line.write(name.as_bytes());
     if value.is_empty() {

@@ -164,7 +164,7 @@ async fn password_modify(
             e.matched_dn = None;
             return Err(e);
         }
-        Err(OpError::Referral(r)) => return Err(LdapError::new(ResultCode::Referral, r.matched)),
+        Err(referral) => return Err(referral.into_ldap()),
     }
     Ok(generated.then(|| encode_passwd_modify_response(&new_password)))
 }

@@ -44,6 +44,54 @@ pub struct SearchJob {
     pub ctl: RequestControls,
     pub cancel: Arc<AtomicBool>,
     pub tx: Sender<Vec<u8>>,
+    /// What the search sent, for the counters and the access log.
+    pub tally: Tally,
+}
+
+/// What a search sent: entries and continuation references so far.
+#[derive(Default)]
+pub struct Tally {
+    entries: std::cell::Cell<u64>,
+    references: std::cell::Cell<u64>,
+    unindexed: std::cell::Cell<bool>,
+}
+
+impl Tally {
+    fn reset(&self) {
+        self.entries.set(0);
+        self.references.set(0);
+        self.unindexed.set(false);
+    }
+
+    fn entry(&self) {
+        self.entries.set(self.entries.get() + 1);
+    }
+
+    fn reference(&self) {
+        self.references.set(self.references.get() + 1);
+    }
+}
+
+/// How a search ended: its result code (None when abandoned or disconnected: nothing more was sent) and
+/// what it sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    pub code: Option<ResultCode>,
+    pub entries: u64,
+    pub references: u64,
+    /// No index could serve the filter: the scope was scanned.
+    pub unindexed: bool,
+}
+
+impl SearchJob {
+    fn outcome(&self, code: Option<ResultCode>) -> Outcome {
+        Outcome {
+            code,
+            entries: self.tally.entries.get(),
+            references: self.tally.references.get(),
+            unindexed: self.tally.unindexed.get(),
+        }
+    }
 }
 
 /// Why a search stopped before its end.
@@ -168,25 +216,26 @@ impl From<OpError> for Stop {
 }
 
 /// Runs the search to its end on a blocking thread and sends SearchResultDone (unless abandoned).
-pub fn run(job: SearchJob) {
+pub fn run(job: SearchJob) -> Outcome {
     let mut sink = Sink::queue(&job.tx);
     // Abandoned or disconnected (None): what is still batched is dropped with the rest.
-    if let Some(done) = finish(&job, &mut sink) {
-        if sink.push(done).is_ok() {
-            let _ = sink.flush(true);
+    if let Some((done, code)) = finish(&job, &mut sink) {
+        if sink.push(done).is_ok() && sink.flush(true).is_ok() {
+            return job.outcome(Some(code));
         }
     }
+    job.outcome(None)
 }
 
 /// Tries the search within the inline budget: all its responses, SearchResultDone last, or None when it
 /// must run with [`run`] instead (nothing has been sent then).
-pub fn try_inline(job: &SearchJob) -> Option<Vec<Vec<u8>>> {
+pub fn try_inline(job: &SearchJob) -> Option<(Vec<Vec<u8>>, Outcome)> {
     let mut sink = Sink::Buffer(Vec::new());
-    let done = finish(job, &mut sink)?;
+    let (done, code) = finish(job, &mut sink)?;
     match sink {
         Sink::Buffer(mut out) => {
             out.push(done);
-            Some(out)
+            Some((out, job.outcome(Some(code))))
         }
         Sink::Queue { .. } => None,
     }
@@ -194,7 +243,8 @@ pub fn try_inline(job: &SearchJob) -> Option<Vec<Vec<u8>>> {
 
 /// Executes and encodes the final SearchResultDone; None when nothing more is to be sent (abandoned, or
 /// an inline attempt overflowed).
-fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<Vec<u8>> {
+fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)> {
+    job.tally.reset();
     let mut done_controls = Vec::new();
     let result = match execute(job, sink, &mut done_controls) {
         Ok(()) => LdapResult::success(),
@@ -202,10 +252,14 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<Vec<u8>> {
         Err(Stop::Referral(r)) => r.into_result(),
         Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
-    Some(encode(
-        job.message_id,
-        ProtocolOp::SearchResultDone(result),
-        done_controls,
+    let code = result.code;
+    Some((
+        encode(
+            job.message_id,
+            ProtocolOp::SearchResultDone(result),
+            done_controls,
+        ),
+        code,
     ))
 }
 
@@ -313,9 +367,11 @@ fn execute(
     };
 
     let mut scan = dir.plan_scan(&txn, &query, &found)?;
-    if scan.unindexed() {
+    // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
+    if scan.unindexed() && !dir.is_read_only() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
         tracing::info!(%filter, "unindexed search: scanning the scope");
+        job.tally.unindexed.set(true);
     }
     // slapd's size.unchecked: too many candidates to examine is refused before examining any.
     let over = match limits.lookthrough {
@@ -404,6 +460,7 @@ fn execute(
             Candidate::Reference(urls) => {
                 let reference = ProtocolOp::SearchResultReference(urls);
                 sink.push(encode(job.message_id, reference, Vec::new()))?;
+                job.tally.reference();
                 continue;
             }
             Candidate::Entry { id, stored, ndn } => (id, stored, ndn),
@@ -476,6 +533,7 @@ fn execute(
             return Ok(());
         }
         sink.push_encoded(|out| encode_stored(job, &selection, &cleared, &computed, out))?;
+        job.tally.entry();
         sent += 1;
         last_sent = Some(id);
     }
@@ -866,5 +924,7 @@ fn send_special(
         entry.dn.to_string().as_bytes(),
         &attrs,
     );
-    sink.push(out)
+    sink.push(out)?;
+    job.tally.entry();
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! Secrets stay secret: passwords, their hashes, SCRAM secrets and the TLS private key never show up in the
-//! server's log (at trace level) or in the texts of results, whatever operation carries them (canopy only:
+//! server's log (at trace level, with the access log), or in the texts of results, whatever operation carries them (canopy only:
 //! the log is canopy's).
 
 use canopy_e2e::*;
@@ -52,8 +52,8 @@ fn secrets_never_reach_logs_or_results() {
         println!("skipped for slapd: this test reads canopy's own log");
         return;
     }
-    // Trace level: everything any module of the server logs.
-    let s = Server::start_canopy_logging("", "trace");
+    // Trace level: everything any module of the server logs, and the access log beside it.
+    let s = Server::start_canopy_logging("access_log = \"stderr\"\n", "trace");
     let dn = user_dn("sec");
     let mut outputs: Vec<(String, Out)> = Vec::new();
 
@@ -134,6 +134,16 @@ fn secrets_never_reach_logs_or_results() {
     assert!(
         log.contains("unindexed search") && log.contains("<redacted>"),
         "the trace log has the search line, its password values redacted:\n{log}"
+    );
+    for word in [" BIND ", " SRCH ", " CMP ", " EXT ", " ADD "] {
+        assert!(
+            log.lines().any(|l| l.contains(" op=") && l.contains(word)),
+            "the access log has a{word}line:\n{log}"
+        );
+    }
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a log written to a file"
     );
     assert_clean("the server log", &log, &secrets);
 }

@@ -1,0 +1,377 @@
+//! The cn=Monitor tree as it is now: every entry's DN and attributes, computed from the counters of
+//! `metrics`, the open connections, the databases and the configuration, in back-monitor's shape;
+//! `refresh` stores it in the monitor database before a search reads it.
+
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use canopy_core::LdapError;
+
+use crate::metrics::OpType;
+use crate::monitor::{generalized, MonitorEntry, SUFFIX};
+use crate::state::ServerState;
+
+/// Brings the monitor database up to date (a no-op when it is not configured).
+pub async fn refresh(state: &ServerState) -> Result<(), LdapError> {
+    match &state.monitor {
+        Some(monitor) => monitor.store(build(state)).await,
+        None => Ok(()),
+    }
+}
+
+struct Tree {
+    entries: Vec<MonitorEntry>,
+}
+
+impl Tree {
+    fn add(
+        &mut self,
+        rdn: &str,
+        parent: &str,
+        class: &str,
+        attrs: Vec<(&'static str, Vec<String>)>,
+    ) {
+        let dn = if parent.is_empty() {
+            rdn.to_string()
+        } else {
+            format!("{rdn},{parent}")
+        };
+        let cn = rdn.split_once('=').map(|(_, v)| v).unwrap_or(rdn);
+        let mut all = vec![
+            ("objectClass", vec![class.to_string()]),
+            ("cn", vec![cn.to_string()]),
+        ];
+        all.extend(attrs);
+        self.entries.push(MonitorEntry { dn, attrs: all });
+    }
+
+    fn container(&mut self, rdn: &str, description: &str) -> String {
+        self.add(
+            rdn,
+            SUFFIX,
+            "monitorContainer",
+            vec![("description", vec![description.to_string()])],
+        );
+        format!("{rdn},{SUFFIX}")
+    }
+
+    fn counter(&mut self, rdn: &str, parent: &str, value: u64) {
+        self.add(
+            rdn,
+            parent,
+            "monitorCounterObject",
+            vec![("monitorCounter", vec![value.to_string()])],
+        );
+    }
+}
+
+fn one(value: impl ToString) -> Vec<String> {
+    vec![value.to_string()]
+}
+
+/// The whole tree, parents before children.
+fn build(state: &ServerState) -> Vec<MonitorEntry> {
+    let m = &state.metrics;
+    let mut t = Tree {
+        entries: Vec::new(),
+    };
+    t.add(
+        SUFFIX,
+        "",
+        "monitorServer",
+        vec![
+            (
+                "description",
+                vec![
+                    "This subtree contains monitoring/managing objects.".into(),
+                    "This object contains information about this server.".into(),
+                    "Most of the information is held in operational attributes, which must be explicitly requested.".into(),
+                ],
+            ),
+            ("monitoredInfo", one(format!("Canopy {}", env!("CARGO_PKG_VERSION")))),
+        ],
+    );
+
+    // Backends: the kinds of database this server runs.
+    let backends = t.container(
+        "cn=Backends",
+        "This subsystem contains information about available backends.",
+    );
+    for (i, kind) in ["mdb", "monitor"].iter().enumerate() {
+        t.add(
+            &format!("cn=Backend {i}"),
+            &backends,
+            "monitoredObject",
+            vec![
+                ("monitoredInfo", one(kind)),
+                ("monitorRuntimeConfig", one("FALSE")),
+            ],
+        );
+    }
+
+    // Connections.
+    let connections = t.container(
+        "cn=Connections",
+        "This subsystem contains information about connections.",
+    );
+    let open = m.open_connections();
+    t.counter("cn=Max File Descriptors", &connections, max_descriptors());
+    t.counter(
+        "cn=Total",
+        &connections,
+        m.connections_total.load(Ordering::Relaxed),
+    );
+    t.counter("cn=Current", &connections, open.len() as u64);
+    for conn in &open {
+        let received = conn.ops_received.load(Ordering::Relaxed);
+        let completed = conn.ops_completed.load(Ordering::Relaxed);
+        let mut attrs = vec![
+            ("monitorConnectionNumber", one(conn.number)),
+            ("monitorConnectionProtocol", one(3)),
+            ("monitorConnectionOpsReceived", one(received)),
+            (
+                "monitorConnectionOpsExecuting",
+                one(received.saturating_sub(completed)),
+            ),
+            ("monitorConnectionOpsPending", one(0)),
+            ("monitorConnectionOpsCompleted", one(completed)),
+            ("monitorConnectionPeerAddress", one(&conn.peer)),
+            ("monitorConnectionStartTime", one(generalized(conn.started))),
+        ];
+        let authz = conn.authz_dn();
+        if !authz.is_empty() {
+            attrs.push(("monitorConnectionAuthzDN", one(authz)));
+        }
+        t.add(
+            &format!("cn=Connection {}", conn.number),
+            &connections,
+            "monitorConnection",
+            attrs,
+        );
+    }
+
+    // Databases: each with back-mdb's figures.
+    let databases = t.container(
+        "cn=Databases",
+        "This subsystem contains information about configured databases.",
+    );
+    let overlays: Vec<String> = state
+        .config
+        .overlay
+        .iter()
+        .map(|o| o.name.clone())
+        .collect();
+    for (i, db) in state.databases.iter().enumerate() {
+        let monitor = db.is_read_only();
+        let mut attrs = vec![
+            (
+                "monitoredInfo",
+                one(if monitor { "monitor" } else { "mdb" }),
+            ),
+            ("monitorIsShadow", one("FALSE")),
+            ("namingContexts", one(db.suffix_dn())),
+            ("readOnly", one(if monitor { "TRUE" } else { "FALSE" })),
+            (
+                "seeAlso",
+                one(format!(
+                    "cn=Backend {},cn=Backends,{SUFFIX}",
+                    usize::from(monitor)
+                )),
+            ),
+        ];
+        if !monitor {
+            if !overlays.is_empty() {
+                attrs.push(("monitorOverlay", overlays.clone()));
+            }
+            if let Ok(stats) = db.store().stats() {
+                let page = (stats.page_size.max(1)) as usize;
+                attrs.push(("objectClass", one("olmMDBDatabase")));
+                attrs.push(("olmDbDirectory", one(state.config.data_dir.display())));
+                attrs.push(("olmMDBPagesMax", one(stats.map_size / page)));
+                attrs.push(("olmMDBPagesUsed", one(stats.map_used / page)));
+                attrs.push(("olmMDBReadersMax", one(stats.max_readers)));
+                attrs.push(("olmMDBReadersUsed", one(stats.readers)));
+                attrs.push(("olmMDBEntries", one(stats.entries)));
+            }
+            if let Some(at) = db.store().last_commit() {
+                attrs.push(("monitorTimestamp", one(generalized(at))));
+            }
+        }
+        t.add(
+            &format!("cn=Database {i}"),
+            &databases,
+            "monitoredObject",
+            attrs,
+        );
+    }
+
+    // Listeners, as configured.
+    let listeners = t.container(
+        "cn=Listeners",
+        "This subsystem contains information about active listeners.",
+    );
+    for (i, url) in state.config.listen.iter().enumerate() {
+        t.add(
+            &format!("cn=Listener {i}"),
+            &listeners,
+            "monitoredObject",
+            vec![("labeledURI", one(url))],
+        );
+    }
+
+    // Operations.
+    let total = |f: &dyn Fn(OpType) -> u64| OpType::ALL.iter().map(|&op| f(op)).sum::<u64>();
+    t.add(
+        "cn=Operations",
+        SUFFIX,
+        "monitorContainer",
+        vec![
+            (
+                "description",
+                one("This subsystem contains information about performed operations."),
+            ),
+            (
+                "monitorOpInitiated",
+                one(total(&|op| m.initiated_count(op))),
+            ),
+            (
+                "monitorOpCompleted",
+                one(total(&|op| m.completed_count(op))),
+            ),
+        ],
+    );
+    let operations = format!("cn=Operations,{SUFFIX}");
+    for op in OpType::ALL {
+        t.add(
+            &format!("cn={}", op.monitor_name()),
+            &operations,
+            "monitorOperation",
+            vec![
+                ("monitorOpInitiated", one(m.initiated_count(op))),
+                ("monitorOpCompleted", one(m.completed_count(op))),
+            ],
+        );
+    }
+
+    // Overlays.
+    t.add("cn=Overlays", SUFFIX, "monitorContainer", {
+        let mut attrs = vec![(
+            "description",
+            one("This subsystem contains information about available overlays."),
+        )];
+        if !overlays.is_empty() {
+            attrs.push(("monitoredInfo", overlays.clone()));
+        }
+        attrs
+    });
+    let overlay_parent = format!("cn=Overlays,{SUFFIX}");
+    for (i, name) in overlays.iter().enumerate() {
+        t.add(
+            &format!("cn=Overlay {i}"),
+            &overlay_parent,
+            "monitoredObject",
+            vec![
+                ("monitoredInfo", one(name)),
+                ("monitorRuntimeConfig", one("FALSE")),
+            ],
+        );
+    }
+
+    // Replication: no replication exists yet, so the container is empty.
+    t.container(
+        "cn=Replication",
+        "This subsystem contains information about replication sessions (none: this server does not replicate yet).",
+    );
+
+    // Statistics.
+    let statistics = t.container("cn=Statistics", "This subsystem contains statistics.");
+    t.counter("cn=Bytes", &statistics, m.bytes_sent());
+    t.counter("cn=PDU", &statistics, m.pdus_sent());
+    t.counter("cn=Entries", &statistics, m.entries_sent());
+    t.counter("cn=Referrals", &statistics, m.references_sent());
+
+    // Threads: the runtime's workers and the one writer thread per database.
+    let threads = t.container(
+        "cn=Threads",
+        "This subsystem contains information about threads.",
+    );
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    t.add(
+        "cn=Max",
+        &threads,
+        "monitoredObject",
+        vec![
+            ("monitoredInfo", one(workers)),
+            (
+                "description",
+                one("Worker threads of the runtime (one per CPU)"),
+            ),
+        ],
+    );
+    t.add(
+        "cn=Writers",
+        &threads,
+        "monitoredObject",
+        vec![
+            ("monitoredInfo", one(state.databases.iter().count())),
+            ("description", one("Writer threads (one per database)")),
+        ],
+    );
+
+    // Time.
+    let time = t.container("cn=Time", "This subsystem contains information about time.");
+    let now = SystemTime::now();
+    t.add(
+        "cn=Start",
+        &time,
+        "monitoredObject",
+        vec![("monitorTimestamp", one(generalized(m.started)))],
+    );
+    t.add(
+        "cn=Current",
+        &time,
+        "monitoredObject",
+        vec![("monitorTimestamp", one(generalized(now)))],
+    );
+    let uptime = now.duration_since(m.started).map_or(0, |d| d.as_secs());
+    t.add(
+        "cn=Uptime",
+        &time,
+        "monitoredObject",
+        vec![("monitoredInfo", one(uptime))],
+    );
+    for entry in &mut t.entries {
+        merge_object_classes(Some(entry));
+    }
+    t.entries
+}
+
+/// Folds a second `objectClass` pair (an auxiliary class added later) into the first.
+fn merge_object_classes(entry: Option<&mut MonitorEntry>) {
+    let Some(entry) = entry else { return };
+    let mut classes = Vec::new();
+    entry.attrs.retain(|(name, values)| {
+        if *name == "objectClass" {
+            classes.extend(values.iter().cloned());
+            false
+        } else {
+            true
+        }
+    });
+    entry.attrs.insert(0, ("objectClass", classes));
+}
+
+/// The process's open-file limit (slapd's "Max File Descriptors").
+fn max_descriptors() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through a pointer to a live local.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if ok {
+        limit.rlim_cur
+    } else {
+        0
+    }
+}
