@@ -23,7 +23,7 @@ use crate::acl::ops::{
     check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
 };
 use crate::acl::{Acl, Guarded};
-use crate::readentry::{check_assertion, load, read_control, unstored};
+use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
 use crate::reqctl::RequestControls;
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, and how its
@@ -253,13 +253,14 @@ impl Guard for AccessGuard {
             let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
                 return Ok(None);
             };
-            let seen = load(&self.db, txn, &self.who, id, bytes)?;
+            let dn = dn.to_string();
+            let seen = load_named(&self.db, txn, &self.who, id, bytes, dn.as_bytes())?;
             Ok(Some(read_control(
                 self.db.schema(),
                 CONTROL_POST_READ,
                 attrs,
                 &seen,
-                dn.to_string().as_bytes(),
+                dn.as_bytes(),
             )))
         };
         match read() {

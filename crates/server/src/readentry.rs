@@ -42,6 +42,29 @@ pub fn load_for<T: ReadOps>(
     Ok(Seen::through(dir, txn, who, entry, computed, need))
 }
 
+/// [`load`], with the computed attributes (entryDN) of the entry named `dn` instead of its stored DN: a
+/// renamed entry as slapd's post-read shows it.
+pub fn load_named<T: ReadOps>(
+    dir: &impl Guarded,
+    txn: &T,
+    who: &Who,
+    id: u64,
+    bytes: &[u8],
+    dn: &[u8],
+) -> Result<Seen, LdapError> {
+    let stored = Directory::parse_stored(bytes)?;
+    let entry = decoded(&stored, true)?;
+    let computed = dir.computed_attributes(txn, id, dn)?;
+    Ok(Seen::through(
+        dir,
+        txn,
+        who,
+        entry,
+        computed,
+        privileges::READ,
+    ))
+}
+
 /// An entry not yet stored (an add), as `who` sees it.
 pub fn unstored<T: ReadOps>(dir: &impl Guarded, txn: &T, who: &Who, entry: &Entry) -> Seen {
     let computed = computed(false, entry.dn.to_string().as_bytes());
