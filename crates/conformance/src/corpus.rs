@@ -124,12 +124,17 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Case>, CorpusError> {
 
 /// The search that shows what a write did to an entry.
 pub fn readback_case(origin: &str, dn: Vec<u8>) -> Case {
+    readback_scoped(origin, dn, SearchScope::BaseObject)
+}
+
+/// A read-back of `dn` with `scope`, as root with ManageDsaIT, attributes `*` and `+`.
+pub fn readback_scoped(origin: &str, dn: Vec<u8>, scope: SearchScope) -> Case {
     Case {
         origin: origin.to_string(),
         identity: Identity::Root,
         request: Request::Search(SearchRequest {
             base: dn,
-            scope: SearchScope::BaseObject,
+            scope,
             deref: DerefAliases::Never,
             size_limit: 0,
             time_limit: 0,

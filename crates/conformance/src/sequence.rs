@@ -9,8 +9,7 @@ use crate::case::{Case, ChangeRecord, Identity, Request};
 use crate::corpus::{ASSERTION, MANAGE_DSA_IT, POST_READ, PRE_READ, SUFFIX};
 use crate::generate::Rng;
 use canopy_proto::{
-    Change, Control, DerefAliases, Filter, LdifChange, ModifyOperation, PartialAttribute,
-    SearchRequest, SearchScope,
+    Change, Control, Filter, LdifChange, ModifyOperation, PartialAttribute, SearchScope,
 };
 
 /// One sequence: the sandbox set-up, then the generated steps, each write followed by its read-back.
@@ -85,22 +84,11 @@ impl SequenceGen {
 
 /// A subtree search of the sandbox as root with ManageDsaIT: every entry, every attribute.
 fn readback(origin: &str, sandbox: &str) -> Case {
-    Case {
-        origin: origin.to_string(),
-        identity: Identity::Root,
-        request: Request::Search(SearchRequest {
-            base: sandbox.as_bytes().to_vec(),
-            scope: SearchScope::WholeSubtree,
-            deref: DerefAliases::Never,
-            size_limit: 0,
-            time_limit: 0,
-            types_only: false,
-            filter: Filter::Present("objectClass".into()),
-            attributes: vec!["*".into(), "+".into()],
-        }),
-        controls: vec![manage(false)],
-        deliberate: None,
-    }
+    crate::corpus::readback_scoped(
+        origin,
+        sandbox.as_bytes().to_vec(),
+        SearchScope::WholeSubtree,
+    )
 }
 
 fn manage(critical: bool) -> Control {
