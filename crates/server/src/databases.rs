@@ -24,7 +24,6 @@ use crate::acl::ops::{
 };
 use crate::acl::{Acl, Guarded};
 use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
-use crate::reqctl::RequestControls;
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, and how its
 /// entries are expanded when read (the dynlist overlay).
@@ -99,7 +98,7 @@ impl Database {
         &self,
         op: WriteOp,
         who: &Who,
-        ctl: &RequestControls,
+        ctl: &WriteControls,
     ) -> Result<Vec<Control>, OpError> {
         if self.read_only {
             return Err(LdapError::new(
@@ -183,12 +182,35 @@ impl Databases {
     }
 }
 
+/// What of a request's controls a write acts on inside its transaction (from the request's
+/// `reqctl::RequestControls`).
+#[derive(Debug, Clone, Default)]
+pub struct WriteControls {
+    /// RFC 3296: referral objects are ordinary entries.
+    pub manage_dsa_it: bool,
+    /// RFC 4528: the write applies only if the target matches.
+    pub assertion: Option<canopy_proto::Filter>,
+    /// RFC 4527: attribute selections of the entry before and after the write.
+    pub pre_read: Option<Vec<String>>,
+    pub post_read: Option<Vec<String>>,
+}
+
+impl WriteControls {
+    /// An internal write (a rehash on bind, Password Modify): referral objects are entries, no controls.
+    pub fn internal() -> WriteControls {
+        WriteControls {
+            manage_dsa_it: true,
+            ..WriteControls::default()
+        }
+    }
+}
+
 /// Access control inside the writer's transaction: the checks of `acl::ops` for one identity, and the
 /// request's controls that read the target (assertion, pre-read, post-read).
 struct AccessGuard {
     db: Database,
     who: Who,
-    ctl: RequestControls,
+    ctl: WriteControls,
     /// The read controls of the last attempt (a write whose map had to grow runs again).
     reads: Mutex<Reads>,
 }

@@ -10,6 +10,8 @@ use canopy_proto::{
     ResultCode,
 };
 
+use crate::databases::WriteControls;
+
 /// The controls Canopy acts on, decoded.
 #[derive(Debug, Clone, Default)]
 pub struct RequestControls {
@@ -25,6 +27,18 @@ pub struct RequestControls {
     pub password_policy: bool,
     /// Where the operation leaves that response control.
     pub policy_sink: crate::ppolicy::PolicySink,
+}
+
+impl RequestControls {
+    /// What a write acts on inside its transaction.
+    pub fn write(&self) -> WriteControls {
+        WriteControls {
+            manage_dsa_it: self.manage_dsa_it,
+            assertion: self.assertion.clone(),
+            pre_read: self.pre_read.clone(),
+            post_read: self.post_read.clone(),
+        }
+    }
 }
 
 /// The operations a control applies to; elsewhere it is an unknown control (an error only when critical).

@@ -296,10 +296,7 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
         ndn: ndn.clone(),
         changes,
     };
-    let internal = crate::reqctl::RequestControls {
-        manage_dsa_it: true,
-        ..Default::default()
-    };
+    let internal = crate::databases::WriteControls::internal();
     if let Err(error) = dir.update(op, &who, &internal).await {
         tracing::warn!(%error, dn = ndn.as_str(), "rehash on bind failed");
     }

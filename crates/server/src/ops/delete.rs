@@ -25,5 +25,6 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    dir.update(WriteOp::Delete { dn, ndn }, who, ctl).await
+    dir.update(WriteOp::Delete { dn, ndn }, who, &ctl.write())
+        .await
 }

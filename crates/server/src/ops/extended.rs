@@ -151,10 +151,7 @@ async fn password_modify(
     ];
     // slapd answers the extended operation without a matched DN.
     // The password is changed by an internal modify, which treats a referral object as an entry.
-    let internal = crate::reqctl::RequestControls {
-        manage_dsa_it: true,
-        ..Default::default()
-    };
+    let internal = crate::databases::WriteControls::internal();
     match dir
         .update(WriteOp::Modify { dn, ndn, changes }, who, &internal)
         .await

@@ -45,5 +45,5 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    dir.update(op, who, ctl).await
+    dir.update(op, who, &ctl.write()).await
 }

@@ -56,7 +56,7 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    dir.update(WriteOp::ModifyDn(op), who, ctl).await
+    dir.update(WriteOp::ModifyDn(op), who, &ctl.write()).await
 }
 
 fn unwilling(text: &str) -> LdapError {
