@@ -147,13 +147,17 @@ fn substrings<'s>(schema: &'s Schema, sub: &SubstringFilter) -> Node<'s> {
         return Node::Undefined;
     };
     // An assertion part the rule cannot prepare makes the whole component Undefined, checked once here.
+    // slapd also validates each part with the attribute's equality rule (the syntax of its assertion
+    // value): a no-break space in a telephoneNumber part is not a PrintableString character, so
+    // Undefined; a countryName part is a Directory String (caseIgnoreMatch), of any length.
     let parts = sub
         .initial
         .iter()
         .chain(sub.any.iter())
         .chain(sub.final_.iter());
     for part in parts {
-        if rule.normalize_substring(part).is_err() {
+        let valid = target.at.equality.is_none_or(|eq| eq.validates(part));
+        if rule.normalize_substring(part).is_err() || !valid {
             return Node::Undefined;
         }
     }

@@ -48,6 +48,11 @@ macro_rules! rules {
             pub fn kind(self) -> MatchKind {
                 match self { $(MatchingRule::$variant => MatchKind::$kind,)* }
             }
+            /// Whether `value` is valid in the syntax of the rule's assertion value (values of
+            /// syntaxes Canopy does not check are accepted).
+            pub fn validates(self, value: &[u8]) -> bool {
+                crate::syntax::validate_with(crate::syntax::check_for(self.syntax_oid()), value)
+            }
         }
     };
 }
