@@ -10,6 +10,7 @@
 
 pub mod alias;
 pub mod candidates;
+pub mod context;
 mod database;
 pub mod dynlist;
 pub mod error;
@@ -28,6 +29,6 @@ pub use database::{Directory, OpenError};
 pub use error::{store_error, OpError};
 pub use keys::dn_key;
 pub use opattrs::Stamp;
-pub use pipeline::{after_commit, Event, Kind, Pipeline, Proposed, WriteHook};
+pub use pipeline::{after_commit, Event, Kind, Origin, Pipeline, Proposed, WriteHook};
 pub use referral::Referral;
 pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

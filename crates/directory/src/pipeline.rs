@@ -25,6 +25,17 @@ pub enum Kind {
     Rename,
 }
 
+/// Where a write comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// An operation of a client of this server (or a tool): stamped here, checked by every hook.
+    Local,
+    /// A change received from a syncrepl provider: its operational attributes (entryCSN, entryUUID,
+    /// timestamps, modifiersName) and whatever overlays computed there (memberOf ...) arrive with it,
+    /// so hooks that derive state from a change leave it alone (docs/design/replication.md).
+    Replica,
+}
+
 /// A change about to be stored, as [`WriteHook::prepare`] sees it: access control and the schema check
 /// have passed.
 pub struct Proposed<'a> {
@@ -41,6 +52,7 @@ pub struct Proposed<'a> {
     pub stamp: &'a Stamp,
     /// The requester's DN, as creatorsName and modifiersName record it.
     pub requester: &'a str,
+    pub origin: Origin,
 }
 
 /// A change as stored, as [`WriteHook::commit`] sees it.
@@ -52,6 +64,7 @@ pub struct Event<'a> {
     pub changes: &'a [Change],
     pub stamp: &'a Stamp,
     pub requester: &'a str,
+    pub origin: Origin,
 }
 
 /// One step of the pipeline. Both methods run on the writer thread inside the write's nested
@@ -212,6 +225,9 @@ impl WriteHook for Stamping {
         _txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
+        if change.origin == Origin::Replica {
+            return Ok(());
+        }
         let (stamp, requester) = (change.stamp, change.requester);
         match (change.kind, change.new.as_deref_mut()) {
             (Kind::Add, Some(entry)) => stamp.fill(entry),

@@ -18,7 +18,7 @@ use crate::database::Directory;
 use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
-use crate::pipeline::{Event, Kind, Proposed};
+use crate::pipeline::{Event, Kind, Origin, Proposed};
 use crate::referral::{is_referral, referral_for};
 
 /// The first byte of an equality index key, and the presence key (docs/design/index-keys.md).
@@ -284,6 +284,7 @@ impl Directory {
             changes,
             stamp: ctx.stamp,
             requester: ctx.guard.requester(),
+            origin: Origin::Local,
         };
         self.pipeline().prepare(self, txn, &mut proposed)
     }
@@ -308,6 +309,7 @@ impl Directory {
             changes,
             stamp: ctx.stamp,
             requester: ctx.guard.requester(),
+            origin: Origin::Local,
         };
         self.pipeline().commit(self, txn, &event)
     }

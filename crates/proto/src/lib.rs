@@ -13,6 +13,7 @@ pub mod message;
 pub mod oid;
 pub mod ppolicy;
 pub mod result;
+pub mod sync;
 pub mod url;
 
 pub use codec::{

@@ -7,6 +7,7 @@ pub const CONTROL_ASSERTION: &str = "1.3.6.1.1.12";
 /// RFC 4527 pre-read and post-read controls.
 pub const CONTROL_PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const CONTROL_POST_READ: &str = "1.3.6.1.1.13.2";
+/// RFC 4533 syncrepl: see [`crate::sync`] for its controls.
 pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
