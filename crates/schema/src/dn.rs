@@ -222,11 +222,30 @@ impl Schema {
                 let text = String::from_utf8_lossy(&norm);
                 Ok(self.resolve_oid_name(&text).unwrap_or(norm))
             }
+            // A value that is no readable certificate keeps its bytes: it matches no assertion.
+            MatchingRule::CertificateExactMatch => match self.certificate_value(value) {
+                Some(norm) => Ok(norm),
+                None => rule.normalize(value),
+            },
             _ => rule.normalize(value),
         }
     }
 
-    fn normalize_dn_value(&self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
+    /// Normalizes an assertion value under `rule`: like [`Schema::normalize_value`], except for rules
+    /// whose assertion syntax differs from the attribute's (certificateExactMatch asserts a serial number
+    /// and issuer, RFC 4523 §2.1).
+    pub fn normalize_assertion(
+        &self,
+        rule: MatchingRule,
+        value: &[u8],
+    ) -> Result<Vec<u8>, InvalidValue> {
+        match rule {
+            MatchingRule::CertificateExactMatch => self.certificate_assertion(value),
+            _ => self.normalize_value(rule, value),
+        }
+    }
+
+    pub(crate) fn normalize_dn_value(&self, value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
         let dn = parse_dn_value(value)?;
         let norm = self
             .normalize_dn(&dn)

@@ -7,6 +7,7 @@
 //! Owns: the schema model, syntaxes, matching rules, DN normalization. Must never: read the store or the
 //! configuration, or do I/O beyond loading the schema files it is given.
 
+mod certificate;
 mod dn;
 mod error;
 mod matching;
@@ -14,6 +15,7 @@ mod model;
 mod parse;
 mod schema;
 mod syntax;
+pub mod x509;
 
 pub use dn::NormDn;
 pub use error::{InvalidValue, SchemaError};

@@ -34,7 +34,6 @@ pub mod session;
 pub mod special;
 pub mod state;
 pub mod tls;
-pub mod x509name;
 
 use std::sync::Arc;
 

@@ -180,7 +180,7 @@ fn facts(loaded: &Loaded, conn: &rustls::ServerConnection) -> TlsFacts {
     let client_subject = match (conn.peer_certificates(), &loaded.client_check) {
         (Some([end, intermediates @ ..]), Some(check)) => {
             match check.verify_client_cert(end, intermediates, UnixTime::now()) {
-                Ok(_) => crate::x509name::subject_dn(end),
+                Ok(_) => canopy_schema::x509::subject_dn(end),
                 Err(error) => {
                     tracing::info!(%error, "client certificate not verified; ignored");
                     None
@@ -557,7 +557,7 @@ mod tests {
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.self_signed(&key).unwrap();
         assert_eq!(
-            crate::x509name::subject_dn(cert.der()).as_deref(),
+            canopy_schema::x509::subject_dn(cert.der()).as_deref(),
             Some("CN=alice,O=Example\\, Inc.,DC=com")
         );
     }

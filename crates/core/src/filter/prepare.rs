@@ -78,15 +78,16 @@ pub(super) fn target<'s>(schema: &'s Schema, desc: &str) -> Option<Target<'s>> {
 }
 
 /// The normal form of an assertion value, or None when the filter component is Undefined. The certificate
-/// rules assert a serial number and issuer (RFC 4523 §2), not a certificate: such assertions are not
+/// rules assert a serial number and issuer (RFC 4523 §2), not a certificate: certificateExactMatch's
+/// assertion is read as slapd reads it; the pair, list and attribute-certificate rules' assertions are not
 /// implemented, and anything else is invalid for them, so both evaluate to Undefined.
 fn assertion(schema: &Schema, rule: MatchingRule, value: &[u8]) -> Option<Vec<u8>> {
     use MatchingRule::*;
     match rule {
-        CertificateExactMatch
-        | CertificatePairExactMatch
-        | CertificateListExactMatch
-        | AttributeCertificateExactMatch => None,
+        CertificateExactMatch => schema.normalize_assertion(rule, value).ok(),
+        CertificatePairExactMatch | CertificateListExactMatch | AttributeCertificateExactMatch => {
+            None
+        }
         _ => super::normalize(schema, rule, value),
     }
 }

@@ -124,7 +124,7 @@ fn decide(schema: &Schema, seen: &Seen, req: &CompareRequest) -> Result<ResultCo
         .into());
     };
     schema
-        .normalize_value(rule, &req.value)
+        .normalize_assertion(rule, &req.value)
         .map_err(|e| LdapError::new(ResultCode::InvalidAttributeSyntax, e.to_string()))?;
     let present = Filter::Present(req.attr.clone());
     if evaluate(schema, seen.entry(), seen.computed(), &present) != Ternary::True {

@@ -1,4 +1,5 @@
-//! The subject of an X.509 certificate (DER) as an RFC 4514 DN string, for SASL EXTERNAL over TLS.
+//! X.509 certificates (DER) as LDAP sees them: the subject as an RFC 4514 DN string (SASL EXTERNAL over
+//! TLS), and the serial number and issuer that RFC 4523's certificateExactMatch compares.
 
 use canopy_ber::Reader;
 
@@ -6,6 +7,7 @@ const SEQUENCE: u8 = 0x30;
 const SET: u8 = 0x31;
 const OID: u8 = 0x06;
 const VERSION: u8 = 0xa0;
+const INTEGER: u8 = 0x02;
 
 /// The certificate's subject as slapd shows it: RDNs most specific first, short names for the usual
 /// attribute types, strings escaped (RFC 4514 §2.4), other values as `#` and the hex of their BER.
@@ -23,6 +25,21 @@ pub fn subject_dn(cert_der: &[u8]) -> Option<String> {
     tbs.read_tlv().ok()?; // validity
     let subject = tbs.read_constructed(SEQUENCE).ok()?;
     name_to_string(subject)
+}
+
+/// The certificate's serial number (its two's-complement content octets) and its issuer as an RFC 4514
+/// string (as [`subject_dn`] writes names). None when the certificate cannot be read.
+pub fn serial_and_issuer(cert_der: &[u8]) -> Option<(Vec<u8>, String)> {
+    let mut outer = Reader::new(cert_der);
+    let mut cert = outer.read_constructed(SEQUENCE).ok()?;
+    let mut tbs = cert.read_constructed(SEQUENCE).ok()?;
+    if tbs.peek_tag() == Some(VERSION) {
+        tbs.read_tlv().ok()?;
+    }
+    let serial = tbs.read_expected(INTEGER).ok()?.to_vec();
+    tbs.read_tlv().ok()?; // signature algorithm
+    let issuer = tbs.read_constructed(SEQUENCE).ok()?;
+    Some((serial, name_to_string(issuer)?))
 }
 
 fn name_to_string(mut name: Reader<'_>) -> Option<String> {
