@@ -61,6 +61,17 @@ pub enum Request {
         pw: Vec<u8>,
     },
     Change(ChangeRecord),
+    /// A search with the simple paged results control (RFC 2696), repeated with each returned cookie
+    /// until the last page: every page's answer is compared.
+    PagedSearch {
+        req: SearchRequest,
+        size: i32,
+    },
+    /// An extended operation (RFC 4511 §4.12).
+    Extended {
+        name: String,
+        value: Option<Vec<u8>>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +89,11 @@ pub struct Case {
 impl Case {
     /// Whether the case changes the directory (it then runs once per server, in corpus order).
     pub fn is_write(&self) -> bool {
-        matches!(self.request, Request::Change(_))
+        match &self.request {
+            Request::Change(_) => true,
+            Request::Extended { name, .. } => name == canopy_proto::oid::EXOP_PASSWORD_MODIFY,
+            _ => false,
+        }
     }
 
     /// A shell command that replays the request against `url`.
@@ -109,6 +124,23 @@ impl Case {
                     quote(&c.dn),
                     quote(assertion.as_bytes())
                 )
+            }
+            Request::PagedSearch { req, size } => search_command(
+                url,
+                &who,
+                &format!("{ctl} -E pr={size}/noprompt"),
+                req,
+                &req.filter.to_string(),
+            ),
+            Request::Extended { name, value } => {
+                let arg = match value {
+                    None => name.clone(),
+                    Some(v) => format!(
+                        "{name}::{}",
+                        base64::engine::general_purpose::STANDARD.encode(v)
+                    ),
+                };
+                format!("ldapexop -H {url} {who}{ctl} {}", quote(arg.as_bytes()))
             }
             Request::Bind { dn, pw } => {
                 format!("ldapwhoami -H {url} -x -D {} -w {}", quote(dn), quote(pw))

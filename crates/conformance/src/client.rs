@@ -36,6 +36,8 @@ pub struct Status {
     pub referral: Vec<String>,
     /// Controls of the final response (pre-read and post-read entries, for instance).
     pub controls: Vec<Control>,
+    /// An extended response's name and value.
+    pub extended: Option<(Option<String>, Option<Vec<u8>>)>,
 }
 
 impl Status {
@@ -45,6 +47,7 @@ impl Status {
             matched_dn: r.matched_dn.clone(),
             referral: r.referral.clone(),
             controls: controls.to_vec(),
+            extended: None,
         }
     }
 }
@@ -58,6 +61,8 @@ pub enum Outcome {
         status: Status,
     },
     Done(Status),
+    /// The pages of a paged search, in order.
+    Pages(Vec<Outcome>),
     /// No LDAP answer: the connection failed, timed out or the response did not decode.
     Failed(String),
 }
@@ -96,6 +101,7 @@ impl Conn {
             Outcome::Done(s) => Ok(s),
             Outcome::Search { status, .. } => Ok(status),
             Outcome::Failed(why) => Err(ClientError::Decode(why)),
+            Outcome::Pages(_) => Err(ClientError::Decode("pages answer a bind".into())),
         }
     }
 
@@ -175,7 +181,10 @@ impl Conn {
                     })
                 }
                 ProtocolOp::BindResponse(b) => Status::new(&b.result, &msg.controls),
-                ProtocolOp::ExtendedResponse(x) => Status::new(&x.result, &msg.controls),
+                ProtocolOp::ExtendedResponse(x) => Status {
+                    extended: Some((x.name.clone(), x.value.clone())),
+                    ..Status::new(&x.result, &msg.controls)
+                },
                 ProtocolOp::ModifyResponse(r)
                 | ProtocolOp::AddResponse(r)
                 | ProtocolOp::DelResponse(r)

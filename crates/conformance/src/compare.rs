@@ -41,6 +41,10 @@ pub enum Kind {
     EntryCount,
     /// Response controls (which ones; the pre-read/post-read entries).
     ResponseControl,
+    /// An extended response's name or value.
+    ExtendedResponse,
+    /// The number of pages of a paged search.
+    Pages,
 }
 
 impl fmt::Display for Kind {
@@ -58,6 +62,8 @@ impl fmt::Display for Kind {
             Kind::References => "search references",
             Kind::EntryCount => "entry count under size limit",
             Kind::ResponseControl => "response control",
+            Kind::ExtendedResponse => "extended response",
+            Kind::Pages => "page count",
         };
         f.write_str(s)
     }
@@ -89,6 +95,7 @@ pub enum Normalized {
         references: Vec<Vec<String>>,
     },
     Done(NormStatus),
+    Pages(Vec<Normalized>),
     Failed(String),
 }
 
@@ -100,12 +107,15 @@ pub struct NormStatus {
     /// Response controls by OID, sorted; pre-read and post-read values decoded to an entry
     /// (other values, such as paged-results cookies, legitimately differ and are left out).
     pub controls: Vec<(String, Option<NormEntry>)>,
+    /// An extended response's name and value; a value `dn:DN` (WhoAmI) with its DN normalized.
+    pub extended: Option<(Option<String>, String)>,
 }
 
 pub fn normalize(outcome: &Outcome) -> Normalized {
     match outcome {
         Outcome::Failed(why) => Normalized::Failed(why.clone()),
         Outcome::Done(s) => Normalized::Done(norm_status(s)),
+        Outcome::Pages(pages) => Normalized::Pages(pages.iter().map(normalize).collect()),
         Outcome::Search {
             entries,
             references,
@@ -167,11 +177,22 @@ fn norm_status(s: &Status) -> NormStatus {
         })
         .collect();
     controls.sort_by(|a, b| a.0.cmp(&b.0));
+    let extended = s.extended.as_ref().map(|(name, value)| {
+        let value = match value.as_deref() {
+            None => "<none>".to_string(),
+            Some(v) => match v.strip_prefix(b"dn:") {
+                Some(dn) => format!("dn:{}", normalize_dn(dn)),
+                None => lossy(v),
+            },
+        };
+        (name.clone(), value)
+    });
     NormStatus {
         code: s.code,
         matched_dn: normalize_dn(&s.matched_dn),
         referral,
         controls,
+        extended,
     }
 }
 
@@ -266,6 +287,25 @@ pub fn diff_normalized(reference: &Normalized, candidate: &Normalized) -> Vec<Di
             format!("canopy failed ({b}), slapd answered {}", summary(a)),
         ),
         (Normalized::Done(a), Normalized::Done(b)) => diff_status(a, b, &mut push),
+        (Normalized::Pages(a), Normalized::Pages(b)) => {
+            if a.len() != b.len() {
+                push(
+                    Kind::Pages,
+                    format!(
+                        "slapd answered in {} pages ({}), canopy in {} ({})",
+                        a.len(),
+                        pages_summary(a),
+                        b.len(),
+                        pages_summary(b)
+                    ),
+                );
+            }
+            for (i, (pa, pb)) in a.iter().zip(b).enumerate() {
+                for d in diff_normalized(pa, pb) {
+                    push(d.kind, format!("page {}: {}", i + 1, d.detail));
+                }
+            }
+        }
         (
             Normalized::Search {
                 status: sa,
@@ -316,8 +356,13 @@ fn summary(n: &Normalized) -> String {
             status, entries, ..
         } => format!("code {} with {} entries", status.code, entries.len()),
         Normalized::Done(s) => format!("code {}", s.code),
+        Normalized::Pages(pages) => format!("{} pages: {}", pages.len(), pages_summary(pages)),
         Normalized::Failed(why) => format!("no answer ({why})"),
     }
+}
+
+fn pages_summary(pages: &[Normalized]) -> String {
+    pages.iter().map(summary).collect::<Vec<_>>().join("; ")
 }
 
 fn diff_status(a: &NormStatus, b: &NormStatus, push: &mut impl FnMut(Kind, String)) {
@@ -343,6 +388,12 @@ fn diff_status(a: &NormStatus, b: &NormStatus, push: &mut impl FnMut(Kind, Strin
         push(
             Kind::Referral,
             format!("slapd {:?}, canopy {:?}", a.referral, b.referral),
+        );
+    }
+    if a.extended != b.extended {
+        push(
+            Kind::ExtendedResponse,
+            format!("slapd {:?}, canopy {:?}", a.extended, b.extended),
         );
     }
     let oids = |s: &NormStatus| s.controls.iter().map(|c| c.0.clone()).collect::<Vec<_>>();

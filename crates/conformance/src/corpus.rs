@@ -77,11 +77,12 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Case>, CorpusError> {
         }
         let (verb, rest) = line.split_once(' ').unwrap_or((line, ""));
         match verb {
-            "search" | "compare" | "bind" => {
+            "search" | "compare" | "bind" | "exop" => {
                 let kv = tokenize(rest).map_err(err)?;
                 let case = match verb {
                     "search" => search_case(&origin, kv),
                     "compare" => compare_case(&origin, kv),
+                    "exop" => exop_case(&origin, kv),
                     _ => bind_case(&origin, kv),
                 }
                 .map_err(err)?;
@@ -405,6 +406,14 @@ fn search_case(origin: &str, mut kv: Kv) -> Result<Case, String> {
     let size_limit = number(&mut kv, "sizelimit")?;
     let time_limit = number(&mut kv, "timelimit")?;
     let raw = kv.remove("rawfilter");
+    let paged = kv
+        .remove("paged")
+        .map(|v| {
+            text(v, "paged")?
+                .parse::<i32>()
+                .map_err(|_| "paged= takes a page size".to_string())
+        })
+        .transpose()?;
     let deliberate = kv
         .remove("deliberate")
         .map(|v| text(v, "deliberate"))
@@ -420,9 +429,11 @@ fn search_case(origin: &str, mut kv: Kv) -> Result<Case, String> {
         filter,
         attributes,
     };
-    let request = match raw {
-        None => Request::Search(req),
-        Some(hex) => Request::RawSearch {
+    let request = match (raw, paged) {
+        (Some(_), Some(_)) => return Err("rawfilter= and paged= do not combine".into()),
+        (None, None) => Request::Search(req),
+        (None, Some(size)) => Request::PagedSearch { req, size },
+        (Some(hex), None) => Request::RawSearch {
             req,
             filter_ber: unhex(&hex)?,
         },
@@ -450,6 +461,23 @@ fn unhex(v: &[u8]) -> Result<Vec<u8>, String> {
                 .ok_or_else(|| "rawfilter is not hex".to_string())
         })
         .collect()
+}
+
+/// `exop name=OID [value=V] [as=...] [control=...]`: an extended operation. A Password Modify changes
+/// the directory and runs as a write.
+fn exop_case(origin: &str, mut kv: Kv) -> Result<Case, String> {
+    let identity = identity(kv.remove("as"), Identity::Anonymous)?;
+    let controls = controls(&mut kv)?;
+    let name = text(kv.remove("name").ok_or("exop needs name=")?, "name")?;
+    let value = kv.remove("value");
+    no_leftovers(&kv)?;
+    Ok(Case {
+        origin: origin.to_string(),
+        identity,
+        request: Request::Extended { name, value },
+        controls,
+        deliberate: None,
+    })
 }
 
 fn compare_case(origin: &str, mut kv: Kv) -> Result<Case, String> {

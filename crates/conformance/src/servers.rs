@@ -4,7 +4,7 @@
 use crate::case::{Case, Identity, Request};
 use crate::client::{ClientError, Conn, Outcome};
 use canopy_harness::{Server, Target};
-use canopy_proto::ProtocolOp;
+use canopy_proto::{oid, Control, ExtendedRequest, PagedResults, ProtocolOp, SearchRequest};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -114,12 +114,57 @@ impl Endpoint {
                 self.conns.remove(&case.identity);
                 return outcome;
             }
+            Request::PagedSearch { req, size } => return self.paged(case, req, *size),
+            Request::Extended { name, value } => ProtocolOp::ExtendedRequest(ExtendedRequest {
+                name: name.clone(),
+                value: value.clone(),
+            }),
             Request::Search(r) => ProtocolOp::SearchRequest(r.clone()),
             Request::Compare(c) => ProtocolOp::CompareRequest(c.clone()),
             Request::Change(rec) => crate::write::change_op(rec),
         };
         self.conn(&case.identity)?
             .request(op, case.controls.clone())
+    }
+
+    /// Runs a paged search to its last page (at most `MAX_PAGES`), each page with the cookie of the one
+    /// before; a page that is not a success, or carries no paged-results control, ends it.
+    fn paged(
+        &mut self,
+        case: &Case,
+        req: &SearchRequest,
+        size: i32,
+    ) -> Result<Outcome, ClientError> {
+        const MAX_PAGES: usize = 200;
+        let conn = self.conn(&case.identity)?;
+        let mut pages = Vec::new();
+        let mut cookie = Vec::new();
+        while pages.len() < MAX_PAGES {
+            let mut controls = case.controls.clone();
+            controls.push(Control {
+                oid: oid::CONTROL_PAGED_RESULTS.to_string(),
+                critical: true,
+                value: Some(PagedResults { size, cookie }.encode()),
+            });
+            let page = conn.request(ProtocolOp::SearchRequest(req.clone()), controls)?;
+            let next = match &page {
+                Outcome::Search { status, .. } if status.code == 0 => status
+                    .controls
+                    .iter()
+                    .find(|c| c.oid == oid::CONTROL_PAGED_RESULTS)
+                    .and_then(|c| c.value.as_deref())
+                    .and_then(|v| PagedResults::decode(v).ok())
+                    .map(|p| p.cookie)
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            pages.push(page);
+            if next.is_empty() {
+                break;
+            }
+            cookie = next;
+        }
+        Ok(Outcome::Pages(pages))
     }
 
     fn conn(&mut self, who: &Identity) -> Result<&mut Conn, ClientError> {

@@ -21,6 +21,11 @@ pub async fn extended(
     ctl: &RequestControls,
 ) -> ExtendedResponse {
     let outcome = match req.name.as_str() {
+        // RFC 4532 §2: the request has no value (slapd: protocolError).
+        EXOP_WHO_AM_I if req.value.is_some() => Err(LdapError::new(
+            ResultCode::ProtocolError,
+            "who am i takes no request value",
+        )),
         EXOP_WHO_AM_I => {
             let authz = if who.ndn.is_some() {
                 format!("dn:{}", who.dn)
@@ -76,7 +81,13 @@ async fn password_modify(
     let (dn, ndn) = match &req.user_identity {
         Some(id) => {
             let raw = id.strip_prefix(b"dn:").unwrap_or(id);
-            dbs.normalize(raw)?
+            // slapd's passwd exop answers an identity that is no DN with invalidAttributeSyntax.
+            dbs.normalize(raw).map_err(|_| {
+                LdapError::new(
+                    ResultCode::InvalidAttributeSyntax,
+                    "password modify: userIdentity is not a DN",
+                )
+            })?
         }
         None => match &who.ndn {
             Some(_) => dbs.normalize(who.dn.as_bytes())?,

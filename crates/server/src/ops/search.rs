@@ -388,8 +388,12 @@ fn execute(
     let page_size = match &job.paged {
         Some(paged) => {
             if paged.size <= 0 {
-                // RFC 2696 §3: size 0 abandons the paged result set.
-                done_controls.push(paged_control(Vec::new()));
+                // RFC 2696 §3: size 0 with a cookie abandons the paged result set (slapd answers with
+                // no paged-results control). Without one, slapd sends no entry and a cookie from
+                // which the next request starts at the beginning.
+                if paged.cookie.is_empty() {
+                    done_controls.push(paged_control(make_cookie(0, 0)));
+                }
                 return Ok(());
             }
             if !paged.cookie.is_empty() {
