@@ -454,13 +454,16 @@ impl Directory {
             // keys are distinct values (no two values of an attribute are equal), and its presence
             // key stays while any value does.
             let lost: Vec<&Vec<u8>> = gone.iter().filter(|k| !came.contains(*k)).collect();
-            let kept: BTreeSet<Vec<u8>> = match (lost.is_empty(), self.plain_index(spec, old, new))
-            {
-                (true, _) => BTreeSet::new(),
-                // Only equality keys, which go, and the presence key, which stays with any value.
-                (false, Some(true)) => BTreeSet::from([vec![PRESENCE_KEY]]),
-                (false, Some(false)) => BTreeSet::new(),
-                (false, None) => entry_keys(self.schema(), spec, new).into_iter().collect(),
+            // (Asked only when a key may go: the question walks both entries.)
+            let kept: BTreeSet<Vec<u8>> = if lost.is_empty() {
+                BTreeSet::new()
+            } else {
+                match self.plain_index(spec, old, new) {
+                    // Only equality keys, which go, and the presence key, which stays with any value.
+                    Some(true) => BTreeSet::from([vec![PRESENCE_KEY]]),
+                    Some(false) => BTreeSet::new(),
+                    None => entry_keys(self.schema(), spec, new).into_iter().collect(),
+                }
             };
             for key in lost {
                 if !kept.contains(key) {
@@ -642,11 +645,8 @@ impl Directory {
         if at.has_subtypes() || at.oid == OBJECT_CLASS {
             return None;
         }
-        let of_type = |desc: &str| {
-            schema
-                .attribute_type(desc.split(';').next().unwrap_or(desc))
-                .is_some_and(|t| std::ptr::eq(t, at))
-        };
+        // Without subtypes, only descriptions naming the type itself are of it: no lookup needed.
+        let of_type = |desc: &str| at.is_named(desc.split(';').next().unwrap_or(desc));
         let optioned = |e: &Entry| {
             e.attrs
                 .iter()

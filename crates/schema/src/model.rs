@@ -81,6 +81,9 @@ pub struct AttributeType {
     pub(crate) check: Option<crate::syntax::Check>,
     /// Whether some type names this one as its SUP (set when that type is added).
     pub(crate) has_subtypes: bool,
+    /// Position of the type in its schema, set when the schema takes it: what
+    /// [`ObjectClass::allows`] looks up.
+    pub(crate) position: u32,
 }
 
 impl AttributeType {
@@ -188,9 +191,17 @@ pub struct ObjectClass {
     pub must: Vec<String>,
     pub may: Vec<String>,
     pub extensions: Vec<(String, Vec<String>)>,
+    /// Positions in the schema of the MUST and MAY types of this class itself, sorted.
+    pub(crate) allowed: Vec<u32>,
 }
 
 impl ObjectClass {
+    /// Whether this class itself (not its superclasses) lists `at` in MUST or MAY; `at` must come from
+    /// the schema this class belongs to.
+    pub fn allows(&self, at: &AttributeType) -> bool {
+        self.allowed.binary_search(&at.position).is_ok()
+    }
+
     pub fn name(&self) -> &str {
         self.names.first().map_or(self.oid.as_str(), String::as_str)
     }

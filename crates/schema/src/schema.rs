@@ -207,6 +207,10 @@ impl Schema {
 
     /// Reflexive; follows the SUP chain.
     pub fn is_subtype_of(&self, sub: &AttributeType, sup: &AttributeType) -> bool {
+        // A type no other type derives from has itself as its only subtype: no chain to walk.
+        if !sup.has_subtypes() {
+            return std::ptr::eq(sub, sup) || sub.oid == sup.oid;
+        }
         let mut current = Some(sub);
         // A chain cannot be longer than the number of types; the bound guards against cycles.
         for _ in 0..=self.attributes.len() {
@@ -368,6 +372,8 @@ impl Schema {
             check: crate::syntax::check_for(&check_syntax),
             check_syntax,
             has_subtypes: false,
+            position: u32::try_from(self.attributes.len())
+                .map_err(|_| place.error("too many attribute types"))?,
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
@@ -488,7 +494,16 @@ impl Schema {
                 })
                 .collect()
         };
+        let mut allowed: Vec<u32> = raw
+            .must
+            .iter()
+            .chain(&raw.may)
+            .filter_map(|a| self.attribute_type(a).map(|at| at.position))
+            .collect();
+        allowed.sort_unstable();
+        allowed.dedup();
         let oc = ObjectClass {
+            allowed,
             oid,
             names: raw.names.clone(),
             desc: raw.desc.clone(),

@@ -28,17 +28,17 @@ pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapEr
 /// chain, structural class unchanged (against a stored structuralObjectClass), naming attributes, MUST,
 /// MAY.
 pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
+    // Each attribute's type, looked up once for every check below.
+    let types: Vec<Option<&AttributeType>> = entry
+        .attrs
+        .iter()
+        .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
+        .collect();
     // slapd's first pass over the attributes: a SINGLE-VALUE type holding several values, before it
     // looks at the object classes.
-    for attr in &entry.attrs {
-        let (type_name, _) = split_stored(&attr.desc);
-        if let Some(at) = schema.attribute_type(type_name) {
-            if at.single_value && attr.values.len() > 1 {
-                return Err(LdapError::new(
-                    ResultCode::ConstraintViolation,
-                    format!("attribute '{}' cannot have multiple values", at.name()),
-                ));
-            }
+    for (attr, at) in entry.attrs.iter().zip(&types) {
+        if let Some(at) = at {
+            single_value(at, attr.values.len())?;
         }
     }
     let classes = entry_classes(schema, entry)?;
@@ -58,55 +58,76 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
     let structural = structural_of(schema, &classes)?;
     check_structural_unchanged(schema, entry, structural)?;
     check_naming(schema, entry)?;
+    // Each class with each of its superclasses, and every class once.
+    let mut lineage: Vec<(&ObjectClass, &ObjectClass)> = Vec::new();
     let mut all: Vec<&ObjectClass> = Vec::new();
     for class in &classes {
         for ancestor in with_superclasses(schema, class) {
+            lineage.push((class, ancestor));
             if !all.iter().any(|c| c.oid == ancestor.oid) {
                 all.push(ancestor);
             }
         }
     }
-    for class in &classes {
-        for ancestor in with_superclasses(schema, class) {
-            for must in &ancestor.must {
-                if !has_type(schema, entry, must) {
-                    return Err(violation(format!(
-                        "object class '{}' requires attribute '{}'",
-                        class.name(),
-                        display_name(schema, must)
-                    )));
-                }
+    for (class, ancestor) in &lineage {
+        for must in &ancestor.must {
+            let present = schema.attribute_type(must).is_some_and(|wanted| {
+                entry.attrs.iter().zip(&types).any(|(attr, at)| {
+                    !attr.values.is_empty() && at.is_some_and(|at| same(at, wanted))
+                })
+            });
+            if !present {
+                return Err(violation(format!(
+                    "object class '{}' requires attribute '{}'",
+                    class.name(),
+                    display_name(schema, must)
+                )));
             }
         }
     }
     let extensible = all
         .iter()
         .any(|c| c.name().eq_ignore_ascii_case("extensibleObject"));
-    for attr in &entry.attrs {
-        let (type_name, _) = split_stored(&attr.desc);
-        let at = schema.attribute_type(type_name).ok_or_else(|| {
+    // authPassword holds the SCRAM secrets of userPassword: allowed wherever userPassword is, so the
+    // server need not add RFC 3112's authPasswordObject class to every entry with a password.
+    let mut password_allowed = None;
+    for (attr, at) in entry.attrs.iter().zip(&types) {
+        let at = at.ok_or_else(|| {
+            let (type_name, _) = split_stored(&attr.desc);
             LdapError::new(
                 ResultCode::UndefinedAttributeType,
                 format!("{type_name}: attribute type undefined"),
             )
         })?;
-        // authPassword holds the SCRAM secrets of userPassword: allowed wherever userPassword is, so the
-        // server need not add RFC 3112's authPasswordObject class to every entry with a password.
-        let secret_of_password = at.oid == crate::wire::AUTH_PASSWORD_OID
-            && schema
-                .attribute_type("userPassword")
-                .is_some_and(|pw| allowed(&all, pw));
-        if !extensible && !at.is_operational() && !secret_of_password && !allowed(&all, at) {
-            return Err(violation(format!("attribute '{}' not allowed", at.name())));
+        if !extensible && !at.is_operational() && !allowed(&all, at) {
+            let secret_of_password = at.oid == crate::wire::AUTH_PASSWORD_OID
+                && *password_allowed.get_or_insert_with(|| {
+                    schema
+                        .attribute_type("userPassword")
+                        .is_some_and(|pw| allowed(&all, pw))
+                });
+            if !secret_of_password {
+                return Err(violation(format!("attribute '{}' not allowed", at.name())));
+            }
         }
-        if at.single_value && attr.values.len() > 1 {
-            return Err(LdapError::new(
-                ResultCode::ConstraintViolation,
-                format!("attribute '{}' cannot have multiple values", at.name()),
-            ));
-        }
+        single_value(at, attr.values.len())?;
     }
     Ok(())
+}
+
+fn single_value(at: &AttributeType, count: usize) -> Result<(), LdapError> {
+    if at.single_value && count > 1 {
+        return Err(LdapError::new(
+            ResultCode::ConstraintViolation,
+            format!("attribute '{}' cannot have multiple values", at.name()),
+        ));
+    }
+    Ok(())
+}
+
+/// The same attribute type (types are unique by OID in a schema).
+fn same(a: &AttributeType, b: &AttributeType) -> bool {
+    std::ptr::eq(a, b) || a.oid == b.oid
 }
 
 fn violation(text: String) -> LdapError {
@@ -245,27 +266,9 @@ fn check_naming(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
     Ok(())
 }
 
-/// A MUST is met by an attribute of exactly that type, with any options (slapd counts `cn;lang-en` for cn).
-fn has_type(schema: &Schema, entry: &Entry, wanted: &str) -> bool {
-    let Some(wanted) = schema.attribute_type(wanted) else {
-        return false;
-    };
-    entry.attrs.iter().any(|attr| {
-        let (type_name, _) = split_stored(&attr.desc);
-        !attr.values.is_empty() && wanted.is_named(type_name)
-    })
-}
-
-/// Names are unique across the schema's attribute types, so comparing a MUST/MAY name with the type's own
-/// names and OID decides as a lookup would, without one.
+/// Whether one of `classes` lists `at` in MUST or MAY (the schema keeps each class's list as positions).
 fn allowed(classes: &[&ObjectClass], at: &AttributeType) -> bool {
-    classes.iter().any(|class| {
-        class
-            .must
-            .iter()
-            .chain(class.may.iter())
-            .any(|name| at.is_named(name))
-    })
+    classes.iter().any(|class| class.allows(at))
 }
 
 fn display_name(schema: &Schema, name: &str) -> String {
