@@ -67,6 +67,13 @@ pub enum Request {
         req: SearchRequest,
         size: i32,
     },
+    /// A one-step SASL bind on a fresh connection, followed by a WhoAmI on it when it succeeds.
+    SaslBind {
+        mechanism: String,
+        credentials: Option<Vec<u8>>,
+        /// Over the server's ldapi:// socket instead of TCP.
+        ldapi: bool,
+    },
     /// An extended operation (RFC 4511 §4.12).
     Extended {
         name: String,
@@ -141,6 +148,21 @@ impl Case {
                     ),
                 };
                 format!("ldapexop -H {url} {who}{ctl} {}", quote(arg.as_bytes()))
+            }
+            Request::SaslBind {
+                mechanism,
+                credentials,
+                ldapi,
+            } => {
+                let url = if *ldapi { "\"$LDAPI\"" } else { url };
+                let creds = credentials.as_deref().map_or_else(
+                    || "none".to_string(),
+                    |c| base64::engine::general_purpose::STANDARD.encode(c),
+                );
+                format!(
+                    "ldapwhoami -H {url} -Y {}   # one SASL BindRequest, credentials (base64) {creds}",
+                    quote(mechanism.as_bytes())
+                )
             }
             Request::Bind { dn, pw } => {
                 format!("ldapwhoami -H {url} -x -D {} -w {}", quote(dn), quote(pw))

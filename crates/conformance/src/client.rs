@@ -7,6 +7,8 @@ use canopy_proto::{
 };
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::Duration;
 
 /// A server that takes longer than this for one request is reported as a difference.
@@ -67,15 +69,60 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// A connection's transport: loopback TCP, or the server's ldapi:// socket.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
+
 /// One connection to a server.
 #[derive(Debug)]
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     next_id: i32,
     buf: Vec<u8>,
 }
 
 impl Conn {
+    /// A connection over the server's ldapi:// socket (a protected link for both servers).
+    pub fn connect_unix(path: &Path) -> Result<Conn, ClientError> {
+        let stream =
+            UnixStream::connect(path).map_err(|source| ClientError::Connect { port: 0, source })?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(Conn {
+            stream: Stream::Unix(stream),
+            next_id: 1,
+            buf: Vec::new(),
+        })
+    }
+
     pub fn connect(port: u16) -> Result<Conn, ClientError> {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)
@@ -84,7 +131,7 @@ impl Conn {
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
         stream.set_nodelay(true)?;
         Ok(Conn {
-            stream,
+            stream: Stream::Tcp(stream),
             next_id: 1,
             buf: Vec::new(),
         })

@@ -77,12 +77,13 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Case>, CorpusError> {
         }
         let (verb, rest) = line.split_once(' ').unwrap_or((line, ""));
         match verb {
-            "search" | "compare" | "bind" | "exop" => {
+            "search" | "compare" | "bind" | "exop" | "saslbind" => {
                 let kv = tokenize(rest).map_err(err)?;
                 let case = match verb {
                     "search" => search_case(&origin, kv),
                     "compare" => compare_case(&origin, kv),
                     "exop" => exop_case(&origin, kv),
+                    "saslbind" => sasl_bind_case(&origin, kv),
                     _ => bind_case(&origin, kv),
                 }
                 .map_err(err)?;
@@ -492,6 +493,25 @@ fn compare_case(origin: &str, mut kv: Kv) -> Result<Case, String> {
         identity,
         request: Request::Compare(CompareRequest { dn, attr, value }),
         controls,
+        deliberate: None,
+    })
+}
+
+/// `saslbind mech=MECH [creds=V] [ldapi=1]`: one SASL BindRequest on a fresh connection.
+fn sasl_bind_case(origin: &str, mut kv: Kv) -> Result<Case, String> {
+    let mechanism = text(kv.remove("mech").ok_or("saslbind needs mech=")?, "mech")?;
+    let credentials = kv.remove("creds");
+    let ldapi = kv.remove("ldapi").is_some_and(|v| v != b"0");
+    no_leftovers(&kv)?;
+    Ok(Case {
+        origin: origin.to_string(),
+        identity: Identity::Anonymous,
+        request: Request::SaslBind {
+            mechanism,
+            credentials,
+            ldapi,
+        },
+        controls: Vec::new(),
         deliberate: None,
     })
 }

@@ -4,7 +4,9 @@
 use crate::case::{Case, Identity, Request};
 use crate::client::{ClientError, Conn, Outcome};
 use canopy_harness::{Server, Target};
-use canopy_proto::{oid, Control, ExtendedRequest, PagedResults, ProtocolOp, SearchRequest};
+use canopy_proto::{
+    oid, BindAuth, BindRequest, Control, ExtendedRequest, PagedResults, ProtocolOp, SearchRequest,
+};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -115,6 +117,40 @@ impl Endpoint {
                 return outcome;
             }
             Request::PagedSearch { req, size } => return self.paged(case, req, *size),
+            Request::SaslBind {
+                mechanism,
+                credentials,
+                ldapi,
+            } => {
+                let mut conn = if *ldapi {
+                    Conn::connect_unix(&self.server.ldapi_path())?
+                } else {
+                    Conn::connect(self.server.port())?
+                };
+                let bind = ProtocolOp::BindRequest(BindRequest {
+                    version: 3,
+                    name: Vec::new(),
+                    auth: BindAuth::Sasl {
+                        mechanism: mechanism.clone(),
+                        credentials: credentials.clone(),
+                    },
+                });
+                let outcome = conn.request(bind, Vec::new())?;
+                // Who the connection now is: WhoAmI's answer joins the bind's status.
+                return Ok(match outcome {
+                    Outcome::Done(mut status) if status.code == 0 => {
+                        let whoami = ProtocolOp::ExtendedRequest(ExtendedRequest {
+                            name: oid::EXOP_WHO_AM_I.to_string(),
+                            value: None,
+                        });
+                        if let Outcome::Done(who) = conn.request(whoami, Vec::new())? {
+                            status.extended = who.extended;
+                        }
+                        Outcome::Done(status)
+                    }
+                    other => other,
+                });
+            }
             Request::Extended { name, value } => ProtocolOp::ExtendedRequest(ExtendedRequest {
                 name: name.clone(),
                 value: value.clone(),

@@ -103,6 +103,9 @@ fn render_full(
          {modules}\
          pidfile {dir}/slapd.pid\n\
          argsfile {dir}/slapd.args\n\
+         # SASL user names map to entries as canopy maps them without rules: the entry whose uid is\n\
+         # the name (docs/authentication.md).\n\
+         authz-regexp \"uid=([^,]*),cn=[^,]*,cn=auth\" \"ldap:///{SUFFIX}??sub?(uid=$1)\"\n\
          \n\
          # Frontend: the root DSE and the subschema entry are public.\n\
          access to dn.exact=\"\" by * read\n\

@@ -67,7 +67,7 @@ print(f"final message after the abort: {conn.recv().code}")
 print(f"p= flag: {first(conn, 6, 'p=tls-unique,,n=alice,r=abcdefgh').code}")
 print(f"y flag: {first(conn, 7, 'y,,n=alice,r=abcdefgh').code}")
 print(f"first message again: {first(conn, 10, 'n,,n=alice,r=abcdefgh').code}")
-# Another mechanism abandons the exchange: EXTERNAL over TCP is inappropriateAuthentication.
+# Another mechanism abandons the exchange: EXTERNAL over TCP is authMethodNotSupported (as slapd).
 conn.send(sasl_bind(8, "EXTERNAL", None))
 print(f"other mechanism: {conn.recv().code}")
 # An unknown mechanism.

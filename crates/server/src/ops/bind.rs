@@ -328,9 +328,13 @@ async fn sasl_bind(
         return external(state, credentials.as_deref(), link).map(|who| Outcome::Done(who, None));
     }
     if mechanism.eq_ignore_ascii_case("PLAIN") {
-        return plain(state, credentials.as_deref(), link)
-            .await
-            .map(|who| Outcome::Done(who, None));
+        return match credentials {
+            // No initial response: an empty challenge asks for it (slapd answers saslBindInProgress).
+            None if link.is_protected() => Ok(Outcome::Continue(Exchange::PlainStart, Vec::new())),
+            _ => plain(state, credentials.as_deref(), link)
+                .await
+                .map(|who| Outcome::Done(who, None)),
+        };
     }
     if let Some(hash) = ScramHash::from_mechanism(mechanism) {
         return match credentials {
@@ -352,6 +356,9 @@ async fn continue_exchange(
     link: &Link,
 ) -> Result<Outcome, LdapError> {
     match exchange {
+        Exchange::PlainStart => plain(state, Some(&message), link)
+            .await
+            .map(|who| Outcome::Done(who, None)),
         Exchange::ScramStart(hash) => scram_start(state, hash, &message, link),
         Exchange::Scram(waiting) => scram_finish(state, &waiting, &message, link).await,
     }
@@ -365,7 +372,7 @@ fn scram_start(
 ) -> Result<Outcome, LdapError> {
     let first = scram::parse_client_first(message)?;
     let mechanism = hash.mechanism();
-    let authc = mapping::resolve_identity(state, mechanism, &first.user)?;
+    let authc = mapping::resolve_user(state, mechanism, &first.user)?;
     let secret = match &authc {
         // Without `auth` on the password the exchange runs against a mock secret and fails.
         Some((_, ndn)) => sasl::scram_secret(&bind_secrets(state, ndn, link)?.auth_passwords, hash),
@@ -414,16 +421,17 @@ async fn scram_finish(
     Ok(Outcome::Done(who, Some(server_final)))
 }
 
-/// RFC 4616 PLAIN, on protected links only (it carries the password).
+/// RFC 4616 PLAIN, on protected links only (it carries the password). Elsewhere the mechanism is not
+/// available, as under slapd's default `sasl-secprops noplain`: inappropriateAuthentication.
 async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who, LdapError> {
     if !link.is_protected() {
         return Err(LdapError::new(
-            ResultCode::ConfidentialityRequired,
-            "SASL PLAIN needs a protected link (TLS or ldapi://)",
+            ResultCode::InappropriateAuthentication,
+            "SASL(-4): no mechanism available: PLAIN needs a protected link (TLS or ldapi://)",
         ));
     }
     let (authzid, authcid, password) = sasl::parse_plain(message.unwrap_or_default())?;
-    let Some((dn, ndn)) = mapping::resolve_identity(state, "PLAIN", &authcid)? else {
+    let Some((dn, ndn)) = mapping::resolve_user(state, "PLAIN", &authcid)? else {
         let _ = verify_values(state, &[], &password).await;
         return Err(refuse(state, &authcid, link).await);
     };
@@ -466,9 +474,10 @@ fn authorize(
 
 fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Who, LdapError> {
     let Some(dn_text) = link.external_authid() else {
+        // slapd: the mechanism is not offered without an external identity.
         return Err(LdapError::new(
-            ResultCode::InappropriateAuthentication,
-            "SASL EXTERNAL needs a verified client certificate (TLS) or peer credentials (ldapi://)",
+            ResultCode::AuthMethodNotSupported,
+            "SASL(-4): no mechanism available: EXTERNAL needs a verified client certificate (TLS) or peer credentials (ldapi://)",
         ));
     };
     let dn =

@@ -27,7 +27,22 @@ pub fn resolve_identity(
         };
         return Ok(exists(state, &ndn)?.then_some((dn, ndn)));
     }
-    let name = identity.strip_prefix("u:").unwrap_or(identity);
+    resolve_user(
+        state,
+        mechanism,
+        identity.strip_prefix("u:").unwrap_or(identity),
+    )
+}
+
+/// The entry of an authentication identity (PLAIN's authcid, SCRAM's `n=`): a user name as given, mapped
+/// by the rules; `dn:` and `u:` are forms of authorization identities only (RFC 4513 §5.2.1.8), so
+/// slapd takes them literally here, and so does Canopy.
+pub fn resolve_user(
+    state: &State,
+    mechanism: &str,
+    name: &str,
+) -> Result<Option<(Dn, NormDn)>, LdapError> {
+    let dir = &state.databases;
     if name.is_empty() {
         return Ok(None);
     }

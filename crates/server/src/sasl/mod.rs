@@ -17,6 +17,8 @@ pub const MECHANISMS: [&str; 4] = ["EXTERNAL", "PLAIN", "SCRAM-SHA-256", "SCRAM-
 /// A multi-step exchange waiting for the client's next BindRequest, kept per connection.
 #[derive(Debug)]
 pub enum Exchange {
+    /// PLAIN started without an initial response: the client's response comes next.
+    PlainStart,
     /// SCRAM started without an initial response: the client's first message comes next.
     ScramStart(ScramHash),
     Scram(Box<scram::Waiting>),
@@ -26,6 +28,7 @@ impl Exchange {
     /// The mechanism this exchange runs.
     pub fn mechanism(&self) -> &'static str {
         match self {
+            Exchange::PlainStart => "PLAIN",
             Exchange::ScramStart(hash) => hash.mechanism(),
             Exchange::Scram(w) => w.hash.mechanism(),
         }
@@ -40,10 +43,13 @@ pub fn parse_plain(message: &[u8]) -> Result<(Option<String>, String, Vec<u8>), 
             "SASL(-13): malformed PLAIN message",
         )
     };
+    // A message without its two separators is a protocol failure of the mechanism (slapd: other);
+    // one with an empty name or password fails like a wrong password.
+    let unparsable = || LdapError::new(ResultCode::Other, "SASL(-1): malformed PLAIN message");
     let mut parts = message.splitn(3, |b| *b == 0);
-    let authz = parts.next().ok_or_else(bad)?;
-    let authc = parts.next().ok_or_else(bad)?;
-    let password = parts.next().ok_or_else(bad)?;
+    let authz = parts.next().ok_or_else(unparsable)?;
+    let authc = parts.next().ok_or_else(unparsable)?;
+    let password = parts.next().ok_or_else(unparsable)?;
     if authc.is_empty() || password.is_empty() || password.contains(&0) {
         return Err(bad());
     }
