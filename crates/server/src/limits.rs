@@ -301,6 +301,22 @@ impl SearchLimits {
     }
 }
 
+/// Checks `[[limits.rules]]` (server-wide or a database's): the `who` clauses, and `disabled` only
+/// for paged_total.
+pub(crate) fn check_rules(rules: &[LimitRule]) -> Result<(), String> {
+    for rule in rules {
+        WhoSpec::parse(&rule.who).map_err(|e| format!("limits.rules who = {:?}: {e}", rule.who))?;
+        let counts = [rule.size, rule.time, rule.lookthrough, rule.paged_size];
+        if counts.contains(&Some(LimitValue::Disabled)) {
+            return Err(format!(
+                "limits.rules who = {:?}: \"disabled\" applies only to paged_total",
+                rule.who
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A client's limit (0 = none requested) applied under a server limit: it may lower it, never raise it.
 pub fn lower_only(client: i32, server: Option<u64>) -> Option<u64> {
     let client = u64::try_from(client).ok().filter(|c| *c > 0);

@@ -162,7 +162,7 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         .map(|o| o.name.clone())
         .collect();
     for (i, db) in state.databases.iter().enumerate() {
-        let monitor = db.is_read_only();
+        let monitor = db.is_monitor();
         let mut attrs = vec![
             (
                 "monitoredInfo",
@@ -170,7 +170,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             ),
             ("monitorIsShadow", one("FALSE")),
             ("namingContexts", one(db.suffix_dn())),
-            ("readOnly", one(if monitor { "TRUE" } else { "FALSE" })),
+            (
+                "readOnly",
+                one(if db.is_read_only() { "TRUE" } else { "FALSE" }),
+            ),
             (
                 "seeAlso",
                 one(format!(
@@ -186,7 +189,7 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             if let Ok(stats) = db.store().stats() {
                 let page = (stats.page_size.max(1)) as usize;
                 attrs.push(("objectClass", one("olmMDBDatabase")));
-                attrs.push(("olmDbDirectory", one(state.config.data_dir.display())));
+                attrs.push(("olmDbDirectory", one(db.directory().display())));
                 attrs.push(("olmMDBPagesMax", one(stats.map_size / page)));
                 attrs.push(("olmMDBPagesUsed", one(stats.map_used / page)));
                 attrs.push(("olmMDBReadersMax", one(stats.max_readers)));

@@ -263,6 +263,7 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)>
     ))
 }
 
+#[derive(Clone)]
 struct Limits {
     size: Option<usize>,
     deadline: Option<Instant>,
@@ -270,9 +271,8 @@ struct Limits {
 }
 
 /// The limits of this search: the identity's (crate::limits), lowered by the client's request.
-fn limits(job: &SearchJob, dir: &Database, txn: &ReadTxn) -> Result<Limits, LdapError> {
-    let limits = &job.state.config.limits;
-    let mine = crate::limits::SearchLimits::of(limits, dir, &job.who, txn)?;
+fn limits(job: &SearchJob, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<Limits, LdapError> {
+    let mine = crate::limits::SearchLimits::of(dir.limits(), dir, who, txn)?;
     let mut size = mine.size;
     if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
         return Err(LdapError::new(
@@ -322,31 +322,83 @@ fn execute(
     let Some(dir) = state.databases.route(&base) else {
         return Err(state.outside_naming_context(&base).into());
     };
+    let mut glued = state.databases.glued(dir, &base, job.req.scope);
+    if !glued.is_empty() && job.paged.is_some() {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "paged results across glued databases are not supported",
+        )
+        .into());
+    }
+    // Outer databases before the ones they hold, each in configuration order.
+    glued.sort_by_key(|(db, _)| db.suffix().rdns().len());
+    let mut run = Run::default();
+    search_part(job, sink, done_controls, dir, base_dn, base, None, &mut run)?;
+    for (db, scope) in glued {
+        let part = (db.suffix_dn().clone(), db.suffix().clone());
+        match search_part(job, sink, done_controls, db, part.0, part.1, Some(scope), &mut run) {
+            // A glued database without its suffix entry adds nothing, as in slapd.
+            Err(Stop::Error(e)) if e.code == ResultCode::NoSuchObject => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+/// What the parts of a search across glued databases share: the limits (the first part's database's,
+/// as slapd's frontend sets them before glue splits the search) and the entries sent so far.
+#[derive(Default)]
+struct Run {
+    limits: Option<Limits>,
+    sent: usize,
+}
+
+/// The search in one database: the requested one (`glued` None), or a glued database's part of it with
+/// its own scope, based at that database's suffix.
+#[allow(clippy::too_many_arguments)]
+fn search_part(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    done_controls: &mut Vec<Control>,
+    dir: &Database,
+    base_dn: canopy_proto::Dn,
+    base: NormDn,
+    glued: Option<canopy_proto::SearchScope>,
+    run: &mut Run,
+) -> Result<(), Stop> {
+    let schema = job.state.databases.schema();
+    let selection = Selection::parse(schema, &job.req.attributes);
+    let who = dir.requester(&job.who);
+    let who = who.as_ref();
     let txn = dir.read()?;
     let query = Query {
-        scope: job.req.scope,
+        scope: glued.unwrap_or(job.req.scope),
         deref: job.req.deref,
         manage_dsa_it: job.ctl.manage_dsa_it,
         filter: &job.req.filter,
     };
     let found = match dir.search_base(&txn, base_dn, base, &query) {
         Ok(found) => found,
-        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, &job.who, e).into()),
+        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, who, e).into()),
         Err(other) => return Err(other.into()),
     };
     // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
-    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
+    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
     base_access(dir, &access, &txn, &found.ndn, found.id)?;
-    if let Some(filter) = &job.ctl.assertion {
+    if let Some(filter) = job.ctl.assertion.as_ref().filter(|_| glued.is_none()) {
         if let Some(bytes) = dir.stored(&txn, found.id)? {
-            check_assertion(schema, &load(dir, &txn, &job.who, found.id, bytes)?, filter)?;
+            check_assertion(schema, &load(dir, &txn, who, found.id, bytes)?, filter)?;
         }
     }
-    let limits = limits(job, dir, &txn)?;
+    let limits = match &run.limits {
+        Some(limits) => limits.clone(),
+        None => limits(job, dir, who, &txn)?,
+    };
+    run.limits = Some(limits.clone());
     // Nested-group assertions become plain equality ones; a link of the chain counts only where the
     // requester may search the attribute that makes it.
-    let root = job.who.root;
+    let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
     let mut allow = |ndn: &NormDn, stored: &StoredEntry<'_>, attr: &str| {
         if root {
@@ -523,7 +575,10 @@ fn execute(
             }
             computed
         };
-        if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
+        if limits
+            .size
+            .is_some_and(|limit| run.sent + sent_before + sent >= limit)
+        {
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
         if page_size.is_some_and(|size| sent >= size) {
@@ -537,6 +592,7 @@ fn execute(
         sent += 1;
         last_sent = Some(id);
     }
+    run.sent += sent;
     if job.paged.is_some() {
         done_controls.push(paged_control(Vec::new()));
     }
