@@ -63,6 +63,9 @@ enum Command {
         file: Option<PathBuf>,
         #[command(flatten)]
         which: Which,
+        /// Only the chosen database, without the subordinate databases glued into it (slapcat -g).
+        #[arg(short = 'g', long = "no-glue")]
+        no_glue: bool,
     },
     /// Rebuild every index from the entries (like slapindex), offline.
     Reindex {
@@ -229,9 +232,13 @@ fn run() -> Result<()> {
             let (view, _lock) = which.select(&config, Some("import"))?;
             tools::import(&view, &file, !no_sync)
         }
-        Command::Export { file, which } => {
+        Command::Export {
+            file,
+            which,
+            no_glue,
+        } => {
             let (view, _) = which.select(&config, None)?;
-            tools::export(&view, file.as_deref())
+            tools::export(&view, file.as_deref(), !no_glue)
         }
         Command::Reindex { which } => {
             let (view, _lock) = which.select(&config, Some("reindex"))?;

@@ -170,6 +170,70 @@ impl Config {
         })
     }
 
+    /// The suffixes of every database, by number (index 0 is database 1), of the whole configuration.
+    fn all_suffixes(&self) -> Vec<String> {
+        let whole = self.whole.as_deref().unwrap_or(self);
+        std::iter::once(whole.suffix.clone())
+            .chain(whole.database.iter().map(|db| db.suffix.clone()))
+            .collect()
+    }
+
+    /// The suffixes of the other databases inside this (view's) database's suffix: entries there
+    /// belong to them, not to this one.
+    pub fn suffixes_inside(&self) -> Vec<String> {
+        let Ok(own) = rough_rdns(&self.suffix) else {
+            return Vec::new();
+        };
+        self.all_suffixes()
+            .into_iter()
+            .filter(|s| rough_rdns(s).is_ok_and(|r| strictly_inside(&r, &own)))
+            .collect()
+    }
+
+    /// The views of the databases glued into this (view's) database, directly or through other glued
+    /// ones, outer ones first: what slapcat also writes for a superior unless told `-g`.
+    pub fn glued_views(&self) -> Vec<Config> {
+        let whole = self.whole.as_deref().unwrap_or(self);
+        let suffixes: Vec<Vec<String>> = whole
+            .all_suffixes()
+            .iter()
+            .map(|s| rough_rdns(s).unwrap_or_default())
+            .collect();
+        let Ok(own) = rough_rdns(&self.suffix) else {
+            return Vec::new();
+        };
+        let Some(me) = suffixes.iter().position(|s| *s == own) else {
+            return Vec::new();
+        };
+        // The database whose suffix most closely contains database `i`'s.
+        let superior = |i: usize| {
+            (0..suffixes.len())
+                .filter(|&j| strictly_inside(&suffixes[i], &suffixes[j]))
+                .max_by_key(|&j| suffixes[j].len())
+        };
+        let mut glued: Vec<usize> = (0..suffixes.len())
+            .filter(|&i| {
+                let mut current = i;
+                for _ in 0..suffixes.len() {
+                    if whole.subordinate(current + 1) != Subordinate::Glued {
+                        return false;
+                    }
+                    match superior(current) {
+                        Some(j) if j == me => return true,
+                        Some(j) => current = j,
+                        None => return false,
+                    }
+                }
+                false
+            })
+            .collect();
+        glued.sort_by_key(|&i| suffixes[i].len());
+        glued
+            .into_iter()
+            .filter_map(|i| whole.database_view(i + 1))
+            .collect()
+    }
+
     /// Every overlay of every database, for the schema they bring (one schema for all databases).
     pub fn all_overlays(&self) -> Vec<OverlayConfig> {
         let whole = self.whole.as_deref().unwrap_or(self);
