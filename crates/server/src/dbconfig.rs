@@ -234,6 +234,18 @@ impl Config {
             .collect()
     }
 
+    /// The names of database `number`'s overlays, in order (none for a number past the last).
+    pub fn overlay_names(&self, number: usize) -> Vec<String> {
+        let overlays = match number {
+            1 => &self.overlay,
+            n => match n.checked_sub(2).and_then(|i| self.database.get(i)) {
+                Some(db) => &db.overlay,
+                None => return Vec::new(),
+            },
+        };
+        overlays.iter().map(|o| o.name.clone()).collect()
+    }
+
     /// Every overlay of every database, for the schema they bring (one schema for all databases).
     pub fn all_overlays(&self) -> Vec<OverlayConfig> {
         let whole = self.whole.as_deref().unwrap_or(self);
@@ -386,4 +398,139 @@ pub fn check(config: &Config) -> Result<(), DatabaseError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = "data_dir = \"/d\"\n\
+        suffix = \"dc=example,dc=com\"\n\
+        \n\
+        [[database]]\n\
+        suffix = \"dc=other,dc=org\"\n\
+        root_dn = \"cn=boss,dc=other,dc=org\"\n\
+        root_password = \"pw\"\n\
+        access = [\"to * by * read\"]\n\
+        read_only = true\n\
+        [database.limits]\n\
+        size_limit = 7\n\
+        \n\
+        [[database]]\n\
+        suffix = \"ou=Sub,dc=Example,dc=com\"\n\
+        subordinate = true\n\
+        directory = \"sub\"\n";
+
+    fn refused(text: &str, line: usize, want: &str) {
+        let err = Config::parse(text, "c.toml").unwrap_err().to_string();
+        assert!(err.starts_with(&format!("c.toml:{line}:")), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+
+    #[test]
+    fn tables_are_databases_after_the_first() {
+        let c = Config::parse(TWO, "t").unwrap();
+        assert_eq!(c.database_count(), 3);
+        let first = c.database_view(1).unwrap();
+        assert_eq!(first.suffix, "dc=example,dc=com");
+        assert_eq!(first.data_dir, PathBuf::from("/d"));
+        let other = c.database_view(2).unwrap();
+        assert_eq!(other.suffix, "dc=other,dc=org");
+        assert_eq!(other.root_dn, "cn=boss,dc=other,dc=org");
+        assert_eq!(other.root_password.as_deref(), Some("pw"));
+        assert_eq!(other.data_dir, PathBuf::from("/d/db2"));
+        assert!(other.read_only && other.database.is_empty());
+        assert_eq!(other.limits.size_limit, 7);
+        assert_eq!(other.limits.time_limit, c.limits.time_limit);
+        assert_eq!(other.indexes.len(), c.indexes.len());
+        let sub = c.database_view(3).unwrap();
+        assert_eq!(sub.data_dir, PathBuf::from("/d/sub"));
+        assert_eq!(sub.root_dn, "");
+        assert!(c.database_view(4).is_none() && c.database_view(0).is_none());
+        assert_eq!(c.subordinate(3), Subordinate::Glued);
+        assert_eq!(c.subordinate(2), Subordinate::No);
+        assert_eq!(c.database_by_suffix("DC=Other, dc=org"), Some(2));
+        assert_eq!(c.database_by_suffix("dc=nowhere"), None);
+        assert_eq!(c.suffixes_inside(), vec!["ou=Sub,dc=Example,dc=com"]);
+        let glued: Vec<String> = first.glued_views().into_iter().map(|v| v.suffix).collect();
+        assert_eq!(glued, vec!["ou=Sub,dc=Example,dc=com"]);
+        assert!(other.glued_views().is_empty());
+    }
+
+    #[test]
+    fn a_configuration_without_tables_is_one_database() {
+        let c = Config::parse("suffix = \"dc=x\"\n", "t").unwrap();
+        assert_eq!(c.database_count(), 1);
+        assert!(c.glued_views().is_empty() && c.suffixes_inside().is_empty());
+    }
+
+    #[test]
+    fn suffixes_that_clash_are_refused_at_their_table() {
+        let base = "suffix = \"dc=example,dc=com\"\n";
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"DC=example, dc=com\"\n"),
+            2,
+            "the same as database 1",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"ou=x,dc=example,dc=com\"\n"),
+            2,
+            "subordinate = true",
+        );
+        refused(
+            &format!("{base}\n[[database]]\nsuffix = \"dc=other\"\nsubordinate = true\n"),
+            3,
+            "no other database's suffix contains",
+        );
+        assert!(Config::parse(
+            &format!("{base}[[database]]\nsuffix = \"ou=x,dc=example,dc=com\"\nsubordinate = false\n"),
+            "t"
+        )
+        .is_ok());
+        // The first database inside another: it has no `subordinate` key, so the outer one goes first.
+        let err = Config::parse(
+            "suffix = \"ou=x,dc=e\"\n[[database]]\nsuffix = \"dc=e\"\n",
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("list the outer database first"), "{err}");
+    }
+
+    #[test]
+    fn table_settings_are_checked() {
+        let base = "suffix = \"dc=example,dc=com\"\n";
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\nroot_dn = \"cn=a,dc=example,dc=com\"\nroot_password = \"x\"\n"),
+            2,
+            "not inside suffix",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\nroot_password = \"x\"\n"),
+            2,
+            "without root_dn",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\ndirectory = \"monitor\"\n"),
+            2,
+            "monitor",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\ndirectory = \"a\"\n[[database]]\nsuffix = \"dc=p\"\ndirectory = \"a\"\n"),
+            5,
+            "also database 2",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\nindexes = [{{ attr = \"cn\", kinds = [\"fast\"] }}]\n"),
+            2,
+            "unknown kind",
+        );
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\n[[database.overlay]]\nname = \"nosuch\"\n"),
+            2,
+            "nosuch",
+        );
+        refused(&format!("{base}[[database]]\nsuffix = \"dc=o\"\nbogus = 1\n"), 4, "bogus");
+        refused(&format!("{base}[[database]]\nsuffix = \"dc=o\"\n[database.limits]\nmax_connections = 1\n"), 5, "max_connections");
+    }
 }

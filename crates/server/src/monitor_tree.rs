@@ -155,14 +155,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         "cn=Databases",
         "This subsystem contains information about configured databases.",
     );
-    let overlays: Vec<String> = state
-        .config
-        .overlay
-        .iter()
-        .map(|o| o.name.clone())
-        .collect();
     for (i, db) in state.databases.iter().enumerate() {
         let monitor = db.is_monitor();
+        // Data databases come first in the registry, in configuration order (numbers from 1).
+        let overlays = state.config.overlay_names(i + 1);
         let mut attrs = vec![
             (
                 "monitoredInfo",
@@ -256,7 +252,15 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         );
     }
 
-    // Overlays.
+    // Overlays: each one in use, once, in the order the databases name them.
+    let mut overlays: Vec<String> = Vec::new();
+    for number in 1..=state.config.database_count() {
+        for name in state.config.overlay_names(number) {
+            if !overlays.contains(&name) {
+                overlays.push(name);
+            }
+        }
+    }
     t.add("cn=Overlays", SUFFIX, "monitorContainer", {
         let mut attrs = vec![(
             "description",

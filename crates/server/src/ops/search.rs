@@ -420,7 +420,7 @@ fn search_part(
 
     let mut scan = dir.plan_scan(&txn, &query, &found)?;
     // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
-    if scan.unindexed() && !dir.is_read_only() {
+    if scan.unindexed() && !dir.is_monitor() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
         tracing::info!(%filter, "unindexed search: scanning the scope");
         job.tally.unindexed.set(true);

@@ -330,3 +330,101 @@ fn offline_tools_per_database_and_restart() {
     let apart = s.search(&Bind::Anonymous, &["-b", APART, "(objectClass=*)", "1.1"]);
     assert_eq!(dns(&apart).len(), 2, "{}", apart.stdout);
 }
+
+/// False (with the reason printed) when the suite runs against slapd.
+fn canopy_target(what: &str) -> bool {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: {what} is canopy's own, slapd has no equivalent to compare");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn canopy_numbers_databases_for_its_tools() {
+    if !canopy_target("`--database N`, cn=Monitor's database list and backup per database") {
+        return;
+    }
+    let mut s = Server::start_with_databases(&databases());
+    fill(&s);
+
+    // The root DSE in configuration order; cn=Monitor names every database.
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "(objectClass=*)", "namingContexts"],
+    );
+    let contexts: Vec<String> = dse
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("namingContexts: "))
+        .map(str::to_lowercase)
+        .collect();
+    assert_eq!(contexts, vec![SUFFIX, OTHER, APART, RO], "{}", dse.stdout);
+    let monitor = s.search(
+        &Bind::Root,
+        &[
+            "-b",
+            "cn=Databases,cn=Monitor",
+            "-s",
+            "one",
+            "(objectClass=*)",
+            "namingContexts",
+            "readOnly",
+        ],
+    );
+    monitor.expect_code(0, "cn=Monitor's databases");
+    for suffix in [SUFFIX, GLUED, OTHER, APART, RO, "cn=Monitor"] {
+        assert!(
+            monitor.stdout.contains(&format!("namingContexts: {suffix}\n")),
+            "{suffix} missing:\n{}",
+            monitor.stdout
+        );
+    }
+    assert_eq!(monitor.stdout.matches("readOnly: TRUE").count(), 2, "{}", monitor.stdout);
+
+    // A writing tool on any database waits for the server, which holds the data directory.
+    let backup = s.dir().join("backup-other");
+    let backup_text = backup.to_string_lossy().to_string();
+    s.canopy_tool("backup", &["-n", "3", &backup_text])
+        .expect_code(0, "backup of database 3 beside the server");
+    let busy = s.canopy_tool("restore", &["-n", "3", "--force", &backup_text]);
+    assert_ne!(busy.code, 0, "restore beside the server: {}", busy.stdout);
+    s.terminate();
+
+    let by_number = s.canopy_tool("export", &["-n", "3"]);
+    by_number.expect_code(0, "export -n 3");
+    assert_eq!(sorted(dns(&by_number)), sorted(dns(&s.export_of(OTHER))));
+    assert_eq!(dns(&by_number).len(), 4);
+    let alone = s.canopy_tool("export", &["-n", "1", "-g"]);
+    assert_eq!(sorted(dns(&alone)), sorted(base_dns()), "-g: no glued databases");
+    for (args, want) in [
+        (vec!["-n", "0"], "cn=config"),
+        (vec!["-n", "9"], "has 5 databases"),
+        (vec!["-b", "dc=nowhere"], "no database has the suffix"),
+    ] {
+        let out = s.canopy_tool("export", &args);
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+    }
+    s.canopy_tool("verify", &["-n", "2"])
+        .expect_code(0, "verify of the glued database");
+    s.canopy_tool("reindex", &["-b", OTHER])
+        .expect_code(0, "reindex of the other database");
+    s.canopy_tool("verify", &["-b", OTHER])
+        .expect_code(0, "verify after reindex");
+
+    // An entry of an inner database is not imported into the outer one.
+    let ldif = s.dir().join("inner.ldif");
+    std::fs::write(&ldif, person(&format!("cn=x,{GLUED}"), "x")).unwrap();
+    let out = s.canopy_tool("import", &["-n", "1", &ldif.to_string_lossy()]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+
+    // Restore of one database, offline.
+    s.canopy_tool("restore", &["-n", "3", "--force", &backup_text])
+        .expect_code(0, "restore of database 3");
+    s.restart();
+    let other = s.search(&boss(), &["-b", OTHER, "(objectClass=*)", "1.1"]);
+    assert_eq!(dns(&other).len(), 4, "{}", other.stdout);
+    let glued = s.search(&Bind::Anonymous, &["-b", GLUED, "(objectClass=*)", "1.1"]);
+    assert_eq!(dns(&glued).len(), 3, "{}", glued.stdout);
+}
