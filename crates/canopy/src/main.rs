@@ -141,7 +141,9 @@ impl Which {
     ) -> Result<(Config, Option<service::DataLock>)> {
         let number = match (&self.suffix, self.database) {
             (Some(suffix), _) => config.database_by_suffix(suffix).with_context(|| {
-                format!("no database has the suffix {suffix:?} (see `suffix` and [[database]] tables)")
+                format!(
+                    "no database has the suffix {suffix:?} (see `suffix` and [[database]] tables)"
+                )
             })?,
             (None, Some(0)) => bail!(
                 "database 0 is slapd's cn=config; Canopy's data databases are numbered from 1"
@@ -153,7 +155,11 @@ impl Which {
             bail!(
                 "database {number}: the configuration has {} database{}",
                 config.database_count(),
-                if config.database_count() == 1 { "" } else { "s" }
+                if config.database_count() == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             );
         };
         let lock = match role {

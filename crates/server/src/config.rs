@@ -63,7 +63,8 @@ pub struct Config {
     /// In the view of one database (`Config::database_view`), the whole configuration it was cut
     /// from: the schema is one for all databases.
     #[serde(skip)]
-    pub(crate) whole: Option<std::sync::Arc<Config>>,
+    #[doc(hidden)]
+    pub whole: Option<std::sync::Arc<Config>>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.

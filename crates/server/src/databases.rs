@@ -21,12 +21,12 @@ use canopy_proto::{Control, Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
-use crate::dbconfig::Subordinate;
-use crate::limits::Limits;
 use crate::acl::ops::{
     check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
 };
 use crate::acl::{Acl, Guarded};
+use crate::dbconfig::Subordinate;
+use crate::limits::Limits;
 use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, and how its

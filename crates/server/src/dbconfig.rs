@@ -307,10 +307,13 @@ pub fn check(config: &Config) -> Result<(), DatabaseError> {
     let mut suffixes = vec![first];
     for (i, db) in config.database.iter().enumerate() {
         let table = Some(i);
-        let rdns =
-            rough_rdns(&db.suffix).map_err(|e| at(table, format!("suffix {:?}: {e}", db.suffix)))?;
+        let rdns = rough_rdns(&db.suffix)
+            .map_err(|e| at(table, format!("suffix {:?}: {e}", db.suffix)))?;
         if rdns.is_empty() {
-            return Err(at(table, "suffix: empty (the root DSE is not a database)".into()));
+            return Err(at(
+                table,
+                "suffix: empty (the root DSE is not a database)".into(),
+            ));
         }
         if let Some(root) = db.root_dn.as_deref().filter(|r| !r.is_empty()) {
             let root_rdns =
@@ -483,7 +486,9 @@ mod tests {
             "no other database's suffix contains",
         );
         assert!(Config::parse(
-            &format!("{base}[[database]]\nsuffix = \"ou=x,dc=example,dc=com\"\nsubordinate = false\n"),
+            &format!(
+                "{base}[[database]]\nsuffix = \"ou=x,dc=example,dc=com\"\nsubordinate = false\n"
+            ),
             "t"
         )
         .is_ok());
@@ -526,11 +531,23 @@ mod tests {
             "unknown kind",
         );
         refused(
-            &format!("{base}[[database]]\nsuffix = \"dc=o\"\n[[database.overlay]]\nname = \"nosuch\"\n"),
+            &format!(
+                "{base}[[database]]\nsuffix = \"dc=o\"\n[[database.overlay]]\nname = \"nosuch\"\n"
+            ),
             2,
             "nosuch",
         );
-        refused(&format!("{base}[[database]]\nsuffix = \"dc=o\"\nbogus = 1\n"), 4, "bogus");
-        refused(&format!("{base}[[database]]\nsuffix = \"dc=o\"\n[database.limits]\nmax_connections = 1\n"), 5, "max_connections");
+        refused(
+            &format!("{base}[[database]]\nsuffix = \"dc=o\"\nbogus = 1\n"),
+            4,
+            "bogus",
+        );
+        refused(
+            &format!(
+                "{base}[[database]]\nsuffix = \"dc=o\"\n[database.limits]\nmax_connections = 1\n"
+            ),
+            5,
+            "max_connections",
+        );
     }
 }

@@ -336,7 +336,16 @@ fn execute(
     search_part(job, sink, done_controls, dir, base_dn, base, None, &mut run)?;
     for (db, scope) in glued {
         let part = (db.suffix_dn().clone(), db.suffix().clone());
-        match search_part(job, sink, done_controls, db, part.0, part.1, Some(scope), &mut run) {
+        match search_part(
+            job,
+            sink,
+            done_controls,
+            db,
+            part.0,
+            part.1,
+            Some(scope),
+            &mut run,
+        ) {
             // A glued database without its suffix entry adds nothing, as in slapd.
             Err(Stop::Error(e)) if e.code == ResultCode::NoSuchObject => {}
             other => other?,

@@ -114,10 +114,14 @@ fn base_dns() -> Vec<String> {
 }
 
 fn glued_dns() -> Vec<String> {
-    [GLUED.to_string(), format!("cn=g1,{GLUED}"), format!("cn=g2,{GLUED}")]
-        .iter()
-        .map(|d| d.to_lowercase())
-        .collect()
+    [
+        GLUED.to_string(),
+        format!("cn=g1,{GLUED}"),
+        format!("cn=g2,{GLUED}"),
+    ]
+    .iter()
+    .map(|d| d.to_lowercase())
+    .collect()
 }
 
 #[test]
@@ -139,7 +143,10 @@ fn routing_root_dse_and_glue() {
         .filter_map(|l| l.strip_prefix("namingContexts: "))
         .map(str::to_lowercase)
         .collect();
-    let want: Vec<String> = [SUFFIX, OTHER, APART, RO].iter().map(|d| d.to_string()).collect();
+    let want: Vec<String> = [SUFFIX, OTHER, APART, RO]
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
     assert_eq!(sorted(contexts), sorted(want), "{}", dse.stdout);
 
     // Subtree at the superior: its own entries, then the glued database's; not the apart one's.
@@ -147,9 +154,22 @@ fn routing_root_dse_and_glue() {
     all.expect_code(0, "subtree search across the glue");
     let got = dns(&all);
     let (main_part, glued_part) = got.split_at(got.len().saturating_sub(3));
-    assert_eq!(sorted(main_part.to_vec()), sorted(base_dns()), "{}", all.stdout);
-    assert_eq!(sorted(glued_part.to_vec()), sorted(glued_dns()), "{}", all.stdout);
-    assert_eq!(glued_part.first().map(String::as_str), Some(&*GLUED.to_lowercase()));
+    assert_eq!(
+        sorted(main_part.to_vec()),
+        sorted(base_dns()),
+        "{}",
+        all.stdout
+    );
+    assert_eq!(
+        sorted(glued_part.to_vec()),
+        sorted(glued_dns()),
+        "{}",
+        all.stdout
+    );
+    assert_eq!(
+        glued_part.first().map(String::as_str),
+        Some(&*GLUED.to_lowercase())
+    );
 
     // One level: the glued database's suffix entry is a child like any other.
     let one = s.search(
@@ -186,11 +206,17 @@ fn routing_root_dse_and_glue() {
     let inside = s.search(&Bind::Anonymous, &["-b", GLUED, "(objectClass=*)", "1.1"]);
     assert_eq!(sorted(dns(&inside)), sorted(glued_dns()));
     let apart = s.search(&Bind::Anonymous, &["-b", APART, "(objectClass=*)", "1.1"]);
-    let want = vec![APART.to_lowercase(), format!("cn=a1,{APART}").to_lowercase()];
+    let want = vec![
+        APART.to_lowercase(),
+        format!("cn=a1,{APART}").to_lowercase(),
+    ];
     assert_eq!(sorted(dns(&apart)), sorted(want));
     // A filter finds entries of the glued database from the superior's base.
     let filtered = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(cn=g2)", "1.1"]);
-    assert_eq!(dns(&filtered), vec![format!("cn=g2,{GLUED}").to_lowercase()]);
+    assert_eq!(
+        dns(&filtered),
+        vec![format!("cn=g2,{GLUED}").to_lowercase()]
+    );
     let not_apart = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(cn=a1)", "1.1"]);
     not_apart.expect_code(0, "apart entries are not found from the superior");
     assert!(dns(&not_apart).is_empty(), "{}", not_apart.stdout);
@@ -202,7 +228,12 @@ fn routing_root_dse_and_glue() {
         &["-z", &limit, "-b", SUFFIX, "(objectClass=*)", "1.1"],
     );
     limited.expect_code(4, "size limit counted across the glue");
-    assert_eq!(dns(&limited).len(), base_dns().len() + 1, "{}", limited.stdout);
+    assert_eq!(
+        dns(&limited).len(),
+        base_dns().len() + 1,
+        "{}",
+        limited.stdout
+    );
     assert_eq!(dns(&limited).last(), Some(&GLUED.to_lowercase()));
     let small = s.search(
         &Bind::Anonymous,
@@ -223,7 +254,12 @@ fn writes_stay_in_their_database() {
         (alice.as_str(), "dc=nowhere"),
     ];
     for (dn, superior) in moves {
-        let out = s.tool("ldapmodrdn", &Bind::Root, &["-s", superior, dn, "uid=alice"], None);
+        let out = s.tool(
+            "ldapmodrdn",
+            &Bind::Root,
+            &["-s", superior, dn, "uid=alice"],
+            None,
+        );
         out.expect_code(71, &format!("{dn} moved under {superior}"));
         let text = format!("{}{}", out.stdout, out.stderr);
         assert!(text.contains("cannot rename between DSAs"), "{text}");
@@ -237,14 +273,20 @@ fn writes_stay_in_their_database() {
     );
     out.expect_code(71, "out of the glued database");
     // Checked before access: a requester with no rights there still gets 71.
-    let out = s.tool("ldapmodrdn", &boss(), &["-s", GLUED, &alice, "uid=alice"], None);
+    let out = s.tool(
+        "ldapmodrdn",
+        &boss(),
+        &["-s", GLUED, &alice, "uid=alice"],
+        None,
+    );
     out.expect_code(71, "the other root DN moving an entry of the main database");
     // Renames inside one database still work, the glued one included.
     let out = s.tool("ldapmodrdn", &Bind::Root, &["-r", &g1, "cn=g9"], None);
     out.expect_code(0, "rename inside the glued database");
 
     // Each database's root DN is root there only; each database's rules apply to the others.
-    let change = |dn: &str| format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: x\n");
+    let change =
+        |dn: &str| format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: x\n");
     s.modify(&boss(), &change(&alice))
         .expect_code(50, "the other database's root DN in the main database");
     s.modify(&Bind::Root, &change(&format!("cn=o1,{OTHER}")))
@@ -257,19 +299,26 @@ fn writes_stay_in_their_database() {
     who.expect_code(0, "bind as the other database's root DN");
     assert_eq!(who.stdout.trim().to_lowercase(), format!("dn:{BOSS}"));
     let wrong = Bind::Simple(BOSS.into(), "wrong".into());
-    s.whoami(Via::Ldap, &wrong).expect_code(49, "wrong root password");
+    s.whoami(Via::Ldap, &wrong)
+        .expect_code(49, "wrong root password");
 
     // The other database's rules: users read, anonymous sees nothing; its size limit is 2.
     let anon = s.search(&Bind::Anonymous, &["-b", OTHER, "(objectClass=*)", "1.1"]);
     anon.expect_code(32, "anonymous in the other database");
-    let user = s.search(&Bind::user("alice"), &["-b", OTHER, "(objectClass=*)", "1.1"]);
+    let user = s.search(
+        &Bind::user("alice"),
+        &["-b", OTHER, "(objectClass=*)", "1.1"],
+    );
     user.expect_code(4, "the other database's size limit");
     assert_eq!(dns(&user).len(), 2, "{}", user.stdout);
     let root = s.search(&boss(), &["-b", OTHER, "(objectClass=*)", "1.1"]);
     root.expect_code(0, "its root DN has no limit");
     assert_eq!(dns(&root).len(), 4);
     // The main database's limit (500) is untouched by it.
-    let main = s.search(&Bind::user("alice"), &["-b", SUFFIX, "-s", "one", "(objectClass=*)", "1.1"]);
+    let main = s.search(
+        &Bind::user("alice"),
+        &["-b", SUFFIX, "-s", "one", "(objectClass=*)", "1.1"],
+    );
     main.expect_code(0, "the main database's limits");
 
     // A read-only database refuses writes, even from its root DN.
@@ -305,7 +354,12 @@ fn offline_tools_per_database_and_restart() {
     let got = dns(&main);
     let (own, glued_part) = got.split_at(got.len().saturating_sub(3));
     assert_eq!(sorted(own.to_vec()), sorted(base_dns()), "{}", main.stdout);
-    assert_eq!(sorted(glued_part.to_vec()), sorted(glued_dns()), "{}", main.stdout);
+    assert_eq!(
+        sorted(glued_part.to_vec()),
+        sorted(glued_dns()),
+        "{}",
+        main.stdout
+    );
 
     // Import into the read-only database, offline.
     let ldif = s.dir().join("ro.ldif");
@@ -375,12 +429,19 @@ fn canopy_numbers_databases_for_its_tools() {
     monitor.expect_code(0, "cn=Monitor's databases");
     for suffix in [SUFFIX, GLUED, OTHER, APART, RO, "cn=Monitor"] {
         assert!(
-            monitor.stdout.contains(&format!("namingContexts: {suffix}\n")),
+            monitor
+                .stdout
+                .contains(&format!("namingContexts: {suffix}\n")),
             "{suffix} missing:\n{}",
             monitor.stdout
         );
     }
-    assert_eq!(monitor.stdout.matches("readOnly: TRUE").count(), 2, "{}", monitor.stdout);
+    assert_eq!(
+        monitor.stdout.matches("readOnly: TRUE").count(),
+        2,
+        "{}",
+        monitor.stdout
+    );
 
     // A writing tool on any database waits for the server, which holds the data directory.
     let backup = s.dir().join("backup-other");
@@ -396,7 +457,11 @@ fn canopy_numbers_databases_for_its_tools() {
     assert_eq!(sorted(dns(&by_number)), sorted(dns(&s.export_of(OTHER))));
     assert_eq!(dns(&by_number).len(), 4);
     let alone = s.canopy_tool("export", &["-n", "1", "-g"]);
-    assert_eq!(sorted(dns(&alone)), sorted(base_dns()), "-g: no glued databases");
+    assert_eq!(
+        sorted(dns(&alone)),
+        sorted(base_dns()),
+        "-g: no glued databases"
+    );
     for (args, want) in [
         (vec!["-n", "0"], "cn=config"),
         (vec!["-n", "9"], "has 5 databases"),
