@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 pub use crate::authz::{AuthzRegexp, ProxyRule, Sasl};
 pub use crate::backoff::BindBackoff;
-pub use crate::dbconfig::{DatabaseConfig, DatabaseLimits, Subordinate};
+pub use crate::dbconfig::{default_indexes, DatabaseConfig, DatabaseLimits, IndexConfig};
 pub use crate::limits::{LimitRule, LimitValue, Limits};
 pub use crate::overlays::OverlayConfig;
 use canopy_proto::url::percent_decode;
@@ -135,14 +135,6 @@ pub enum PasswordProtection {
     Never,
 }
 
-/// One index line: `{ attr = "cn", kinds = ["eq", "sub"] }`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexConfig {
-    pub attr: String,
-    pub kinds: Vec<String>,
-}
-
 /// How passwords are stored: `[passwords]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -211,26 +203,6 @@ impl Default for Config {
     }
 }
 
-pub(crate) fn default_indexes() -> Vec<IndexConfig> {
-    let index = |attr: &str, kinds: &[&str]| IndexConfig {
-        attr: attr.to_string(),
-        kinds: kinds.iter().map(|k| k.to_string()).collect(),
-    };
-    vec![
-        index("objectClass", &["eq"]),
-        index("uid", &["eq", "sub"]),
-        index("cn", &["eq", "sub"]),
-        index("sn", &["eq", "sub"]),
-        index("mail", &["eq", "sub"]),
-        index("member", &["eq"]),
-        index("memberUid", &["eq"]),
-        index("uidNumber", &["eq"]),
-        index("gidNumber", &["eq"]),
-        index("entryUUID", &["eq"]),
-        index("entryCSN", &["eq"]),
-    ]
-}
-
 /// A configuration problem, with the file and line when it came from a file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -276,17 +248,19 @@ impl Config {
             path: origin.to_string(),
             message,
         })?;
-        crate::dbconfig::check(&config).map_err(|e| match e.table {
-            Some(table) => ConfigError::Invalid {
-                path: origin.to_string(),
-                line: crate::dbconfig::table_line(text, table),
-                message: format!("[[database]] {}: {}", table + 2, e.message),
+        crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(
+            |e| match e.table {
+                Some(table) => ConfigError::Invalid {
+                    path: origin.to_string(),
+                    line: crate::dbconfig::table_line(text, table),
+                    message: format!("[[database]] {}: {}", table + 2, e.message),
+                },
+                None => ConfigError::Semantic {
+                    path: origin.to_string(),
+                    message: e.message,
+                },
             },
-            None => ConfigError::Semantic {
-                path: origin.to_string(),
-                message: e.message,
-            },
-        })?;
+        )?;
         Ok(config)
     }
 
@@ -305,7 +279,7 @@ impl Config {
             return Err("access_log: empty (use \"stderr\" or a file path)".into());
         }
         for index in &self.indexes {
-            check_index(index)?;
+            crate::dbconfig::check_index(index)?;
         }
         if self.limits.max_filter_depth > crate::limits::MAX_FILTER_DEPTH {
             return Err(format!(
@@ -339,19 +313,6 @@ impl Config {
         crate::authz::Rules::compile(&self.sasl)?;
         Ok(())
     }
-}
-
-/// An index line's kinds.
-pub(crate) fn check_index(index: &IndexConfig) -> Result<(), String> {
-    for kind in &index.kinds {
-        if !matches!(kind.as_str(), "eq" | "pres" | "sub" | "ord" | "approx") {
-            return Err(format!(
-                "index on {}: unknown kind {kind:?} (expected eq, pres, sub, ord or approx)",
-                index.attr
-            ));
-        }
-    }
-    Ok(())
 }
 
 impl TlsConfig {

@@ -25,7 +25,6 @@ use crate::acl::ops::{
     check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
 };
 use crate::acl::{Acl, Guarded};
-use crate::dbconfig::Subordinate;
 use crate::limits::Limits;
 use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
 
@@ -242,6 +241,18 @@ impl Deref for Database {
     fn deref(&self) -> &Directory {
         &self.backend
     }
+}
+
+/// What routing needs to know of a database besides its view: whether it is glued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subordinate {
+    /// A naming context of its own (the first database always is).
+    #[default]
+    No,
+    /// Inside another database's suffix, glued into its searches.
+    Glued,
+    /// Inside another database's suffix, kept apart.
+    Apart,
 }
 
 /// Every database of the server, in configuration order.

@@ -15,6 +15,7 @@ pub mod config;
 pub mod conn;
 pub mod databases;
 pub mod dbconfig;
+pub mod dbview;
 pub mod exporter;
 pub mod filter_view;
 pub mod limits;
@@ -325,7 +326,7 @@ fn open_monitor(
         root,
         config.limits.clone(),
         true,
-        config::Subordinate::No,
+        databases::Subordinate::No,
         config.data_dir.join("monitor"),
     ))
 }

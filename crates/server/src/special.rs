@@ -63,7 +63,7 @@ fn root_dse(state: &ServerState) -> Entry {
                     // slapd lists every database in configuration order but cn=Monitor (its
                     // monitorContext) and glued subordinates (part of their superior's context).
                     .filter(|db| {
-                        !db.is_monitor() && db.subordinate() != crate::dbconfig::Subordinate::Glued
+                        !db.is_monitor() && db.subordinate() != crate::databases::Subordinate::Glued
                     })
                     .map(|db| db.suffix_dn().to_string()),
             ),

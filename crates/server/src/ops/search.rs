@@ -272,7 +272,7 @@ struct Limits {
 
 /// The limits of this search: the identity's (crate::limits), lowered by the client's request.
 fn limits(job: &SearchJob, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<Limits, LdapError> {
-    let mine = crate::limits::SearchLimits::of(dir.limits(), dir, who, txn)?;
+    let mine = crate::limits::SearchLimits::of(dir.limits(), dir.backend(), who, txn)?;
     let mut size = mine.size;
     if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
         return Err(LdapError::new(
