@@ -332,7 +332,11 @@ fn execute(
     }
     // Outer databases before the ones they hold, each in configuration order.
     glued.sort_by_key(|(db, _)| db.suffix().rdns().len());
-    let mut run = Run::default();
+    let mut run = Run {
+        selection: &selection,
+        limits: None,
+        sent: 0,
+    };
     search_part(job, sink, done_controls, dir, base_dn, base, None, &mut run)?;
     for (db, scope) in glued {
         let part = (db.suffix_dn().clone(), db.suffix().clone());
@@ -346,18 +350,23 @@ fn execute(
             Some(scope),
             &mut run,
         ) {
-            // A glued database without its suffix entry adds nothing, as in slapd.
-            Err(Stop::Error(e)) if e.code == ResultCode::NoSuchObject => {}
+            // A glued database without its suffix entry, or whose base the requester may not
+            // search, adds nothing to the search, as in slapd's glue.
+            Err(Stop::Error(e))
+                if matches!(
+                    e.code,
+                    ResultCode::NoSuchObject | ResultCode::InsufficientAccessRights
+                ) => {}
             other => other?,
         }
     }
     Ok(())
 }
 
-/// What the parts of a search across glued databases share: the limits (the first part's database's,
+/// What the parts of a search across glued databases share: the attribute selection, the limits (the first part's database's,
 /// as slapd's frontend sets them before glue splits the search) and the entries sent so far.
-#[derive(Default)]
-struct Run {
+struct Run<'s> {
+    selection: &'s Selection,
     limits: Option<Limits>,
     sent: usize,
 }
@@ -373,10 +382,10 @@ fn search_part(
     base_dn: canopy_proto::Dn,
     base: NormDn,
     glued: Option<canopy_proto::SearchScope>,
-    run: &mut Run,
+    run: &mut Run<'_>,
 ) -> Result<(), Stop> {
     let schema = job.state.databases.schema();
-    let selection = Selection::parse(schema, &job.req.attributes);
+    let selection = run.selection;
     let who = dir.requester(&job.who);
     let who = who.as_ref();
     let txn = dir.read()?;

@@ -15,10 +15,11 @@ const BOSS_PW: &str = "boss-pw";
 const RO: &str = "dc=ro,dc=org";
 const RO_ADMIN: &str = "cn=keeper,dc=ro,dc=org";
 const RO_PW: &str = "keeper-pw";
+const HIDDEN: &str = "ou=hidden,dc=example,dc=com";
 
-/// Databases 2 to 5 (canopy's numbers): a glued subordinate of the main database, a database of its
-/// own with its own root DN, rules and size limit, a database inside the main one kept apart, and a
-/// read-only one.
+/// Databases 2 to 6 (canopy's numbers): a glued subordinate of the main database, a database of its
+/// own with its own root DN, rules and size limit, a database inside the main one kept apart, a
+/// read-only one, and a second glued one that only its root DN may search.
 fn databases() -> Vec<ExtraDatabase> {
     vec![
         ExtraDatabase {
@@ -48,6 +49,14 @@ fn databases() -> Vec<ExtraDatabase> {
             read_only: true,
             ..Default::default()
         },
+        // Glued too, but nobody but its root DN may search it.
+        ExtraDatabase {
+            suffix: HIDDEN.into(),
+            root_dn: Some(ROOT_DN.into()),
+            subordinate: Some(true),
+            access: vec!["to * by * disclose".into()],
+            ..Default::default()
+        },
     ]
 }
 
@@ -70,12 +79,13 @@ fn domain(dn: &str, dc: &str) -> String {
 /// Fills the glued, apart and other databases through the server.
 fn fill(s: &Server) {
     let main_side = format!(
-        "{}{}{}{}{}",
+        "{}{}{}{}{}{}",
         unit(GLUED, "glued"),
         person(&format!("cn=g1,{GLUED}"), "g1"),
         person(&format!("cn=g2,{GLUED}"), "g2"),
         unit(APART, "apart"),
         person(&format!("cn=a1,{APART}"), "a1"),
+        unit(HIDDEN, "hidden"),
     );
     s.add(&Bind::Root, &main_side)
         .expect_code(0, "root DN adds in the glued and apart databases");
@@ -169,6 +179,16 @@ fn routing_root_dse_and_glue() {
     assert_eq!(
         glued_part.first().map(String::as_str),
         Some(&*GLUED.to_lowercase())
+    );
+
+    // The root DN, root in both glued databases, sees the hidden one's entry too.
+    let root = s.search(&Bind::Root, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    root.expect_code(0, "the root DN's subtree search");
+    assert_eq!(dns(&root).len(), base_dns().len() + 4, "{}", root.stdout);
+    assert!(
+        dns(&root).contains(&HIDDEN.to_lowercase()),
+        "{}",
+        root.stdout
     );
 
     // One level: the glued database's suffix entry is a child like any other.
@@ -352,11 +372,13 @@ fn offline_tools_per_database_and_restart() {
     // The superior's export goes on with the databases glued into it (slapcat without -g).
     let main = s.export_of(SUFFIX);
     let got = dns(&main);
-    let (own, glued_part) = got.split_at(got.len().saturating_sub(3));
+    let (own, glued_part) = got.split_at(base_dns().len().min(got.len()));
     assert_eq!(sorted(own.to_vec()), sorted(base_dns()), "{}", main.stdout);
+    let mut both_glued = glued_dns();
+    both_glued.push(HIDDEN.to_lowercase());
     assert_eq!(
         sorted(glued_part.to_vec()),
-        sorted(glued_dns()),
+        sorted(both_glued),
         "{}",
         main.stdout
     );
@@ -427,7 +449,7 @@ fn canopy_numbers_databases_for_its_tools() {
         ],
     );
     monitor.expect_code(0, "cn=Monitor's databases");
-    for suffix in [SUFFIX, GLUED, OTHER, APART, RO, "cn=Monitor"] {
+    for suffix in [SUFFIX, GLUED, OTHER, APART, RO, HIDDEN, "cn=Monitor"] {
         assert!(
             monitor
                 .stdout
@@ -464,7 +486,7 @@ fn canopy_numbers_databases_for_its_tools() {
     );
     for (args, want) in [
         (vec!["-n", "0"], "cn=config"),
-        (vec!["-n", "9"], "has 5 databases"),
+        (vec!["-n", "9"], "has 6 databases"),
         (vec!["-b", "dc=nowhere"], "no database has the suffix"),
     ] {
         let out = s.canopy_tool("export", &args);
