@@ -605,7 +605,7 @@ fn search_part(
             }
             return Ok(());
         }
-        sink.push_encoded(|out| encode_stored(job, &selection, &cleared, &computed, out))?;
+        sink.push_encoded(|out| encode_stored(job, selection, &cleared, &computed, out))?;
         job.tally.entry();
         sent += 1;
         last_sent = Some(id);
