@@ -323,44 +323,80 @@ fn execute(
         return Err(state.outside_naming_context(&base).into());
     };
     let mut glued = state.databases.glued(dir, &base, job.req.scope);
-    if !glued.is_empty() && job.paged.is_some() {
-        return Err(LdapError::new(
-            ResultCode::UnwillingToPerform,
-            "paged results across glued databases are not supported",
-        )
-        .into());
-    }
     // Outer databases before the ones they hold, each in configuration order.
     glued.sort_by_key(|(db, _)| db.suffix().rdns().len());
+    // A paged search across glued databases goes on where its cookie says: which part, after which ID.
+    let resume = job
+        .paged
+        .as_ref()
+        .filter(|p| p.size > 0)
+        .and_then(|p| parse_cookie(&p.cookie));
+    let first_part = resume.map_or(0, |c| c.part);
     let mut run = Run {
         selection: &selection,
         limits: None,
         sent: 0,
+        before: resume.map_or(0, |c| c.sent),
     };
-    search_part(job, sink, done_controls, dir, base_dn, base, None, &mut run)?;
-    for (db, scope) in glued {
-        let part = (db.suffix_dn().clone(), db.suffix().clone());
+    if first_part > 0 {
+        // The limits are the requested database's, even on a page that starts in a glued one.
+        let who = dir.requester(&job.who);
+        let txn = dir.read()?;
+        run.limits = Some(limits(job, dir, &who, &txn)?);
+    }
+    let parts = std::iter::once((dir, base_dn, base, None)).chain(
+        glued
+            .into_iter()
+            .map(|(db, scope)| (db, db.suffix_dn().clone(), db.suffix().clone(), Some(scope))),
+    );
+    for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
+        let part = Part {
+            index,
+            scope,
+            resume_after: resume.filter(|c| c.part == index).map(|c| c.last),
+        };
         match search_part(
             job,
             sink,
             done_controls,
             db,
-            part.0,
-            part.1,
-            Some(scope),
+            part_dn,
+            part_ndn,
+            part,
             &mut run,
         ) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Done) => return Ok(()),
             // A glued database without its suffix entry, or whose base the requester may not
             // search, adds nothing to the search, as in slapd's glue.
             Err(Stop::Error(e))
-                if matches!(
-                    e.code,
-                    ResultCode::NoSuchObject | ResultCode::InsufficientAccessRights
-                ) => {}
-            other => other?,
+                if index > 0
+                    && matches!(
+                        e.code,
+                        ResultCode::NoSuchObject | ResultCode::InsufficientAccessRights
+                    ) => {}
+            Err(other) => return Err(other),
         }
     }
+    if job.paged.is_some() {
+        done_controls.push(paged_control(Vec::new()));
+    }
     Ok(())
+}
+
+/// Which part of a search `search_part` runs: 0 the requested database, then the glued ones (with the
+/// scope their part takes), and where a paged search resumes in it.
+struct Part {
+    index: usize,
+    scope: Option<canopy_proto::SearchScope>,
+    resume_after: Option<u64>,
+}
+
+/// Whether a search goes on into its next part.
+enum Flow {
+    Continue,
+    /// A page is full (its cookie sent) or the paged search was abandoned.
+    Done,
 }
 
 /// What the parts of a search across glued databases share: the attribute selection, the limits (the first part's database's,
@@ -368,11 +404,14 @@ fn execute(
 struct Run<'s> {
     selection: &'s Selection,
     limits: Option<Limits>,
+    /// Entries sent by this request's earlier parts.
     sent: usize,
+    /// Entries sent on earlier pages.
+    before: usize,
 }
 
-/// The search in one database: the requested one (`glued` None), or a glued database's part of it with
-/// its own scope, based at that database's suffix.
+/// The search in one database: the requested one (`part.scope` None), or a glued database's part of it
+/// with its own scope, based at that database's suffix.
 #[allow(clippy::too_many_arguments)]
 fn search_part(
     job: &SearchJob,
@@ -381,9 +420,10 @@ fn search_part(
     dir: &Database,
     base_dn: canopy_proto::Dn,
     base: NormDn,
-    glued: Option<canopy_proto::SearchScope>,
+    part: Part,
     run: &mut Run<'_>,
-) -> Result<(), Stop> {
+) -> Result<Flow, Stop> {
+    let glued = part.scope;
     let schema = job.state.databases.schema();
     let selection = run.selection;
     let who = dir.requester(&job.who);
@@ -454,24 +494,24 @@ fn search_part(
         );
     }
     // Entries sent on earlier pages count against the size limit, as they do in slapd.
-    let mut sent_before = 0usize;
     let page_size = match &job.paged {
         Some(paged) => {
             if paged.size <= 0 {
                 // RFC 2696 §3: size 0 abandons the paged result set.
                 done_controls.push(paged_control(Vec::new()));
-                return Ok(());
+                return Ok(Flow::Done);
             }
             if !paged.cookie.is_empty() {
-                let Some((last, earlier)) = parse_cookie(&paged.cookie) else {
+                if parse_cookie(&paged.cookie).is_none() {
                     return Err(LdapError::new(
                         ResultCode::ProtocolError,
                         "paged results cookie is invalid",
                     )
                     .into());
-                };
+                }
+            }
+            if let Some(last) = part.resume_after {
                 scan.resume_after(last);
-                sent_before = earlier;
             }
             Some(paged.size as usize)
         }
@@ -509,7 +549,8 @@ fn search_part(
     let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;
     let mut examined = 0u64;
-    let mut last_sent = None;
+    // Where a page ending now resumes: after the last entry sent in this part.
+    let mut last_sent = part.resume_after;
     for candidate in scan.examine(&txn, !root)? {
         let candidate = candidate?;
         examined += 1;
@@ -595,15 +636,15 @@ fn search_part(
         };
         if limits
             .size
-            .is_some_and(|limit| run.sent + sent_before + sent >= limit)
+            .is_some_and(|limit| run.before + run.sent + sent >= limit)
         {
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
-        if page_size.is_some_and(|size| sent >= size) {
-            if let Some(last) = last_sent {
-                done_controls.push(paged_control(make_cookie(last, sent_before + sent)));
-            }
-            return Ok(());
+        if page_size.is_some_and(|size| run.sent + sent >= size) {
+            let resume = last_sent.unwrap_or(0);
+            let cookie = make_cookie(part.index, resume, run.before + run.sent + sent);
+            done_controls.push(paged_control(cookie));
+            return Ok(Flow::Done);
         }
         sink.push_encoded(|out| encode_stored(job, selection, &cleared, &computed, out))?;
         job.tally.entry();
@@ -611,10 +652,7 @@ fn search_part(
         last_sent = Some(id);
     }
     run.sent += sent;
-    if job.paged.is_some() {
-        done_controls.push(paged_control(Vec::new()));
-    }
-    Ok(())
+    Ok(Flow::Continue)
 }
 
 /// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
@@ -693,18 +731,46 @@ fn paged_control(cookie: Vec<u8>) -> Control {
     }
 }
 
-/// The paged-results cookie: the last ID sent and the number of entries sent so far, 8 bytes each, big-endian.
+/// The paged-results cookie: the last ID sent and the number of entries sent so far, 8 bytes each,
+/// big-endian, then, in a glued database's part of a search (`part` > 0), the part's number, 8 bytes.
 /// IDs only grow, so "after this ID" resumes correctly even when entries change between pages.
-fn make_cookie(last: u64, sent: usize) -> Vec<u8> {
+fn make_cookie(part: usize, last: u64, sent: usize) -> Vec<u8> {
     let mut cookie = last.to_be_bytes().to_vec();
     cookie.extend_from_slice(&(sent as u64).to_be_bytes());
+    if part > 0 {
+        cookie.extend_from_slice(&(part as u64).to_be_bytes());
+    }
     cookie
 }
 
-fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
-    let last = u64::from_be_bytes(cookie.get(..8)?.try_into().ok()?);
-    let sent = u64::from_be_bytes(cookie.get(8..16)?.try_into().ok()?);
-    (cookie.len() == 16).then_some((last, sent as usize))
+/// Where a paged search resumes (`make_cookie`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cookie {
+    part: usize,
+    last: u64,
+    sent: usize,
+}
+
+fn parse_cookie(cookie: &[u8]) -> Option<Cookie> {
+    let word = |at: usize| {
+        let bytes: [u8; 8] = cookie.get(at..at + 8)?.try_into().ok()?;
+        usize::try_from(u64::from_be_bytes(bytes)).ok()
+    };
+    let last = u64::try_from(word(0)?).ok()?;
+    let sent = word(8)?;
+    match cookie.len() {
+        16 => Some(Cookie {
+            part: 0,
+            last,
+            sent,
+        }),
+        24 => Some(Cookie {
+            part: word(16)?.max(1),
+            last,
+            sent,
+        }),
+        _ => None,
+    }
 }
 
 const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
@@ -1001,4 +1067,37 @@ fn send_special(
     sink.push(out)?;
     job.tally.entry();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_name_their_part() {
+        let first = make_cookie(0, 42, 7);
+        assert_eq!(
+            first.len(),
+            16,
+            "the requested database's cookie keeps its form"
+        );
+        let want = Cookie {
+            part: 0,
+            last: 42,
+            sent: 7,
+        };
+        assert_eq!(parse_cookie(&first), Some(want));
+        let glued = make_cookie(2, 0, 30);
+        assert_eq!(
+            parse_cookie(&glued),
+            Some(Cookie {
+                part: 2,
+                last: 0,
+                sent: 30
+            })
+        );
+        for bad in [&b""[..], &[0; 15][..], &[0; 17][..], &[0; 32][..]] {
+            assert_eq!(parse_cookie(bad), None, "{bad:?}");
+        }
+    }
 }

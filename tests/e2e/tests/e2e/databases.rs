@@ -191,6 +191,47 @@ fn routing_root_dse_and_glue() {
         root.stdout
     );
 
+    // Paged: pages go on from the superior into the glued databases, every entry once.
+    for page in ["4", "27", "28", "100"] {
+        let paged = s.search(
+            &Bind::Anonymous,
+            &[
+                "-E",
+                &format!("pr={page}/noprompt"),
+                "-b",
+                SUFFIX,
+                "(objectClass=*)",
+                "1.1",
+            ],
+        );
+        paged.expect_code(0, &format!("paged search across the glue, pages of {page}"));
+        let mut want = base_dns();
+        want.extend(glued_dns());
+        assert_eq!(
+            sorted(dns(&paged)),
+            sorted(want),
+            "pages of {page}: {}",
+            paged.stdout
+        );
+    }
+    let paged_root = s.search(
+        &Bind::Root,
+        &[
+            "-E",
+            "pr=3/noprompt",
+            "-b",
+            SUFFIX,
+            "(objectClass=*)",
+            "1.1",
+        ],
+    );
+    assert_eq!(
+        dns(&paged_root).len(),
+        base_dns().len() + 4,
+        "{}",
+        paged_root.stdout
+    );
+
     // One level: the glued database's suffix entry is a child like any other.
     let one = s.search(
         &Bind::Anonymous,
