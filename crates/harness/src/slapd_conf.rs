@@ -141,6 +141,9 @@ pub struct ExtraDatabase {
     pub read_only: bool,
     /// slapd's per-database `sizelimit`, canopy's `[database.limits] size_limit`.
     pub size_limit: Option<u32>,
+    /// This database's overlays: slapd.conf lines (`overlay NAME` and its options; the modules are
+    /// loaded) and canopy's `[[database.overlay]]` tables.
+    pub overlays: (String, String),
 }
 
 impl ExtraDatabase {
@@ -187,6 +190,7 @@ impl ExtraDatabase {
             let rule = rule.split_whitespace().collect::<Vec<_>>().join(" ");
             out.push_str(&format!("access {rule}\n"));
         }
+        out.push_str(&self.overlays.0);
         out
     }
 
@@ -214,6 +218,7 @@ impl ExtraDatabase {
         if let Some(size) = self.size_limit {
             out.push_str(&format!("[database.limits]\nsize_limit = {size}\n"));
         }
+        out.push_str(&self.overlays.1);
         out
     }
 }
@@ -222,7 +227,17 @@ impl ExtraDatabase {
 /// slapd picks the first database whose suffix holds a DN, so the databases inside another one
 /// (`subordinate` set) are written before the main one, the others after it.
 pub fn render_with_databases(dir: &Path, data: &Path, extra: &[ExtraDatabase]) -> String {
-    let main = render(dir, data);
+    let modules: String = extra
+        .iter()
+        .flat_map(|db| db.overlays.0.lines())
+        .filter_map(|line| line.trim().strip_prefix("overlay "))
+        .map(|name| format!("moduleload {}\n", name.trim()))
+        .collect();
+    let main = render(dir, data).replacen(
+        "moduleload back_mdb\n",
+        &format!("moduleload back_mdb\n{modules}"),
+        1,
+    );
     let (head, tail) = main
         .split_once("\ndatabase mdb\n")
         .expect("the main database section");

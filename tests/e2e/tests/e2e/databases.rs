@@ -34,6 +34,10 @@ fn databases() -> Vec<ExtraDatabase> {
             root_pw: Some(BOSS_PW.into()),
             access: vec!["to * by users read by * none".into()],
             size_limit: Some(2),
+            overlays: (
+                "overlay memberof\n".into(),
+                "[[database.overlay]]\nname = \"memberof\"\n".into(),
+            ),
             ..Default::default()
         },
         ExtraDatabase {
@@ -185,8 +189,10 @@ fn routing_root_dse_and_glue() {
     let root = s.search(&Bind::Root, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
     root.expect_code(0, "the root DN's subtree search");
     assert_eq!(dns(&root).len(), base_dns().len() + 4, "{}", root.stdout);
-    assert!(
-        dns(&root).contains(&HIDDEN.to_lowercase()),
+    // Glued databases follow their superior in configuration order, as slapd's glue runs them.
+    assert_eq!(
+        dns(&root).last(),
+        Some(&HIDDEN.to_lowercase()),
         "{}",
         root.stdout
     );
@@ -381,6 +387,31 @@ fn writes_stay_in_their_database() {
         &["-b", SUFFIX, "-s", "one", "(objectClass=*)", "1.1"],
     );
     main.expect_code(0, "the main database's limits");
+
+    // The other database's memberof overlay keeps memberOf there, and only there.
+    let group = |dn: &str, member: &str| {
+        format!("dn: {dn}\nobjectClass: groupOfNames\ncn: grp\nmember: {member}\n")
+    };
+    let o2 = format!("cn=o2,{OTHER}");
+    s.add(&boss(), &group(&format!("cn=grp,{OTHER}"), &o2))
+        .expect_code(0, "a group in the other database");
+    let member_of = s.read(&boss(), &o2, &["memberOf"]);
+    assert!(
+        member_of
+            .stdout
+            .to_lowercase()
+            .contains(&format!("memberof: cn=grp,{OTHER}")),
+        "{}",
+        member_of.stdout
+    );
+    s.add(&Bind::Root, &group(&format!("cn=grp,{SUFFIX}"), &alice))
+        .expect_code(0, "a group in the main database");
+    let alice_of = s.read(&Bind::Root, &alice, &["memberOf"]);
+    assert!(
+        !alice_of.stdout.to_lowercase().contains("memberof:"),
+        "no memberof overlay in the main database: {}",
+        alice_of.stdout
+    );
 
     // A read-only database refuses writes, even from its root DN.
     let keeper = Bind::Simple(RO_ADMIN.into(), RO_PW.into());
