@@ -267,12 +267,19 @@ fn run() -> Result<()> {
         }
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
         Command::AclCheck(question) => {
-            if !aclcheck::acl_check(&config, &question)? {
+            // The database that holds the entry asked about, with its rules and root DN.
+            let number = config.database_holding(&question.entry);
+            let view = config.database_view(number).unwrap_or(config);
+            if !aclcheck::acl_check(&view, &question)? {
                 std::process::exit(1);
             }
             Ok(())
         }
-        Command::PolicyCheck { user } => policycheck::policy_check(&config, &user),
+        Command::PolicyCheck { user } => {
+            let number = config.database_holding(&user);
+            let view = config.database_view(number).unwrap_or(config);
+            policycheck::policy_check(&view, &user)
+        }
         Command::Bench(args) => canopy_bench::main(args),
     }
 }

@@ -67,6 +67,21 @@ impl Config {
         })
     }
 
+    /// The number of the database that holds `dn` (the longest suffix containing it), 1 when none
+    /// does or the DN does not parse: what an offline question about one entry opens.
+    pub fn database_holding(&self, dn: &str) -> usize {
+        let Ok(target) = rough_rdns(dn) else {
+            return 1;
+        };
+        self.all_suffixes()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i, rough_rdns(s).ok()?)))
+            .filter(|(_, s)| target.ends_with(s))
+            .max_by_key(|(_, s)| s.len())
+            .map_or(1, |(i, _)| i + 1)
+    }
+
     /// The suffixes of every database, by number (index 0 is database 1), of the whole configuration.
     fn all_suffixes(&self) -> Vec<String> {
         let whole = self.whole.as_deref().unwrap_or(self);
@@ -210,6 +225,10 @@ mod tests {
         let glued: Vec<String> = first.glued_views().into_iter().map(|v| v.suffix).collect();
         assert_eq!(glued, vec!["ou=Sub,dc=Example,dc=com"]);
         assert!(other.glued_views().is_empty());
+        assert_eq!(c.database_holding("cn=x,ou=sub,dc=example,dc=com"), 3);
+        assert_eq!(c.database_holding("cn=x,dc=example,dc=com"), 1);
+        assert_eq!(c.database_holding("cn=boss,dc=other,dc=org"), 2);
+        assert_eq!(c.database_holding("dc=nowhere"), 1);
     }
 
     #[test]

@@ -565,6 +565,30 @@ fn canopy_numbers_databases_for_its_tools() {
         assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
     }
+    // acl-check asks the database that holds the entry: each root DN is root in its own only.
+    let o1 = format!("cn=o1,{OTHER}");
+    s.canopy_tool(
+        "acl-check",
+        &["--as", BOSS, "--entry", &o1, "--level", "write"],
+    )
+    .expect_code(0, "the other root DN writes in its database");
+    s.canopy_tool(
+        "acl-check",
+        &["--as", ROOT_DN, "--entry", &o1, "--level", "write"],
+    )
+    .expect_code(1, "the main root DN does not write in the other database");
+    s.canopy_tool(
+        "acl-check",
+        &[
+            "--as",
+            ROOT_DN,
+            "--entry",
+            &user_dn("alice"),
+            "--level",
+            "write",
+        ],
+    )
+    .expect_code(0, "the main root DN writes in its database");
     s.canopy_tool("verify", &["-n", "2"])
         .expect_code(0, "verify of the glued database");
     s.canopy_tool("reindex", &["-b", OTHER])
