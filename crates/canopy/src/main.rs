@@ -218,8 +218,16 @@ fn run() -> Result<()> {
                     });
                 canopy_server::check_config(&config)
                     .with_context(|| format!("{source}: configuration refused"))?;
+                let more = match config.database_count() {
+                    1 => String::new(),
+                    n => format!(
+                        " and {} more database{}",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                };
                 println!(
-                    "{source}: configuration OK (suffix {}, data directory {}, {} listener{})",
+                    "{source}: configuration OK (suffix {}{more}, data directory {}, {} listener{})",
                     config.suffix,
                     config.data_dir.display(),
                     config.listen.len(),

@@ -258,6 +258,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn databases_inside_the_main_one_come_first() {
+        let extra = [
+            ExtraDatabase {
+                suffix: "dc=other".into(),
+                root_dn: Some("cn=boss,dc=other".into()),
+                root_pw: Some("pw".into()),
+                read_only: true,
+                size_limit: Some(2),
+                overlays: ("overlay memberof\n".into(), String::new()),
+                ..Default::default()
+            },
+            ExtraDatabase {
+                suffix: "ou=sub,dc=example,dc=com".into(),
+                subordinate: Some(true),
+                ..Default::default()
+            },
+        ];
+        let conf = render_with_databases(Path::new("/t"), Path::new("/t/data"), &extra);
+        let at = |needle: &str| {
+            conf.find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} in\n{conf}"))
+        };
+        assert!(
+            at("suffix \"ou=sub,dc=example,dc=com\"\nsubordinate\n")
+                < at("suffix \"dc=example,dc=com\"")
+        );
+        assert!(at("suffix \"dc=example,dc=com\"") < at("suffix \"dc=other\""));
+        for needle in [
+            "directory /t/data/db2\n",
+            "directory /t/data/db3\n",
+            "readonly on\nsizelimit 2\n",
+            "rootpw pw\n",
+            "moduleload memberof\n",
+        ] {
+            at(needle);
+        }
+        let toml = extra[0].canopy_table();
+        assert!(
+            toml.contains("read_only = true\n")
+                && toml.contains("[database.limits]\nsize_limit = 2\n"),
+            "{toml}"
+        );
+        assert!(extra[1].canopy_table().contains("subordinate = true\n"));
+    }
+
+    #[test]
     fn renders_paths_and_rules() {
         let conf = render(Path::new("/t"), Path::new("/t/data"));
         for needle in [
