@@ -567,7 +567,11 @@ fn canopy_numbers_databases_for_its_tools() {
     }
     let check = s.canopy_tool("serve", &["--check"]);
     check.expect_code(0, "serve --check of six databases");
-    assert!(check.stdout.contains("and 5 more databases"), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("and 5 more databases"),
+        "{}",
+        check.stdout
+    );
 
     // acl-check asks the database that holds the entry: each root DN is root in its own only.
     let o1 = format!("cn=o1,{OTHER}");
