@@ -501,14 +501,12 @@ fn search_part(
                 done_controls.push(paged_control(Vec::new()));
                 return Ok(Flow::Done);
             }
-            if !paged.cookie.is_empty() {
-                if parse_cookie(&paged.cookie).is_none() {
-                    return Err(LdapError::new(
-                        ResultCode::ProtocolError,
-                        "paged results cookie is invalid",
-                    )
-                    .into());
-                }
+            if !paged.cookie.is_empty() && parse_cookie(&paged.cookie).is_none() {
+                return Err(LdapError::new(
+                    ResultCode::ProtocolError,
+                    "paged results cookie is invalid",
+                )
+                .into());
             }
             if let Some(last) = part.resume_after {
                 scan.resume_after(last);
