@@ -52,17 +52,33 @@ enum Command {
     /// Bulk-load an LDIF file into an empty database, offline (like slapadd -q).
     Import {
         file: PathBuf,
+        #[command(flatten)]
+        which: Which,
         /// Skip the fsync at the end (for throwaway databases).
         #[arg(long)]
         no_sync: bool,
     },
     /// Write the database as LDIF (like slapcat), to FILE or standard output.
-    Export { file: Option<PathBuf> },
+    Export {
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        which: Which,
+        /// Only the chosen database, without the subordinate databases glued into it (slapcat -g).
+        #[arg(short = 'g', long = "no-glue")]
+        no_glue: bool,
+    },
     /// Rebuild every index from the entries (like slapindex), offline.
-    Reindex,
+    Reindex {
+        #[command(flatten)]
+        which: Which,
+    },
     /// Copy the database into DIR (new or empty) while it may be serving: a consistent, compacted
     /// snapshot with a checksum manifest (like mdb_copy -c).
-    Backup { dir: PathBuf },
+    Backup {
+        dir: PathBuf,
+        #[command(flatten)]
+        which: Which,
+    },
     /// Bring a backup made by `canopy backup` back into the data directory: checks the manifest,
     /// refuses while a server or tool has the database open.
     Restore {
@@ -70,10 +86,15 @@ enum Command {
         /// Replace the database of a data directory that is not empty.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        which: Which,
     },
     /// Check that dn2id, id2entry, dn2children and every index agree (a fsck); exits 1 and names
     /// each wrong record when they do not. Safe beside a running server.
-    Verify,
+    Verify {
+        #[command(flatten)]
+        which: Which,
+    },
     /// Hash a password for userPassword or root_password (like slappasswd).
     Passwd {
         /// Scheme, e.g. {SSHA}, {SSHA512}, {CRYPT}, {ARGON2}, {PBKDF2-SHA512}.
@@ -94,6 +115,59 @@ enum Command {
     },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
+}
+
+/// Which database an offline tool works on (default: the first): by suffix, like slapcat's `-b`, or by
+/// number, like its `-n` (1 is the first data database, the top-level keys; `[[database]]` tables are
+/// 2, 3, ... in file order; slapd's 0, cn=config, has no counterpart).
+#[derive(clap::Args, Default)]
+struct Which {
+    /// The suffix of the database to work on.
+    #[arg(short = 'b', long = "suffix", conflicts_with = "database")]
+    suffix: Option<String>,
+    /// The number of the database to work on (1 = the first).
+    #[arg(short = 'n', long = "database")]
+    database: Option<usize>,
+}
+
+impl Which {
+    /// The configuration of the chosen database (`Config::database_view`) and, for a database other
+    /// than the first, the data directory's lock when `role` writes: the server and the writing tools
+    /// exclude each other through the data directory's one lock, whichever database they touch.
+    fn select(
+        &self,
+        config: &Config,
+        role: Option<&str>,
+    ) -> Result<(Config, Option<service::DataLock>)> {
+        let number = match (&self.suffix, self.database) {
+            (Some(suffix), _) => config.database_by_suffix(suffix).with_context(|| {
+                format!(
+                    "no database has the suffix {suffix:?} (see `suffix` and [[database]] tables)"
+                )
+            })?,
+            (None, Some(0)) => bail!(
+                "database 0 is slapd's cn=config; Canopy's data databases are numbered from 1"
+            ),
+            (None, Some(n)) => n,
+            (None, None) => 1,
+        };
+        let Some(view) = config.database_view(number) else {
+            bail!(
+                "database {number}: the configuration has {} database{}",
+                config.database_count(),
+                if config.database_count() == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            );
+        };
+        let lock = match role {
+            Some(role) if number > 1 => Some(service::lock_data_dir(&config.data_dir, role)?),
+            _ => None,
+        };
+        Ok((view, lock))
+    }
 }
 
 fn main() {
@@ -144,8 +218,16 @@ fn run() -> Result<()> {
                     });
                 canopy_server::check_config(&config)
                     .with_context(|| format!("{source}: configuration refused"))?;
+                let more = match config.database_count() {
+                    1 => String::new(),
+                    n => format!(
+                        " and {} more database{}",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                };
                 println!(
-                    "{source}: configuration OK (suffix {}, data directory {}, {} listener{})",
+                    "{source}: configuration OK (suffix {}{more}, data directory {}, {} listener{})",
                     config.suffix,
                     config.data_dir.display(),
                     config.listen.len(),
@@ -156,25 +238,56 @@ fn run() -> Result<()> {
             purge_freed_memory();
             serve(config)
         }
-        Command::Import { file, no_sync } => tools::import(&config, &file, !no_sync),
-        Command::Export { file } => tools::export(&config, file.as_deref()),
-        Command::Reindex => tools::reindex(&config),
-        Command::Backup { dir } => backup::backup(&config, &dir),
-        Command::Restore { dir, force } => backup::restore(&config, &dir, force),
-        Command::Verify => {
-            if !verify::verify(&config)? {
+        Command::Import {
+            file,
+            no_sync,
+            which,
+        } => {
+            let (view, _lock) = which.select(&config, Some("import"))?;
+            tools::import(&view, &file, !no_sync)
+        }
+        Command::Export {
+            file,
+            which,
+            no_glue,
+        } => {
+            let (view, _) = which.select(&config, None)?;
+            tools::export(&view, file.as_deref(), !no_glue)
+        }
+        Command::Reindex { which } => {
+            let (view, _lock) = which.select(&config, Some("reindex"))?;
+            tools::reindex(&view)
+        }
+        Command::Backup { dir, which } => {
+            let (view, _) = which.select(&config, None)?;
+            backup::backup(&view, &dir)
+        }
+        Command::Restore { dir, force, which } => {
+            let (view, _lock) = which.select(&config, Some("restore"))?;
+            backup::restore(&view, &dir, force)
+        }
+        Command::Verify { which } => {
+            let (view, _) = which.select(&config, None)?;
+            if !verify::verify(&view)? {
                 std::process::exit(1);
             }
             Ok(())
         }
         Command::Passwd { scheme, secret } => tools::passwd(&scheme, secret),
         Command::AclCheck(question) => {
-            if !aclcheck::acl_check(&config, &question)? {
+            // The database that holds the entry asked about, with its rules and root DN.
+            let number = config.database_holding(&question.entry);
+            let view = config.database_view(number).unwrap_or(config);
+            if !aclcheck::acl_check(&view, &question)? {
                 std::process::exit(1);
             }
             Ok(())
         }
-        Command::PolicyCheck { user } => policycheck::policy_check(&config, &user),
+        Command::PolicyCheck { user } => {
+            let number = config.database_holding(&user);
+            let view = config.database_view(number).unwrap_or(config);
+            policycheck::policy_check(&view, &user)
+        }
         Command::Bench(args) => canopy_bench::main(args),
     }
 }

@@ -59,6 +59,8 @@ struct Prepare<'a> {
     stamp: Stamp,
     file: &'a Path,
     suffix: &'a str,
+    /// The suffixes of the databases inside this one's: their entries are not this database's.
+    inner: Vec<(canopy_schema::NormDn, String)>,
 }
 
 /// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
@@ -97,6 +99,11 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         stamp: Stamp::now(),
         file,
         suffix: &config.suffix,
+        inner: config
+            .suffixes_inside()
+            .into_iter()
+            .filter_map(|s| Some((dir.normalize(s.as_bytes()).ok()?.1, s)))
+            .collect(),
     };
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -287,6 +294,12 @@ impl Prepare<'_> {
                 self.suffix
             );
         }
+        if let Some((_, other)) = self.inner.iter().find(|(s, _)| s.is_suffix_of(&ndn)) {
+            bail!(
+                "{}: entry {shown:?} belongs to the database of suffix {other:?}: import it with -b {other:?}",
+                file.display(),
+            );
+        }
         let parent = if ndn == *dir.suffix() {
             None
         } else {
@@ -337,14 +350,26 @@ fn group(attrs: Vec<(String, Vec<u8>)>) -> Vec<PartialAttribute> {
     out
 }
 
-pub fn export(config: &Config, file: Option<&Path>) -> Result<()> {
-    let dir = canopy_server::open_directory(config, false)?;
+/// Writes the database of `config` as LDIF, then (`glue`) the databases glued into it, as slapcat does
+/// without `-g`.
+pub fn export(config: &Config, file: Option<&Path>, glue: bool) -> Result<()> {
     let mut out: Box<dyn Write> = match file {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
+    export_one(config, &mut out)?;
+    if glue {
+        for view in config.glued_views() {
+            export_one(&view, &mut out)?;
+        }
+    }
+    Ok(())
+}
+
+fn export_one(config: &Config, out: &mut dyn Write) -> Result<()> {
+    let dir = canopy_server::open_directory(config, false)?;
     let txn = dir.read()?;
     // dn2id order puts every parent before its children, so the output imports again as it is.
     let members = txn.subtree(&dn_key(dir.suffix()))?;
@@ -471,7 +496,7 @@ mod tests {
         let outcome = import(&config, &file, false).map_err(|e| e.to_string());
         let result = outcome.map(|()| {
             let out = dir.join("out.ldif");
-            export(&config, Some(&out)).unwrap();
+            export(&config, Some(&out), true).unwrap();
             let text = std::fs::read_to_string(&out).unwrap();
             text.lines()
                 .filter_map(|l| l.strip_prefix("dn: ").map(str::to_string))

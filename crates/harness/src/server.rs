@@ -237,6 +237,33 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with `extra` databases besides the main one
+    /// (slapd: `database mdb` sections; canopy: `[[database]]` tables; see
+    /// [`crate::slapd_conf::ExtraDatabase`]), creates their directories, then loads base.ldif.
+    pub fn start_with_databases(extra: &[crate::slapd_conf::ExtraDatabase]) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        let data = server.data_dir();
+        for number in 2..extra.len() + 2 {
+            std::fs::create_dir_all(crate::slapd_conf::ExtraDatabase::directory(&data, number))
+                .unwrap();
+        }
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let conf = crate::slapd_conf::render_with_databases(dir, &data, extra);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => {
+                let tables: String = extra.iter().map(|db| db.canopy_table()).collect();
+                server.config = Some(tables);
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
     /// the target chosen by the environment, then starts the server on it.
     pub fn start_imported(ldif: &Path) -> Server {
@@ -545,6 +572,14 @@ impl Server {
         }
     }
 
+    /// Writes canopy's configuration file, when it has one, and returns its path.
+    pub(crate) fn write_config(&self) -> Option<PathBuf> {
+        let toml = self.config.as_ref()?;
+        let path = self.dir.path().join("canopy.toml");
+        std::fs::write(&path, toml).unwrap();
+        Some(path)
+    }
+
     fn command(&self) -> Command {
         match self.target {
             Target::Slapd => {
@@ -575,9 +610,7 @@ impl Server {
                 if let Some(filter) = &self.log_filter {
                     cmd.env("CANOPY_LOG", filter);
                 }
-                if let Some(toml) = &self.config {
-                    let path = self.dir.path().join("canopy.toml");
-                    std::fs::write(&path, toml).unwrap();
+                if let Some(path) = self.write_config() {
                     cmd.arg("--config").arg(path);
                 }
                 cmd

@@ -27,6 +27,47 @@ impl Server {
         run(self.offline_tool("export", "slapcat"), None)
     }
 
+    /// `import` into the database whose suffix is `suffix` (`-b SUFFIX` for both tools; canopy also
+    /// reads its configuration file, which names the databases).
+    pub fn import_to(&self, suffix: &str, ldif: &Path) -> Out {
+        assert!(
+            !self.is_running(),
+            "import is an offline tool: stop the server first"
+        );
+        let mut cmd = self.offline_tool_with_config("import", "slapadd");
+        cmd.arg("-b").arg(suffix);
+        match self.target {
+            Target::Slapd => cmd.arg("-l").arg(ldif),
+            Target::Canopy => cmd.arg(ldif),
+        };
+        run(cmd, None)
+    }
+
+    /// `export` of the database whose suffix is `suffix` (`-b SUFFIX` for both tools).
+    pub fn export_of(&self, suffix: &str) -> Out {
+        let mut cmd = self.offline_tool_with_config("export", "slapcat");
+        cmd.arg("-b").arg(suffix);
+        run(cmd, None)
+    }
+
+    /// A canopy offline tool `command` with the server's configuration file and `args` (canopy only).
+    pub fn canopy_tool(&self, command: &str, args: &[&str]) -> Out {
+        assert_eq!(self.target, Target::Canopy, "a canopy tool");
+        let mut cmd = self.offline_tool_with_config(command, "");
+        cmd.args(args);
+        run(cmd, None)
+    }
+
+    fn offline_tool_with_config(&self, canopy_cmd: &str, slap_tool: &str) -> Command {
+        let mut cmd = self.offline_tool(canopy_cmd, slap_tool);
+        if self.target == Target::Canopy {
+            if let Some(path) = self.write_config() {
+                cmd.arg("--config").arg(path);
+            }
+        }
+        cmd
+    }
+
     fn offline_tool(&self, canopy_cmd: &str, slap_tool: &str) -> Command {
         match self.target {
             Target::Slapd => {

@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 pub use crate::authz::{AuthzRegexp, ProxyRule, Sasl};
 pub use crate::backoff::BindBackoff;
+pub use crate::dbconfig::{default_indexes, DatabaseConfig, DatabaseLimits, IndexConfig};
 pub use crate::limits::{LimitRule, LimitValue, Limits};
 pub use crate::overlays::OverlayConfig;
 use canopy_proto::url::percent_decode;
@@ -55,6 +56,15 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only).
     pub monitor: bool,
+    /// The first database refuses client writes (slapd's `readonly on`).
+    pub read_only: bool,
+    /// More databases: `[[database]]` tables, numbered 2, 3, ... (`dbconfig.rs`).
+    pub database: Vec<DatabaseConfig>,
+    /// In the view of one database (`Config::database_view`), the whole configuration it was cut
+    /// from: the schema is one for all databases.
+    #[serde(skip)]
+    #[doc(hidden)]
+    pub whole: Option<std::sync::Arc<Config>>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -125,14 +135,6 @@ pub enum PasswordProtection {
     Never,
 }
 
-/// One index line: `{ attr = "cn", kinds = ["eq", "sub"] }`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexConfig {
-    pub attr: String,
-    pub kinds: Vec<String>,
-}
-
 /// How passwords are stored: `[passwords]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -194,28 +196,11 @@ impl Default for Config {
             access_log: None,
             log_format: LogFormat::Text,
             monitor: true,
+            read_only: false,
+            database: Vec::new(),
+            whole: None,
         }
     }
-}
-
-fn default_indexes() -> Vec<IndexConfig> {
-    let index = |attr: &str, kinds: &[&str]| IndexConfig {
-        attr: attr.to_string(),
-        kinds: kinds.iter().map(|k| k.to_string()).collect(),
-    };
-    vec![
-        index("objectClass", &["eq"]),
-        index("uid", &["eq", "sub"]),
-        index("cn", &["eq", "sub"]),
-        index("sn", &["eq", "sub"]),
-        index("mail", &["eq", "sub"]),
-        index("member", &["eq"]),
-        index("memberUid", &["eq"]),
-        index("uidNumber", &["eq"]),
-        index("gidNumber", &["eq"]),
-        index("entryUUID", &["eq"]),
-        index("entryCSN", &["eq"]),
-    ]
 }
 
 /// A configuration problem, with the file and line when it came from a file.
@@ -263,6 +248,19 @@ impl Config {
             path: origin.to_string(),
             message,
         })?;
+        crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(
+            |e| match e.table {
+                Some(table) => ConfigError::Invalid {
+                    path: origin.to_string(),
+                    line: crate::dbconfig::table_line(text, table),
+                    message: format!("[[database]] {}: {}", table + 2, e.message),
+                },
+                None => ConfigError::Semantic {
+                    path: origin.to_string(),
+                    message: e.message,
+                },
+            },
+        )?;
         Ok(config)
     }
 
@@ -281,14 +279,7 @@ impl Config {
             return Err("access_log: empty (use \"stderr\" or a file path)".into());
         }
         for index in &self.indexes {
-            for kind in &index.kinds {
-                if !matches!(kind.as_str(), "eq" | "pres" | "sub" | "ord" | "approx") {
-                    return Err(format!(
-                        "index on {}: unknown kind {kind:?} (expected eq, pres, sub, ord or approx)",
-                        index.attr
-                    ));
-                }
-            }
+            crate::dbconfig::check_index(index)?;
         }
         if self.limits.max_filter_depth > crate::limits::MAX_FILTER_DEPTH {
             return Err(format!(
@@ -297,17 +288,7 @@ impl Config {
                 crate::limits::MAX_FILTER_DEPTH
             ));
         }
-        for rule in &self.limits.rules {
-            crate::limits::WhoSpec::parse(&rule.who)
-                .map_err(|e| format!("limits.rules who = {:?}: {e}", rule.who))?;
-            let counts = [rule.size, rule.time, rule.lookthrough, rule.paged_size];
-            if counts.contains(&Some(LimitValue::Disabled)) {
-                return Err(format!(
-                    "limits.rules who = {:?}: \"disabled\" applies only to paged_total",
-                    rule.who
-                ));
-            }
-        }
+        crate::limits::check_rules(&self.limits.rules)?;
         self.tls.check()?;
         crate::overlays::check(&self.overlay)?;
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {

@@ -4,7 +4,9 @@
 //! Every operation finds its database here; cn=config and cn=Monitor become databases of their own in
 //! this registry. The root DSE and cn=Subschema are answered by `special` before routing.
 
+use std::borrow::Cow;
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
@@ -23,6 +25,7 @@ use crate::acl::ops::{
     check_add, check_delete, check_modify, check_rename, check_rename_from, hide_matched,
 };
 use crate::acl::{Acl, Guarded};
+use crate::limits::Limits;
 use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, and how its
@@ -34,8 +37,26 @@ pub struct Database {
     dynlist: Option<Arc<Dynlist>>,
     /// The ppolicy overlay, which binds and password changes consult.
     ppolicy: Option<Arc<PPolicy>>,
-    /// Clients may not write it (cn=Monitor): every update is unwillingToPerform.
+    /// Clients may not write it: every update is unwillingToPerform.
     read_only: bool,
+    /// cn=Monitor: written by the server itself, not a naming context of the root DSE.
+    monitor: bool,
+    /// The root DN: access rules and limits do not apply to it in this database.
+    root: Option<Root>,
+    /// The search limits of this database (the server-wide ones unless it sets its own).
+    limits: Arc<Limits>,
+    /// Glued into, or kept apart from, the database whose suffix contains its own.
+    subordinate: Subordinate,
+    /// The directory of its LMDB environment.
+    directory: PathBuf,
+}
+
+/// A database's root DN and password.
+#[derive(Clone)]
+struct Root {
+    ndn: NormDn,
+    /// Cleartext or a `{SCHEME}` hash; empty: no simple bind as the root DN through this database.
+    password: Arc<Vec<u8>>,
 }
 
 impl Database {
@@ -46,6 +67,11 @@ impl Database {
             dynlist: None,
             ppolicy: None,
             read_only: false,
+            monitor: false,
+            root: None,
+            limits: Arc::new(Limits::default()),
+            subordinate: Subordinate::No,
+            directory: PathBuf::new(),
         }
     }
 
@@ -53,12 +79,78 @@ impl Database {
     pub fn read_only(backend: Directory, acl: Acl) -> Database {
         Database {
             read_only: true,
+            monitor: true,
             ..Database::new(backend, acl)
         }
     }
 
+    /// This database with its settings from the configuration: root DN and password, search limits,
+    /// read-only flag, glue and directory.
+    pub fn with_settings(
+        mut self,
+        root: Option<(NormDn, Vec<u8>)>,
+        limits: Limits,
+        read_only: bool,
+        subordinate: Subordinate,
+        directory: PathBuf,
+    ) -> Database {
+        self.root = root.map(|(ndn, password)| Root {
+            ndn,
+            password: Arc::new(password),
+        });
+        self.limits = Arc::new(limits);
+        self.read_only = read_only;
+        self.subordinate = subordinate;
+        self.directory = directory;
+        self
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// cn=Monitor, which the root DSE lists as monitorContext rather than as a naming context.
+    pub fn is_monitor(&self) -> bool {
+        self.monitor
+    }
+
+    pub fn subordinate(&self) -> Subordinate {
+        self.subordinate
+    }
+
+    pub fn directory(&self) -> &std::path::Path {
+        &self.directory
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The normalized root DN of this database, if it has one.
+    pub fn root_ndn(&self) -> Option<&NormDn> {
+        self.root.as_ref().map(|r| &r.ndn)
+    }
+
+    /// The root password, when `ndn` is this database's root DN and it has one.
+    pub fn root_password(&self, ndn: &NormDn) -> Option<&[u8]> {
+        self.root
+            .as_ref()
+            .filter(|r| r.ndn == *ndn && !r.password.is_empty())
+            .map(|r| r.password.as_slice())
+    }
+
+    /// `who` as this database sees it: the root DN of a database is root only in that database (as
+    /// slapd's be_isroot); everybody else is subject to its access rules and limits.
+    pub fn requester<'a>(&self, who: &'a Who) -> Cow<'a, Who> {
+        let root = who.ndn.is_some() && who.ndn.as_ref() == self.root_ndn();
+        if root == who.root {
+            Cow::Borrowed(who)
+        } else {
+            Cow::Owned(Who {
+                root,
+                ..who.clone()
+            })
+        }
     }
 
     /// This database with the dynlist overlay's expansion on its reads.
@@ -90,6 +182,22 @@ impl Database {
         &self.acl
     }
 
+    /// Refuses a client's write to a read-only database: slapd's answer to `readonly on`, and to a write
+    /// in cn=Monitor.
+    pub fn check_writable(&self) -> Result<(), LdapError> {
+        match (self.read_only, self.monitor) {
+            (false, _) => Ok(()),
+            (true, true) => Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "operation not supported within namingContext",
+            )),
+            (true, false) => Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "operation restricted",
+            )),
+        }
+    }
+
     /// Runs a write by `who` in this database and returns once it is durable, with the response controls
     /// of `ctl`'s pre-read and post-read. Access, ManageDsaIT (without it a referral object at the target
     /// answers with its referral), the assertion and both reads are all decided inside the write's
@@ -100,13 +208,9 @@ impl Database {
         who: &Who,
         ctl: &WriteControls,
     ) -> Result<Vec<Control>, OpError> {
-        if self.read_only {
-            return Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "operation not supported within namingContext",
-            )
-            .into());
-        }
+        self.check_writable()?;
+        let who = self.requester(who);
+        let who = who.as_ref();
         let guard = Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),
@@ -139,6 +243,18 @@ impl Deref for Database {
     }
 }
 
+/// What routing needs to know of a database besides its view: whether it is glued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subordinate {
+    /// A naming context of its own (the first database always is).
+    #[default]
+    No,
+    /// Inside another database's suffix, glued into its searches.
+    Glued,
+    /// Inside another database's suffix, kept apart.
+    Apart,
+}
+
 /// Every database of the server, in configuration order.
 pub struct Databases {
     list: Vec<Database>,
@@ -158,6 +274,73 @@ impl Databases {
             .iter()
             .filter(|db| db.holds(ndn))
             .max_by_key(|db| db.suffix().rdns().len())
+    }
+
+    /// The databases glued into a search of `base` (held by `dir`) with `scope`, each with the base and
+    /// scope its part of the search takes, in configuration order (slapd's glue: a subtree search
+    /// continues at each glued database's suffix below the base, a one-level search reads the suffix
+    /// entry of each glued database just below the base; base and children scopes stay in `dir`).
+    pub fn glued(
+        &self,
+        dir: &Database,
+        base: &NormDn,
+        scope: canopy_proto::SearchScope,
+    ) -> Vec<(&Database, canopy_proto::SearchScope)> {
+        use canopy_proto::SearchScope;
+        let part_scope = match scope {
+            SearchScope::WholeSubtree => SearchScope::WholeSubtree,
+            SearchScope::SingleLevel => SearchScope::BaseObject,
+            _ => return Vec::new(),
+        };
+        self.list
+            .iter()
+            .filter(|db| db.subordinate == Subordinate::Glued)
+            .filter(|db| {
+                let suffix = db.suffix();
+                let in_scope = match scope {
+                    SearchScope::SingleLevel => suffix.parent().as_ref() == Some(base),
+                    _ => base.is_suffix_of(suffix) && suffix != base,
+                };
+                in_scope && self.glued_chain_reaches(db, dir)
+            })
+            .map(|db| (db, part_scope))
+            .collect()
+    }
+
+    /// Whether `db` is glued, directly or through glued databases between, into `top`.
+    fn glued_chain_reaches(&self, db: &Database, top: &Database) -> bool {
+        let mut current = db;
+        // Each step goes to a strictly shorter suffix, so the walk ends.
+        for _ in 0..self.list.len() {
+            if current.subordinate != Subordinate::Glued {
+                return false;
+            }
+            let Some(parent) = current.suffix().parent() else {
+                return false;
+            };
+            let Some(outer) = self.route(&parent) else {
+                return false;
+            };
+            if std::ptr::eq(outer, top) {
+                return true;
+            }
+            current = outer;
+        }
+        false
+    }
+
+    /// Whether `ndn` is the root DN of some database (root only inside that one: `Database::requester`).
+    pub fn is_root_dn(&self, ndn: &NormDn) -> bool {
+        self.list.iter().any(|db| db.root_ndn() == Some(ndn))
+    }
+
+    /// The root password a simple bind as `ndn` is checked against: the one of the database holding
+    /// `ndn` (as slapd routes a bind by its DN), else of any database whose root DN it is (a first
+    /// database's root DN may lie outside its suffix).
+    pub fn root_password(&self, ndn: &NormDn) -> Option<&[u8]> {
+        self.route(ndn)
+            .and_then(|db| db.root_password(ndn))
+            .or_else(|| self.list.iter().find_map(|db| db.root_password(ndn)))
     }
 
     /// The first configured database.

@@ -14,6 +14,8 @@ pub mod completion;
 pub mod config;
 pub mod conn;
 pub mod databases;
+pub mod dbconfig;
+pub mod dbview;
 pub mod exporter;
 pub mod filter_view;
 pub mod limits;
@@ -78,7 +80,14 @@ pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
     // Always loaded, so that offline tools and servers with or without cn=Monitor agree on names.
     schema.load_text(monitor::schema::MONITOR_SCHEMA, "monitor schema")?;
-    for text in overlays::schema(&config.overlay) {
+    // One schema for every database: what any database's overlays bring, once each.
+    let mut texts: Vec<&str> = Vec::new();
+    for text in overlays::schema(&config.all_overlays()) {
+        if !texts.contains(&text) {
+            texts.push(text);
+        }
+    }
+    for text in texts {
         schema.load_text(text, "overlay schema")?;
     }
     for path in &config.schema_files {
@@ -125,7 +134,16 @@ fn open_directory_with(
     durable: bool,
     write_map: bool,
 ) -> Result<Database, StartError> {
-    let schema = Arc::new(load_schema(config)?);
+    open_directory_in(config, Arc::new(load_schema(config)?), durable, write_map)
+}
+
+/// Opens the database of `config` (a database's view, `Config::database_view`) with the shared schema.
+fn open_directory_in(
+    config: &Config,
+    schema: Arc<Schema>,
+    durable: bool,
+    write_map: bool,
+) -> Result<Database, StartError> {
     let specs = index_specs(&schema, config)?;
     let store_config = StoreConfig {
         path: config.data_dir.clone(),
@@ -151,10 +169,91 @@ fn open_directory_with(
         .with_ppolicy(ppolicy))
 }
 
+/// Opens every data database of `config` in configuration order, with their root DNs (the first
+/// database's password is `first_password`; the others' are in their tables), limits, read-only
+/// flags and glue.
+fn open_databases(
+    config: &Config,
+    schema: &Arc<Schema>,
+    first_password: Vec<u8>,
+) -> Result<Vec<Database>, StartError> {
+    let mut list = Vec::new();
+    let mut first_password = Some(first_password);
+    for number in 1..=config.database_count() {
+        let view = config
+            .database_view(number)
+            .ok_or_else(|| StartError::Invalid(format!("database {number} is missing")))?;
+        let db = open_directory_in(&view, schema.clone(), config.durable, false)?;
+        let root = match view.root_dn.as_str() {
+            "" => None,
+            text => {
+                let ndn = normalize_root(schema, text)?;
+                let password = match number {
+                    1 => first_password.take().unwrap_or_default(),
+                    _ => view.root_password.clone().unwrap_or_default().into_bytes(),
+                };
+                Some((ndn, password))
+            }
+        };
+        list.push(db.with_settings(
+            root,
+            view.limits.clone(),
+            view.read_only,
+            config.subordinate(number),
+            view.data_dir.clone(),
+        ));
+    }
+    // The configuration check compared suffixes without the schema; compare them normalized too.
+    for (i, db) in list.iter().enumerate() {
+        if let Some(j) = (0..i).find(|&j| list[j].suffix() == db.suffix()) {
+            return Err(StartError::Invalid(format!(
+                "database {} has the same suffix as database {}: {}",
+                i + 1,
+                j + 1,
+                db.suffix_dn()
+            )));
+        }
+    }
+    Ok(list)
+}
+
+fn normalize_root(schema: &Schema, text: &str) -> Result<canopy_schema::NormDn, StartError> {
+    canopy_proto::Dn::parse(text.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))
+        .map_err(|e| StartError::RootDn(text.to_string(), e))
+}
+
 /// Everything a start checks before it opens the database and binds its listeners, for
 /// `canopy serve --check`: schema files, indexes, access rules, overlays, suffix and root DN, SASL rules,
 /// the password scheme, listener URLs and TLS files. Opens no database, binds nothing, writes nothing.
 pub fn check_config(config: &Config) -> Result<(), StartError> {
+    for number in 2..=config.database_count() {
+        if let Some(view) = config.database_view(number) {
+            check_database(&view)
+                .map_err(|e| StartError::Invalid(format!("database {number}: {e}")))?;
+        }
+    }
+    check_database(config)?;
+    authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
+    if canopy_password::Scheme::from_name(&config.password_hash).is_none() {
+        return Err(StartError::Invalid(format!(
+            "password_hash: unknown scheme {:?}",
+            config.password_hash
+        )));
+    }
+    if config.listen.is_empty() {
+        return Err(StartError::Invalid("no listeners configured".into()));
+    }
+    for url in &config.listen {
+        ListenUrl::parse(url).map_err(|e| StartError::Invalid(format!("listener {url}: {e}")))?;
+    }
+    tls::check(config)?;
+    Ok(())
+}
+
+/// The checks of one database's view: indexes, access rules, overlays, suffix and root DN.
+fn check_database(config: &Config) -> Result<(), StartError> {
     let schema = load_schema(config)?;
     index_specs(&schema, config)?;
     access_list(&schema, config)?;
@@ -173,30 +272,19 @@ pub fn check_config(config: &Config) -> Result<(), StartError> {
     pipeline
         .check(&schema, &suffix)
         .map_err(|(hook, e)| StartError::Open(OpenError::Overlay(hook, e)))?;
-    canopy_proto::Dn::parse(config.root_dn.as_bytes())
-        .map_err(|e| e.to_string())
-        .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))
-        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e))?;
-    authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
-    if canopy_password::Scheme::from_name(&config.password_hash).is_none() {
-        return Err(StartError::Invalid(format!(
-            "password_hash: unknown scheme {:?}",
-            config.password_hash
-        )));
+    if !config.root_dn.is_empty() {
+        normalize_root(&schema, &config.root_dn)?;
     }
-    if config.listen.is_empty() {
-        return Err(StartError::Invalid("no listeners configured".into()));
-    }
-    for url in &config.listen {
-        ListenUrl::parse(url).map_err(|e| StartError::Invalid(format!("listener {url}: {e}")))?;
-    }
-    tls::check(config)?;
     Ok(())
 }
 
 /// Opens the cn=Monitor database: a small store of its own in `DATA/monitor`, emptied at each start,
 /// never fsynced (its content is recomputed), with its own access rules (monitor::ACCESS).
-fn open_monitor(config: &Config, schema: Arc<Schema>) -> Result<Database, StartError> {
+fn open_monitor(
+    config: &Config,
+    schema: Arc<Schema>,
+    root_ndn: Option<canopy_schema::NormDn>,
+) -> Result<Database, StartError> {
     let path = config.data_dir.join("monitor");
     for file in ["data.mdb", "lock.mdb"] {
         match std::fs::remove_file(path.join(file)) {
@@ -231,7 +319,15 @@ fn open_monitor(config: &Config, schema: Arc<Schema>) -> Result<Database, StartE
         store_config,
         canopy_directory::Pipeline::standard(),
     )?;
-    Ok(Database::read_only(backend, acl))
+    // The first database's root DN reads cn=Monitor, which no rule restricts.
+    let root = root_ndn.map(|ndn| (ndn, Vec::new()));
+    Ok(Database::read_only(backend, acl).with_settings(
+        root,
+        config.limits.clone(),
+        true,
+        databases::Subordinate::No,
+        config.data_dir.join("monitor"),
+    ))
 }
 
 /// Compiles the configured access list (Debian's default when none is configured).
@@ -249,23 +345,18 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 
 /// Builds the shared state for serving.
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
-    let database = open_directory(&config, config.durable)?;
-    let root_dn = canopy_proto::Dn::parse(config.root_dn.as_bytes())
-        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
-    let root_ndn = database
-        .schema()
-        .normalize_dn(&root_dn)
-        .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
+    let schema = Arc::new(load_schema(&config)?);
+    let mut list = open_databases(&config, &schema, root_password.clone())?;
+    let root_ndn = normalize_root(&schema, &config.root_dn)?;
     let tls = Some(Arc::new(tls::Tls::setup(&config)?));
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
     let access_log = accesslog::AccessLog::open(&config)
         .map_err(|e| StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e))?;
-    let mut list = vec![database];
     let monitor = match config.monitor {
         true => {
-            let db = open_monitor(&config, list[0].schema().clone())?;
+            let db = open_monitor(&config, schema.clone(), Some(root_ndn.clone()))?;
             list.push(db.clone());
             Some(monitor::Monitor::new(db, config.root_dn.clone()))
         }

@@ -16,7 +16,7 @@ use canopy_mdb::ReadTxn;
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::databases::Database;
+use canopy_directory::Directory;
 
 /// Server-wide limits. Zero means "no limit" where OpenLDAP's `unlimited` would be used.
 #[derive(Debug, Clone, Deserialize)]
@@ -161,7 +161,7 @@ impl WhoSpec {
 
     /// Whether `who` is covered. DNs are normalized with the schema; a DN that does not normalize matches
     /// nobody.
-    fn matches(&self, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
+    fn matches(&self, dir: &Directory, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
         let norm = |dn: &str| dir.normalize(dn.as_bytes()).ok().map(|(_, ndn)| ndn);
         let Some(me) = &who.ndn else {
             return Ok(matches!(self, WhoSpec::All | WhoSpec::Anonymous));
@@ -181,7 +181,7 @@ impl WhoSpec {
 
 /// Whether `me` is among the `member` values of the entry `group`.
 fn is_member(
-    dir: &Database,
+    dir: &Directory,
     txn: &ReadTxn,
     group: &NormDn,
     me: &NormDn,
@@ -280,7 +280,7 @@ impl SearchLimits {
     /// the global values.
     pub fn of(
         limits: &Limits,
-        dir: &Database,
+        dir: &Directory,
         who: &Who,
         txn: &ReadTxn,
     ) -> Result<SearchLimits, LdapError> {
@@ -299,6 +299,22 @@ impl SearchLimits {
         }
         Ok(global)
     }
+}
+
+/// Checks `[[limits.rules]]` (server-wide or a database's): the `who` clauses, and `disabled` only
+/// for paged_total.
+pub(crate) fn check_rules(rules: &[LimitRule]) -> Result<(), String> {
+    for rule in rules {
+        WhoSpec::parse(&rule.who).map_err(|e| format!("limits.rules who = {:?}: {e}", rule.who))?;
+        let counts = [rule.size, rule.time, rule.lookthrough, rule.paged_size];
+        if counts.contains(&Some(LimitValue::Disabled)) {
+            return Err(format!(
+                "limits.rules who = {:?}: \"disabled\" applies only to paged_total",
+                rule.who
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A client's limit (0 = none requested) applied under a server limit: it may lower it, never raise it.

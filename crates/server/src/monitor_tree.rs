@@ -155,14 +155,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         "cn=Databases",
         "This subsystem contains information about configured databases.",
     );
-    let overlays: Vec<String> = state
-        .config
-        .overlay
-        .iter()
-        .map(|o| o.name.clone())
-        .collect();
     for (i, db) in state.databases.iter().enumerate() {
-        let monitor = db.is_read_only();
+        let monitor = db.is_monitor();
+        // Data databases come first in the registry, in configuration order (numbers from 1).
+        let overlays = state.config.overlay_names(i + 1);
         let mut attrs = vec![
             (
                 "monitoredInfo",
@@ -170,7 +166,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             ),
             ("monitorIsShadow", one("FALSE")),
             ("namingContexts", one(db.suffix_dn())),
-            ("readOnly", one(if monitor { "TRUE" } else { "FALSE" })),
+            (
+                "readOnly",
+                one(if db.is_read_only() { "TRUE" } else { "FALSE" }),
+            ),
             (
                 "seeAlso",
                 one(format!(
@@ -186,7 +185,7 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             if let Ok(stats) = db.store().stats() {
                 let page = (stats.page_size.max(1)) as usize;
                 attrs.push(("objectClass", one("olmMDBDatabase")));
-                attrs.push(("olmDbDirectory", one(state.config.data_dir.display())));
+                attrs.push(("olmDbDirectory", one(db.directory().display())));
                 attrs.push(("olmMDBPagesMax", one(stats.map_size / page)));
                 attrs.push(("olmMDBPagesUsed", one(stats.map_used / page)));
                 attrs.push(("olmMDBReadersMax", one(stats.max_readers)));
@@ -253,7 +252,15 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         );
     }
 
-    // Overlays.
+    // Overlays: each one in use, once, in the order the databases name them.
+    let mut overlays: Vec<String> = Vec::new();
+    for number in 1..=state.config.database_count() {
+        for name in state.config.overlay_names(number) {
+            if !overlays.contains(&name) {
+                overlays.push(name);
+            }
+        }
+    }
     t.add("cn=Overlays", SUFFIX, "monitorContainer", {
         let mut attrs = vec![(
             "description",

@@ -60,7 +60,11 @@ fn root_dse(state: &ServerState) -> Entry {
                 state
                     .databases
                     .iter()
-                    .filter(|db| !db.is_read_only())
+                    // slapd lists every database in configuration order but cn=Monitor (its
+                    // monitorContext) and glued subordinates (part of their superior's context).
+                    .filter(|db| {
+                        !db.is_monitor() && db.subordinate() != crate::databases::Subordinate::Glued
+                    })
                     .map(|db| db.suffix_dn().to_string()),
             ),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),

@@ -14,6 +14,8 @@ mod bulk;
 mod canopy_only;
 #[path = "e2e/crash.rs"]
 mod crash;
+#[path = "e2e/databases.rs"]
+mod databases;
 #[path = "e2e/dynlist.rs"]
 mod dynlist;
 #[path = "e2e/extended.rs"]

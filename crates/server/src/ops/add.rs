@@ -43,6 +43,8 @@ pub async fn add(
         .into());
     };
     dir.pretty(&mut entry.dn);
+    let who = dir.requester(who);
+    let who = who.as_ref();
     who.require_authenticated()?;
     crate::security::check_password_write(
         state,

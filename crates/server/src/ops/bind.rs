@@ -97,7 +97,7 @@ async fn simple(
             return Err(e);
         }
     };
-    let root = ndn == state.root_ndn;
+    let root = state.databases.is_root_dn(&ndn);
     let verified = check_password(state, &ndn, password, link).await?;
     if !root {
         bind_policy(state, &ndn, verified.is_some(), ppolicy_requested, policy).await?;
@@ -151,9 +151,9 @@ async fn check_password(
     password: Vec<u8>,
     link: &Link,
 ) -> Result<Option<Option<String>>, LdapError> {
-    if *ndn == state.root_ndn && !state.root_password.is_empty() {
-        let root = std::slice::from_ref(&state.root_password);
-        let ok = verify_values(state, root, &password).await;
+    if let Some(root) = state.databases.root_password(ndn) {
+        let root = [root.to_vec()];
+        let ok = verify_values(state, &root, &password).await;
         return Ok(ok.map(|_| None));
     }
     let current = bind_secrets(state, ndn, link)?;
@@ -466,7 +466,7 @@ fn authorize(
     };
     Ok(Who {
         dn,
-        root: ndn == state.root_ndn,
+        root: state.databases.is_root_dn(&ndn),
         ndn: Some(ndn),
         link: link.clone(),
     })
@@ -506,7 +506,7 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
         } else {
             dn_text
         },
-        root: ndn == state.root_ndn,
+        root: state.databases.is_root_dn(&ndn),
         ndn: Some(ndn),
         link: link.clone(),
     })

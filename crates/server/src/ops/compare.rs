@@ -50,6 +50,8 @@ pub fn compare(
     let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
     };
+    let who = dir.requester(who);
+    let who = who.as_ref();
     let txn = dir.read()?;
     if let Some(referral) = governing(dir, &txn, &dn, &ndn, ctl.manage_dsa_it, None)? {
         return Err(referral.into());

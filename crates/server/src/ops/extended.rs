@@ -105,6 +105,8 @@ async fn password_modify(
             "password change only in this naming context",
         ));
     };
+    let who = dir.requester(who);
+    let who = who.as_ref();
     if let Some(old) = &req.old_passwd {
         if !who.root {
             let txn = dir.read()?;

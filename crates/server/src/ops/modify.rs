@@ -23,6 +23,8 @@ pub async fn modify(
     let Some(dir) = state.databases.route(&ndn) else {
         return Err(state.outside_naming_context(&ndn).into());
     };
+    let who = dir.requester(who);
+    let who = who.as_ref();
     who.require_authenticated()?;
     crate::security::check_password_write(
         state,

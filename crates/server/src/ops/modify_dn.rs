@@ -49,6 +49,22 @@ pub async fn modify_dn(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
+    dir.check_writable()?;
+    // A write never crosses databases: slapd's frontend refuses a new superior that another
+    // database (or none) holds, before the backend looks at either entry.
+    if let Some((_, parent)) = &new_superior {
+        let same = state
+            .databases
+            .route(parent)
+            .is_some_and(|other| std::ptr::eq(other, dir));
+        if !same {
+            return Err(LdapError::new(
+                ResultCode::AffectsMultipleDsas,
+                "cannot rename between DSAs",
+            )
+            .into());
+        }
+    }
     let op = ModifyDn {
         dn,
         ndn,

@@ -263,6 +263,7 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)>
     ))
 }
 
+#[derive(Clone)]
 struct Limits {
     size: Option<usize>,
     deadline: Option<Instant>,
@@ -270,9 +271,8 @@ struct Limits {
 }
 
 /// The limits of this search: the identity's (crate::limits), lowered by the client's request.
-fn limits(job: &SearchJob, dir: &Database, txn: &ReadTxn) -> Result<Limits, LdapError> {
-    let limits = &job.state.config.limits;
-    let mine = crate::limits::SearchLimits::of(limits, dir, &job.who, txn)?;
+fn limits(job: &SearchJob, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<Limits, LdapError> {
+    let mine = crate::limits::SearchLimits::of(dir.limits(), dir.backend(), who, txn)?;
     let mut size = mine.size;
     if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
         return Err(LdapError::new(
@@ -322,31 +322,141 @@ fn execute(
     let Some(dir) = state.databases.route(&base) else {
         return Err(state.outside_naming_context(&base).into());
     };
+    let mut glued = state.databases.glued(dir, &base, job.req.scope);
+    // Outer databases before the ones they hold, each in configuration order.
+    glued.sort_by_key(|(db, _)| db.suffix().rdns().len());
+    // A paged search across glued databases goes on where its cookie says: which part, after which ID.
+    let resume = job
+        .paged
+        .as_ref()
+        .filter(|p| p.size > 0)
+        .and_then(|p| parse_cookie(&p.cookie));
+    let first_part = resume.map_or(0, |c| c.part);
+    let mut run = Run {
+        selection: &selection,
+        limits: None,
+        sent: 0,
+        before: resume.map_or(0, |c| c.sent),
+    };
+    if first_part > 0 {
+        // The limits are the requested database's, even on a page that starts in a glued one.
+        let who = dir.requester(&job.who);
+        let txn = dir.read()?;
+        run.limits = Some(limits(job, dir, &who, &txn)?);
+    }
+    let parts = std::iter::once((dir, base_dn, base, None)).chain(
+        glued
+            .into_iter()
+            .map(|(db, scope)| (db, db.suffix_dn().clone(), db.suffix().clone(), Some(scope))),
+    );
+    for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
+        let part = Part {
+            index,
+            scope,
+            resume_after: resume.filter(|c| c.part == index).map(|c| c.last),
+        };
+        match search_part(
+            job,
+            sink,
+            done_controls,
+            db,
+            part_dn,
+            part_ndn,
+            part,
+            &mut run,
+        ) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Done) => return Ok(()),
+            // A glued database without its suffix entry, or whose base the requester may not
+            // search, adds nothing to the search, as in slapd's glue.
+            Err(Stop::Error(e))
+                if index > 0
+                    && matches!(
+                        e.code,
+                        ResultCode::NoSuchObject | ResultCode::InsufficientAccessRights
+                    ) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    if job.paged.is_some() {
+        done_controls.push(paged_control(Vec::new()));
+    }
+    Ok(())
+}
+
+/// Which part of a search `search_part` runs: 0 the requested database, then the glued ones (with the
+/// scope their part takes), and where a paged search resumes in it.
+struct Part {
+    index: usize,
+    scope: Option<canopy_proto::SearchScope>,
+    resume_after: Option<u64>,
+}
+
+/// Whether a search goes on into its next part.
+enum Flow {
+    Continue,
+    /// A page is full (its cookie sent) or the paged search was abandoned.
+    Done,
+}
+
+/// What the parts of a search across glued databases share: the attribute selection, the limits (the first part's database's,
+/// as slapd's frontend sets them before glue splits the search) and the entries sent so far.
+struct Run<'s> {
+    selection: &'s Selection,
+    limits: Option<Limits>,
+    /// Entries sent by this request's earlier parts.
+    sent: usize,
+    /// Entries sent on earlier pages.
+    before: usize,
+}
+
+/// The search in one database: the requested one (`part.scope` None), or a glued database's part of it
+/// with its own scope, based at that database's suffix.
+#[allow(clippy::too_many_arguments)]
+fn search_part(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    done_controls: &mut Vec<Control>,
+    dir: &Database,
+    base_dn: canopy_proto::Dn,
+    base: NormDn,
+    part: Part,
+    run: &mut Run<'_>,
+) -> Result<Flow, Stop> {
+    let glued = part.scope;
+    let schema = job.state.databases.schema();
+    let selection = run.selection;
+    let who = dir.requester(&job.who);
+    let who = who.as_ref();
     let txn = dir.read()?;
     let query = Query {
-        scope: job.req.scope,
+        scope: glued.unwrap_or(job.req.scope),
         deref: job.req.deref,
         manage_dsa_it: job.ctl.manage_dsa_it,
         filter: &job.req.filter,
     };
     let found = match dir.search_base(&txn, base_dn, base, &query) {
         Ok(found) => found,
-        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, &job.who, e).into()),
+        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, who, e).into()),
         Err(other) => return Err(other.into()),
     };
     // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
-    let access = SearchAccess::new(dir.acl().checker(schema, &job.who, &groups));
+    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
     base_access(dir, &access, &txn, &found.ndn, found.id)?;
-    if let Some(filter) = &job.ctl.assertion {
+    if let Some(filter) = job.ctl.assertion.as_ref().filter(|_| glued.is_none()) {
         if let Some(bytes) = dir.stored(&txn, found.id)? {
-            check_assertion(schema, &load(dir, &txn, &job.who, found.id, bytes)?, filter)?;
+            check_assertion(schema, &load(dir, &txn, who, found.id, bytes)?, filter)?;
         }
     }
-    let limits = limits(job, dir, &txn)?;
+    let limits = match &run.limits {
+        Some(limits) => limits.clone(),
+        None => limits(job, dir, who, &txn)?,
+    };
+    run.limits = Some(limits.clone());
     // Nested-group assertions become plain equality ones; a link of the chain counts only where the
     // requester may search the attribute that makes it.
-    let root = job.who.root;
+    let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
     let mut allow = |ndn: &NormDn, stored: &StoredEntry<'_>, attr: &str| {
         if root {
@@ -368,7 +478,7 @@ fn execute(
 
     let mut scan = dir.plan_scan(&txn, &query, &found)?;
     // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
-    if scan.unindexed() && !dir.is_read_only() {
+    if scan.unindexed() && !dir.is_monitor() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
         tracing::info!(%filter, "unindexed search: scanning the scope");
         job.tally.unindexed.set(true);
@@ -384,7 +494,6 @@ fn execute(
         );
     }
     // Entries sent on earlier pages count against the size limit, as they do in slapd.
-    let mut sent_before = 0usize;
     let page_size = match &job.paged {
         Some(paged) => {
             if paged.size <= 0 {
@@ -392,20 +501,19 @@ fn execute(
                 // no paged-results control). Without one, slapd sends no entry and a cookie from
                 // which the next request starts at the beginning.
                 if paged.cookie.is_empty() {
-                    done_controls.push(paged_control(make_cookie(0, 0)));
+                    done_controls.push(paged_control(make_cookie(0, 0, 0)));
                 }
-                return Ok(());
+                return Ok(Flow::Done);
             }
-            if !paged.cookie.is_empty() {
-                let Some((last, earlier)) = parse_cookie(&paged.cookie) else {
-                    return Err(LdapError::new(
-                        ResultCode::ProtocolError,
-                        "paged results cookie is invalid",
-                    )
-                    .into());
-                };
+            if !paged.cookie.is_empty() && parse_cookie(&paged.cookie).is_none() {
+                return Err(LdapError::new(
+                    ResultCode::ProtocolError,
+                    "paged results cookie is invalid",
+                )
+                .into());
+            }
+            if let Some(last) = part.resume_after {
                 scan.resume_after(last);
-                sent_before = earlier;
             }
             Some(paged.size as usize)
         }
@@ -443,7 +551,8 @@ fn execute(
     let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;
     let mut examined = 0u64;
-    let mut last_sent = None;
+    // Where a page ending now resumes: after the last entry sent in this part.
+    let mut last_sent = part.resume_after;
     for candidate in scan.examine(&txn, !root)? {
         let candidate = candidate?;
         examined += 1;
@@ -527,24 +636,25 @@ fn execute(
             }
             computed
         };
-        if limits.size.is_some_and(|limit| sent_before + sent >= limit) {
+        if limits
+            .size
+            .is_some_and(|limit| run.before + run.sent + sent >= limit)
+        {
             return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
         }
-        if page_size.is_some_and(|size| sent >= size) {
-            if let Some(last) = last_sent {
-                done_controls.push(paged_control(make_cookie(last, sent_before + sent)));
-            }
-            return Ok(());
+        if page_size.is_some_and(|size| run.sent + sent >= size) {
+            let resume = last_sent.unwrap_or(0);
+            let cookie = make_cookie(part.index, resume, run.before + run.sent + sent);
+            done_controls.push(paged_control(cookie));
+            return Ok(Flow::Done);
         }
-        sink.push_encoded(|out| encode_stored(job, &selection, &cleared, &computed, out))?;
+        sink.push_encoded(|out| encode_stored(job, selection, &cleared, &computed, out))?;
         job.tally.entry();
         sent += 1;
         last_sent = Some(id);
     }
-    if job.paged.is_some() {
-        done_controls.push(paged_control(Vec::new()));
-    }
-    Ok(())
+    run.sent += sent;
+    Ok(Flow::Continue)
 }
 
 /// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
@@ -623,18 +733,46 @@ fn paged_control(cookie: Vec<u8>) -> Control {
     }
 }
 
-/// The paged-results cookie: the last ID sent and the number of entries sent so far, 8 bytes each, big-endian.
+/// The paged-results cookie: the last ID sent and the number of entries sent so far, 8 bytes each,
+/// big-endian, then, in a glued database's part of a search (`part` > 0), the part's number, 8 bytes.
 /// IDs only grow, so "after this ID" resumes correctly even when entries change between pages.
-fn make_cookie(last: u64, sent: usize) -> Vec<u8> {
+fn make_cookie(part: usize, last: u64, sent: usize) -> Vec<u8> {
     let mut cookie = last.to_be_bytes().to_vec();
     cookie.extend_from_slice(&(sent as u64).to_be_bytes());
+    if part > 0 {
+        cookie.extend_from_slice(&(part as u64).to_be_bytes());
+    }
     cookie
 }
 
-fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
-    let last = u64::from_be_bytes(cookie.get(..8)?.try_into().ok()?);
-    let sent = u64::from_be_bytes(cookie.get(8..16)?.try_into().ok()?);
-    (cookie.len() == 16).then_some((last, sent as usize))
+/// Where a paged search resumes (`make_cookie`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cookie {
+    part: usize,
+    last: u64,
+    sent: usize,
+}
+
+fn parse_cookie(cookie: &[u8]) -> Option<Cookie> {
+    let word = |at: usize| {
+        let bytes: [u8; 8] = cookie.get(at..at + 8)?.try_into().ok()?;
+        usize::try_from(u64::from_be_bytes(bytes)).ok()
+    };
+    let last = u64::try_from(word(0)?).ok()?;
+    let sent = word(8)?;
+    match cookie.len() {
+        16 => Some(Cookie {
+            part: 0,
+            last,
+            sent,
+        }),
+        24 => Some(Cookie {
+            part: word(16)?.max(1),
+            last,
+            sent,
+        }),
+        _ => None,
+    }
 }
 
 const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
@@ -931,4 +1069,37 @@ fn send_special(
     sink.push(out)?;
     job.tally.entry();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_name_their_part() {
+        let first = make_cookie(0, 42, 7);
+        assert_eq!(
+            first.len(),
+            16,
+            "the requested database's cookie keeps its form"
+        );
+        let want = Cookie {
+            part: 0,
+            last: 42,
+            sent: 7,
+        };
+        assert_eq!(parse_cookie(&first), Some(want));
+        let glued = make_cookie(2, 0, 30);
+        assert_eq!(
+            parse_cookie(&glued),
+            Some(Cookie {
+                part: 2,
+                last: 0,
+                sent: 30
+            })
+        );
+        for bad in [&b""[..], &[0; 15][..], &[0; 17][..], &[0; 32][..]] {
+            assert_eq!(parse_cookie(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -63,7 +63,7 @@ pub fn resolve_user(
 
 /// Whether `ndn` is the root DN or an entry of the directory.
 fn exists(state: &State, ndn: &NormDn) -> Result<bool, LdapError> {
-    if *ndn == state.root_ndn {
+    if state.databases.is_root_dn(ndn) {
         return Ok(true);
     }
     let Some(dir) = state.databases.route(ndn) else {
