@@ -210,7 +210,7 @@ impl Directory {
                     MAP_FULL.with(|seen| seen.set(false));
                     crate::pipeline::clear_after_commit();
                     // Taken here, on the writer thread: CSNs ascend in commit order.
-                    let stamp = Stamp::now();
+                    let stamp = Stamp::now_for(dir.server_id());
                     let result = work(&dir, txn, &stamp);
                     let actions = crate::pipeline::take_after_commit();
                     match MAP_FULL.with(|seen| seen.get()) {

@@ -296,6 +296,26 @@ pub trait ReadOps: Access {
         }
     }
 
+    /// The session log records whose keys are above `after` (all with None), ascending: (key, record).
+    fn synclog_after(&self, after: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+        let table = &self.tables().synclog;
+        let mut out = Vec::new();
+        let bounds = (
+            after.map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Unbounded,
+        );
+        for item in table.range(self.ro_txn(), &bounds)? {
+            let (key, value) = item?;
+            out.push((key.to_vec(), value.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// The number of records of the session log.
+    fn synclog_len(&self) -> Result<u64, StoreError> {
+        Ok(self.tables().synclog.len(self.ro_txn())?)
+    }
+
     /// A value stored with `put_meta` (or an internal one, whose keys start with 0x00).
     fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         if !self.tables().storable(key) {
