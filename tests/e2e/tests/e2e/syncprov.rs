@@ -1,0 +1,174 @@
+//! The sync provider (RFC 4533, slapd's syncprov) under a real Debian slapd consumer: adds, modifies,
+//! renames with and without newSuperior, deletes of leaves and subtrees, while the consumer is up
+//! (persist) and while it is down (refresh with its cookie, through the session log and, once the log
+//! is trimmed, through the present phase); refreshOnly with an interval too; a provider killed with
+//! SIGKILL in the middle of a write stream. With `CANOPY_E2E_TARGET=slapd` the provider is slapd with
+//! `overlay syncprov`, so the same expectations hold against the reference.
+
+use std::time::Duration;
+
+use canopy_e2e::*;
+use canopy_e2e::replication::{access_toml, syncrepl_directive, PROVIDER_ACCESS, REPLICA_IGNORES};
+
+/// How long a consumer may take to catch up before the test fails.
+const CONVERGE: Duration = Duration::from_secs(30);
+
+/// The provider under test, loaded with base.ldif, its session log holding `sessionlog` records, its
+/// access rules [`PROVIDER_ACCESS`].
+pub fn provider(sessionlog: u64) -> Server {
+    let server = match Target::from_env() {
+        Target::Slapd => Server::start_slapd_with_access(
+            &format!("overlay syncprov\nsyncprov-sessionlog {sessionlog}\n"),
+            &PROVIDER_ACCESS,
+        ),
+        Target::Canopy => Server::start_canopy_empty(&format!(
+            "{}syncprov_sessionlog = {sessionlog}\n",
+            access_toml(&PROVIDER_ACCESS)
+        )),
+    };
+    server.load_base();
+    server
+}
+
+fn slapd_consumer(provider: &Server, kind: &str) -> Server {
+    Server::start_slapd_with(&syncrepl_directive(1, provider, kind))
+}
+
+#[track_caller]
+fn change(server: &Server, ldif: &str) {
+    server
+        .modify(&Bind::Root, ldif)
+        .expect_code(0, &format!("ldapmodify\n{ldif}"));
+}
+
+#[track_caller]
+fn converge(provider: &Server, consumer: &Server, what: &str) {
+    if let Err(e) = provider.converges_with(consumer, CONVERGE, REPLICA_IGNORES) {
+        panic!(
+            "{what}: {e}\nconsumer log:\n{}\nprovider log:\n{}",
+            consumer.log(),
+            provider.log()
+        );
+    }
+}
+
+/// A round of every kind of change, `tag` naming its entries apart from other rounds'.
+fn round(server: &Server, tag: &str) {
+    change(
+        server,
+        &format!(
+            "dn: ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: organizationalUnit\nou: {tag}\n\n\
+             dn: ou=sub,ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: organizationalUnit\nou: sub\n\n\
+             dn: cn=a,ou=sub,ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: a\nsn: A\n\n\
+             dn: cn=b,ou=sub,ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: b\nsn: B\n\n\
+             dn: cn=c,ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: c\nsn: C\n\n\
+             dn: cn=d,ou={tag},dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: d\nsn: D\n"
+        ),
+    );
+    // Modifies: of a new entry and of one of base.ldif's.
+    change(
+        server,
+        &format!(
+            "dn: cn=c,ou={tag},dc=example,dc=com\nchangetype: modify\nreplace: sn\nsn: C2\n-\nadd: description\ndescription: {tag}\n\n\
+             dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: description\ndescription: {tag}\n"
+        ),
+    );
+    // Renames: in place, and under another parent.
+    change(
+        server,
+        &format!(
+            "dn: cn=d,ou={tag},dc=example,dc=com\nchangetype: modrdn\nnewrdn: cn=d2\ndeleteoldrdn: 1\n\n\
+             dn: cn=c,ou={tag},dc=example,dc=com\nchangetype: modrdn\nnewrdn: cn=c\ndeleteoldrdn: 0\nnewsuperior: ou=sub,ou={tag},dc=example,dc=com\n"
+        ),
+    );
+    // Deletes: a leaf, then a whole subtree (leaves first, as LDAP deletes go).
+    change(
+        server,
+        &format!(
+            "dn: cn=d2,ou={tag},dc=example,dc=com\nchangetype: delete\n\n\
+             dn: cn=a,ou=sub,ou={tag},dc=example,dc=com\nchangetype: delete\n\n\
+             dn: cn=b,ou=sub,ou={tag},dc=example,dc=com\nchangetype: delete\n\n\
+             dn: cn=c,ou=sub,ou={tag},dc=example,dc=com\nchangetype: delete\n\n\
+             dn: ou=sub,ou={tag},dc=example,dc=com\nchangetype: delete\n"
+        ),
+    );
+}
+
+fn up_and_down(kind: &str, sessionlog: u64) {
+    let provider = provider(sessionlog);
+    let mut consumer = slapd_consumer(&provider, kind);
+    converge(&provider, &consumer, "initial refresh");
+    round(&provider, "live");
+    converge(&provider, &consumer, "changes while the consumer is up");
+    consumer.kill9();
+    round(&provider, "down");
+    // One more delete of base.ldif's entries while the consumer is away.
+    change(
+        &provider,
+        "dn: cn=docs,ou=apollo,ou=projects,dc=example,dc=com\nchangetype: delete\n",
+    );
+    consumer.restart();
+    converge(&provider, &consumer, "changes while the consumer was down");
+}
+
+#[test]
+fn slapd_consumer_persist() {
+    up_and_down("refreshAndPersist", 1000);
+}
+
+#[test]
+fn slapd_consumer_refresh_only() {
+    up_and_down("refreshOnly", 1000);
+}
+
+/// The session log holds 2 records: the deletes made while the consumer is down outrun it, and the
+/// refresh goes through the present phase.
+#[test]
+fn slapd_consumer_after_the_log_was_trimmed() {
+    up_and_down("refreshAndPersist", 2);
+}
+
+#[test]
+fn slapd_consumer_refresh_only_after_the_log_was_trimmed() {
+    up_and_down("refreshOnly", 2);
+}
+
+/// SIGKILL of the provider in the middle of a stream of writes: once it is back (same port), the
+/// consumer converges on whatever the provider kept.
+#[test]
+fn provider_killed_mid_stream() {
+    let mut provider = provider(1000);
+    let consumer = slapd_consumer(&provider, "refreshAndPersist");
+    converge(&provider, &consumer, "initial refresh");
+    let mut ldif = String::new();
+    for n in 0..300 {
+        ldif.push_str(&format!(
+            "dn: cn=k{n},ou=people,dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: k{n}\nsn: K\n\n"
+        ));
+    }
+    let url = provider.ldap_url();
+    let writer = std::thread::spawn(move || {
+        let mut cmd = std::process::Command::new("ldapmodify");
+        cmd.args(["-c", "-H", &url, "-x", "-D", ROOT_DN, "-w", ROOT_PW]);
+        canopy_e2e::client::run(cmd, Some(&ldif))
+    });
+    // Kill once some of the stream has landed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = provider.search(
+            &Bind::Root,
+            &["-b", "ou=people,dc=example,dc=com", "(cn=k1*)", "1.1"],
+        );
+        if out.records().len() >= 5 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    provider.restart_same_port();
+    let _ = writer.join();
+    change(
+        &provider,
+        "dn: cn=after,ou=people,dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: after\nsn: A\n",
+    );
+    converge(&provider, &consumer, "after the provider's restart");
+}
