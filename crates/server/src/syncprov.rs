@@ -74,7 +74,8 @@ struct Sync<'a> {
     base: NormDn,
     filter: Filter,
     selection: Selection,
-    rid: Option<u16>,
+    /// The consumer's replica ID, echoed in every cookie (0 when it sent none, as slapd's `rid=000`).
+    rid: u16,
     entries: u64,
 }
 
@@ -120,13 +121,7 @@ fn serve(
     entries: &mut u64,
 ) -> Result<Option<(Vec<u8>, ResultCode)>, Stop> {
     let state = &job.state;
-    let cookie = match &request.cookie {
-        Some(bytes) => Some(Cookie::parse(bytes).map_err(|e| {
-            tracing::info!(error = %e, "sync search: cookie refused");
-            LdapError::new(ResultCode::ProtocolError, "Sync control : cookie parsing error")
-        })?),
-        None => None,
-    };
+    let cookie = request.cookie.as_deref().map(lenient_cookie);
     let (base_dn, base) = state.databases.normalize(&job.req.base)?;
     let Some(db) = state.databases.route(&base) else {
         return Err(state.outside_naming_context(&base).into());
@@ -171,7 +166,7 @@ fn serve(
         base: found.ndn.clone(),
         filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
         selection: Selection::parse(schema, &job.req.attributes),
-        rid: cookie.as_ref().and_then(|c| c.rid),
+        rid: cookie.as_ref().and_then(|c| c.rid).unwrap_or(0),
         entries: 0,
     };
     let since = cookie.map(|c| c.csns).unwrap_or_default();
@@ -264,7 +259,7 @@ impl Sync<'_> {
     fn cookie(&self, csns: &CsnSet) -> Vec<u8> {
         let sid = self.db.server_id();
         Cookie {
-            rid: self.rid,
+            rid: Some(self.rid),
             sid: (sid != 0).then_some(sid),
             csns: csns.clone(),
         }
@@ -522,6 +517,26 @@ impl Sync<'_> {
             self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, Some(cookie))?;
         }
         Ok(())
+    }
+}
+
+/// The consumer's cookie as slapd's syncprov takes one: a cookie that does not parse is no cookie (a full
+/// refresh follows), keeping its `rid` when that field is sound.
+fn lenient_cookie(bytes: &[u8]) -> Cookie {
+    match Cookie::parse(bytes) {
+        Ok(cookie) => cookie,
+        Err(e) => {
+            tracing::info!(error = %e, "sync search: the cookie does not parse; full refresh");
+            let text = String::from_utf8_lossy(bytes);
+            let rid = text
+                .split(',')
+                .filter_map(|field| field.strip_prefix("rid="))
+                .find_map(|rid| rid.parse::<u16>().ok().filter(|r| *r <= 999));
+            Cookie {
+                rid,
+                ..Cookie::default()
+            }
+        }
     }
 }
 

@@ -172,3 +172,11 @@ fn provider_killed_mid_stream() {
     );
     converge(&provider, &consumer, "after the provider's restart");
 }
+
+/// python-ldap's SyncreplConsumer: fresh refresh, refresh from a cookie with deletes, bad cookies and
+/// control values, persist notifications and abandon (tests/e2e/py/syncrepl.py), with the answers
+/// recorded from slapd's syncprov.
+#[test]
+fn python_sync_protocol() {
+    provider(1000).check_python("syncrepl.py", "python_syncrepl");
+}
