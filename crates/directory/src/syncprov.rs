@@ -41,8 +41,6 @@ pub struct Change {
     pub uuid: Option<[u8; 16]>,
     /// The entry's DN before the write (None for an add).
     pub old_dn: Option<String>,
-    /// The entry before the write, when a search was listening as it was made.
-    pub old: Option<Arc<Entry>>,
     /// The entry's DN after the write (None for a delete).
     pub new_dn: Option<String>,
 }
@@ -192,21 +190,14 @@ impl WriteHook for SyncProv {
                 }
             }
         }
+        // Small on purpose (no entry): a queue of them is what a slow consumer may cost.
         let feed = dir.feed().clone();
-        // The old entry only matters to a search that is listening; one that subscribes later reads a
-        // snapshot that already holds this change.
-        let old = if feed.has_subscribers() {
-            event.old.map(|e| Arc::new(e.clone()))
-        } else {
-            None
-        };
         let change = Change {
             kind: event.kind,
             id: event.id,
             csn,
             uuid,
             old_dn: event.old.map(|e| e.dn.to_string()),
-            old,
             new_dn: event.new.map(|e| e.dn.to_string()),
         };
         after_commit(move || feed.publish(change));
@@ -341,7 +332,6 @@ mod tests {
             csn: None,
             uuid: None,
             old_dn: None,
-            old: None,
             new_dn: None,
         }
     }

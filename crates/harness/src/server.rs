@@ -449,6 +449,15 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    /// The process's resident anonymous memory (heap and stacks, not the mapped database) in KiB.
+    pub fn anon_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("RssAnon:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
     /// [`Server::prepare`] for the replication helpers (crate::replication).
     pub(crate) fn prepare_target(target: Target) -> Server {
         Server::prepare(target)

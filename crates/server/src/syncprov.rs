@@ -471,17 +471,10 @@ impl Sync<'_> {
         let Some(uuid) = change.uuid else {
             return Ok(());
         };
-        let old_dn = change.old.as_ref().map(|e| e.dn.to_string());
-        // Whether the consumer holds the entry: it was in the scope and matched (when the old entry is
-        // unknown, its DN decides).
-        let held = match (&change.old, &change.old_dn) {
-            (Some(old), _) => {
-                self.dn_in_scope(&old.dn.to_string()) && self.matches(old, &[])
-            }
-            (None, Some(dn)) => self.dn_in_scope(dn),
-            (None, None) => false,
-        };
-        let gone_dn = old_dn.or_else(|| change.old_dn.clone());
+        // Whether the consumer may hold the entry: it was in the scope. (Whether it matched the filter
+        // is not known: a delete of an entry a consumer never had is ignored.)
+        let held = change.old_dn.as_deref().is_some_and(|dn| self.dn_in_scope(dn));
+        let gone_dn = change.old_dn.clone();
         if change.kind == Kind::Delete {
             if held {
                 if let Some(dn) = gone_dn {

@@ -180,3 +180,98 @@ fn provider_killed_mid_stream() {
 fn python_sync_protocol() {
     provider(1000).check_python("syncrepl.py", "python_syncrepl");
 }
+
+/// Eight slapd consumers at once on one provider, persist mode: all converge after a round of changes.
+#[test]
+fn eight_consumers() {
+    let provider = provider(1000);
+    let consumers: Vec<Server> = (0..8)
+        .map(|n| {
+            let kind = if n % 2 == 0 {
+                "refreshAndPersist"
+            } else {
+                "refreshOnly"
+            };
+            Server::start_slapd_with(&syncrepl_directive(1 + n as u16, &provider, kind))
+        })
+        .collect();
+    round(&provider, "many");
+    for (n, consumer) in consumers.iter().enumerate() {
+        converge(&provider, consumer, &format!("consumer {n}"));
+    }
+}
+
+/// Changes a write stream makes while a persistent consumer reads nothing: enough, with large entries,
+/// to overflow every buffer between the provider and it.
+const STREAM: usize = 1500;
+
+/// A persistent consumer that stops reading neither holds up the writers nor makes the provider's memory
+/// grow: its search is ended with e-syncRefreshRequired (4096), which its consumer retries with its
+/// cookie, while a consumer that keeps reading stays in step. Canopy only: slapd's syncprov queues the
+/// changes of a stalled consumer in memory without bound.
+#[test]
+fn slow_consumer_is_dropped() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    if Target::from_env() == Target::Slapd {
+        return;
+    }
+    let provider = provider(1000);
+    let big = "x".repeat(64 * 1024);
+    change(
+        &provider,
+        &format!(
+            "dn: cn=big,ou=people,dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: big\nsn: 0\ndescription: {big}\n"
+        ),
+    );
+    let fast = slapd_consumer(&provider, "refreshAndPersist");
+    converge(&provider, &fast, "initial refresh");
+    let mut slow = provider
+        .python_command("slow_sync.py", &[])
+        .env("LDAPNOINIT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(slow.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(first, "refreshed", "slow_sync.py did not finish its refresh");
+    let rss_before = provider.anon_rss_kib().unwrap_or(0);
+    let mut ldif = String::new();
+    for n in 1..=STREAM {
+        ldif.push_str(&format!(
+            "dn: cn=big,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: sn\nsn: {n}\n\n"
+        ));
+    }
+    let start = std::time::Instant::now();
+    change(&provider, &ldif);
+    let took = start.elapsed();
+    let rss_after = provider.anon_rss_kib().unwrap_or(0);
+    converge(&provider, &fast, "the consumer that kept reading");
+    println!(
+        "{STREAM} modifies of a 64 KiB entry with a stalled consumer: {took:?}; RSS {rss_before} -> {rss_after} KiB"
+    );
+    // Every change queued for the stalled consumer would be about 100 MB.
+    assert!(
+        rss_after < rss_before + 48 * 1024,
+        "the provider's memory grew from {rss_before} to {rss_after} KiB"
+    );
+    let mut stdin = slow.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = slow.wait().unwrap();
+    assert!(status.success(), "slow_sync.py failed: {rest:?}");
+    let ended = rest.join("\n");
+    assert!(
+        ended.starts_with("search ended: code 4096 after "),
+        "the stalled search: {ended}"
+    );
+    let delivered: usize = ended
+        .split_whitespace()
+        .nth(5)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(delivered < STREAM, "the stalled search got {delivered} changes: not dropped");
+}
