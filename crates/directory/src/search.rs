@@ -12,8 +12,8 @@ use canopy_schema::NormDn;
 use crate::alias::{find_base, reach, referral_ids, scope_ids, Base, Reach};
 use crate::candidates::resolve;
 use crate::database::Directory;
-use crate::keys::dn_key;
 use crate::error::{store_error, OpError};
+use crate::keys::dn_key;
 use crate::referral::{continuation, is_alias, is_referral};
 
 /// The DN of the subschema subentry, which every entry names in `subschemaSubentry`.

@@ -103,12 +103,19 @@ async fn local_writes_raise_the_context_csn_with_their_server_id() {
     let (_, ndn) = dir.normalize(b"cn=a,dc=example,dc=com").unwrap();
     let stored = dir.entry_at(&txn, &ndn).unwrap();
     let csn = stored.get("entryCSN").unwrap().values[0].clone();
-    assert_eq!(Csn::parse(std::str::from_utf8(&csn).unwrap()), Some(second.csns()[0].clone()));
+    assert_eq!(
+        Csn::parse(std::str::from_utf8(&csn).unwrap()),
+        Some(second.csns()[0].clone())
+    );
     drop(txn);
     // A refused write leaves it alone.
-    let err = add(&dir, "cn=a,dc=example,dc=com", &[("objectClass", "person"), ("cn", "a"), ("sn", "S")])
-        .await
-        .unwrap_err();
+    let err = add(
+        &dir,
+        "cn=a,dc=example,dc=com",
+        &[("objectClass", "person"), ("cn", "a"), ("sn", "S")],
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code, ResultCode::EntryAlreadyExists);
     assert_eq!(context(&dir), second);
 }
@@ -144,7 +151,10 @@ async fn the_session_log_keeps_deletes_and_renames_within_its_bound() {
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].old_dn, "cn=a,dc=example,dc=com");
     assert_eq!(records[0].new_dn, None);
-    assert_eq!(records[1].new_dn.as_deref(), Some("cn=b2,dc=example,dc=com"));
+    assert_eq!(
+        records[1].new_dn.as_deref(),
+        Some("cn=b2,dc=example,dc=com")
+    );
     drop(txn);
     // Two more deletes: four records, one more than the bound: the oldest goes.
     delete(&dir, "cn=c,dc=example,dc=com").await;
@@ -173,9 +183,13 @@ async fn the_feed_publishes_committed_changes_in_order() {
     let subscription = dir.feed().subscribe(16);
     person(&dir, "a").await;
     // A refused write publishes nothing.
-    assert!(add(&dir, "cn=a,dc=example,dc=com", &[("objectClass", "person"), ("cn", "a"), ("sn", "S")])
-        .await
-        .is_err());
+    assert!(add(
+        &dir,
+        "cn=a,dc=example,dc=com",
+        &[("objectClass", "person"), ("cn", "a"), ("sn", "S")]
+    )
+    .await
+    .is_err());
     delete(&dir, "cn=a,dc=example,dc=com").await;
     let mut seen = Vec::new();
     while let Next::Change(change) = subscription.next(Duration::from_millis(200)) {

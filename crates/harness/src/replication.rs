@@ -61,8 +61,7 @@ impl Server {
     pub fn start_slapd_with_access(lines: &str, rules: &[&str]) -> Server {
         let mut server = Server::prepare_target(Target::Slapd);
         let dir = server.dir().to_path_buf();
-        let conf =
-            crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], rules, lines);
+        let conf = crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], rules, lines);
         std::fs::write(dir.join("slapd.conf"), conf).unwrap();
         server.launch();
         server

@@ -153,7 +153,11 @@ impl<'a> WriteTxn<'a> {
         let mut excess = len.saturating_sub(keep);
         let mut last = None;
         while excess > 0 {
-            let first = self.tables.synclog.first(&self.txn)?.map(|(k, _)| k.to_vec());
+            let first = self
+                .tables
+                .synclog
+                .first(&self.txn)?
+                .map(|(k, _)| k.to_vec());
             let Some(key) = first else { break };
             self.guard(|txn, t| t.synclog.delete(txn, &key).map(drop))?;
             last = Some(key);

@@ -6,7 +6,7 @@
 //! connection's bounded queue, and its persist phase waits on its bounded feed subscription, so a
 //! consumer that stops reading is dropped by the feed instead of holding up a writer.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use canopy_core::filter::{evaluate, Ternary};
@@ -38,9 +38,6 @@ const ID_SET_SIZE: usize = 100;
 
 /// How often a persistent search looks at its abandon flag while no change comes.
 const PERSIST_POLL: Duration = Duration::from_millis(200);
-
-/// Sync searches started since the server started, for cn=Monitor and the metrics.
-pub static SYNC_SEARCHES: AtomicU64 = AtomicU64::new(0);
 
 /// Why a sync search stopped.
 enum Stop {
@@ -82,7 +79,10 @@ struct Sync<'a> {
 /// Runs a search carrying the Sync Request control to its end (refreshOnly) or until it is abandoned,
 /// its connection closes or it falls behind (refreshAndPersist).
 pub fn run(job: SearchJob, request: SyncRequest) -> Outcome {
-    SYNC_SEARCHES.fetch_add(1, Ordering::Relaxed);
+    job.state
+        .metrics
+        .sync_searches
+        .fetch_add(1, Ordering::Relaxed);
     let mut entries = 0;
     let code = match serve(&job, &request, &mut entries) {
         Ok(Some(done)) => send(&job, done.0).map(|()| done.1),
@@ -153,7 +153,11 @@ fn serve(
             let result = r.into_result();
             let code = result.code;
             return Ok(Some((
-                encode(job.message_id, ProtocolOp::SearchResultDone(result), Vec::new()),
+                encode(
+                    job.message_id,
+                    ProtocolOp::SearchResultDone(result),
+                    Vec::new(),
+                ),
                 code,
             )));
         }
@@ -228,12 +232,17 @@ fn serve(
             Next::Idle => continue,
             Next::Dropped => {
                 *entries = sync.entries;
+                state.metrics.sync_dropped.fetch_add(1, Ordering::Relaxed);
                 let result = LdapResult::new(
                     ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
                     "the consumer fell behind; refresh with the last cookie",
                 );
                 return Ok(Some((
-                    encode(job.message_id, ProtocolOp::SearchResultDone(result), Vec::new()),
+                    encode(
+                        job.message_id,
+                        ProtocolOp::SearchResultDone(result),
+                        Vec::new(),
+                    ),
                     ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
                 )));
             }
@@ -344,7 +353,11 @@ impl Sync<'_> {
     }
 
     /// The attributes of a readable entry the search selected.
-    fn selected(&self, entry: &Entry, computed: &[canopy_core::Attribute]) -> Vec<PartialAttribute> {
+    fn selected(
+        &self,
+        entry: &Entry,
+        computed: &[canopy_core::Attribute],
+    ) -> Vec<PartialAttribute> {
         let mut out = Vec::new();
         for attr in &entry.attrs {
             if self.selection.wants(self.schema, &attr.desc) {
@@ -437,13 +450,7 @@ impl Sync<'_> {
             };
             if changed {
                 let attrs = self.selected(entry, seen.computed());
-                self.entry(
-                    &entry.dn.to_string(),
-                    attrs,
-                    SyncStateKind::Add,
-                    uuid,
-                    None,
-                )?;
+                self.entry(&entry.dn.to_string(), attrs, SyncStateKind::Add, uuid, None)?;
             } else if let Some(list) = &mut present {
                 list.push(uuid);
                 if list.len() >= ID_SET_SIZE {
@@ -473,7 +480,10 @@ impl Sync<'_> {
         };
         // Whether the consumer may hold the entry: it was in the scope. (Whether it matched the filter
         // is not known: a delete of an entry a consumer never had is ignored.)
-        let held = change.old_dn.as_deref().is_some_and(|dn| self.dn_in_scope(dn));
+        let held = change
+            .old_dn
+            .as_deref()
+            .is_some_and(|dn| self.dn_in_scope(dn));
         let gone_dn = change.old_dn.clone();
         if change.kind == Kind::Delete {
             if held {

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use canopy_e2e::*;
 use canopy_e2e::replication::{access_toml, syncrepl_directive, PROVIDER_ACCESS, REPLICA_IGNORES};
+use canopy_e2e::*;
 
 /// How long a consumer may take to catch up before the test fails.
 const CONVERGE: Duration = Duration::from_secs(30);
@@ -236,7 +236,10 @@ fn slow_consumer_is_dropped() {
         .unwrap();
     let mut lines = BufReader::new(slow.stdout.take().unwrap()).lines();
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    assert_eq!(first, "refreshed", "slow_sync.py did not finish its refresh");
+    assert_eq!(
+        first, "refreshed",
+        "slow_sync.py did not finish its refresh"
+    );
     let rss_before = provider.anon_rss_kib().unwrap_or(0);
     let mut ldif = String::new();
     for n in 1..=STREAM {
@@ -273,7 +276,10 @@ fn slow_consumer_is_dropped() {
         .nth(5)
         .and_then(|n| n.parse().ok())
         .unwrap_or(usize::MAX);
-    assert!(delivered < STREAM, "the stalled search got {delivered} changes: not dropped");
+    assert!(
+        delivered < STREAM,
+        "the stalled search got {delivered} changes: not dropped"
+    );
 }
 
 /// `canopy export` writes the contextCSN on the suffix entry and `canopy import` restores it, as slapcat
