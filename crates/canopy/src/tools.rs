@@ -98,7 +98,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             root: true,
             link: Default::default(),
         },
-        stamp: Stamp::now(),
+        stamp: Stamp::now_for(config.server_id),
         file,
         suffix: &config.suffix,
         context: Mutex::new(CsnSet::new()),
@@ -289,6 +289,13 @@ impl Prepare<'_> {
     /// them and the record's entryCSN for the database's contextCSN.
     fn note_csns(&self, attrs: &mut Vec<(String, Vec<u8>)>) {
         let mut found = Vec::new();
+        // An entry without an entryCSN gets the import's own.
+        if !attrs
+            .iter()
+            .any(|(d, _)| d.eq_ignore_ascii_case("entryCSN"))
+        {
+            found.extend(Csn::parse(&self.stamp.csn));
+        }
         attrs.retain(|(desc, value)| {
             let context = desc.eq_ignore_ascii_case("contextCSN");
             if context || desc.eq_ignore_ascii_case("entryCSN") {

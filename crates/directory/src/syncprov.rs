@@ -35,7 +35,10 @@ pub struct Change {
     pub kind: Kind,
     /// The entry's ID (still valid after a rename; gone after a delete).
     pub id: u64,
-    /// The CSN of the change: the write's own for a local one, the entry's for a replicated one.
+    /// Where the change comes from: a persistent search advances its cookie with local changes only.
+    pub origin: Origin,
+    /// The CSN of the change: the write's own for a local one, the entry's for a replicated one (None
+    /// for a replicated delete, which carries none).
     pub csn: Option<Csn>,
     /// The entry's entryUUID (16 raw bytes).
     pub uuid: Option<[u8; 16]>,
@@ -164,13 +167,14 @@ impl WriteHook for SyncProv {
     ) -> Result<(), LdapError> {
         let stamp_csn = Csn::parse(&event.stamp.csn);
         let csn = match event.origin {
-            Origin::Local => stamp_csn,
-            // A replicated delete carries no CSN of its own: the local stamp orders it in the log.
-            Origin::Replica => entry_csn(event.new).or(stamp_csn),
+            Origin::Local => stamp_csn.clone(),
+            Origin::Replica => entry_csn(event.new),
         };
+        // A replicated delete carries no CSN of its own: the local stamp orders it in the log.
+        let log_csn = csn.clone().or(stamp_csn);
         let uuid = entry_uuid(event.old).or_else(|| entry_uuid(event.new));
         if matches!(event.kind, Kind::Delete | Kind::Rename) && self.sessionlog > 0 {
-            if let (Some(csn), Some(uuid), Some(old)) = (&csn, uuid, event.old) {
+            if let (Some(csn), Some(uuid), Some(old)) = (&log_csn, uuid, event.old) {
                 let record = LogRecord {
                     csn: csn.clone(),
                     uuid,
@@ -195,6 +199,7 @@ impl WriteHook for SyncProv {
         let change = Change {
             kind: event.kind,
             id: event.id,
+            origin: event.origin,
             csn,
             uuid,
             old_dn: event.old.map(|e| e.dn.to_string()),
@@ -329,6 +334,7 @@ mod tests {
         Change {
             kind: Kind::Modify,
             id: n,
+            origin: Origin::Local,
             csn: None,
             uuid: None,
             old_dn: None,

@@ -13,7 +13,7 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::Query;
 use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
-use canopy_directory::{Kind, ReadTxn};
+use canopy_directory::{Kind, Origin, ReadTxn};
 use canopy_mdb::ReadOps;
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
@@ -247,8 +247,12 @@ fn serve(
                 )));
             }
             Next::Change(change) => {
-                if let Some(csn) = &change.csn {
-                    // Already in the refresh's snapshot.
+                // A local change advances the cookie (local CSNs ascend in commit order) unless the
+                // refresh's snapshot already held it. A replicated one is sent with the cookie as it
+                // was: its entryCSN says nothing of the order it arrived in (a refresh sends entries
+                // in no CSN order), so it can neither be skipped nor advance the cookie; a consumer
+                // that sees it twice applies it twice, harmlessly.
+                if let (Origin::Local, Some(csn)) = (change.origin, &change.csn) {
                     if !context.is_new(csn) {
                         continue;
                     }
@@ -371,7 +375,9 @@ impl Sync<'_> {
                 });
             }
         }
-        for attr in computed {
+        // The contextCSN of the suffix entry travels in cookies only: a consumer raises its own with
+        // the cookies of what it has applied (docs/design/replication.md).
+        for attr in computed.iter().filter(|a| a.desc != "contextCSN") {
             if self.selection.wants_computed(&attr.desc) {
                 out.push(PartialAttribute {
                     name: attr.desc.clone(),
