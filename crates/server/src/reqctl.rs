@@ -272,6 +272,41 @@ mod tests {
     }
 
     #[test]
+    fn sync_request_control() {
+        use RequestKind::*;
+        let ro = canopy_proto::sync::SyncRequest {
+            mode: canopy_proto::sync::SyncMode::RefreshOnly,
+            cookie: Some(b"rid=001".to_vec()),
+            reload_hint: false,
+        }
+        .encode();
+        let sync = |value: Option<&[u8]>| control(CONTROL_SYNC_REQUEST, true, value);
+        let parsed =
+            RequestControls::parse(&[sync(Some(&ro))], Search, &DecodeLimits::default()).unwrap();
+        assert_eq!(parsed.sync.unwrap().cookie.as_deref(), Some(&b"rid=001"[..]));
+        let protocol = Some(ResultCode::ProtocolError);
+        for (controls, kind, expected) in [
+            (vec![sync(None)], Search, protocol),
+            (vec![sync(Some(b""))], Search, protocol),
+            (vec![sync(Some(b"\x30\x03\x0a\x01\x02"))], Search, protocol),
+            (vec![sync(Some(b"\x04\x01"))], Search, protocol),
+            (vec![sync(Some(&ro)), sync(Some(&ro))], Search, protocol),
+            (
+                vec![sync(Some(&ro))],
+                Modify,
+                Some(ResultCode::UnavailableCriticalExtension),
+            ),
+            (
+                vec![control(CONTROL_SYNC_REQUEST, false, Some(&ro))],
+                Modify,
+                None,
+            ),
+        ] {
+            assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
+        }
+    }
+
+    #[test]
     fn decoded_values() {
         let filter = Filter::parse("(uid=x)").unwrap();
         let read = ReadEntryRequest {
