@@ -297,7 +297,7 @@ pub trait ReadOps: Access {
     }
 
     /// The session log records whose keys are above `after` (all with None), ascending: (key, record).
-    fn synclog_after(&self, after: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    fn synclog_after(&self, after: Option<&[u8]>) -> Result<Vec<SyncLogRecord>, StoreError> {
         let table = &self.tables().synclog;
         let mut out = Vec::new();
         let bounds = (
@@ -330,6 +330,9 @@ pub trait ReadOps: Access {
 }
 
 impl<T: Access> ReadOps for T {}
+
+/// One record of the session log as stored: (key, value).
+pub type SyncLogRecord = (Vec<u8>, Vec<u8>);
 
 /// Appends the IDs of `iter`; false, with the collection cut short, once more than `cap` are read.
 fn collect_ids<'t, I>(iter: I, ids: &mut Vec<u64>, cap: usize) -> Result<bool, StoreError>

@@ -283,7 +283,10 @@ mod tests {
         let sync = |value: Option<&[u8]>| control(CONTROL_SYNC_REQUEST, true, value);
         let parsed =
             RequestControls::parse(&[sync(Some(&ro))], Search, &DecodeLimits::default()).unwrap();
-        assert_eq!(parsed.sync.unwrap().cookie.as_deref(), Some(&b"rid=001"[..]));
+        assert_eq!(
+            parsed.sync.unwrap().cookie.as_deref(),
+            Some(&b"rid=001"[..])
+        );
         let protocol = Some(ResultCode::ProtocolError);
         for (controls, kind, expected) in [
             (vec![sync(None)], Search, protocol),
