@@ -67,20 +67,6 @@ fn render_full(
     access: &[&str],
     overlays: &str,
 ) -> String {
-    // Canopy's databases are all sync providers (docs/replication.md): the reference is one too, so that
-    // the suffix entry shows its contextCSN alike. A section that configures syncprov itself keeps its own.
-    let syncprov = if overlays.lines().any(|l| l.trim() == "overlay syncprov") {
-        String::new()
-    } else {
-        "overlay syncprov\n".to_string()
-    };
-    let newline = if overlays.is_empty() || overlays.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    let overlays = format!("{overlays}{newline}{syncprov}");
-    let overlays = overlays.as_str();
     let modules: String = overlays
         .lines()
         .filter_map(|line| line.trim().strip_prefix("overlay "))
