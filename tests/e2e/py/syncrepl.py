@@ -185,6 +185,37 @@ print("after abandon, whoami: %r" % p.whoami_s())
 print("after abandon, search: %d entries" %
       len(p.search_s(people, ldap.SCOPE_BASE, "(objectClass=*)", ["1.1"])))
 p.unbind_s()
+
+# 8. A scope below the suffix: an entry renamed out of it is a delete, in a refresh from a cookie and
+# in persist mode.
+admin.add_s("cn=mover," + people, [("objectClass", [b"person"]), ("cn", [b"mover"]),
+                                    ("sn", [b"M"])])
+admin.add_s("cn=mover2," + people, [("objectClass", [b"person"]), ("cn", [b"mover2"]),
+                                     ("sn", [b"M"])])
+s = consumer()
+refresh_only(s, base=people)
+print("people refresh: %d entries" % len(s.added))
+admin.rename_s("cn=mover," + people, "cn=mover", "ou=groups," + SUFFIX)
+s.reset()
+refresh_only(s, base=people)
+print("people refresh after a rename out: added %s, deleted %s" % (s.added, s.deleted))
+msgid = s.syncrepl_search(people, ldap.SCOPE_SUBTREE, mode="refreshAndPersist",
+                          filterstr="(objectClass=*)", attrlist=["*", "+"])
+s.refresh_done = False
+deadline = time.time() + 20
+while not s.refresh_done and time.time() < deadline:
+    s.syncrepl_poll(msgid=msgid, timeout=1)
+s.reset()
+admin.rename_s("cn=mover2," + people, "cn=mover2", "ou=groups," + SUFFIX)
+deadline = time.time() + 20
+while not s.deleted and time.time() < deadline:
+    try:
+        s.syncrepl_poll(msgid=msgid, timeout=1)
+    except ldap.TIMEOUT:
+        pass
+print("people persist after a rename out: added %s, deleted %s" % (s.added, s.deleted))
+s.abandon(msgid)
+s.unbind_s()
 c.unbind_s()
 admin.unbind_s()
 print("fresh count was %d" % fresh_count)
