@@ -207,8 +207,8 @@ const STREAM: usize = 1500;
 
 /// A persistent consumer that stops reading neither holds up the writers nor makes the provider's memory
 /// grow: its search is ended with e-syncRefreshRequired (4096), which its consumer retries with its
-/// cookie, while a consumer that keeps reading stays in step. Canopy only: slapd's syncprov queues the
-/// changes of a stalled consumer in memory without bound.
+/// cookie, while a consumer that keeps reading stays in step. Canopy only: slapd's syncprov keeps the
+/// changes of a stalled consumer queued in memory (no slapo-syncprov setting bounds that queue).
 #[test]
 fn slow_consumer_is_dropped() {
     use std::io::{BufRead, BufReader, Write};
