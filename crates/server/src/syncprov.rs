@@ -185,9 +185,22 @@ fn serve(
         }
     };
     let present = matches!(known, Known::Nothing | Known::Present);
+    let how = match &known {
+        Known::Nothing => "full",
+        Known::Current => "current",
+        Known::Log(_) => "session log",
+        Known::Present => "present phase",
+    };
     let result = sync.refresh(&txn, &found, &since, known);
     *entries = sync.entries;
     result?;
+    tracing::debug!(
+        base = %found.ndn.as_str(),
+        persist,
+        refresh = how,
+        entries = sync.entries,
+        "sync search: refresh done"
+    );
     drop(txn);
     let cookie = sync.cookie(&context);
     let Some(subscription) = subscription else {
