@@ -74,6 +74,8 @@ struct Sync<'a> {
     /// The consumer's replica ID, echoed in every cookie (0 when it sent none, as slapd's `rid=000`).
     rid: u16,
     entries: u64,
+    /// The size limit of the refresh's entries.
+    size: Option<u64>,
 }
 
 /// Runs a search carrying the Sync Request control to its end (refreshOnly) or until it is abandoned,
@@ -162,6 +164,12 @@ fn serve(
             )));
         }
     };
+    // The identity's size limit applies to the refresh, as slapd's to a syncrepl session: give the
+    // replication identity `size = "unlimited"` (docs/replication.md).
+    let size = crate::limits::lower_only(
+        job.req.size_limit,
+        crate::limits::SearchLimits::of(&state.config.limits, db, &job.who, &txn)?.size,
+    );
     let schema = db.schema();
     let mut sync = Sync {
         job,
@@ -172,6 +180,7 @@ fn serve(
         selection: Selection::parse(schema, &job.req.attributes),
         rid: cookie.as_ref().and_then(|c| c.rid).unwrap_or(0),
         entries: 0,
+        size,
     };
     let since = cookie.map(|c| c.csns).unwrap_or_default();
     let known = if since.is_empty() {
@@ -468,6 +477,9 @@ impl Sync<'_> {
                 None => true,
             };
             if changed {
+                if self.size.is_some_and(|limit| self.entries >= limit) {
+                    return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
+                }
                 let attrs = self.selected(entry, seen.computed());
                 self.entry(&entry.dn.to_string(), attrs, SyncStateKind::Add, uuid, None)?;
             } else if let Some(list) = &mut present {

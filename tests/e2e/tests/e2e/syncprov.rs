@@ -7,22 +7,28 @@
 
 use std::time::Duration;
 
-use canopy_e2e::replication::{access_toml, syncrepl_directive, PROVIDER_ACCESS, REPLICA_IGNORES};
+use canopy_e2e::replication::{
+    access_toml, syncrepl_directive, PROVIDER_ACCESS, REPLICATOR_DN, REPLICA_IGNORES,
+};
 use canopy_e2e::*;
 
 /// How long a consumer may take to catch up before the test fails.
 const CONVERGE: Duration = Duration::from_secs(30);
 
 /// The provider under test, loaded with base.ldif, its session log holding `sessionlog` records, its
-/// access rules [`PROVIDER_ACCESS`].
+/// access rules [`PROVIDER_ACCESS`], no size or time limit for the replicator.
 pub fn provider(sessionlog: u64) -> Server {
     let server = match Target::from_env() {
         Target::Slapd => Server::start_slapd_with_access(
-            &format!("overlay syncprov\nsyncprov-sessionlog {sessionlog}\n"),
+            &format!(
+                "limits dn.exact=\"{REPLICATOR_DN}\" size=unlimited time=unlimited\n\
+                 overlay syncprov\nsyncprov-sessionlog {sessionlog}\n"
+            ),
             &PROVIDER_ACCESS,
         ),
         Target::Canopy => Server::start_canopy_empty(&format!(
-            "{}syncprov_sessionlog = {sessionlog}\n",
+            "{}syncprov_sessionlog = {sessionlog}\n\n\
+             [[limits.rules]]\nwho = \"dn.exact:{REPLICATOR_DN}\"\nsize = \"unlimited\"\ntime = \"unlimited\"\n",
             access_toml(&PROVIDER_ACCESS)
         )),
     };
@@ -309,4 +315,82 @@ fn export_and_import_carry_the_context_csn() {
     copy.restart();
     assert_eq!(canopy_e2e::replication::context_csn(&copy), before);
     assert_eq!(canopy_e2e::replication::contents(&copy, &[]), contents);
+}
+
+/// Measurement, not a check (run with `--ignored`): the initial refresh of a slapd consumer from the
+/// provider under test holding the bulk data set of `CANOPY_SYNC_ENTRIES` entries (default 10,000),
+/// and the time until a stream of 1,000 modifies made while it persists has reached it.
+#[test]
+#[ignore = "measurement; run with --ignored --nocapture"]
+fn refresh_figures() {
+    let n: usize = std::env::var("CANOPY_SYNC_ENTRIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let provider = provider(1000);
+    // In pieces, each within a client's time budget.
+    let all = canopy_e2e::bulk_ldif(n);
+    let records: Vec<&str> = all.split("\n\n").filter(|r| !r.trim().is_empty()).collect();
+    for piece in records.chunks(1000) {
+        provider
+            .add(&Bind::Root, &(piece.join("\n\n") + "\n"))
+            .expect_code(0, "loading the bulk entries");
+    }
+    let start = std::time::Instant::now();
+    let consumer = slapd_consumer(&provider, "refreshAndPersist");
+    converge(&provider, &consumer, "initial refresh");
+    let refresh = start.elapsed();
+    let mut ldif = String::new();
+    for i in 1..=1000 {
+        ldif.push_str(&format!(
+            "dn: uid=bulk{:05},{}\nchangetype: modify\nreplace: description\ndescription: m{i}\n\n",
+            i % n.max(1) + 1,
+            canopy_e2e::bulk_base()
+        ));
+    }
+    let start = std::time::Instant::now();
+    change(&provider, &ldif);
+    let written = start.elapsed();
+    converge(&provider, &consumer, "after the modifies");
+    let caught_up = start.elapsed();
+    println!(
+        "{:?} provider, slapd consumer: initial refresh of {} entries {refresh:?}; 1,000 modifies written in {written:?}, consumer caught up after {caught_up:?}",
+        provider.target,
+        n + 28
+    );
+}
+
+/// A refresh counts against the size limit like any search (here the client's own, 5 entries).
+#[test]
+fn refresh_obeys_the_size_limit() {
+    let provider = provider(1000);
+    let out = provider.search(
+        &Bind::Root,
+        &[
+            "-z",
+            "5",
+            "-E",
+            "!sync=ro",
+            "-b",
+            SUFFIX,
+            "(objectClass=*)",
+            "1.1",
+        ],
+    );
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    let out = provider.search(
+        &Bind::Root,
+        &[
+            "-z",
+            "100",
+            "-E",
+            "!sync=ro",
+            "-b",
+            SUFFIX,
+            "(objectClass=*)",
+            "1.1",
+        ],
+    );
+    out.expect_code(0, "a refresh within the size limit");
+    assert_eq!(out.records().len(), 27);
 }
