@@ -131,6 +131,38 @@ impl Directory {
     }
 }
 
+impl Directory {
+    /// For a local write that changes an entry without going through the pipeline (the password
+    /// policy's bind state): raises the contextCSN with the write's stamp and publishes the change to
+    /// the feed once durable, as the pipeline's hooks do for every other write.
+    pub fn local_change_outside_pipeline(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        kind: Kind,
+        id: u64,
+        entry: &Entry,
+        stamp: &crate::opattrs::Stamp,
+    ) -> Result<(), LdapError> {
+        let csn = Csn::parse(&stamp.csn);
+        if let Some(csn) = &csn {
+            self.raise_context_csn(txn, &std::iter::once(csn.clone()).collect())?;
+        }
+        let feed = self.feed().clone();
+        let dn = entry.dn.to_string();
+        let change = Change {
+            kind,
+            id,
+            origin: Origin::Local,
+            csn,
+            uuid: entry_uuid(Some(entry)),
+            old_dn: Some(dn.clone()),
+            new_dn: Some(dn),
+        };
+        after_commit(move || feed.publish(change));
+        Ok(())
+    }
+}
+
 /// The write hook that keeps the session log and publishes changes to the feed. It runs last in every
 /// database's pipeline, so a refusal by an overlay leaves nothing behind.
 pub struct SyncProv {
