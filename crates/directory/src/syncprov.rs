@@ -132,34 +132,37 @@ impl Directory {
 }
 
 impl Directory {
-    /// For a local write that changes an entry without going through the pipeline (the password
-    /// policy's bind state): raises the contextCSN with the write's stamp and publishes the change to
-    /// the feed once durable, as the pipeline's hooks do for every other write.
-    pub fn local_change_outside_pipeline(
+    /// For a local write made without the pipeline (the password policy's bind state): raises the
+    /// contextCSN with the write's stamp, as [`crate::pipeline::Stamping`] does for every other write.
+    pub fn raise_context_with(
         &self,
         txn: &mut WriteTxn<'_>,
-        kind: Kind,
-        id: u64,
-        entry: &Entry,
         stamp: &crate::opattrs::Stamp,
     ) -> Result<(), LdapError> {
-        let csn = Csn::parse(&stamp.csn);
-        if let Some(csn) = &csn {
-            self.raise_context_csn(txn, &std::iter::once(csn.clone()).collect())?;
+        if let Some(csn) = Csn::parse(&stamp.csn) {
+            self.raise_context_csn(txn, &std::iter::once(csn).collect())?;
+        }
+        Ok(())
+    }
+
+    /// For [`Directory::rewrite`]: an entry another write changed (memberof, refint, the password
+    /// policy's bind state) reaches persistent searches once durable when its entryCSN changed.
+    pub(crate) fn publish_rewrite(&self, id: u64, old: &Entry, new: &Entry) {
+        let csn = entry_csn(Some(new));
+        if csn.is_none() || csn == entry_csn(Some(old)) {
+            return;
         }
         let feed = self.feed().clone();
-        let dn = entry.dn.to_string();
         let change = Change {
-            kind,
+            kind: Kind::Modify,
             id,
             origin: Origin::Local,
             csn,
-            uuid: entry_uuid(Some(entry)),
-            old_dn: Some(dn.clone()),
-            new_dn: Some(dn),
+            uuid: entry_uuid(Some(new)),
+            old_dn: Some(old.dn.to_string()),
+            new_dn: Some(new.dn.to_string()),
         };
         after_commit(move || feed.publish(change));
-        Ok(())
     }
 }
 

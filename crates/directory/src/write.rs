@@ -324,7 +324,9 @@ impl Directory {
         new: &Entry,
     ) -> Result<(), LdapError> {
         self.put(txn, id, new)?;
-        self.reindex(txn, id, Some(old), Some(new))
+        self.reindex(txn, id, Some(old), Some(new))?;
+        self.publish_rewrite(id, old, new);
+        Ok(())
     }
 
     /// The target of a write. A missing one is noSuchObject, or the referral of a referral object above it

@@ -10,7 +10,6 @@ use super::policy::{effective, first, Policy};
 use super::time::Instant;
 use super::{PPolicy, PolicyError, Warning};
 use crate::database::Directory;
-use crate::pipeline::Kind;
 
 /// The value of pwdAccountLockedTime that locks an account until an administrator unlocks it.
 pub const PERMANENT_LOCK: &[u8] = b"000001010000Z";
@@ -262,8 +261,8 @@ impl PPolicy {
                 // modifyTimestamp and entryCSN, so the state replicates.
                 stamp.touch(&mut next, &modifier);
                 dir.rewrite(txn, id, &entry, &next)?;
-                // Outside the pipeline: the contextCSN and the change feed learn of it here.
-                dir.local_change_outside_pipeline(txn, Kind::Modify, id, &next, stamp)?;
+                // Outside the pipeline: the contextCSN learns of it here (the feed in `rewrite`).
+                dir.raise_context_with(txn, stamp)?;
             }
             Ok(Some(verdict))
         })
