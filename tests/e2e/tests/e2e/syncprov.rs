@@ -394,3 +394,29 @@ fn refresh_obeys_the_size_limit() {
     out.expect_code(0, "a refresh within the size limit");
     assert_eq!(out.records().len(), 27);
 }
+
+/// With the memberof overlay, a persistent search hears of the members whose memberOf a group's write
+/// changed, not only of the group (tests/e2e/py/sync_memberof.py): canopy's consumers take memberOf as
+/// it comes (their memberof skips replicated changes). Canopy only: slapd 2.5's memberof marks its
+/// internal modifies of members not to be replicated (each consumer's own memberof computes them), so
+/// slapd notifies the group alone (docs/compatibility.md).
+#[test]
+fn persist_sees_memberof_changes() {
+    if Target::from_env() == Target::Slapd {
+        return;
+    }
+    let server = Server::start_canopy_empty("[[overlay]]\nname = \"memberof\"\n");
+    server.load_base();
+    let out = server.python("sync_memberof.py", &[]);
+    out.expect_code(0, "sync_memberof.py");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "notified cn=syncgroup,ou=groups,dc=example,dc=com memberOf []",
+            "notified uid=alice,ou=people,dc=example,dc=com memberOf ['cn=engineering,ou=groups,dc=example,dc=com', 'cn=managers,ou=groups,dc=example,dc=com', 'cn=syncgroup,ou=groups,dc=example,dc=com']",
+        ],
+        "{}",
+        out.stderr
+    );
+}
