@@ -16,6 +16,7 @@ use canopy_core::wire::{attributes, encode_entry, StoredEntry};
 use canopy_directory::{dn_key, Stamp};
 use canopy_mdb::ReadOps;
 use canopy_proto::ldif::{write_ldif_entry, LdifChange, LdifReader, LdifRecord};
+use canopy_proto::sync::{Csn, CsnSet};
 use canopy_proto::PartialAttribute;
 use canopy_server::access::Who;
 use canopy_server::Config;
@@ -61,6 +62,9 @@ struct Prepare<'a> {
     suffix: &'a str,
     /// The suffixes of the databases inside this one's: their entries are not this database's.
     inner: Vec<(canopy_schema::NormDn, String)>,
+    /// The contextCSN the file gives (slapcat writes it on the suffix entry) and the entryCSNs of its
+    /// entries, which together become the database's contextCSN, as `slapadd -w` makes it.
+    context: Mutex<CsnSet>,
 }
 
 /// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
@@ -96,7 +100,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             root: true,
             link: Default::default(),
         },
-        stamp: Stamp::now(),
+        stamp: Stamp::now_for(config.server_id),
         file,
         suffix: &config.suffix,
         inner: config
@@ -104,6 +108,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             .into_iter()
             .filter_map(|s| Some((dir.normalize(s.as_bytes()).ok()?.1, s)))
             .collect(),
+        context: Mutex::new(CsnSet::new()),
     };
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -168,8 +173,16 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let stats = loader.finish_unsynced()?;
     progress.finish(read.load(Ordering::Relaxed));
     eprintln!("imported {loaded} entries");
+    let context = std::mem::take(&mut *prepare.context.lock().unwrap_or_else(|e| e.into_inner()));
+    drop(prepare);
     drop(dir);
     rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)?;
+    if !context.is_empty() {
+        let dir = canopy_server::open_directory(config, sync)?;
+        let backend: canopy_directory::Directory = (*dir).clone();
+        dir.store()
+            .write(move |txn| backend.raise_context_csn(txn, &context))??;
+    }
     rebuild_overlays(config, sync)
 }
 
@@ -279,9 +292,38 @@ fn build_entries(
 }
 
 impl Prepare<'_> {
+    /// Takes the contextCSN values out of a record (the database keeps them, not the entry) and notes
+    /// them and the record's entryCSN for the database's contextCSN.
+    fn note_csns(&self, attrs: &mut Vec<(String, Vec<u8>)>) {
+        let mut found = Vec::new();
+        // An entry without an entryCSN gets the import's own.
+        if !attrs
+            .iter()
+            .any(|(d, _)| d.eq_ignore_ascii_case("entryCSN"))
+        {
+            found.extend(Csn::parse(&self.stamp.csn));
+        }
+        attrs.retain(|(desc, value)| {
+            let context = desc.eq_ignore_ascii_case("contextCSN");
+            if context || desc.eq_ignore_ascii_case("entryCSN") {
+                if let Some(csn) = std::str::from_utf8(value).ok().and_then(Csn::parse) {
+                    found.push(csn);
+                }
+            }
+            !context
+        });
+        if !found.is_empty() {
+            let mut set = self.context.lock().unwrap_or_else(|e| e.into_inner());
+            for csn in &found {
+                set.observe(csn);
+            }
+        }
+    }
+
     /// Normalises, checks, stamps and encodes one entry and computes its index keys.
-    fn entry(&self, raw_dn: &[u8], attrs: Vec<(String, Vec<u8>)>) -> Result<Prepared> {
+    fn entry(&self, raw_dn: &[u8], mut attrs: Vec<(String, Vec<u8>)>) -> Result<Prepared> {
         let (dir, file) = (self.dir, self.file);
+        self.note_csns(&mut attrs);
         let schema = dir.schema();
         let shown = String::from_utf8_lossy(raw_dn).to_string();
         let fail =
@@ -373,6 +415,9 @@ fn export_one(config: &Config, out: &mut dyn Write) -> Result<()> {
     let txn = dir.read()?;
     // dn2id order puts every parent before its children, so the output imports again as it is.
     let members = txn.subtree(&dn_key(dir.suffix()))?;
+    let suffix_id = txn.get_id(&dn_key(dir.suffix()))?;
+    let context = dir.context_csn(&txn)?;
+    let suffix_id = suffix_id.unwrap_or(0);
     let mut progress = Progress::new("export", Unit::Entries, Some(members.len() as u64));
     let mut buf = Vec::with_capacity(4096);
     for (done, (_, id)) in members.into_iter().enumerate() {
@@ -388,6 +433,12 @@ fn export_one(config: &Config, out: &mut dyn Write) -> Result<()> {
                 for value in values {
                     lines.push((desc, value));
                 }
+            }
+        }
+        // The suffix entry carries the database's contextCSN, as slapcat writes it.
+        if id == suffix_id {
+            for csn in context.csns() {
+                lines.push(("contextCSN", csn.as_str().as_bytes()));
             }
         }
         buf.clear();

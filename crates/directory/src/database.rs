@@ -34,6 +34,10 @@ struct Inner {
     alias_plan: Plan,
     referral_plan: Plan,
     memo: Mutex<Memo>,
+    /// The server ID local CSNs carry (slapd's `serverID`).
+    server_id: std::sync::atomic::AtomicU16,
+    /// Persistent sync searches following this database's changes (crate::syncprov).
+    feed: Arc<crate::syncprov::Feed>,
 }
 
 /// What operations ask again and again, kept between them: the last DN normalized (the schema is fixed),
@@ -119,6 +123,8 @@ impl Directory {
                 alias_plan,
                 referral_plan,
                 memo: Mutex::default(),
+                server_id: Default::default(),
+                feed: Arc::default(),
             }),
         })
     }
@@ -130,6 +136,25 @@ impl Directory {
             "referral" => Cow::Borrowed(&self.inner.referral_plan),
             _ => Cow::Owned(class_plan(&self.inner.schema, &self.inner.indexes, class)),
         }
+    }
+
+    /// The server ID this database's local writes stamp into their CSNs.
+    pub fn server_id(&self) -> u16 {
+        self.inner
+            .server_id
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the server ID (0–4095) of later local writes, once at start.
+    pub fn set_server_id(&self, sid: u16) {
+        self.inner
+            .server_id
+            .store(sid & 0xfff, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The change feed persistent sync searches subscribe to.
+    pub fn feed(&self) -> &Arc<crate::syncprov::Feed> {
+        &self.inner.feed
     }
 
     pub fn schema(&self) -> &Arc<Schema> {

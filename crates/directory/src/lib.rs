@@ -21,6 +21,7 @@ pub mod overlay;
 pub mod pipeline;
 pub mod referral;
 pub mod search;
+pub mod syncprov;
 pub mod verify;
 pub mod write;
 

@@ -17,7 +17,15 @@ pub struct Stamp {
 static LAST: Mutex<(u128, u32)> = Mutex::new((0, 0));
 
 impl Stamp {
+    /// A stamp of server ID 0 (slapd's default `serverID`).
     pub fn now() -> Stamp {
+        Stamp::now_for(0)
+    }
+
+    /// A stamp whose CSN carries server ID `sid` (0–4095; higher values are cut to 12 bits). CSNs of one
+    /// process ascend strictly whatever the server ID: the same microsecond gets a higher counter.
+    pub fn now_for(sid: u16) -> Stamp {
+        let sid = sid & 0xfff;
         let micros = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros())
@@ -38,7 +46,7 @@ impl Stamp {
         Stamp {
             time: format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}Z"),
             csn: format!(
-                "{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{frac:06}Z#{counter:06x}#000#000000"
+                "{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{frac:06}Z#{counter:06x}#{sid:03x}#000000"
             ),
         }
     }
@@ -142,5 +150,13 @@ mod tests {
         let a = Stamp::now().csn;
         let b = Stamp::now().csn;
         assert!(b > a, "{a} {b}");
+    }
+
+    #[test]
+    fn csns_carry_the_server_id() {
+        let csn = Stamp::now_for(0x2a).csn;
+        let parsed = canopy_proto::sync::Csn::parse(&csn).expect(&csn);
+        assert_eq!(parsed.sid(), 0x2a);
+        assert!(csn.contains("#02a#"), "{csn}");
     }
 }

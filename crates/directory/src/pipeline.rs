@@ -236,4 +236,22 @@ impl WriteHook for Stamping {
         }
         Ok(())
     }
+
+    /// A local write raises the database's contextCSN with its own CSN, in its own transaction
+    /// (docs/design/replication.md); a replicated one leaves that to the consumer's cookie.
+    fn commit(
+        &self,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        if event.origin == Origin::Replica {
+            return Ok(());
+        }
+        let csn = canopy_proto::sync::Csn::parse(&event.stamp.csn).ok_or_else(|| {
+            LdapError::new(canopy_proto::ResultCode::Other, "malformed local CSN")
+        })?;
+        dir.raise_context_csn(txn, &std::iter::once(csn).collect())?;
+        Ok(())
+    }
 }

@@ -13,6 +13,7 @@ use crate::alias::{find_base, reach, referral_ids, scope_ids, Base, Reach};
 use crate::candidates::resolve;
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
+use crate::keys::dn_key;
 use crate::referral::{continuation, is_alias, is_referral};
 
 /// The DN of the subschema subentry, which every entry names in `subschemaSubentry`.
@@ -184,7 +185,8 @@ impl Directory {
         Ok((Candidates::Ids(ids), false, true))
     }
 
-    /// hasSubordinates, entryDN and subschemaSubentry of entry `id` named `dn`: computed, never stored.
+    /// hasSubordinates, entryDN and subschemaSubentry of entry `id` named `dn` (and the suffix entry's
+    /// contextCSN): computed, never stored.
     pub fn computed_attributes(
         &self,
         txn: &impl ReadOps,
@@ -192,7 +194,22 @@ impl Directory {
         dn: &[u8],
     ) -> Result<Vec<Attribute>, LdapError> {
         let has = txn.has_children(id).map_err(store_error)?;
-        Ok(computed(has, dn))
+        let mut attrs = computed(has, dn);
+        // The suffix entry shows the database's contextCSN, as slapd's does (kept in the meta table).
+        if txn.get_id(&dn_key(self.suffix())).map_err(store_error)? == Some(id) {
+            let context = self.context_csn(txn)?;
+            if !context.is_empty() {
+                attrs.push(Attribute {
+                    desc: "contextCSN".into(),
+                    values: context
+                        .csns()
+                        .iter()
+                        .map(|c| c.as_str().as_bytes().to_vec())
+                        .collect(),
+                });
+            }
+        }
+        Ok(attrs)
     }
 }
 

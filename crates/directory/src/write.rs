@@ -210,7 +210,7 @@ impl Directory {
                     MAP_FULL.with(|seen| seen.set(false));
                     crate::pipeline::clear_after_commit();
                     // Taken here, on the writer thread: CSNs ascend in commit order.
-                    let stamp = Stamp::now();
+                    let stamp = Stamp::now_for(dir.server_id());
                     let result = work(&dir, txn, &stamp);
                     let actions = crate::pipeline::take_after_commit();
                     match MAP_FULL.with(|seen| seen.get()) {
@@ -324,7 +324,9 @@ impl Directory {
         new: &Entry,
     ) -> Result<(), LdapError> {
         self.put(txn, id, new)?;
-        self.reindex(txn, id, Some(old), Some(new))
+        self.reindex(txn, id, Some(old), Some(new))?;
+        self.publish_rewrite(id, old, new);
+        Ok(())
     }
 
     /// The target of a write. A missing one is noSuchObject, or the referral of a referral object above it

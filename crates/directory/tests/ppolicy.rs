@@ -446,6 +446,10 @@ async fn concurrent_failures_count_once_each_and_lock() {
     }
     assert_eq!(values(&dir, user, "pwdFailureTime").len(), 5);
     assert_eq!(values(&dir, user, "pwdAccountLockedTime").len(), 1);
+    // The bind state is a local change like any other: the contextCSN covers its entryCSN.
+    let context = dir.context_csn(&dir.read().unwrap()).unwrap();
+    let csn = values(&dir, user, "entryCSN").remove(0);
+    assert_eq!(context.csns()[0].as_str(), csn);
     let verdict = pp.bind(&dir, &ndn, true).await.unwrap().unwrap();
     assert_eq!(verdict.error, Some(PolicyError::AccountLocked));
     // An administrator's password change: unlocked, reset, history kept.

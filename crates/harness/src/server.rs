@@ -476,6 +476,44 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    /// The process's resident anonymous memory (heap and stacks, not the mapped database) in KiB.
+    pub fn anon_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("RssAnon:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// [`Server::prepare`] for the replication helpers (crate::replication).
+    pub(crate) fn prepare_target(target: Target) -> Server {
+        Server::prepare(target)
+    }
+
+    /// Sets the TOML canopy is started with.
+    pub(crate) fn set_config(&mut self, toml: &str) {
+        self.config = Some(toml.to_string());
+    }
+
+    /// Starts the server on the port it had (retrying for 20 s while the port is still taken).
+    pub(crate) fn relaunch_same_port(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match self.try_launch() {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return;
+                }
+                Err(StartError::PortInUse) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(StartError::PortInUse) => {
+                    panic!("port {} stayed taken; cannot restart the server", self.port)
+                }
+            }
+        }
+    }
+
     pub(crate) fn launch(&mut self) {
         for _ in 0..8 {
             self.port = free_port();

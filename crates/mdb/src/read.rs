@@ -296,6 +296,26 @@ pub trait ReadOps: Access {
         }
     }
 
+    /// The session log records whose keys are above `after` (all with None), ascending: (key, record).
+    fn synclog_after(&self, after: Option<&[u8]>) -> Result<Vec<SyncLogRecord>, StoreError> {
+        let table = &self.tables().synclog;
+        let mut out = Vec::new();
+        let bounds = (
+            after.map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Unbounded,
+        );
+        for item in table.range(self.ro_txn(), &bounds)? {
+            let (key, value) = item?;
+            out.push((key.to_vec(), value.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// The number of records of the session log.
+    fn synclog_len(&self) -> Result<u64, StoreError> {
+        Ok(self.tables().synclog.len(self.ro_txn())?)
+    }
+
     /// A value stored with `put_meta` (or an internal one, whose keys start with 0x00).
     fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         if !self.tables().storable(key) {
@@ -310,6 +330,9 @@ pub trait ReadOps: Access {
 }
 
 impl<T: Access> ReadOps for T {}
+
+/// One record of the session log as stored: (key, value).
+pub type SyncLogRecord = (Vec<u8>, Vec<u8>);
 
 /// Appends the IDs of `iter`; false, with the collection cut short, once more than `cap` are read.
 fn collect_ids<'t, I>(iter: I, ids: &mut Vec<u64>, cap: usize) -> Result<bool, StoreError>

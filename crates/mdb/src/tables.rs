@@ -13,6 +13,8 @@ pub(crate) const ID2ENTRY: &str = "id2entry";
 pub(crate) const DN2ID: &str = "dn2id";
 pub(crate) const DN2CHILDREN: &str = "dn2children";
 pub(crate) const META: &str = "meta";
+/// The replication session log: deletes and renames keyed by CSN (docs/design/replication.md).
+pub(crate) const SYNCLOG: &str = "synclog";
 /// Prefix of the per-attribute index tables.
 pub(crate) const INDEX_PREFIX: &str = "idx.";
 
@@ -29,6 +31,7 @@ pub struct Tables {
     pub(crate) dn2id: Table,
     pub(crate) dn2children: Table,
     pub(crate) meta: Table,
+    pub(crate) synclog: Table,
     /// One per `StoreConfig::indexes` position, named as configured.
     pub(crate) indexes: Vec<(String, Table)>,
     /// LMDB's key-length limit: longer lookups cannot match and must not reach LMDB (MDB_BAD_VALSIZE).
@@ -56,6 +59,7 @@ impl Tables {
             (DN2ID.to_string(), &self.dn2id),
             (DN2CHILDREN.to_string(), &self.dn2children),
             (META.to_string(), &self.meta),
+            (SYNCLOG.to_string(), &self.synclog),
         ];
         for (attr, table) in &self.indexes {
             let name = index_table_name(attr);
@@ -83,6 +87,7 @@ struct Opening<'e> {
     dn2id: Database<'e, Bytes, Bytes>,
     dn2children: Database<'e, Bytes, Bytes>,
     meta: Database<'e, Bytes, Bytes>,
+    synclog: Database<'e, Bytes, Bytes>,
     indexes: Vec<(String, Database<'e, Bytes, Bytes>)>,
     max_key: usize,
 }
@@ -97,6 +102,7 @@ impl OnCommit for Opening<'_> {
             dn2id: self.dn2id.on_commit(token),
             dn2children: self.dn2children.on_commit(token),
             meta: self.meta.on_commit(token),
+            synclog: self.synclog.on_commit(token),
             indexes: self
                 .indexes
                 .into_iter()
@@ -132,6 +138,7 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
         let dn2id = plain(DN2ID, wtxn)?;
         let dn2children = id_list(DN2CHILDREN, wtxn)?;
         let meta = plain(META, wtxn)?;
+        let synclog = plain(SYNCLOG, wtxn)?;
         let mut indexes = Vec::with_capacity(attrs.len());
         for attr in attrs {
             indexes.push((attr.clone(), id_list(&index_table_name(attr), wtxn)?));
@@ -158,6 +165,7 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
             dn2id,
             dn2children,
             meta,
+            synclog,
             indexes,
             max_key: env.max_key_size(),
         }))

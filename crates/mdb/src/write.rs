@@ -140,6 +140,32 @@ impl<'a> WriteTxn<'a> {
         self.guard(|txn, t| t.meta.put(txn, key, value))
     }
 
+    /// Appends a record to the session log under `key` (a CSN: keys order as their bytes).
+    pub fn put_synclog(&mut self, key: &[u8], record: &[u8]) -> Result<(), StoreError> {
+        check_key(key, self.max_key)?;
+        self.guard(|txn, t| t.synclog.put(txn, key, record))
+    }
+
+    /// Removes the oldest session log records until at most `keep` remain; the key of the last one
+    /// removed (None when none was).
+    pub fn trim_synclog(&mut self, keep: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let len = self.tables.synclog.len(&self.txn)?;
+        let mut excess = len.saturating_sub(keep);
+        let mut last = None;
+        while excess > 0 {
+            let first = self
+                .tables
+                .synclog
+                .first(&self.txn)?
+                .map(|(k, _)| k.to_vec());
+            let Some(key) = first else { break };
+            self.guard(|txn, t| t.synclog.delete(txn, &key).map(drop))?;
+            last = Some(key);
+            excess -= 1;
+        }
+        Ok(last)
+    }
+
     /// Removes a caller setting (no error if absent).
     pub fn del_meta(&mut self, key: &[u8]) -> Result<(), StoreError> {
         check_meta_key(key)?;

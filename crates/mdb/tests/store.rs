@@ -359,6 +359,7 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
             "dn2id",
             "dn2children",
             "meta",
+            "synclog",
             "idx.cn",
             "idx.mail"
         ]

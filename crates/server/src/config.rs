@@ -65,6 +65,12 @@ pub struct Config {
     #[serde(skip)]
     #[doc(hidden)]
     pub whole: Option<std::sync::Arc<Config>>,
+    /// This server's ID (slapd's `serverID`, 0–4095): the `sid` field of the CSNs its writes make
+    /// (docs/replication.md).
+    pub server_id: u16,
+    /// Deletes and renames the replication session log keeps (slapd's `syncprov-sessionlog`); a consumer
+    /// whose cookie is older than the log refreshes through the present phase. 0 turns the log off.
+    pub syncprov_sessionlog: u64,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -199,6 +205,8 @@ impl Default for Config {
             read_only: false,
             database: Vec::new(),
             whole: None,
+            server_id: 0,
+            syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
         }
     }
 }
@@ -265,6 +273,12 @@ impl Config {
     }
 
     fn check(&self) -> Result<(), String> {
+        if self.server_id > canopy_proto::sync::SID_MAX {
+            return Err(format!(
+                "server_id: {} is above 4095 (slapd's serverID range)",
+                self.server_id
+            ));
+        }
         for url in &self.listen {
             ListenUrl::parse(url)?;
         }

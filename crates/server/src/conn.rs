@@ -591,6 +591,22 @@ async fn dispatch(
                 tx: tx.clone(),
                 tally: Default::default(),
             };
+            // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
+            // abandoned or its connection closes (crate::syncprov).
+            if let Some(request) = job.ctl.sync.clone() {
+                let pending = pending.clone();
+                tokio::task::spawn_blocking(move || {
+                    let state = job.state.clone();
+                    let outcome = crate::syncprov::run(job, request);
+                    finish_search(&state, completion, outcome);
+                    pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id);
+                    drop(permit);
+                });
+                return Flow::Continue;
+            }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
                 for response in responses {
                     if tx.send(response).await.is_err() {

@@ -122,6 +122,18 @@ impl Collector for StateCollector {
         )?;
         counter(
             &mut encoder,
+            "canopy_sync_searches",
+            "Sync searches (RFC 4533 consumers' refreshOnly and refreshAndPersist requests).",
+            load(&m.sync_searches),
+        )?;
+        counter(
+            &mut encoder,
+            "canopy_sync_dropped",
+            "Persistent sync searches ended with e-syncRefreshRequired because their consumer fell behind.",
+            load(&m.sync_dropped),
+        )?;
+        counter(
+            &mut encoder,
             "canopy_search_entries_sent",
             "Search result entries sent.",
             m.entries_sent(),

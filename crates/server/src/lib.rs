@@ -35,6 +35,7 @@ pub mod select;
 pub mod session;
 pub mod special;
 pub mod state;
+pub mod syncprov;
 pub mod tls;
 
 use std::sync::Arc;
@@ -158,10 +159,15 @@ fn open_directory_in(
         schema: &schema,
         suffix: &config.suffix,
     };
+    // The provider's session log and change feed run last, after every overlay (docs/replication.md).
     let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
-        .map_err(StartError::Overlay)?;
+        .map_err(StartError::Overlay)?
+        .then(Arc::new(canopy_directory::syncprov::SyncProv::new(
+            config.syncprov_sessionlog,
+        )));
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
+    backend.set_server_id(config.server_id);
     let ppolicy =
         overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
     Ok(Database::new(backend, acl)

@@ -168,6 +168,10 @@ pub struct Metrics {
     pub started: SystemTime,
     shards: Box<[Shard]>,
     pub unindexed_searches: AtomicU64,
+    /// Searches with the Sync Request control (RFC 4533), refreshOnly and refreshAndPersist.
+    pub sync_searches: AtomicU64,
+    /// Persistent sync searches ended because their consumer fell behind.
+    pub sync_dropped: AtomicU64,
     pub connections_total: AtomicU64,
     pub connections_refused: AtomicU64,
     pub tls_handshakes: AtomicU64,
@@ -192,6 +196,8 @@ impl Metrics {
             started: SystemTime::now(),
             shards: (0..SHARDS).map(|_| Shard::new()).collect(),
             unindexed_searches: AtomicU64::new(0),
+            sync_searches: AtomicU64::new(0),
+            sync_dropped: AtomicU64::new(0),
             connections_total: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
             tls_handshakes: AtomicU64::new(0),

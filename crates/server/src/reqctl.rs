@@ -10,6 +10,8 @@ use canopy_proto::{
     ResultCode,
 };
 
+use canopy_proto::sync::{SyncRequest, CONTROL_SYNC_REQUEST};
+
 use crate::databases::WriteControls;
 
 /// The controls Canopy acts on, decoded.
@@ -27,6 +29,8 @@ pub struct RequestControls {
     pub password_policy: bool,
     /// Where the operation leaves that response control.
     pub policy_sink: crate::ppolicy::PolicySink,
+    /// RFC 4533: a sync search (crate::syncprov).
+    pub sync: Option<SyncRequest>,
 }
 
 impl RequestControls {
@@ -53,12 +57,29 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_POST_READ => matches!(kind, Add | Modify | ModifyDn),
         // Any operation may be refused with changeAfterReset.
         CONTROL_PASSWORD_POLICY => true,
+        // slapd's syncprov registers it for searches only.
+        CONTROL_SYNC_REQUEST => kind == Search,
         _ => false,
     }
 }
 
 fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
+}
+
+/// The Sync Request control's value, refused with slapd's syncprov texts (`syncprov_parseCtrl`).
+fn sync_request(value: Option<&[u8]>) -> Result<SyncRequest, LdapError> {
+    let value = value.ok_or_else(|| protocol_error("Sync control value is absent"))?;
+    if value.is_empty() {
+        return Err(protocol_error("Sync control value is empty"));
+    }
+    SyncRequest::decode(value).map_err(|e| {
+        if e.reason.contains("unknown") {
+            protocol_error("Sync control : unknown update mode")
+        } else {
+            protocol_error("Sync control : mode decoding error")
+        }
+    })
 }
 
 impl RequestControls {
@@ -83,6 +104,9 @@ impl RequestControls {
                 continue;
             }
             if seen.contains(&oid) {
+                if oid == CONTROL_SYNC_REQUEST {
+                    return Err(protocol_error("Sync control specified multiple times"));
+                }
                 return Err(protocol_error("control specified multiple times"));
             }
             seen.push(oid);
@@ -95,6 +119,7 @@ impl RequestControls {
                         })?);
                 }
                 CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
+                CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => out.password_policy = true,
                 CONTROL_ASSERTION => {
                     let value =
@@ -242,6 +267,44 @@ mod tests {
             ),
         ];
         for (controls, kind, expected) in cases {
+            assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
+        }
+    }
+
+    #[test]
+    fn sync_request_control() {
+        use RequestKind::*;
+        let ro = canopy_proto::sync::SyncRequest {
+            mode: canopy_proto::sync::SyncMode::RefreshOnly,
+            cookie: Some(b"rid=001".to_vec()),
+            reload_hint: false,
+        }
+        .encode();
+        let sync = |value: Option<&[u8]>| control(CONTROL_SYNC_REQUEST, true, value);
+        let parsed =
+            RequestControls::parse(&[sync(Some(&ro))], Search, &DecodeLimits::default()).unwrap();
+        assert_eq!(
+            parsed.sync.unwrap().cookie.as_deref(),
+            Some(&b"rid=001"[..])
+        );
+        let protocol = Some(ResultCode::ProtocolError);
+        for (controls, kind, expected) in [
+            (vec![sync(None)], Search, protocol),
+            (vec![sync(Some(b""))], Search, protocol),
+            (vec![sync(Some(b"\x30\x03\x0a\x01\x02"))], Search, protocol),
+            (vec![sync(Some(b"\x04\x01"))], Search, protocol),
+            (vec![sync(Some(&ro)), sync(Some(&ro))], Search, protocol),
+            (
+                vec![sync(Some(&ro))],
+                Modify,
+                Some(ResultCode::UnavailableCriticalExtension),
+            ),
+            (
+                vec![control(CONTROL_SYNC_REQUEST, false, Some(&ro))],
+                Modify,
+                None,
+            ),
+        ] {
             assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
         }
     }

@@ -48,6 +48,8 @@ mod sasl;
 mod search;
 #[path = "e2e/secrets.rs"]
 mod secrets;
+#[path = "e2e/syncprov.rs"]
+mod syncprov;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

@@ -775,7 +775,12 @@ fn parse_cookie(cookie: &[u8]) -> Option<Cookie> {
     }
 }
 
-const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
+const COMPUTED: [&str; 4] = [
+    "hasSubordinates",
+    "entryDN",
+    "subschemaSubentry",
+    "contextCSN",
+];
 
 /// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
 fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {

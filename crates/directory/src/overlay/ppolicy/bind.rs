@@ -261,6 +261,8 @@ impl PPolicy {
                 // modifyTimestamp and entryCSN, so the state replicates.
                 stamp.touch(&mut next, &modifier);
                 dir.rewrite(txn, id, &entry, &next)?;
+                // Outside the pipeline: the contextCSN learns of it here (the feed in `rewrite`).
+                dir.raise_context_with(txn, stamp)?;
             }
             Ok(Some(verdict))
         })

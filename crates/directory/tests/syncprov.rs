@@ -1,0 +1,206 @@
+//! The provider's records: the contextCSN raised by every local write inside its transaction (with the
+//! server ID in its CSNs), the session log of deletes and renames with its bound, and the change feed in
+//! commit order.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use canopy_core::check::entry_from_attributes_with;
+use canopy_core::{Entry, LdapError};
+use canopy_directory::syncprov::{LogReplay, Next, SyncProv};
+use canopy_directory::{structural, Directory, Kind, ModifyDn, Pipeline, Stamp, WriteOp};
+use canopy_mdb::StoreConfig;
+use canopy_proto::sync::{Csn, CsnSet};
+use canopy_proto::{Dn, PartialAttribute, ResultCode};
+use canopy_schema::Schema;
+
+use support::{write, ADMIN};
+
+fn open(path: &std::path::Path, sessionlog: u64) -> Directory {
+    let mut store = StoreConfig::new(path.to_path_buf());
+    store.durable = false;
+    let schema = Arc::new(Schema::builtin());
+    let pipeline = Pipeline::standard().then(Arc::new(SyncProv::new(sessionlog)));
+    let dir = Directory::open(schema, "dc=example,dc=com", Vec::new(), store, pipeline).unwrap();
+    dir.set_server_id(0x12);
+    dir
+}
+
+fn entry(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Entry {
+    let (dn, ndn) = dir.normalize(dn.as_bytes()).unwrap();
+    let mut grouped: Vec<PartialAttribute> = Vec::new();
+    for (name, value) in attrs {
+        let value = value.as_bytes().to_vec();
+        match grouped.iter_mut().find(|a| a.name == *name) {
+            Some(attr) => attr.values.push(value),
+            None => grouped.push(PartialAttribute {
+                name: name.to_string(),
+                values: vec![value],
+            }),
+        }
+    }
+    let mut entry = entry_from_attributes_with(dir.schema(), dn, ndn, &grouped, false).unwrap();
+    let structural = structural(dir, &entry).unwrap();
+    Stamp::identify(&mut entry, ADMIN, &structural);
+    entry
+}
+
+async fn add(dir: &Directory, dn: &str, attrs: &[(&str, &str)]) -> Result<(), LdapError> {
+    let entry = entry(dir, dn, attrs);
+    write(dir, WriteOp::Add(entry)).await
+}
+
+async fn person(dir: &Directory, cn: &str) {
+    add(
+        dir,
+        &format!("cn={cn},dc=example,dc=com"),
+        &[("objectClass", "person"), ("cn", cn), ("sn", "S")],
+    )
+    .await
+    .unwrap();
+}
+
+async fn delete(dir: &Directory, dn: &str) {
+    let (dn, ndn) = dir.normalize(dn.as_bytes()).unwrap();
+    write(dir, WriteOp::Delete { dn, ndn }).await.unwrap();
+}
+
+async fn suffix(dir: &Directory) {
+    add(
+        dir,
+        "dc=example,dc=com",
+        &[
+            ("objectClass", "dcObject"),
+            ("objectClass", "organization"),
+            ("dc", "example"),
+            ("o", "Example"),
+        ],
+    )
+    .await
+    .unwrap();
+}
+
+fn context(dir: &Directory) -> CsnSet {
+    dir.context_csn(&dir.read().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn local_writes_raise_the_context_csn_with_their_server_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), 10);
+    assert!(context(&dir).is_empty());
+    suffix(&dir).await;
+    let first = context(&dir);
+    assert_eq!(first.csns().len(), 1);
+    assert_eq!(first.csns()[0].sid(), 0x12);
+    person(&dir, "a").await;
+    let second = context(&dir);
+    assert!(second.csns()[0] > first.csns()[0]);
+    // The contextCSN is the entry's own entryCSN, written in the same transaction.
+    let txn = dir.read().unwrap();
+    let (_, ndn) = dir.normalize(b"cn=a,dc=example,dc=com").unwrap();
+    let stored = dir.entry_at(&txn, &ndn).unwrap();
+    let csn = stored.get("entryCSN").unwrap().values[0].clone();
+    assert_eq!(
+        Csn::parse(std::str::from_utf8(&csn).unwrap()),
+        Some(second.csns()[0].clone())
+    );
+    drop(txn);
+    // A refused write leaves it alone.
+    let err = add(
+        &dir,
+        "cn=a,dc=example,dc=com",
+        &[("objectClass", "person"), ("cn", "a"), ("sn", "S")],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code, ResultCode::EntryAlreadyExists);
+    assert_eq!(context(&dir), second);
+}
+
+#[tokio::test]
+async fn the_session_log_keeps_deletes_and_renames_within_its_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), 3);
+    suffix(&dir).await;
+    let start = context(&dir);
+    for cn in ["a", "b", "c", "d", "e"] {
+        person(&dir, cn).await;
+    }
+    let before_changes = context(&dir);
+    delete(&dir, "cn=a,dc=example,dc=com").await;
+    let (dn, ndn) = dir.normalize(b"cn=b,dc=example,dc=com").unwrap();
+    write(
+        &dir,
+        WriteOp::ModifyDn(ModifyDn {
+            dn,
+            ndn,
+            new_rdn: Dn::parse(b"cn=b2").unwrap().rdns[0].clone(),
+            delete_old_rdn: true,
+            new_superior: None,
+        }),
+    )
+    .await
+    .unwrap();
+    let txn = dir.read().unwrap();
+    let LogReplay::Complete(records) = dir.replay_log(&txn, &before_changes).unwrap() else {
+        panic!("the log reaches back to the cookie");
+    };
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].old_dn, "cn=a,dc=example,dc=com");
+    assert_eq!(records[0].new_dn, None);
+    assert_eq!(
+        records[1].new_dn.as_deref(),
+        Some("cn=b2,dc=example,dc=com")
+    );
+    drop(txn);
+    // Two more deletes: four records, one more than the bound: the oldest goes.
+    delete(&dir, "cn=c,dc=example,dc=com").await;
+    delete(&dir, "cn=d,dc=example,dc=com").await;
+    let txn = dir.read().unwrap();
+    assert!(matches!(
+        dir.replay_log(&txn, &before_changes).unwrap(),
+        LogReplay::TooOld
+    ));
+    assert!(matches!(
+        dir.replay_log(&txn, &start).unwrap(),
+        LogReplay::TooOld
+    ));
+    let trimmed = dir.log_trimmed(&txn).unwrap();
+    let LogReplay::Complete(records) = dir.replay_log(&txn, &trimmed).unwrap() else {
+        panic!("a cookie at the trimmed point is served from the log");
+    };
+    assert_eq!(records.len(), 3);
+}
+
+#[tokio::test]
+async fn the_feed_publishes_committed_changes_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), 10);
+    suffix(&dir).await;
+    let subscription = dir.feed().subscribe(16);
+    person(&dir, "a").await;
+    // A refused write publishes nothing.
+    assert!(add(
+        &dir,
+        "cn=a,dc=example,dc=com",
+        &[("objectClass", "person"), ("cn", "a"), ("sn", "S")]
+    )
+    .await
+    .is_err());
+    delete(&dir, "cn=a,dc=example,dc=com").await;
+    let mut seen = Vec::new();
+    while let Next::Change(change) = subscription.next(Duration::from_millis(200)) {
+        seen.push((change.kind, change.csn.clone(), change.old_dn.clone()));
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, Kind::Add);
+    assert_eq!(seen[1].0, Kind::Delete);
+    assert_eq!(seen[1].2.as_deref(), Some("cn=a,dc=example,dc=com"));
+    assert!(seen[0].1 < seen[1].1);
+    assert_eq!(dir.feed().subscribers(), 1);
+    drop(subscription);
+    assert_eq!(dir.feed().subscribers(), 0);
+}

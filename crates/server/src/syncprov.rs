@@ -1,0 +1,580 @@
+//! RFC 4533 sync searches, the provider half (slapd's syncprov overlay, built in): refreshOnly and
+//! refreshAndPersist from a cookie, with the session log's deletes or the present phase, then the
+//! persist phase that follows the database's change feed (docs/replication.md).
+//!
+//! A sync search runs on a blocking thread of its own: its refresh streams like any search into the
+//! connection's bounded queue, and its persist phase waits on its bounded feed subscription, so a
+//! consumer that stops reading is dropped by the feed instead of holding up a writer.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use canopy_core::filter::{evaluate, Ternary};
+use canopy_core::{Entry, LdapError};
+use canopy_directory::search::Query;
+use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
+use canopy_directory::{Kind, Origin, ReadTxn};
+use canopy_mdb::ReadOps;
+use canopy_proto::sync::{
+    uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
+    SyncStateKind, CONTROL_SYNC_DONE, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED, SYNC_INFO,
+};
+use canopy_proto::{
+    Control, Filter, IntermediateResponse, LdapResult, PartialAttribute, ProtocolOp, ResultCode,
+    SearchResultEntry, SearchScope,
+};
+use canopy_schema::{NormDn, Schema};
+
+use crate::acl::ops::hide_matched;
+use crate::databases::Database;
+use crate::filter_view::as_slapd_sees;
+use crate::ops::search::{Outcome, SearchJob};
+use crate::ops::{encode, error_result};
+use crate::readentry::load;
+use crate::select::Selection;
+
+/// Present entries sent per syncIdSet message (slapd's `SLAP_SYNCUUID_SET_SIZE`).
+const ID_SET_SIZE: usize = 100;
+
+/// How often a persistent search looks at its abandon flag while no change comes.
+const PERSIST_POLL: Duration = Duration::from_millis(200);
+
+/// Why a sync search stopped.
+enum Stop {
+    Error(LdapError),
+    /// Abandoned or disconnected: send nothing more.
+    Silent,
+}
+
+impl From<LdapError> for Stop {
+    fn from(e: LdapError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+/// What a refresh's consumer knows.
+enum Known {
+    /// No cookie (or one without CSNs): everything is sent, the refresh ends with refreshPresent.
+    Nothing,
+    /// A cookie whose CSNs cover the contextCSN: nothing changed.
+    Current,
+    /// Changes since the cookie, the deletes from the session log.
+    Log(Vec<[u8; 16]>),
+    /// Changes since the cookie; the rest of the scope named present (the log does not reach back).
+    Present,
+}
+
+struct Sync<'a> {
+    job: &'a SearchJob,
+    db: &'a Database,
+    schema: &'a Schema,
+    base: NormDn,
+    filter: Filter,
+    selection: Selection,
+    /// The consumer's replica ID, echoed in every cookie (0 when it sent none, as slapd's `rid=000`).
+    rid: u16,
+    entries: u64,
+    /// The size limit of the refresh's entries.
+    size: Option<u64>,
+}
+
+/// Runs a search carrying the Sync Request control to its end (refreshOnly) or until it is abandoned,
+/// its connection closes or it falls behind (refreshAndPersist).
+pub fn run(job: SearchJob, request: SyncRequest) -> Outcome {
+    job.state
+        .metrics
+        .sync_searches
+        .fetch_add(1, Ordering::Relaxed);
+    let mut entries = 0;
+    let code = match serve(&job, &request, &mut entries) {
+        Ok(Some(done)) => send(&job, done.0).map(|()| done.1),
+        Ok(None) => None,
+        Err(Stop::Silent) => None,
+        Err(Stop::Error(e)) => {
+            let code = e.code;
+            let result = error_result(e);
+            send(
+                &job,
+                encode(
+                    job.message_id,
+                    ProtocolOp::SearchResultDone(result),
+                    Vec::new(),
+                ),
+            )
+            .map(|()| code)
+        }
+    };
+    Outcome {
+        code,
+        entries,
+        references: 0,
+        unindexed: false,
+    }
+}
+
+fn send(job: &SearchJob, message: Vec<u8>) -> Option<()> {
+    job.tx.blocking_send(message).ok()
+}
+
+/// The search: Some((SearchResultDone, its code)) to send last, None when nothing more is to be sent.
+fn serve(
+    job: &SearchJob,
+    request: &SyncRequest,
+    entries: &mut u64,
+) -> Result<Option<(Vec<u8>, ResultCode)>, Stop> {
+    let state = &job.state;
+    let cookie = request.cookie.as_deref().map(lenient_cookie);
+    let (base_dn, base) = state.databases.normalize(&job.req.base)?;
+    let Some(db) = state.databases.route(&base) else {
+        return Err(state.outside_naming_context(&base).into());
+    };
+    if db.is_read_only() {
+        return Err(LdapError::new(
+            ResultCode::UnwillingToPerform,
+            "this database is not a sync provider",
+        )
+        .into());
+    }
+    let persist = request.mode == SyncMode::RefreshAndPersist;
+    // Subscribed before the snapshot is taken: a change committed after it reaches the feed.
+    let subscription = persist.then(|| db.feed().subscribe(FEED_QUEUE));
+    let txn = db.read()?;
+    let context = db.context_csn(&txn)?;
+    let query = Query {
+        scope: job.req.scope,
+        deref: job.req.deref,
+        manage_dsa_it: true,
+        filter: &job.req.filter,
+    };
+    let found = match db.search_base(&txn, base_dn, base.clone(), &query) {
+        Ok(found) => found,
+        Err(canopy_directory::OpError::Ldap(e)) => {
+            return Err(hide_matched(db, &txn, &job.who, e).into())
+        }
+        Err(canopy_directory::OpError::Referral(r)) => {
+            let result = r.into_result();
+            let code = result.code;
+            return Ok(Some((
+                encode(
+                    job.message_id,
+                    ProtocolOp::SearchResultDone(result),
+                    Vec::new(),
+                ),
+                code,
+            )));
+        }
+    };
+    // The identity's size limit applies to the refresh, as slapd's to a syncrepl session: give the
+    // replication identity `size = "unlimited"` (docs/replication.md).
+    let size = crate::limits::lower_only(
+        job.req.size_limit,
+        crate::limits::SearchLimits::of(&state.config.limits, db, &job.who, &txn)?.size,
+    );
+    let schema = db.schema();
+    let mut sync = Sync {
+        job,
+        db,
+        schema,
+        base: found.ndn.clone(),
+        filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
+        selection: Selection::parse(schema, &job.req.attributes),
+        rid: cookie.as_ref().and_then(|c| c.rid).unwrap_or(0),
+        entries: 0,
+        size,
+    };
+    let since = cookie.map(|c| c.csns).unwrap_or_default();
+    let known = if since.is_empty() {
+        Known::Nothing
+    } else if since.covers(&context) {
+        Known::Current
+    } else {
+        match db.replay_log(&txn, &since)? {
+            LogReplay::Complete(records) => Known::Log(sync.deleted(&records)),
+            LogReplay::TooOld => Known::Present,
+        }
+    };
+    let present = matches!(known, Known::Nothing | Known::Present);
+    let how = match &known {
+        Known::Nothing => "full",
+        Known::Current => "current",
+        Known::Log(_) => "session log",
+        Known::Present => "present phase",
+    };
+    let result = sync.refresh(&txn, &found, &since, known);
+    *entries = sync.entries;
+    result?;
+    tracing::debug!(
+        base = %found.ndn.as_str(),
+        persist,
+        refresh = how,
+        entries = sync.entries,
+        "sync search: refresh done"
+    );
+    drop(txn);
+    let cookie = sync.cookie(&context);
+    let Some(subscription) = subscription else {
+        let done = SyncDone {
+            cookie: Some(cookie),
+            refresh_deletes: !present,
+        };
+        let control = Control {
+            oid: CONTROL_SYNC_DONE.to_string(),
+            critical: false,
+            value: Some(done.encode()),
+        };
+        return Ok(Some((
+            encode(
+                job.message_id,
+                ProtocolOp::SearchResultDone(LdapResult::success()),
+                vec![control],
+            ),
+            ResultCode::Success,
+        )));
+    };
+    let info = if present {
+        SyncInfo::RefreshPresent {
+            cookie: Some(cookie),
+            done: true,
+        }
+    } else {
+        SyncInfo::RefreshDelete {
+            cookie: Some(cookie),
+            done: true,
+        }
+    };
+    sync.info(&info)?;
+    // The persist phase: every change after the snapshot, in commit order, each with its cookie.
+    let mut running = context.clone();
+    loop {
+        if job.cancel.load(Ordering::Relaxed) || job.tx.is_closed() {
+            *entries = sync.entries;
+            return Ok(None);
+        }
+        match subscription.next(PERSIST_POLL) {
+            Next::Idle => continue,
+            Next::Dropped => {
+                *entries = sync.entries;
+                state.metrics.sync_dropped.fetch_add(1, Ordering::Relaxed);
+                let result = LdapResult::new(
+                    ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+                    "the consumer fell behind; refresh with the last cookie",
+                );
+                return Ok(Some((
+                    encode(
+                        job.message_id,
+                        ProtocolOp::SearchResultDone(result),
+                        Vec::new(),
+                    ),
+                    ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+                )));
+            }
+            Next::Change(change) => {
+                // A local change advances the cookie (local CSNs ascend in commit order) unless the
+                // refresh's snapshot already held it. A replicated one is sent with the cookie as it
+                // was: its entryCSN says nothing of the order it arrived in (a refresh sends entries
+                // in no CSN order), so it can neither be skipped nor advance the cookie; a consumer
+                // that sees it twice applies it twice, harmlessly.
+                if let (Origin::Local, Some(csn)) = (change.origin, &change.csn) {
+                    if !context.is_new(csn) {
+                        continue;
+                    }
+                    running.observe(csn);
+                }
+                let cookie = sync.cookie(&running);
+                let result = sync.change(&change, cookie);
+                *entries = sync.entries;
+                result?;
+            }
+        }
+    }
+}
+
+impl Sync<'_> {
+    /// The cookie of `csns`, with the consumer's rid and this server's ID (when it has one).
+    fn cookie(&self, csns: &CsnSet) -> Vec<u8> {
+        let sid = self.db.server_id();
+        Cookie {
+            rid: Some(self.rid),
+            sid: (sid != 0).then_some(sid),
+            csns: csns.clone(),
+        }
+        .to_bytes()
+    }
+
+    /// The entryUUIDs the session log's records tell a consumer to delete: entries deleted in the scope
+    /// and entries renamed out of it.
+    fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<[u8; 16]> {
+        let mut out = Vec::new();
+        for record in records {
+            if !self.dn_in_scope(&record.old_dn) {
+                continue;
+            }
+            let stays = record
+                .new_dn
+                .as_deref()
+                .is_some_and(|new| self.dn_in_scope(new));
+            if !stays && !out.contains(&record.uuid) {
+                out.push(record.uuid);
+            }
+        }
+        out
+    }
+
+    fn dn_in_scope(&self, dn: &str) -> bool {
+        match self.db.normalize(dn.as_bytes()) {
+            Ok((_, ndn)) => self.in_scope(&ndn),
+            Err(_) => false,
+        }
+    }
+
+    fn in_scope(&self, ndn: &NormDn) -> bool {
+        match self.job.req.scope {
+            SearchScope::BaseObject => *ndn == self.base,
+            SearchScope::SingleLevel => ndn.parent().as_ref() == Some(&self.base),
+            SearchScope::WholeSubtree => self.base.is_suffix_of(ndn),
+            SearchScope::SubordinateSubtree => self.base.is_suffix_of(ndn) && *ndn != self.base,
+        }
+    }
+
+    fn matches(&self, entry: &Entry, computed: &[canopy_core::Attribute]) -> bool {
+        evaluate(self.schema, entry, computed, &self.filter) == Ternary::True
+    }
+
+    fn info(&self, info: &SyncInfo) -> Result<(), Stop> {
+        let op = ProtocolOp::IntermediateResponse(IntermediateResponse {
+            name: Some(SYNC_INFO.to_string()),
+            value: Some(info.encode()),
+        });
+        send(self.job, encode(self.job.message_id, op, Vec::new())).ok_or(Stop::Silent)
+    }
+
+    /// Sends an entry (its selected attributes; none for a delete) with its Sync State control.
+    fn entry(
+        &mut self,
+        dn: &str,
+        attrs: Vec<PartialAttribute>,
+        state: SyncStateKind,
+        uuid: [u8; 16],
+        cookie: Option<Vec<u8>>,
+    ) -> Result<(), Stop> {
+        let control = Control {
+            oid: CONTROL_SYNC_STATE.to_string(),
+            critical: false,
+            value: Some(
+                SyncState {
+                    state,
+                    uuid,
+                    cookie,
+                }
+                .encode(),
+            ),
+        };
+        let op = ProtocolOp::SearchResultEntry(SearchResultEntry {
+            dn: dn.as_bytes().to_vec(),
+            attributes: attrs,
+        });
+        send(self.job, encode(self.job.message_id, op, vec![control])).ok_or(Stop::Silent)?;
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// The attributes of a readable entry the search selected.
+    fn selected(
+        &self,
+        entry: &Entry,
+        computed: &[canopy_core::Attribute],
+    ) -> Vec<PartialAttribute> {
+        let mut out = Vec::new();
+        for attr in &entry.attrs {
+            if self.selection.wants(self.schema, &attr.desc) {
+                out.push(PartialAttribute {
+                    name: attr.desc.clone(),
+                    values: if self.job.req.types_only {
+                        Vec::new()
+                    } else {
+                        attr.values.clone()
+                    },
+                });
+            }
+        }
+        // The contextCSN of the suffix entry travels in cookies only: a consumer raises its own with
+        // the cookies of what it has applied (docs/design/replication.md).
+        for attr in computed.iter().filter(|a| a.desc != "contextCSN") {
+            if self.selection.wants_computed(&attr.desc) {
+                out.push(PartialAttribute {
+                    name: attr.desc.clone(),
+                    values: attr.values.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The refresh phase in the snapshot `txn`.
+    fn refresh(
+        &mut self,
+        txn: &ReadTxn,
+        found: &canopy_directory::alias::Base,
+        since: &CsnSet,
+        known: Known,
+    ) -> Result<(), Stop> {
+        let present = match known {
+            Known::Current => return Ok(()),
+            Known::Nothing => None,
+            Known::Present => Some(Vec::new()),
+            Known::Log(deleted) => {
+                for chunk in deleted.chunks(ID_SET_SIZE) {
+                    self.info(&SyncInfo::SyncIdSet {
+                        cookie: None,
+                        refresh_deletes: true,
+                        uuids: chunk.to_vec(),
+                    })?;
+                }
+                None
+            }
+        };
+        let mut present = present;
+        let every = Filter::Present("objectClass".into());
+        let query = Query {
+            scope: self.job.req.scope,
+            deref: self.job.req.deref,
+            manage_dsa_it: true,
+            filter: if present.is_some() {
+                &every
+            } else {
+                &self.job.req.filter
+            },
+        };
+        let db = self.db;
+        let scan = db.plan_scan(txn, &query, found)?;
+        let mut examined = 0u64;
+        for candidate in scan.examine(txn, false)? {
+            examined += 1;
+            if examined.is_multiple_of(64) && self.job.cancel.load(Ordering::Relaxed) {
+                return Err(Stop::Silent);
+            }
+            let canopy_directory::search::Candidate::Entry { id, stored, .. } = candidate? else {
+                continue;
+            };
+            let Some(bytes) = txn.get_entry(id).map_err(canopy_directory::store_error)? else {
+                continue;
+            };
+            let seen = load(db, txn, &self.job.who, id, bytes)?;
+            let entry = seen.entry();
+            // Nothing readable: not the requester's to replicate.
+            if entry.attrs.is_empty() || !self.matches(entry, seen.computed()) {
+                continue;
+            }
+            let full = stored
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            let Some(uuid) = text_of(&full, "entryUUID").and_then(|t| uuid_from_text(&t)) else {
+                continue;
+            };
+            let csn = text_of(&full, "entryCSN").and_then(|t| Csn::parse(&t));
+            let changed = match &csn {
+                Some(csn) => since.is_empty() || since.is_new(csn),
+                None => true,
+            };
+            if changed {
+                if self.size.is_some_and(|limit| self.entries >= limit) {
+                    return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
+                }
+                let attrs = self.selected(entry, seen.computed());
+                self.entry(&entry.dn.to_string(), attrs, SyncStateKind::Add, uuid, None)?;
+            } else if let Some(list) = &mut present {
+                list.push(uuid);
+                if list.len() >= ID_SET_SIZE {
+                    let uuids = std::mem::take(list);
+                    self.info(&SyncInfo::SyncIdSet {
+                        cookie: None,
+                        refresh_deletes: false,
+                        uuids,
+                    })?;
+                }
+            }
+        }
+        if let Some(uuids) = present.filter(|l| !l.is_empty()) {
+            self.info(&SyncInfo::SyncIdSet {
+                cookie: None,
+                refresh_deletes: false,
+                uuids,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// One change of the persist phase.
+    fn change(&mut self, change: &Change, cookie: Vec<u8>) -> Result<(), Stop> {
+        let Some(uuid) = change.uuid else {
+            return Ok(());
+        };
+        // Whether the consumer may hold the entry: it was in the scope. (Whether it matched the filter
+        // is not known: a delete of an entry a consumer never had is ignored.)
+        let held = change
+            .old_dn
+            .as_deref()
+            .is_some_and(|dn| self.dn_in_scope(dn));
+        let gone_dn = change.old_dn.clone();
+        if change.kind == Kind::Delete {
+            if held {
+                if let Some(dn) = gone_dn {
+                    self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, Some(cookie))?;
+                }
+            }
+            return Ok(());
+        }
+        let txn = self.db.read()?;
+        let Some(bytes) = txn
+            .get_entry(change.id)
+            .map_err(canopy_directory::store_error)?
+        else {
+            // Deleted since: its delete follows in the feed.
+            return Ok(());
+        };
+        let seen = load(self.db, &txn, &self.job.who, change.id, bytes)?;
+        let entry = seen.entry();
+        let ndn = self.schema.normalize_dn(&entry.dn).ok();
+        let now = ndn.as_ref().is_some_and(|n| self.in_scope(n))
+            && !entry.attrs.is_empty()
+            && self.matches(entry, seen.computed());
+        if now {
+            let state = if change.kind == Kind::Add {
+                SyncStateKind::Add
+            } else {
+                SyncStateKind::Modify
+            };
+            let attrs = self.selected(entry, seen.computed());
+            self.entry(&entry.dn.to_string(), attrs, state, uuid, Some(cookie))?;
+        } else if held {
+            let dn = gone_dn.unwrap_or_else(|| entry.dn.to_string());
+            self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, Some(cookie))?;
+        }
+        Ok(())
+    }
+}
+
+/// The consumer's cookie as slapd's syncprov takes one: a cookie that does not parse is no cookie (a full
+/// refresh follows), keeping its `rid` when that field is sound.
+fn lenient_cookie(bytes: &[u8]) -> Cookie {
+    match Cookie::parse(bytes) {
+        Ok(cookie) => cookie,
+        Err(e) => {
+            tracing::info!(error = %e, "sync search: the cookie does not parse; full refresh");
+            let text = String::from_utf8_lossy(bytes);
+            let rid = text
+                .split(',')
+                .filter_map(|field| field.strip_prefix("rid="))
+                .find_map(|rid| rid.parse::<u16>().ok().filter(|r| *r <= 999));
+            Cookie {
+                rid,
+                ..Cookie::default()
+            }
+        }
+    }
+}
+
+fn text_of(entry: &Entry, attr: &str) -> Option<String> {
+    let value = entry.get(attr)?.values.first()?;
+    String::from_utf8(value.clone()).ok()
+}
