@@ -55,6 +55,11 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only).
     pub monitor: bool,
+    /// syncrepl consumers of the (first) database: `[[syncrepl]]` tables with slapd's keywords
+    /// (docs/replication.md).
+    pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
+    /// The referral a consumer database answers client writes with (slapd's `updateref`).
+    pub updateref: Option<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -194,6 +199,8 @@ impl Default for Config {
             access_log: None,
             log_format: LogFormat::Text,
             monitor: true,
+            syncrepl: Vec::new(),
+            updateref: None,
         }
     }
 }
@@ -330,6 +337,7 @@ impl Config {
             ));
         }
         crate::authz::Rules::compile(&self.sasl)?;
+        crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         Ok(())
     }
 }

@@ -36,6 +36,9 @@ pub struct Database {
     ppolicy: Option<Arc<PPolicy>>,
     /// Clients may not write it (cn=Monitor): every update is unwillingToPerform.
     read_only: bool,
+    /// A syncrepl consumer's database (slapd's shadow): clients' writes are referred to the `updateref`
+    /// URL (unwillingToPerform without one); only the consumer writes it.
+    shadow: Option<Option<String>>,
 }
 
 impl Database {
@@ -46,6 +49,7 @@ impl Database {
             dynlist: None,
             ppolicy: None,
             read_only: false,
+            shadow: None,
         }
     }
 
@@ -59,6 +63,34 @@ impl Database {
 
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// This database as a syncrepl consumer's, whose client writes go to `update_ref`.
+    pub fn with_shadow(mut self, update_ref: Option<String>) -> Database {
+        self.shadow = Some(update_ref);
+        self
+    }
+
+    /// Whether a syncrepl consumer keeps this database (cn=Monitor's monitorIsShadow).
+    pub fn is_shadow(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// slapd's answer to a client's write on a consumer's database: a referral to `updateref`, or
+    /// unwillingToPerform without one. The root DN gets it too: only the replication session writes.
+    pub fn refuse_shadow_write(&self) -> Result<(), OpError> {
+        match &self.shadow {
+            None => Ok(()),
+            Some(Some(url)) => Err(OpError::Referral(canopy_directory::Referral {
+                matched: String::new(),
+                urls: vec![url.clone()],
+            })),
+            Some(None) => Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "shadow context; no update referral",
+            )
+            .into()),
+        }
     }
 
     /// This database with the dynlist overlay's expansion on its reads.
@@ -107,6 +139,7 @@ impl Database {
             )
             .into());
         }
+        self.refuse_shadow_write()?;
         let guard = Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),

@@ -33,6 +33,7 @@ pub mod select;
 pub mod session;
 pub mod special;
 pub mod state;
+pub mod syncrepl;
 pub mod tls;
 pub mod x509name;
 
@@ -250,7 +251,12 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 
 /// Builds the shared state for serving.
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
-    let database = open_directory(&config, config.durable)?;
+    let syncrepl = syncrepl::handles(&config).map_err(StartError::Invalid)?;
+    let mut database = open_directory(&config, config.durable)?;
+    if !syncrepl.is_empty() {
+        database = database.with_shadow(config.updateref.clone());
+        database.check_replica().map_err(StartError::Invalid)?;
+    }
     let root_dn = canopy_proto::Dn::parse(config.root_dn.as_bytes())
         .map_err(|e| StartError::RootDn(config.root_dn.clone(), e.to_string()))?;
     let root_ndn = database
@@ -285,6 +291,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         dummy_hash,
         metrics: Arc::new(metrics::Metrics::new()),
         access_log,
+        syncrepl,
     }))
 }
 
