@@ -192,7 +192,28 @@ impl Directory {
         dn: &[u8],
     ) -> Result<Vec<Attribute>, LdapError> {
         let has = txn.has_children(id).map_err(store_error)?;
-        Ok(computed(has, dn))
+        let mut attrs = computed(has, dn);
+        // The suffix entry shows the database's contextCSN (docs/design/replication.md), as slapd's.
+        let commas = |d: &[u8]| d.iter().filter(|b| **b == b',').count();
+        if commas(dn) == self.suffix().rdns().len().saturating_sub(1)
+            && txn
+                .get_id(&crate::keys::dn_key(self.suffix()))
+                .map_err(store_error)?
+                == Some(id)
+        {
+            let csns = self.context_csn(txn)?;
+            if !csns.is_empty() {
+                attrs.push(Attribute {
+                    desc: "contextCSN".into(),
+                    values: csns
+                        .csns()
+                        .iter()
+                        .map(|c| c.as_str().as_bytes().to_vec())
+                        .collect(),
+                });
+            }
+        }
+        Ok(attrs)
     }
 }
 

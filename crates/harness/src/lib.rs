@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod ldif;
+pub mod replication;
 pub mod server;
 pub mod slapd_conf;
 pub mod tempdir;

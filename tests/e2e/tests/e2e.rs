@@ -46,6 +46,8 @@ mod sasl;
 mod search;
 #[path = "e2e/secrets.rs"]
 mod secrets;
+#[path = "e2e/syncrepl_consumer.rs"]
+mod syncrepl_consumer;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

@@ -633,7 +633,13 @@ fn parse_cookie(cookie: &[u8]) -> Option<(u64, usize)> {
     (cookie.len() == 16).then_some((last, sent as usize))
 }
 
-const COMPUTED: [&str; 3] = ["hasSubordinates", "entryDN", "subschemaSubentry"];
+/// Attributes computed when read (contextCSN only on the suffix entry).
+const COMPUTED: [&str; 4] = [
+    "hasSubordinates",
+    "entryDN",
+    "subschemaSubentry",
+    "contextCSN",
+];
 
 /// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
 fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {

@@ -350,8 +350,9 @@ impl Run<'_> {
         let c = &self.handle.consumer;
         self.refreshing = false;
         let [a, m, r, d] = self.counts;
+        let cookie = self.handle.status().cookie;
         tracing::info!(rid = c.rid, provider = %c.provider, added = a, modified = m, renamed = r,
-            deleted = d, seconds = self.started.elapsed().as_secs_f64(), "syncrepl: refresh ended");
+            deleted = d, seconds = self.started.elapsed().as_secs_f64(), %cookie, "syncrepl: refresh ended");
         let persisting = c.mode == SyncMode::RefreshAndPersist;
         self.handle.update(|s| {
             s.state = if persisting { "persisting" } else { "refreshing" };
