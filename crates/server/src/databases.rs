@@ -78,13 +78,25 @@ impl Database {
 
     /// slapd's answer to a client's write on a consumer's database: a referral to `updateref`, or
     /// unwillingToPerform without one. The root DN gets it too: only the replication session writes.
-    pub fn refuse_shadow_write(&self) -> Result<(), OpError> {
+    /// The URL names the target `dn` when it names no DN itself, as slapd's referral does.
+    pub fn refuse_shadow_write(&self, dn: &Dn) -> Result<(), OpError> {
         match &self.shadow {
             None => Ok(()),
-            Some(Some(url)) => Err(OpError::Referral(canopy_directory::Referral {
-                matched: String::new(),
-                urls: vec![url.clone()],
-            })),
+            Some(Some(url)) => {
+                let after_scheme = url.split_once("://").map_or("", |(_, rest)| rest);
+                let url = match after_scheme.split_once('/') {
+                    Some((_, path)) if !path.is_empty() => url.clone(),
+                    _ => format!(
+                        "{}/{}",
+                        url.trim_end_matches('/'),
+                        canopy_proto::url::percent_encode(&dn.to_string())
+                    ),
+                };
+                Err(OpError::Referral(canopy_directory::Referral {
+                    matched: String::new(),
+                    urls: vec![url],
+                }))
+            }
             Some(None) => Err(LdapError::new(
                 ResultCode::UnwillingToPerform,
                 "shadow context; no update referral",
@@ -139,7 +151,12 @@ impl Database {
             )
             .into());
         }
-        self.refuse_shadow_write()?;
+        let target = match &op {
+            WriteOp::Add(entry) => &entry.dn,
+            WriteOp::Delete { dn, .. } | WriteOp::Modify { dn, .. } => dn,
+            WriteOp::ModifyDn(m) => &m.dn,
+        };
+        self.refuse_shadow_write(target)?;
         let guard = Arc::new(AccessGuard {
             db: self.clone(),
             who: who.clone(),
