@@ -79,7 +79,11 @@ enum Outcome {
 
 impl Directory {
     /// The cookie a consumer stored with the last batch it applied.
-    pub fn replica_cookie(&self, txn: &impl ReadOps, rid: u16) -> Result<Option<Cookie>, LdapError> {
+    pub fn replica_cookie(
+        &self,
+        txn: &impl ReadOps,
+        rid: u16,
+    ) -> Result<Option<Cookie>, LdapError> {
         let Some(bytes) = txn.get_meta(&cookie_key(rid)).map_err(crate::store_error)? else {
             return Ok(None);
         };
@@ -210,9 +214,9 @@ impl Directory {
 
     /// The entry holding `uuid`, by the entryUUID equality index.
     fn find_uuid(&self, txn: &WriteTxn<'_>, uuid: &[u8; 16]) -> Result<Option<u64>, LdapError> {
-        let spec = self.uuid_index().ok_or_else(|| {
-            LdapError::new(ResultCode::UnwillingToPerform, "no entryUUID index")
-        })?;
+        let spec = self
+            .uuid_index()
+            .ok_or_else(|| LdapError::new(ResultCode::UnwillingToPerform, "no entryUUID index"))?;
         let probe = Entry {
             dn: canopy_proto::Dn { rdns: Vec::new() },
             ndn: NormDn::root(),
@@ -373,7 +377,10 @@ impl Directory {
         if entry.ndn.is_suffix_of(&old.ndn) || old.ndn.is_suffix_of(&entry.ndn) {
             return Err(LdapError::new(
                 ResultCode::UnwillingToPerform,
-                format!("{} cannot move below itself or above its own parent", old.dn),
+                format!(
+                    "{} cannot move below itself or above its own parent",
+                    old.dn
+                ),
             ));
         }
         let old_parent = self.parent_of(txn, &old.ndn)?.unwrap_or(0);

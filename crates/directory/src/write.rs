@@ -403,7 +403,12 @@ impl Directory {
         Ok(())
     }
 
-    pub(crate) fn put(&self, txn: &mut WriteTxn<'_>, id: u64, entry: &Entry) -> Result<(), LdapError> {
+    pub(crate) fn put(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        id: u64,
+        entry: &Entry,
+    ) -> Result<(), LdapError> {
         let mut bytes = Vec::with_capacity(512);
         encode_entry(self.schema(), entry, &mut bytes);
         txn.put_entry(id, &bytes).map_err(failed)

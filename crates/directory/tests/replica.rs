@@ -95,7 +95,11 @@ fn base(dir: &Directory) -> Vec<ReplicaChange> {
 #[tokio::test]
 async fn batches_apply_by_uuid_with_the_cookie() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(tmp.path(), &["objectClass", "entryUUID"], Pipeline::standard());
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
 
     // A child before its parents: deferred within the batch, applied once they are there.
     let applied = dir
@@ -108,7 +112,10 @@ async fn batches_apply_by_uuid_with_the_cookie() {
         .unwrap();
     assert_eq!(applied.added, 4);
     assert!(applied.deferred.is_empty());
-    assert_eq!(values(&dir, "cn=leaf,ou=a,dc=example,dc=com", "entryUUID"), vec![uuid(3)]);
+    assert_eq!(
+        values(&dir, "cn=leaf,ou=a,dc=example,dc=com", "entryUUID"),
+        vec![uuid(3)]
+    );
     let txn = dir.read().unwrap();
     assert_eq!(
         dir.replica_cookie(&txn, 7).unwrap().unwrap().to_text(),
@@ -157,7 +164,10 @@ async fn batches_apply_by_uuid_with_the_cookie() {
         values(&dir, "cn=moved,ou=b,dc=example,dc=com", "description"),
         vec!["changed"]
     );
-    assert_eq!(values(&dir, "cn=moved,ou=b,dc=example,dc=com", "entryCSN"), vec![CSN2]);
+    assert_eq!(
+        values(&dir, "cn=moved,ou=b,dc=example,dc=com", "entryCSN"),
+        vec![CSN2]
+    );
 
     // Deleting ou=b deletes what is below it too, leaf first; a delete of an unknown UUID is a no-op.
     let applied = dir
@@ -176,7 +186,11 @@ async fn batches_apply_by_uuid_with_the_cookie() {
 #[tokio::test]
 async fn a_failing_batch_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(tmp.path(), &["objectClass", "entryUUID"], Pipeline::standard());
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
     let mut changes = base(&dir);
     // An entry that breaks the schema: the whole batch, cookie included, is refused.
     changes.push(sent(

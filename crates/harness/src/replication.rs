@@ -76,7 +76,14 @@ pub fn context_csn(server: &Server) -> Vec<String> {
 pub fn contents(server: &Server) -> String {
     let out = server.search(
         &Bind::Root,
-        &["-b", SUFFIX, "(objectClass=*)", "*", "entryUUID", "entryCSN"],
+        &[
+            "-b",
+            SUFFIX,
+            "(objectClass=*)",
+            "*",
+            "entryUUID",
+            "entryCSN",
+        ],
     );
     if out.code != 0 && out.code != 32 {
         return format!("ldapsearch failed with {}: {}", out.code, out.stderr);

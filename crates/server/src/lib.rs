@@ -251,7 +251,12 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 
 /// Builds the shared state for serving.
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
-    let syncrepl = syncrepl::handles(&config).map_err(StartError::Invalid)?;
+    let syncrepl = syncrepl::handles(
+        &config.syncrepl,
+        config.updateref.as_deref(),
+        &config.suffix,
+    )
+    .map_err(StartError::Invalid)?;
     let mut database = open_directory(&config, config.durable)?;
     if !syncrepl.is_empty() {
         database = database.with_shadow(config.updateref.clone());

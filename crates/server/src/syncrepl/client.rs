@@ -72,7 +72,9 @@ impl Connection {
                         Connection::over(tls(consumer, tcp).await?)
                     }
                     other if critical => {
-                        return Err(format!("StartTLS refused ({other:?}) and starttls is critical"))
+                        return Err(format!(
+                            "StartTLS refused ({other:?}) and starttls is critical"
+                        ))
                     }
                     other => {
                         tracing::warn!(provider = %consumer.provider, rid = consumer.rid, ?other,

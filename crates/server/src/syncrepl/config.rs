@@ -176,13 +176,19 @@ impl SyncreplConfig {
                 self.provider
             )));
         }
-        let default_port = if transport == Transport::Ldaps { 636 } else { 389 };
+        let default_port = if transport == Transport::Ldaps {
+            636
+        } else {
+            389
+        };
         let (host, port) = split_host_port(hostport, default_port)
             .ok_or_else(|| at(format!("provider {:?}: bad port", self.provider)))?;
         let transport = match (self.starttls.as_str(), transport) {
             ("no", t) => t,
             ("yes" | "critical", Transport::Ldaps) => {
-                return Err(at("starttls makes no sense with an ldaps:// provider".into()))
+                return Err(at(
+                    "starttls makes no sense with an ldaps:// provider".into()
+                ))
             }
             ("yes", _) => Transport::StartTls { critical: false },
             ("critical", _) => Transport::StartTls { critical: true },
@@ -203,8 +209,8 @@ impl SyncreplConfig {
                 )))
             }
         };
-        let filter =
-            Filter::parse(&self.filter).map_err(|e| at(format!("filter {:?}: {e}", self.filter)))?;
+        let filter = Filter::parse(&self.filter)
+            .map_err(|e| at(format!("filter {:?}: {e}", self.filter)))?;
         let attrs: Vec<String> = self
             .attrs
             .split(',')
@@ -238,7 +244,12 @@ impl SyncreplConfig {
                     password: self.credentials.clone().unwrap_or_default(),
                 }
             }
-            "sasl" => match self.saslmech.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            "sasl" => match self
+                .saslmech
+                .as_deref()
+                .map(str::to_ascii_uppercase)
+                .as_deref()
+            {
                 Some("EXTERNAL") => {
                     if self.tls_cert.is_none() || transport == Transport::Plain {
                         return Err(at(
@@ -273,13 +284,10 @@ impl SyncreplConfig {
                 }
                 None => return Err(at("bindmethod = \"sasl\" needs saslmech".into())),
             },
-            other => {
-                return Err(at(format!(
-                    "bindmethod {other:?}: expected simple or sasl"
-                )))
-            }
+            other => return Err(at(format!("bindmethod {other:?}: expected simple or sasl"))),
         };
-        let retry = parse_retry(&self.retry).map_err(|e| at(format!("retry {:?}: {e}", self.retry)))?;
+        let retry =
+            parse_retry(&self.retry).map_err(|e| at(format!("retry {:?}: {e}", self.retry)))?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err(at("tls_cert and tls_key go together".into()));
         }
@@ -314,7 +322,10 @@ impl SyncreplConfig {
             host,
             port,
             transport,
-            searchbase: self.searchbase.clone().unwrap_or_else(|| suffix.to_string()),
+            searchbase: self
+                .searchbase
+                .clone()
+                .unwrap_or_else(|| suffix.to_string()),
             scope,
             filter,
             attrs,
@@ -344,10 +355,7 @@ fn split_host_port(hostport: &str, default_port: u16) -> Option<(String, u16)> {
         return Some((host.to_string(), port));
     }
     match hostport.rsplit_once(':') {
-        Some((host, port)) => Some((
-            host.to_string(),
-            port.parse().ok().filter(|p| *p != 0)?,
-        )),
+        Some((host, port)) => Some((host.to_string(), port.parse().ok().filter(|p| *p != 0)?)),
         None => Some((hostport.to_string(), default_port)),
     }
 }
@@ -384,7 +392,7 @@ pub fn parse_retry(text: &str) -> Result<Vec<RetryStep>, String> {
     if text.trim() == "undefined" {
         return Ok(Vec::new());
     }
-    if words.is_empty() || words.len() % 2 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(2) {
         return Err("expected pairs of seconds and count, e.g. \"5 10 60 +\"".into());
     }
     let mut steps = Vec::new();
@@ -414,7 +422,11 @@ pub fn parse_retry(text: &str) -> Result<Vec<RetryStep>, String> {
 }
 
 /// Checks every table and the database's `updateref` (the configuration's semantic check).
-pub fn check(tables: &[SyncreplConfig], updateref: Option<&str>, suffix: &str) -> Result<(), String> {
+pub fn check(
+    tables: &[SyncreplConfig],
+    updateref: Option<&str>,
+    suffix: &str,
+) -> Result<(), String> {
     let mut rids = std::collections::HashSet::new();
     for table in tables {
         table.compile(suffix)?;
@@ -478,14 +490,16 @@ mod tests {
             let e = table(extra).unwrap_err();
             assert!(e.contains(needle), "{extra}: {e}");
         }
-        let bad: SyncreplConfig =
-            toml::from_str("rid = 1\nprovider = \"http://x\"").unwrap();
+        let bad: SyncreplConfig = toml::from_str("rid = 1\nprovider = \"http://x\"").unwrap();
         assert!(bad.compile("o=x").unwrap_err().contains("provider"));
     }
 
     #[test]
     fn intervals_and_retries() {
-        assert_eq!(parse_interval("00:00:00:05").unwrap(), Duration::from_secs(5));
+        assert_eq!(
+            parse_interval("00:00:00:05").unwrap(),
+            Duration::from_secs(5)
+        );
         assert_eq!(parse_interval("01:02:03:04").unwrap().as_secs(), 93_784);
         assert_eq!(parse_interval("30").unwrap().as_secs(), 30);
         assert!(parse_interval("00:00:00:00").is_err());

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::databases::Database;
-use crate::state::State;
 
 pub use config::{Consumer, SyncreplConfig};
 
@@ -52,7 +51,10 @@ impl Handle {
     }
 
     pub fn status(&self) -> Status {
-        self.status.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn update(&self, f: impl FnOnce(&mut Status)) {
@@ -60,24 +62,23 @@ impl Handle {
     }
 }
 
-/// Compiles the configuration's `[[syncrepl]]` tables (all of them belong to the first database).
-pub fn handles(config: &crate::Config) -> Result<Vec<Arc<Handle>>, String> {
-    config::check(&config.syncrepl, config.updateref.as_deref(), &config.suffix)?;
-    config
-        .syncrepl
+/// Compiles the configuration's `[[syncrepl]]` tables (all of them belong to the first database, whose
+/// suffix is `suffix`), with its `updateref`.
+pub fn handles(
+    tables: &[SyncreplConfig],
+    updateref: Option<&str>,
+    suffix: &str,
+) -> Result<Vec<Arc<Handle>>, String> {
+    config::check(tables, updateref, suffix)?;
+    tables
         .iter()
-        .map(|table| {
-            table
-                .compile(&config.suffix)
-                .map(|c| Arc::new(Handle::new(c)))
-        })
+        .map(|table| table.compile(suffix).map(|c| Arc::new(Handle::new(c))))
         .collect()
 }
 
-/// Starts one task per consumer on the current runtime.
-pub fn start(state: &State) {
-    let db = state.databases.first().clone();
-    for handle in &state.syncrepl {
+/// Starts one task per consumer of `db` on the current runtime.
+pub fn start(db: &Database, handles: &[Arc<Handle>]) {
+    for handle in handles {
         let (db, handle) = (db.clone(), handle.clone());
         tokio::spawn(async move { run(db, handle).await });
     }
@@ -137,11 +138,7 @@ async fn run(db: Database, handle: Arc<Handle>) {
 }
 
 /// The next delay of a slapd retry schedule, moving through it.
-fn next_delay(
-    steps: &[config::RetryStep],
-    step: &mut usize,
-    tries: &mut u32,
-) -> Option<Duration> {
+fn next_delay(steps: &[config::RetryStep], step: &mut usize, tries: &mut u32) -> Option<Duration> {
     loop {
         let current = steps.get(*step)?;
         match current.count {

@@ -9,9 +9,8 @@ use canopy_core::check::build_entry;
 use canopy_core::LdapError;
 use canopy_directory::{ReplicaBatch, ReplicaChange};
 use canopy_proto::sync::{
-    Cookie, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState, SyncStateKind,
-    CONTROL_SYNC_DONE, CONTROL_SYNC_REQUEST, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED,
-    SYNC_INFO,
+    Cookie, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState, SyncStateKind, CONTROL_SYNC_DONE,
+    CONTROL_SYNC_REQUEST, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED, SYNC_INFO,
 };
 use canopy_proto::{
     Control, DerefAliases, LdapMessage, PartialAttribute, ProtocolOp, ResultCode, SearchRequest,
@@ -83,7 +82,8 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         None
     } else {
         let txn = db.read().map_err(|e| fail(e.message))?;
-        db.replica_cookie(&txn, c.rid).map_err(|e| fail(e.message))?
+        db.replica_cookie(&txn, c.rid)
+            .map_err(|e| fail(e.message))?
     };
     let sent = Cookie {
         rid: Some(c.rid),
@@ -181,7 +181,11 @@ impl Run<'_> {
         }
     }
 
-    async fn entry(&mut self, entry: SearchResultEntry, controls: &[Control]) -> Result<(), String> {
+    async fn entry(
+        &mut self,
+        entry: SearchResultEntry,
+        controls: &[Control],
+    ) -> Result<(), String> {
         let state = controls
             .iter()
             .find(|c| c.oid == CONTROL_SYNC_STATE)
@@ -237,7 +241,9 @@ impl Run<'_> {
     async fn info(&mut self, info: SyncInfo) -> Result<(), String> {
         let parse = |bytes: Option<Vec<u8>>| -> Result<Option<Cookie>, String> {
             bytes
-                .map(|b| Cookie::parse(&b).map_err(|e| format!("a cookie that does not parse: {e}")))
+                .map(|b| {
+                    Cookie::parse(&b).map_err(|e| format!("a cookie that does not parse: {e}"))
+                })
                 .transpose()
         };
         match info {
@@ -282,7 +288,11 @@ impl Run<'_> {
         }
     }
 
-    async fn done(&mut self, result: canopy_proto::LdapResult, controls: &[Control]) -> Result<End, String> {
+    async fn done(
+        &mut self,
+        result: canopy_proto::LdapResult,
+        controls: &[Control],
+    ) -> Result<End, String> {
         let c = &self.handle.consumer;
         if result.code.code() == RESULT_SYNC_REFRESH_REQUIRED {
             self.flush(None).await?;
@@ -355,7 +365,11 @@ impl Run<'_> {
             deleted = d, seconds = self.started.elapsed().as_secs_f64(), %cookie, "syncrepl: refresh ended");
         let persisting = c.mode == SyncMode::RefreshAndPersist;
         self.handle.update(|s| {
-            s.state = if persisting { "persisting" } else { "refreshing" };
+            s.state = if persisting {
+                "persisting"
+            } else {
+                "refreshing"
+            };
             s.last_success = Some(SystemTime::now());
         });
     }
@@ -383,12 +397,18 @@ impl Run<'_> {
             changes: std::mem::take(&mut self.batch),
             cookie: cookie.clone(),
         };
-        let applied = self
-            .db
-            .apply_replica(batch)
-            .await
-            .map_err(|e| format!("applying received changes failed: {:?} {}", e.code, e.message))?;
-        let counts = [applied.added, applied.modified, applied.renamed, applied.deleted];
+        let applied = self.db.apply_replica(batch).await.map_err(|e| {
+            format!(
+                "applying received changes failed: {:?} {}",
+                e.code, e.message
+            )
+        })?;
+        let counts = [
+            applied.added,
+            applied.modified,
+            applied.renamed,
+            applied.deleted,
+        ];
         self.batch = applied.deferred;
         for (total, n) in self.counts.iter_mut().zip(counts) {
             *total += n;
@@ -452,7 +472,8 @@ mod tests {
     fn civil_days() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        let old = canopy_proto::sync::Csn::parse("20000101000000.000000Z#000000#000#000000").unwrap();
+        let old =
+            canopy_proto::sync::Csn::parse("20000101000000.000000Z#000000#000#000000").unwrap();
         assert!(csn_age(&old).unwrap() > 8.0e8);
     }
 }

@@ -119,7 +119,10 @@ fn persist_then_restart_with_cookie() {
         log.matches("connected; refresh starts").count() >= 2,
         "one line per (re)connect:\n{log}"
     );
-    assert!(log.contains("csn="), "the second session sends the cookie:\n{log}");
+    assert!(
+        log.contains("csn="),
+        "the second session sends the cookie:\n{log}"
+    );
 
     // cn=Monitor shows the consumer.
     let monitor = c.search(
@@ -252,14 +255,22 @@ fn provider_gone_mid_refresh_comes_back() {
     );
     let c = canopy_consumer(&toml);
     // Kill the provider as soon as the refresh has started.
-    assert!(wait_log(&c, "refresh starts", Duration::from_secs(20)), "{}", c.log());
+    assert!(
+        wait_log(&c, "refresh starts", Duration::from_secs(20)),
+        "{}",
+        c.log()
+    );
     p.kill9();
     assert!(
         wait_log(&c, "session failed", Duration::from_secs(20)),
         "the lost provider is logged:\n{}",
         c.log()
     );
-    assert!(c.log().contains(&p.ldap_url()), "errors name the provider:\n{}", c.log());
+    assert!(
+        c.log().contains(&p.ldap_url()),
+        "errors name the provider:\n{}",
+        c.log()
+    );
     relaunch_same_port(&mut p);
     // slapd keeps its contextCSN in memory and writes it at syncprov-checkpoint: killed with -9, it
     // comes back with an older one than the cookie it already sent. A write moves it on again.
@@ -290,7 +301,9 @@ fn garbage_from_provider_is_logged_and_retried() {
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
             // BindResponse success for message 1.
-            let _ = stream.write_all(&[0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00]);
+            let _ = stream.write_all(&[
+                0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
+            ]);
             let _ = stream.read(&mut buf);
             // A SearchResultEntry for message 2 whose contents are garbage.
             let _ = stream.write_all(&[0x30, 0x08, 0x02, 0x01, 0x02, 0x64, 0x03, 0xff, 0xff, 0xff]);
@@ -303,7 +316,11 @@ fn garbage_from_provider_is_logged_and_retried() {
         "[[syncrepl]]\nrid = 6\nprovider = \"ldap://127.0.0.1:{port}\"\nsearchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nretry = \"1 +\"\ntimeout = 5\n"
     );
     let c = canopy_consumer(&toml);
-    assert_eq!(fake.join().unwrap(), 2, "the consumer came back after the garbage");
+    assert_eq!(
+        fake.join().unwrap(),
+        2,
+        "the consumer came back after the garbage"
+    );
     assert!(
         wait_log(&c, "session failed", Duration::from_secs(10)),
         "{}",
