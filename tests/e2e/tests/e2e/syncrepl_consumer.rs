@@ -189,6 +189,14 @@ fn refresh_only_polls() {
     converged(&p, &c, "later polls: adds, modifies, renames");
     delete_subtree(&p, &format!("ou=unitr,{SUFFIX}"));
     converged(&p, &c, "later polls: subtree delete");
+    // Polls that find nothing new change nothing (the present phase deletes nothing it should keep).
+    let polls = c.log().matches("refresh ended").count();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while c.log().matches("refresh ended").count() < polls + 2 {
+        assert!(std::time::Instant::now() < deadline, "no more polls:\n{}", c.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    converged(&p, &c, "idle polls");
 }
 
 #[test]
