@@ -136,3 +136,90 @@ pub fn wait_log(server: &Server, needle: &str, limit: Duration) -> bool {
     }
     false
 }
+
+/// Runs openssl in `dir`; panics with its output when it fails.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.current_dir(dir).args(args);
+    crate::client::run(cmd, None).expect_code(0, &format!("openssl {}", args.join(" ")));
+}
+
+/// Makes in `dir` a CA (`ca.crt`), a server certificate for 127.0.0.1 it signed (`server.crt`,
+/// `server.key`) and a client certificate it signed with the subject
+/// `cn=replicator,dc=example,dc=com` (`client.crt`, `client.key`).
+pub fn tls_material(dir: &std::path::Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=Replication Test CA",
+    ];
+    ca.extend_from_slice(&ec);
+    ca.extend_from_slice(&["-keyout", "ca.key", "-out", "ca.crt"]);
+    openssl(dir, &ca);
+    for (name, subject, ext) in [
+        (
+            "server",
+            "/CN=127.0.0.1",
+            "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        ),
+        (
+            "client",
+            "/DC=com/DC=example/CN=replicator",
+            "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+        ),
+    ] {
+        let (key, csr, crt, extfile) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.ext"),
+        );
+        let mut req = vec!["req", "-new", "-subj", subject];
+        req.extend_from_slice(&ec);
+        req.extend_from_slice(&["-keyout", &key, "-out", &csr]);
+        openssl(dir, &req);
+        std::fs::write(dir.join(&extfile), ext).unwrap();
+        openssl(
+            dir,
+            &[
+                "x509", "-req", "-extfile", &extfile, "-in", &csr, "-CA", "ca.crt", "-CAkey",
+                "ca.key", "-CAcreateserial", "-days", "2", "-out", &crt,
+            ],
+        );
+    }
+}
+
+/// [`slapd_provider`] with TLS (StartTLS on its ldap:// listener) from the files of [`tls_material`]
+/// in `certs`, asking for client certificates (`TLSVerifyClient try`): SASL EXTERNAL binds as the
+/// certificate's subject, `cn=replicator,dc=example,dc=com`, who may read userPassword.
+pub fn slapd_provider_tls(certs: &std::path::Path) -> Server {
+    let mut server = Server::prepare(Target::Slapd);
+    let dir = server.dir().to_path_buf();
+    // The replicator (the client certificate's subject) reads the passwords too, as a real
+    // deployment's rules grant it.
+    let rules = [
+        "to attrs=userPassword by dn.exact=\"cn=replicator,dc=example,dc=com\" read by self write by anonymous auth by * none",
+        "to * by * read",
+    ];
+    let conf = crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], &rules, SYNCPROV);
+    let tls = format!(
+        "TLSCACertificateFile {0}/ca.crt\nTLSCertificateFile {0}/server.crt\nTLSCertificateKeyFile {0}/server.key\nTLSVerifyClient try\n",
+        certs.display()
+    );
+    let at = conf.find("\ndatabase").map_or(0, |i| i + 1);
+    let conf = format!("{}{tls}{}", &conf[..at], &conf[at..]);
+    std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+    server.launch();
+    server.load_base();
+    server
+}

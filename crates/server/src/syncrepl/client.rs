@@ -111,7 +111,9 @@ impl Connection {
                 Vec::new(),
                 BindAuth::Sasl {
                     mechanism: "EXTERNAL".into(),
-                    credentials: authzid.clone().map(String::into_bytes),
+                    // An initial response (empty: the certificate's identity), so that no
+                    // challenge round is needed.
+                    credentials: Some(authzid.clone().unwrap_or_default().into_bytes()),
                 },
             ),
             BindMethod::Plain {

@@ -193,7 +193,11 @@ fn refresh_only_polls() {
     let polls = c.log().matches("refresh ended").count();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while c.log().matches("refresh ended").count() < polls + 2 {
-        assert!(std::time::Instant::now() < deadline, "no more polls:\n{}", c.log());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no more polls:\n{}",
+            c.log()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     converged(&p, &c, "idle polls");
@@ -341,4 +345,41 @@ fn garbage_from_provider_is_logged_and_retried() {
     assert!(context_csn(&c).is_empty(), "nothing was applied");
     let out = c.search(&Bind::Root, &["-b", SUFFIX, "-s", "base", "1.1"]);
     assert_eq!(out.code, 32, "the database stays empty: {out:?}");
+}
+
+/// StartTLS (critical) to a slapd provider whose certificate is checked against `tls_cacert`, and a
+/// SASL EXTERNAL bind with a client certificate.
+#[test]
+fn starttls_and_sasl_external() {
+    if !canopy_target() {
+        return;
+    }
+    let certs = tempdir::TempDir::new("canopy-syncrepl-tls");
+    canopy_e2e::replication::tls_material(certs.path());
+    let p = canopy_e2e::replication::slapd_provider_tls(certs.path());
+    let d = certs.path().display();
+    let table = format!(
+        "[[syncrepl]]\nrid = 8\nprovider = \"{}\"\nsearchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nstarttls = \"critical\"\ntls_cacert = \"{d}/ca.crt\"\ntls_cert = \"{d}/client.crt\"\ntls_key = \"{d}/client.key\"\nbindmethod = \"sasl\"\nsaslmech = \"EXTERNAL\"\nretry = \"1 +\"\n",
+        p.ldap_url()
+    );
+    let c = canopy_consumer(&table);
+    converged(&p, &c, "refresh over StartTLS with SASL EXTERNAL");
+    write_sequence(&p, "t");
+    converged(&p, &c, "persist over StartTLS");
+
+    // A provider certificate from another CA is refused: logged, retried, nothing applied.
+    let other = tempdir::TempDir::new("canopy-syncrepl-tls-other");
+    canopy_e2e::replication::tls_material(other.path());
+    let o = other.path().display();
+    let table = format!(
+        "[[syncrepl]]\nrid = 9\nprovider = \"{}\"\nsearchbase = \"{SUFFIX}\"\nstarttls = \"critical\"\ntls_cacert = \"{o}/ca.crt\"\nbindmethod = \"simple\"\nbinddn = \"{ROOT_DN}\"\ncredentials = \"{ROOT_PW}\"\nretry = \"1 +\"\n",
+        p.ldap_url()
+    );
+    let bad = canopy_consumer(&table);
+    assert!(
+        wait_log(&bad, "TLS handshake", Duration::from_secs(20)),
+        "{}",
+        bad.log()
+    );
+    assert!(context_csn(&bad).is_empty());
 }
