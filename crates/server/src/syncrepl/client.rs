@@ -31,6 +31,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 pub struct Connection {
     stream: Box<dyn Stream>,
     buf: Vec<u8>,
+    /// Where the first unread byte of `buf` is.
+    start: usize,
     next_id: i32,
     limits: DecodeLimits,
 }
@@ -65,7 +67,7 @@ impl Connection {
                 };
                 match code {
                     ResultCode::Success => {
-                        if !plain.buf.is_empty() {
+                        if plain.buf.len() > plain.start {
                             return Err("data after the StartTLS answer".into());
                         }
                         let tcp = plain.into_stream();
@@ -92,6 +94,7 @@ impl Connection {
         Connection {
             stream,
             buf: Vec::with_capacity(64 * 1024),
+            start: 0,
             next_id: 1,
             limits: DecodeLimits::default(),
         }
@@ -196,11 +199,14 @@ impl Connection {
     /// The next whole message.
     pub async fn recv(&mut self) -> Result<LdapMessage, String> {
         loop {
-            match frame_len(&self.buf, MAX_MESSAGE) {
+            let available = self.buf.get(self.start..).unwrap_or(&[]);
+            match frame_len(available, MAX_MESSAGE) {
                 Ok(Some(len)) => {
-                    let frame: Vec<u8> = self.buf.drain(..len).collect();
-                    return LdapMessage::decode(&frame, &self.limits)
+                    let frame = available.get(..len).unwrap_or(&[]);
+                    let message = LdapMessage::decode(frame, &self.limits)
                         .map_err(|e| format!("undecodable message from the provider: {e}"));
+                    self.start += len;
+                    return message;
                 }
                 Ok(None) => {}
                 Err(FrameError::TooLarge { len, max }) => {
@@ -218,6 +224,11 @@ impl Connection {
                 .map_err(|e| format!("read: {e}"))?;
             if n == 0 {
                 return Err("the provider closed the connection".into());
+            }
+            // Consumed messages are dropped in one move, not one per message.
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
             }
             self.buf.extend_from_slice(&chunk[..n]);
         }
