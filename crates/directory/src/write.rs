@@ -170,7 +170,7 @@ thread_local! {
 }
 
 /// Maps a storage failure inside a write closure, noting a full map so the write is retried.
-fn failed(error: StoreError) -> LdapError {
+pub(crate) fn failed(error: StoreError) -> LdapError {
     if matches!(error, StoreError::MapFull) {
         MAP_FULL.with(|seen| seen.set(true));
     }
@@ -405,7 +405,12 @@ impl Directory {
         Ok(())
     }
 
-    fn put(&self, txn: &mut WriteTxn<'_>, id: u64, entry: &Entry) -> Result<(), LdapError> {
+    pub(crate) fn put(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        id: u64,
+        entry: &Entry,
+    ) -> Result<(), LdapError> {
         let mut bytes = Vec::with_capacity(512);
         encode_entry(self.schema(), entry, &mut bytes);
         txn.put_entry(id, &bytes).map_err(failed)
@@ -421,7 +426,7 @@ impl Directory {
     /// Adds the index keys of `new` that `old` lacks and removes those `old` has that `new` lacks.
     /// When both exist, only the values that changed are turned into keys: adding one member to a
     /// group of 100 000 costs one value, not the group.
-    fn reindex(
+    pub(crate) fn reindex(
         &self,
         txn: &mut WriteTxn<'_>,
         id: u64,
@@ -881,7 +886,7 @@ impl Directory {
     }
 
     /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.
-    fn move_subtree(
+    pub(crate) fn move_subtree(
         &self,
         txn: &mut WriteTxn<'_>,
         old_ndn: &NormDn,

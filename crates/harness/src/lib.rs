@@ -7,6 +7,7 @@
 //! `CANOPY_E2E_TARGET` (`canopy`, the default, or `slapd`); see docs/testing.md.
 
 pub mod client;
+pub mod consumer_support;
 pub mod ldif;
 pub mod replication;
 pub mod server;

@@ -65,17 +65,17 @@ pub fn canopy_command() -> Command {
 pub struct Server {
     pub target: Target,
     dir: TempDir,
-    port: u16,
-    child: Option<Child>,
+    pub(crate) port: u16,
+    pub(crate) child: Option<Child>,
     /// Extra TOML for canopy (`--config DIR/canopy.toml`); ignored for slapd.
-    config: Option<String>,
+    pub(crate) config: Option<String>,
     /// Listener URLs canopy gets besides ldap:// and ldapi:// (e.g. `ldaps://`).
     extra_listen: Vec<String>,
     /// `CANOPY_LOG` for canopy (a tracing filter such as `trace`); the binary's default when None.
-    log_filter: Option<String>,
+    pub(crate) log_filter: Option<String>,
 }
 
-enum StartError {
+pub(crate) enum StartError {
     /// The TCP port was taken between probing and binding: try another.
     PortInUse,
 }
@@ -308,7 +308,7 @@ impl Server {
     }
 
     /// A scratch directory with configuration and an empty data directory; nothing running.
-    fn prepare(target: Target) -> Server {
+    pub(crate) fn prepare(target: Target) -> Server {
         let dir = TempDir::new(match target {
             Target::Canopy => "canopy",
             Target::Slapd => "slapd",
@@ -528,7 +528,7 @@ impl Server {
         panic!("could not find a free port for the server after 8 tries");
     }
 
-    fn try_launch(&mut self) -> Result<Child, StartError> {
+    pub(crate) fn try_launch(&mut self) -> Result<Child, StartError> {
         let log_path = self.dir.path().join("server.log");
         let log = File::options()
             .create(true)

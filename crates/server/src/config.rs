@@ -71,6 +71,11 @@ pub struct Config {
     /// Deletes and renames the replication session log keeps (slapd's `syncprov-sessionlog`); a consumer
     /// whose cookie is older than the log refreshes through the present phase. 0 turns the log off.
     pub syncprov_sessionlog: u64,
+    /// syncrepl consumers of the (first) database: `[[syncrepl]]` tables with slapd's keywords
+    /// (docs/replication.md).
+    pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
+    /// The referral a consumer database answers client writes with (slapd's `updateref`).
+    pub updateref: Option<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -207,6 +212,8 @@ impl Default for Config {
             whole: None,
             server_id: 0,
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
+            syncrepl: Vec::new(),
+            updateref: None,
         }
     }
 }
@@ -325,6 +332,7 @@ impl Config {
             ));
         }
         crate::authz::Rules::compile(&self.sasl)?;
+        crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         Ok(())
     }
 }

@@ -49,6 +49,9 @@ pub struct Database {
     subordinate: Subordinate,
     /// The directory of its LMDB environment.
     directory: PathBuf,
+    /// A syncrepl consumer's database (slapd's shadow): clients' writes are referred to the `updateref`
+    /// URL (unwillingToPerform without one); only the consumer writes it.
+    shadow: Option<Option<String>>,
 }
 
 /// A database's root DN and password.
@@ -72,6 +75,7 @@ impl Database {
             limits: Arc::new(Limits::default()),
             subordinate: Subordinate::No,
             directory: PathBuf::new(),
+            shadow: None,
         }
     }
 
@@ -153,6 +157,46 @@ impl Database {
         }
     }
 
+    /// This database as a syncrepl consumer's, whose client writes go to `update_ref`.
+    pub fn with_shadow(mut self, update_ref: Option<String>) -> Database {
+        self.shadow = Some(update_ref);
+        self
+    }
+
+    /// Whether a syncrepl consumer keeps this database (cn=Monitor's monitorIsShadow).
+    pub fn is_shadow(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// slapd's answer to a client's write on a consumer's database: a referral to `updateref`, or
+    /// unwillingToPerform without one. The root DN gets it too: only the replication session writes.
+    /// The URL names the target `dn` when it names no DN itself, as slapd's referral does.
+    pub fn refuse_shadow_write(&self, dn: &Dn) -> Result<(), OpError> {
+        match &self.shadow {
+            None => Ok(()),
+            Some(Some(url)) => {
+                let after_scheme = url.split_once("://").map_or("", |(_, rest)| rest);
+                let url = match after_scheme.split_once('/') {
+                    Some((_, path)) if !path.is_empty() => url.clone(),
+                    _ => format!(
+                        "{}/{}",
+                        url.trim_end_matches('/'),
+                        canopy_proto::url::percent_encode(&dn.to_string())
+                    ),
+                };
+                Err(OpError::Referral(canopy_directory::Referral {
+                    matched: String::new(),
+                    urls: vec![url],
+                }))
+            }
+            Some(None) => Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "shadow context; no update referral",
+            )
+            .into()),
+        }
+    }
+
     /// This database with the dynlist overlay's expansion on its reads.
     pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
         self.dynlist = dynlist.map(Arc::new);
@@ -209,6 +253,12 @@ impl Database {
         ctl: &WriteControls,
     ) -> Result<Vec<Control>, OpError> {
         self.check_writable()?;
+        let target = match &op {
+            WriteOp::Add(entry) => &entry.dn,
+            WriteOp::Delete { dn, .. } | WriteOp::Modify { dn, .. } => dn,
+            WriteOp::ModifyDn(m) => &m.dn,
+        };
+        self.refuse_shadow_write(target)?;
         let who = self.requester(who);
         let who = who.as_ref();
         let guard = Arc::new(AccessGuard {

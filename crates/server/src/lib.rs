@@ -36,6 +36,7 @@ pub mod session;
 pub mod special;
 pub mod state;
 pub mod syncprov;
+pub mod syncrepl;
 pub mod tls;
 
 use std::sync::Arc;
@@ -354,6 +355,19 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let schema = Arc::new(load_schema(&config)?);
     let mut list = open_databases(&config, &schema, root_password.clone())?;
     let root_ndn = normalize_root(&schema, &config.root_dn)?;
+    // `[[syncrepl]]` consumers feed the first database, which then refers client writes to `updateref`.
+    let syncrepl = syncrepl::handles(
+        &config.syncrepl,
+        config.updateref.as_deref(),
+        &config.suffix,
+    )
+    .map_err(StartError::Invalid)?;
+    if !syncrepl.is_empty() {
+        if let Some(first) = list.first_mut() {
+            *first = first.clone().with_shadow(config.updateref.clone());
+            first.check_replica().map_err(StartError::Invalid)?;
+        }
+    }
     let tls = Some(Arc::new(tls::Tls::setup(&config)?));
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
@@ -381,6 +395,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         dummy_hash,
         metrics: Arc::new(metrics::Metrics::new()),
         access_log,
+        syncrepl,
     }))
 }
 

@@ -164,7 +164,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
                 "monitoredInfo",
                 one(if monitor { "monitor" } else { "mdb" }),
             ),
-            ("monitorIsShadow", one("FALSE")),
+            (
+                "monitorIsShadow",
+                one(if db.is_shadow() { "TRUE" } else { "FALSE" }),
+            ),
             ("namingContexts", one(db.suffix_dn())),
             (
                 "readOnly",
@@ -284,11 +287,12 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         );
     }
 
-    // Replication: no replication exists yet, so the container is empty.
-    t.container(
+    // Replication: one entry per syncrepl consumer.
+    let replication = t.container(
         "cn=Replication",
-        "This subsystem contains information about replication sessions (none: this server does not replicate yet).",
+        "This subsystem contains information about replication sessions.",
     );
+    consumers(&mut t, state, &replication);
 
     // Statistics.
     let statistics = t.container("cn=Statistics", "This subsystem contains statistics.");
@@ -351,6 +355,51 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         merge_object_classes(Some(entry));
     }
     t.entries
+}
+
+/// `cn=Consumer <rid>,cn=Replication,cn=Monitor`: a syncrepl consumer's provider, state, cookie, last
+/// success, last error and lag (docs/replication.md, Monitoring).
+fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
+    for handle in &state.syncrepl {
+        let c = &handle.consumer;
+        let s = handle.status();
+        let now = SystemTime::now();
+        let mut description = vec![
+            format!("rid: {:03}", c.rid),
+            format!("state: {}", s.state),
+            format!("cookie: {}", s.cookie),
+            format!("connects: {}", s.connects),
+            format!(
+                "applied: added {} modified {} renamed {} deleted {}",
+                s.counts[0], s.counts[1], s.counts[2], s.counts[3]
+            ),
+        ];
+        if let Some(at) = s.last_success {
+            description.push(format!("lastSuccess: {}", generalized(at)));
+            let age = now.duration_since(at).map(|d| d.as_secs()).unwrap_or(0);
+            description.push(format!("secondsSinceLastSuccess: {age}"));
+        }
+        if let Some((at, error)) = &s.last_error {
+            description.push(format!("lastError: {} {error}", generalized(*at)));
+        }
+        if let Some(lag) = s.lag {
+            description.push(format!("lag: {lag:.3}"));
+        }
+        let mut attrs = vec![
+            ("monitoredInfo", one(&c.provider)),
+            ("labeledURI", one(&c.provider)),
+            ("description", description),
+        ];
+        if let Some(at) = s.last_success {
+            attrs.push(("monitorTimestamp", one(generalized(at))));
+        }
+        t.add(
+            &format!("cn=Consumer {:03}", c.rid),
+            parent,
+            "monitoredObject",
+            attrs,
+        );
+    }
 }
 
 /// Folds a second `objectClass` pair (an auxiliary class added later) into the first.

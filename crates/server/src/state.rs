@@ -35,6 +35,8 @@ pub struct ServerState {
     pub access_log: Option<crate::accesslog::AccessLog>,
     /// The cn=Monitor database's writer side; None when `monitor = false`.
     pub monitor: Option<crate::monitor::Monitor>,
+    /// The syncrepl consumers of the first database (`[[syncrepl]]`), with their status.
+    pub syncrepl: Vec<Arc<crate::syncrepl::Handle>>,
 }
 
 pub type State = Arc<ServerState>;

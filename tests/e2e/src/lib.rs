@@ -9,7 +9,9 @@ pub mod bulk;
 pub mod expect;
 pub mod python;
 
-pub use canopy_harness::{client, ldif, replication, server, slapd_conf, tempdir, tools};
+pub use canopy_harness::{
+    client, consumer_support, ldif, replication, server, slapd_conf, tempdir, tools,
+};
 
 pub use bulk::{bulk_base, bulk_ldif, Bulk, BULK};
 pub use canopy_harness::{

@@ -50,6 +50,8 @@ mod search;
 mod secrets;
 #[path = "e2e/syncprov.rs"]
 mod syncprov;
+#[path = "e2e/syncrepl_consumer.rs"]
+mod syncrepl_consumer;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

@@ -775,6 +775,7 @@ fn parse_cookie(cookie: &[u8]) -> Option<Cookie> {
     }
 }
 
+/// Attributes computed when read (contextCSN only on the suffix entry).
 const COMPUTED: [&str; 4] = [
     "hasSubordinates",
     "entryDN",

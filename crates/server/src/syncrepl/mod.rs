@@ -1,0 +1,183 @@
+//! The syncrepl consumer (OpenLDAP's `syncrepl` directive, RFC 4533): one task per `[[syncrepl]]`
+//! table that connects to its provider, runs the refresh and persist phases, applies what arrives
+//! through `Directory::apply_replica` with the cookie in the same transaction, polls by `interval`
+//! in refreshOnly mode and retries per `retry` (docs/replication.md).
+
+pub mod client;
+pub mod config;
+mod session;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use crate::databases::Database;
+
+pub use config::{Consumer, SyncreplConfig};
+
+/// What a consumer reports: cn=Monitor and the logs read it.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    /// connecting, refreshing, persisting, waiting (refreshOnly between polls), retrying, stopped.
+    pub state: &'static str,
+    /// The cookie last stored.
+    pub cookie: String,
+    /// When a refresh last ended or a persist-mode change was last applied.
+    pub last_success: Option<SystemTime>,
+    /// The last error, with when it happened.
+    pub last_error: Option<(SystemTime, String)>,
+    /// Seconds between the entryCSN time of the last change applied and when it was applied.
+    pub lag: Option<f64>,
+    /// Entries added, modified, renamed, deleted since the start.
+    pub counts: [u64; 4],
+    /// Connections made since the start.
+    pub connects: u64,
+}
+
+/// One consumer: its settings and its status.
+pub struct Handle {
+    pub consumer: Consumer,
+    status: Mutex<Status>,
+}
+
+impl Handle {
+    pub fn new(consumer: Consumer) -> Handle {
+        Handle {
+            consumer,
+            status: Mutex::new(Status {
+                state: "starting",
+                ..Status::default()
+            }),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Status)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// Compiles the configuration's `[[syncrepl]]` tables (all of them belong to the first database, whose
+/// suffix is `suffix`), with its `updateref`.
+pub fn handles(
+    tables: &[SyncreplConfig],
+    updateref: Option<&str>,
+    suffix: &str,
+) -> Result<Vec<Arc<Handle>>, String> {
+    config::check(tables, updateref, suffix)?;
+    tables
+        .iter()
+        .map(|table| table.compile(suffix).map(|c| Arc::new(Handle::new(c))))
+        .collect()
+}
+
+/// Starts one task per consumer of `db` on the current runtime.
+pub fn start(db: &Database, handles: &[Arc<Handle>]) {
+    for handle in handles {
+        let (db, handle) = (db.clone(), handle.clone());
+        tokio::spawn(async move { run(db, handle).await });
+    }
+}
+
+/// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
+async fn run(db: Database, handle: Arc<Handle>) {
+    let c = &handle.consumer;
+    if let Err(e) = db.check_replica() {
+        tracing::error!(rid = c.rid, provider = %c.provider, error = %e, "syncrepl: cannot start");
+        handle.update(|s| {
+            s.state = "stopped";
+            s.last_error = Some((SystemTime::now(), e));
+        });
+        return;
+    }
+    // Index into the retry schedule and tries made at that step.
+    let (mut step, mut tries) = (0usize, 0u32);
+    let mut reload = false;
+    loop {
+        handle.update(|s| {
+            s.state = "connecting";
+            s.connects += 1;
+        });
+        match session::run(&db, &handle, reload).await {
+            Ok(session::End::Polled) => {
+                (step, tries, reload) = (0, 0, false);
+                handle.update(|s| s.state = "waiting");
+                tokio::time::sleep(c.interval).await;
+                continue;
+            }
+            Ok(session::End::RefreshRequired) => {
+                tracing::warn!(rid = c.rid, provider = %c.provider,
+                    "syncrepl: the provider asks for a full reload (e-syncRefreshRequired)");
+                reload = true;
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(rid = c.rid, provider = %c.provider, error = %e.message, "syncrepl: session failed");
+                handle.update(|s| s.last_error = Some((SystemTime::now(), e.message.clone())));
+                if e.progressed {
+                    (step, tries) = (0, 0);
+                }
+            }
+        }
+        // The retry schedule: each step's delay, its count of times (or for ever).
+        let Some(delay) = next_delay(&c.retry, &mut step, &mut tries) else {
+            tracing::error!(rid = c.rid, provider = %c.provider,
+                "syncrepl: retries exhausted; this consumer stops until the server restarts");
+            handle.update(|s| s.state = "stopped");
+            return;
+        };
+        handle.update(|s| s.state = "retrying");
+        tracing::info!(rid = c.rid, provider = %c.provider, delay = delay.as_secs(), "syncrepl: retrying");
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// The next delay of a slapd retry schedule, moving through it.
+fn next_delay(steps: &[config::RetryStep], step: &mut usize, tries: &mut u32) -> Option<Duration> {
+    loop {
+        let current = steps.get(*step)?;
+        match current.count {
+            None => return Some(current.delay),
+            Some(n) if *tries < n => {
+                *tries += 1;
+                return Some(current.delay);
+            }
+            Some(_) => {
+                *step += 1;
+                *tries = 0;
+            }
+        }
+    }
+}
+
+/// A session's failure: what went wrong, and whether anything was applied first (which restarts the
+/// retry schedule, as a working provider that later fails deserves the short delays again).
+#[derive(Debug)]
+pub struct Failure {
+    pub message: String,
+    pub progressed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_schedule_moves_on() {
+        let steps = config::parse_retry("5 2 60 +").unwrap();
+        let (mut step, mut tries) = (0, 0);
+        let delays: Vec<u64> = (0..5)
+            .map(|_| next_delay(&steps, &mut step, &mut tries).unwrap().as_secs())
+            .collect();
+        assert_eq!(delays, vec![5, 5, 60, 60, 60]);
+        let steps = config::parse_retry("1 1").unwrap();
+        let (mut step, mut tries) = (0, 0);
+        assert!(next_delay(&steps, &mut step, &mut tries).is_some());
+        assert!(next_delay(&steps, &mut step, &mut tries).is_none());
+    }
+}
