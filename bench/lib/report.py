@@ -170,8 +170,9 @@ def render(r, perf_dir):
         "limit, one durable commit per write (canopy `durable = true`, slapd without `dbnosync`), no "
         "per-operation log, on free loopback ports; the client runs on the same cores." % o["seed"],
         "- slapd: `threads %s`, `tool-threads %s`, loaded with `slapadd -q` + `sync`; both servers ran "
-        "%s s of discarded durable modifies before anything was measured (why: \"How slapd runs in the "
-        "comparison\" below)." % (o.get("slapd_threads", "16 (default)"), o.get("slapd_tool_threads", 1),
+        "%s s of discarded durable modifies before anything was measured, and each database file was "
+        "written back, dropped from the page cache and read once in 1 MiB reads before the warm-up and "
+        "before the write workloads (why: \"How slapd runs in the comparison\" below)." % (o.get("slapd_threads", "16 (default)"), o.get("slapd_tool_threads", 1),
                                   fmt(o.get("warm_writes", 0))),
         "- Disk: one 4 KiB overwrite + fdatasync took %s ms (median of 50) at the start; slapd commits "
         "each write alone, so its durable write rate here is bounded near 1000 / that / the pages per "
