@@ -578,6 +578,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_empty_buffer_is_read_through_the_array_and_a_partial_one_grows() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        let sent: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        client.write_all(&sent).await.unwrap();
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Data
+        ));
+        // The first read of an empty buffer takes at most the array's worth and allocates only that.
+        assert_eq!(buf.len(), FIRST_READ);
+        assert!(buf.capacity() < READ_GROWTH);
+        // A partial PDU grows the buffer in large steps until everything is in, in order.
+        let mut reads = 1;
+        while buf.len() < sent.len() {
+            assert!(matches!(
+                read_or_idle(&mut server, &mut buf, None, || false).await,
+                Read::Data
+            ));
+            reads += 1;
+            assert!(reads < 20, "{reads} reads for {} bytes", buf.len());
+        }
+        assert_eq!(buf, sent);
+        drop(client);
+        assert!(matches!(
+            read_or_idle(&mut server, &mut Vec::new(), None, || false).await,
+            Read::Closed
+        ));
+    }
+
+    #[tokio::test]
     async fn idle_only_without_outstanding_operations() {
         let (mut client, mut server) = tokio::io::duplex(64);
         let mut buf = Vec::new();
