@@ -105,9 +105,10 @@ pub async fn serve_transport<S>(
                     break 'connection;
                 }
             };
-            let frame = available.get(..len).unwrap_or(&[]).to_vec();
+            // Decoded in place: the message owns its values, so nothing is copied out of the buffer first.
+            let frame = available.get(..len).unwrap_or(&[]);
             start += len;
-            let message = match LdapMessage::decode(&frame, &decode_limits) {
+            let message = match LdapMessage::decode(frame, &decode_limits) {
                 Ok(message) => message,
                 Err(DecodeError {
                     message_id: Some(id),
