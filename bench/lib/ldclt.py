@@ -52,8 +52,10 @@ def add(port, threads, samples, prefix):
                    "cn=%sXXXXXXX" % prefix, 0, 9999999, admin=True, base=WRITE_BASE)
 
 
-def modify(port, threads, samples, prefix, count):
-    return command(port, threads, samples, "attreplace=sn:modified XXXXXX,random",
+def modify(port, threads, samples, prefix, count, attr="sn"):
+    """Replaces `attr` of a random one of the first `count` added entries: `sn` is indexed (eq, sub) on
+    both servers, `description` is not (it is what `canopy bench`'s modify workload replaces)."""
+    return command(port, threads, samples, "attreplace=%s:modified XXXXXX,random" % attr,
                    "cn=%sXXXXXXX" % prefix, 0, count - 1, admin=True, base=WRITE_BASE)
 
 

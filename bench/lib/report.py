@@ -165,9 +165,18 @@ def render(r, perf_dir):
         "loglevel %s); ldclt %s." % (
             m["canopy"], m["canopy_bin"], m.get("canopy_mtime", "?"), m["git"], m["slapd"],
             o["slapd_loglevel"], m["ldclt"] or "–"),
-        "- Both servers: the same LDIF from `canopy bench gen --passwords` (seed %d), the same indexes "
-        "(canopy's defaults), no size limit, one durable commit per write (canopy `durable = true`, "
-        "slapd without `dbnosync`), on free loopback ports; the client runs on the same cores." % o["seed"],
+        "- Both servers: the same LDIF from `canopy bench gen --passwords` (seed %d), the same index list "
+        "written into both configurations (bench/lib/servers.py `INDEXES`: canopy's defaults), no size "
+        "limit, one durable commit per write (canopy `durable = true`, slapd without `dbnosync`), no "
+        "per-operation log, on free loopback ports; the client runs on the same cores." % o["seed"],
+        "- slapd: `threads %s`, `tool-threads %s`, loaded with `slapadd -q` + `sync`; both servers ran "
+        "%s s of discarded durable modifies before anything was measured, and each database file was "
+        "written back, dropped from the page cache and read once in 1 MiB reads before the warm-up and "
+        "before the write workloads (why: \"How slapd runs in the comparison\" below)." % (o.get("slapd_threads", "16 (default)"), o.get("slapd_tool_threads", 1),
+                                  fmt(o.get("warm_writes", 0))),
+        "- Disk: one 4 KiB overwrite + fdatasync took %s ms (median of 50) at the start; slapd commits "
+        "each write alone, so its durable write rate here is bounded near 1000 / that / the pages per "
+        "commit." % (fmt(m.get("fsync_ms"), 2) if m.get("fsync_ms") is not None else "?"),
         "- Each cell: %d run(s) per server of %g s (scaling scenarios: %g s) after %g s warm-up, "
         "alternating servers run by run; figures are medians. Server CPU per operation is the server's "
         "user+system time over the run (from /proc/PID/stat) divided by the operations it answered." % (
@@ -231,7 +240,9 @@ def render(r, perf_dir):
         out += ["### Write rates through ldclt (%d threads, fsync per commit on both)" % w["threads"], "",
                 "| operation | canopy ops/s | slapd ops/s | canopy / slapd | server CPU µs/op (canopy / slapd) |",
                 "| --- | ---: | ---: | ---: | ---: |"]
-        for op in ("add", "modify", "delete"):
+        for op in ("add", "modify", "modify-description", "delete"):
+            if op not in w:
+                continue
             c, s = w[op]["canopy"], w[op]["slapd"]
             lb = {x: "≥ " if w[op][x].get("lower_bound") else "" for x in SERVERS}
             out.append("| %s | %s%s | %s%s | %s | %s / %s |" % (
@@ -239,11 +250,24 @@ def render(r, perf_dir):
                 ratio(c["throughput"], s["throughput"]),
                 fmt(c["cpu_us"], 1), fmt(s["cpu_us"], 1)))
         out += ["", "add: objectClass person entries `cn=benchNNNNNNN,ou=Accounting` for two 10 s samples; "
-                "modify: replace `sn` of a random one of the first %s added, one 10 s sample; delete: "
+                "modify: replace `sn` (indexed eq, sub) of a random one of the first %s added, one 10 s "
+                "sample; modify-description: the same with `description` (not indexed, the attribute "
+                "`canopy bench`'s modify workload replaces); delete: "
                 "the added entries in order, one 10 s sample (≥: the server deleted all of them before "
                 "the sample ended, so the rate is a lower bound). For delete, `-R` is the number that "
                 "server added minus one." % fmt(w["modified_range"]), "", "```sh"]
         out += r["commands"].get("ldclt_writes", []) + ["```", ""]
+        wm = (r.get("workloads") or {}).get("modify")
+        if wm and "modify-description" in w:
+            out += ["Cross-check of the `canopy bench` modify figures (replace `description` of random "
+                    "generated users) with ldclt's modify-description run against the same server "
+                    "processes:", "",
+                    "| server | canopy bench modify ops/s (median) | ldclt modify-description ops/s | "
+                    "bench / ldclt |", "| --- | ---: | ---: | ---: |"]
+            for srv in SERVERS:
+                b, l = med(wm, srv), w["modify-description"][srv]["throughput"]
+                out.append("| %s | %s | %s | %s |" % (srv, fmt(b), fmt(l), ratio(b, l)))
+            out.append("")
 
     out += scenario(r, "Concurrency scaling (search, persistent sessions)", "clients", "clients",
                     perf_dir, "compare-clients", None)

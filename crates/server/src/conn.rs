@@ -31,6 +31,9 @@ use crate::tls::Transport;
 /// operations producing responses wait: back-pressure instead of unbounded memory.
 const RESPONSE_QUEUE: usize = 64;
 
+/// A read buffer larger than this is shrunk once the PDU that grew it has been taken.
+const SHRINK_ABOVE: usize = 64 * 1024;
+
 type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 
 /// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
@@ -74,7 +77,9 @@ pub async fn serve_transport<S>(
     let mut sasl: Option<Exchange> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
+    // then, and the buffer is released again once every request in it is taken (see below).
+    let mut buf: Vec<u8> = Vec::new();
     let mut start = 0usize;
 
     'connection: loop {
@@ -100,9 +105,10 @@ pub async fn serve_transport<S>(
                     break 'connection;
                 }
             };
-            let frame = available.get(..len).unwrap_or(&[]).to_vec();
+            // Decoded in place: the message owns its values, so nothing is copied out of the buffer first.
+            let frame = available.get(..len).unwrap_or(&[]);
             start += len;
-            let message = match LdapMessage::decode(&frame, &decode_limits) {
+            let message = match LdapMessage::decode(frame, &decode_limits) {
                 Ok(message) => message,
                 Err(DecodeError {
                     message_id: Some(id),
@@ -130,7 +136,18 @@ pub async fn serve_transport<S>(
                 conn: &conn,
                 op_number: &mut op_number,
             };
-            match dispatch(message, &state, &mut session, &tx, &pending, &permits).await {
+            // Boxed: the operation's future lives only while it is dispatched, and an idle connection's
+            // task stays small instead of reserving room for the largest operation's state.
+            match Box::pin(dispatch(
+                message,
+                &state,
+                &mut session,
+                &tx,
+                &pending,
+                &permits,
+            ))
+            .await
+            {
                 Flow::Continue => {}
                 Flow::Close => break 'connection,
                 Flow::StartTls {
@@ -154,7 +171,8 @@ pub async fn serve_transport<S>(
                         continue;
                     }
                     // Nothing is outstanding: when the upgrade fails there is nothing left to cancel.
-                    let Some((r, w, facts)) = upgrade(&state, &peer, reader, out).await else {
+                    let Some((r, w, facts)) = Box::pin(upgrade(&state, &peer, reader, out)).await
+                    else {
                         return;
                     };
                     (reader, out) = (r, w);
@@ -163,9 +181,17 @@ pub async fn serve_transport<S>(
                 }
             }
         }
-        if start > 0 {
-            buf.drain(..start.min(buf.len()));
+        if start >= buf.len() {
+            // Everything read was a whole request: give the buffer back (an idle connection holds none).
+            buf = Vec::new();
             start = 0;
+        } else if start > 0 {
+            buf.drain(..start);
+            start = 0;
+            if buf.capacity() > SHRINK_ABOVE {
+                // The rest of a large PDU went: keep room for what remains, not for the largest seen.
+                buf.shrink_to(buf.len().max(limits::READ_GROWTH));
+            }
         }
         let busy = || permits.available_permits() < max_pending;
         // Reading is cancel safe; on shutdown the requests already received still run to their answer.
@@ -338,7 +364,6 @@ async fn write_responses<W: AsyncWrite + Unpin>(
     mut asked: oneshot::Receiver<()>,
     metrics: Arc<Metrics>,
 ) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
-    let mut batch = Vec::with_capacity(16 * 1024);
     let mut may_ask = true;
     loop {
         // Queued responses first: a handover happens only once they are all written.
@@ -364,7 +389,9 @@ async fn write_responses<W: AsyncWrite + Unpin>(
                 writer.write_all(&first).await
             }
             Ok(more) => {
-                batch.clear();
+                // Allocated only when responses queue up faster than they are written and freed after
+                // the write: an idle connection holds no write buffer.
+                let mut batch = Vec::with_capacity(16 * 1024);
                 batch.extend_from_slice(&first);
                 batch.extend_from_slice(&more);
                 while batch.len() < 64 * 1024 {

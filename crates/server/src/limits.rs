@@ -495,8 +495,19 @@ pub enum Read {
     Idle,
 }
 
+/// Bytes an empty connection buffer reads through the stack before anything is allocated: an idle
+/// connection waits on this array (in its task) instead of holding a heap buffer.
+pub const FIRST_READ: usize = 512;
+
+/// Bytes a partly filled buffer grows by when less than a quarter of that is free.
+pub const READ_GROWTH: usize = 4096;
+
 /// Reads more bytes into `buf`. With an idle timeout, a wait that lasts that long while `busy()` says no
 /// operation is outstanding ends as [`Read::Idle`]; while operations run, the wait simply starts over.
+///
+/// An empty `buf` is read through a [`FIRST_READ`]-byte array and gets only what arrived, so a
+/// connection waiting for its next request holds no read buffer; a partial PDU grows `buf` in
+/// [`READ_GROWTH`] steps (at least: `Vec::reserve` doubles), so a large one is read in large reads.
 pub async fn read_or_idle<R: AsyncRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -505,9 +516,11 @@ pub async fn read_or_idle<R: AsyncRead + Unpin>(
 ) -> Read {
     loop {
         let outcome = match idle {
-            None => Some(reader.read_buf(buf).await),
-            // read_buf is cancel safe: a timeout loses no bytes.
-            Some(limit) => tokio::time::timeout(limit, reader.read_buf(buf)).await.ok(),
+            None => Some(read_some(reader, buf).await),
+            // Both reads are cancel safe: a timeout loses no bytes.
+            Some(limit) => tokio::time::timeout(limit, read_some(reader, buf))
+                .await
+                .ok(),
         };
         match outcome {
             Some(Ok(0)) | Some(Err(_)) => return Read::Closed,
@@ -516,6 +529,24 @@ pub async fn read_or_idle<R: AsyncRead + Unpin>(
             None => return Read::Idle,
         }
     }
+}
+
+/// One read into `buf`, through a small array when `buf` is empty (see [`read_or_idle`]). Cancel safe:
+/// bytes are copied into `buf` in the same poll that reads them.
+async fn read_some<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    if buf.is_empty() {
+        let mut first = [0u8; FIRST_READ];
+        let n = reader.read(&mut first).await?;
+        buf.extend_from_slice(first.get(..n).unwrap_or(&[]));
+        return Ok(n);
+    }
+    if buf.capacity() - buf.len() < READ_GROWTH / 4 {
+        buf.reserve(READ_GROWTH);
+    }
+    reader.read_buf(buf).await
 }
 
 #[cfg(test)]
@@ -560,6 +591,37 @@ mod tests {
         assert_eq!(lower_only(50, Some(10)), Some(10));
         assert_eq!(lower_only(50, None), Some(50));
         assert_eq!(lower_only(-1, None), None);
+    }
+
+    #[tokio::test]
+    async fn an_empty_buffer_is_read_through_the_array_and_a_partial_one_grows() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        let sent: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        client.write_all(&sent).await.unwrap();
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Data
+        ));
+        // The first read of an empty buffer takes at most the array's worth and allocates only that.
+        assert_eq!(buf.len(), FIRST_READ);
+        assert!(buf.capacity() < READ_GROWTH);
+        // A partial PDU grows the buffer in large steps until everything is in, in order.
+        let mut reads = 1;
+        while buf.len() < sent.len() {
+            assert!(matches!(
+                read_or_idle(&mut server, &mut buf, None, || false).await,
+                Read::Data
+            ));
+            reads += 1;
+            assert!(reads < 20, "{reads} reads for {} bytes", buf.len());
+        }
+        assert_eq!(buf, sent);
+        drop(client);
+        assert!(matches!(
+            read_or_idle(&mut server, &mut Vec::new(), None, || false).await,
+            Read::Closed
+        ));
     }
 
     #[tokio::test]
