@@ -183,6 +183,7 @@ struct Model {
     idle_timeout: Option<i64>,
     pdu_anonymous: Option<i64>,
     pdu_bound: Option<i64>,
+    filter_depth: Option<i64>,
     left_out: Vec<Remark>,
     notes: Vec<Remark>,
 }
@@ -290,6 +291,45 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 25] = [
 /// Options of ppolicy not in the table above for want of room in a fixed-size array.
 const PPOLICY_NETSCAPE: &str = "ppolicysendnetscapecontrols";
 
+/// Settings at slapd's default value that Canopy matches or that change no answer (slapd.d files and
+/// `slaptest` write every default out): noted, not reported as left out. (normalized name, values.)
+const SLAPD_DEFAULTS: [(&str, &[&str]); 26] = [
+    ("maxfilterdepth", &["1000"]),
+    ("attributeoptions", &["lang-"]),
+    ("concurrency", &["0"]),
+    ("connmaxpending", &["100"]),
+    ("connmaxpendingauth", &["1000"]),
+    ("indexsubstrifmaxlen", &["4"]),
+    ("indexsubstrifminlen", &["2"]),
+    ("indexsubstranylen", &["4"]),
+    ("indexsubstranystep", &["2"]),
+    ("indexhash64", &["false", "off"]),
+    ("indexintlen", &["4"]),
+    ("localssf", &["71"]),
+    ("reverselookup", &["false", "off"]),
+    ("saslauxpropsdontusecopyignore", &["false", "off"]),
+    ("saslsecprops", &["noplain,noanonymous"]),
+    ("writetimeout", &["0"]),
+    ("addcontentacl", &["false", "off"]),
+    ("lastbind", &["false", "off"]),
+    ("maxderefdepth", &["15", "0"]),
+    ("schemadn", &["cn=subschema"]),
+    ("syncusesubentry", &["false", "off"]),
+    ("maxentrysize", &["0"]),
+    ("tlsprotocolmin", &["0.0"]),
+    ("tlscrlcheck", &["none"]),
+    ("authzpolicy", &["none"]),
+    ("threadqueues", &["1"]),
+];
+
+/// Whether `d` sets one of [`SLAPD_DEFAULTS`] to its default.
+fn at_default(name: &str, d: &Directive) -> bool {
+    let value = d.args.join(" ").to_ascii_lowercase();
+    SLAPD_DEFAULTS
+        .iter()
+        .any(|(n, values)| *n == name && values.contains(&value.as_str()))
+}
+
 fn boolean(word: &str) -> Option<bool> {
     match word.to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Some(true),
@@ -385,6 +425,25 @@ pub fn translate(directives: &[Directive]) -> Migration {
             };
             continue;
         }
+        if at_default(&name, d) {
+            m.note(
+                d,
+                "slapd's default, which Canopy matches or which changes no answer",
+            );
+            continue;
+        }
+        if section != Section::Mdb
+            && matches!(name.as_str(), "readonly" | "lastmod" | "monitoring")
+            && d.args.len() == 1
+            && boolean(&d.args[0]) == Some(name != "readonly")
+        {
+            m.note(d, "slapd's default, which Canopy matches");
+            continue;
+        }
+        if name == "monitoring" {
+            m.note(d, "Canopy's cn=Monitor covers every database");
+            continue;
+        }
         match section {
             Section::Other => {
                 m.leave(d, "belongs to a database that is not translated");
@@ -461,7 +520,11 @@ pub fn translate(directives: &[Directive]) -> Migration {
 }
 
 fn config_directive(m: &mut Model, d: &Directive, name: &str) {
+    let value = d.args.join(" ").to_ascii_lowercase();
     match name {
+        // slapd's defaults for cn=config: no rules but the root DN's, and that is cn=config itself.
+        "access" if value == "to * by * none" => m.note(d, "slapd's default for cn=config"),
+        "rootdn" if value == "cn=config" => m.note(d, "slapd's default for cn=config"),
         "access" | "rootdn" | "rootpw" | "limits" => m.leave(
             d,
             "protects slapd's cn=config database: Canopy's configuration is its TOML file, \
@@ -751,6 +814,10 @@ fn global_directive(m: &mut Model, d: &Directive, name: &str, section: Section) 
             Ok(n) if n >= 0 && single => m.idle_timeout = Some(n),
             _ => m.leave(d, "expected a number of seconds"),
         },
+        "maxfilterdepth" => match one.parse::<i64>() {
+            Ok(n) if (1..=1024).contains(&n) && single => m.filter_depth = Some(n),
+            _ => m.leave(d, "Canopy accepts filter depths up to 1024"),
+        },
         "sockbufmaxincoming" => match one.parse::<i64>() {
             Ok(n) if n > 0 && single => m.pdu_anonymous = Some(n),
             _ => m.leave(d, "expected a number of bytes"),
@@ -773,7 +840,8 @@ fn global_directive(m: &mut Model, d: &Directive, name: &str, section: Section) 
             }
         }
         "modulepath" | "pidfile" | "argsfile" | "loglevel" | "threads" | "toolthreads" | "gentlehup"
-        | "logfile" | "logfileonly" | "logfilerotate" | "tooldb" | "listenerthreads" => m.note(
+        | "logfile" | "logfileonly" | "logfilerotate" | "tooldb" | "listenerthreads" | "configfile"
+        | "configdir" => m.note(
             d,
             "no effect on answers: Canopy keeps canopy.pid in its data directory and logs through CANOPY_LOG (docs/operations.md)",
         ),
@@ -1039,6 +1107,19 @@ fn syncrepl(m: &mut Model, d: &Directive, db: usize) {
             continue;
         };
         let key = key.to_ascii_lowercase();
+        // slapd's defaults, which slapd.d files spell out: the same as leaving them out.
+        let default = matches!(
+            (key.as_str(), value.to_ascii_lowercase().as_str()),
+            ("timeout" | "network-timeout" | "tcp-user-timeout", "0")
+                | ("starttls", "no")
+                | ("filter", "(objectclass=*)")
+                | ("scope", "sub" | "subtree")
+                | ("keepalive", "0:0:0")
+                | ("schemachecking", "off")
+        );
+        if default {
+            continue;
+        }
         match SYNCREPL_KEYS.iter().find(|(k, _)| *k == key) {
             Some((k, true)) => match value.parse::<i64>() {
                 Ok(n) => table.push((k.to_string(), Val::Int(n))),
@@ -1223,14 +1304,18 @@ impl Model {
         let limits = self.effective_limits(first);
         let mut section = String::new();
         limit_keys(&mut section, &limits);
-        if let Some(n) = self.idle_timeout {
+        // Connection settings at slapd's defaults are left to Canopy's (docs/limits.md).
+        if let Some(n) = self.idle_timeout.filter(|n| *n != 0) {
             let _ = writeln!(section, "idle_timeout = {n}");
         }
-        if let Some(n) = self.pdu_anonymous {
+        if let Some(n) = self.pdu_anonymous.filter(|n| *n != 262_143) {
             let _ = writeln!(section, "max_pdu_anonymous = {n}");
         }
-        if let Some(n) = self.pdu_bound {
+        if let Some(n) = self.pdu_bound.filter(|n| *n != 16_777_215) {
             let _ = writeln!(section, "max_pdu_bound = {n}");
+        }
+        if let Some(n) = self.filter_depth {
+            let _ = writeln!(section, "max_filter_depth = {}", n.min(1024));
         }
         if !section.is_empty() {
             out.push_str("\n[limits]\n");
@@ -1239,7 +1324,11 @@ impl Model {
         for rule in &limits.rules {
             rule_table(&mut out, "limits.rules", rule);
         }
-        if !self.tls.is_empty() {
+        if self
+            .tls
+            .iter()
+            .any(|(k, v)| *k != "verify_client" || v != "never")
+        {
             out.push_str("\n[tls]\n");
             for (k, v) in &self.tls {
                 let _ = writeln!(out, "{k} = {}", q(v));
@@ -1353,8 +1442,8 @@ impl Model {
         if let Some(pw) = &db.root_pw {
             let _ = writeln!(out, "root_password = {}", q(pw));
         }
-        if let Some(ro) = db.read_only {
-            let _ = writeln!(out, "read_only = {ro}");
+        if db.read_only == Some(true) {
+            out.push_str("read_only = true\n");
         }
         if !first {
             let _ = writeln!(out, "subordinate = {}", db.subordinate);
@@ -1393,9 +1482,12 @@ impl Model {
 }
 
 fn limit_keys(out: &mut String, limits: &Limits) {
+    // slapd's defaults, which are Canopy's too, are left out.
+    let size = limits.size.clone().filter(|v| *v != Val::Int(500));
+    let time = limits.time.clone().filter(|v| *v != Val::Int(3600));
     for (key, v) in [
-        ("size_limit", &limits.size),
-        ("time_limit", &limits.time),
+        ("size_limit", &size),
+        ("time_limit", &time),
         ("lookthrough_limit", &limits.lookthrough),
         ("paged_size_limit", &limits.paged_size),
         ("paged_total_limit", &limits.paged_total),

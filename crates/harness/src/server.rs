@@ -264,6 +264,38 @@ impl Server {
         server
     }
 
+    /// Starts `target` from a whole configuration the test wrote: slapd.conf text for slapd, canopy.toml
+    /// text for canopy (the command line still sets the data directory, listeners and CANOPY_ROOTPW),
+    /// with `@DIR@` replaced by the server's scratch directory. `dirs` (relative to that directory) are
+    /// created first, and each `(suffix, ldif)` is loaded offline (`slapadd -b` / `canopy import -b`)
+    /// before the start; a failed load panics with the tool's output.
+    pub fn start_configured(
+        target: Target,
+        config: &str,
+        dirs: &[&str],
+        loads: &[(&str, &Path)],
+    ) -> Server {
+        let mut server = Server::prepare(target);
+        let text = config.replace("@DIR@", &server.dir.path().display().to_string());
+        for dir in dirs {
+            std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                .recursive(true)
+                .create(server.dir.path().join(dir))
+                .unwrap();
+        }
+        match target {
+            Target::Slapd => std::fs::write(server.dir.path().join("slapd.conf"), text).unwrap(),
+            Target::Canopy => server.config = Some(text),
+        }
+        for (suffix, ldif) in loads {
+            server
+                .import_to(suffix, ldif)
+                .expect_code(0, &format!("offline load of {suffix}"));
+        }
+        server.launch();
+        server
+    }
+
     /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
     /// the target chosen by the environment, then starts the server on it.
     pub fn start_imported(ldif: &Path) -> Server {

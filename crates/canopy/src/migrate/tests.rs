@@ -279,7 +279,7 @@ fn unsupported_things_are_listed_with_reasons() {
 #[test]
 fn config_and_frontend_sections() {
     let text = "database frontend\naccess to * by dn.exact=gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth manage by * break\n\
-                sizelimit 42\ndatabase config\naccess to * by * none\ndatabase mdb\nsuffix dc=x\naccess to * by * read\n";
+                sizelimit 42\ndatabase config\naccess to * by dn.exact=cn=x manage\ndatabase mdb\nsuffix dc=x\naccess to * by * read\n";
     let m = translate(&directives(text));
     let c = parse(&m.toml);
     assert_eq!(
