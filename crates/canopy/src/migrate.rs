@@ -530,9 +530,9 @@ fn config_directive(m: &mut Model, d: &Directive, name: &str) {
             "protects slapd's cn=config database: Canopy's configuration is its TOML file, \
              changed by whoever may write that file",
         ),
-        _ => m.leave(
+        _ => m.note(
             d,
-            "a setting of slapd's cn=config database, which Canopy does not have",
+            "a setting of slapd's cn=config database, which Canopy does not have; no effect on data",
         ),
     }
 }
