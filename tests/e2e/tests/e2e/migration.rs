@@ -426,3 +426,138 @@ fn slaptest_converted_slapd_d_translates_like_its_slapd_conf() {
         "\nslapd.d stderr:\n{e2}"
     );
 }
+
+/// Debian's own default configuration: the postinst's template (/usr/share/slapd/slapd.init.ldif) loaded
+/// into a slapd.d by `slapadd -F ... -b cn=config` as the postinst does, with the suffix dc=example,dc=com
+/// and the root password "secret" (hashed). slapd serves from that tree, canopy from its translation, both on
+/// base.ldif; searches as anonymous, users, the root DN and the ldapi root peer (which Debian's frontend
+/// rule gives manage) must answer alike. The hand-written copy in tests/e2e/data translates the same way.
+#[test]
+fn debian_postinst_slapd_d_serves_like_slapd() {
+    let template = Path::new("/usr/share/slapd/slapd.init.ldif");
+    let Ok(init) = std::fs::read_to_string(template) else {
+        panic!("{} is missing: install Debian's slapd", template.display());
+    };
+    let init = init
+        .replace("@SUFFIX@", SUFFIX)
+        // slappasswd -s secret
+        .replace("@PASSWORD@", "{SSHA}2R+ZlobMnamN8EwKFdak7Dckz6jnWkwp")
+        .replace("/var/lib/ldap", "@DIR@/data")
+        // The pid and args files in the scratch directory, not /var/run/slapd.
+        .replace("/var/run/slapd/", "@DIR@/");
+    let base = base_ldif();
+    let loads: [(&str, &Path); 1] = [(SUFFIX, base.as_path())];
+    let slapd = Server::start_slapd_d(&init, &["data"], &loads);
+
+    let work = TempDir::new("migrate-debian");
+    let out = work.path().join("canopy.toml");
+    let tree = slapd.dir().join("slapd.d");
+    let (code, toml, stderr) = migrate(&["--slapd-d", tree.to_str().unwrap()], &out);
+    // Only cn=config's own rule and root DN are left out.
+    assert_eq!(code, 1, "{stderr}\n{toml}");
+    let left: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("not translated: "))
+        .collect();
+    assert_eq!(left.len(), 2, "{stderr}");
+    assert!(
+        left.iter()
+            .all(|l| l.contains("olcDatabase={0}config.ldif")),
+        "{stderr}"
+    );
+    let (served, replication) = split_replication(&toml);
+    assert_eq!(replication, "");
+    check(&out).expect_code(0, "serve --check of Debian's default translated");
+
+    // The test data's copy of this tree gives the same settings (its suffix and password aside).
+    let (_, copy, _) = migrate(
+        &["--slapd-d", data_dir().join("slapd.d").to_str().unwrap()],
+        &work.path().join("copy.toml"),
+    );
+    let settings = |toml: &str| -> Vec<String> {
+        toml.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter(|l| !l.starts_with("data_dir") && !l.starts_with("root_password"))
+            .map(|l| l.replace("dc=nodomain", SUFFIX))
+            .collect()
+    };
+    assert_eq!(settings(&toml), settings(&copy));
+
+    let canopy = Server::start_configured(Target::Canopy, &served, &[], &loads);
+    let alice = Bind::user("alice");
+    let bob = Bind::user("bob");
+    let queries: Vec<(&str, &Bind, Vec<&str>)> = vec![
+        (
+            "anonymous, everything",
+            &Bind::Anonymous,
+            vec!["-b", SUFFIX],
+        ),
+        (
+            "anonymous, passwords",
+            &Bind::Anonymous,
+            vec!["-b", SUFFIX, "(uid=alice)", "userPassword"],
+        ),
+        (
+            "alice, her password",
+            &alice,
+            vec!["-b", SUFFIX, "(uid=alice)", "userPassword"],
+        ),
+        (
+            "bob, alice's password",
+            &bob,
+            vec!["-b", SUFFIX, "(uid=alice)", "userPassword", "cn"],
+        ),
+        (
+            "root DN, passwords",
+            &Bind::Root,
+            vec!["-b", SUFFIX, "(uid=*)", "userPassword"],
+        ),
+        (
+            "ldapi root peer, passwords",
+            &Bind::External,
+            vec!["-b", SUFFIX, "(uid=*)", "userPassword"],
+        ),
+    ];
+    for (what, bind, args) in &queries {
+        let a = slapd.search(bind, args);
+        let b = canopy.search(bind, args);
+        assert_eq!(
+            (a.code, ldif::sorted(&a.stdout)),
+            (b.code, ldif::sorted(&b.stdout)),
+            "{what}\nslapd: {}\ncanopy: {}",
+            a.stderr,
+            b.stderr
+        );
+    }
+    // The answers compared are not empty ones. The frontend's peercred rule comes after the database's
+    // rules, so the ldapi root peer, like everyone but alice and the root DN, reads no password (on
+    // both servers, as compared above); the root DN reads them all.
+    let root = canopy.search(&Bind::Root, &["-b", SUFFIX, "(uid=alice)", "userPassword"]);
+    assert_eq!(
+        root.records()
+            .first()
+            .map(|r| r.values("userPassword").len()),
+        Some(1),
+        "{root:?}"
+    );
+    let anonymous = canopy.search(
+        &Bind::Anonymous,
+        &["-b", SUFFIX, "(uid=alice)", "userPassword", "cn"],
+    );
+    let record = anonymous.records();
+    assert!(
+        record.len() == 1
+            && record[0].values("userPassword").is_empty()
+            && !record[0].values("cn").is_empty()
+    );
+    // shadowLastChange: alice may write her own, bob may not.
+    let change = "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: shadowLastChange\nshadowLastChange: 20000\n";
+    assert_eq!(
+        slapd.modify(&alice, change).code,
+        canopy.modify(&alice, change).code
+    );
+    assert_eq!(
+        slapd.modify(&bob, change).code,
+        canopy.modify(&bob, change).code
+    );
+}
