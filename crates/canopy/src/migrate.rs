@@ -146,6 +146,8 @@ struct Database {
     directory: Option<String>,
     indexes: Vec<(String, Vec<String>)>,
     access: Vec<String>,
+    /// Where each of `access` came from, for the report if Canopy's compiler refuses it.
+    access_origin: Vec<Remark>,
     dropped_access: Vec<String>,
     limits: Limits,
     read_only: Option<bool>,
@@ -171,6 +173,7 @@ struct Model {
     databases: Vec<Database>,
     /// Frontend (global) access rules, limits and search limits.
     frontend_access: Vec<String>,
+    frontend_access_origin: Vec<Remark>,
     frontend_limits: Limits,
     schema_files: Vec<String>,
     password_hash: Option<String>,
@@ -843,7 +846,7 @@ fn global_directive(m: &mut Model, d: &Directive, name: &str, section: Section) 
         | "logfile" | "logfileonly" | "logfilerotate" | "tooldb" | "listenerthreads" | "configfile"
         | "configdir" => m.note(
             d,
-            "no effect on answers: Canopy keeps canopy.pid in its data directory and logs through CANOPY_LOG (docs/operations.md)",
+            "process, logging or module setting, no effect on answers: Canopy keeps canopy.pid in its data directory, logs through CANOPY_LOG and sizes its own threads (docs/operations.md)",
         ),
         "backend" => m.note(d, "backend settings: Canopy has the one LMDB backend"),
         "rootdn" | "rootpw" | "suffix" | "index" | "directory" if section != Section::Mdb => {
@@ -975,7 +978,10 @@ fn access(m: &mut Model, d: &Directive, db: Option<usize>) {
         return;
     }
     match db {
-        Some(i) => m.databases[i].access.push(rule),
+        Some(i) => {
+            m.databases[i].access.push(rule);
+            m.databases[i].access_origin.push(remark(d));
+        }
         None => {
             // Rules for the root DSE and cn=Subschema: Canopy serves both to everyone, as these rules do.
             let special = words
@@ -992,6 +998,7 @@ fn access(m: &mut Model, d: &Directive, db: Option<usize>) {
                 m.note(d, "Canopy serves the root DSE and cn=Subschema to everyone");
             } else {
                 m.frontend_access.push(rule);
+                m.frontend_access_origin.push(remark(d));
             }
         }
     }
@@ -1144,8 +1151,102 @@ fn syncrepl(m: &mut Model, d: &Directive, db: usize) {
     m.databases[db].syncrepl.push(table);
 }
 
+fn remark(d: &Directive) -> Remark {
+    Remark {
+        origin: d.origin.clone(),
+        text: d.text.clone(),
+        reason: String::new(),
+    }
+}
+
+/// Access rules Canopy's own compiler refuses (what the word check in [`access`] cannot tell: an unknown
+/// attribute, a bad DN or regular expression...), each left out with the compiler's reason. Needs the
+/// schema: when the schema files do not load here, the rules are not checked (a note says so;
+/// `canopy serve --check` checks them where the files are).
+fn check_access(m: &mut Model) {
+    let config = canopy_server::Config {
+        schema_files: m
+            .schema_files
+            .iter()
+            .map(std::path::PathBuf::from)
+            .collect(),
+        overlay: m
+            .databases
+            .iter()
+            .flat_map(|db| &db.overlays)
+            .map(|o| canopy_server::config::OverlayConfig {
+                name: o.name.clone(),
+                options: Default::default(),
+            })
+            .collect(),
+        ..canopy_server::Config::default()
+    };
+    let schema = match canopy_server::load_schema(&config) {
+        Ok(schema) => schema,
+        Err(e) => {
+            m.notes.push(Remark {
+                origin: "schema".into(),
+                text: m.schema_files.join(" "),
+                reason: format!(
+                    "access rules not checked against the schema, which does not load here: {e}"
+                ),
+            });
+            return;
+        }
+    };
+    let refused = |rule: &str| {
+        canopy_server::acl::Acl::compile(&schema, &[rule.to_string()], Vec::new()).err()
+    };
+    let mut left_out = Vec::new();
+    let mut check = |rules: &mut Vec<String>,
+                     origins: &mut Vec<Remark>,
+                     dropped: &mut Vec<String>| {
+        let mut kept = (Vec::new(), Vec::new());
+        for (rule, origin) in rules.drain(..).zip(origins.drain(..)) {
+            match refused(&rule) {
+                Some(why) => {
+                    let why = why
+                        .strip_prefix("access rule 0: ")
+                        .unwrap_or(&why)
+                        .to_string();
+                    left_out.push(Remark {
+                        reason: format!(
+                            "Canopy refuses this rule ({why}); it is left out, which may grant or deny more \
+                             than slapd did: review the list"
+                        ),
+                        ..origin
+                    });
+                    dropped.push(rule);
+                }
+                None => {
+                    kept.0.push(rule);
+                    kept.1.push(origin);
+                }
+            }
+        }
+        *rules = kept.0;
+        *origins = kept.1;
+    };
+    let mut frontend_dropped = Vec::new();
+    check(
+        &mut m.frontend_access,
+        &mut m.frontend_access_origin,
+        &mut frontend_dropped,
+    );
+    for db in &mut m.databases {
+        check(
+            &mut db.access,
+            &mut db.access_origin,
+            &mut db.dropped_access,
+        );
+        db.dropped_access.extend(frontend_dropped.iter().cloned());
+    }
+    m.left_out.extend(left_out);
+}
+
 /// Cross-database decisions once everything is read.
 fn finish(m: &mut Model) {
+    check_access(m);
     let asks = m
         .tls
         .iter()

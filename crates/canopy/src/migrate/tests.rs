@@ -348,3 +348,21 @@ fn slapd_d_tree_translates() {
     assert!(from_slapd_d(&dir.join("cn=config")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn rules_canopy_refuses_are_left_out_with_its_reason() {
+    let text = "database mdb\nsuffix dc=x\naccess to dn.regex=\"(\" by * read\n\
+                access to attrs=cn by dn.exact=\"not a dn\" read\naccess to * by * read\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(lines, ["slapd.conf:3", "slapd.conf:4"], "{:?}", m.left_out);
+    assert!(m
+        .left_out
+        .iter()
+        .all(|r| r.reason.starts_with("Canopy refuses this rule (")));
+    let c = parse(&m.toml);
+    assert_eq!(c.access, ["to * by * read"]);
+    assert!(m
+        .toml
+        .contains("# left out (see the top of this file): to dn.regex=( by * read"));
+}
