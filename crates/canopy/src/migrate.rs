@@ -296,7 +296,8 @@ const PPOLICY_NETSCAPE: &str = "ppolicysendnetscapecontrols";
 
 /// Settings at slapd's default value that Canopy matches or that change no answer (slapd.d files and
 /// `slaptest` write every default out): noted, not reported as left out. (normalized name, values.)
-const SLAPD_DEFAULTS: [(&str, &[&str]); 26] = [
+const SLAPD_DEFAULTS: [(&str, &[&str]); 27] = [
+    ("ppolicydisablewrite", &["false", "off"]),
     ("maxfilterdepth", &["1000"]),
     ("attributeoptions", &["lang-"]),
     ("concurrency", &["0"]),

@@ -209,7 +209,11 @@ pub fn read(dir: &Path) -> Result<Vec<Directive>, String> {
         out.push(Directive {
             origin: format!("{shown}:1"),
             name: "include".into(),
-            args: vec![schema.display().to_string()],
+            // Absolute, so that the output names the file wherever Canopy runs from.
+            args: vec![std::fs::canonicalize(&schema)
+                .unwrap_or_else(|_| schema.clone())
+                .display()
+                .to_string()],
             text: format!("dn: {}", name.trim_end_matches(".ldif")),
         });
     }

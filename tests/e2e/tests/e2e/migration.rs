@@ -561,3 +561,94 @@ fn debian_postinst_slapd_d_serves_like_slapd() {
         canopy.modify(&bob, change).code
     );
 }
+
+/// Every overlay Canopy has, with options, in a slapd.conf and in the slapd.d `slaptest` makes of it
+/// (olcMemberOfDangling, olcRefintAttribute, olcUniqueURI, olcConstraintAttribute, olcDynListAttrSet,
+/// olcPPolicyDefault, olcAuditlogFile...): both translate to the same `[[overlay]]` tables (the slapd.d one
+/// spells out defaults too), and `canopy serve --check` accepts them.
+#[test]
+fn overlays_translate_from_slapd_conf_and_slapd_d_alike() {
+    let work = TempDir::new("migrate-overlays");
+    let dir = work.path().display().to_string();
+    let conf = format!(
+        r#"include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/nis.schema
+include /etc/ldap/schema/dyngroup.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+moduleload memberof
+moduleload refint
+moduleload unique
+moduleload constraint
+moduleload auditlog
+moduleload dynlist
+moduleload ppolicy
+database mdb
+suffix "dc=example,dc=com"
+rootdn "cn=admin,dc=example,dc=com"
+directory {dir}/data
+overlay memberof
+memberof-refint TRUE
+memberof-dangling error
+overlay refint
+refint_attributes member owner
+refint_nothing "cn=nobody,dc=example,dc=com"
+overlay unique
+unique_uri ldap:///ou=people,dc=example,dc=com?uid,mail?sub
+overlay constraint
+constraint_attribute mail regex "^[a-z]+@example\\.com$"
+overlay dynlist
+dynlist-attrset groupOfURLs memberURL member+memberOf
+overlay ppolicy
+ppolicy_default "cn=default,ou=policies,dc=example,dc=com"
+ppolicy_use_lockout
+overlay auditlog
+auditlog {dir}/audit.ldif
+"#
+    );
+    let conf_path = work.path().join("slapd.conf");
+    std::fs::write(&conf_path, &conf).unwrap();
+    std::fs::create_dir_all(work.path().join("data")).unwrap();
+    let tree = work.path().join("slapd.d");
+    std::fs::create_dir_all(&tree).unwrap();
+    let mut cmd = std::process::Command::new("/usr/sbin/slaptest");
+    cmd.arg("-n")
+        .arg("0")
+        .arg("-f")
+        .arg(&conf_path)
+        .arg("-F")
+        .arg(&tree);
+    client::run(cmd, None).expect_code(0, "slaptest -n 0 -f slapd.conf -F slapd.d");
+    let a = work.path().join("a.toml");
+    let b = work.path().join("b.toml");
+    let (code_conf, from_conf, e1) = migrate(&["--slapd-conf", conf_path.to_str().unwrap()], &a);
+    let (code_d, from_d, e2) = migrate(&["--slapd-d", tree.to_str().unwrap()], &b);
+    assert_eq!((code_conf, code_d), (0, 0), "{e1}\n{e2}");
+    assert!(
+        from_conf.contains("constraints = [\"mail regex ^[a-z]+@example\\\\.com$\"]"),
+        "{from_conf}"
+    );
+    // slapd writes the regular expression into slapd.d as it holds it (`\.`), and splits the value
+    // like a slapd.conf line when it reads it back, backslash escapes included: the slapd.d says `.`.
+    assert!(
+        from_d.contains("constraints = [\"mail regex ^[a-z]+@example.com$\"]"),
+        "{from_d}"
+    );
+    for line in from_conf.lines() {
+        if line.starts_with('#')
+            || line.is_empty()
+            || line.starts_with("schema_files")
+            || line.starts_with("constraints")
+        {
+            continue;
+        }
+        assert!(
+            from_d.lines().any(|l| l == line),
+            "{line} missing from the slapd.d translation:\n{from_d}"
+        );
+    }
+    check(&a).expect_code(0, "serve --check of the slapd.conf translation");
+    check(&b).expect_code(0, "serve --check of the slapd.d translation");
+}
