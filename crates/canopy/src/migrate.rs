@@ -1308,6 +1308,35 @@ fn finish(m: &mut Model) {
         });
     }
     m.databases.retain(|db| db.suffix.is_some());
+    for (i, db) in m.databases.iter().enumerate() {
+        let place = |reason: String| Remark {
+            origin: db.origin.clone(),
+            text: format!(
+                "database mdb (suffix {})",
+                db.suffix.as_deref().unwrap_or_default()
+            ),
+            reason,
+        };
+        if db
+            .directory
+            .as_deref()
+            .is_some_and(|d| Path::new(d).is_relative())
+        {
+            m.notes.push(place(format!(
+                "the relative directory {:?} was slapd's, relative to its working directory; Canopy reads \
+                 it relative to {}: check it",
+                db.directory.as_deref().unwrap_or_default(),
+                if i == 0 { "its own working directory" } else { "data_dir" }
+            )));
+        }
+        if i == 0 && db.root_dn.is_some() && db.root_pw.is_none() {
+            m.notes.push(place(
+                "no rootpw: Canopy takes the root password from CANOPY_ROOTPW, or generates one on first start \
+                 and prints it once (docs/configuration.md)"
+                    .into(),
+            ));
+        }
+    }
 }
 
 /// A TOML basic string.
