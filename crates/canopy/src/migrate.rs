@@ -563,7 +563,7 @@ fn overlay_option(m: &mut Model, d: &Directive, name: &str, overlay: &str, known
         return true;
     }
     if !known {
-        if name.starts_with(&norm(overlay)) || !is_database_directive(name) {
+        if name.starts_with(&norm(overlay)) || !is_known_directive(name) {
             m.leave(
                 d,
                 format!("an option of the `{overlay}` overlay, which is not translated"),
@@ -641,6 +641,32 @@ fn overlay_option(m: &mut Model, d: &Directive, name: &str, overlay: &str, known
         (None, value) => target.options.push((key.to_string(), value)),
     }
     true
+}
+
+/// Directives this translator knows outside overlays: after an overlay it does not translate, these still
+/// go to the database or the global settings (as slapd hands an overlay only what it recognizes).
+fn is_known_directive(name: &str) -> bool {
+    is_database_directive(name)
+        || name.starts_with("tls")
+        || matches!(
+            name,
+            "include"
+                | "passwordhash"
+                | "authzregexp"
+                | "saslregexp"
+                | "serverid"
+                | "idletimeout"
+                | "sockbufmaxincoming"
+                | "sockbufmaxincomingauth"
+                | "maxfilterdepth"
+                | "moduleload"
+                | "modulepath"
+                | "pidfile"
+                | "argsfile"
+                | "loglevel"
+                | "threads"
+                | "toolthreads"
+        )
 }
 
 /// Directives that belong to a database section.

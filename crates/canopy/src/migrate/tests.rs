@@ -366,3 +366,38 @@ fn rules_canopy_refuses_are_left_out_with_its_reason() {
         .toml
         .contains("# left out (see the top of this file): to dn.regex=( by * read"));
 }
+
+#[test]
+fn after_an_overlay_canopy_lacks_known_directives_still_count() {
+    let text = "overlay rwm\nrwm-suffixmassage a b\nTLSCertificateFile /c.pem\nTLSCertificateKeyFile /k.pem\n\
+                database mdb\nsuffix dc=x\noverlay pcache\npcacheAttrset 0 cn\nindex cn eq\n\
+                database mdb\nsuffix dc=y\nsyncrepl rid=2 provider=ldap://127.0.0.1:9 searchbase=dc=y\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "slapd.conf:1",
+            "slapd.conf:2",
+            "slapd.conf:7",
+            "slapd.conf:8"
+        ],
+        "{:?}",
+        m.left_out
+    );
+    assert!(
+        m.toml
+            .contains("[tls]\ncert_file = \"/c.pem\"\nkey_file = \"/k.pem\"\n"),
+        "{}",
+        m.toml
+    );
+    assert!(
+        m.toml
+            .contains("indexes = [\n  { attr = \"cn\", kinds = [\"eq\"] },\n]"),
+        "{}",
+        m.toml
+    );
+    // A later database's consumer is a table of that database.
+    assert!(m.toml.ends_with("[[database.syncrepl]]\nrid = 2\nprovider = \"ldap://127.0.0.1:9\"\nsearchbase = \"dc=y\"\n"), "{}", m.toml);
+    parse(&m.toml);
+}
