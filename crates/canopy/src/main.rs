@@ -6,6 +6,7 @@
 
 mod aclcheck;
 mod backup;
+mod migrate;
 mod policycheck;
 mod progress;
 mod service;
@@ -115,6 +116,24 @@ enum Command {
     },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
+    /// Translate an OpenLDAP slapd.conf or slapd.d into Canopy's TOML configuration (docs/migration.md).
+    /// Exits 0 when everything was translated, 1 when something was left out (listed on standard error
+    /// and at the top of the output), 2 when the input cannot be read.
+    Migrate {
+        /// slapd.conf to translate.
+        #[arg(
+            long = "slapd-conf",
+            conflicts_with = "slapd_d",
+            required_unless_present = "slapd_d"
+        )]
+        slapd_conf: Option<PathBuf>,
+        /// slapd.d directory (cn=config as LDIF files) to translate.
+        #[arg(long = "slapd-d")]
+        slapd_d: Option<PathBuf>,
+        /// Where to write the TOML; standard output when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Which database an offline tool works on (default: the first): by suffix, like slapcat's `-b`, or by
@@ -179,6 +198,19 @@ fn main() {
 
 fn run() -> Result<()> {
     let cli = Cli::parse();
+    // The translator reads slapd's files, not Canopy's configuration, and has its own exit statuses.
+    if let Command::Migrate {
+        slapd_conf,
+        slapd_d,
+        out,
+    } = &cli.command
+    {
+        std::process::exit(migrate::run(
+            slapd_conf.as_deref(),
+            slapd_d.as_deref(),
+            out.as_deref(),
+        ));
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("CANOPY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only on a terminal: a log file or a pipe gets plain text.
@@ -289,6 +321,8 @@ fn run() -> Result<()> {
             policycheck::policy_check(&view, &user)
         }
         Command::Bench(args) => canopy_bench::main(args),
+        // Run (and exited) before the configuration was read.
+        Command::Migrate { .. } => Ok(()),
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Server {
     extra_listen: Vec<String>,
     /// `CANOPY_LOG` for canopy (a tracing filter such as `trace`); the binary's default when None.
     pub(crate) log_filter: Option<String>,
+    /// slapd's configuration directory (`-F`), in place of DIR/slapd.conf (`-f`), for slapd and its tools.
+    slapd_d: Option<PathBuf>,
 }
 
 pub(crate) enum StartError {
@@ -264,6 +266,85 @@ impl Server {
         server
     }
 
+    /// Starts `target` from a whole configuration the test wrote: slapd.conf text for slapd, canopy.toml
+    /// text for canopy (the command line still sets the data directory, listeners and CANOPY_ROOTPW),
+    /// with `@DIR@` replaced by the server's scratch directory. `dirs` (relative to that directory) are
+    /// created first, and each `(suffix, ldif)` is loaded offline (`slapadd -b` / `canopy import -b`)
+    /// before the start; a failed load panics with the tool's output.
+    pub fn start_configured(
+        target: Target,
+        config: &str,
+        dirs: &[&str],
+        loads: &[(&str, &Path)],
+    ) -> Server {
+        let mut server = Server::prepare(target);
+        let text = config.replace("@DIR@", &server.dir.path().display().to_string());
+        for dir in dirs {
+            std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                .recursive(true)
+                .create(server.dir.path().join(dir))
+                .unwrap();
+        }
+        match target {
+            Target::Slapd => std::fs::write(server.dir.path().join("slapd.conf"), text).unwrap(),
+            Target::Canopy => server.config = Some(text),
+        }
+        for (suffix, ldif) in loads {
+            server
+                .import_to(suffix, ldif)
+                .expect_code(0, &format!("offline load of {suffix}"));
+        }
+        server.launch();
+        server
+    }
+
+    /// Starts slapd from a cn=config tree made the way Debian's postinst makes one: `init_ldif` (with
+    /// `@DIR@` replaced by the scratch directory) loaded by `slapadd -F DIR/slapd.d -b cn=config`, then
+    /// `dirs` created and each `(suffix, ldif)` loaded offline before the start, as in
+    /// [`Server::start_configured`].
+    pub fn start_slapd_d(init_ldif: &str, dirs: &[&str], loads: &[(&str, &Path)]) -> Server {
+        let mut server = Server::prepare(Target::Slapd);
+        let dir = server.dir.path().to_path_buf();
+        let tree = dir.join("slapd.d");
+        std::fs::create_dir_all(&tree).unwrap();
+        for sub in dirs {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let init = dir.join("init.ldif");
+        std::fs::write(
+            &init,
+            init_ldif.replace("@DIR@", &dir.display().to_string()),
+        )
+        .unwrap();
+        let mut cmd = Command::new("/usr/sbin/slapadd");
+        cmd.arg("-F")
+            .arg(&tree)
+            .arg("-b")
+            .arg("cn=config")
+            .arg("-l")
+            .arg(&init);
+        crate::client::run(cmd, None).expect_code(0, "slapadd of the cn=config tree");
+        server.slapd_d = Some(tree);
+        for (suffix, ldif) in loads {
+            server
+                .import_to(suffix, ldif)
+                .expect_code(0, &format!("offline load of {suffix}"));
+        }
+        server.launch();
+        server
+    }
+
+    /// slapd's configuration: `-F DIR` for a cn=config tree, else `-f DIR/slapd.conf`.
+    pub(crate) fn slapd_config_args(&self) -> Vec<std::ffi::OsString> {
+        match &self.slapd_d {
+            Some(tree) => vec!["-F".into(), tree.clone().into_os_string()],
+            None => vec![
+                "-f".into(),
+                self.dir.path().join("slapd.conf").into_os_string(),
+            ],
+        }
+    }
+
     /// Imports `ldif` offline (`canopy import`, or `slapadd` for slapd) into a fresh database of
     /// the target chosen by the environment, then starts the server on it.
     pub fn start_imported(ldif: &Path) -> Server {
@@ -330,6 +411,7 @@ impl Server {
             config: None,
             extra_listen: Vec::new(),
             log_filter: None,
+            slapd_d: None,
         }
     }
 
@@ -629,7 +711,7 @@ impl Server {
                     self.ldap_url(),
                     self.ldapi_url()
                 ));
-                cmd.arg("-f").arg(self.dir.path().join("slapd.conf"));
+                cmd.args(self.slapd_config_args());
                 cmd
             }
             Target::Canopy => {

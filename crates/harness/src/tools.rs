@@ -72,7 +72,7 @@ impl Server {
         match self.target {
             Target::Slapd => {
                 let mut cmd = Command::new(format!("/usr/sbin/{slap_tool}"));
-                cmd.arg("-f").arg(self.dir().join("slapd.conf"));
+                cmd.args(self.slapd_config_args());
                 cmd
             }
             Target::Canopy => {

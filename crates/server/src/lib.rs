@@ -242,6 +242,20 @@ pub fn check_config(config: &Config) -> Result<(), StartError> {
         }
     }
     check_database(config)?;
+    if !config.syncrepl.is_empty() {
+        // A consumer finds the entries it receives by entryUUID (docs/replication.md).
+        let schema = load_schema(config)?;
+        let uuid = schema.attribute_type("entryUUID").map(|at| at.oid.as_str());
+        let indexed = index_specs(&schema, config)?.iter().any(|spec| {
+            spec.eq && schema.attribute_type(&spec.attr).map(|at| at.oid.as_str()) == uuid
+        });
+        if !indexed {
+            return Err(StartError::Invalid(
+                "a syncrepl consumer needs an equality index on entryUUID (indexes: entryUUID eq)"
+                    .into(),
+            ));
+        }
+    }
     authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     if canopy_password::Scheme::from_name(&config.password_hash).is_none() {
         return Err(StartError::Invalid(format!(

@@ -28,6 +28,8 @@ mod features;
 mod hostile;
 #[path = "e2e/limits.rs"]
 mod limits;
+#[path = "e2e/migration.rs"]
+mod migration;
 #[path = "e2e/observe.rs"]
 mod observe;
 #[path = "e2e/operations.rs"]

@@ -1,0 +1,403 @@
+//! Tests of the translation: slapd.conf texts in, TOML out, read back by Canopy's own configuration parser.
+
+use super::*;
+
+fn directives(text: &str) -> Vec<Directive> {
+    conf::logical_lines(text)
+        .into_iter()
+        .map(|(line, logical)| {
+            let mut args = conf::words(&logical).unwrap();
+            let name = args.remove(0);
+            Directive {
+                origin: format!("slapd.conf:{line}"),
+                name,
+                args,
+                text: logical,
+            }
+        })
+        .collect()
+}
+
+/// The TOML without the replication keys Canopy's configuration does not have yet in this tree.
+fn without_replication(toml: &str) -> String {
+    let mut out = Vec::new();
+    let mut skipping = false;
+    for line in toml.lines() {
+        if line.starts_with("[[syncrepl]]") || line.starts_with("[[database.syncrepl]]") {
+            skipping = true;
+            continue;
+        }
+        if skipping {
+            if line.starts_with('[') {
+                skipping = false;
+            } else {
+                skipping = !line.is_empty();
+                continue;
+            }
+        }
+        if line.starts_with("server_id =") || line.starts_with("updateref =") {
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n") + "\n"
+}
+
+fn parse(toml: &str) -> canopy_server::Config {
+    canopy_server::Config::parse(&without_replication(toml), "migrated.toml")
+        .unwrap_or_else(|e| panic!("{e}\n{toml}"))
+}
+
+const TWO_DATABASES: &str = r#"
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /srv/schema/local.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+pidfile /run/slapd.pid
+serverID 7
+password-hash {SSHA}
+authz-regexp "uid=([^,]*),cn=[^,]*,cn=auth" "ldap:///dc=example,dc=com??sub?(uid=$1)"
+TLSCertificateFile /etc/ssl/c.pem
+TLSCertificateKeyFile /etc/ssl/k.pem
+TLSCACertificateFile /etc/ssl/ca.pem
+TLSVerifyClient try
+sizelimit 100
+access to dn.exact="" by * read
+
+database mdb
+suffix "ou=archive,dc=example,dc=com"
+subordinate
+rootdn "cn=admin,dc=example,dc=com"
+directory /var/lib/ldap/archive
+readonly on
+access to * by users read
+  by * none
+
+database mdb
+suffix "dc=example,dc=com"
+rootdn "cn=admin,dc=example,dc=com"
+rootpw {SSHA}abcdefgh
+directory /var/lib/ldap
+index objectClass eq
+index cn,sn eq,sub
+index cn pres
+access to attrs=userPassword by self write by anonymous auth by * none
+access to dn.subtree="ou=people,dc=example,dc=com" by group="cn=admins, ou=groups,dc=example,dc=com" write by * read
+limits anonymous size.soft=10 size.hard=20 time=5
+limits dn.exact="cn=rep,dc=example,dc=com" size=unlimited size.unchecked=1000
+timelimit 60
+syncrepl rid=001 provider=ldap://127.0.0.1:9 searchbase="dc=example,dc=com" type=refreshAndPersist
+  bindmethod=simple binddn="cn=rep,dc=example,dc=com" credentials=secret retry="5 5 60 +" schemachecking=on
+updateref ldap://127.0.0.1:9
+overlay memberof
+memberof-dangling error
+memberof-refint TRUE
+overlay refint
+refint_attributes member owner
+overlay accesslog
+logdb cn=log
+
+database monitor
+"#;
+
+#[test]
+fn two_databases_translate_in_canopy_order() {
+    let m = translate(&directives(TWO_DATABASES));
+    let c = parse(&m.toml);
+    // The outer database comes first (slapd lists the inner one first).
+    assert_eq!(c.suffix, "dc=example,dc=com");
+    assert_eq!(c.root_password.as_deref(), Some("{SSHA}abcdefgh"));
+    assert_eq!(c.data_dir, std::path::PathBuf::from("/var/lib/ldap"));
+    assert_eq!(c.database.len(), 1);
+    let archive = &c.database[0];
+    assert_eq!(archive.suffix, "ou=archive,dc=example,dc=com");
+    assert_eq!(archive.subordinate, Some(true));
+    assert!(archive.read_only);
+    assert_eq!(archive.access, ["to * by users read by * none"]);
+    // The frontend rule for the root DSE is Canopy's own behaviour; not appended.
+    assert_eq!(
+        c.access,
+        [
+            "to attrs=userPassword by self write by anonymous auth by * none",
+            "to dn.subtree=ou=people,dc=example,dc=com by group=\"cn=admins, ou=groups,dc=example,dc=com\" write by * read",
+        ]
+    );
+    let idx: Vec<(String, Vec<String>)> = c
+        .indexes
+        .iter()
+        .map(|i| (i.attr.clone(), i.kinds.clone()))
+        .collect();
+    assert_eq!(
+        idx,
+        [
+            ("objectClass".to_string(), vec!["eq".to_string()]),
+            (
+                "cn".to_string(),
+                vec!["eq".into(), "sub".into(), "pres".into()]
+            ),
+            ("sn".to_string(), vec!["eq".into(), "sub".into()]),
+        ]
+    );
+    assert_eq!(
+        c.schema_files,
+        [std::path::PathBuf::from("/srv/schema/local.schema")]
+    );
+    assert_eq!(c.password_hash, "{SSHA}");
+    assert_eq!(c.sasl.authz_regexp.len(), 1);
+    assert_eq!(
+        c.sasl.authz_regexp[0].replace,
+        "ldap:///dc=example,dc=com??sub?(uid=$1)"
+    );
+    assert_eq!(
+        c.tls.cert_file.as_deref(),
+        Some(std::path::Path::new("/etc/ssl/c.pem"))
+    );
+    assert_eq!(
+        c.tls.verify_client,
+        canopy_server::config::VerifyClient::Try
+    );
+    assert_eq!(c.limits.size_limit, 100);
+    assert_eq!(c.limits.time_limit, 60);
+    assert_eq!(c.limits.rules.len(), 2);
+    assert_eq!(c.limits.rules[0].who, "anonymous");
+    assert_eq!(c.limits.rules[1].who, "dn.exact:cn=rep,dc=example,dc=com");
+    assert!(c.monitor);
+    assert_eq!(c.overlay.len(), 2);
+    assert_eq!(c.overlay[0].name, "memberof");
+    assert_eq!(
+        c.overlay[0]
+            .options
+            .get("dangling")
+            .and_then(|v| v.as_str()),
+        Some("error")
+    );
+    assert_eq!(
+        c.overlay[0].options.get("refint").and_then(|v| v.as_bool()),
+        Some(true)
+    );
+    assert_eq!(
+        c.overlay[1]
+            .options
+            .get("attributes")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // The archive database inherits the frontend's size limit but not database 1's time limit.
+    assert!(
+        m.toml.contains("[database.limits]\ntime_limit = 3600\n"),
+        "{}",
+        m.toml
+    );
+    // Replication keys, as issue 11 names them.
+    assert!(m.toml.contains("server_id = 7\n"));
+    assert!(m.toml.contains("updateref = \"ldap://127.0.0.1:9\"\n"));
+    assert!(m.toml.contains(
+        "[[syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:9\"\nsearchbase = \"dc=example,dc=com\"\n\
+         type = \"refreshAndPersist\"\nbindmethod = \"simple\"\nbinddn = \"cn=rep,dc=example,dc=com\"\n\
+         credentials = \"secret\"\nretry = \"5 5 60 +\"\n"
+    ), "{}", m.toml);
+    // What was left out, by line.
+    let left: Vec<(&str, &str)> = m
+        .left_out
+        .iter()
+        .map(|r| (r.origin.as_str(), r.text.as_str()))
+        .collect();
+    assert!(
+        left.iter()
+            .any(|(o, t)| o.ends_with(":40") && t.starts_with("syncrepl")),
+        "{left:?}"
+    );
+    assert!(
+        left.iter()
+            .any(|(o, t)| o.ends_with(":48") && *t == "overlay accesslog"),
+        "{left:?}"
+    );
+    assert!(
+        left.iter()
+            .any(|(o, t)| o.ends_with(":49") && *t == "logdb cn=log"),
+        "{left:?}"
+    );
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(m.toml.contains("# - slapd.conf:48: overlay accesslog\n"));
+    // Harmless settings are notes, not omissions.
+    assert!(m.notes.iter().any(|n| n.text == "pidfile /run/slapd.pid"));
+    assert!(m.notes.iter().any(|n| n.text == "moduleload back_mdb"));
+}
+
+#[test]
+fn defaults_and_nothing_left_out() {
+    let m = translate(&directives("database mdb\nsuffix dc=x\ndirectory /d\n"));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    assert!(m.toml.contains("# Everything was translated."));
+    let c = parse(&m.toml);
+    // slapd with no rules lets everyone read everything; no monitor database, no monitor.
+    assert_eq!(c.access, ["to * by * read"]);
+    assert!(!c.monitor);
+    assert_eq!(c.root_dn, "");
+}
+
+#[test]
+fn unsupported_things_are_listed_with_reasons() {
+    let text = "moduleload back_sql\ndatabase ldap\nuri ldap://x\ndatabase mdb\nsuffix dc=x\n\
+                access to attrs=!cn by * read\naccess to * by set=\"this/x\" read\nlimits dn.regex=x size=1\n\
+                index cn bogus\nsizelimit size.hard=5\nbogus directive\nTLSCipherSuite HIGH\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "slapd.conf:1",
+            "slapd.conf:2",
+            "slapd.conf:3",
+            "slapd.conf:6",
+            "slapd.conf:7",
+            "slapd.conf:8",
+            "slapd.conf:9",
+            "slapd.conf:11",
+            "slapd.conf:12"
+        ]
+    );
+    assert!(m.left_out[3].reason.contains("negated"));
+    assert!(m.left_out[4].reason.contains("`set` clauses"));
+    // The dropped rules stay visible as comments; the rest still parses.
+    assert!(m
+        .toml
+        .contains("# left out (see the top of this file): to attrs=!cn by * read"));
+    parse(&m.toml);
+    let tls = translate(&directives(
+        "TLSVerifyClient demand\ndatabase mdb\nsuffix dc=x\n",
+    ));
+    assert_eq!(tls.left_out.len(), 1);
+    assert!(tls.left_out[0].reason.contains("ca_file"));
+    parse(&tls.toml);
+}
+
+#[test]
+fn config_and_frontend_sections() {
+    let text = "database frontend\naccess to * by dn.exact=gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth manage by * break\n\
+                sizelimit 42\ndatabase config\naccess to * by dn.exact=cn=x manage\ndatabase mdb\nsuffix dc=x\naccess to * by * read\n";
+    let m = translate(&directives(text));
+    let c = parse(&m.toml);
+    assert_eq!(
+        c.access,
+        ["to * by * read", "to * by dn.exact=gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth manage by * break"]
+    );
+    assert_eq!(c.limits.size_limit, 42);
+    assert_eq!(m.left_out.len(), 1);
+    assert_eq!(m.left_out[0].origin, "slapd.conf:5");
+}
+
+#[test]
+fn requoting_keeps_words_whole() {
+    assert_eq!(requote("dn.exact=cn=a b,dc=x"), "dn.exact=\"cn=a b,dc=x\"");
+    assert_eq!(requote("by"), "by");
+    assert_eq!(requote("val=a\"b c"), "val=\"a\\\"b c\"");
+    assert_eq!(requote(""), "\"\"");
+    assert_eq!(q("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
+}
+
+#[test]
+fn norm_matches_slapd_and_olc_names() {
+    assert_eq!(norm("password-hash"), norm("passwordhash"));
+    assert_eq!(norm("refint_attributes"), "refintattributes");
+    assert_eq!(norm("TLSCertificateFile"), "tlscertificatefile");
+}
+
+#[test]
+fn slapd_d_tree_translates() {
+    let dir = std::env::temp_dir().join(format!("canopy-migrate-d-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sub = dir.join("cn=config");
+    std::fs::create_dir_all(sub.join("cn=schema")).unwrap();
+    std::fs::create_dir_all(sub.join("olcDatabase={1}mdb")).unwrap();
+    std::fs::write(dir.join("cn=config.ldif"), "# AUTO-GENERATED FILE - DO NOT EDIT!! Use ldapmodify.\n# CRC32 0\ndn: cn=config\nobjectClass: olcGlobal\ncn: config\nolcPidFile: /run/slapd.pid\nolcServerID: 2\n").unwrap();
+    std::fs::write(
+        sub.join("cn=schema").join("cn={0}core.ldif"),
+        "dn: cn={0}core\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sub.join("cn=schema").join("cn={4}local.ldif"),
+        "dn: cn={4}local\n",
+    )
+    .unwrap();
+    std::fs::write(sub.join("olcDatabase={-1}frontend.ldif"), "dn: olcDatabase={-1}frontend\nolcAccess: {0}to dn.exact=\"\" by * read\nolcPasswordHash: {SSHA}\n").unwrap();
+    std::fs::write(sub.join("olcDatabase={1}mdb.ldif"), "dn: olcDatabase={1}mdb\nolcDatabase: {1}mdb\nolcSuffix: dc=nodomain\nolcRootDN: cn=admin,dc=nodomain\nolcRootPW:: e1NTSEF9eHl6\nolcDbIndex: cn,uid eq\nolcAccess: {0}to attrs=userPassword by self write by anonymous auth by * none\nolcAccess: {1}to * by * read\nolcLimits: {0}users size=7\nolcDbMaxSize: 1073741824\n").unwrap();
+    std::fs::write(sub.join("olcDatabase={1}mdb").join("olcOverlay={0}memberof.ldif"), "dn: olcOverlay={0}memberof\nolcOverlay: {0}memberof\nolcMemberOfDangling: drop\nolcMemberOfRefInt: TRUE\n").unwrap();
+    let m = from_slapd_d(&dir).unwrap();
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert_eq!(c.suffix, "dc=nodomain");
+    assert_eq!(c.root_password.as_deref(), Some("{SSHA}xyz"));
+    assert_eq!(c.access.len(), 2);
+    assert_eq!(c.schema_files.len(), 1);
+    assert!(c.schema_files[0].ends_with("cn={4}local.ldif"));
+    assert_eq!(c.limits.rules[0].who, "users");
+    assert_eq!(
+        c.overlay[0]
+            .options
+            .get("dangling")
+            .and_then(|v| v.as_str()),
+        Some("drop")
+    );
+    assert!(m.toml.contains("server_id = 2"));
+    assert!(from_slapd_d(&dir.join("cn=config")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rules_canopy_refuses_are_left_out_with_its_reason() {
+    let text = "database mdb\nsuffix dc=x\naccess to dn.regex=\"(\" by * read\n\
+                access to attrs=cn by dn.exact=\"not a dn\" read\naccess to * by * read\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(lines, ["slapd.conf:3", "slapd.conf:4"], "{:?}", m.left_out);
+    assert!(m
+        .left_out
+        .iter()
+        .all(|r| r.reason.starts_with("Canopy refuses this rule (")));
+    let c = parse(&m.toml);
+    assert_eq!(c.access, ["to * by * read"]);
+    assert!(m
+        .toml
+        .contains("# left out (see the top of this file): to dn.regex=( by * read"));
+}
+
+#[test]
+fn after_an_overlay_canopy_lacks_known_directives_still_count() {
+    let text = "overlay rwm\nrwm-suffixmassage a b\nTLSCertificateFile /c.pem\nTLSCertificateKeyFile /k.pem\n\
+                database mdb\nsuffix dc=x\noverlay pcache\npcacheAttrset 0 cn\nindex cn eq\n\
+                database mdb\nsuffix dc=y\nsyncrepl rid=2 provider=ldap://127.0.0.1:9 searchbase=dc=y\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "slapd.conf:1",
+            "slapd.conf:2",
+            "slapd.conf:7",
+            "slapd.conf:8"
+        ],
+        "{:?}",
+        m.left_out
+    );
+    assert!(
+        m.toml
+            .contains("[tls]\ncert_file = \"/c.pem\"\nkey_file = \"/k.pem\"\n"),
+        "{}",
+        m.toml
+    );
+    assert!(
+        m.toml
+            .contains("indexes = [\n  { attr = \"cn\", kinds = [\"eq\"] },\n]"),
+        "{}",
+        m.toml
+    );
+    // A later database's consumer is a table of that database.
+    assert!(m.toml.ends_with("[[database.syncrepl]]\nrid = 2\nprovider = \"ldap://127.0.0.1:9\"\nsearchbase = \"dc=y\"\n"), "{}", m.toml);
+    parse(&m.toml);
+}
