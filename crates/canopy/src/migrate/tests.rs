@@ -137,6 +137,8 @@ fn two_databases_translate_in_canopy_order() {
                 vec!["eq".into(), "sub".into(), "pres".into()]
             ),
             ("sn".to_string(), vec!["eq".into(), "sub".into()]),
+            // The consumer finds what it receives by entryUUID.
+            ("entryUUID".to_string(), vec!["eq".into()]),
         ]
     );
     assert_eq!(
@@ -380,7 +382,8 @@ fn after_an_overlay_canopy_lacks_known_directives_still_count() {
             "slapd.conf:1",
             "slapd.conf:2",
             "slapd.conf:7",
-            "slapd.conf:8"
+            "slapd.conf:8",
+            "slapd.conf:10"
         ],
         "{:?}",
         m.left_out
@@ -397,7 +400,11 @@ fn after_an_overlay_canopy_lacks_known_directives_still_count() {
         "{}",
         m.toml
     );
-    // A later database's consumer is a table of that database.
-    assert!(m.toml.ends_with("[[database.syncrepl]]\nrid = 2\nprovider = \"ldap://127.0.0.1:9\"\nsearchbase = \"dc=y\"\n"), "{}", m.toml);
+    // A later database's consumer is left out: Canopy's consumers feed the first database.
+    assert!(!m.toml.contains("\n[[database.syncrepl]]"), "{}", m.toml);
+    assert!(m
+        .left_out
+        .last()
+        .is_some_and(|r| r.reason.contains("first database only")));
     parse(&m.toml);
 }
