@@ -176,7 +176,9 @@ impl Directory {
             }
             txn.put_meta(&cookie_key(batch.rid), &cookie.to_bytes())
                 .map_err(failed)?;
-            self.raise_context_csn(txn, &cookie.csns)?;
+            if self.raise_context_csn(txn, &cookie.csns)? {
+                self.publish_context(&cookie.csns);
+            }
         }
         applied.deferred = pending.into_iter().cloned().collect();
         Ok(applied)

@@ -46,6 +46,10 @@ pub struct Change {
     pub old_dn: Option<String>,
     /// The entry's DN after the write (None for a delete).
     pub new_dn: Option<String>,
+    /// Not a change of an entry but the contextCSN a replicated batch raised (what its cookie said),
+    /// published after the batch's changes: a persistent search passes it on as a new cookie, so a
+    /// consumer of a consumer (cascading) advances with it.
+    pub context: Option<CsnSet>,
 }
 
 /// One record of the session log: a delete (no new DN) or a rename.
@@ -145,6 +149,23 @@ impl Directory {
         Ok(())
     }
 
+    /// For a replicated batch: once durable, its subscribers learn the contextCSN it raised to
+    /// (after the batch's own changes, which were published as they were stored).
+    pub(crate) fn publish_context(&self, csns: &CsnSet) {
+        let feed = self.feed().clone();
+        let change = Change {
+            kind: Kind::Modify,
+            id: 0,
+            origin: Origin::Replica,
+            csn: None,
+            uuid: None,
+            old_dn: None,
+            new_dn: None,
+            context: Some(csns.clone()),
+        };
+        after_commit(move || feed.publish(change));
+    }
+
     /// For [`Directory::rewrite`]: an entry another write changed (memberof, refint, the password
     /// policy's bind state) reaches persistent searches once durable when its entryCSN changed.
     pub(crate) fn publish_rewrite(&self, id: u64, old: &Entry, new: &Entry) {
@@ -161,6 +182,7 @@ impl Directory {
             uuid: entry_uuid(Some(new)),
             old_dn: Some(old.dn.to_string()),
             new_dn: Some(new.dn.to_string()),
+            context: None,
         };
         after_commit(move || feed.publish(change));
     }
@@ -239,6 +261,7 @@ impl WriteHook for SyncProv {
             uuid,
             old_dn: event.old.map(|e| e.dn.to_string()),
             new_dn: event.new.map(|e| e.dn.to_string()),
+            context: None,
         };
         after_commit(move || feed.publish(change));
         Ok(())
@@ -374,6 +397,7 @@ mod tests {
             uuid: None,
             old_dn: None,
             new_dn: None,
+            context: None,
         }
     }
 

@@ -268,6 +268,19 @@ fn serve(
                     ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
                 )));
             }
+            Next::Change(change) if change.context.is_some() => {
+                // A replicated batch raised this database's contextCSN: its changes went out before
+                // this, so the consumer may take the raised CSNs as its cookie (cascading).
+                let mut raised = false;
+                for csn in change.context.iter().flat_map(|c| c.csns()) {
+                    raised |= running.observe(csn);
+                }
+                if raised {
+                    let result = sync.info(&SyncInfo::NewCookie(sync.cookie(&running)));
+                    *entries = sync.entries;
+                    result?;
+                }
+            }
             Next::Change(change) => {
                 // A local change advances the cookie (local CSNs ascend in commit order) unless the
                 // refresh's snapshot already held it. A replicated one is sent with the cookie as it

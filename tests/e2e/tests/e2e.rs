@@ -52,6 +52,8 @@ mod search;
 mod secrets;
 #[path = "e2e/syncprov.rs"]
 mod syncprov;
+#[path = "e2e/syncrepl_canopy.rs"]
+mod syncrepl_canopy;
 #[path = "e2e/syncrepl_consumer.rs"]
 mod syncrepl_consumer;
 #[path = "e2e/tls.rs"]

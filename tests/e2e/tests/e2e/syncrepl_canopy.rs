@@ -1,0 +1,146 @@
+//! Canopy replicating to Canopy: a cascade (provider → consumer → consumer of the consumer), eight
+//! consumers of one provider, and a consumer in the middle of the cascade killed with -9 and started
+//! again while writes go on. Each scenario writes adds, modifies, renames (with and without a new
+//! superior) and deletes of a leaf and of a subtree, then waits (polling contextCSN, with a time bound)
+//! until every consumer holds the provider's full contents (user attributes, entryUUID, entryCSN).
+//! Canopy-only (skipped when the target is slapd: both ends are Canopy).
+
+use std::time::Duration;
+
+use canopy_e2e::consumer_support::{
+    canopy_consumer, relaunch_same_port, syncrepl_table, wait_converged,
+};
+use canopy_e2e::*;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+const PERSIST: &str = "type = \"refreshAndPersist\"\n";
+
+fn canopy_target() -> bool {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: Canopy replicating to Canopy");
+        return false;
+    }
+    true
+}
+
+#[track_caller]
+fn converged(provider: &Server, consumer: &Server, what: &str) {
+    if let Err(diff) = wait_converged(provider, consumer, CONVERGE) {
+        panic!(
+            "{what}: no convergence within {CONVERGE:?}:\n{diff}\nconsumer log:\n{}",
+            consumer.log()
+        );
+    }
+}
+
+/// Adds a unit with people and a sub-unit, modifies, renames within the unit and under a new superior,
+/// deletes a leaf and then the sub-unit's subtree. `tag` keeps two runs apart.
+fn writes(p: &Server, tag: &str) {
+    let ou = format!("ou=u{tag},{SUFFIX}");
+    let mut ldif = format!("dn: {ou}\nobjectClass: organizationalUnit\nou: u{tag}\n\n");
+    for i in 0..4 {
+        ldif.push_str(&format!(
+            "dn: cn=p{i},{ou}\nobjectClass: person\ncn: p{i}\nsn: S{i}\n\n"
+        ));
+    }
+    ldif.push_str(&format!(
+        "dn: ou=sub,{ou}\nobjectClass: organizationalUnit\nou: sub\n\n\
+         dn: cn=deep,ou=sub,{ou}\nobjectClass: person\ncn: deep\nsn: D\n\n"
+    ));
+    p.add(&Bind::Root, &ldif).expect_code(0, "adds");
+    p.modify(
+        &Bind::Root,
+        &format!(
+            "dn: cn=p0,{ou}\nchangetype: modify\nreplace: sn\nsn: Changed\n-\nadd: description\ndescription: {tag}\n"
+        ),
+    )
+    .expect_code(0, "modify");
+    p.modify(
+        &Bind::Root,
+        &format!("dn: cn=p1,{ou}\nchangetype: modrdn\nnewrdn: cn=p1b\ndeleteoldrdn: 1\n"),
+    )
+    .expect_code(0, "rename");
+    p.modify(
+        &Bind::Root,
+        &format!(
+            "dn: cn=p2,{ou}\nchangetype: modrdn\nnewrdn: cn=p2\ndeleteoldrdn: 1\nnewsuperior: ou=sub,{ou}\n"
+        ),
+    )
+    .expect_code(0, "move");
+    p.modify(
+        &Bind::Root,
+        &format!("dn: cn=p3,{ou}\nchangetype: delete\n"),
+    )
+    .expect_code(0, "leaf delete");
+    for dn in [
+        format!("cn=deep,ou=sub,{ou}"),
+        format!("cn=p2,ou=sub,{ou}"),
+        format!("ou=sub,{ou}"),
+    ] {
+        p.modify(&Bind::Root, &format!("dn: {dn}\nchangetype: delete\n"))
+            .expect_code(0, "subtree delete");
+    }
+}
+
+#[test]
+fn cascade_provider_consumer_consumer() {
+    if !canopy_target() {
+        return;
+    }
+    let a = Server::start();
+    let b = canopy_consumer(&syncrepl_table(&a, 1, PERSIST));
+    let c = canopy_consumer(&syncrepl_table(&b, 2, PERSIST));
+    converged(&a, &b, "initial refresh of the first consumer");
+    converged(&a, &c, "initial refresh through the cascade");
+    writes(&a, "1");
+    converged(&a, &b, "persist: first consumer");
+    converged(&a, &c, "persist: through the cascade");
+    // The middle of the cascade is a shadow: its clients' writes are refused, its own consumer's
+    // reads are served.
+    let refused = b.modify(
+        &Bind::Root,
+        &format!("dn: {SUFFIX}\nchangetype: modify\nreplace: description\ndescription: x\n"),
+    );
+    assert_ne!(refused.code, 0, "a write to a consumer: {refused:?}");
+}
+
+#[test]
+fn middle_of_a_cascade_killed_and_restarted() {
+    if !canopy_target() {
+        return;
+    }
+    let a = Server::start();
+    let mut b = canopy_consumer(&syncrepl_table(&a, 1, PERSIST));
+    let c = canopy_consumer(&syncrepl_table(&b, 2, PERSIST));
+    converged(&a, &c, "initial refresh through the cascade");
+    b.kill9();
+    // Writes while the middle is down: it catches up from its cookie, its consumer from its own.
+    writes(&a, "2");
+    relaunch_same_port(&mut b);
+    converged(&a, &b, "the restarted consumer");
+    converged(&a, &c, "the consumer of the restarted consumer");
+    writes(&a, "3");
+    converged(&a, &c, "persist after the restart");
+}
+
+#[test]
+fn eight_consumers_of_one_provider() {
+    if !canopy_target() {
+        return;
+    }
+    let a = Server::start();
+    let consumers: Vec<Server> = (1..=8)
+        .map(|rid| {
+            let kind = if rid % 2 == 0 {
+                PERSIST.to_string()
+            } else {
+                "type = \"refreshOnly\"\ninterval = \"00:00:00:01\"\n".to_string()
+            };
+            canopy_consumer(&syncrepl_table(&a, rid, &kind))
+        })
+        .collect();
+    writes(&a, "4");
+    for (i, consumer) in consumers.iter().enumerate() {
+        converged(&a, consumer, &format!("consumer {}", i + 1));
+    }
+}
