@@ -14,8 +14,12 @@ const VOLATILE: &[&str] = &[
     "entrycsn",
     "createtimestamp",
     "modifytimestamp",
-    "contextcsn",
 ];
+
+/// Operational attributes left out of the comparison altogether. contextCSN: every Canopy database is a
+/// syncrepl provider (syncprov built in, docs/compatibility.md), so its suffix entry carries one from
+/// the import on, while the reference slapd runs without `overlay syncprov` and has none.
+const NOT_COMPARED: &[&str] = &["contextcsn"];
 
 /// What kind of difference, for the summary and for grouping by cause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -204,6 +208,9 @@ fn norm_entry(e: &SearchResultEntry) -> NormEntry {
     let mut attrs: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
     for a in &e.attributes {
         let name = a.name.to_ascii_lowercase();
+        if NOT_COMPARED.contains(&name.as_str()) {
+            continue;
+        }
         if attrs.contains_key(&name) {
             // The same description twice in one entry: merged below, but flagged so it shows.
             attrs.insert(format!("<{name} sent twice>"), Vec::new());
