@@ -1,6 +1,7 @@
 //! Canopy replicating to Canopy: a cascade (provider → consumer → consumer of the consumer), eight
-//! consumers of one provider, and a consumer in the middle of the cascade killed with -9 and started
-//! again while writes go on. Each scenario writes adds, modifies, renames (with and without a new
+//! consumers of one provider, a consumer in the middle of the cascade killed with -9 and started
+//! again while writes go on, and a consumer over ldaps:// binding with SASL PLAIN as a replicator that is
+//! not the root DN. Each scenario writes adds, modifies, renames (with and without a new
 //! superior) and deletes of a leaf and of a subtree, then waits (polling contextCSN, with a time bound)
 //! until every consumer holds the provider's full contents (user attributes, entryUUID, entryCSN).
 //! Canopy-only (skipped when the target is slapd: both ends are Canopy).
@@ -8,8 +9,9 @@
 use std::time::Duration;
 
 use canopy_e2e::consumer_support::{
-    canopy_consumer, relaunch_same_port, syncrepl_table, wait_converged,
+    canopy_consumer, relaunch_same_port, syncrepl_table, tls_material, wait_converged,
 };
+use canopy_e2e::replication::{access_toml, PROVIDER_ACCESS, REPLICATOR_PW};
 use canopy_e2e::*;
 
 const CONVERGE: Duration = Duration::from_secs(60);
@@ -143,4 +145,56 @@ fn eight_consumers_of_one_provider() {
     for (i, consumer) in consumers.iter().enumerate() {
         converged(&a, consumer, &format!("consumer {}", i + 1));
     }
+}
+
+#[test]
+fn over_ldaps_with_sasl_plain_as_a_replicator() {
+    if !canopy_target() {
+        return;
+    }
+    let certs = tempdir::TempDir::new("syncrepl-tls");
+    tls_material(certs.path());
+    let d = certs.path().display();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let ldaps = format!("ldaps://127.0.0.1:{port}");
+    // The provider's rules let the replicator (alice) read passwords; PLAIN needs the protected link.
+    let provider_toml = format!(
+        "{}[tls]\ncert_file = \"{d}/server.crt\"\nkey_file = \"{d}/server.key\"\n",
+        access_toml(&PROVIDER_ACCESS)
+    );
+    let a = Server::start_canopy_with_listeners(&provider_toml, std::slice::from_ref(&ldaps));
+    let consumer_toml = format!(
+        "[[syncrepl]]\nrid = 7\nprovider = \"{ldaps}\"\nsearchbase = \"{SUFFIX}\"\n\
+         type = \"refreshAndPersist\"\ntls_cacert = \"{d}/ca.crt\"\nbindmethod = \"sasl\"\n\
+         saslmech = \"PLAIN\"\nauthcid = \"alice\"\ncredentials = \"{REPLICATOR_PW}\"\n\
+         retry = \"1 +\"\ntimeout = 10\n"
+    );
+    let b = canopy_consumer(&consumer_toml);
+    // The replicator reads no authPassword (only the root DN may): compare without it.
+    let without = |s: &Server| replication::contents(s, &["authPassword"]);
+    let same = || {
+        let deadline = std::time::Instant::now() + CONVERGE;
+        loop {
+            let want = replication::context_csn(&a);
+            if !want.is_empty()
+                && replication::context_csn(&b) == want
+                && without(&a) == without(&b)
+            {
+                return;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!(
+                    "no convergence over ldaps with PLAIN:\n{}\nconsumer log:\n{}",
+                    replication::first_difference(&without(&a), &without(&b)),
+                    b.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    writes(&a, "5");
+    same();
 }
