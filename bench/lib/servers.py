@@ -272,8 +272,8 @@ class Server:
 class Slapd(Server):
     ID2ENTRY = "id2e"  # back-mdb's name for its entry table
 
-    def __init__(self, work, loglevel="0", threads=None):
-        super().__init__("slapd", work)
+    def __init__(self, work, loglevel="0", threads=None, name="slapd"):
+        super().__init__(name, work)
         self.conf = os.path.join(self.work, "slapd.conf")
         with open(self.conf, "w") as f:
             f.write(slapd_conf(self.work, self.data, loglevel, threads))
