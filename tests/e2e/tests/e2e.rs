@@ -4,6 +4,8 @@
 
 #[path = "e2e/access.rs"]
 mod access;
+#[path = "e2e/accesslog.rs"]
+mod accesslog;
 #[path = "e2e/acl.rs"]
 mod acl;
 #[path = "e2e/bind.rs"]

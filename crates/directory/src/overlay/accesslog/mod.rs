@@ -183,6 +183,17 @@ impl WriteHook for AccessLog {
     }
 }
 
+/// The operational attributes of a new entry, in the order slapd's add record lists them.
+const ADD_OPERATIONAL: [&str; 7] = [
+    "structuralObjectClass",
+    "entryUUID",
+    "creatorsName",
+    "createTimestamp",
+    "entryCSN",
+    "modifiersName",
+    "modifyTimestamp",
+];
+
 /// The stamped attributes a modify and a modrdn change, logged after the requested changes.
 const STAMPED: [&str; 3] = ["entryCSN", "modifiersName", "modifyTimestamp"];
 
@@ -226,7 +237,18 @@ fn record_attrs(event: &Event<'_>) -> Vec<Attribute> {
     };
     match event.kind {
         Kind::Add => {
-            for attr in event.new.iter().flat_map(|e| &e.attrs) {
+            // The client's attributes first, then the server's in slapd's order.
+            let attrs: Vec<&Attribute> = event.new.iter().flat_map(|e| &e.attrs).collect();
+            let rank = |a: &Attribute| {
+                ADD_OPERATIONAL
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(&a.desc))
+            };
+            let user = attrs.iter().filter(|a| rank(a).is_none());
+            let mut operational: Vec<&&Attribute> =
+                attrs.iter().filter(|a| rank(a).is_some()).collect();
+            operational.sort_by_key(|a| rank(a));
+            for attr in user.chain(operational) {
                 for value in &attr.values {
                     reqmod(&attr.desc, '+', Some(value));
                 }
@@ -277,7 +299,10 @@ fn record_attrs(event: &Event<'_>) -> Vec<Attribute> {
         }
         push("reqNewDN", new.dn.to_string().into_bytes());
     }
-    if let Some(uuid) = target.and_then(|e| e.get("entryUUID")).and_then(|a| a.values.first()) {
+    if let Some(uuid) = target
+        .and_then(|e| e.get("entryUUID"))
+        .and_then(|a| a.values.first())
+    {
         push("reqEntryUUID", uuid.clone());
     }
     attrs
@@ -361,7 +386,9 @@ pub(crate) fn csn_micros(text: &str) -> Option<u128> {
     let frac = digits(15..21)?;
     let days = days_from_civil(y, mo as u32, d as u32);
     let secs = days * 86_400 + h * 3600 + mi * 60 + s;
-    u128::try_from(secs).ok().map(|s| s * 1_000_000 + frac as u128)
+    u128::try_from(secs)
+        .ok()
+        .map(|s| s * 1_000_000 + frac as u128)
 }
 
 /// `YYYYMMDDHHMMSS.uuuuuuZ` of microseconds since the epoch.
@@ -389,7 +416,10 @@ mod tests {
 
     #[test]
     fn logops_as_slapd_names_them() {
-        assert_eq!(Ops::parse(["writes"]).unwrap(), Ops::parse(["add", "delete", "modify", "modrdn"]).unwrap());
+        assert_eq!(
+            Ops::parse(["writes"]).unwrap(),
+            Ops::parse(["add", "delete", "modify", "modrdn"]).unwrap()
+        );
         assert!(Ops::parse(["reads"]).unwrap_err().contains("writes only"));
         assert!(Ops::parse(["nonsense"]).is_err());
         assert!(Ops::parse([]).is_err());
@@ -397,7 +427,10 @@ mod tests {
 
     #[test]
     fn logpurge_durations() {
-        assert_eq!(parse_age("07+00:00").unwrap(), Duration::from_secs(7 * 86_400));
+        assert_eq!(
+            parse_age("07+00:00").unwrap(),
+            Duration::from_secs(7 * 86_400)
+        );
         assert_eq!(parse_age("01:30").unwrap(), Duration::from_secs(5_400));
         assert_eq!(parse_age("00:00:05").unwrap(), Duration::from_secs(5));
         for bad in ["", "7", "1+25:00", "x+01:00", "01:60"] {

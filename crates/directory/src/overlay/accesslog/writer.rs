@@ -179,7 +179,10 @@ impl LogWriter {
             self.shared.mark_done(chunk.iter().map(|(k, _)| k.clone()));
         }
         if count > 0 {
-            tracing::info!(records = count, "accesslog: recovered records from the outbox");
+            tracing::info!(
+                records = count,
+                "accesslog: recovered records from the outbox"
+            );
         }
         Ok(count)
     }
@@ -214,7 +217,10 @@ async fn apply(log: &Directory, records: &[(Vec<u8>, Record)]) -> Result<(), Lda
     let mut changes = Vec::new();
     for (_, record) in records {
         let uuid = uuid_from_text(&record.uuid).ok_or_else(|| {
-            LdapError::new(ResultCode::Other, "accesslog: a record has a malformed UUID")
+            LdapError::new(
+                ResultCode::Other,
+                "accesslog: a record has a malformed UUID",
+            )
         })?;
         if let Some(csn) = Csn::parse(&record.csn) {
             csns.observe(&csn);
