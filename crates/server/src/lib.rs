@@ -220,7 +220,9 @@ fn open_databases(
             }
         };
         if let Some(pending) = pending {
-            let acl = access_list(schema, &view)?;
+            let mut log_view = view.clone();
+            log_view.access = pending.access().to_vec();
+            let acl = access_list(schema, &log_view)?;
             let log_root = root.as_ref().map(|(ndn, _)| ndn.clone());
             logs.push(pending.open(
                 &view,

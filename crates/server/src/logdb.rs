@@ -55,8 +55,13 @@ fn index(attr: &str) -> IndexSpec {
 }
 
 impl Pending {
+    /// The log database's access rules, in slapd's language (`access` of the overlay's table).
+    pub fn access(&self) -> &[String] {
+        &self.config.access
+    }
+
     /// Opens the log database of data database `data` (configured by `view`): its own durable store in
-    /// `DATA/accesslog`, the data database's access rules, root DN (without password) and limits,
+    /// `DATA/accesslog`, its own access rules (`acl`), the data database's root DN (without password) and limits,
     /// read-only to clients, syncprov last in its pipeline.
     pub fn open(
         self,
@@ -74,7 +79,7 @@ impl Pending {
             ..StoreConfig::new(path.clone())
         };
         let pipeline = Pipeline::standard().then(Arc::new(
-            canopy_directory::syncprov::SyncProv::new(view.syncprov_sessionlog),
+            canopy_directory::syncprov::SyncProv::ordered(view.syncprov_sessionlog),
         ));
         let backend = Directory::open(
             schema,

@@ -230,9 +230,11 @@ fn accesslog_config(options: &toml::Table) -> Result<accesslog::Config, String> 
     let mut logdb = None;
     let mut ops = accesslog::Ops::parse(["writes"])?;
     let mut purge = None;
+    let mut access = vec![accesslog::DEFAULT_ACCESS.to_string()];
     for (key, value) in options {
         match key.as_str() {
             "logdb" => logdb = Some(dn(key, value)?),
+            "access" => access = strings(key, value)?,
             "logops" => {
                 let words = strings(key, value)?;
                 let words: Vec<&str> = words.iter().flat_map(|w| w.split_whitespace()).collect();
@@ -265,13 +267,18 @@ fn accesslog_config(options: &toml::Table) -> Result<accesslog::Config, String> 
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?} (accesslog takes logdb, logops, logsuccess, logpurge)"
+                    "unknown option {other:?} (accesslog takes logdb, logops, logsuccess, logpurge, access)"
                 ))
             }
         }
     }
     let logdb = logdb.ok_or("accesslog needs logdb = \"cn=accesslog\"")?;
-    Ok(accesslog::Config { logdb, ops, purge })
+    Ok(accesslog::Config {
+        logdb,
+        ops,
+        purge,
+        access,
+    })
 }
 
 /// slapd's `memberof-*` options without the prefix.

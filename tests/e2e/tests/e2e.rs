@@ -58,6 +58,8 @@ mod syncprov;
 mod syncrepl_canopy;
 #[path = "e2e/syncrepl_consumer.rs"]
 mod syncrepl_consumer;
+#[path = "e2e/syncrepl_delta.rs"]
+mod syncrepl_delta;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

@@ -11,9 +11,8 @@ use canopy_core::{Attribute, Entry};
 use canopy_directory::{ReplicaBatch, ReplicaChange};
 use canopy_mdb::ReadOps;
 use canopy_proto::sync::{
-    uuid_from_text, Cookie, Csn, CsnSet, SyncInfo, SyncMode, SyncRequest, SyncState,
-    SyncStateKind, CONTROL_SYNC_REQUEST, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED,
-    SYNC_INFO,
+    uuid_from_text, Cookie, Csn, CsnSet, SyncInfo, SyncMode, SyncRequest, SyncState, SyncStateKind,
+    CONTROL_SYNC_REQUEST, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED, SYNC_INFO,
 };
 use canopy_proto::{
     Change, Control, DerefAliases, Dn, Filter, LdapMessage, ModifyOperation, PartialAttribute,
@@ -67,14 +66,15 @@ impl Log {
                     .ok_or("syncdata = \"accesslog\" needs logbase (e.g. \"cn=accesslog\")")?;
                 Dn::parse(base.as_bytes()).map_err(|e| format!("logbase {base:?}: {e}"))?;
                 let text = logfilter.unwrap_or(DEFAULT_LOGFILTER);
-                let filter =
-                    Filter::parse(text).map_err(|e| format!("logfilter {text:?}: {e}"))?;
+                let filter = Filter::parse(text).map_err(|e| format!("logfilter {text:?}: {e}"))?;
                 Ok(Some(Log {
                     base: base.to_string(),
                     filter,
                 }))
             }
-            "changelog" => Err("syncdata \"changelog\" is not supported (use \"accesslog\")".into()),
+            "changelog" => {
+                Err("syncdata \"changelog\" is not supported (use \"accesslog\")".into())
+            }
             other => Err(format!(
                 "syncdata {other:?}: expected \"default\" or \"accesslog\""
             )),
@@ -103,7 +103,10 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
     }
     let csns = cookie.map(|k| k.csns).unwrap_or_default();
     let mut conn = Connection::open(c).await.map_err(fail)?;
-    if !reaches_back(&mut conn, handle, log, &csns).await.map_err(fail)? {
+    if !reaches_back(&mut conn, handle, log, &csns)
+        .await
+        .map_err(fail)?
+    {
         tracing::warn!(rid = c.rid, provider = %c.provider, logbase = %log.base,
             "syncrepl: the provider's log does not reach back to this consumer's cookie \
              (purged); full refresh of the data");
@@ -157,7 +160,15 @@ async fn reaches_back(
     csns: &CsnSet,
 ) -> Result<bool, String> {
     let log_context = {
-        let entries = search(conn, handle, &log.base, SearchScope::BaseObject, Filter::Present("objectClass".into()), &["contextCSN"]).await?;
+        let entries = search(
+            conn,
+            handle,
+            &log.base,
+            SearchScope::BaseObject,
+            Filter::Present("objectClass".into()),
+            &["contextCSN"],
+        )
+        .await?;
         let mut set = CsnSet::new();
         for value in entries.iter().flat_map(|e| values(e, "contextCSN")) {
             if let Some(csn) = std::str::from_utf8(value).ok().and_then(Csn::parse) {
@@ -176,7 +187,15 @@ async fn reaches_back(
             continue;
         }
         let filter = Filter::Equality("entryCSN".into(), have.as_str().as_bytes().to_vec());
-        let found = search(conn, handle, &log.base, SearchScope::WholeSubtree, filter, &["1.1"]).await?;
+        let found = search(
+            conn,
+            handle,
+            &log.base,
+            SearchScope::WholeSubtree,
+            filter,
+            &["1.1"],
+        )
+        .await?;
         if found.is_empty() {
             return Ok(false);
         }
@@ -213,12 +232,17 @@ async fn search(
         filter,
         attributes: attrs.iter().map(|a| a.to_string()).collect(),
     };
-    let id = conn.send(ProtocolOp::SearchRequest(request), Vec::new()).await?;
+    let id = conn
+        .send(ProtocolOp::SearchRequest(request), Vec::new())
+        .await?;
     let mut entries = Vec::new();
     loop {
         let message = conn.recv_timeout(handle.consumer.timeout).await?;
         if message.message_id != id {
-            return Err(format!("a message for request {} where {id} was expected", message.message_id));
+            return Err(format!(
+                "a message for request {} where {id} was expected",
+                message.message_id
+            ));
         }
         match message.op {
             ProtocolOp::SearchResultEntry(entry) => entries.push(entry.attributes),
@@ -226,7 +250,9 @@ async fn search(
             ProtocolOp::SearchResultDone(result) => {
                 return match result.code {
                     ResultCode::Success => Ok(entries),
-                    ResultCode::NoSuchObject => Err(format!("logbase {base:?}: no such object on the provider")),
+                    ResultCode::NoSuchObject => {
+                        Err(format!("logbase {base:?}: no such object on the provider"))
+                    }
                     code => Err(format!("search of {base:?}: {code:?} {}", result.message)),
                 };
             }
@@ -381,7 +407,11 @@ impl Follow<'_> {
         let end = self.replay().await?;
         let persisting = self.handle.consumer.mode == SyncMode::RefreshAndPersist;
         self.handle.update(|s| {
-            s.state = if persisting { "persisting" } else { "refreshing" };
+            s.state = if persisting {
+                "persisting"
+            } else {
+                "refreshing"
+            };
             s.last_success = Some(SystemTime::now());
         });
         Ok(end)
@@ -428,7 +458,12 @@ impl Follow<'_> {
             };
             self.csns = csns;
             self.progressed = true;
-            let counts = [applied.added, applied.modified, applied.renamed, applied.deleted];
+            let counts = [
+                applied.added,
+                applied.modified,
+                applied.renamed,
+                applied.deleted,
+            ];
             self.handle.update(|s| {
                 for (total, n) in s.counts.iter_mut().zip(counts) {
                     *total += n;
@@ -459,7 +494,10 @@ impl Follow<'_> {
                     if change.operation != ModifyOperation::Add {
                         return Err(format!("an add record of {target} with a non-add reqMod"));
                     }
-                    match attrs.iter_mut().find(|a| a.name == change.modification.name) {
+                    match attrs
+                        .iter_mut()
+                        .find(|a| a.name == change.modification.name)
+                    {
                         Some(attr) => attr.values.extend(change.modification.values),
                         None => attrs.push(change.modification),
                     }
@@ -487,7 +525,8 @@ impl Follow<'_> {
                 let entry = self
                     .load(&ndn)?
                     .ok_or_else(|| format!("modify of {target}: no such entry here"))?;
-                let uuid = entry_uuid(&entry).ok_or_else(|| format!("{target} has no entryUUID here"))?;
+                let uuid =
+                    entry_uuid(&entry).ok_or_else(|| format!("{target} has no entryUUID here"))?;
                 let entry = apply(self.db, entry, &mods(record)?, &target)?;
                 Ok(Some(ReplicaChange::Put { uuid, entry }))
             }
@@ -495,7 +534,8 @@ impl Follow<'_> {
                 let mut entry = self
                     .load(&ndn)?
                     .ok_or_else(|| format!("modrdn of {target}: no such entry here"))?;
-                let uuid = entry_uuid(&entry).ok_or_else(|| format!("{target} has no entryUUID here"))?;
+                let uuid =
+                    entry_uuid(&entry).ok_or_else(|| format!("{target} has no entryUUID here"))?;
                 let new_rdn = record.text("reqNewRDN")?;
                 let rdn = Dn::parse(new_rdn.as_bytes())
                     .ok()
@@ -505,8 +545,9 @@ impl Follow<'_> {
                     .one("reqDeleteOldRDN")
                     .is_some_and(|v| v.eq_ignore_ascii_case(b"TRUE"));
                 let parent = match record.one("reqNewSuperior") {
-                    Some(superior) => Dn::parse(superior)
-                        .map_err(|e| format!("reqNewSuperior: {e}"))?,
+                    Some(superior) => {
+                        Dn::parse(superior).map_err(|e| format!("reqNewSuperior: {e}"))?
+                    }
                     None => entry.dn.parent(),
                 };
                 if delete_old {
@@ -522,7 +563,11 @@ impl Follow<'_> {
                 for ava in &rdn.avas {
                     match entry.get_mut(&ava.attr) {
                         Some(attr) => {
-                            if !attr.values.iter().any(|v| v.eq_ignore_ascii_case(&ava.value)) {
+                            if !attr
+                                .values
+                                .iter()
+                                .any(|v| v.eq_ignore_ascii_case(&ava.value))
+                            {
                                 attr.values.push(ava.value.clone());
                             }
                         }
@@ -582,7 +627,10 @@ fn record(attrs: PartialAttributes) -> Result<Option<Record>, String> {
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(Csn::parse);
     let Some(csn) = csn else { return Ok(None) };
-    let start = values(&attrs, "reqStart").next().cloned().unwrap_or_default();
+    let start = values(&attrs, "reqStart")
+        .next()
+        .cloned()
+        .unwrap_or_default();
     Ok(Some(Record { csn, start, attrs }))
 }
 
@@ -603,13 +651,23 @@ fn mods(record: &Record) -> Result<Vec<Change>, String> {
             Some(b'-') => ModifyOperation::Delete,
             Some(b'=') => ModifyOperation::Replace,
             Some(b'#') => ModifyOperation::Increment,
-            _ => return Err(format!("reqMod {:?}: unknown operation", String::from_utf8_lossy(value))),
+            _ => {
+                return Err(format!(
+                    "reqMod {:?}: unknown operation",
+                    String::from_utf8_lossy(value)
+                ))
+            }
         };
         let rest = &value[colon + 2..];
         let item = match rest.first() {
             None => None,
             Some(b' ') => Some(rest[1..].to_vec()),
-            Some(_) => return Err(format!("reqMod {:?}: expected a space", String::from_utf8_lossy(value))),
+            Some(_) => {
+                return Err(format!(
+                    "reqMod {:?}: expected a space",
+                    String::from_utf8_lossy(value)
+                ))
+            }
         };
         let same = changes.last_mut().filter(|last| {
             last.operation == operation
@@ -681,7 +739,13 @@ mod tests {
         .unwrap();
         let shape: Vec<(ModifyOperation, &str, usize)> = changes
             .iter()
-            .map(|c| (c.operation, c.modification.name.as_str(), c.modification.values.len()))
+            .map(|c| {
+                (
+                    c.operation,
+                    c.modification.name.as_str(),
+                    c.modification.values.len(),
+                )
+            })
             .collect();
         assert_eq!(
             shape,
@@ -704,7 +768,9 @@ mod tests {
     fn syncdata_keywords() {
         assert!(Log::compile(None, None, None).unwrap().is_none());
         assert!(Log::compile(Some("default"), Some("cn=accesslog"), None).is_err());
-        let log = Log::compile(Some("accesslog"), Some("cn=accesslog"), None).unwrap().unwrap();
+        let log = Log::compile(Some("accesslog"), Some("cn=accesslog"), None)
+            .unwrap()
+            .unwrap();
         assert_eq!(log.base, "cn=accesslog");
         assert!(Log::compile(Some("accesslog"), None, None).is_err());
         assert!(Log::compile(Some("accesslog"), Some("cn=accesslog"), Some("(bad")).is_err());

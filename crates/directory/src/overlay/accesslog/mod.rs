@@ -88,7 +88,13 @@ pub struct Config {
     pub ops: Ops,
     /// `logpurge`: records older than the age are deleted every interval.
     pub purge: Option<(Duration, Duration)>,
+    /// The log database's access rules (the frontend compiles them). Records carry every value a
+    /// write stored, password hashes included, so the default lets only the root DN read the log.
+    pub access: Vec<String>,
 }
+
+/// The log database's rules when none are configured: nobody but the root DN.
+pub const DEFAULT_ACCESS: &str = "to * by * none";
 
 /// Parses one `logpurge` duration, slapd's `[DD+]HH:MM[:SS]`.
 pub fn parse_age(text: &str) -> Result<Duration, String> {
