@@ -250,7 +250,7 @@ fn accesslog_config(options: &toml::Table) -> Result<accesslog::Config, String> 
                 None => return Err("logsuccess: expected true or false".into()),
             },
             "logpurge" => {
-                let text = string(key, value)?;
+                let text = strings(key, value)?.join(" ");
                 let parts: Vec<&str> = text.split_whitespace().collect();
                 let [age, interval] = parts.as_slice() else {
                     return Err(format!(

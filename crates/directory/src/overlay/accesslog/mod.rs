@@ -22,7 +22,7 @@ pub use writer::{LogWriter, Record};
 
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::pipeline::{after_commit, Event, Kind, WriteHook};
+use crate::pipeline::{after_commit, Event, Kind, Origin, WriteHook};
 
 /// The prefix of outbox keys in the data store's meta table.
 pub const OUTBOX_PREFIX: &[u8] = b"accesslog/";
@@ -167,11 +167,22 @@ impl WriteHook for AccessLog {
         if !self.config.ops.logs(event.kind) {
             return Ok(());
         }
-        let start = self.shared.next_start(&event.stamp.csn);
+        // A replicated change keeps the CSN it was made with (a cascaded delta consumer's cookie
+        // must name it); a replicated delete carries none, and the local stamp orders it.
+        let csn = match event.origin {
+            Origin::Local => event.stamp.csn.clone(),
+            Origin::Replica => event
+                .new
+                .and_then(|e| e.get("entryCSN"))
+                .and_then(|a| a.values.first())
+                .and_then(|v| String::from_utf8(v.clone()).ok())
+                .unwrap_or_else(|| event.stamp.csn.clone()),
+        };
+        let start = self.shared.next_start(&csn);
         let record = Record {
             start: start.clone(),
             end: self.shared.end_after(&start),
-            csn: event.stamp.csn.clone(),
+            csn,
             uuid: uuid::Uuid::new_v4().hyphenated().to_string(),
             attrs: record_attrs(event),
         };
