@@ -95,7 +95,12 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         progressed: false,
     };
     let mut cookie = stored_cookie(db, c.rid).map_err(fail)?;
-    if reload || cookie.is_none() {
+    // A session that starts with a full refresh follows the log from the refresh's own cookie: the
+    // coverage check is skipped (a change the log never recorded, `logops` narrower than the writes,
+    // must not send the consumer into a refresh loop), and a record that then fails to apply is a
+    // failure for the retry schedule, not another immediate refresh.
+    let refreshed = reload || cookie.is_none();
+    if refreshed {
         tracing::info!(rid = c.rid, provider = %c.provider,
             "syncrepl: delta consumer without a usable cookie: full refresh of the data first");
         refresh_data(db, handle).await?;
@@ -103,9 +108,10 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
     }
     let csns = cookie.map(|k| k.csns).unwrap_or_default();
     let mut conn = Connection::open(c).await.map_err(fail)?;
-    if !reaches_back(&mut conn, handle, log, &csns)
-        .await
-        .map_err(fail)?
+    if !refreshed
+        && !reaches_back(&mut conn, handle, log, &csns)
+            .await
+            .map_err(fail)?
     {
         tracing::warn!(rid = c.rid, provider = %c.provider, logbase = %log.base,
             "syncrepl: the provider's log does not reach back to this consumer's cookie \
@@ -119,6 +125,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         pending: Vec::new(),
         refreshing: true,
         progressed: false,
+        refreshed,
     };
     let outcome = follow.log(&mut conn, log).await;
     outcome.map_err(|message| Failure {
@@ -291,6 +298,8 @@ struct Follow<'a> {
     pending: Vec<Record>,
     refreshing: bool,
     progressed: bool,
+    /// The session began with a full refresh of the data.
+    refreshed: bool,
 }
 
 impl Follow<'_> {
@@ -430,11 +439,7 @@ impl Follow<'_> {
             }
             let change = match self.change(&record) {
                 Ok(change) => change,
-                Err(error) => {
-                    tracing::warn!(rid = c.rid, provider = %c.provider, %error,
-                        "syncrepl: a log record does not apply here; full refresh of the data");
-                    return Ok(Some(End::RefreshRequired));
-                }
+                Err(error) => return self.unappliable(error).map(Some),
             };
             let mut csns = self.csns.clone();
             csns.observe(&record.csn);
@@ -450,11 +455,7 @@ impl Follow<'_> {
             };
             let applied = match self.db.apply_replica(batch).await {
                 Ok(applied) => applied,
-                Err(e) => {
-                    tracing::warn!(rid = c.rid, provider = %c.provider, error = %e.message,
-                        "syncrepl: a log record does not apply here; full refresh of the data");
-                    return Ok(Some(End::RefreshRequired));
-                }
+                Err(e) => return self.unappliable(e.message).map(Some),
             };
             self.csns = csns;
             self.progressed = true;
@@ -473,6 +474,20 @@ impl Follow<'_> {
             });
         }
         Ok(None)
+    }
+
+    /// A record that does not apply here (the consumer diverged): a full refresh of the data, at once
+    /// unless this session began with one (then the retry schedule's delay comes first).
+    fn unappliable(&self, error: String) -> Result<End, String> {
+        let c = &self.handle.consumer;
+        if self.refreshed {
+            return Err(format!(
+                "a log record does not apply even after a full refresh: {error}"
+            ));
+        }
+        tracing::warn!(rid = c.rid, provider = %c.provider, %error,
+            "syncrepl: a log record does not apply here; full refresh of the data");
+        Ok(End::RefreshRequired)
     }
 
     /// The replica change a record describes, computed against this database's current entry.
