@@ -161,8 +161,13 @@ impl WriteHook for AccessLog {
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
         // Records the log database holds durably: their outbox copies go in this transaction.
-        for key in self.shared.take_done() {
-            txn.del_meta(&key).map_err(store_error)?;
+        let done = self.shared.done();
+        for key in &done {
+            txn.del_meta(key).map_err(store_error)?;
+        }
+        if !done.is_empty() {
+            let shared = self.shared.clone();
+            after_commit(move || shared.forget(&done));
         }
         if !self.config.ops.logs(event.kind) {
             return Ok(());

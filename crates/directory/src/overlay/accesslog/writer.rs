@@ -98,8 +98,18 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn take_done(&self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut *self.done.lock().unwrap_or_else(|e| e.into_inner()))
+    /// The outbox keys to delete in the running write (at most a batch of them): forgotten only once
+    /// that write commits ([`Shared::forget`]), so a write that rolls back leaves them for the next.
+    pub(crate) fn done(&self) -> Vec<Vec<u8>> {
+        let done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        done.iter().take(BATCH).cloned().collect()
+    }
+
+    pub(crate) fn forget(&self, keys: &[Vec<u8>]) {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|k| !keys.contains(k));
     }
 
     fn mark_done(&self, keys: impl IntoIterator<Item = Vec<u8>>) {
