@@ -532,6 +532,51 @@ mod tests {
     }
 
     #[test]
+    fn accesslog_options_as_slapd_names_them() {
+        let config = accesslog(&[overlay(
+            "name = \"accesslog\"\nlogdb = \"cn=accesslog\"\nlogops = \"add modify\"\n\
+             logsuccess = true\nlogpurge = \"07+00:00 01+00:00\"",
+        )])
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.logdb, "cn=accesslog");
+        assert!(config.ops.add && config.ops.modify && !config.ops.delete && !config.ops.modrdn);
+        assert_eq!(
+            config.purge,
+            Some((
+                std::time::Duration::from_secs(7 * 86_400),
+                std::time::Duration::from_secs(86_400)
+            ))
+        );
+        assert_eq!(config.access, [accesslog::DEFAULT_ACCESS]);
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad("name = \"accesslog\"", "needs logdb");
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogops = \"reads\"",
+            "writes only",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogsuccess = false",
+            "logsuccess",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogpurge = \"07+00:00\"",
+            "an age and an interval",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogpurge = \"1+00:00 00:00\"",
+            "must not be zero",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogold = \"x\"",
+            "unknown option \"logold\"",
+        );
+    }
+
+    #[test]
     fn memberof_options_as_slapd_names_them() {
         let o = overlay(
             "name = \"memberof\"\ngroup-oc = \"groupOfUniqueNames\"\nmember-ad = \"uniqueMember\"\n\
