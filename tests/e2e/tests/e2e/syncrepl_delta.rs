@@ -212,3 +212,45 @@ fn canopy_provider_slapd_delta_consumer() {
     );
     assert!(anonymous.records().is_empty(), "{}", anonymous.stdout);
 }
+
+/// A Canopy delta consumer killed with -9 while it replays a stream of log records, then started
+/// again: each record and its cookie commit together, so it resumes where it stopped and converges.
+#[test]
+fn delta_consumer_killed_mid_stream() {
+    if !once() {
+        return;
+    }
+    let p = slapd_provider(None);
+    let mut c = canopy_delta_consumer(&p);
+    converged(&p, &c, "the first refresh");
+    let dn = user_dn("bob");
+    let stream: String = (0..150)
+        .map(|i| {
+            format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: v{i}\n\n")
+        })
+        .collect();
+    let writer = {
+        let (url, stream) = (p.ldap_url(), stream.clone());
+        std::thread::spawn(move || {
+            let mut cmd = std::process::Command::new("ldapmodify");
+            cmd.args(["-x", "-H", &url, "-D", ROOT_DN, "-w", ROOT_PW]);
+            canopy_harness::client::run(cmd, Some(&stream))
+        })
+    };
+    // Killed once it has replayed some of the stream (or after two seconds at most).
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        let seen = c.read(&Bind::Root, &dn, &["description"]).stdout;
+        if seen.contains("description: v") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.kill9();
+    writer
+        .join()
+        .unwrap()
+        .expect_code(0, "the stream of modifies");
+    relaunch_same_port(&mut c);
+    converged(&p, &c, "after kill -9 mid-stream");
+}
