@@ -254,3 +254,32 @@ fn delta_consumer_killed_mid_stream() {
     relaunch_same_port(&mut c);
     converged(&p, &c, "after kill -9 mid-stream");
 }
+
+/// Canopy → Canopy: a Canopy provider's log followed by a Canopy delta consumer, across a restart with
+/// its cookie and after the provider itself was killed with -9 and started again.
+#[test]
+fn canopy_provider_canopy_delta_consumer() {
+    if !once() {
+        return;
+    }
+    let toml = "[[overlay]]\nname = \"accesslog\"\nlogdb = \"cn=accesslog\"\n";
+    let mut p = Server::start_configured(Target::Canopy, toml, &[], &[]);
+    p.load_base();
+    let mut c = canopy_delta_consumer(&p);
+    converged(&p, &c, "the first refresh");
+    writes(&p, "a");
+    converged(&p, &c, "persist");
+    c.kill9();
+    writes(&p, "b");
+    relaunch_same_port(&mut c);
+    converged(&p, &c, "restart with the cookie");
+    relaunch_same_port(&mut p);
+    writes(&p, "c");
+    converged(&p, &c, "after the provider's kill -9 and restart");
+    assert_eq!(
+        c.log().matches("full refresh of the data first").count(),
+        1,
+        "only the first start refreshes the data:\n{}",
+        c.log()
+    );
+}
