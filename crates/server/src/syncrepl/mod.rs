@@ -104,7 +104,7 @@ async fn run(db: Database, handle: Arc<Handle>) {
             s.state = "connecting";
             s.connects += 1;
         });
-        // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta.rs).
+        // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/).
         match delta::run(&db, &handle, reload).await {
             Ok(session::End::Polled) => {
                 (step, tries, reload) = (0, 0, false);
