@@ -454,6 +454,7 @@ fn serve(config: Config) -> Result<()> {
         }
         spawn_log_reopener(state.clone())?;
         canopy_server::syncrepl::start(state.databases.first(), &state.syncrepl);
+        canopy_server::logdb::start(&state.accesslog);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         service::notify(&format!(
             "READY=1\nSTATUS=serving {}\nMAINPID={}",

@@ -195,8 +195,9 @@ struct Model {
 const BUILT_IN_SCHEMA: [&str; 4] = ["core", "cosine", "inetorgperson", "nis"];
 
 /// Modules whose work Canopy does without them.
-const BUILT_IN_MODULES: [&str; 14] = [
+const BUILT_IN_MODULES: [&str; 15] = [
     "back_mdb",
+    "accesslog",
     "back_monitor",
     "memberof",
     "refint",
@@ -213,7 +214,10 @@ const BUILT_IN_MODULES: [&str; 14] = [
 ];
 
 /// The syncrepl keywords Canopy's `[[syncrepl]]` tables take (issue 11), and whether each is a number.
-const SYNCREPL_KEYS: [(&str, bool); 16] = [
+const SYNCREPL_KEYS: [(&str, bool); 19] = [
+    ("syncdata", false),
+    ("logbase", false),
+    ("logfilter", false),
     ("rid", true),
     ("provider", false),
     ("searchbase", false),
@@ -243,7 +247,11 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 25] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 29] = [
+    ("logdb", "accesslog", "logdb", Kind::Str),
+    ("logops", "accesslog", "logops", Kind::Words),
+    ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
+    ("logpurge", "accesslog", "logpurge", Kind::Line),
     ("memberofgroupoc", "memberof", "group-oc", Kind::Str),
     ("memberofmemberad", "memberof", "member-ad", Kind::Str),
     ("memberofmemberofad", "memberof", "memberof-ad", Kind::Str),
@@ -1150,6 +1158,7 @@ fn syncrepl(m: &mut Model, d: &Directive, db: usize) {
                 | ("scope", "sub" | "subtree")
                 | ("keepalive", "0:0:0")
                 | ("schemachecking", "off")
+                | ("syncdata", "default")
         );
         if default {
             continue;
@@ -1271,8 +1280,63 @@ fn check_access(m: &mut Model) {
     m.left_out.extend(left_out);
 }
 
+/// The log database of an `overlay accesslog` (its `logdb`): Canopy's overlay makes it itself, so its
+/// `database` section becomes the overlay's `access` (its rules), with a note.
+fn fold_log_databases(m: &mut Model) {
+    let logdbs: Vec<(usize, String)> = m
+        .databases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, db)| {
+            db.overlays
+                .iter()
+                .filter(|o| o.name == "accesslog")
+                .filter_map(
+                    move |o| match o.options.iter().find(|(k, _)| k == "logdb") {
+                        Some((_, Val::Str(dn))) => Some((i, dn.clone())),
+                        _ => None,
+                    },
+                )
+        })
+        .collect();
+    let same = |a: &str, b: &str| {
+        let squeeze = |t: &str| t.replace(' ', "").to_ascii_lowercase();
+        squeeze(a) == squeeze(b)
+    };
+    for (owner, dn) in logdbs {
+        let Some(log) = m
+            .databases
+            .iter()
+            .position(|db| db.suffix.as_deref().is_some_and(|s| same(s, &dn)))
+        else {
+            continue;
+        };
+        let removed = m.databases.remove(log);
+        let owner = if log < owner { owner - 1 } else { owner };
+        if let Some(overlay) = m.databases[owner]
+            .overlays
+            .iter_mut()
+            .find(|o| o.name == "accesslog")
+        {
+            if !removed.access.is_empty() {
+                overlay
+                    .options
+                    .push(("access".into(), Val::List(removed.access.clone())));
+            }
+        }
+        m.notes.push(Remark {
+            origin: removed.origin.clone(),
+            text: format!("database with suffix {dn}"),
+            reason: "the accesslog overlay's log database: Canopy's overlay opens it itself \
+                     (DATA/accesslog, syncprov included); its access rules became the overlay's `access`"
+                .into(),
+        });
+    }
+}
+
 /// Cross-database decisions once everything is read.
 fn finish(m: &mut Model) {
+    fold_log_databases(m);
     check_access(m);
     let asks = m
         .tls

@@ -193,11 +193,26 @@ impl Directory {
 pub struct SyncProv {
     /// Session log records kept (0: no log, every cookie refresh uses the present phase).
     sessionlog: u64,
+    /// Replicated writes arrive in CSN order and are this database's own changes (the accesslog's
+    /// log database, written through the replica path): published as local ones, so persistent
+    /// searches advance their cookie with each of them.
+    ordered: bool,
 }
 
 impl SyncProv {
     pub fn new(sessionlog: u64) -> SyncProv {
-        SyncProv { sessionlog }
+        SyncProv {
+            sessionlog,
+            ordered: false,
+        }
+    }
+
+    /// The syncprov of a database whose replicated writes come in CSN order (an access log).
+    pub fn ordered(sessionlog: u64) -> SyncProv {
+        SyncProv {
+            sessionlog,
+            ordered: true,
+        }
     }
 }
 
@@ -256,7 +271,11 @@ impl WriteHook for SyncProv {
         let change = Change {
             kind: event.kind,
             id: event.id,
-            origin: event.origin,
+            origin: if self.ordered {
+                Origin::Local
+            } else {
+                event.origin
+            },
             csn,
             uuid,
             old_dn: event.old.map(|e| e.dn.to_string()),

@@ -20,6 +20,7 @@ pub mod exporter;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
+pub mod logdb;
 pub mod metrics;
 pub mod monitor;
 pub mod monitor_tree;
@@ -136,16 +137,19 @@ fn open_directory_with(
     durable: bool,
     write_map: bool,
 ) -> Result<Database, StartError> {
-    open_directory_in(config, Arc::new(load_schema(config)?), durable, write_map)
+    // An offline tool has no log writer: what its writes log waits in the data store's outbox for the
+    // next start of the server, which moves it to the log database.
+    open_directory_in(config, Arc::new(load_schema(config)?), durable, write_map).map(|(db, _)| db)
 }
 
-/// Opens the database of `config` (a database's view, `Config::database_view`) with the shared schema.
+/// Opens the database of `config` (a database's view, `Config::database_view`) with the shared schema;
+/// with the accesslog overlay, the log database still to open.
 fn open_directory_in(
     config: &Config,
     schema: Arc<Schema>,
     durable: bool,
     write_map: bool,
-) -> Result<Database, StartError> {
+) -> Result<(Database, Option<logdb::Pending>), StartError> {
     let specs = index_specs(&schema, config)?;
     let store_config = StoreConfig {
         path: config.data_dir.clone(),
@@ -160,20 +164,32 @@ fn open_directory_in(
         schema: &schema,
         suffix: &config.suffix,
     };
+    let mut pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
+        .map_err(StartError::Overlay)?;
+    // The access log records what the other overlays made of a write (docs/overlays.md).
+    let accesslog = match overlays::accesslog(&config.overlay).map_err(StartError::Overlay)? {
+        Some(log_config) => {
+            let (hook, pending) = logdb::hook(log_config);
+            pipeline = pipeline.then(hook);
+            Some(pending)
+        }
+        None => None,
+    };
     // The provider's session log and change feed run last, after every overlay (docs/replication.md).
-    let pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
-        .map_err(StartError::Overlay)?
-        .then(Arc::new(canopy_directory::syncprov::SyncProv::new(
-            config.syncprov_sessionlog,
-        )));
+    let pipeline = pipeline.then(Arc::new(canopy_directory::syncprov::SyncProv::new(
+        config.syncprov_sessionlog,
+    )));
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
     backend.set_server_id(config.server_id);
     let ppolicy =
         overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
-    Ok(Database::new(backend, acl)
-        .with_dynlist(dynlist)
-        .with_ppolicy(ppolicy))
+    Ok((
+        Database::new(backend, acl)
+            .with_dynlist(dynlist)
+            .with_ppolicy(ppolicy),
+        accesslog,
+    ))
 }
 
 /// Opens every data database of `config` in configuration order, with their root DNs (the first
@@ -183,14 +199,15 @@ fn open_databases(
     config: &Config,
     schema: &Arc<Schema>,
     first_password: Vec<u8>,
-) -> Result<Vec<Database>, StartError> {
+) -> Result<(Vec<Database>, Vec<logdb::LogDb>), StartError> {
     let mut list = Vec::new();
+    let mut logs = Vec::new();
     let mut first_password = Some(first_password);
     for number in 1..=config.database_count() {
         let view = config
             .database_view(number)
             .ok_or_else(|| StartError::Invalid(format!("database {number} is missing")))?;
-        let db = open_directory_in(&view, schema.clone(), config.durable, false)?;
+        let (db, pending) = open_directory_in(&view, schema.clone(), config.durable, false)?;
         let root = match view.root_dn.as_str() {
             "" => None,
             text => {
@@ -202,6 +219,20 @@ fn open_databases(
                 Some((ndn, password))
             }
         };
+        if let Some(pending) = pending {
+            let mut log_view = view.clone();
+            log_view.access = pending.access().to_vec();
+            let acl = access_list(schema, &log_view)?;
+            let log_root = root.as_ref().map(|(ndn, _)| ndn.clone());
+            logs.push(pending.open(
+                &view,
+                schema.clone(),
+                db.backend(),
+                acl,
+                log_root,
+                config.durable,
+            )?);
+        }
         list.push(db.with_settings(
             root,
             view.limits.clone(),
@@ -210,6 +241,8 @@ fn open_databases(
             view.data_dir.clone(),
         ));
     }
+    // The log databases after the data databases: the first database stays the first data database.
+    list.extend(logs.iter().map(|log| log.database().clone()));
     // The configuration check compared suffixes without the schema; compare them normalized too.
     for (i, db) in list.iter().enumerate() {
         if let Some(j) = (0..i).find(|&j| list[j].suffix() == db.suffix()) {
@@ -221,7 +254,7 @@ fn open_databases(
             )));
         }
     }
-    Ok(list)
+    Ok((list, logs))
 }
 
 fn normalize_root(schema: &Schema, text: &str) -> Result<canopy_schema::NormDn, StartError> {
@@ -286,6 +319,7 @@ fn check_database(config: &Config) -> Result<(), StartError> {
         .map_err(StartError::Overlay)?;
     overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
+    overlays::accesslog(&config.overlay).map_err(StartError::Overlay)?;
     let suffix = canopy_proto::Dn::parse(config.suffix.as_bytes())
         .map_err(|e| e.to_string())
         .and_then(|dn| schema.normalize_dn(&dn).map_err(|e| e.to_string()))
@@ -367,7 +401,7 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 /// Builds the shared state for serving.
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
     let schema = Arc::new(load_schema(&config)?);
-    let mut list = open_databases(&config, &schema, root_password.clone())?;
+    let (mut list, accesslog) = open_databases(&config, &schema, root_password.clone())?;
     let root_ndn = normalize_root(&schema, &config.root_dn)?;
     // `[[syncrepl]]` consumers feed the first database, which then refers client writes to `updateref`.
     let syncrepl = syncrepl::handles(
@@ -410,6 +444,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         metrics: Arc::new(metrics::Metrics::new()),
         access_log,
         syncrepl,
+        accesslog,
     }))
 }
 

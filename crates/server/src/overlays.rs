@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use canopy_directory::dynlist::Dynlist;
+use canopy_directory::overlay::accesslog;
 use canopy_directory::overlay::auditlog::AuditLog;
 use canopy_directory::overlay::constraint::{self, Constraint};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
@@ -24,7 +25,7 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 7] = [
+pub const KNOWN: [&str; 8] = [
     "memberof",
     "refint",
     "unique",
@@ -32,6 +33,7 @@ pub const KNOWN: [&str; 7] = [
     "dynlist",
     "ppolicy",
     "auditlog",
+    "accesslog",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -51,6 +53,7 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
         }
         let checked = match overlay.name.as_str() {
             "dynlist" => dynlist_config(&overlay.options).map(|_| ()),
+            "accesslog" => accesslog_config(&overlay.options).map(|_| ()),
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -75,6 +78,9 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
     }
     if overlays.iter().any(|o| o.name == "ppolicy") {
         schema.push(ppolicy::PPOLICY_SCHEMA);
+    }
+    if overlays.iter().any(|o| o.name == "accesslog") {
+        schema.push(accesslog::ACCESSLOG_SCHEMA);
     }
     schema
 }
@@ -139,7 +145,11 @@ pub fn pipeline(
     target: &Target<'_>,
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
-    for overlay in overlays.iter().filter(|o| o.name != "dynlist") {
+    // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below).
+    for overlay in overlays
+        .iter()
+        .filter(|o| o.name != "dynlist" && o.name != "accesslog")
+    {
         let hook = hook(overlay, root_dn, Some(target))
             .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
         pipeline = pipeline.then(hook);
@@ -200,6 +210,75 @@ fn hook(
             KNOWN.join(", ")
         )),
     }
+}
+
+/// The accesslog overlay's settings, when one is configured: the server opens its log database and
+/// appends the hook after the other overlays (crate::logdb).
+pub fn accesslog(overlays: &[OverlayConfig]) -> Result<Option<accesslog::Config>, String> {
+    overlays
+        .iter()
+        .find(|o| o.name == "accesslog")
+        .map(|o| {
+            accesslog_config(&o.options).map_err(|e| format!("[[overlay]] \"accesslog\": {e}"))
+        })
+        .transpose()
+}
+
+/// slapd's `logdb`, `logops`, `logsuccess` and `logpurge` (two `[DD+]HH:MM[:SS]` durations: age and
+/// interval).
+fn accesslog_config(options: &toml::Table) -> Result<accesslog::Config, String> {
+    let mut logdb = None;
+    let mut ops = accesslog::Ops::parse(["writes"])?;
+    let mut purge = None;
+    let mut access = vec![accesslog::DEFAULT_ACCESS.to_string()];
+    for (key, value) in options {
+        match key.as_str() {
+            "logdb" => logdb = Some(dn(key, value)?),
+            "access" => access = strings(key, value)?,
+            "logops" => {
+                let words = strings(key, value)?;
+                let words: Vec<&str> = words.iter().flat_map(|w| w.split_whitespace()).collect();
+                ops = accesslog::Ops::parse(words)?;
+            }
+            "logsuccess" => match value.as_bool() {
+                Some(true) => {}
+                Some(false) => {
+                    return Err("logsuccess = false: Canopy logs successful writes only \
+                                (failed ones change nothing a consumer could replay)"
+                        .into())
+                }
+                None => return Err("logsuccess: expected true or false".into()),
+            },
+            "logpurge" => {
+                let text = strings(key, value)?.join(" ");
+                let parts: Vec<&str> = text.split_whitespace().collect();
+                let [age, interval] = parts.as_slice() else {
+                    return Err(format!(
+                        "logpurge {text:?}: expected an age and an interval, e.g. \"07+00:00 01+00:00\""
+                    ));
+                };
+                let age = accesslog::parse_age(age).map_err(|e| format!("logpurge: {e}"))?;
+                let interval =
+                    accesslog::parse_age(interval).map_err(|e| format!("logpurge: {e}"))?;
+                if interval.is_zero() {
+                    return Err("logpurge: the interval must not be zero".into());
+                }
+                purge = Some((age, interval));
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (accesslog takes logdb, logops, logsuccess, logpurge, access)"
+                ))
+            }
+        }
+    }
+    let logdb = logdb.ok_or("accesslog needs logdb = \"cn=accesslog\"")?;
+    Ok(accesslog::Config {
+        logdb,
+        ops,
+        purge,
+        access,
+    })
 }
 
 /// slapd's `memberof-*` options without the prefix.
@@ -450,6 +529,51 @@ mod tests {
 
     fn overlay(text: &str) -> OverlayConfig {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn accesslog_options_as_slapd_names_them() {
+        let config = accesslog(&[overlay(
+            "name = \"accesslog\"\nlogdb = \"cn=accesslog\"\nlogops = \"add modify\"\n\
+             logsuccess = true\nlogpurge = \"07+00:00 01+00:00\"",
+        )])
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.logdb, "cn=accesslog");
+        assert!(config.ops.add && config.ops.modify && !config.ops.delete && !config.ops.modrdn);
+        assert_eq!(
+            config.purge,
+            Some((
+                std::time::Duration::from_secs(7 * 86_400),
+                std::time::Duration::from_secs(86_400)
+            ))
+        );
+        assert_eq!(config.access, [accesslog::DEFAULT_ACCESS]);
+        let bad = |text: &str, want: &str| {
+            let err = check(&[overlay(text)]).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad("name = \"accesslog\"", "needs logdb");
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogops = \"reads\"",
+            "writes only",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogsuccess = false",
+            "logsuccess",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogpurge = \"07+00:00\"",
+            "an age and an interval",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogpurge = \"1+00:00 00:00\"",
+            "must not be zero",
+        );
+        bad(
+            "name = \"accesslog\"\nlogdb = \"cn=log\"\nlogold = \"x\"",
+            "unknown option \"logold\"",
+        );
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct ServerState {
     pub monitor: Option<crate::monitor::Monitor>,
     /// The syncrepl consumers of the first database (`[[syncrepl]]`), with their status.
     pub syncrepl: Vec<Arc<crate::syncrepl::Handle>>,
+    /// The accesslog overlays' log databases (in `databases` too), whose writers `logdb::start` runs.
+    pub accesslog: Vec<crate::logdb::LogDb>,
 }
 
 pub type State = Arc<ServerState>;

@@ -128,7 +128,8 @@ fn serve(
     let Some(db) = state.databases.route(&base) else {
         return Err(state.outside_naming_context(&base).into());
     };
-    if db.is_read_only() {
+    // cn=Monitor has no syncprov; a read-only database that does (the accesslog's log) serves.
+    if db.is_monitor() {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "this database is not a sync provider",

@@ -4,6 +4,8 @@
 
 #[path = "e2e/access.rs"]
 mod access;
+#[path = "e2e/accesslog.rs"]
+mod accesslog;
 #[path = "e2e/acl.rs"]
 mod acl;
 #[path = "e2e/bind.rs"]
@@ -56,6 +58,8 @@ mod syncprov;
 mod syncrepl_canopy;
 #[path = "e2e/syncrepl_consumer.rs"]
 mod syncrepl_consumer;
+#[path = "e2e/syncrepl_delta.rs"]
+mod syncrepl_delta;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

@@ -95,8 +95,8 @@ memberof-dangling error
 memberof-refint TRUE
 overlay refint
 refint_attributes member owner
-overlay accesslog
-logdb cn=log
+overlay pcache
+pcache mdb 100 2 1000 100
 
 database monitor
 "#;
@@ -215,16 +215,16 @@ fn two_databases_translate_in_canopy_order() {
     );
     assert!(
         left.iter()
-            .any(|(o, t)| o.ends_with(":48") && *t == "overlay accesslog"),
+            .any(|(o, t)| o.ends_with(":48") && *t == "overlay pcache"),
         "{left:?}"
     );
     assert!(
         left.iter()
-            .any(|(o, t)| o.ends_with(":49") && *t == "logdb cn=log"),
+            .any(|(o, t)| o.ends_with(":49") && *t == "pcache mdb 100 2 1000 100"),
         "{left:?}"
     );
     assert_eq!(left.len(), 3, "{left:?}");
-    assert!(m.toml.contains("# - slapd.conf:48: overlay accesslog\n"));
+    assert!(m.toml.contains("# - slapd.conf:48: overlay pcache\n"));
     // Harmless settings are notes, not omissions.
     assert!(m.notes.iter().any(|n| n.text == "pidfile /run/slapd.pid"));
     assert!(m.notes.iter().any(|n| n.text == "moduleload back_mdb"));
@@ -406,5 +406,49 @@ fn after_an_overlay_canopy_lacks_known_directives_still_count() {
         .left_out
         .last()
         .is_some_and(|r| r.reason.contains("first database only")));
+    parse(&m.toml);
+}
+
+const DELTA: &str = r#"
+database mdb
+suffix cn=accesslog
+directory /var/lib/ldap/accesslog
+rootdn cn=accesslog
+index reqStart eq
+access to * by dn.exact="cn=replicator,dc=example,dc=com" read by * none
+overlay syncprov
+
+database mdb
+suffix "dc=example,dc=com"
+rootdn "cn=admin,dc=example,dc=com"
+directory /var/lib/ldap/data
+overlay syncprov
+overlay accesslog
+logdb cn=accesslog
+logops writes
+logsuccess TRUE
+logpurge 07+00:00 01+00:00
+syncrepl rid=002 provider=ldap://127.0.0.1:9 searchbase="dc=example,dc=com" syncdata=accesslog logbase="cn=accesslog" logfilter="(&(objectClass=auditWriteObject)(reqResult=0))"
+"#;
+
+#[test]
+fn accesslog_and_delta_syncrepl() {
+    let m = translate(&directives(DELTA));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    // The log database is the overlay's own: no [[database]] of its own, its rules on the overlay.
+    assert!(!m.toml.contains("cn=accesslog\"\ndata_dir"), "{}", m.toml);
+    assert!(!m.toml.contains("[[database]]"), "{}", m.toml);
+    for line in [
+        "name = \"accesslog\"\n",
+        "logdb = \"cn=accesslog\"\n",
+        "logsuccess = true\n",
+        "logpurge = [\"07+00:00 01+00:00\"]\n",
+        "syncdata = \"accesslog\"\n",
+        "logbase = \"cn=accesslog\"\n",
+    ] {
+        assert!(m.toml.contains(line), "{line}{}", m.toml);
+    }
+    assert!(m.toml.contains("read by * none"), "{}", m.toml);
+    assert!(m.notes.iter().any(|n| n.reason.contains("log database")));
     parse(&m.toml);
 }

@@ -2,6 +2,7 @@
 //! behaviour, but inside the write's transaction (docs/overlays.md). The frontend reads their
 //! configuration (`[[overlay]]` tables) and builds them with their typed settings.
 
+pub mod accesslog;
 pub mod auditlog;
 pub mod constraint;
 pub mod memberof;

@@ -58,6 +58,11 @@ pub struct SyncreplConfig {
     /// Seconds a TCP connect and TLS handshake may take.
     #[serde(rename = "network-timeout", default = "default_network_timeout")]
     pub network_timeout: u64,
+    /// delta-syncrepl (slapd's `syncdata`): `"default"` replicates entries; `"accesslog"` follows the
+    /// provider's access log at `logbase`, records chosen by `logfilter` (crate::syncrepl::delta).
+    pub syncdata: Option<String>,
+    pub logbase: Option<String>,
+    pub logfilter: Option<String>,
 }
 
 fn default_scope() -> String {
@@ -150,6 +155,8 @@ pub struct Consumer {
     pub verify_provider: bool,
     pub timeout: Option<Duration>,
     pub network_timeout: Duration,
+    /// `syncdata = "accesslog"`: the log to follow.
+    pub delta: Option<super::delta::Log>,
 }
 
 impl SyncreplConfig {
@@ -339,6 +346,12 @@ impl SyncreplConfig {
             verify_provider,
             timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
             network_timeout: Duration::from_secs(self.network_timeout),
+            delta: super::delta::Log::compile(
+                self.syncdata.as_deref(),
+                self.logbase.as_deref(),
+                self.logfilter.as_deref(),
+            )
+            .map_err(at)?,
         })
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod config;
+mod delta;
 mod session;
 
 use std::sync::{Arc, Mutex};
@@ -103,7 +104,8 @@ async fn run(db: Database, handle: Arc<Handle>) {
             s.state = "connecting";
             s.connects += 1;
         });
-        match session::run(&db, &handle, reload).await {
+        // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/).
+        match delta::run(&db, &handle, reload).await {
             Ok(session::End::Polled) => {
                 (step, tries, reload) = (0, 0, false);
                 handle.update(|s| s.state = "waiting");
