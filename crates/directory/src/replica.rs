@@ -97,7 +97,11 @@ impl Directory {
 
     /// Checks that this database can find entries by entryUUID (an equality index on it).
     pub fn check_replica(&self) -> Result<(), String> {
-        self.uuid_index().map(|_| ()).ok_or_else(|| {
+        let configured = self.configured_indexes();
+        let uuid = configured
+            .iter()
+            .find(|s| s.eq && s.attr.eq_ignore_ascii_case("entryUUID"));
+        uuid.map(|_| ()).ok_or_else(|| {
             "a syncrepl consumer needs an equality index on entryUUID (indexes: entryUUID eq)"
                 .to_string()
         })
@@ -208,17 +212,29 @@ impl Directory {
         Ok(())
     }
 
-    fn uuid_index(&self) -> Option<&canopy_core::index::IndexSpec> {
-        self.indexes()
+    /// The entryUUID equality index, once complete.
+    fn uuid_index(&self, txn: &WriteTxn<'_>) -> Option<canopy_core::index::IndexSpec> {
+        self.indexes(txn)
             .iter()
             .find(|s| s.eq && s.attr.eq_ignore_ascii_case("entryUUID"))
+            .cloned()
     }
 
     /// The entry holding `uuid`, by the entryUUID equality index.
     fn find_uuid(&self, txn: &WriteTxn<'_>, uuid: &[u8; 16]) -> Result<Option<u64>, LdapError> {
-        let spec = self
-            .uuid_index()
-            .ok_or_else(|| LdapError::new(ResultCode::UnwillingToPerform, "no entryUUID index"))?;
+        let Some(spec) = self.uuid_index(txn) else {
+            // The index is being built (configured since the last start): read every entry until
+            // it is complete, slow but right.
+            let ids = txn.entry_ids().map_err(failed)?;
+            for id in ids {
+                if let Some(entry) = self.load_id(txn, id)? {
+                    if entry_uuid(&entry).as_ref() == Some(uuid) {
+                        return Ok(Some(id));
+                    }
+                }
+            }
+            return Ok(None);
+        };
         let probe = Entry {
             dn: canopy_proto::Dn { rdns: Vec::new() },
             ndn: NormDn::root(),
@@ -227,7 +243,7 @@ impl Directory {
                 values: vec![uuid_to_text(uuid).into_bytes()],
             }],
         };
-        let keys: Vec<Vec<u8>> = entry_keys(self.schema(), spec, &probe)
+        let keys: Vec<Vec<u8>> = entry_keys(self.schema(), &spec, &probe)
             .into_iter()
             .filter(|k| k.first() == Some(&EQUALITY_KEY))
             .collect();
