@@ -416,7 +416,7 @@ fn serve(config: Config) -> Result<()> {
     let password = root_password(&config)?;
     let listen = config.listen.clone();
     let metrics_listen = config.metrics_listen.clone();
-    let state = canopy_server::build_state(config, password)?;
+    let state = runtime.block_on(canopy_server::build_live_state(config, password))?;
     // The start-up Argon2id check (the dummy hash of failed binds) just freed 19 MiB on this thread.
     collect_freed_memory(true);
     runtime.block_on(async move {

@@ -76,6 +76,13 @@ pub struct Config {
     pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
     /// The referral a consumer database answers client writes with (slapd's `updateref`).
     pub updateref: Option<String>,
+    /// The root DN of the cn=config database (`olcRootDN` of `olcDatabase={0}config`); none: only
+    /// `config_access` decides who reads and changes cn=config (docs/configuration.md).
+    pub config_root_dn: Option<String>,
+    /// Its password, cleartext or a `{SCHEME}` hash.
+    pub config_root_password: Option<String>,
+    /// The access rules of cn=config; empty: root over ldapi manages it, nobody else sees it.
+    pub config_access: Vec<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -214,6 +221,9 @@ impl Default for Config {
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
             syncrepl: Vec::new(),
             updateref: None,
+            config_root_dn: None,
+            config_root_password: None,
+            config_access: Vec::new(),
         }
     }
 }

@@ -25,6 +25,6 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    dir.update(WriteOp::Delete { dn, ndn }, who, &ctl.write())
+    crate::config_tree::change::update(state, dir, WriteOp::Delete { dn, ndn }, who, &ctl.write())
         .await
 }

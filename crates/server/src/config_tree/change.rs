@@ -1,0 +1,479 @@
+//! A client's write of cn=config: apply it to a copy of the tree, build the whole new running
+//! configuration from that copy (any failure refuses the write, naming the attribute), refuse a change
+//! that leaves nobody able to change cn=config, store it durably through the configuration database
+//! (its access rules decide first), then swap the new snapshot in (`state::Live`).
+
+use std::sync::Arc;
+
+use canopy_core::LdapError;
+use canopy_directory::{OpError, WriteOp};
+use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
+
+use super::{
+    database_dn, numbered, split_ordinal, to_config, ConfigEntry, Refusal, CONFIG_DB_DN,
+    FRONTEND_DN, SUFFIX,
+};
+use crate::access::Who;
+use crate::config::Config;
+use crate::databases::{Database, Databases, WriteControls};
+use crate::state::{ServerState, State};
+
+/// The attributes an entry of the tree changes live; every other change is unwillingToPerform.
+pub fn live_attributes(dn: &str) -> &'static [&'static str] {
+    let dn = dn.to_ascii_lowercase();
+    if dn == SUFFIX {
+        &["olcServerID"]
+    } else if dn == FRONTEND_DN.to_ascii_lowercase() {
+        &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
+    } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
+        &["olcAccess", "olcRootDN", "olcRootPW"]
+    } else if dn == database_dn(1).to_ascii_lowercase() {
+        &["olcAccess", "olcRootDN", "olcRootPW", "olcReadOnly"]
+    } else if dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config") {
+        &[
+            "olcAccess",
+            "olcRootDN",
+            "olcRootPW",
+            "olcReadOnly",
+            "olcSizeLimit",
+            "olcTimeLimit",
+        ]
+    } else {
+        &[]
+    }
+}
+
+/// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES').
+const ORDERED: [&str; 4] = ["olcAccess", "olcLimits", "olcSyncrepl", "olcDbIndex"];
+
+fn is_ordered(name: &str) -> bool {
+    ORDERED[..3].iter().any(|o| o.eq_ignore_ascii_case(name))
+}
+
+fn refusal_error(refusal: Refusal) -> LdapError {
+    LdapError::new(refusal.code, refusal.message)
+}
+
+/// Runs a client's write in `dir`: through [`write`] for cn=config, else as an ordinary update.
+pub async fn update(
+    state: &State,
+    dir: &Database,
+    op: WriteOp,
+    who: &Who,
+    ctl: &WriteControls,
+) -> Result<Vec<Control>, OpError> {
+    match dir.is_config() {
+        true => write(state, dir, who, op, ctl).await,
+        false => dir.update(op, who, ctl).await,
+    }
+}
+
+/// Runs a client's write of the configuration database `dir`.
+pub async fn write(
+    state: &State,
+    dir: &Database,
+    who: &Who,
+    op: WriteOp,
+    ctl: &WriteControls,
+) -> Result<Vec<Control>, OpError> {
+    let Some(tree) = &state.config_tree else {
+        return Err(LdapError::new(ResultCode::UnwillingToPerform, "no cn=config here").into());
+    };
+    let mut entries = tree.entries.lock().await;
+    // The snapshot as it is now: a change that raced this one has been swapped in meanwhile.
+    let state = state.current();
+    let (stored_op, verdict) = match &op {
+        WriteOp::Modify { dn, ndn, changes } => {
+            match modified_tree(&entries, &dn.to_string(), changes)
+                .and_then(|tree| next_state(&state, &tree.0, &tree.1).map(|s| (tree, s)))
+            {
+                Ok(((tree, new_entry), next)) => {
+                    let old = entries
+                        .iter()
+                        .find(|e| e.dn.eq_ignore_ascii_case(&new_entry.dn))
+                        .cloned()
+                        .unwrap_or_else(|| new_entry.clone());
+                    let stored = WriteOp::Modify {
+                        dn: dn.clone(),
+                        ndn: ndn.clone(),
+                        changes: super::store::changes(&old, &new_entry),
+                    };
+                    (stored, Ok((tree, next)))
+                }
+                Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
+            }
+        }
+        WriteOp::Add(_) => (
+            op.clone(),
+            Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "adding entries to cn=config (a database, a schema, an overlay) is not supported \
+                 on a running server yet; add it to the configuration file and restart",
+            )),
+        ),
+        WriteOp::Delete { .. } => (
+            op.clone(),
+            Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "deleting entries of cn=config is not supported on a running server yet",
+            )),
+        ),
+        WriteOp::ModifyDn(_) => (
+            op.clone(),
+            Err(LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "renaming entries of cn=config is not supported",
+            )),
+        ),
+    };
+    // Access control decides first: a refusal reaches only who may write the entry.
+    let controls = dir
+        .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())
+        .await?;
+    let (tree, next) = verdict?;
+    *entries = tree;
+    let next = Arc::new(next);
+    for db in next.databases.iter() {
+        db.backend().set_server_id(next.config.server_id);
+    }
+    state.live.swap(next);
+    Ok(controls)
+}
+
+/// The tree after `changes` to the entry `dn`, and that entry.
+fn modified_tree(
+    entries: &[ConfigEntry],
+    dn: &str,
+    changes: &[Change],
+) -> Result<(Vec<ConfigEntry>, ConfigEntry), Refusal> {
+    let normalized = normalize_dn(dn);
+    let Some(position) = entries.iter().position(|e| normalize_dn(&e.dn) == normalized) else {
+        return Err(Refusal::new(ResultCode::NoSuchObject, ""));
+    };
+    let old = &entries[position];
+    let mut entry = old.clone();
+    for change in changes {
+        apply(&mut entry, change)?;
+    }
+    let live = live_attributes(&old.dn);
+    for (name, _) in entry.attrs.iter().chain(old.attrs.iter()) {
+        if old.get(name) == entry.get(name) {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("olcDbIndex") {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                "olcDbIndex: adding or dropping an index on a running server is not available \
+                 yet; change indexes in the configuration file and run canopy reindex",
+            ));
+        }
+        if !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!(
+                    "{name}: cannot be changed on a running server; change the configuration \
+                     file and restart"
+                ),
+            ));
+        }
+    }
+    entry.attrs.retain(|(_, values)| !values.is_empty());
+    let mut tree = entries.to_vec();
+    tree[position] = entry.clone();
+    Ok((tree, entry))
+}
+
+/// A DN of the tree compared loosely: lower case, no spaces after commas.
+fn normalize_dn(dn: &str) -> String {
+    dn.split(',')
+        .map(|rdn| rdn.trim().to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One change of a modify, with slapd's `{N}` handling of ordered values: an added `{N}value` goes to
+/// position N (the end without a prefix), a deleted `{N}` removes position N, and the values are
+/// numbered again afterwards.
+fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
+    let name = change.modification.name.clone();
+    let mut values = Vec::new();
+    for raw in &change.modification.values {
+        values.push(String::from_utf8(raw.clone()).map_err(|_| {
+            Refusal::new(
+                ResultCode::InvalidAttributeSyntax,
+                format!("{name}: value is not UTF-8"),
+            )
+        })?);
+    }
+    let ordered = is_ordered(&name);
+    let position = entry
+        .attrs
+        .iter()
+        .position(|(n, _)| n.eq_ignore_ascii_case(&name));
+    let mut current: Vec<String> = match (position, ordered) {
+        (Some(p), true) => entry.attrs[p]
+            .1
+            .iter()
+            .map(|v| split_ordinal(v).1.to_string())
+            .collect(),
+        (Some(p), false) => entry.attrs[p].1.clone(),
+        (None, _) => Vec::new(),
+    };
+    match change.operation {
+        ModifyOperation::Add => {
+            for value in values {
+                let (at, text) = match ordered {
+                    true => split_ordinal(&value),
+                    false => (None, value.as_str()),
+                };
+                if current.iter().any(|v| v == text) {
+                    return Err(Refusal::new(
+                        ResultCode::AttributeOrValueExists,
+                        format!("{name}: value #0 provided more than once"),
+                    ));
+                }
+                match at {
+                    Some(n) if n < current.len() => current.insert(n, text.to_string()),
+                    _ => current.push(text.to_string()),
+                }
+            }
+        }
+        ModifyOperation::Delete if values.is_empty() => {
+            if current.is_empty() {
+                return Err(Refusal::new(
+                    ResultCode::NoSuchAttribute,
+                    format!("modify/delete: {name}: no such attribute"),
+                ));
+            }
+            current.clear();
+        }
+        ModifyOperation::Delete => {
+            for value in values {
+                let (at, text) = match ordered {
+                    true => split_ordinal(&value),
+                    false => (None, value.as_str()),
+                };
+                let found = match at {
+                    Some(n) if n < current.len() && (text.is_empty() || current[n] == text) => {
+                        Some(n)
+                    }
+                    Some(_) => None,
+                    None => current.iter().position(|v| v.eq_ignore_ascii_case(text)),
+                };
+                match found {
+                    Some(n) => {
+                        current.remove(n);
+                    }
+                    None => {
+                        return Err(Refusal::new(
+                            ResultCode::NoSuchAttribute,
+                            format!("modify/delete: {name}: no such value"),
+                        ))
+                    }
+                }
+            }
+        }
+        ModifyOperation::Replace => {
+            let mut with_positions: Vec<(Option<usize>, String)> = values
+                .iter()
+                .map(|v| match ordered {
+                    true => {
+                        let (at, text) = split_ordinal(v);
+                        (at, text.to_string())
+                    }
+                    false => (None, v.clone()),
+                })
+                .collect();
+            // Values that name their positions take them in that order; the others follow as sent.
+            with_positions.sort_by_key(|(at, _)| at.unwrap_or(usize::MAX));
+            current = with_positions.into_iter().map(|(_, v)| v).collect();
+        }
+        ModifyOperation::Increment => {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!("{name}: increment is not supported in cn=config"),
+            ))
+        }
+    }
+    let stored = match ordered {
+        true => numbered(&current),
+        false => current,
+    };
+    match position {
+        Some(p) => entry.attrs[p].1 = stored,
+        None => entry.attrs.push((name, stored)),
+    }
+    Ok(())
+}
+
+/// The snapshot the server runs after a change to `tree`: every database's settings and the frontend's
+/// built from the new configuration, or the refusal naming what fails.
+fn next_state(state: &State, tree: &[ConfigEntry], _: &ConfigEntry) -> Result<ServerState, Refusal> {
+    let Some(config_tree) = &state.config_tree else {
+        return Err(Refusal::new(ResultCode::UnwillingToPerform, "no cn=config"));
+    };
+    let (config, first_password) = to_config(&config_tree.base, tree)?;
+    check_lockout(&config)?;
+    let schema = state.databases.schema().clone();
+    let mut list = Vec::new();
+    let mut number = 0;
+    for db in state.databases.iter() {
+        if db.is_monitor() {
+            list.push(db.clone());
+            continue;
+        }
+        if db.is_config() {
+            let rebuilt = config_tree.database(&config)?;
+            list.push(rebuilt);
+            continue;
+        }
+        number += 1;
+        let view = config.database_view(number).ok_or_else(|| {
+            Refusal::new(ResultCode::Other, format!("database {number} is missing"))
+        })?;
+        let acl = crate::access_list(&schema, &view)
+            .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcAccess> {e}")))?;
+        let root = match view.root_dn.as_str() {
+            "" => None,
+            text => {
+                let ndn = normalize_root(&schema, text)?;
+                let password = match number {
+                    1 => first_password.clone(),
+                    _ => view.root_password.clone().unwrap_or_default().into_bytes(),
+                };
+                Some((ndn, password))
+            }
+        };
+        list.push(db.clone().with_acl(acl).with_settings(
+            root,
+            view.limits.clone(),
+            view.read_only,
+            db.subordinate(),
+            db.directory().to_path_buf(),
+        ));
+    }
+    let mut next = ServerState::clone(state);
+    next.root_ndn = match config.root_dn.as_str() {
+        "" => next.root_ndn,
+        text => normalize_root(&schema, text)?,
+    };
+    next.root_password = first_password;
+    if config.password_hash != state.config.password_hash {
+        next.dummy_hash = crate::dummy_hash(&config)
+            .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcPasswordHash> {e}")))?;
+    }
+    next.databases = Databases::new(list);
+    next.config = config;
+    Ok(next)
+}
+
+fn normalize_root(schema: &canopy_schema::Schema, text: &str) -> Result<canopy_schema::NormDn, Refusal> {
+    canopy_proto::Dn::parse(text.as_bytes())
+        .ok()
+        .and_then(|dn| schema.normalize_dn(&dn).ok())
+        .ok_or_else(|| {
+            Refusal::new(
+                ResultCode::InvalidAttributeSyntax,
+                "olcRootDN: value #0 invalid per syntax",
+            )
+        })
+}
+
+/// Refuses a configuration in which nobody can change cn=config: neither a config root DN with a
+/// password nor an access rule of `olcDatabase={0}config` granting write or manage to someone.
+fn check_lockout(config: &Config) -> Result<(), Refusal> {
+    let root = config.config_root_dn.is_some()
+        && config
+            .config_root_password
+            .as_deref()
+            .is_some_and(|p| !p.is_empty());
+    let rules = match config.config_access.is_empty() {
+        true => vec![super::default_access()],
+        false => config.config_access.clone(),
+    };
+    if root || rules.iter().any(|rule| grants_write(rule)) {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        ResultCode::UnwillingToPerform,
+        "olcAccess/olcRootDN/olcRootPW: this change would leave no identity able to modify \
+         cn=config (keep olcRootDN with olcRootPW on olcDatabase={0}config, or a rule granting \
+         write or manage)",
+    ))
+}
+
+/// Whether some `by` clause of an access rule grants write or manage to someone other than nobody.
+fn grants_write(rule: &str) -> bool {
+    rule.split(" by ").skip(1).any(|clause| {
+        let words: Vec<&str> = clause.split_whitespace().collect();
+        let who = words.first().copied().unwrap_or("");
+        let level = words.get(1).copied().unwrap_or("");
+        let grants = matches!(level.to_ascii_lowercase().as_str(), "write" | "manage")
+            || ((level.starts_with('=') || level.starts_with('+'))
+                && level.chars().any(|c| c == 'w' || c == 'm'));
+        grants && !who.eq_ignore_ascii_case("none")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canopy_proto::PartialAttribute;
+
+    fn change(operation: ModifyOperation, name: &str, values: &[&str]) -> Change {
+        Change {
+            operation,
+            modification: PartialAttribute {
+                name: name.into(),
+                values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn ordered_values_move_and_renumber_as_slapd() {
+        let mut entry = ConfigEntry {
+            dn: database_dn(1),
+            attrs: vec![],
+        };
+        apply(
+            &mut entry,
+            &change(
+                ModifyOperation::Add,
+                "olcAccess",
+                &["to * by * read", "{0}to attrs=userPassword by self write by * auth"],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            entry.get("olcAccess"),
+            [
+                "{0}to attrs=userPassword by self write by * auth",
+                "{1}to * by * read"
+            ]
+        );
+        apply(&mut entry, &change(ModifyOperation::Delete, "olcAccess", &["{0}"])).unwrap();
+        assert_eq!(entry.get("olcAccess"), ["{0}to * by * read"]);
+        let err = apply(&mut entry, &change(ModifyOperation::Delete, "olcAccess", &["{5}"]))
+            .unwrap_err();
+        assert_eq!(err.code, ResultCode::NoSuchAttribute);
+    }
+
+    #[test]
+    fn lockout_is_recognised() {
+        let mut config = Config::default();
+        assert!(check_lockout(&config).is_ok());
+        config.config_access = vec!["to * by * read".into()];
+        assert_eq!(
+            check_lockout(&config).unwrap_err().code,
+            ResultCode::UnwillingToPerform
+        );
+        config.config_access = vec!["to * by dn.exact=\"cn=a\" write by * none".into()];
+        assert!(check_lockout(&config).is_ok());
+        config.config_access = vec!["to * by * none".into()];
+        config.config_root_dn = Some("cn=admin,cn=config".into());
+        assert!(check_lockout(&config).is_err());
+        config.config_root_password = Some("secret".into());
+        assert!(check_lockout(&config).is_ok());
+    }
+}

@@ -1,0 +1,495 @@
+//! The cn=config tree (docs/design/config-tree.md): the running configuration as entries in slapd's
+//! shape and names (`cn=config`, `olcDatabase={-1}frontend`, `olcDatabase={0}config`,
+//! `olcDatabase={N}mdb`, `cn=schema`), the mapping from a [`Config`] to those entries and back for the
+//! attributes that change live, and the olc* schema they need.
+//!
+//! The tree is a database of its own in the registry (`store` keeps it durable in `DATA/config`);
+//! `change` runs a client's write of it: validate the whole new configuration, store it, swap it in.
+
+pub mod change;
+pub mod store;
+
+pub use store::ConfigTree;
+
+use canopy_proto::ResultCode;
+
+use crate::config::Config;
+use crate::limits::{LimitRule, LimitValue};
+
+/// The naming context of the configuration database.
+pub const SUFFIX: &str = "cn=config";
+
+/// The peer-credential identity of root over ldapi, which Debian's slapd lets manage cn=config.
+pub const LDAPI_ROOT: &str = "gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth";
+
+/// The access rule of `olcDatabase={0}config` when the configuration names none (`config_access`):
+/// root over ldapi manages it, nobody else sees it (the config root DN is above every rule).
+pub fn default_access() -> String {
+    format!("to * by dn.exact=\"{LDAPI_ROOT}\" manage by * none")
+}
+
+/// The olc* attribute types and object classes the tree uses, with OpenLDAP's OIDs and names (as
+/// slapd 2.5 publishes them in cn=Subschema); the classes list only the attributes Canopy knows.
+pub const SCHEMA: &str = "\
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.1 NAME 'olcAccess' DESC 'Access Control List' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.4 NAME 'olcAttributeTypes' DESC 'OpenLDAP attributeTypes' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.9 NAME 'olcBackend' DESC 'A type of backend' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.13 NAME 'olcDatabase' DESC 'The backend type for a database instance' SUP olcBackend SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.5 NAME 'olcLimits' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.28 NAME 'olcLogLevel' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.32 NAME 'olcObjectClasses' DESC 'OpenLDAP object classes' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.34 NAME 'olcOverlay' SUP olcDatabase SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.36 NAME 'olcPasswordHash' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.40 NAME 'olcReadOnly' EQUALITY booleanMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.7 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.8 NAME 'olcRootDN' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.9 NAME 'olcRootPW' EQUALITY octetStringMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.81 NAME 'olcServerID' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.60 NAME 'olcSizeLimit' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.15 NAME 'olcSubordinate' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.10 NAME 'olcSuffix' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.11 NAME 'olcSyncrepl' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.67 NAME 'olcTimeLimit' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.68 NAME 'olcTLSCACertificateFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.70 NAME 'olcTLSCertificateFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.71 NAME 'olcTLSCertificateKeyFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.75 NAME 'olcTLSVerifyClient' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.13 NAME 'olcUpdateRef' SUP labeledURI EQUALITY caseIgnoreMatch )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.1 NAME 'olcDbDirectory' DESC 'Directory for database content' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.2 NAME 'olcDbIndex' DESC 'Attribute index parameters' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.0 NAME 'olcConfig' DESC 'OpenLDAP configuration object' SUP top ABSTRACT )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.1 NAME 'olcGlobal' DESC 'OpenLDAP Global configuration options' SUP olcConfig STRUCTURAL MAY ( cn $ olcLogLevel $ olcPasswordHash $ olcReadOnly $ olcServerID $ olcSizeLimit $ olcTimeLimit $ olcTLSCACertificateFile $ olcTLSCertificateFile $ olcTLSCertificateKeyFile $ olcTLSVerifyClient $ olcAttributeTypes $ olcObjectClasses ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.2 NAME 'olcSchemaConfig' DESC 'OpenLDAP schema object' SUP olcConfig STRUCTURAL MAY ( cn $ olcAttributeTypes $ olcObjectClasses ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.4 NAME 'olcDatabaseConfig' DESC 'OpenLDAP Database-specific options' SUP olcConfig STRUCTURAL MUST olcDatabase MAY ( olcSuffix $ olcSubordinate $ olcAccess $ olcLimits $ olcReadOnly $ olcRootDN $ olcRootPW $ olcSizeLimit $ olcSyncrepl $ olcTimeLimit $ olcUpdateRef ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.5 NAME 'olcOverlayConfig' DESC 'OpenLDAP Overlay-specific options' SUP olcConfig STRUCTURAL MUST olcOverlay )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.7 NAME 'olcFrontendConfig' DESC 'OpenLDAP frontend configuration' AUXILIARY MAY olcPasswordHash )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.2.12.1 NAME 'olcMdbConfig' DESC 'MDB database configuration' SUP olcDatabaseConfig STRUCTURAL MUST olcDbDirectory MAY olcDbIndex )
+";
+
+/// One entry of the tree: its DN and attributes in order, values as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub dn: String,
+    pub attrs: Vec<(String, Vec<String>)>,
+}
+
+impl ConfigEntry {
+    fn new(dn: impl Into<String>) -> ConfigEntry {
+        ConfigEntry {
+            dn: dn.into(),
+            attrs: Vec::new(),
+        }
+    }
+
+    fn with(mut self, name: &str, values: Vec<String>) -> ConfigEntry {
+        if !values.is_empty() {
+            self.attrs.push((name.to_string(), values));
+        }
+        self
+    }
+
+    /// The values of `name` (ASCII case-insensitive); none when absent.
+    pub fn get(&self, name: &str) -> &[String] {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// The values of `name` without their `{N}` prefixes, in order.
+    pub fn ordered(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .iter()
+            .map(|v| split_ordinal(v).1.to_string())
+            .collect()
+    }
+
+    fn single(&self, name: &str) -> Option<&str> {
+        self.get(name).first().map(String::as_str)
+    }
+}
+
+/// A value's `{N}` prefix, if any, and the rest.
+pub fn split_ordinal(value: &str) -> (Option<usize>, &str) {
+    if let Some(rest) = value.strip_prefix('{') {
+        if let Some((number, tail)) = rest.split_once('}') {
+            if let Ok(n) = number.parse::<usize>() {
+                return (Some(n), tail);
+            }
+        }
+    }
+    (None, value)
+}
+
+/// `values` numbered `{0}`, `{1}`, ... as slapd shows X-ORDERED 'VALUES' attributes.
+pub fn numbered(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{{{i}}}{v}"))
+        .collect()
+}
+
+/// The DN of data database `number` (1-based, as `--database N`).
+pub fn database_dn(number: usize) -> String {
+    format!("olcDatabase={{{number}}}mdb,cn=config")
+}
+
+pub const FRONTEND_DN: &str = "olcDatabase={-1}frontend,cn=config";
+pub const CONFIG_DB_DN: &str = "olcDatabase={0}config,cn=config";
+pub const SCHEMA_DN: &str = "cn=schema,cn=config";
+
+fn one(value: impl ToString) -> Vec<String> {
+    vec![value.to_string()]
+}
+
+fn limit_text(value: u32) -> String {
+    match value {
+        0 => "unlimited".to_string(),
+        n => n.to_string(),
+    }
+}
+
+fn boolean(value: bool) -> Vec<String> {
+    one(if value { "TRUE" } else { "FALSE" })
+}
+
+/// The tree of a configuration. `first_root_password` is the first database's root password as
+/// `serve` resolved it (the file, `CANOPY_ROOTPW` or a generated one).
+pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEntry> {
+    let tls = &config.tls;
+    let path = |p: &Option<std::path::PathBuf>| {
+        p.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    let verify = match tls.verify_client {
+        crate::config::VerifyClient::Never => Vec::new(),
+        crate::config::VerifyClient::Allow => one("allow"),
+        crate::config::VerifyClient::Try => one("try"),
+        crate::config::VerifyClient::Demand => one("demand"),
+    };
+    let server_id = match config.server_id {
+        0 => Vec::new(),
+        n => one(n),
+    };
+    let mut tree = vec![
+        ConfigEntry::new(SUFFIX)
+            .with("objectClass", one("olcGlobal"))
+            .with("cn", one("config"))
+            .with("olcServerID", server_id)
+            .with("olcTLSCertificateFile", path(&tls.cert_file))
+            .with("olcTLSCertificateKeyFile", path(&tls.key_file))
+            .with("olcTLSCACertificateFile", path(&tls.ca_file))
+            .with("olcTLSVerifyClient", verify),
+        ConfigEntry::new(SCHEMA_DN)
+            .with("objectClass", one("olcSchemaConfig"))
+            .with("cn", one("schema")),
+        ConfigEntry::new(FRONTEND_DN)
+            .with(
+                "objectClass",
+                vec!["olcDatabaseConfig".into(), "olcFrontendConfig".into()],
+            )
+            .with("olcDatabase", one("{-1}frontend"))
+            .with("olcSizeLimit", one(limit_text(config.limits.size_limit)))
+            .with("olcTimeLimit", one(limit_text(config.limits.time_limit)))
+            .with("olcPasswordHash", one(&config.password_hash)),
+    ];
+    let config_access = match config.config_access.is_empty() {
+        true => vec![default_access()],
+        false => config.config_access.clone(),
+    };
+    tree.push(
+        ConfigEntry::new(CONFIG_DB_DN)
+            .with("objectClass", one("olcDatabaseConfig"))
+            .with("olcDatabase", one("{0}config"))
+            .with("olcAccess", numbered(&config_access))
+            .with("olcRootDN", config.config_root_dn.iter().cloned().collect())
+            .with(
+                "olcRootPW",
+                config.config_root_password.iter().cloned().collect(),
+            ),
+    );
+    for number in 1..=config.database_count() {
+        let Some(view) = config.database_view(number) else {
+            continue;
+        };
+        let own = number
+            .checked_sub(2)
+            .and_then(|i| config.database.get(i))
+            .map(|db| &db.limits);
+        let root_password = match number {
+            1 => match first_root_password.is_empty() {
+                true => Vec::new(),
+                false => one(String::from_utf8_lossy(first_root_password)),
+            },
+            _ => view.root_password.iter().cloned().collect(),
+        };
+        let subordinate = match config.subordinate(number) {
+            crate::databases::Subordinate::Glued => one("TRUE"),
+            _ => Vec::new(),
+        };
+        let indexes = view
+            .indexes
+            .iter()
+            .map(|i| format!("{} {}", i.attr, i.kinds.join(",")))
+            .collect();
+        tree.push(
+            ConfigEntry::new(database_dn(number))
+                .with(
+                    "objectClass",
+                    vec!["olcDatabaseConfig".into(), "olcMdbConfig".into()],
+                )
+                .with("olcDatabase", one(format!("{{{number}}}mdb")))
+                .with("olcDbDirectory", one(view.data_dir.display()))
+                .with("olcSuffix", one(&view.suffix))
+                .with("olcSubordinate", subordinate)
+                .with("olcAccess", numbered(&view.access))
+                .with(
+                    "olcLimits",
+                    numbered(&view.limits.rules.iter().map(limit_rule).collect::<Vec<_>>()),
+                )
+                .with("olcReadOnly", boolean(view.read_only))
+                .with(
+                    "olcRootDN",
+                    match view.root_dn.as_str() {
+                        "" => Vec::new(),
+                        dn => one(dn),
+                    },
+                )
+                .with("olcRootPW", root_password)
+                .with(
+                    "olcSizeLimit",
+                    own.and_then(|l| l.size_limit)
+                        .map(limit_text)
+                        .into_iter()
+                        .collect(),
+                )
+                .with(
+                    "olcTimeLimit",
+                    own.and_then(|l| l.time_limit)
+                        .map(limit_text)
+                        .into_iter()
+                        .collect(),
+                )
+                .with("olcUpdateRef", view.updateref.iter().cloned().collect())
+                .with("olcDbIndex", indexes),
+        );
+    }
+    tree
+}
+
+/// A `[[limits.rules]]` entry in slapd's `olcLimits` words.
+fn limit_rule(rule: &LimitRule) -> String {
+    let who = match rule.who.split_once(':') {
+        Some((kind, dn)) => format!("{kind}=\"{dn}\""),
+        None => rule.who.clone(),
+    };
+    let mut text = who;
+    let value = |v: &LimitValue| match v {
+        LimitValue::Limited(n) => n.to_string(),
+        LimitValue::Unlimited => "unlimited".to_string(),
+        LimitValue::Disabled => "disabled".to_string(),
+    };
+    for (word, limit) in [
+        ("size", &rule.size),
+        ("time", &rule.time),
+        ("size.unchecked", &rule.lookthrough),
+        ("size.pr", &rule.paged_size),
+        ("size.prtotal", &rule.paged_total),
+    ] {
+        if let Some(v) = limit {
+            text.push_str(&format!(" {word}={}", value(v)));
+        }
+    }
+    text
+}
+
+/// Why a configuration tree cannot be run: the result code slapd gives and a message naming the
+/// attribute and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: ResultCode,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: ResultCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// slapd's answer to a value its handler rejects: other (80), `<attr> problem`.
+    fn handler(attr: &str, problem: impl std::fmt::Display) -> Refusal {
+        Refusal::new(ResultCode::Other, format!("<{attr}> {problem}"))
+    }
+
+    /// slapd's answer to a value its syntax rejects: invalidAttributeSyntax.
+    fn syntax(attr: &str) -> Refusal {
+        Refusal::new(
+            ResultCode::InvalidAttributeSyntax,
+            format!("{attr}: value #0 invalid per syntax"),
+        )
+    }
+}
+
+/// The live settings of a tree (the attributes `change::LIVE` lists), applied over `base`: the whole
+/// configuration the server runs with this tree, and the first database's root password. Checks what
+/// can be checked without the schema; `change::build` checks the rest by building the databases' settings.
+pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>), Refusal> {
+    let mut config = base.clone();
+    let mut first_root_password = Vec::new();
+    let find = |dn: &str| tree.iter().find(|e| e.dn.eq_ignore_ascii_case(dn));
+    if let Some(global) = find(SUFFIX) {
+        config.server_id = match global.single("olcServerID") {
+            None => 0,
+            Some(text) => text
+                .trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|n| *n <= canopy_proto::sync::SID_MAX)
+                .ok_or_else(|| {
+                    Refusal::handler("olcServerID", format!("invalid server ID {text:?}"))
+                })?,
+        };
+    }
+    if let Some(frontend) = find(FRONTEND_DN) {
+        if let Some(v) = frontend.single("olcSizeLimit") {
+            config.limits.size_limit = parse_limit("olcSizeLimit", v)?;
+        }
+        if let Some(v) = frontend.single("olcTimeLimit") {
+            config.limits.time_limit = parse_limit("olcTimeLimit", v)?;
+        }
+        match frontend.get("olcPasswordHash") {
+            [] => {}
+            [one] => {
+                if canopy_password::Scheme::from_name(one).is_none() {
+                    return Err(Refusal::handler("olcPasswordHash", "no valid hashes found"));
+                }
+                one.clone_into(&mut config.password_hash);
+            }
+            _ => {
+                return Err(Refusal::handler(
+                    "olcPasswordHash",
+                    "Canopy hashes new passwords with one scheme only",
+                ))
+            }
+        }
+    }
+    if let Some(db) = find(CONFIG_DB_DN) {
+        config.config_access = db.ordered("olcAccess");
+        config.config_root_dn = db.single("olcRootDN").map(str::to_string);
+        config.config_root_password = db.single("olcRootPW").map(str::to_string);
+    }
+    for number in 1..=config.database_count() {
+        let Some(db) = find(&database_dn(number)) else {
+            continue;
+        };
+        let read_only = match db.single("olcReadOnly") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("TRUE") => true,
+            Some(v) if v.eq_ignore_ascii_case("FALSE") => false,
+            Some(_) => return Err(Refusal::syntax("olcReadOnly")),
+        };
+        let access = db.ordered("olcAccess");
+        let root_dn = db.single("olcRootDN").map(str::to_string);
+        let root_password = db.single("olcRootPW").map(str::to_string);
+        let size = db
+            .single("olcSizeLimit")
+            .map(|v| parse_limit("olcSizeLimit", v))
+            .transpose()?;
+        let time = db
+            .single("olcTimeLimit")
+            .map(|v| parse_limit("olcTimeLimit", v))
+            .transpose()?;
+        match number.checked_sub(2).and_then(|i| config.database.get_mut(i)) {
+            None => {
+                config.read_only = read_only;
+                config.access = access;
+                config.root_dn = root_dn.unwrap_or_default();
+                first_root_password = root_password.unwrap_or_default().into_bytes();
+                if size.is_some() || time.is_some() {
+                    return Err(Refusal::new(
+                        ResultCode::UnwillingToPerform,
+                        "olcSizeLimit/olcTimeLimit: the first database takes the server-wide \
+                         limits; set them on olcDatabase={-1}frontend,cn=config",
+                    ));
+                }
+            }
+            Some(table) => {
+                table.read_only = read_only;
+                table.access = access;
+                table.root_dn = root_dn;
+                table.root_password = root_password;
+                table.limits.size_limit = size;
+                table.limits.time_limit = time;
+            }
+        }
+    }
+    Ok((config, first_root_password))
+}
+
+/// slapd's size or time limit words: a number or `unlimited` (0 here, as in `[limits]`).
+fn parse_limit(attr: &str, text: &str) -> Result<u32, Refusal> {
+    let text = text.trim();
+    let number = text
+        .strip_prefix("size=")
+        .or_else(|| text.strip_prefix("time="))
+        .unwrap_or(text);
+    if number.eq_ignore_ascii_case("unlimited") || number == "-1" {
+        return Ok(0);
+    }
+    number
+        .parse::<u32>()
+        .map_err(|_| Refusal::handler(attr, "unable to parse limit"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_reads_back_into_the_same_configuration() {
+        let config = Config::parse(
+            "suffix = \"dc=x\"\nroot_dn = \"cn=admin,dc=x\"\naccess = [\"to * by * read\"]\n\
+             config_root_dn = \"cn=admin,cn=config\"\n[limits]\nsize_limit = 7\n\
+             [[database]]\nsuffix = \"dc=y\"\nread_only = true\n[database.limits]\ntime_limit = 9\n",
+            "t",
+        )
+        .unwrap();
+        let tree = from_config(&config, b"secret");
+        let db1 = tree.iter().find(|e| e.dn == database_dn(1)).unwrap();
+        assert_eq!(db1.get("olcAccess"), ["{0}to * by * read"]);
+        assert_eq!(db1.get("olcRootPW"), ["secret"]);
+        // The file as it was before the live changes the tree holds.
+        let mut base = config.clone();
+        base.access.clear();
+        base.limits.size_limit = 1;
+        base.database[0].read_only = false;
+        base.database[0].limits.time_limit = None;
+        base.config_root_dn = None;
+        let (back, password) = to_config(&base, &tree).unwrap();
+        assert_eq!(password, b"secret");
+        assert_eq!(from_config(&back, &password), tree);
+        assert_eq!(back.limits.size_limit, 7);
+        assert!(back.database[0].read_only);
+        assert_eq!(back.database[0].limits.time_limit, Some(9));
+    }
+
+    #[test]
+    fn bad_values_name_the_attribute() {
+        let config = Config::default();
+        let mut tree = from_config(&config, b"");
+        let frontend = tree.iter_mut().find(|e| e.dn == FRONTEND_DN).unwrap();
+        frontend.attrs.retain(|(n, _)| n != "olcSizeLimit");
+        frontend
+            .attrs
+            .push(("olcSizeLimit".into(), vec!["lots".into()]));
+        let refusal = to_config(&config, &tree).unwrap_err();
+        assert_eq!(refusal.code, ResultCode::Other);
+        assert_eq!(refusal.message, "<olcSizeLimit> unable to parse limit");
+        assert_eq!(split_ordinal("{12}to *"), (Some(12), "to *"));
+        assert_eq!(split_ordinal("{x}to *"), (None, "{x}to *"));
+    }
+}

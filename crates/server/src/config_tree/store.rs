@@ -1,0 +1,319 @@
+//! The durable store of the cn=config tree: an LMDB environment of its own in `DATA/config`, fsynced on
+//! every commit, read through the ordinary database code and written only by this module and
+//! `change` (docs/design/config-tree.md).
+//!
+//! At the first start the configuration file seeds it. At every later start the stored tree is the
+//! truth for the settings that change live (`change::LIVE`); the file still gives everything else,
+//! and where the file disagrees with a stored live setting a log line says so (the stored one runs).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use canopy_core::check::entry_from_attributes_with;
+use canopy_core::index::IndexSpec;
+use canopy_core::wire::StoredEntry;
+use canopy_core::LdapError;
+use canopy_directory::{
+    structural, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
+};
+use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
+use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
+use canopy_schema::Schema;
+
+use super::{from_config, to_config, ConfigEntry, SUFFIX};
+use crate::config::Config;
+use crate::databases::Database;
+use crate::StartError;
+
+/// The cn=config database and the tree it holds.
+pub struct ConfigTree {
+    /// The configuration database as opened (its settings at start; the registry holds the live one).
+    pub(crate) directory: Directory,
+    /// The tree as stored, parents first; its lock also serializes configuration changes.
+    pub(crate) entries: tokio::sync::Mutex<Vec<ConfigEntry>>,
+    /// The configuration file as read at start: every setting the tree does not change live.
+    pub(crate) base: Config,
+}
+
+/// Operational attributes the store adds, left out of the tree's settings.
+const OPERATIONAL: [&str; 8] = [
+    "entryUUID",
+    "entryCSN",
+    "creatorsName",
+    "createTimestamp",
+    "modifiersName",
+    "modifyTimestamp",
+    "structuralObjectClass",
+    "contextCSN",
+];
+
+fn internal(what: &str, e: impl std::fmt::Display) -> StartError {
+    StartError::Invalid(format!("cn=config store: {what}: {e}"))
+}
+
+impl ConfigTree {
+    /// Opens (or seeds) the store in `DATA/config` and returns it with the configuration the server
+    /// runs: `config` with the stored live settings in place, and the first database's root password.
+    pub async fn open(
+        config: &Config,
+        schema: Arc<Schema>,
+        first_root_password: &[u8],
+    ) -> Result<(ConfigTree, Config, Vec<u8>), StartError> {
+        let path = config.data_dir.join("config");
+        std::fs::create_dir_all(&path).map_err(|e| internal("create", e))?;
+        let index = IndexSpec {
+            attr: "objectClass".to_string(),
+            eq: true,
+            pres: false,
+            sub: false,
+            ord: false,
+            approx: false,
+        };
+        let store_config = StoreConfig {
+            path,
+            indexes: Vec::new(),
+            initial_map_size: 16 << 20,
+            durable: true,
+            max_readers: 1024,
+            write_map: false,
+        };
+        let directory = Directory::open(
+            schema,
+            SUFFIX,
+            vec![index],
+            store_config,
+            canopy_directory::Pipeline::standard(),
+        )?;
+        let stored = read_tree(&directory)?;
+        let from_file = from_config(config, first_root_password);
+        let (running, password) = match stored.is_empty() {
+            true => (config.clone(), first_root_password.to_vec()),
+            false => {
+                report_differences(&from_file, &stored);
+                to_config(config, &stored).map_err(|r| {
+                    StartError::Invalid(format!(
+                        "the stored cn=config in {} cannot run: {}",
+                        config.data_dir.join("config").display(),
+                        r.message
+                    ))
+                })?
+            }
+        };
+        // The file's settings that do not change live, refreshed in the stored tree.
+        let tree = from_config(&running, &password);
+        let writer = Writer {
+            directory: &directory,
+        };
+        writer.store(&stored, &tree).await.map_err(|e| internal("write", e.message))?;
+        let config_tree = ConfigTree {
+            directory,
+            entries: tokio::sync::Mutex::new(tree),
+            base: config.clone(),
+        };
+        Ok((config_tree, running, password))
+    }
+
+    /// The registry's cn=config database for `config`: its access rules (`config_access`, or root over
+    /// ldapi only) and its root DN.
+    pub fn database(&self, config: &Config) -> Result<Database, super::Refusal> {
+        let schema = self.directory.schema();
+        let mut rules = config.clone();
+        rules.access = match config.config_access.is_empty() {
+            true => vec![super::default_access()],
+            false => config.config_access.clone(),
+        };
+        let acl = crate::access_list(schema, &rules)
+            .map_err(|e| super::Refusal::new(ResultCode::Other, format!("<olcAccess> {e}")))?;
+        let root = match &config.config_root_dn {
+            None => None,
+            Some(text) => {
+                let ndn = canopy_proto::Dn::parse(text.as_bytes())
+                    .ok()
+                    .and_then(|dn| schema.normalize_dn(&dn).ok())
+                    .ok_or_else(|| {
+                        super::Refusal::new(
+                            ResultCode::InvalidAttributeSyntax,
+                            "olcRootDN: value #0 invalid per syntax",
+                        )
+                    })?;
+                let password = config.config_root_password.clone().unwrap_or_default();
+                Some((ndn, password.into_bytes()))
+            }
+        };
+        Ok(Database::new(self.directory.clone(), acl)
+            .as_config()
+            .with_settings(
+                root,
+                config.limits.clone(),
+                false,
+                crate::databases::Subordinate::No,
+                config.data_dir.join("config"),
+            ))
+    }
+}
+
+/// Every entry of the store, in the order they were added (parents first), as tree entries.
+fn read_tree(directory: &Directory) -> Result<Vec<ConfigEntry>, StartError> {
+    let txn = directory.read().map_err(|e| internal("read", e.message))?;
+    let mut tree = Vec::new();
+    for item in txn.entries().map_err(|e| internal("read", e))? {
+        let (_, bytes) = item.map_err(|e| internal("read", e))?;
+        let entry = StoredEntry::parse(bytes)
+            .and_then(|stored| stored.to_entry())
+            .map_err(|e| internal("decode", e))?;
+        tree.push(ConfigEntry {
+            dn: entry.dn.to_string(),
+            attrs: entry
+                .attrs
+                .iter()
+                .filter(|a| !OPERATIONAL.iter().any(|o| o.eq_ignore_ascii_case(&a.desc)))
+                .map(|a| {
+                    let values = a
+                        .values
+                        .iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect();
+                    (a.desc.clone(), values)
+                })
+                .collect(),
+        });
+    }
+    Ok(tree)
+}
+
+/// Logs each live setting where the configuration file and the stored tree disagree.
+fn report_differences(from_file: &[ConfigEntry], stored: &[ConfigEntry]) {
+    for file_entry in from_file {
+        let Some(live) = stored
+            .iter()
+            .find(|e| e.dn.eq_ignore_ascii_case(&file_entry.dn))
+        else {
+            continue;
+        };
+        for attr in super::change::live_attributes(&file_entry.dn) {
+            if file_entry.get(attr) != live.get(attr) {
+                tracing::warn!(
+                    dn = %file_entry.dn,
+                    attribute = attr,
+                    "the configuration file differs from the live configuration (cn=config in \
+                     DATA/config); the live value is used (canopy config export shows it)"
+                );
+            }
+        }
+    }
+}
+
+/// Writes the store with the server's own identity (no access rules).
+pub(crate) struct Writer<'a> {
+    pub(crate) directory: &'a Directory,
+}
+
+impl Writer<'_> {
+    /// Writes the difference between `old` and `new`: new entries added (parents first), changed
+    /// attributes replaced, vanished entries deleted (children first). Each write is durable.
+    pub(crate) async fn store(
+        &self,
+        old: &[ConfigEntry],
+        new: &[ConfigEntry],
+    ) -> Result<(), LdapError> {
+        let before: HashMap<String, &ConfigEntry> = old
+            .iter()
+            .map(|e| (e.dn.to_ascii_lowercase(), e))
+            .collect();
+        for entry in new {
+            match before.get(&entry.dn.to_ascii_lowercase()) {
+                None => self.write(self.add(entry)?).await?,
+                Some(previous) => {
+                    let changes = changes(previous, entry);
+                    if !changes.is_empty() {
+                        let (dn, ndn) = self.directory.normalize(entry.dn.as_bytes())?;
+                        self.write(WriteOp::Modify { dn, ndn, changes }).await?;
+                    }
+                }
+            }
+        }
+        for gone in old.iter().rev() {
+            if !new.iter().any(|e| e.dn.eq_ignore_ascii_case(&gone.dn)) {
+                let (dn, ndn) = self.directory.normalize(gone.dn.as_bytes())?;
+                self.write(WriteOp::Delete { dn, ndn }).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn write(&self, op: WriteOp) -> Result<(), LdapError> {
+        self.directory
+            .write(WriteRequest {
+                op,
+                guard: Arc::new(ServerWrite),
+            })
+            .await
+            .map_err(OpError::into_ldap)
+    }
+
+    fn add(&self, entry: &ConfigEntry) -> Result<WriteOp, LdapError> {
+        let dir = self.directory;
+        let (dn, ndn) = dir.normalize(entry.dn.as_bytes())?;
+        let attrs = partial(entry);
+        let mut stored = entry_from_attributes_with(dir.schema(), dn, ndn, &attrs, true)?;
+        let class = structural(dir, &stored)?;
+        Stamp::identify(&mut stored, "cn=config", &class);
+        Ok(WriteOp::Add(stored))
+    }
+}
+
+/// The guard of the server's own writes of the store: everything allowed.
+struct ServerWrite;
+
+impl Guard for ServerWrite {
+    fn requester(&self) -> &str {
+        ""
+    }
+
+    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    fn server_internal(&self) -> bool {
+        true
+    }
+}
+
+fn partial(entry: &ConfigEntry) -> Vec<PartialAttribute> {
+    entry
+        .attrs
+        .iter()
+        .map(|(name, values)| PartialAttribute {
+            name: name.clone(),
+            values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+        })
+        .collect()
+}
+
+/// The changes between two versions of an entry (same DN): each changed attribute replaced whole.
+pub(crate) fn changes(old: &ConfigEntry, new: &ConfigEntry) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (name, values) in &new.attrs {
+        if old.get(name) != values.as_slice() {
+            changes.push(Change {
+                operation: ModifyOperation::Replace,
+                modification: PartialAttribute {
+                    name: name.clone(),
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                },
+            });
+        }
+    }
+    for (name, _) in &old.attrs {
+        if new.get(name).is_empty() {
+            changes.push(Change {
+                operation: ModifyOperation::Replace,
+                modification: PartialAttribute {
+                    name: name.clone(),
+                    values: Vec::new(),
+                },
+            });
+        }
+    }
+    changes
+}
