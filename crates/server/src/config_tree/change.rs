@@ -10,8 +10,7 @@ use canopy_directory::{OpError, WriteOp};
 use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
 
 use super::{
-    database_dn, numbered, split_ordinal, to_config, ConfigEntry, Refusal, CONFIG_DB_DN,
-    FRONTEND_DN, SUFFIX,
+    numbered, split_ordinal, to_config, ConfigEntry, Refusal, CONFIG_DB_DN, FRONTEND_DN, SUFFIX,
 };
 use crate::access::Who;
 use crate::config::Config;
@@ -27,8 +26,6 @@ pub fn live_attributes(dn: &str) -> &'static [&'static str] {
         &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
     } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
         &["olcAccess", "olcRootDN", "olcRootPW"]
-    } else if dn == database_dn(1).to_ascii_lowercase() {
-        &["olcAccess", "olcRootDN", "olcRootPW", "olcReadOnly"]
     } else if dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config") {
         &[
             "olcAccess",
@@ -147,7 +144,10 @@ fn modified_tree(
     changes: &[Change],
 ) -> Result<(Vec<ConfigEntry>, ConfigEntry), Refusal> {
     let normalized = normalize_dn(dn);
-    let Some(position) = entries.iter().position(|e| normalize_dn(&e.dn) == normalized) else {
+    let Some(position) = entries
+        .iter()
+        .position(|e| normalize_dn(&e.dn) == normalized)
+    else {
         return Err(Refusal::new(ResultCode::NoSuchObject, ""));
     };
     let old = &entries[position];
@@ -308,7 +308,11 @@ fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
 
 /// The snapshot the server runs after a change to `tree`: every database's settings and the frontend's
 /// built from the new configuration, or the refusal naming what fails.
-fn next_state(state: &State, tree: &[ConfigEntry], _: &ConfigEntry) -> Result<ServerState, Refusal> {
+fn next_state(
+    state: &State,
+    tree: &[ConfigEntry],
+    _: &ConfigEntry,
+) -> Result<ServerState, Refusal> {
     let Some(config_tree) = &state.config_tree else {
         return Err(Refusal::new(ResultCode::UnwillingToPerform, "no cn=config"));
     };
@@ -367,7 +371,10 @@ fn next_state(state: &State, tree: &[ConfigEntry], _: &ConfigEntry) -> Result<Se
     Ok(next)
 }
 
-fn normalize_root(schema: &canopy_schema::Schema, text: &str) -> Result<canopy_schema::NormDn, Refusal> {
+fn normalize_root(
+    schema: &canopy_schema::Schema,
+    text: &str,
+) -> Result<canopy_schema::NormDn, Refusal> {
     canopy_proto::Dn::parse(text.as_bytes())
         .ok()
         .and_then(|dn| schema.normalize_dn(&dn).ok())
@@ -441,7 +448,10 @@ mod tests {
             &change(
                 ModifyOperation::Add,
                 "olcAccess",
-                &["to * by * read", "{0}to attrs=userPassword by self write by * auth"],
+                &[
+                    "to * by * read",
+                    "{0}to attrs=userPassword by self write by * auth",
+                ],
             ),
         )
         .unwrap();
@@ -452,10 +462,17 @@ mod tests {
                 "{1}to * by * read"
             ]
         );
-        apply(&mut entry, &change(ModifyOperation::Delete, "olcAccess", &["{0}"])).unwrap();
+        apply(
+            &mut entry,
+            &change(ModifyOperation::Delete, "olcAccess", &["{0}"]),
+        )
+        .unwrap();
         assert_eq!(entry.get("olcAccess"), ["{0}to * by * read"]);
-        let err = apply(&mut entry, &change(ModifyOperation::Delete, "olcAccess", &["{5}"]))
-            .unwrap_err();
+        let err = apply(
+            &mut entry,
+            &change(ModifyOperation::Delete, "olcAccess", &["{5}"]),
+        )
+        .unwrap_err();
         assert_eq!(err.code, ResultCode::NoSuchAttribute);
     }
 

@@ -31,6 +31,7 @@ pub fn default_access() -> String {
 /// The olc* attribute types and object classes the tree uses, with OpenLDAP's OIDs and names (as
 /// slapd 2.5 publishes them in cn=Subschema); the classes list only the attributes Canopy knows.
 pub const SCHEMA: &str = "\
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.1 NAME 'configContext' DESC 'config context' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 SINGLE-VALUE NO-USER-MODIFICATION USAGE dSAOperation )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.1 NAME 'olcAccess' DESC 'Access Control List' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.4 NAME 'olcAttributeTypes' DESC 'OpenLDAP attributeTypes' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.9 NAME 'olcBackend' DESC 'A type of backend' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE X-ORDERED 'SIBLINGS' )
@@ -403,7 +404,10 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             .single("olcTimeLimit")
             .map(|v| parse_limit("olcTimeLimit", v))
             .transpose()?;
-        match number.checked_sub(2).and_then(|i| config.database.get_mut(i)) {
+        match number
+            .checked_sub(2)
+            .and_then(|i| config.database.get_mut(i))
+        {
             None => {
                 config.read_only = read_only;
                 config.access = access;

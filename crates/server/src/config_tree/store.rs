@@ -104,7 +104,10 @@ impl ConfigTree {
         let writer = Writer {
             directory: &directory,
         };
-        writer.store(&stored, &tree).await.map_err(|e| internal("write", e.message))?;
+        writer
+            .store(&stored, &tree)
+            .await
+            .map_err(|e| internal("write", e.message))?;
         let config_tree = ConfigTree {
             directory,
             entries: tokio::sync::Mutex::new(tree),
@@ -216,10 +219,8 @@ impl Writer<'_> {
         old: &[ConfigEntry],
         new: &[ConfigEntry],
     ) -> Result<(), LdapError> {
-        let before: HashMap<String, &ConfigEntry> = old
-            .iter()
-            .map(|e| (e.dn.to_ascii_lowercase(), e))
-            .collect();
+        let before: HashMap<String, &ConfigEntry> =
+            old.iter().map(|e| (e.dn.to_ascii_lowercase(), e)).collect();
         for entry in new {
             match before.get(&entry.dn.to_ascii_lowercase()) {
                 None => self.write(self.add(entry)?).await?,
