@@ -244,7 +244,14 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
                 .with("olcDbDirectory", one(view.data_dir.display()))
                 .with("olcSuffix", one(&view.suffix))
                 .with("olcSubordinate", subordinate)
-                .with("olcAccess", numbered(&view.access))
+                .with(
+                    "olcAccess",
+                    // No rules configured: Debian's default list, which is what runs.
+                    match view.access.is_empty() {
+                        true => numbered(&crate::acl::DEFAULT_RULES.map(String::from)),
+                        false => numbered(&view.access),
+                    },
+                )
                 .with(
                     "olcLimits",
                     numbered(&view.limits.rules.iter().map(limit_rule).collect::<Vec<_>>()),

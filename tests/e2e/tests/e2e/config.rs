@@ -1,0 +1,318 @@
+//! The live configuration tree, cn=config (docs/configuration.md, docs/design/config-tree.md): its
+//! shape and who may read it, each kind of live change made with ldapmodify and seen by another
+//! client at once, invalid values refused with the running configuration untouched, changes kept
+//! across a restart and across kill -9 in the middle of a stream of changes. The same LDIF runs
+//! against Debian's slapd started from a slapd.d; the lock-out check and the refusal of changes
+//! Canopy cannot make live are Canopy's own (docs/compatibility.md) and skipped for slapd.
+
+use canopy_e2e::*;
+
+const FRONTEND: &str = "olcDatabase={-1}frontend,cn=config";
+const CONFIG_DB: &str = "olcDatabase={0}config,cn=config";
+const MDB1: &str = "olcDatabase={1}mdb,cn=config";
+const PEOPLE: &str = "ou=people,dc=example,dc=com";
+
+fn admin() -> Bind {
+    Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into())
+}
+
+/// Applies `ldif` (an ldapmodify change record) as the config root DN.
+fn change(s: &Server, ldif: &str) -> Out {
+    s.modify(&admin(), ldif)
+}
+
+/// The values of `attr` in `dn` as the config root DN reads them.
+fn values(s: &Server, dn: &str, attr: &str) -> Vec<String> {
+    let out = s.read(&admin(), dn, &[attr]);
+    out.expect_code(0, &format!("read {attr} of {dn}"));
+    let prefix = format!("{}: ", attr.to_ascii_lowercase());
+    out.stdout
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
+        .map(|l| l[prefix.len()..].to_string())
+        .collect()
+}
+
+/// How many entries an anonymous subtree search of `base` for `filter` returns (another client, a new
+/// connection each time).
+fn anonymous_count(s: &Server, base: &str, filter: &str) -> usize {
+    let out = s.search(&Bind::Anonymous, &["-b", base, filter, "1.1"]);
+    out.stdout.lines().filter(|l| l.starts_with("dn:")).count()
+}
+
+fn canopy_only(what: &str) -> bool {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: {what} is Canopy's own (docs/compatibility.md)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn tree_shape_root_dse_and_who_may_read_it() {
+    let s = Server::start_with_config_tree();
+    let out = s.search(&admin(), &["-b", "cn=config", "(objectClass=*)", "1.1"]);
+    out.expect_code(0, "the config root DN reads cn=config");
+    for dn in [
+        "cn=config",
+        "cn=schema,cn=config",
+        FRONTEND,
+        CONFIG_DB,
+        MDB1,
+    ] {
+        assert!(
+            out.stdout.contains(&format!("dn: {dn}\n")),
+            "{dn} missing:\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(values(&s, MDB1, "olcSuffix"), [SUFFIX]);
+    assert_eq!(values(&s, MDB1, "olcRootDN"), [ROOT_DN]);
+    assert_eq!(values(&s, CONFIG_DB, "olcRootDN"), [CONFIG_ROOT_DN]);
+    let dse = s.read(&Bind::Anonymous, "", &["configContext"]);
+    assert!(
+        dse.stdout.contains("configContext: cn=config"),
+        "{}",
+        dse.stdout
+    );
+    // Nobody else sees it: anonymous, an ordinary user, even the data root DN.
+    for who in [Bind::Anonymous, Bind::user("alice"), Bind::Root] {
+        let out = s.read(&who, "cn=config", &[]);
+        assert_eq!(out.code, 32, "{who:?} reads cn=config: {}", out.stdout);
+    }
+    // Root over ldapi does (SASL EXTERNAL), as in Debian's slapd.
+    let out = s.read(&Bind::External, "cn=config", &["1.1"]);
+    out.expect_code(0, "ldapi root reads cn=config");
+    assert!(out.stdout.contains("dn: cn=config"), "{}", out.stdout);
+}
+
+#[test]
+fn access_rules_change_live_with_positions() {
+    let s = Server::start_with_config_tree();
+    let before = values(&s, MDB1, "olcAccess").len();
+    assert_eq!(anonymous_count(&s, PEOPLE, "(uid=alice)"), 1);
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcAccess\n\
+             olcAccess: {{0}}to dn.subtree=\"{PEOPLE}\" by * none\n"
+        ),
+    )
+    .expect_code(0, "insert a rule at {0}");
+    let rules = values(&s, MDB1, "olcAccess");
+    assert_eq!(rules.len(), before + 1);
+    assert_eq!(rules[0], format!("{{0}}to dn.subtree=\"{PEOPLE}\" by * none"));
+    // Every later rule moved down one place.
+    for (i, rule) in rules.iter().enumerate() {
+        assert!(rule.starts_with(&format!("{{{i}}}")), "{rules:?}");
+    }
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 0);
+    // Users may still read the rest.
+    assert_eq!(anonymous_count(&s, SUFFIX, "(ou=groups)"), 1);
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\ndelete: olcAccess\nolcAccess: {{0}}\n"),
+    )
+    .expect_code(0, "delete the rule at {0}");
+    assert_eq!(values(&s, MDB1, "olcAccess").len(), before);
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 1);
+}
+
+#[test]
+fn limits_read_only_and_root_password_change_live() {
+    let s = Server::start_with_config_tree();
+    assert!(anonymous_count(&s, SUFFIX, "(objectClass=*)") > 3);
+    change(
+        &s,
+        &format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 3\n"),
+    )
+    .expect_code(0, "olcSizeLimit");
+    let out = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    assert_eq!(out.code, 4, "the new size limit applies at once: {}", out.stdout);
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n"),
+    )
+    .expect_code(0, "olcReadOnly");
+    let add = format!("dn: cn=new,{SUFFIX}\nobjectClass: person\ncn: new\nsn: new\n");
+    assert_eq!(s.add(&Bind::Root, &add).code, 53, "read-only refuses writes");
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: FALSE\n"),
+    )
+    .expect_code(0, "olcReadOnly back");
+    s.add(&Bind::Root, &add).expect_code(0, "writable again");
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcRootPW\nolcRootPW: new-root-pw\n"),
+    )
+    .expect_code(0, "olcRootPW");
+    let new_root = Bind::Simple(ROOT_DN.into(), "new-root-pw".into());
+    s.whoami(Via::Ldap, &new_root)
+        .expect_code(0, "the new root password binds");
+    assert_eq!(
+        s.whoami(Via::Ldap, &Bind::Root).code,
+        49,
+        "the old root password no longer binds"
+    );
+}
+
+#[test]
+fn invalid_values_are_refused_and_change_nothing() {
+    let s = Server::start_with_config_tree();
+    let access = values(&s, MDB1, "olcAccess");
+    let size = values(&s, FRONTEND, "olcSizeLimit");
+    let cases = [
+        (FRONTEND, "replace: olcSizeLimit\nolcSizeLimit: lots", 80, "olcSizeLimit"),
+        (FRONTEND, "replace: olcPasswordHash\nolcPasswordHash: {BOGUS}", 80, "olcPasswordHash"),
+        (MDB1, "add: olcAccess\nolcAccess: to * by nobody read", 80, "olcAccess"),
+        (MDB1, "replace: olcReadOnly\nolcReadOnly: maybe", 21, "olcReadOnly"),
+        (MDB1, "replace: olcRootDN\nolcRootDN: not a dn", 21, "olcRootDN"),
+    ];
+    for (dn, body, code, attr) in cases {
+        let out = change(&s, &format!("dn: {dn}\nchangetype: modify\n{body}\n"));
+        assert_eq!(out.code, code, "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(attr), "{body}: {}", out.stderr);
+    }
+    assert_eq!(values(&s, MDB1, "olcAccess"), access);
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), size);
+    assert_eq!(values(&s, MDB1, "olcReadOnly"), ["FALSE"]);
+    // The running configuration is untouched too.
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 1);
+    s.whoami(Via::Ldap, &Bind::Root).expect_code(0, "root still binds");
+}
+
+#[test]
+fn only_the_config_administrators_may_change_it() {
+    let s = Server::start_with_config_tree();
+    let body = format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 5\n");
+    for who in [Bind::user("alice"), Bind::Root] {
+        let out = s.modify(&who, &body);
+        assert_eq!(out.code, 50, "{who:?}: {}", out.stderr);
+    }
+    assert_eq!(s.modify(&Bind::Anonymous, &body).code, 8);
+    // Root over ldapi manages it.
+    s.modify(&Bind::External, &body)
+        .expect_code(0, "ldapi root changes cn=config");
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), ["5"]);
+}
+
+#[test]
+fn lock_out_is_refused() {
+    if !canopy_only("the lock-out check") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let out = change(
+        &s,
+        &format!(
+            "dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n\
+             -\ndelete: olcRootPW\n"
+        ),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(out.stderr.contains("no identity able to modify"), "{}", out.stderr);
+    // Either half alone leaves someone in charge.
+    change(
+        &s,
+        &format!("dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n"),
+    )
+    .expect_code(0, "rules without write, root DN kept");
+    assert_eq!(s.read(&Bind::user("alice"), "cn=config", &["1.1"]).code, 0);
+    let out = change(
+        &s,
+        &format!("dn: {CONFIG_DB}\nchangetype: modify\ndelete: olcRootPW\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    s.whoami(Via::Ldap, &admin()).expect_code(0, "the config root still binds");
+}
+
+#[test]
+fn changes_canopy_cannot_make_live_are_refused() {
+    if !canopy_only("refusing olcSuffix and olcDbIndex changes") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    for body in [
+        "replace: olcSuffix\nolcSuffix: dc=other",
+        "add: olcDbIndex\nolcDbIndex: description eq",
+    ] {
+        let attr = body.split(['\n', ':']).nth(1).unwrap().trim().to_string();
+        let out = change(&s, &format!("dn: {MDB1}\nchangetype: modify\n{body}\n"));
+        assert_eq!(out.code, 53, "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(&attr), "{body}: {}", out.stderr);
+    }
+    assert_eq!(values(&s, MDB1, "olcSuffix"), [SUFFIX]);
+}
+
+#[test]
+fn changes_survive_a_restart() {
+    let mut s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcAccess\n\
+             olcAccess: {{0}}to dn.subtree=\"{PEOPLE}\" by * none\n-\n\
+             replace: olcReadOnly\nolcReadOnly: TRUE\n\ndn: {FRONTEND}\nchangetype: modify\n\
+             replace: olcSizeLimit\nolcSizeLimit: 7\n"
+        ),
+    )
+    .expect_code(0, "changes");
+    let access = values(&s, MDB1, "olcAccess");
+    s.terminate();
+    s.restart();
+    assert_eq!(values(&s, MDB1, "olcAccess"), access);
+    assert_eq!(values(&s, MDB1, "olcReadOnly"), ["TRUE"]);
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), ["7"]);
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 0);
+    let add = format!("dn: cn=new,{SUFFIX}\nobjectClass: person\ncn: new\nsn: new\n");
+    assert_eq!(s.add(&Bind::Root, &add).code, 53);
+}
+
+#[test]
+fn kill_9_during_a_stream_of_changes_keeps_every_acknowledged_one() {
+    let mut s = Server::start_with_config_tree();
+    let pid = s.pid().expect("running");
+    let acknowledged = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|scope| {
+        let stream = scope.spawn(|| {
+            // Sizes 101, 102, ...: each one acknowledged before the next is sent.
+            for size in 101..=400u32 {
+                let out = change(
+                    &s,
+                    &format!(
+                        "dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\n\
+                         olcSizeLimit: {size}\n"
+                    ),
+                );
+                if out.code != 0 {
+                    return size;
+                }
+                acknowledged.store(size, std::sync::atomic::Ordering::SeqCst);
+            }
+            401
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while acknowledged.load(std::sync::atomic::Ordering::SeqCst) < 110
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill -9");
+        let failed_at = stream.join().expect("the stream thread");
+        assert!(failed_at <= 400, "the stream ended before the kill");
+    });
+    let last = acknowledged.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(last >= 110, "too few changes before the kill: {last}");
+    s.kill9();
+    s.restart();
+    let size: u32 = values(&s, FRONTEND, "olcSizeLimit")[0].parse().unwrap();
+    // The acknowledged change is there; the one in flight at the kill may be too.
+    assert!(
+        size == last || size == last + 1,
+        "after restart olcSizeLimit is {size}, the last acknowledged was {last}"
+    );
+}
