@@ -358,6 +358,15 @@ impl Server {
                 std::fs::write(&source, conf).unwrap();
                 let tree = dir.join("slapd.d");
                 std::fs::create_dir_all(&tree).unwrap();
+                // slaptest opens every database: an empty load creates the main one first.
+                let mut cmd = Command::new("/usr/sbin/slapadd");
+                cmd.arg("-f")
+                    .arg(&source)
+                    .arg("-b")
+                    .arg(SUFFIX)
+                    .arg("-l")
+                    .arg("/dev/null");
+                crate::client::run(cmd, None).expect_code(0, "slapadd of nothing");
                 let mut cmd = Command::new("/usr/sbin/slaptest");
                 cmd.arg("-f").arg(&source).arg("-F").arg(&tree);
                 crate::client::run(cmd, None).expect_code(0, "slaptest -F (slapd.conf to slapd.d)");

@@ -101,7 +101,10 @@ fn access_rules_change_live_with_positions() {
     .expect_code(0, "insert a rule at {0}");
     let rules = values(&s, MDB1, "olcAccess");
     assert_eq!(rules.len(), before + 1);
-    assert_eq!(rules[0], format!("{{0}}to dn.subtree=\"{PEOPLE}\" by * none"));
+    assert_eq!(
+        rules[0],
+        format!("{{0}}to dn.subtree=\"{PEOPLE}\" by * none")
+    );
     // Every later rule moved down one place.
     for (i, rule) in rules.iter().enumerate() {
         assert!(rule.starts_with(&format!("{{{i}}}")), "{rules:?}");
@@ -128,14 +131,22 @@ fn limits_read_only_and_root_password_change_live() {
     )
     .expect_code(0, "olcSizeLimit");
     let out = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
-    assert_eq!(out.code, 4, "the new size limit applies at once: {}", out.stdout);
+    assert_eq!(
+        out.code, 4,
+        "the new size limit applies at once: {}",
+        out.stdout
+    );
     change(
         &s,
         &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n"),
     )
     .expect_code(0, "olcReadOnly");
     let add = format!("dn: cn=new,{SUFFIX}\nobjectClass: person\ncn: new\nsn: new\n");
-    assert_eq!(s.add(&Bind::Root, &add).code, 53, "read-only refuses writes");
+    assert_eq!(
+        s.add(&Bind::Root, &add).code,
+        53,
+        "read-only refuses writes"
+    );
     change(
         &s,
         &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: FALSE\n"),
@@ -163,11 +174,36 @@ fn invalid_values_are_refused_and_change_nothing() {
     let access = values(&s, MDB1, "olcAccess");
     let size = values(&s, FRONTEND, "olcSizeLimit");
     let cases = [
-        (FRONTEND, "replace: olcSizeLimit\nolcSizeLimit: lots", 80, "olcSizeLimit"),
-        (FRONTEND, "replace: olcPasswordHash\nolcPasswordHash: {BOGUS}", 80, "olcPasswordHash"),
-        (MDB1, "add: olcAccess\nolcAccess: to * by nobody read", 80, "olcAccess"),
-        (MDB1, "replace: olcReadOnly\nolcReadOnly: maybe", 21, "olcReadOnly"),
-        (MDB1, "replace: olcRootDN\nolcRootDN: not a dn", 21, "olcRootDN"),
+        (
+            FRONTEND,
+            "replace: olcSizeLimit\nolcSizeLimit: lots",
+            80,
+            "olcSizeLimit",
+        ),
+        (
+            FRONTEND,
+            "replace: olcPasswordHash\nolcPasswordHash: {BOGUS}",
+            80,
+            "olcPasswordHash",
+        ),
+        (
+            MDB1,
+            "add: olcAccess\nolcAccess: to * by nobody read",
+            80,
+            "olcAccess",
+        ),
+        (
+            MDB1,
+            "replace: olcReadOnly\nolcReadOnly: maybe",
+            21,
+            "olcReadOnly",
+        ),
+        (
+            MDB1,
+            "replace: olcRootDN\nolcRootDN: not a dn",
+            21,
+            "olcRootDN",
+        ),
     ];
     for (dn, body, code, attr) in cases {
         let out = change(&s, &format!("dn: {dn}\nchangetype: modify\n{body}\n"));
@@ -179,13 +215,15 @@ fn invalid_values_are_refused_and_change_nothing() {
     assert_eq!(values(&s, MDB1, "olcReadOnly"), ["FALSE"]);
     // The running configuration is untouched too.
     assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 1);
-    s.whoami(Via::Ldap, &Bind::Root).expect_code(0, "root still binds");
+    s.whoami(Via::Ldap, &Bind::Root)
+        .expect_code(0, "root still binds");
 }
 
 #[test]
 fn only_the_config_administrators_may_change_it() {
     let s = Server::start_with_config_tree();
-    let body = format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 5\n");
+    let body =
+        format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 5\n");
     for who in [Bind::user("alice"), Bind::Root] {
         let out = s.modify(&who, &body);
         assert_eq!(out.code, 50, "{who:?}: {}", out.stderr);
@@ -211,11 +249,17 @@ fn lock_out_is_refused() {
         ),
     );
     assert_eq!(out.code, 53, "{}", out.stderr);
-    assert!(out.stderr.contains("no identity able to modify"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no identity able to modify"),
+        "{}",
+        out.stderr
+    );
     // Either half alone leaves someone in charge.
     change(
         &s,
-        &format!("dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n"),
+        &format!(
+            "dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n"
+        ),
     )
     .expect_code(0, "rules without write, root DN kept");
     assert_eq!(s.read(&Bind::user("alice"), "cn=config", &["1.1"]).code, 0);
@@ -224,7 +268,8 @@ fn lock_out_is_refused() {
         &format!("dn: {CONFIG_DB}\nchangetype: modify\ndelete: olcRootPW\n"),
     );
     assert_eq!(out.code, 53, "{}", out.stderr);
-    s.whoami(Via::Ldap, &admin()).expect_code(0, "the config root still binds");
+    s.whoami(Via::Ldap, &admin())
+        .expect_code(0, "the config root still binds");
 }
 
 #[test]
