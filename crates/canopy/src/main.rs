@@ -6,6 +6,7 @@
 
 mod aclcheck;
 mod backup;
+mod configcmd;
 mod migrate;
 mod policycheck;
 mod progress;
@@ -116,6 +117,9 @@ enum Command {
     },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
+    /// The live configuration, cn=config (docs/configuration.md): export it as TOML, check a file.
+    #[command(subcommand)]
+    Config(configcmd::ConfigCommand),
     /// Translate an OpenLDAP slapd.conf or slapd.d into Canopy's TOML configuration (docs/migration.md).
     /// Exits 0 when everything was translated, 1 when something was left out (listed on standard error
     /// and at the top of the output), 2 when the input cannot be read.
@@ -323,6 +327,9 @@ fn run() -> Result<()> {
         Command::Bench(args) => canopy_bench::main(args),
         // Run (and exited) before the configuration was read.
         Command::Migrate { .. } => Ok(()),
+        Command::Config(command) => {
+            configcmd::run(command, cli.config.as_deref(), cli.data.as_deref(), &config)
+        }
     }
 }
 

@@ -440,7 +440,7 @@ mod tests {
     #[test]
     fn ordered_values_move_and_renumber_as_slapd() {
         let mut entry = ConfigEntry {
-            dn: database_dn(1),
+            dn: super::super::database_dn(1),
             attrs: vec![],
         };
         apply(

@@ -7,9 +7,10 @@
 //! `change` runs a client's write of it: validate the whole new configuration, store it, swap it in.
 
 pub mod change;
+pub mod export;
 pub mod store;
 
-pub use store::ConfigTree;
+pub use store::{differences, read_live, ConfigTree};
 
 use canopy_proto::ResultCode;
 

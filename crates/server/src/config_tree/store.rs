@@ -318,3 +318,54 @@ pub(crate) fn changes(old: &ConfigEntry, new: &ConfigEntry) -> Vec<Change> {
     }
     changes
 }
+
+/// The live configuration a data directory's store holds, read offline (beside a running server, as
+/// LMDB allows): `config` (the file) with the stored live settings in place, and the first database's
+/// root password; None when the data directory has no store yet.
+pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartError> {
+    let path = config.data_dir.join("config");
+    if !path.join("data.mdb").exists() {
+        return Ok(None);
+    }
+    let schema = Arc::new(crate::load_schema(config)?);
+    let store_config = StoreConfig {
+        path,
+        indexes: Vec::new(),
+        initial_map_size: 16 << 20,
+        durable: false,
+        max_readers: 1024,
+        write_map: false,
+    };
+    let directory = Directory::open(
+        schema,
+        SUFFIX,
+        Vec::new(),
+        store_config,
+        canopy_directory::Pipeline::standard(),
+    )?;
+    let stored = read_tree(&directory)?;
+    if stored.is_empty() {
+        return Ok(None);
+    }
+    to_config(config, &stored)
+        .map(Some)
+        .map_err(|r| StartError::Invalid(format!("the stored cn=config cannot run: {}", r.message)))
+}
+
+/// The live settings that differ between the file's configuration and the store's: (entry, attribute).
+pub fn differences(file: &Config, live: &Config, live_password: &[u8]) -> Vec<(String, String)> {
+    let from_file = from_config(file, live_password);
+    let stored = from_config(live, live_password);
+    let mut found = Vec::new();
+    for entry in &from_file {
+        let Some(other) = stored.iter().find(|e| e.dn == entry.dn) else {
+            continue;
+        };
+        for attr in super::change::live_attributes(&entry.dn) {
+            if entry.get(attr) != other.get(attr) && !attr.eq_ignore_ascii_case("olcRootPW") {
+                found.push((entry.dn.clone(), attr.to_string()));
+            }
+        }
+    }
+    found
+}

@@ -361,3 +361,59 @@ fn kill_9_during_a_stream_of_changes_keeps_every_acknowledged_one() {
         "after restart olcSizeLimit is {size}, the last acknowledged was {last}"
     );
 }
+
+#[test]
+fn export_and_check_show_the_live_configuration() {
+    if !canopy_only("canopy config export and check") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!(
+            "dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 42\n\n\
+             dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n"
+        ),
+    )
+    .expect_code(0, "changes");
+    let out = s.canopy_tool("config", &["export"]);
+    out.expect_code(0, "canopy config export beside the running server");
+    assert!(out.stdout.contains("size_limit = 42"), "{}", out.stdout);
+    assert!(out.stdout.contains("read_only = true"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("config_root_dn = \"cn=admin,cn=config\""),
+        "{}",
+        out.stdout
+    );
+    // The export is a configuration file that checks clean and matches the live tree.
+    let exported = s.dir().join("exported.toml");
+    std::fs::write(&exported, &out.stdout).unwrap();
+    let path = exported.display().to_string();
+    let out = s.canopy_tool("config", &["check", &path]);
+    out.expect_code(0, "check the export");
+    assert!(
+        out.stdout.contains("the same as the live configuration"),
+        "{}",
+        out.stdout
+    );
+    // The original file differs in exactly the two live settings.
+    let original = s.dir().join("canopy.toml").display().to_string();
+    let out = s.canopy_tool("config", &["check", &original]);
+    out.expect_code(0, "check the original");
+    assert!(
+        out.stdout.contains("{-1}frontend,cn=config olcSizeLimit"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("{1}mdb,cn=config olcReadOnly"),
+        "{}",
+        out.stdout
+    );
+    let bad = s.dir().join("bad.toml");
+    std::fs::write(&bad, "access = [\"to * by nobody read\"]\n").unwrap();
+    let out = s.canopy_tool("config", &["check", &bad.display().to_string()]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("nobody"), "{}", out.stderr);
+}
