@@ -65,6 +65,8 @@ struct Prepare<'a> {
     /// The contextCSN the file gives (slapcat writes it on the suffix entry) and the entryCSNs of its
     /// entries, which together become the database's contextCSN, as `slapadd -w` makes it.
     context: Mutex<CsnSet>,
+    /// The indexes of the store, in its order (bulk-load positions refer to it).
+    specs: Vec<canopy_core::index::IndexSpec>,
 }
 
 /// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
@@ -94,6 +96,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let mut loader = dir.store().bulk_loader()?;
     let prepare = Prepare {
         dir: &dir,
+        specs: dir.configured_indexes(),
         who: Who {
             dn: config.root_dn.clone(),
             ndn: None,
@@ -360,7 +363,7 @@ impl Prepare<'_> {
         let mut bytes = Vec::with_capacity(1024);
         encode_entry(schema, &entry, &mut bytes);
         let mut keys = Vec::new();
-        for (position, spec_keys) in entry_keys_all(schema, dir.indexes(), &entry)
+        for (position, spec_keys) in entry_keys_all(schema, &self.specs, &entry)
             .into_iter()
             .enumerate()
         {
@@ -455,7 +458,8 @@ pub fn reindex(config: &Config) -> Result<()> {
     let _lock = crate::service::lock_data_dir(&config.data_dir, "reindex")?;
     let dir = canopy_server::open_directory(config, true)?;
     let schema = dir.schema().clone();
-    let specs = dir.indexes().to_vec();
+    let specs = dir.configured_indexes();
+    let backend = dir.backend().clone();
     let total = dir.read()?.entry_count()?;
     let mut progress = Progress::new("reindex", Unit::Entries, Some(total));
     let count = dir
@@ -480,6 +484,8 @@ pub fn reindex(config: &Config) -> Result<()> {
                 done += 1;
                 progress.set(done);
             }
+            // Every configured index is whole now, including any an interrupted online build left.
+            backend.record_indexes_complete(txn)?;
             progress.finish(done);
             Ok(done)
         })

@@ -46,5 +46,11 @@ pub fn verify(config: &Config) -> Result<bool> {
         summary.problems,
         if summary.problems == 1 { "" } else { "s" }
     );
+    if !summary.building.is_empty() {
+        eprintln!(
+            "verify: not checked, still building: {}",
+            summary.building.join(", ")
+        );
+    }
     Ok(summary.problems == 0)
 }

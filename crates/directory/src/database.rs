@@ -1,17 +1,17 @@
 //! One database: its store, schema, indexes and suffix, DN normalization, lookups, and answers kept per
 //! snapshot.
 
-use std::borrow::Cow;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use canopy_core::index::{plan, IndexSpec, Plan};
+use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
-use canopy_proto::{Dn, Filter, ResultCode};
+use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::error::store_error;
+use crate::indexing::Indexes;
 use crate::keys::dn_key;
 use crate::pipeline::Pipeline;
 
@@ -21,18 +21,24 @@ pub struct Directory {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+/// A handle that does not keep the database open (for background index builds).
+pub(crate) struct WeakDirectory(Weak<Inner>);
+
+impl WeakDirectory {
+    pub(crate) fn upgrade(&self) -> Option<Directory> {
+        self.0.upgrade().map(|inner| Directory { inner })
+    }
+}
+
+pub(crate) struct Inner {
     store: Store,
     schema: Arc<Schema>,
-    indexes: Vec<IndexSpec>,
+    /// The index sets (complete, maintained, wanted) and the builds (crate::indexing).
+    indexes: Indexes,
     suffix: NormDn,
     suffix_dn: Dn,
     /// The hooks every write runs inside its transaction (docs/design/write-pipeline.md).
     pipeline: Pipeline,
-    /// Candidate plans of `(objectClass=alias)` and `(objectClass=referral)`, which every search's
-    /// base and scope checks resolve: planned once, since the schema and indexes are fixed.
-    alias_plan: Plan,
-    referral_plan: Plan,
     memo: Mutex<Memo>,
     /// The server ID local CSNs carry (slapd's `serverID`).
     server_id: std::sync::atomic::AtomicU16,
@@ -80,11 +86,6 @@ pub enum OpenError {
     Store(#[from] StoreError),
 }
 
-fn class_plan(schema: &Schema, indexes: &[IndexSpec], class: &str) -> Plan {
-    let filter = Filter::Equality("objectClass".into(), class.as_bytes().to_vec());
-    plan(schema, indexes, &filter)
-}
-
 impl Directory {
     /// Opens the database of `suffix` in the store `store_config` names, with the write hooks of
     /// `pipeline` (see [`Pipeline::standard`]).
@@ -110,8 +111,7 @@ impl Directory {
             .map_err(|(hook, e)| OpenError::Overlay(hook, e))?;
         store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
         let store = Store::open(store_config)?;
-        let alias_plan = class_plan(&schema, &indexes, "alias");
-        let referral_plan = class_plan(&schema, &indexes, "referral");
+        let indexes = Indexes::open(&schema, &indexes, &store.read()?)?;
         Ok(Directory {
             inner: Arc::new(Inner {
                 store,
@@ -120,8 +120,6 @@ impl Directory {
                 suffix: suffix_n,
                 suffix_dn,
                 pipeline,
-                alias_plan,
-                referral_plan,
                 memo: Mutex::default(),
                 server_id: Default::default(),
                 feed: Arc::default(),
@@ -129,13 +127,12 @@ impl Directory {
         })
     }
 
-    /// The candidate plan of `(objectClass=CLASS)`, kept from open time for `alias` and `referral`.
-    pub fn class_plan(&self, class: &str) -> Cow<'_, Plan> {
-        match class {
-            "alias" => Cow::Borrowed(&self.inner.alias_plan),
-            "referral" => Cow::Borrowed(&self.inner.referral_plan),
-            _ => Cow::Owned(class_plan(&self.inner.schema, &self.inner.indexes, class)),
-        }
+    pub(crate) fn index_state(&self) -> &Indexes {
+        &self.inner.indexes
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakDirectory {
+        WeakDirectory(Arc::downgrade(&self.inner))
     }
 
     /// The server ID this database's local writes stamp into their CSNs.
@@ -162,9 +159,6 @@ impl Directory {
     }
     pub fn store(&self) -> &Store {
         &self.inner.store
-    }
-    pub fn indexes(&self) -> &[IndexSpec] {
-        &self.inner.indexes
     }
     pub fn pipeline(&self) -> &Pipeline {
         &self.inner.pipeline
@@ -228,7 +222,7 @@ impl Directory {
                 return Ok(Some(ids.clone()));
             }
         }
-        let Some(mut ids) = crate::candidates::resolve(txn, &self.class_plan(class))? else {
+        let Some(mut ids) = crate::candidates::resolve(txn, &self.class_plan(txn, class))? else {
             return Ok(None);
         };
         ids.sort_unstable();

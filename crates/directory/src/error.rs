@@ -55,6 +55,8 @@ pub fn store_error(error: StoreError) -> LdapError {
         // The server is shutting down, as slapd answers then.
         StoreError::WriterGone => (ResultCode::Unavailable, "the database writer stopped"),
         StoreError::BulkLoadActive => (ResultCode::Busy, "an offline load is running"),
+        // Only an index addition meets it, and it reports its own error.
+        StoreError::TooManyIndexes { .. } => (ResultCode::UnwillingToPerform, "too many indexes"),
         StoreError::EmptyKey
         | StoreError::ReservedMetaKey(_)
         | StoreError::Corrupt { .. }

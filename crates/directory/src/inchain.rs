@@ -146,7 +146,7 @@ enum Holders {
 impl Holders {
     fn new(dir: &Directory, txn: &ReadTxn, attr: &str) -> Result<Holders, LdapError> {
         let probe = Filter::Equality(attr.to_string(), b"cn=probe".to_vec());
-        if resolve(txn, &plan(dir.schema(), dir.indexes(), &probe))?.is_some() {
+        if resolve(txn, &plan(dir.schema(), &dir.indexes(txn), &probe))?.is_some() {
             return Ok(Holders::Indexed);
         }
         let mut map: HashMap<NormDn, Vec<u64>> = HashMap::new();
@@ -175,7 +175,7 @@ impl Holders {
         let equality = Filter::Equality(attr.to_string(), dn.to_string().into_bytes());
         let ids = match self {
             Holders::Indexed => {
-                resolve(txn, &plan(dir.schema(), dir.indexes(), &equality))?.unwrap_or_default()
+                resolve(txn, &plan(dir.schema(), &dir.indexes(txn), &equality))?.unwrap_or_default()
             }
             Holders::Scanned(map) => map.get(ndn).cloned().unwrap_or_default(),
         };

@@ -97,7 +97,11 @@ impl Directory {
 
     /// Checks that this database can find entries by entryUUID (an equality index on it).
     pub fn check_replica(&self) -> Result<(), String> {
-        self.uuid_index().map(|_| ()).ok_or_else(|| {
+        let configured = self.configured_indexes();
+        let uuid = configured
+            .iter()
+            .find(|s| s.eq && s.attr.eq_ignore_ascii_case("entryUUID"));
+        uuid.map(|_| ()).ok_or_else(|| {
             "a syncrepl consumer needs an equality index on entryUUID (indexes: entryUUID eq)"
                 .to_string()
         })
@@ -208,17 +212,22 @@ impl Directory {
         Ok(())
     }
 
-    fn uuid_index(&self) -> Option<&canopy_core::index::IndexSpec> {
-        self.indexes()
+    /// The entryUUID equality index, once complete.
+    fn uuid_index(&self, txn: &WriteTxn<'_>) -> Option<canopy_core::index::IndexSpec> {
+        self.indexes(txn)
             .iter()
             .find(|s| s.eq && s.attr.eq_ignore_ascii_case("entryUUID"))
+            .cloned()
     }
 
     /// The entry holding `uuid`, by the entryUUID equality index.
     fn find_uuid(&self, txn: &WriteTxn<'_>, uuid: &[u8; 16]) -> Result<Option<u64>, LdapError> {
-        let spec = self
-            .uuid_index()
-            .ok_or_else(|| LdapError::new(ResultCode::UnwillingToPerform, "no entryUUID index"))?;
+        let spec = self.uuid_index(txn).ok_or_else(|| {
+            LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "no complete entryUUID index (still building?)",
+            )
+        })?;
         let probe = Entry {
             dn: canopy_proto::Dn { rdns: Vec::new() },
             ndn: NormDn::root(),
@@ -227,7 +236,7 @@ impl Directory {
                 values: vec![uuid_to_text(uuid).into_bytes()],
             }],
         };
-        let keys: Vec<Vec<u8>> = entry_keys(self.schema(), spec, &probe)
+        let keys: Vec<Vec<u8>> = entry_keys(self.schema(), &spec, &probe)
             .into_iter()
             .filter(|k| k.first() == Some(&EQUALITY_KEY))
             .collect();

@@ -172,7 +172,7 @@ impl Directory {
         if query.scope == SearchScope::BaseObject {
             return Ok((Candidates::Ids(vec![base.id]), false, false));
         }
-        let plan = plan(self.schema(), self.indexes(), query.filter);
+        let plan = plan(self.schema(), &self.indexes(txn), query.filter);
         if let Some(ids) = resolve(txn, &plan)? {
             return Ok((Candidates::Ids(ids), true, false));
         }

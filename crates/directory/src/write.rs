@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use canopy_core::check::{check_entry, structural_class};
-use canopy_core::index::{entry_keys, entry_keys_all};
+use canopy_core::index::{entry_keys, entry_keys_all, IndexSpec};
 use canopy_core::modify::{apply_modifications, modified, ModifyOptions};
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
@@ -416,8 +416,8 @@ impl Directory {
         txn.put_entry(id, &bytes).map_err(failed)
     }
 
-    fn index_keys(&self, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
-        entry_keys_all(self.schema(), self.indexes(), entry)
+    fn index_keys(&self, specs: &[IndexSpec], entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
+        entry_keys_all(self.schema(), specs, entry)
             .into_iter()
             .map(|keys| keys.into_iter().collect())
             .collect()
@@ -433,11 +433,17 @@ impl Directory {
         old: Option<&Entry>,
         new: Option<&Entry>,
     ) -> Result<(), LdapError> {
+        // Building indexes too: from the moment one is added, every write keeps it.
+        let specs = self.maintained_indexes();
         let (Some(old), Some(new)) = (old, new) else {
-            let empty = || vec![BTreeSet::new(); self.indexes().len()];
-            let old_keys = old.map(|e| self.index_keys(e)).unwrap_or_else(empty);
-            let new_keys = new.map(|e| self.index_keys(e)).unwrap_or_else(empty);
-            for ((spec, before), after) in self.indexes().iter().zip(&old_keys).zip(&new_keys) {
+            let empty = || vec![BTreeSet::new(); specs.len()];
+            let old_keys = old
+                .map(|e| self.index_keys(&specs, e))
+                .unwrap_or_else(empty);
+            let new_keys = new
+                .map(|e| self.index_keys(&specs, e))
+                .unwrap_or_else(empty);
+            for ((spec, before), after) in specs.iter().zip(&old_keys).zip(&new_keys) {
                 for key in before.difference(after) {
                     txn.index_del(&spec.attr, key, id).map_err(failed)?;
                 }
@@ -451,9 +457,9 @@ impl Directory {
         if gone.attrs.is_empty() && came.attrs.is_empty() {
             return Ok(());
         }
-        let gone_keys = self.index_keys(&gone);
-        let came_keys = self.index_keys(&came);
-        for ((spec, gone), came) in self.indexes().iter().zip(&gone_keys).zip(&came_keys) {
+        let gone_keys = self.index_keys(&specs, &gone);
+        let came_keys = self.index_keys(&specs, &came);
+        for ((spec, gone), came) in specs.iter().zip(&gone_keys).zip(&came_keys) {
             // A key of a removed value may still come from a value that stayed (another spelling of
             // it, another attribute under the same index, the attribute's presence): only keys the
             // whole new entry lacks go. Which ones those are is plain without looking at the other
@@ -707,7 +713,9 @@ impl Directory {
             if others || variants {
                 continue;
             }
-            let Some(spec) = self.indexes().iter().find(|s| s.eq && same(&s.attr)) else {
+            // Only a complete index can tell that a value is absent.
+            let usable = self.indexes(txn);
+            let Some(spec) = usable.iter().find(|s| s.eq && same(&s.attr)) else {
                 continue;
             };
             let mut all_absent = true;

@@ -67,7 +67,7 @@ fn matches(dir: &Directory, filter: &Filter, allow_all: bool) -> (BTreeSet<Strin
             allow_all || !String::from_utf8_lossy(stored.dn).starts_with("cn=g1,")
         };
     let expanded = dir.expand_in_chain(&txn, filter, &mut allow).unwrap();
-    let indexed = resolve(&txn, &plan(dir.schema(), dir.indexes(), &expanded))
+    let indexed = resolve(&txn, &plan(dir.schema(), &dir.indexes(&txn), &expanded))
         .unwrap()
         .is_some();
     let test = PreparedFilter::new(dir.schema(), &expanded);

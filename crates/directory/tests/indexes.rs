@@ -58,7 +58,7 @@ fn check(dir: &Directory, universe: &Entry, step: &str) {
             }
         }
     }
-    for spec in dir.indexes() {
+    for spec in dir.indexes(&txn).iter() {
         let mut keys = entry_keys(dir.schema(), spec, universe);
         keys.sort();
         keys.dedup();

@@ -404,7 +404,7 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
             .iter()
             .map(|(parent, child)| (id_key(*parent), *child)),
     )?;
-    for (ids, (_, table)) in batch.indexes.iter().zip(&tables.indexes) {
+    for (ids, (_, table)) in batch.indexes.iter().zip(tables.index_list().iter()) {
         put_ids(
             table,
             txn,

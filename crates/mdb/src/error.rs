@@ -52,6 +52,11 @@ pub enum StoreError {
     /// An index attribute name that cannot name an LMDB table (empty, over 200 bytes, or with a NUL).
     #[error("invalid index attribute name {0:?}")]
     InvalidIndexName(String),
+    /// No room for another index table: the environment was opened for `max` named tables.
+    #[error(
+        "no room for another index table ({max} tables at most while open; restart to add more)"
+    )]
+    TooManyIndexes { max: u32 },
     /// An error reported by LMDB.
     #[error("LMDB: {0}")]
     Lmdb(heed::MdbError),
@@ -99,7 +104,8 @@ impl StoreError {
             | StoreError::IdNotAscending { .. }
             | StoreError::UnknownIndex(_)
             | StoreError::BulkLoadActive
-            | StoreError::InvalidIndexName(_) => false,
+            | StoreError::InvalidIndexName(_)
+            | StoreError::TooManyIndexes { .. } => false,
         }
     }
 }

@@ -266,10 +266,10 @@ pub trait ReadOps: Access {
     fn raw_pairs(&self, table: RawTable<'_>) -> Result<RawPairs<'_>, StoreError> {
         let tables = self.tables();
         let handle = match table {
-            RawTable::Id2Entry => Some(&tables.id2entry),
-            RawTable::Dn2Id => Some(&tables.dn2id),
-            RawTable::Dn2Children => Some(&tables.dn2children),
-            RawTable::Meta => Some(&tables.meta),
+            RawTable::Id2Entry => Some(tables.id2entry),
+            RawTable::Dn2Id => Some(tables.dn2id),
+            RawTable::Dn2Children => Some(tables.dn2children),
+            RawTable::Meta => Some(tables.meta),
             RawTable::Index(attr) => tables.index(attr),
         };
         Ok(RawPairs {
@@ -284,10 +284,10 @@ pub trait ReadOps: Access {
     fn raw_len(&self, table: RawTable<'_>) -> Result<u64, StoreError> {
         let tables = self.tables();
         let handle = match table {
-            RawTable::Id2Entry => Some(&tables.id2entry),
-            RawTable::Dn2Id => Some(&tables.dn2id),
-            RawTable::Dn2Children => Some(&tables.dn2children),
-            RawTable::Meta => Some(&tables.meta),
+            RawTable::Id2Entry => Some(tables.id2entry),
+            RawTable::Dn2Id => Some(tables.dn2id),
+            RawTable::Dn2Children => Some(tables.dn2children),
+            RawTable::Meta => Some(tables.meta),
             RawTable::Index(attr) => tables.index(attr),
         };
         match handle {
@@ -327,9 +327,31 @@ pub trait ReadOps: Access {
             .get(self.ro_txn(), key)?
             .map(<[u8]>::to_vec))
     }
+
+    /// Every setting whose key starts with `prefix` (non-empty, not reserved), in key order.
+    fn meta_prefix(&self, prefix: &[u8]) -> Result<Vec<MetaRecord>, StoreError> {
+        if !self.tables().storable(prefix) {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for item in self.tables().meta.prefix_iter(self.ro_txn(), prefix)? {
+            let (key, value) = item?;
+            found.push((key.to_vec(), value.to_vec()));
+        }
+        Ok(found)
+    }
+
+    /// LMDB's ID of this transaction: a read snapshot sees what a write transaction committed when
+    /// its ID is at least the writer's [`WriteTxn::txn_id`](crate::WriteTxn::txn_id).
+    fn txn_id(&self) -> usize {
+        self.ro_txn().id()
+    }
 }
 
 impl<T: Access> ReadOps for T {}
+
+/// One caller setting as stored: (key, value).
+pub type MetaRecord = (Vec<u8>, Vec<u8>);
 
 /// One record of the session log as stored: (key, value).
 pub type SyncLogRecord = (Vec<u8>, Vec<u8>);

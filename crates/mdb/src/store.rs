@@ -134,6 +134,10 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Set while a bulk loader exists.
     pub(crate) bulk_active: AtomicBool,
+    /// The named tables the environment was opened for (LMDB's `max_dbs`).
+    pub(crate) max_dbs: u32,
+    /// Held while an index table is created: LMDB allows one table-opening transaction at a time.
+    pub(crate) creating: std::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -278,6 +282,8 @@ impl Store {
             durable: cfg.durable,
             counters: Counters::default(),
             bulk_active: AtomicBool::new(false),
+            max_dbs: max_dbs(cfg.indexes.len()),
+            creating: std::sync::Mutex::new(()),
         });
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
         let writer_shared = Arc::clone(&shared);
@@ -345,6 +351,43 @@ impl Store {
             let _ = tx.send(outcome);
         });
         rx.recv().unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Makes sure the index table of `attr` exists and is open, creating it in a transaction of its own
+    /// when needed (an index added while the server runs). Until it is written to, the table is empty
+    /// (or holds what an earlier index of that name left: the caller clears it before building).
+    /// Transactions begun before the table was created must not read it (LMDB refuses the handle).
+    pub fn add_index_table(&self, attr: &str) -> Result<(), StoreError> {
+        let shared = self.shared();
+        if shared.tables.index(attr).is_some() {
+            return Ok(());
+        }
+        let _creating = shared
+            .creating
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if shared.tables.index(attr).is_some() {
+            return Ok(());
+        }
+        // Five fixed tables plus the index tables; leave one spare for LMDB's bookkeeping.
+        let open = u32::try_from(shared.tables.index_list().len()).unwrap_or(u32::MAX);
+        if open.saturating_add(6) > shared.max_dbs {
+            return Err(StoreError::TooManyIndexes {
+                max: shared.max_dbs.saturating_sub(6),
+            });
+        }
+        let table = {
+            // Like the writer's group transaction, hold a pass so no map resize runs under it.
+            let _pass = shared.gate.pass();
+            crate::tables::create_index_table(&shared.env, attr)?
+        };
+        shared
+            .tables
+            .indexes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((attr.to_string(), table));
+        Ok(())
     }
 
     /// An offline bulk loader (like `slapadd -q`). No other write may run until it is finished.

@@ -3,6 +3,8 @@
 use heed::types::Bytes;
 use heed::{CommitOrAbort, CommitToken, Database, DatabaseFlags, Env, OnCommit, RwTxn, WithoutTls};
 
+use std::sync::{PoisonError, RwLock};
+
 use crate::error::StoreError;
 use crate::keys::{FORMAT_VERSION, META_FORMAT};
 
@@ -32,19 +34,26 @@ pub struct Tables {
     pub(crate) dn2children: Table,
     pub(crate) meta: Table,
     pub(crate) synclog: Table,
-    /// One per `StoreConfig::indexes` position, named as configured.
-    pub(crate) indexes: Vec<(String, Table)>,
+    /// One per `StoreConfig::indexes` position, named as configured, then the tables created while
+    /// open (`Store::add_index_table`). Only ever grows while open: a handle is never closed under a
+    /// transaction that may use it.
+    pub(crate) indexes: RwLock<Vec<(String, Table)>>,
     /// LMDB's key-length limit: longer lookups cannot match and must not reach LMDB (MDB_BAD_VALSIZE).
     pub(crate) max_key: usize,
 }
 
 impl Tables {
     /// The index table of `attr`; attribute names compare ASCII-case-insensitively, as LDAP's do.
-    pub(crate) fn index(&self, attr: &str) -> Option<&Table> {
-        self.indexes
+    pub(crate) fn index(&self, attr: &str) -> Option<Table> {
+        self.index_list()
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(attr))
-            .map(|(_, table)| table)
+            .map(|(_, table)| *table)
+    }
+
+    /// The index tables, in creation order.
+    pub(crate) fn index_list(&self) -> std::sync::RwLockReadGuard<'_, Vec<(String, Table)>> {
+        self.indexes.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether LMDB can hold (and so look up) this key.
@@ -53,18 +62,18 @@ impl Tables {
     }
 
     /// (table name, table) for every table, for statistics.
-    pub(crate) fn named(&self) -> Vec<(String, &Table)> {
+    pub(crate) fn named(&self) -> Vec<(String, Table)> {
         let mut all = vec![
-            (ID2ENTRY.to_string(), &self.id2entry),
-            (DN2ID.to_string(), &self.dn2id),
-            (DN2CHILDREN.to_string(), &self.dn2children),
-            (META.to_string(), &self.meta),
-            (SYNCLOG.to_string(), &self.synclog),
+            (ID2ENTRY.to_string(), self.id2entry),
+            (DN2ID.to_string(), self.dn2id),
+            (DN2CHILDREN.to_string(), self.dn2children),
+            (META.to_string(), self.meta),
+            (SYNCLOG.to_string(), self.synclog),
         ];
-        for (attr, table) in &self.indexes {
+        for (attr, table) in self.index_list().iter() {
             let name = index_table_name(attr);
             if !all.iter().any(|(n, _)| *n == name) {
-                all.push((name, table));
+                all.push((name, *table));
             }
         }
         all
@@ -75,7 +84,7 @@ pub(crate) fn index_table_name(attr: &str) -> String {
     format!("{INDEX_PREFIX}{}", attr.to_ascii_lowercase())
 }
 
-fn check_index_name(attr: &str) -> Result<(), StoreError> {
+pub(crate) fn check_index_name(attr: &str) -> Result<(), StoreError> {
     if attr.is_empty() || attr.len() > 200 || attr.contains('\0') {
         return Err(StoreError::InvalidIndexName(attr.to_string()));
     }
@@ -103,11 +112,12 @@ impl OnCommit for Opening<'_> {
             dn2children: self.dn2children.on_commit(token),
             meta: self.meta.on_commit(token),
             synclog: self.synclog.on_commit(token),
-            indexes: self
-                .indexes
-                .into_iter()
-                .map(|(attr, table)| (attr, table.on_commit(token)))
-                .collect(),
+            indexes: RwLock::new(
+                self.indexes
+                    .into_iter()
+                    .map(|(attr, table)| (attr, table.on_commit(token)))
+                    .collect(),
+            ),
         }
     }
 }
@@ -176,6 +186,31 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
         CommitOrAbort::Abort(()) => Err(StoreError::Corrupt {
             table: META,
             detail: "table creation aborted".into(),
+        }),
+    }
+}
+
+/// Creates (or opens, when the file already has it) the index table of `attr` in a transaction of its
+/// own, for an index added while the store is open. The caller holds a gate pass and must be the only
+/// thread opening tables (LMDB: one `mdb_dbi_open` transaction at a time).
+pub(crate) fn create_index_table(env: &Env<WithoutTls>, attr: &str) -> Result<Table, StoreError> {
+    check_index_name(attr)?;
+    let wtxn = env.write_txn()?;
+    let name = index_table_name(attr);
+    let created = env.create_databases_and_commit(wtxn, |opener, wtxn: &mut RwTxn<'_>| {
+        opener
+            .database_options()
+            .types::<Bytes, Bytes>()
+            .flags(DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED)
+            .name(&name)
+            .create(wtxn)
+            .map(CommitOrAbort::<_, ()>::Commit)
+    })?;
+    match created {
+        CommitOrAbort::Commit(table) => Ok(table),
+        CommitOrAbort::Abort(()) => Err(StoreError::Corrupt {
+            table: META,
+            detail: "index table creation aborted".into(),
         }),
     }
 }

@@ -370,6 +370,13 @@ pub fn access_list(schema: &Schema, config: &Config) -> Result<acl::Acl, StartEr
 pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
     let schema = Arc::new(load_schema(&config)?);
     let mut list = open_databases(&config, &schema, root_password.clone())?;
+    // Indexes the store lacks are built online, stored ones no longer configured dropped
+    // (docs/design/online-indexing.md).
+    for db in &list {
+        db.backend()
+            .start_index_builds()
+            .map_err(|e| StartError::Open(OpenError::Store(e)))?;
+    }
     let root_ndn = normalize_root(&schema, &config.root_dn)?;
     // `[[syncrepl]]` consumers feed the first database, which then refers client writes to `updateref`.
     let syncrepl = syncrepl::handles(

@@ -65,6 +65,29 @@ impl Tree {
     }
 }
 
+/// One `description` per index: `index mail eq,sub: building 1200/20000 entries (next id 1201)`.
+fn index_lines(dir: &canopy_directory::Directory) -> Vec<String> {
+    dir.index_status()
+        .into_iter()
+        .map(|s| {
+            let head = format!(
+                "index {} {}: {}",
+                s.spec.attr,
+                canopy_directory::indexing::kinds_text(&s.spec),
+                s.state.as_str()
+            );
+            match (s.state, &s.error) {
+                (_, Some(error)) => format!("{head}, stopped: {error}"),
+                (canopy_directory::IndexState::Building, None) => format!(
+                    "{head} {}/{} entries (next id {})",
+                    s.visited, s.total, s.next_id
+                ),
+                _ => head,
+            }
+        })
+        .collect()
+}
+
 fn one(value: impl ToString) -> Vec<String> {
     vec![value.to_string()]
 }
@@ -201,6 +224,10 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             }
             if let Some(at) = db.store().last_commit() {
                 attrs.push(("monitorTimestamp", one(generalized(at))));
+            }
+            let indexes = index_lines(db.backend());
+            if !indexes.is_empty() {
+                attrs.push(("description", indexes));
             }
         }
         t.add(

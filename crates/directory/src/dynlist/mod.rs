@@ -247,7 +247,8 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         let Some(base_id) = txn.get_id(&dn_key(&search.base)).map_err(store_error)? else {
             return Ok(());
         };
-        let plan = canopy_core::index::plan(self.dir.schema(), self.dir.indexes(), &search.raw);
+        let plan =
+            canopy_core::index::plan(self.dir.schema(), &self.dir.indexes(self.txn), &search.raw);
         let (ids, check_scope) = match search.scope {
             SearchScope::BaseObject => (vec![base_id], false),
             _ => match resolve(txn, &plan)? {
@@ -397,7 +398,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
 
     /// The candidates of `filter` in the whole database (every entry without a usable index).
     fn ids_for(&self, filter: &Filter) -> Result<Vec<u64>, LdapError> {
-        let plan = canopy_core::index::plan(self.dir.schema(), self.dir.indexes(), filter);
+        let plan = canopy_core::index::plan(self.dir.schema(), &self.dir.indexes(self.txn), filter);
         match resolve(self.txn, &plan)? {
             Some(ids) => Ok(ids),
             None => self

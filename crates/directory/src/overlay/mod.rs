@@ -49,7 +49,7 @@ pub(crate) fn candidates(
     txn: &WriteTxn<'_>,
     filter: &Filter,
 ) -> Result<Vec<u64>, LdapError> {
-    let plan = canopy_core::index::plan(dir.schema(), dir.indexes(), filter);
+    let plan = canopy_core::index::plan(dir.schema(), &dir.indexes(txn), filter);
     match crate::candidates::resolve(txn, &plan)? {
         Some(ids) => Ok(ids),
         None => txn.entry_ids().map_err(store_error),

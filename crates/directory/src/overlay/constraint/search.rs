@@ -43,7 +43,7 @@ pub(super) fn each(
     let schema = dir.schema();
     let (ids, from_index) = match scope {
         SearchScope::BaseObject => (vec![base_id], false),
-        _ => match resolve(txn, &plan(schema, dir.indexes(), filter))? {
+        _ => match resolve(txn, &plan(schema, &dir.indexes(txn), filter))? {
             Some(ids) => (ids, true),
             None => {
                 let ids = match scope {
