@@ -34,6 +34,7 @@ pub fn live_attributes(dn: &str) -> &'static [&'static str] {
             "olcReadOnly",
             "olcSizeLimit",
             "olcTimeLimit",
+            "olcDbIndex",
         ]
     } else {
         &[]
@@ -129,12 +130,77 @@ pub async fn write(
         .await?;
     let (tree, next) = verdict?;
     *entries = tree;
+    let indexed = change_indexes(&state, &next).await;
     let next = Arc::new(next);
     for db in next.databases.iter() {
         db.backend().set_server_id(next.config.server_id);
     }
     state.live.swap(next);
+    indexed?;
     Ok(controls)
+}
+/// Starts the online builds of the indexes `next` adds and drops those it removes, in each data
+/// database (docs/design/online-indexing.md): a build goes on in the background, and the planner uses
+/// an index only once it is complete. The change is stored already; an index whose start fails here is
+/// built again at the next start, which reconciles every database with its configured indexes.
+async fn change_indexes(state: &State, next: &ServerState) -> Result<(), LdapError> {
+    let schema = state.databases.schema().clone();
+    let mut work = Vec::new();
+    let mut number = 0;
+    for db in state.databases.iter() {
+        if db.is_monitor() || db.is_config() {
+            continue;
+        }
+        number += 1;
+        let (Some(old), Some(new)) = (
+            state.config.database_view(number),
+            next.config.database_view(number),
+        ) else {
+            continue;
+        };
+        let (Ok(old), Ok(new)) = (
+            crate::index_specs(&schema, &old),
+            crate::index_specs(&schema, &new),
+        ) else {
+            continue;
+        };
+        let add: Vec<_> = new.iter().filter(|s| !old.contains(s)).cloned().collect();
+        let drop: Vec<String> = old
+            .iter()
+            .filter(|o| !new.iter().any(|s| s.attr == o.attr))
+            .map(|o| o.attr.clone())
+            .collect();
+        if !add.is_empty() || !drop.is_empty() {
+            work.push((db.backend().clone(), add, drop));
+        }
+    }
+    if work.is_empty() {
+        return Ok(());
+    }
+    let done = tokio::task::spawn_blocking(move || -> Result<(), String> {
+        for (directory, add, drop) in work {
+            for attr in drop {
+                directory.drop_index(&attr).map_err(|e| e.to_string())?;
+                tracing::info!(suffix = %directory.suffix_dn(), index = %attr, "index dropped (cn=config)");
+            }
+            for spec in add {
+                let attr = spec.attr.clone();
+                directory.add_index(spec).map_err(|e| e.to_string())?;
+                tracing::info!(suffix = %directory.suffix_dn(), index = %attr, "index build started (cn=config)");
+            }
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r);
+    done.map_err(|e| {
+        tracing::error!(error = %e, "olcDbIndex: the change is stored, the index is retried at the next start");
+        LdapError::new(
+            ResultCode::Other,
+            format!("<olcDbIndex> {e} (the change is stored; the index is retried at the next start)"),
+        )
+    })
 }
 
 /// The tree after `changes` to the entry `dn`, and that entry.
@@ -159,13 +225,6 @@ fn modified_tree(
     for (name, _) in entry.attrs.iter().chain(old.attrs.iter()) {
         if old.get(name) == entry.get(name) {
             continue;
-        }
-        if name.eq_ignore_ascii_case("olcDbIndex") {
-            return Err(Refusal::new(
-                ResultCode::UnwillingToPerform,
-                "olcDbIndex: adding or dropping an index on a running server is not available \
-                 yet; change indexes in the configuration file and run canopy reindex",
-            ));
         }
         if !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
             return Err(Refusal::new(
@@ -334,6 +393,15 @@ fn next_state(
         number += 1;
         let view = config.database_view(number).ok_or_else(|| {
             Refusal::new(ResultCode::Other, format!("database {number} is missing"))
+        })?;
+        crate::index_specs(&schema, &view).map_err(|e| match e {
+            crate::StartError::Open(canopy_directory::OpenError::IndexAttribute(attr)) => {
+                Refusal::new(
+                    ResultCode::Other,
+                    format!("<olcDbIndex> index attribute \"{attr}\" undefined"),
+                )
+            }
+            other => Refusal::new(ResultCode::Other, format!("<olcDbIndex> {other}")),
         })?;
         let acl = crate::access_list(&schema, &view)
             .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcAccess> {e}")))?;

@@ -412,11 +412,13 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             .single("olcTimeLimit")
             .map(|v| parse_limit("olcTimeLimit", v))
             .transpose()?;
+        let indexes = parse_indexes(db.get("olcDbIndex"))?;
         match number
             .checked_sub(2)
             .and_then(|i| config.database.get_mut(i))
         {
             None => {
+                config.indexes = indexes;
                 config.read_only = read_only;
                 config.access = access;
                 config.root_dn = root_dn.unwrap_or_default();
@@ -430,6 +432,7 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
                 }
             }
             Some(table) => {
+                table.indexes = indexes;
                 table.read_only = read_only;
                 table.access = access;
                 table.root_dn = root_dn;
@@ -440,6 +443,65 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         }
     }
     Ok((config, first_root_password))
+}
+
+/// `olcDbIndex` values in slapd's words: `ATTR[,ATTR...] [KIND[,KIND...]]` (no kinds: eq), kinds `eq`
+/// (`equality`), `pres` (`present`), `sub` (`substr`, `subinitial`, `subany`, `subfinal`), `approx`
+/// (`approximate`) and Canopy's `ord`. Attribute names are checked against the schema later.
+pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig>, Refusal> {
+    let mut indexes: Vec<crate::config::IndexConfig> = Vec::new();
+    for value in values {
+        let mut words = value.split_whitespace();
+        let attrs = words.next().unwrap_or("");
+        let kinds_text = words.collect::<Vec<_>>().join("");
+        let mut kinds: Vec<String> = Vec::new();
+        for kind in kinds_text.split(',').filter(|k| !k.is_empty()) {
+            let canonical = match kind.to_ascii_lowercase().as_str() {
+                "eq" | "equality" => "eq",
+                "pres" | "present" => "pres",
+                "sub" | "substr" | "substring" | "subinitial" | "subany" | "subfinal" => "sub",
+                "approx" | "approximate" => "approx",
+                "ord" | "ordering" => "ord",
+                _ => {
+                    return Err(Refusal::new(
+                        ResultCode::Other,
+                        format!("<olcDbIndex> index type \"{kind}\" undefined"),
+                    ))
+                }
+            };
+            if !kinds.iter().any(|k| k == canonical) {
+                kinds.push(canonical.to_string());
+            }
+        }
+        if kinds.is_empty() {
+            kinds.push("eq".to_string());
+        }
+        for attr in attrs.split(',').filter(|a| !a.is_empty()) {
+            if attr.eq_ignore_ascii_case("default") {
+                return Err(Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    "<olcDbIndex> \"default\" is not supported: list the kinds on each index",
+                ));
+            }
+            match indexes
+                .iter_mut()
+                .find(|i| i.attr.eq_ignore_ascii_case(attr))
+            {
+                Some(index) => {
+                    for kind in &kinds {
+                        if !index.kinds.contains(kind) {
+                            index.kinds.push(kind.clone());
+                        }
+                    }
+                }
+                None => indexes.push(crate::config::IndexConfig {
+                    attr: attr.to_string(),
+                    kinds: kinds.clone(),
+                }),
+            }
+        }
+    }
+    Ok(indexes)
 }
 
 /// slapd's size or time limit words: a number or `unlimited` (0 here, as in `[limits]`).

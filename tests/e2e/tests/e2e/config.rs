@@ -274,13 +274,13 @@ fn lock_out_is_refused() {
 
 #[test]
 fn changes_canopy_cannot_make_live_are_refused() {
-    if !canopy_only("refusing olcSuffix and olcDbIndex changes") {
+    if !canopy_only("refusing olcSuffix and olcDbDirectory changes") {
         return;
     }
     let s = Server::start_with_config_tree();
     for body in [
         "replace: olcSuffix\nolcSuffix: dc=other",
-        "add: olcDbIndex\nolcDbIndex: description eq",
+        "replace: olcDbDirectory\nolcDbDirectory: /tmp/elsewhere",
     ] {
         let attr = body.split(['\n', ':']).nth(1).unwrap().trim().to_string();
         let out = change(&s, &format!("dn: {MDB1}\nchangetype: modify\n{body}\n"));
@@ -416,4 +416,68 @@ fn export_and_check_show_the_live_configuration() {
     let out = s.canopy_tool("config", &["check", &bad.display().to_string()]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stderr.contains("nobody"), "{}", out.stderr);
+}
+
+#[test]
+fn indexes_are_added_and_dropped_live() {
+    let s = Server::start_with_config_tree();
+    let add = |value: &str| {
+        change(
+            &s,
+            &format!("dn: {MDB1}\nchangetype: modify\nadd: olcDbIndex\nolcDbIndex: {value}\n"),
+        )
+    };
+    let out = add("foo eq");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("\"foo\" undefined"), "{}", out.stderr);
+    let out = add("description bogus");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("\"bogus\" undefined"), "{}", out.stderr);
+    assert_eq!(add("sn eq,sub").code, 20, "the same index twice");
+    add("description eq").expect_code(0, "add an index");
+    assert!(values(&s, MDB1, "olcDbIndex").contains(&"description eq".to_string()));
+    // Searches keep answering the same while (and after) it is built.
+    let search = || anonymous_count(&s, SUFFIX, "(description=*)");
+    let before = search();
+    if Target::from_env() == Target::Canopy {
+        // cn=Monitor says when the build is complete; the wait is bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let monitor = s.search(
+                &Bind::External,
+                &[
+                    "-b",
+                    "cn=Databases,cn=Monitor",
+                    "(description=index description*)",
+                    "description",
+                ],
+            );
+            if monitor.stdout.contains("index description eq: complete") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the build did not complete in 30 s:\n{}",
+                monitor.stdout
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    assert_eq!(search(), before);
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\ndelete: olcDbIndex\nolcDbIndex: description eq\n"
+        ),
+    )
+    .expect_code(0, "drop the index");
+    assert!(!values(&s, MDB1, "olcDbIndex").contains(&"description eq".to_string()));
+    assert_eq!(search(), before);
+    let out = change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\ndelete: olcDbIndex\nolcDbIndex: description eq\n"
+        ),
+    );
+    assert_eq!(out.code, 16, "{}", out.stderr);
 }
