@@ -41,7 +41,7 @@ pub struct Database {
     read_only: bool,
     /// cn=Monitor: written by the server itself, not a naming context of the root DSE.
     monitor: bool,
-    /// cn=config: written only through `config_tree::change`, the root DSE's configContext.
+    /// cn=config: written only through `config_change`, the root DSE's configContext.
     config: bool,
     /// The root DN: access rules and limits do not apply to it in this database.
     root: Option<Root>,

@@ -12,6 +12,7 @@ pub mod authz;
 pub mod backoff;
 pub mod completion;
 pub mod config;
+pub mod config_change;
 pub mod config_tree;
 pub mod conn;
 pub mod databases;

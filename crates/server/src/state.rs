@@ -1,7 +1,7 @@
 //! What every connection shares: the databases, the configuration and the root identity.
 //!
 //! A [`ServerState`] is one immutable snapshot of the running configuration. A live change of
-//! cn=config (`config_tree::change`) builds a whole new snapshot and swaps it in [`Live`]; each
+//! cn=config (`config_change`) builds a whole new snapshot and swaps it in [`Live`]; each
 //! operation takes the current snapshot once when it is dispatched ([`ServerState::current`]) and
 //! reads only that one, so it never sees half of a change.
 

@@ -1,5 +1,5 @@
 //! `canopy config export`: the live configuration written back as the TOML file it started from,
-//! with every setting that changes live (`change::live_attributes`) set to its live value, so the
+//! with every setting that changes live (`config_tree::live_attributes`) set to its live value, so the
 //! result can be diffed, reviewed and used to seed another server.
 
 use toml::{Table, Value};

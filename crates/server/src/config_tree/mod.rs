@@ -4,9 +4,8 @@
 //! attributes that change live, and the olc* schema they need.
 //!
 //! The tree is a database of its own in the registry (`store` keeps it durable in `DATA/config`);
-//! `change` runs a client's write of it: validate the whole new configuration, store it, swap it in.
+//! `crate::config_change` runs a client's write of it: validate the whole new configuration, store it, swap it in.
 
-pub mod change;
 pub mod export;
 pub mod store;
 
@@ -27,6 +26,30 @@ pub const LDAPI_ROOT: &str = "gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn
 /// root over ldapi manages it, nobody else sees it (the config root DN is above every rule).
 pub fn default_access() -> String {
     format!("to * by dn.exact=\"{LDAPI_ROOT}\" manage by * none")
+}
+
+/// The attributes an entry of the tree changes live; every other change is unwillingToPerform.
+pub fn live_attributes(dn: &str) -> &'static [&'static str] {
+    let dn = dn.to_ascii_lowercase();
+    if dn == SUFFIX {
+        &["olcServerID"]
+    } else if dn == FRONTEND_DN.to_ascii_lowercase() {
+        &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
+    } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
+        &["olcAccess", "olcRootDN", "olcRootPW"]
+    } else if dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config") {
+        &[
+            "olcAccess",
+            "olcRootDN",
+            "olcRootPW",
+            "olcReadOnly",
+            "olcSizeLimit",
+            "olcTimeLimit",
+            "olcDbIndex",
+        ]
+    } else {
+        &[]
+    }
 }
 
 /// The olc* attribute types and object classes the tree uses, with OpenLDAP's OIDs and names (as
@@ -343,7 +366,7 @@ impl Refusal {
     }
 }
 
-/// The live settings of a tree (the attributes `change::LIVE` lists), applied over `base`: the whole
+/// The live settings of a tree (the attributes `live_attributes` lists), applied over `base`: the whole
 /// configuration the server runs with this tree, and the first database's root password. Checks what
 /// can be checked without the schema; `change::build` checks the rest by building the databases' settings.
 pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>), Refusal> {

@@ -1,9 +1,9 @@
 //! The durable store of the cn=config tree: an LMDB environment of its own in `DATA/config`, fsynced on
 //! every commit, read through the ordinary database code and written only by this module and
-//! `change` (docs/design/config-tree.md).
+//! `crate::config_change` (docs/design/config-tree.md).
 //!
 //! At the first start the configuration file seeds it. At every later start the stored tree is the
-//! truth for the settings that change live (`change::LIVE`); the file still gives everything else,
+//! truth for the settings that change live (`live_attributes`); the file still gives everything else,
 //! and where the file disagrees with a stored live setting a log line says so (the stored one runs).
 
 use std::collections::HashMap;
@@ -193,7 +193,7 @@ fn report_differences(from_file: &[ConfigEntry], stored: &[ConfigEntry]) {
         else {
             continue;
         };
-        for attr in super::change::live_attributes(&file_entry.dn) {
+        for attr in super::live_attributes(&file_entry.dn) {
             if file_entry.get(attr) != live.get(attr) {
                 tracing::warn!(
                     dn = %file_entry.dn,
@@ -361,7 +361,7 @@ pub fn differences(file: &Config, live: &Config, live_password: &[u8]) -> Vec<(S
         let Some(other) = stored.iter().find(|e| e.dn == entry.dn) else {
             continue;
         };
-        for attr in super::change::live_attributes(&entry.dn) {
+        for attr in super::live_attributes(&entry.dn) {
             if entry.get(attr) != other.get(attr) && !attr.eq_ignore_ascii_case("olcRootPW") {
                 found.push((entry.dn.clone(), attr.to_string()));
             }

@@ -1,4 +1,4 @@
-//! A client's write of cn=config: apply it to a copy of the tree, build the whole new running
+//! A client's write of cn=config (the tree is `config_tree`, docs/design/config-tree.md): apply it to a copy of the tree, build the whole new running
 //! configuration from that copy (any failure refuses the write, naming the attribute), refuse a change
 //! that leaves nobody able to change cn=config, store it durably through the configuration database
 //! (its access rules decide first), then swap the new snapshot in (`state::Live`).
@@ -9,37 +9,13 @@ use canopy_core::LdapError;
 use canopy_directory::{OpError, WriteOp};
 use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
 
-use super::{
-    numbered, split_ordinal, to_config, ConfigEntry, Refusal, CONFIG_DB_DN, FRONTEND_DN, SUFFIX,
-};
 use crate::access::Who;
 use crate::config::Config;
+use crate::config_tree::{
+    live_attributes, numbered, split_ordinal, to_config, ConfigEntry, Refusal,
+};
 use crate::databases::{Database, Databases, WriteControls};
 use crate::state::{ServerState, State};
-
-/// The attributes an entry of the tree changes live; every other change is unwillingToPerform.
-pub fn live_attributes(dn: &str) -> &'static [&'static str] {
-    let dn = dn.to_ascii_lowercase();
-    if dn == SUFFIX {
-        &["olcServerID"]
-    } else if dn == FRONTEND_DN.to_ascii_lowercase() {
-        &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
-    } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
-        &["olcAccess", "olcRootDN", "olcRootPW"]
-    } else if dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config") {
-        &[
-            "olcAccess",
-            "olcRootDN",
-            "olcRootPW",
-            "olcReadOnly",
-            "olcSizeLimit",
-            "olcTimeLimit",
-            "olcDbIndex",
-        ]
-    } else {
-        &[]
-    }
-}
 
 /// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES').
 const ORDERED: [&str; 4] = ["olcAccess", "olcLimits", "olcSyncrepl", "olcDbIndex"];
@@ -94,7 +70,7 @@ pub async fn write(
                     let stored = WriteOp::Modify {
                         dn: dn.clone(),
                         ndn: ndn.clone(),
-                        changes: super::store::changes(&old, &new_entry),
+                        changes: crate::config_tree::store::changes(&old, &new_entry),
                     };
                     (stored, Ok((tree, next)))
                 }
@@ -463,7 +439,7 @@ fn check_lockout(config: &Config) -> Result<(), Refusal> {
             .as_deref()
             .is_some_and(|p| !p.is_empty());
     let rules = match config.config_access.is_empty() {
-        true => vec![super::default_access()],
+        true => vec![crate::config_tree::default_access()],
         false => config.config_access.clone(),
     };
     if root || rules.iter().any(|rule| grants_write(rule)) {
@@ -508,7 +484,7 @@ mod tests {
     #[test]
     fn ordered_values_move_and_renumber_as_slapd() {
         let mut entry = ConfigEntry {
-            dn: super::super::database_dn(1),
+            dn: crate::config_tree::database_dn(1),
             attrs: vec![],
         };
         apply(
