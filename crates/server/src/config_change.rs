@@ -107,13 +107,34 @@ pub async fn write(
     let (tree, next) = verdict?;
     *entries = tree;
     let indexed = change_indexes(&state, &next).await;
+    let tls = switch_certificate(&state, &next);
     let next = Arc::new(next);
     for db in next.databases.iter() {
         db.backend().set_server_id(next.config.server_id);
     }
     state.live.swap(next);
     indexed?;
+    tls?;
     Ok(controls)
+}
+
+/// Serves the certificate `next` names, when it names another one (validated before the change was
+/// stored; a failure now, say a file removed meanwhile, keeps the one in use and is retried at start).
+fn switch_certificate(state: &State, next: &ServerState) -> Result<(), LdapError> {
+    let (old, new) = (&state.config.tls, &next.config.tls);
+    if (&old.cert_file, &old.key_file) == (&new.cert_file, &new.key_file) {
+        return Ok(());
+    }
+    let Some(tls) = &state.tls else {
+        return Ok(());
+    };
+    tls.switch(&next.config).map_err(|e| {
+        tracing::error!(error = %e, "olcTLSCertificateFile: the change is stored, the certificate in use is kept");
+        LdapError::new(
+            ResultCode::Other,
+            format!("<olcTLSCertificateFile> {e} (the change is stored; the certificate in use is kept until the next start)"),
+        )
+    })
 }
 /// Starts the online builds of the indexes `next` adds and drops those it removes, in each data
 /// database (docs/design/online-indexing.md): a build goes on in the background, and the planner uses
@@ -399,6 +420,12 @@ fn next_state(
             db.subordinate(),
             db.directory().to_path_buf(),
         ));
+    }
+    let tls_changed = (&config.tls.cert_file, &config.tls.key_file)
+        != (&state.config.tls.cert_file, &state.config.tls.key_file);
+    if tls_changed {
+        crate::tls::Tls::check_files(&config, config.tls.verify_client)
+            .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcTLSCertificateFile> {e}")))?;
     }
     let mut next = ServerState::clone(state);
     next.root_ndn = match config.root_dn.as_str() {

@@ -32,7 +32,11 @@ pub fn default_access() -> String {
 pub fn live_attributes(dn: &str) -> &'static [&'static str] {
     let dn = dn.to_ascii_lowercase();
     if dn == SUFFIX {
-        &["olcServerID"]
+        &[
+            "olcServerID",
+            "olcTLSCertificateFile",
+            "olcTLSCertificateKeyFile",
+        ]
     } else if dn == FRONTEND_DN.to_ascii_lowercase() {
         &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
     } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
@@ -385,6 +389,18 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
                     Refusal::handler("olcServerID", format!("invalid server ID {text:?}"))
                 })?,
         };
+    }
+    if let Some(global) = find(SUFFIX) {
+        let cert = global.single("olcTLSCertificateFile");
+        let key = global.single("olcTLSCertificateKeyFile");
+        if cert.is_some() != key.is_some() {
+            return Err(Refusal::handler(
+                "olcTLSCertificateFile",
+                "olcTLSCertificateFile and olcTLSCertificateKeyFile go together",
+            ));
+        }
+        config.tls.cert_file = cert.map(std::path::PathBuf::from);
+        config.tls.key_file = key.map(std::path::PathBuf::from);
     }
     if let Some(frontend) = find(FRONTEND_DN) {
         if let Some(v) = frontend.single("olcSizeLimit") {

@@ -481,3 +481,103 @@ fn indexes_are_added_and_dropped_live() {
     );
     assert_eq!(out.code, 16, "{}", out.stderr);
 }
+
+/// A self-signed certificate for 127.0.0.1 made with the openssl CLI in `dir`: (cert, key).
+fn server_certificate(dir: &std::path::Path, name: &str) -> (String, String) {
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        &format!("/CN={name}"),
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-keyout",
+    ])
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    client::run(cmd, None).expect_code(0, "openssl req");
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// `ldapwhoami -ZZ` (StartTLS required) trusting only `ca`: exit 0 when the server presents it.
+fn starttls_trusting(s: &Server, ca: &str) -> i32 {
+    let mut cmd = std::process::Command::new("ldapwhoami");
+    cmd.args(["-x", "-ZZ", "-H", &s.ldap_url()])
+        .env("LDAPTLS_CACERT", ca)
+        .env("LDAPTLS_REQCERT", "demand");
+    client::run(cmd, None).code
+}
+
+#[test]
+fn the_tls_certificate_is_swapped_live() {
+    let s = Server::start_with_config_tree();
+    let (cert, key) = server_certificate(s.dir(), "swapped");
+    assert_ne!(starttls_trusting(&s, &cert), 0, "not served yet");
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n-\nreplace: olcTLSCertificateKeyFile\n\
+             olcTLSCertificateKeyFile: {key}\n"
+        ),
+    );
+    out.expect_code(0, "swap the certificate");
+    assert_eq!(
+        starttls_trusting(&s, &cert),
+        0,
+        "the new certificate is served"
+    );
+    assert_eq!(values(&s, "cn=config", "olcTLSCertificateFile"), [cert]);
+}
+
+#[test]
+fn a_certificate_that_does_not_load_is_refused() {
+    if !canopy_only("checking the certificate before the change is stored") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let (cert, _) = server_certificate(s.dir(), "good");
+    let bogus = s.dir().join("bogus.key");
+    std::fs::write(&bogus, "not a key\n").unwrap();
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n-\nreplace: olcTLSCertificateKeyFile\n\
+             olcTLSCertificateKeyFile: {}\n",
+            bogus.display()
+        ),
+    );
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("olcTLSCertificateFile"),
+        "{}",
+        out.stderr
+    );
+    assert!(values(&s, "cn=config", "olcTLSCertificateFile").is_empty());
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n"
+        ),
+    );
+    assert_eq!(
+        out.code, 80,
+        "a certificate without its key: {}",
+        out.stderr
+    );
+}
