@@ -524,7 +524,7 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(tls.files.cert, dir.path().join("tls/cert.pem"));
+        assert_eq!(tls.files().cert, dir.path().join("tls/cert.pem"));
         Tls::setup(&config_in(dir.path())).unwrap();
         assert_eq!(
             std::fs::read(dir.path().join("tls/cert.pem")).unwrap(),
