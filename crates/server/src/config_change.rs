@@ -77,14 +77,18 @@ pub async fn write(
                 Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
             }
         }
-        WriteOp::Add(_) => (
-            op.clone(),
-            Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "adding entries to cn=config (a database, a schema, an overlay) is not supported \
-                 on a running server yet; add it to the configuration file and restart",
-            )),
-        ),
+        WriteOp::Add(entry) => match added_tree(&entries, entry, tree) {
+            Ok((new_tree, stored)) => {
+                // Opening the new database's environment is the one step with an effect on disk:
+                // only who may add the entry gets that far.
+                probe_access(dir, who, ctl, &stored).await?;
+                match next_state(&state, &new_tree, &new_tree[new_tree.len() - 1]) {
+                    Ok(next) => (stored, Ok((new_tree, next))),
+                    Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
+                }
+            }
+            Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
+        },
         WriteOp::Delete { .. } => (
             op.clone(),
             Err(LdapError::new(
@@ -116,6 +120,121 @@ pub async fn write(
     indexed?;
     tls?;
     Ok(controls)
+}
+
+/// The answer a write gets when access control lets it through and `probe_access` stops it.
+fn probe_error() -> LdapError {
+    LdapError::new(ResultCode::Other, "access probe (never sent)")
+}
+
+/// Access control of `op` alone, nothing written: Ok when the requester may make it.
+async fn probe_access(
+    dir: &Database,
+    who: &Who,
+    ctl: &WriteControls,
+    op: &WriteOp,
+) -> Result<(), OpError> {
+    match dir
+        .update_with_verdict(op.clone(), who, ctl, Some(probe_error()))
+        .await
+    {
+        Err(OpError::Ldap(error)) if error == probe_error() => Ok(()),
+        Err(other) => Err(other),
+        Ok(_) => Err(LdapError::new(ResultCode::Other, "the access probe wrote").into()),
+    }
+}
+
+/// The tree with a new data database `entry` (`olcDatabase={N}mdb,cn=config` with the next number, or
+/// `olcDatabase=mdb,cn=config`, which gets it), and the write that stores it.
+fn added_tree(
+    entries: &[ConfigEntry],
+    entry: &canopy_core::Entry,
+    tree: &crate::config_tree::ConfigTree,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let dn = entry.dn.to_string();
+    let next = 1 + entries
+        .iter()
+        .filter(|e| {
+            let dn = e.dn.to_ascii_lowercase();
+            dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config")
+        })
+        .count();
+    let target_dn = crate::config_tree::database_dn(next);
+    let lower = normalize_dn(&dn);
+    if lower != normalize_dn(&target_dn) && lower != "olcdatabase=mdb,cn=config" {
+        return Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            format!(
+                "{dn}: only a new mdb database can be added, numbered after the last one \
+                 ({target_dn})"
+            ),
+        ));
+    }
+    let mut added = ConfigEntry {
+        dn: target_dn.clone(),
+        attrs: Vec::new(),
+    };
+    let live = live_attributes(&target_dn);
+    for attr in &entry.attrs {
+        let name = attr.desc.as_str();
+        if crate::config_tree::store::OPERATIONAL
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        let known = [
+            "objectClass",
+            "olcDatabase",
+            "olcSuffix",
+            "olcDbDirectory",
+            "olcSubordinate",
+        ];
+        if !known
+            .iter()
+            .chain(live)
+            .any(|k| k.eq_ignore_ascii_case(name))
+        {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!("{name}: not supported on a new database"),
+            ));
+        }
+        let mut values = Vec::new();
+        for raw in &attr.values {
+            values.push(String::from_utf8(raw.clone()).map_err(|_| {
+                Refusal::new(
+                    ResultCode::InvalidAttributeSyntax,
+                    format!("{name}: value is not UTF-8"),
+                )
+            })?);
+        }
+        if name.eq_ignore_ascii_case("olcDatabase") {
+            values = vec![format!("{{{next}}}mdb")];
+        }
+        if is_ordered(name) {
+            let plain: Vec<String> = values
+                .iter()
+                .map(|v| split_ordinal(v).1.to_string())
+                .collect();
+            values = numbered(&plain);
+        }
+        added.attrs.push((name.to_string(), values));
+    }
+    if added.get("olcDbDirectory").is_empty() {
+        return Err(Refusal::new(
+            ResultCode::ObjectClassViolation,
+            "object class 'olcMdbConfig' requires attribute 'olcDbDirectory'",
+        ));
+    }
+    let stored = crate::config_tree::store::Writer {
+        directory: &tree.directory,
+    }
+    .add(&added)
+    .map_err(|e| Refusal::new(e.code, e.message))?;
+    let mut new_tree = entries.to_vec();
+    new_tree.push(added);
+    Ok((new_tree, stored))
 }
 
 /// Serves the certificate `next` names, when it names another one (validated before the change was
@@ -421,6 +540,15 @@ fn next_state(
             db.directory().to_path_buf(),
         ));
     }
+    // Databases added by this change: opened last, once everything else is known to be good.
+    let opened = number;
+    let mut added = Vec::new();
+    for number in opened + 1..=config.database_count() {
+        added.push(open_added(&config, &schema, number, &list)?);
+    }
+    let tail = list.split_off(opened.min(list.len()));
+    list.extend(added);
+    list.extend(tail);
     let tls_changed = (&config.tls.cert_file, &config.tls.key_file)
         != (&state.config.tls.cert_file, &state.config.tls.key_file);
     if tls_changed {
@@ -440,6 +568,48 @@ fn next_state(
     next.databases = Databases::new(list);
     next.config = config;
     Ok(next)
+}
+
+/// Opens database `number`, added live: its environment (created when new), its settings, and the
+/// online builds of its indexes.
+fn open_added(
+    config: &Config,
+    schema: &Arc<canopy_schema::Schema>,
+    number: usize,
+    existing: &[Database],
+) -> Result<Database, Refusal> {
+    let view = config
+        .database_view(number)
+        .ok_or_else(|| Refusal::new(ResultCode::Other, format!("database {number} is missing")))?;
+    let db = crate::open_directory_in(&view, schema.clone(), config.durable, false)
+        .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcDbDirectory> {e}")))?;
+    if let Some(same) = existing.iter().find(|d| d.suffix() == db.suffix()) {
+        return Err(Refusal::new(
+            ResultCode::Other,
+            format!(
+                "<olcSuffix> {} is already served by another database",
+                same.suffix_dn()
+            ),
+        ));
+    }
+    db.backend()
+        .start_index_builds()
+        .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcDbIndex> {e}")))?;
+    let root = match view.root_dn.as_str() {
+        "" => None,
+        text => Some((
+            normalize_root(schema, text)?,
+            view.root_password.clone().unwrap_or_default().into_bytes(),
+        )),
+    };
+    tracing::info!(number, suffix = %view.suffix, "database added (cn=config)");
+    Ok(db.with_settings(
+        root,
+        view.limits.clone(),
+        view.read_only,
+        config.subordinate(number),
+        view.data_dir.clone(),
+    ))
 }
 
 fn normalize_root(

@@ -143,7 +143,7 @@ fn open_directory_with(
 }
 
 /// Opens the database of `config` (a database's view, `Config::database_view`) with the shared schema.
-fn open_directory_in(
+pub(crate) fn open_directory_in(
     config: &Config,
     schema: Arc<Schema>,
     durable: bool,

@@ -44,6 +44,20 @@ fn sub_table<'a>(table: &'a mut Table, key: &str) -> &'a mut Table {
     }
 }
 
+/// Indexes as `[{ attr = "cn", kinds = ["eq", "sub"] }, ...]`.
+fn indexes(list: &[crate::config::IndexConfig]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|index| {
+                let mut table = Table::new();
+                table.insert("attr".into(), Value::String(index.attr.clone()));
+                table.insert("kinds".into(), strings(&index.kinds));
+                Value::Table(table)
+            })
+            .collect(),
+    )
+}
+
 fn limit(value: u32) -> Value {
     Value::Integer(i64::from(value))
 }
@@ -88,11 +102,39 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
     let table = sub_table(t, "limits");
     table.insert("size_limit".into(), limit(limits.size_limit));
     table.insert("time_limit".into(), limit(limits.time_limit));
+    t.insert("indexes".into(), indexes(&live.indexes));
+    // Databases added live get tables of their own after the file's.
+    let tables = t
+        .entry("database".to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !tables.is_array() {
+        *tables = Value::Array(Vec::new());
+    }
+    if let Value::Array(tables) = tables {
+        for db in live.database.iter().skip(tables.len()) {
+            let mut table = Table::new();
+            table.insert("suffix".into(), Value::String(db.suffix.clone()));
+            if let Some(directory) = &db.directory {
+                table.insert(
+                    "directory".into(),
+                    Value::String(directory.display().to_string()),
+                );
+            }
+            if let Some(glued) = db.subordinate {
+                table.insert("subordinate".into(), Value::Boolean(glued));
+            }
+            tables.push(Value::Table(table));
+        }
+        if tables.is_empty() {
+            t.remove("database");
+        }
+    }
     if let Some(Value::Array(tables)) = t.get_mut("database") {
         for (table, db) in tables.iter_mut().zip(&live.database) {
             let Value::Table(table) = table else {
                 continue;
             };
+            table.insert("indexes".into(), indexes(&db.indexes));
             set_or_remove(table, "access", access(&db.access));
             set_or_remove(table, "root_dn", db.root_dn.clone().map(Value::String));
             set_or_remove(

@@ -430,10 +430,30 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         config.config_root_dn = db.single("olcRootDN").map(str::to_string);
         config.config_root_password = db.single("olcRootPW").map(str::to_string);
     }
+    // Databases added live follow the file's, numbered on.
+    while let Some(db) = find(&database_dn(config.database_count() + 1)) {
+        config.database.push(added_database(db)?);
+    }
     for number in 1..=config.database_count() {
         let Some(db) = find(&database_dn(number)) else {
             continue;
         };
+        if let Some(suffix) = db.single("olcSuffix") {
+            let file = config
+                .database_view(number)
+                .map(|v| v.suffix)
+                .unwrap_or_default();
+            if !same_dn_text(suffix, &file) {
+                return Err(Refusal::new(
+                    ResultCode::Other,
+                    format!(
+                        "<olcSuffix> database {number} holds {suffix:?} in the live configuration \
+                         but {file:?} in the configuration file (databases added live are numbered \
+                         after the file's; add new [[database]] tables after them)"
+                    ),
+                ));
+            }
+        }
         let read_only = match db.single("olcReadOnly") {
             None => false,
             Some(v) if v.eq_ignore_ascii_case("TRUE") => true,
@@ -481,7 +501,50 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             }
         }
     }
+    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database)
+        .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcSuffix> {}", e.message)))?;
     Ok((config, first_root_password))
+}
+
+/// Two DNs as text, compared without case and spaces after commas (the schema compares them again
+/// when the database opens).
+fn same_dn_text(a: &str, b: &str) -> bool {
+    let rough =
+        |dn: &str| crate::dbconfig::rough_rdns(dn).unwrap_or_else(|_| vec![dn.to_lowercase()]);
+    rough(a) == rough(b)
+}
+
+/// The `[[database]]` table of a database added live: its suffix, directory and glue (the settings
+/// that change live are applied by `to_config` like any database's).
+fn added_database(db: &ConfigEntry) -> Result<crate::config::DatabaseConfig, Refusal> {
+    let suffix = db.single("olcSuffix").ok_or_else(|| {
+        Refusal::new(
+            ResultCode::ObjectClassViolation,
+            "olcSuffix: a new database needs its suffix",
+        )
+    })?;
+    let subordinate = match db.single("olcSubordinate") {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("TRUE") => Some(true),
+        Some(_) => {
+            return Err(Refusal::handler(
+                "olcSubordinate",
+                "only TRUE (glued into the superior database) is supported",
+            ))
+        }
+    };
+    Ok(crate::config::DatabaseConfig {
+        suffix: suffix.to_string(),
+        root_dn: None,
+        root_password: None,
+        directory: db.single("olcDbDirectory").map(std::path::PathBuf::from),
+        indexes: Vec::new(),
+        access: Vec::new(),
+        limits: Default::default(),
+        overlay: Vec::new(),
+        read_only: false,
+        subordinate,
+    })
 }
 
 /// `olcDbIndex` values in slapd's words: `ATTR[,ATTR...] [KIND[,KIND...]]` (no kinds: eq), kinds `eq`

@@ -36,7 +36,7 @@ pub struct ConfigTree {
 }
 
 /// Operational attributes the store adds, left out of the tree's settings.
-const OPERATIONAL: [&str; 8] = [
+pub(crate) const OPERATIONAL: [&str; 8] = [
     "entryUUID",
     "entryCSN",
     "creatorsName",
@@ -252,7 +252,7 @@ impl Writer<'_> {
             .map_err(OpError::into_ldap)
     }
 
-    fn add(&self, entry: &ConfigEntry) -> Result<WriteOp, LdapError> {
+    pub(crate) fn add(&self, entry: &ConfigEntry) -> Result<WriteOp, LdapError> {
         let dir = self.directory;
         let (dn, ndn) = dir.normalize(entry.dn.as_bytes())?;
         let attrs = partial(entry);
@@ -366,6 +366,9 @@ pub fn differences(file: &Config, live: &Config, live_password: &[u8]) -> Vec<(S
                 found.push((entry.dn.clone(), attr.to_string()));
             }
         }
+    }
+    for number in file.database_count() + 1..=live.database_count() {
+        found.push((super::database_dn(number), "(added live)".to_string()));
     }
     found
 }
