@@ -310,6 +310,18 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
                 .with("olcUpdateRef", view.updateref.iter().cloned().collect())
                 .with("olcDbIndex", indexes),
         );
+        // Each overlay as a child, in the order it applies (its options stay in the file for now).
+        for (i, overlay) in view.overlay.iter().enumerate() {
+            tree.push(
+                ConfigEntry::new(format!(
+                    "olcOverlay={{{i}}}{},{}",
+                    overlay.name,
+                    database_dn(number)
+                ))
+                .with("objectClass", one("olcOverlayConfig"))
+                .with("olcOverlay", one(format!("{{{i}}}{}", overlay.name))),
+            );
+        }
     }
     tree
 }

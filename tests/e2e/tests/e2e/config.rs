@@ -649,3 +649,44 @@ fn a_database_is_added_live_and_kept() {
     s.whoami(Via::Ldap, &boss)
         .expect_code(0, "its root DN binds after a restart");
 }
+
+#[test]
+fn overlays_appear_as_children_of_their_database() {
+    if !canopy_only("the overlay children's shape (slapd's carry every option)") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[overlay]]\nname = \"memberof\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n"
+    ));
+    let out = s.search(
+        &admin(),
+        &[
+            "-b",
+            MDB1,
+            "-s",
+            "one",
+            "(objectClass=olcOverlayConfig)",
+            "olcOverlay",
+        ],
+    );
+    out.expect_code(0, "overlay children");
+    assert!(
+        out.stdout.contains(&format!(
+            "dn: olcOverlay={{0}}memberof,{MDB1}\nolcOverlay: {{0}}memberof"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("dn: olcOverlay={{1}}refint,{MDB1}")),
+        "{}",
+        out.stdout
+    );
+    let out = change(
+        &s,
+        &format!("dn: olcOverlay={{1}}refint,{MDB1}\nchangetype: modify\nreplace: olcOverlay\nolcOverlay: {{1}}unique\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+}
