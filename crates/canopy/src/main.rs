@@ -240,6 +240,23 @@ fn run() -> Result<()> {
     if let Some(data) = &cli.data {
         config.data_dir = data.clone();
     }
+    // The offline tools see the databases as the server runs them: the file with the live settings of
+    // cn=config in place (databases added live, their indexes, ...; docs/design/config-tree.md).
+    let offline_tool = !matches!(
+        cli.command,
+        Command::Serve { .. }
+            | Command::Config(_)
+            | Command::Passwd { .. }
+            | Command::Bench(_)
+            | Command::Migrate { .. }
+    );
+    if offline_tool {
+        if let Some((live, _)) = canopy_server::config_tree::read_live(&config)
+            .context("reading the live configuration (cn=config in DATA/config)")?
+        {
+            config = live;
+        }
+    }
     match cli.command {
         Command::Serve { listen, check } => {
             if !listen.is_empty() {

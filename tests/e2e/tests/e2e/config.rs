@@ -690,3 +690,36 @@ fn overlays_appear_as_children_of_their_database() {
     );
     assert_eq!(out.code, 53, "{}", out.stderr);
 }
+
+#[test]
+fn offline_tools_see_the_live_databases() {
+    if !canopy_only("canopy's offline tools") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let directory = s.dir().join("tools-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    s.add(
+        &admin(),
+        &format!(
+            "dn: olcDatabase=mdb,cn=config\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: mdb\nolcSuffix: dc=tools,dc=org\nolcDbDirectory: {}\n\
+             olcRootDN: cn=boss,dc=tools,dc=org\nolcRootPW: boss-pw\n",
+            directory.display()
+        ),
+    )
+    .expect_code(0, "add a database without a number");
+    assert_eq!(
+        values(&s, "olcDatabase={2}mdb,cn=config", "olcDatabase"),
+        ["{2}mdb"]
+    );
+    let boss = Bind::Simple("cn=boss,dc=tools,dc=org".into(), "boss-pw".into());
+    s.add(
+        &boss,
+        "dn: dc=tools,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: t\ndc: tools\n",
+    )
+    .expect_code(0, "fill it");
+    let out = s.canopy_tool("export", &["-b", "dc=tools,dc=org"]);
+    out.expect_code(0, "canopy export -b of a database added live");
+    assert!(out.stdout.contains("dn: dc=tools,dc=org"), "{}", out.stdout);
+}
