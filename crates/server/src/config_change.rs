@@ -18,10 +18,10 @@ use crate::databases::{Database, Databases, WriteControls};
 use crate::state::{ServerState, State};
 
 /// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES').
-const ORDERED: [&str; 4] = ["olcAccess", "olcLimits", "olcSyncrepl", "olcDbIndex"];
+const ORDERED: [&str; 3] = ["olcAccess", "olcLimits", "olcSyncrepl"];
 
 fn is_ordered(name: &str) -> bool {
-    ORDERED[..3].iter().any(|o| o.eq_ignore_ascii_case(name))
+    ORDERED.iter().any(|o| o.eq_ignore_ascii_case(name))
 }
 
 fn refusal_error(refusal: Refusal) -> LdapError {

@@ -513,8 +513,15 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             }
         }
     }
-    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database)
-        .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcSuffix> {}", e.message)))?;
+    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(|e| {
+        // The table checks name TOML keys; the attribute is the one they are about.
+        let attr = match e.message.as_str() {
+            m if m.starts_with("root_") => "olcRootDN",
+            m if m.starts_with("directory") => "olcDbDirectory",
+            _ => "olcSuffix",
+        };
+        Refusal::new(ResultCode::Other, format!("<{attr}> {}", e.message))
+    })?;
     Ok((config, first_root_password))
 }
 
