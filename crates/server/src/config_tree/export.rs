@@ -44,6 +44,38 @@ fn sub_table<'a>(table: &'a mut Table, key: &str) -> &'a mut Table {
     }
 }
 
+/// `[[limits.rules]]` tables; None for no rules.
+fn rules(list: &[crate::limits::LimitRule]) -> Option<Value> {
+    use crate::limits::LimitValue;
+    let value = |v: &LimitValue| match v {
+        LimitValue::Limited(n) => Value::Integer(i64::try_from(*n).unwrap_or(i64::MAX)),
+        LimitValue::Unlimited => Value::String("unlimited".into()),
+        LimitValue::Disabled => Value::String("disabled".into()),
+    };
+    (!list.is_empty()).then(|| {
+        Value::Array(
+            list.iter()
+                .map(|rule| {
+                    let mut table = Table::new();
+                    table.insert("who".into(), Value::String(rule.who.clone()));
+                    for (key, limit) in [
+                        ("size", &rule.size),
+                        ("time", &rule.time),
+                        ("lookthrough", &rule.lookthrough),
+                        ("paged_size", &rule.paged_size),
+                        ("paged_total", &rule.paged_total),
+                    ] {
+                        if let Some(v) = limit {
+                            table.insert(key.into(), value(v));
+                        }
+                    }
+                    Value::Table(table)
+                })
+                .collect(),
+        )
+    })
+}
+
 /// Indexes as `[{ attr = "cn", kinds = ["eq", "sub"] }, ...]`.
 fn indexes(list: &[crate::config::IndexConfig]) -> Value {
     Value::Array(
@@ -102,6 +134,7 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
     let table = sub_table(t, "limits");
     table.insert("size_limit".into(), limit(limits.size_limit));
     table.insert("time_limit".into(), limit(limits.time_limit));
+    set_or_remove(table, "rules", rules(&limits.rules));
     t.insert("indexes".into(), indexes(&live.indexes));
     // Databases added live get tables of their own after the file's.
     let tables = t
@@ -146,6 +179,7 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
             let own = sub_table(table, "limits");
             set_or_remove(own, "size_limit", db.limits.size_limit.map(limit));
             set_or_remove(own, "time_limit", db.limits.time_limit.map(limit));
+            set_or_remove(own, "rules", db.limits.rules.as_deref().and_then(rules));
             if own.is_empty() {
                 table.remove("limits");
             }

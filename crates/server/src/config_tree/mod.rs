@@ -50,6 +50,7 @@ pub fn live_attributes(dn: &str) -> &'static [&'static str] {
             "olcSizeLimit",
             "olcTimeLimit",
             "olcDbIndex",
+            "olcLimits",
         ]
     } else {
         &[]
@@ -282,7 +283,16 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
                 )
                 .with(
                     "olcLimits",
-                    numbered(&view.limits.rules.iter().map(limit_rule).collect::<Vec<_>>()),
+                    // A database's own rules (the first database's are `[[limits.rules]]`).
+                    numbered(
+                        &match number {
+                            1 => config.limits.rules.clone(),
+                            _ => own.and_then(|l| l.rules.clone()).unwrap_or_default(),
+                        }
+                        .iter()
+                        .map(limit_rule)
+                        .collect::<Vec<_>>(),
+                    ),
                 )
                 .with("olcReadOnly", boolean(view.read_only))
                 .with(
@@ -484,12 +494,19 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             .map(|v| parse_limit("olcTimeLimit", v))
             .transpose()?;
         let indexes = parse_indexes(db.get("olcDbIndex"))?;
+        let rules = db
+            .ordered("olcLimits")
+            .iter()
+            .map(|text| crate::limits::parse_limit_rule(text))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Refusal::handler("olcLimits", e))?;
         match number
             .checked_sub(2)
             .and_then(|i| config.database.get_mut(i))
         {
             None => {
                 config.indexes = indexes;
+                config.limits.rules = rules;
                 config.read_only = read_only;
                 config.access = access;
                 config.root_dn = root_dn.unwrap_or_default();
@@ -504,6 +521,7 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             }
             Some(table) => {
                 table.indexes = indexes;
+                table.limits.rules = (!rules.is_empty()).then_some(rules);
                 table.read_only = read_only;
                 table.access = access;
                 table.root_dn = root_dn;
@@ -670,6 +688,26 @@ mod tests {
         assert_eq!(back.limits.size_limit, 7);
         assert!(back.database[0].read_only);
         assert_eq!(back.database[0].limits.time_limit, Some(9));
+    }
+
+    #[test]
+    fn limit_rules_read_back_in_slapd_words() {
+        let rule = crate::limits::parse_limit_rule(
+            "dn.exact=\"uid=a,dc=x\" size=5 time=unlimited size.prtotal=disabled",
+        )
+        .unwrap();
+        assert_eq!(rule.who, "dn.exact:uid=a,dc=x");
+        assert_eq!(rule.size, Some(LimitValue::Limited(5)));
+        assert_eq!(rule.time, Some(LimitValue::Unlimited));
+        assert_eq!(
+            crate::limits::parse_limit_rule(&limit_rule(&rule))
+                .unwrap()
+                .who,
+            rule.who
+        );
+        assert!(crate::limits::parse_limit_rule("users").is_err());
+        assert!(crate::limits::parse_limit_rule("dn.regex=\".*\" size=1").is_err());
+        assert!(crate::limits::parse_limit_rule("users size=lots").is_err());
     }
 
     #[test]

@@ -723,3 +723,36 @@ fn offline_tools_see_the_live_databases() {
     out.expect_code(0, "canopy export -b of a database added live");
     assert!(out.stdout.contains("dn: dc=tools,dc=org"), "{}", out.stdout);
 }
+
+#[test]
+fn limits_by_identity_change_live() {
+    let s = Server::start_with_config_tree();
+    let alice = Bind::user("alice");
+    let all = |who: &Bind| s.search(who, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    all(&alice).expect_code(0, "no limit for alice yet");
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcLimits\n\
+             olcLimits: dn.exact=\"{}\" size=2\n",
+            user_dn("alice")
+        ),
+    )
+    .expect_code(0, "olcLimits");
+    let out = all(&alice);
+    assert_eq!(out.code, 4, "alice's own limit: {}", out.stdout);
+    assert_eq!(out.stdout.matches("dn:").count(), 2);
+    all(&Bind::user("bob")).expect_code(0, "bob is not limited");
+    let out = change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nadd: olcLimits\nolcLimits: users size=lots\n"),
+    );
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("olcLimits"), "{}", out.stderr);
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\ndelete: olcLimits\nolcLimits: {{0}}\n"),
+    )
+    .expect_code(0, "delete the rule");
+    all(&alice).expect_code(0, "no limit for alice again");
+}
