@@ -219,11 +219,26 @@ fn run() -> Result<()> {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only on a terminal: a log file or a pipe gets plain text.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(terminal)
-        .init();
+    // The filter sits behind a reload handle: cn=config's olcLogLevel changes it while serving.
+    let (filter, log_handle) = tracing_subscriber::reload::Layer::new(filter);
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(terminal),
+            )
+            .init();
+    }
+    let log_control: canopy_server::state::LogControl =
+        std::sync::Arc::new(move |directive: &str| {
+            let filter =
+                tracing_subscriber::EnvFilter::try_new(directive).map_err(|e| e.to_string())?;
+            log_handle.reload(filter).map_err(|e| e.to_string())
+        });
 
     let mut config = match &cli.config {
         Some(path) => {
@@ -289,7 +304,7 @@ fn run() -> Result<()> {
                 return Ok(());
             }
             purge_freed_memory();
-            serve(config)
+            serve(config, log_control)
         }
         Command::Import {
             file,
@@ -427,7 +442,7 @@ fn spawn_log_reopener(state: canopy_server::State) -> Result<()> {
     Ok(())
 }
 
-fn serve(config: Config) -> Result<()> {
+fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Result<()> {
     if config.listen.is_empty() {
         bail!("no listeners configured");
     }
@@ -440,7 +455,11 @@ fn serve(config: Config) -> Result<()> {
     let password = root_password(&config)?;
     let listen = config.listen.clone();
     let metrics_listen = config.metrics_listen.clone();
-    let state = runtime.block_on(canopy_server::build_live_state(config, password))?;
+    let state = runtime.block_on(canopy_server::build_live_state(
+        config,
+        password,
+        Some(log_control),
+    ))?;
     // The start-up Argon2id check (the dummy hash of failed binds) just freed 19 MiB on this thread.
     collect_freed_memory(true);
     runtime.block_on(async move {

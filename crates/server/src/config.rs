@@ -83,6 +83,9 @@ pub struct Config {
     pub config_root_password: Option<String>,
     /// The access rules of cn=config; empty: root over ldapi manages it, nobody else sees it.
     pub config_access: Vec<String>,
+    /// The server log's verbosity in slapd's `loglevel` words (`olcLogLevel`: `none`, `stats`, `acl`,
+    /// `trace`, `any`, numbers, ...); empty: `CANOPY_LOG`, else `info` (docs/configuration.md).
+    pub log_level: Vec<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -224,6 +227,7 @@ impl Default for Config {
             config_root_dn: None,
             config_root_password: None,
             config_access: Vec::new(),
+            log_level: Vec::new(),
         }
     }
 }
@@ -342,6 +346,7 @@ impl Config {
             ));
         }
         crate::authz::Rules::compile(&self.sasl)?;
+        crate::config_tree::log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         Ok(())
     }

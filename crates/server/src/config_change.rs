@@ -116,7 +116,9 @@ pub async fn write(
     for db in next.databases.iter() {
         db.backend().set_server_id(next.config.server_id);
     }
+    let logged = set_log_level(&state, &next);
     state.live.swap(next);
+    logged?;
     indexed?;
     tls?;
     Ok(controls)
@@ -235,6 +237,27 @@ fn added_tree(
     let mut new_tree = entries.to_vec();
     new_tree.push(added);
     Ok((new_tree, stored))
+}
+
+/// Sets the log filter `next`'s olcLogLevel names, when it changed (checked before it was stored).
+fn set_log_level(state: &State, next: &ServerState) -> Result<(), LdapError> {
+    if next.config.log_level == state.config.log_level {
+        return Ok(());
+    }
+    let Some(control) = &state.log_control else {
+        return Ok(());
+    };
+    let filter = crate::config_tree::log_filter(&next.config.log_level)
+        .ok()
+        .flatten()
+        .map_or_else(
+            || std::env::var("CANOPY_LOG").unwrap_or_else(|_| "info".to_string()),
+            str::to_string,
+        );
+    control(&filter)
+        .map_err(|e| LdapError::new(ResultCode::Other, format!("<olcLogLevel> {e}")))?;
+    tracing::warn!(filter = %filter, "log level changed (cn=config)");
+    Ok(())
 }
 
 /// Serves the certificate `next` names, when it names another one (validated before the change was

@@ -422,12 +422,18 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         syncrepl,
         config_tree: None,
         live: Default::default(),
+        log_control: None,
     }))
 }
 
 /// Builds the shared state for serving with the live configuration tree (`config_tree`): opens or
 /// seeds `DATA/config`, runs the configuration it holds and adds cn=config to the registry.
-pub async fn build_live_state(config: Config, root_password: Vec<u8>) -> Result<State, StartError> {
+/// `log_control` changes the log filter for `olcLogLevel` (the live level applies at once).
+pub async fn build_live_state(
+    config: Config,
+    root_password: Vec<u8>,
+    log_control: Option<state::LogControl>,
+) -> Result<State, StartError> {
     let schema = Arc::new(load_schema(&config)?);
     let (tree, running, password) =
         config_tree::ConfigTree::open(&config, schema, &root_password).await?;
@@ -441,6 +447,14 @@ pub async fn build_live_state(config: Config, root_password: Vec<u8>) -> Result<
     list.push(db);
     state.databases = Databases::new(list);
     state.config_tree = Some(Arc::new(tree));
+    if let (Some(control), Some(filter)) = (
+        &log_control,
+        config_tree::log_filter(&running.log_level)
+            .map_err(|e| StartError::Invalid(format!("log_level: {e}")))?,
+    ) {
+        control(filter).map_err(|e| StartError::Invalid(format!("log_level: {e}")))?;
+    }
+    state.log_control = log_control;
     Ok(Arc::new(state))
 }
 

@@ -47,7 +47,12 @@ pub struct ServerState {
     pub config_tree: Option<Arc<crate::config_tree::ConfigTree>>,
     /// The current snapshot, shared by every snapshot of this server.
     pub live: Arc<Live>,
+    /// Sets the server log's filter (a tracing directive such as `info`): cn=config's olcLogLevel.
+    pub log_control: Option<LogControl>,
 }
+
+/// What the binary gives the server to change its log filter while serving.
+pub type LogControl = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// Where the current snapshot lives: swapped whole by a configuration change.
 #[derive(Default)]

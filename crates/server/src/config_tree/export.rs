@@ -110,6 +110,11 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
         "password_hash".into(),
         Value::String(live.password_hash.clone()),
     );
+    set_or_remove(
+        t,
+        "log_level",
+        (!live.log_level.is_empty()).then(|| strings(&live.log_level)),
+    );
     t.insert(
         "server_id".into(),
         Value::Integer(i64::from(live.server_id)),

@@ -756,3 +756,62 @@ fn limits_by_identity_change_live() {
     .expect_code(0, "delete the rule");
     all(&alice).expect_code(0, "no limit for alice again");
 }
+
+/// Whether the server log mentions `text` within a short bound (the line is written as the search ends).
+fn logged_soon(s: &Server, text: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        if s.log().contains(text) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn the_log_level_changes_live() {
+    if !canopy_only("the server log's content") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let unindexed = |value: &str| {
+        s.search(
+            &Bind::Anonymous,
+            &["-b", SUFFIX, &format!("(description={value})"), "1.1"],
+        )
+        .expect_code(0, "unindexed search");
+    };
+    unindexed("first");
+    assert!(
+        logged_soon(&s, "description=first"),
+        "info is logged by default:\n{}",
+        s.log()
+    );
+    let set = |level: &str| {
+        change(
+            &s,
+            &format!(
+                "dn: cn=config\nchangetype: modify\nreplace: olcLogLevel\nolcLogLevel: {level}\n"
+            ),
+        )
+    };
+    set("none").expect_code(0, "olcLogLevel none");
+    unindexed("second");
+    set("stats").expect_code(0, "olcLogLevel stats");
+    unindexed("third");
+    assert!(
+        logged_soon(&s, "description=third"),
+        "stats logs again:\n{}",
+        s.log()
+    );
+    assert!(
+        !s.log().contains("description=second"),
+        "none kept it quiet:\n{}",
+        s.log()
+    );
+    let out = set("chatty");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("olcLogLevel"), "{}", out.stderr);
+    assert_eq!(values(&s, "cn=config", "olcLogLevel"), ["stats"]);
+}
