@@ -216,16 +216,17 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
         ConfigEntry::new(SCHEMA_DN)
             .with("objectClass", one("olcSchemaConfig"))
             .with("cn", one("schema")),
-        ConfigEntry::new(FRONTEND_DN)
-            .with(
-                "objectClass",
-                vec!["olcDatabaseConfig".into(), "olcFrontendConfig".into()],
-            )
-            .with("olcDatabase", one("{-1}frontend"))
-            .with("olcSizeLimit", one(limit_text(config.limits.size_limit)))
-            .with("olcTimeLimit", one(limit_text(config.limits.time_limit)))
-            .with("olcPasswordHash", one(&config.password_hash)),
     ];
+    tree.extend(schema_children(config));
+    tree.extend([ConfigEntry::new(FRONTEND_DN)
+        .with(
+            "objectClass",
+            vec!["olcDatabaseConfig".into(), "olcFrontendConfig".into()],
+        )
+        .with("olcDatabase", one("{-1}frontend"))
+        .with("olcSizeLimit", one(limit_text(config.limits.size_limit)))
+        .with("olcTimeLimit", one(limit_text(config.limits.time_limit)))
+        .with("olcPasswordHash", one(&config.password_hash))]);
     let config_access = match config.config_access.is_empty() {
         true => vec![default_access()],
         false => config.config_access.clone(),
@@ -336,6 +337,66 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
         }
     }
     tree
+}
+
+/// One `cn={i}NAME,cn=schema,cn=config` entry per file of `schema_files`, named after the file, with
+/// the attribute types and object classes it defines (`olcAttributeTypes`, `olcObjectClasses`, in
+/// `{N}` order). The built-in schema is not listed. Read-only: a schema is added through the file.
+fn schema_children(config: &Config) -> Vec<ConfigEntry> {
+    if config.schema_files.is_empty() {
+        return Vec::new();
+    }
+    let mut without_files = config.clone();
+    without_files.schema_files.clear();
+    let mut schema = match crate::load_schema(&without_files) {
+        Ok(schema) => schema,
+        Err(error) => {
+            tracing::warn!(%error, "cn=schema,cn=config: the schema does not load");
+            return Vec::new();
+        }
+    };
+    let mut children = Vec::new();
+    for (i, path) in config.schema_files.iter().enumerate() {
+        let types: Vec<String> = schema.attribute_types().map(|a| a.oid.clone()).collect();
+        let classes: Vec<String> = schema.object_classes().map(|c| c.oid.clone()).collect();
+        if let Err(error) = schema.load_file(path) {
+            tracing::warn!(%error, file = %path.display(), "cn=schema,cn=config: a schema file does not load");
+            break;
+        }
+        let new_types: Vec<String> = schema
+            .attribute_types()
+            .filter(|a| !types.contains(&a.oid))
+            .map(|a| a.definition())
+            .collect();
+        let new_classes: Vec<String> = schema
+            .object_classes()
+            .filter(|c| !classes.contains(&c.oid))
+            .map(|c| c.definition())
+            .collect();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("schema{i}"));
+        // An RDN value without characters a DN would need to escape.
+        let name: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        children.push(
+            ConfigEntry::new(format!("cn={{{i}}}{name},{SCHEMA_DN}"))
+                .with("objectClass", one("olcSchemaConfig"))
+                .with("cn", one(format!("{{{i}}}{name}")))
+                .with("olcAttributeTypes", numbered(&new_types))
+                .with("olcObjectClasses", numbered(&new_classes)),
+        );
+    }
+    children
 }
 
 /// A `[[limits.rules]]` entry in slapd's `olcLimits` words.

@@ -815,3 +815,39 @@ fn the_log_level_changes_live() {
     assert!(out.stderr.contains("olcLogLevel"), "{}", out.stderr);
     assert_eq!(values(&s, "cn=config", "olcLogLevel"), ["stats"]);
 }
+
+#[test]
+fn schema_files_appear_under_cn_schema() {
+    if !canopy_only("schema children of canopy's schema_files") {
+        return;
+    }
+    let files = [std::path::PathBuf::from("/etc/ldap/schema/misc.schema")];
+    let s = Server::start_with_schema(&files);
+    let out = s.search(
+        &Bind::External,
+        &[
+            "-b",
+            "cn=schema,cn=config",
+            "-s",
+            "one",
+            "(objectClass=olcSchemaConfig)",
+        ],
+    );
+    out.expect_code(0, "root over ldapi reads cn=schema,cn=config");
+    assert!(
+        out.stdout.contains("dn: cn={0}misc,cn=schema,cn=config"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("olcAttributeTypes: {0}( 2.16.840.1.113730.3.1.13 NAME 'mailLocalAddress'"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("NAME 'inetLocalMailRecipient'"),
+        "{}",
+        out.stdout
+    );
+}
