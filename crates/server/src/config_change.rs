@@ -247,7 +247,7 @@ fn set_log_level(state: &State, next: &ServerState) -> Result<(), LdapError> {
     let Some(control) = &state.log_control else {
         return Ok(());
     };
-    let filter = crate::config_tree::log_filter(&next.config.log_level)
+    let filter = crate::config::log_filter(&next.config.log_level)
         .ok()
         .flatten()
         .map_or_else(

@@ -449,7 +449,7 @@ pub async fn build_live_state(
     state.config_tree = Some(Arc::new(tree));
     if let (Some(control), Some(filter)) = (
         &log_control,
-        config_tree::log_filter(&running.log_level)
+        config::log_filter(&running.log_level)
             .map_err(|e| StartError::Invalid(format!("log_level: {e}")))?,
     ) {
         control(filter).map_err(|e| StartError::Invalid(format!("log_level: {e}")))?;

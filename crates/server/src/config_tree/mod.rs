@@ -477,7 +477,8 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
     }
     if let Some(global) = find(SUFFIX) {
         config.log_level = global.get("olcLogLevel").to_vec();
-        log_filter(&config.log_level).map_err(|e| Refusal::handler("olcLogLevel", e))?;
+        crate::config::log_filter(&config.log_level)
+            .map_err(|e| Refusal::handler("olcLogLevel", e))?;
         let cert = global.single("olcTLSCertificateFile");
         let key = global.single("olcTLSCertificateKeyFile");
         if cert.is_some() != key.is_some() {
@@ -706,49 +707,6 @@ pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig
         }
     }
     Ok(indexes)
-}
-
-/// The tracing filter for slapd's `loglevel` words and numbers, the most verbose of them: `none` (0)
-/// keeps warnings and errors; `stats`, `stats2`, `conns`, `acl`, `filter`, `config`, `sync`, `parse`,
-/// `shell` (and their bits) give `info`; `trace`, `packets`, `args`, `BER` give `debug`; `any` (-1)
-/// gives `trace`. None for an empty list (the binary's `CANOPY_LOG` or `info` then).
-pub fn log_filter(levels: &[String]) -> Result<Option<&'static str>, String> {
-    const NAMES: [(&str, i64); 15] = [
-        ("trace", 1),
-        ("packets", 2),
-        ("args", 4),
-        ("conns", 8),
-        ("ber", 16),
-        ("filter", 32),
-        ("config", 64),
-        ("acl", 128),
-        ("stats", 256),
-        ("stats2", 512),
-        ("shell", 1024),
-        ("parse", 2048),
-        ("sync", 16384),
-        ("none", 0),
-        ("any", -1),
-    ];
-    let mut rank = None;
-    for word in levels.iter().flat_map(|v| v.split_whitespace()) {
-        let bits = match NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(word)) {
-            Some((_, bits)) => *bits,
-            None => match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
-                Some(hex) => i64::from_str_radix(hex, 16),
-                None => word.parse::<i64>(),
-            }
-            .map_err(|_| format!("unknown level \"{word}\""))?,
-        };
-        let this = match bits {
-            -1 => 3,
-            0 => 0,
-            b if b & (1 | 2 | 4 | 16) != 0 => 2,
-            _ => 1,
-        };
-        rank = rank.max(Some(this));
-    }
-    Ok(rank.map(|r| ["warn", "info", "debug", "trace"][r]))
 }
 
 /// slapd's size or time limit words: a number or `unlimited` (0 here, as in `[limits]`).
