@@ -427,7 +427,7 @@ fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
                 if current.iter().any(|v| v == text) {
                     return Err(Refusal::new(
                         ResultCode::AttributeOrValueExists,
-                        format!("{name}: value #0 provided more than once"),
+                        format!("modify/add: {name}: value #0 already exists"),
                     ));
                 }
                 match at {
