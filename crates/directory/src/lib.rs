@@ -24,6 +24,7 @@ pub mod referral;
 pub mod replica;
 pub mod search;
 pub mod syncprov;
+pub mod usage;
 pub mod verify;
 pub mod write;
 
@@ -36,4 +37,5 @@ pub use opattrs::Stamp;
 pub use pipeline::{after_commit, Event, Kind, Origin, Pipeline, Proposed, WriteHook};
 pub use referral::Referral;
 pub use replica::{Applied, ReplicaBatch, ReplicaChange};
+pub use usage::Usage;
 pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

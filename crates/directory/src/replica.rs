@@ -222,12 +222,19 @@ impl Directory {
 
     /// The entry holding `uuid`, by the entryUUID equality index.
     fn find_uuid(&self, txn: &WriteTxn<'_>, uuid: &[u8; 16]) -> Result<Option<u64>, LdapError> {
-        let spec = self.uuid_index(txn).ok_or_else(|| {
-            LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "no complete entryUUID index (still building?)",
-            )
-        })?;
+        let Some(spec) = self.uuid_index(txn) else {
+            // The index is being built (configured since the last start): read every entry until
+            // it is complete, slow but right.
+            let ids = txn.entry_ids().map_err(failed)?;
+            for id in ids {
+                if let Some(entry) = self.load_id(txn, id)? {
+                    if entry_uuid(&entry).as_ref() == Some(uuid) {
+                        return Ok(Some(id));
+                    }
+                }
+            }
+            return Ok(None);
+        };
         let probe = Entry {
             dn: canopy_proto::Dn { rdns: Vec::new() },
             ndn: NormDn::root(),

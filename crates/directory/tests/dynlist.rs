@@ -1,6 +1,7 @@
 //! The dynlist expansion in the backend, with requesters that see everything or not everything:
 //! dynamic groups, lists, memberOf, groups that find themselves or other dynamic groups (one level,
-//! no recursion), URLs that cannot be used, the planning filter, indexed and not.
+//! no recursion), nested groups (every level, cycles), URLs that cannot be used, the planning filter,
+//! indexed and not.
 
 mod support;
 
@@ -426,4 +427,79 @@ fn planning_filter_takes_the_dynamic_entries() {
         Some(f("(|(mail=a@x)(objectClass=labeledURIObject))")),
         "a list may gain any attribute"
     );
+}
+
+/// Nested groups (`@groupOfNames*`): memberOf at every level (through static members and URLs, a group
+/// finding itself, a three-group cycle), members of held groups, and URLs searched as the requester.
+#[tokio::test]
+async fn nested_groups_every_level_and_cycles() {
+    for indexed in [true, false] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = open(tmp.path(), indexed);
+        fill(&dir).await;
+        for (cn, members) in [
+            ("ring1", vec![group("devs"), group("ring2")]),
+            ("ring2", vec![group("ring3")]),
+            ("ring3", vec![group("ring1"), people(&["dan"])[0].clone()]),
+        ] {
+            let mut attrs = vec![("objectClass", "groupOfNames"), ("cn", cn)];
+            attrs.extend(members.iter().map(|m| ("member", m.as_str())));
+            support::add(&dir, &group(cn), &attrs).await.unwrap();
+        }
+        let config =
+            Dynlist::parse(["groupOfURLs memberURL member+memberOf@groupOfNames*"]).unwrap();
+        let read = |dn: &str, who: &mut Sees| {
+            let txn = dir.read().unwrap();
+            let (_, ndn) = dir.normalize(dn.as_bytes()).unwrap();
+            let (_, bytes) = dir.lookup(&txn, &ndn).unwrap().unwrap();
+            let stored = Directory::parse_stored(bytes).unwrap();
+            let mut expander = Expander::new(&dir, &txn, &config, true).with_nested_members(true);
+            let out = expander.expand(&ndn, &stored, who).unwrap();
+            out.map(|o| Directory::parse_stored(&o).unwrap().to_entry().unwrap())
+        };
+        let sorted = |mut v: Vec<String>| {
+            v.iter_mut().for_each(|s| *s = s.to_lowercase());
+            v.sort();
+            v
+        };
+        let ann = read(&people(&["ann"])[0], &mut all()).unwrap();
+        assert_eq!(
+            values(&ann, "memberOf"),
+            sorted(
+                ["devs", "dynamic", "mails", "ring1", "ring2", "ring3"]
+                    .map(group)
+                    .to_vec()
+            ),
+            "indexed: {indexed}"
+        );
+        // The requester does not find ann: the URL does not hold her; the static group still does.
+        let mut blind = Sees {
+            hidden: Some("uid=ann"),
+            unreadable: None,
+        };
+        let ann = read(&people(&["ann"])[0], &mut blind).unwrap();
+        assert_eq!(values(&ann, "memberOf"), vec![group("mails")]);
+        // A group in a cycle holds itself and is its own memberOf (as slapd answers).
+        let ring1 = read(&group("ring1"), &mut all()).unwrap();
+        let mut want = ["devs", "ring1", "ring2", "ring3"].map(group).to_vec();
+        want.extend(people(&["ann", "ben", "dan"]));
+        assert_eq!(values(&ring1, "member"), sorted(want));
+        assert_eq!(
+            values(&ring1, "memberOf"),
+            sorted(["ring1", "ring2", "ring3"].map(group).to_vec())
+        );
+        // Without nested members asked for: the stored members only, memberOf still at every level.
+        let txn = dir.read().unwrap();
+        let (_, ndn) = dir.normalize(group("ring2").as_bytes()).unwrap();
+        let (_, bytes) = dir.lookup(&txn, &ndn).unwrap().unwrap();
+        let stored = Directory::parse_stored(bytes).unwrap();
+        let mut expander = Expander::new(&dir, &txn, &config, true);
+        let out = expander.expand(&ndn, &stored, &mut all()).unwrap().unwrap();
+        let ring2 = Directory::parse_stored(&out).unwrap().to_entry().unwrap();
+        assert_eq!(values(&ring2, "member"), vec![group("ring3")]);
+        assert_eq!(
+            values(&ring2, "memberOf"),
+            sorted(["ring1", "ring2", "ring3"].map(group).to_vec())
+        );
+    }
 }

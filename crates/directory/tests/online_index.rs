@@ -485,3 +485,32 @@ fn bad_additions_are_refused_with_a_reason() {
         Err(canopy_directory::IndexError::NoKinds(_))
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_a_configured_index_not_yet_built_builds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), vec![index("objectClass", false, false)]);
+    dir.start_index_builds().unwrap();
+    fill(&dir, 0, 200).await;
+    drop(dir);
+    let dir = open(
+        tmp.path(),
+        vec![index("objectClass", false, false), mail_index()],
+    );
+    let state = |dir: &Directory| {
+        dir.index_status()
+            .into_iter()
+            .find(|s| s.spec.attr == "mail")
+            .map(|s| s.state)
+    };
+    assert_eq!(state(&dir), Some(IndexState::Pending));
+    let again = dir.add_index(mail_index()).unwrap();
+    assert_eq!(again.state, IndexState::Building);
+    wait_state(&dir, IndexState::Complete, Duration::from_secs(30)).await;
+    // Asked again with the same kinds: nothing to do.
+    assert_eq!(
+        dir.add_index(mail_index()).unwrap().state,
+        IndexState::Complete
+    );
+    verified(&dir, true);
+}

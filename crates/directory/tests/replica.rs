@@ -247,3 +247,60 @@ async fn without_an_entryuuid_index_the_consumer_is_refused() {
     let dir = open(tmp.path(), &["objectClass"], Pipeline::standard());
     assert!(dir.check_replica().is_err());
 }
+
+/// While the entryUUID index is not complete (added to the configuration, not yet built), changes
+/// still find their entries, by reading every entry.
+#[tokio::test]
+async fn entries_are_found_without_a_complete_uuid_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
+    dir.apply_replica(ReplicaBatch {
+        rid: 7,
+        changes: base(&dir),
+        cookie: cookie(CSN1),
+    })
+    .await
+    .unwrap();
+    drop(dir);
+    // A start without it in the configuration drops the index.
+    let dir = open(tmp.path(), &["objectClass"], Pipeline::standard());
+    dir.start_index_builds().unwrap();
+    drop(dir);
+    // Configured now, recorded nowhere: pending until the server starts its build.
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
+    let txn = dir.read().unwrap();
+    assert!(dir.indexes(&txn).iter().all(|s| s.attr != "entryUUID"));
+    drop(txn);
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![sent(
+                &dir,
+                "cn=leaf,ou=a,dc=example,dc=com",
+                3,
+                CSN2,
+                &[
+                    ("objectClass", "person"),
+                    ("cn", "leaf"),
+                    ("sn", "L"),
+                    ("description", "found by a scan"),
+                ],
+            )],
+            cookie: cookie(CSN2),
+        })
+        .await
+        .unwrap();
+    assert_eq!((applied.added, applied.modified), (0, 1));
+    assert_eq!(
+        values(&dir, "cn=leaf,ou=a,dc=example,dc=com", "description"),
+        vec!["found by a scan"]
+    );
+}

@@ -543,6 +543,11 @@ impl Server {
         }
     }
 
+    /// Replaces canopy's extra TOML (`--config`), for the next [`Server::restart`] and offline tool.
+    pub fn set_canopy_config(&mut self, toml: &str) {
+        self.config = Some(toml.to_string());
+    }
+
     /// Starts the server again on the same data directory (on a fresh port).
     pub fn restart(&mut self) {
         self.kill9();

@@ -701,8 +701,8 @@ mod tests {
             "unknown option \"nesting\"",
         );
         bad(
-            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL member+memberOf@groupOfNames*\"",
-            "nested expansion",
+            "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL member+memberOf*\"",
+            "follows a static class",
         );
         bad(
             "name = \"dynlist\"\nattrset = \"groupOfURLs memberURL cn:member member\"",

@@ -31,6 +31,10 @@ pub struct MemberMap {
     /// the `static_class` groups whose `member_attr` lists them).
     pub memberof_attr: Option<String>,
     pub static_class: Option<String>,
+    /// `@<static-oc>*`: groups nest. memberOf lists every group that holds the entry at any depth
+    /// (through static members and URLs alike), and a group's members, when asked for together with
+    /// memberOf, include the members of the groups it holds, at any depth (slapd 2.5).
+    pub nested: bool,
 }
 
 /// An LDAP URL of this database: `ldap:///BASE?ATTRS?SCOPE?FILTER` (RFC 4516 without host or
@@ -119,8 +123,8 @@ impl AttrSet {
     }
 
     /// Parses slapd's `<group-oc> [<URI>] <URL-ad> [[<mapped-ad>:]<member-ad>[+<memberOf-ad>[@<static-oc>[*]]] ...]`.
-    /// Nested expansion (`*`) is refused: Canopy does not implement it; so is a set mixing mappings
-    /// and member attributes.
+    /// `*` (nested groups) follows a static class only, as in slapd's grammar; a set mixing mappings
+    /// and member attributes is refused.
     pub fn parse(text: &str) -> Result<AttrSet, String> {
         let mut words = text.split_whitespace();
         let group_class = words
@@ -152,12 +156,16 @@ impl AttrSet {
                     "{word:?}: a mapped attribute (<mapped-ad>:<member-ad>) takes no memberOf"
                 ));
             }
-            if word.ends_with('*') {
-                return Err(format!(
-                    "{word:?}: nested expansion ('*') is not supported; dynamic groups are \
-                     expanded one level"
-                ));
-            }
+            let (word, nested) = match word.strip_suffix('*') {
+                Some(rest) if rest.contains('@') => (rest, true),
+                Some(_) => {
+                    return Err(format!(
+                        "{word:?}: '*' (nested groups) follows a static class: \
+                         member+memberOf@static-oc*"
+                    ))
+                }
+                None => (word, false),
+            };
             let (member, memberof) = match word.split_once('+') {
                 Some((member, rest)) => (member, Some(rest)),
                 None => (word, None),
@@ -186,6 +194,7 @@ impl AttrSet {
                 member_attr: member.to_string(),
                 memberof_attr: memberof_attr.map(str::to_string),
                 static_class: static_class.map(str::to_string),
+                nested,
             });
         }
         let mapped = members.iter().filter(|m| m.mapped.is_some()).count();
@@ -296,6 +305,15 @@ impl Dynlist {
             .try_for_each(|set| set.check(schema, suffix))
     }
 
+    /// The member attributes of the nested sets (`@<static-oc>*`).
+    pub fn nested_member_attrs(&self) -> impl Iterator<Item = &str> {
+        self.sets
+            .iter()
+            .flat_map(|s| &s.members)
+            .filter(|m| m.nested)
+            .map(|m| m.member_attr.as_str())
+    }
+
     /// The memberOf attributes the sets compute (to define when the schema lacks them).
     pub fn memberof_attrs(&self) -> impl Iterator<Item = &str> {
         self.sets
@@ -364,6 +382,12 @@ mod tests {
             ("groupOfURLs", "memberURL")
         );
         assert!(set.members.is_empty() && set.restrict.is_none());
+        let nested = AttrSet::parse("groupOfURLs memberURL member+memberOf@groupOfNames*").unwrap();
+        assert!(nested.members[0].nested);
+        assert_eq!(
+            nested.members[0].static_class.as_deref(),
+            Some("groupOfNames")
+        );
 
         let set = AttrSet::parse(
             "groupOfURLs ldap:///ou=groups,dc=example,dc=com??one memberURL member+memberOf@groupOfNames uniqueMember",
@@ -378,12 +402,14 @@ mod tests {
                     member_attr: "member".into(),
                     memberof_attr: Some("memberOf".into()),
                     static_class: Some("groupOfNames".into()),
+                    nested: false,
                 },
                 MemberMap {
                     mapped: None,
                     member_attr: "uniqueMember".into(),
                     memberof_attr: None,
                     static_class: None,
+                    nested: false,
                 },
             ]
         );
@@ -402,9 +428,11 @@ mod tests {
             ),
             ("groupOfURLs memberURL :member", "empty"),
             (
-                "groupOfURLs memberURL member+memberOf@groupOfNames*",
-                "nested",
+                "groupOfURLs memberURL member+memberOf*",
+                "follows a static class",
             ),
+            ("groupOfURLs memberURL member*", "follows a static class"),
+            ("groupOfURLs memberURL member+memberOf@*", "empty"),
             ("groupOfURLs memberURL member@memberOf", "follows '+'"),
             ("groupOfURLs memberURL member+", "empty"),
             ("groupOfURLs ldap://h/dc=x memberURL", "host"),

@@ -8,9 +8,10 @@
 //! The URLs are searched in the read snapshot of the operation, as the requester: the frontend's
 //! [`Requester`] says which entries it finds and which attributes it may read, as slapd runs its
 //! internal searches with the requester's identity. Entries found are not expanded in turn (slapd's
-//! "no recursion").
+//! "no recursion"), except through nested groups (`@<static-oc>*`, `nested.rs`).
 
 mod config;
+mod nested;
 
 pub use config::{AttrSet, Dynlist, MemberMap, Url};
 
@@ -74,6 +75,11 @@ pub struct Expander<'a, T: ReadOps> {
     memberof: bool,
     /// The dynamic groups of the sets with memberOf, loaded when first needed.
     groups: Option<Vec<Group<'a>>>,
+    /// Add the members of nested groups to a group's members (slapd does when the operation asks
+    /// for the member attribute and memberOf together, or tests memberOf).
+    nested_members: bool,
+    /// The groups of the nested sets, loaded when first needed.
+    graph: Option<nested::Graph>,
 }
 
 impl<'a, T: ReadOps> Expander<'a, T> {
@@ -100,7 +106,17 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             restricts,
             memberof,
             groups: None,
+            nested_members: false,
+            graph: None,
         }
+    }
+
+    /// Whether a nested set's groups also list the members of the groups they hold, at any depth:
+    /// slapd 2.5 does it when the operation asks for a member attribute and memberOf together, or
+    /// tests memberOf in its filter (the frontend decides). Needs `memberof`.
+    pub fn with_nested_members(mut self, on: bool) -> Self {
+        self.nested_members = on && self.memberof;
+        self
     }
 
     /// Whether [`Expander::expand`] has work to do on this entry (it is dynamic, or memberOf is
@@ -122,7 +138,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                 .sets
                 .iter()
                 .enumerate()
-                .any(|(i, set)| has_memberof(set) && self.is_class(i, &view));
+                .any(|(i, set)| has_memberof(set) && !self.nests(i) && self.is_class(i, &view));
         (dynamic, memberof)
     }
 
@@ -145,6 +161,10 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         }
         if memberof {
             changed |= self.add_memberof(ndn, stored, &mut entry, who)?;
+            changed |= self.add_nested_memberof(ndn, &mut entry, who)?;
+        }
+        if self.nested_members && self.may_be_nested_group(stored) {
+            changed |= self.add_nested_members(ndn, &mut entry, who)?;
         }
         if !changed {
             return Ok(None);
@@ -317,7 +337,8 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             }
         }
         for set in &self.config.sets {
-            for map in &set.members {
+            // Nested sets: every level, from the group graph (`add_nested_memberof`).
+            for map in set.members.iter().filter(|m| !m.nested) {
                 let (Some(attr), Some(class)) = (&map.memberof_attr, &map.static_class) else {
                     continue;
                 };
@@ -338,7 +359,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         let schema: &'a Schema = self.dir.schema();
         let mut groups = Vec::new();
         for (i, set) in self.config.sets.iter().enumerate() {
-            if !has_memberof(set) {
+            if !has_memberof(set) || self.nests(i) {
                 continue;
             }
             let filter = class_filter(&set.group_class);
@@ -456,7 +477,7 @@ impl Dynlist {
         if memberof {
             return Cow::Owned(Filter::Present("objectClass".into()));
         }
-        let classes: Vec<Filter> = self
+        let mut classes: Vec<Filter> = self
             .sets
             .iter()
             .filter(|set| {
@@ -468,6 +489,14 @@ impl Dynlist {
             })
             .map(|set| class_filter(&set.group_class))
             .collect();
+        // A static group of a nested set may hold a value through a group it holds.
+        for map in self.sets.iter().flat_map(|s| &s.members) {
+            if let (true, Some(class)) = (map.nested, &map.static_class) {
+                if name.is_none_or(|n| same(n, &map.member_attr)) {
+                    classes.push(class_filter(class));
+                }
+            }
+        }
         if classes.is_empty() {
             return Cow::Borrowed(filter);
         }

@@ -332,15 +332,25 @@ impl Directory {
         let state = self.index_state();
         let _admin = state.admin();
         let current = state.current();
-        if let Some((old, _)) = current
+        if let Some((old, old_state)) = current
             .wanted
             .iter()
             .find(|(s, _)| same_attr(&s.attr, &spec.attr))
         {
-            if *old == spec {
-                return Ok(self.status_of(&spec.attr));
+            match old_state {
+                IndexState::Complete | IndexState::Building if *old == spec => {
+                    return Ok(self.status_of(&spec.attr));
+                }
+                IndexState::Complete | IndexState::Building => self.drop_locked(&spec.attr)?,
+                // Not yet in the store: what follows records and builds it.
+                IndexState::Pending => {
+                    let _builds = state.builds();
+                    let set = state.current().with(self.schema(), |wanted, _| {
+                        wanted.retain(|(s, _)| !same_attr(&s.attr, &spec.attr));
+                    });
+                    state.replace(set);
+                }
             }
-            self.drop_locked(&spec.attr)?;
         }
         let fail = |e: StoreError| IndexError::Store(spec.attr.clone(), e.to_string());
         self.store().add_index_table(&spec.attr).map_err(fail)?;

@@ -533,20 +533,28 @@ fn search_part(
     let secret_in_filter = mentions_secret(schema, &filter);
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
-        let memberof = config.memberof_attrs().any(|attr| {
-            selection.wants(schema, attr)
-                || mentions(&filter, &|desc| {
-                    desc.is_none_or(|d| {
-                        let name = d.split(';').next().unwrap_or(d);
-                        schema
-                            .attribute_type(name)
-                            .map(|at| at.name())
-                            .unwrap_or(name)
-                            .eq_ignore_ascii_case(attr)
-                    })
+        let in_filter = |attr: &str| {
+            mentions(&filter, &|desc| {
+                desc.is_none_or(|d| {
+                    let name = d.split(';').next().unwrap_or(d);
+                    schema
+                        .attribute_type(name)
+                        .map(|at| at.name())
+                        .unwrap_or(name)
+                        .eq_ignore_ascii_case(attr)
                 })
-        });
-        Expander::new(dir.backend(), &txn, config, memberof)
+            })
+        };
+        let memberof = config
+            .memberof_attrs()
+            .any(|attr| selection.wants(schema, attr) || in_filter(attr));
+        // slapd 2.5 lists the members of nested groups when memberOf and the member attribute are
+        // both asked for, or memberOf is tested (docs/overlays.md).
+        let nested_members = config
+            .nested_member_attrs()
+            .any(|attr| selection.wants(schema, attr))
+            || config.memberof_attrs().any(in_filter);
+        Expander::new(dir.backend(), &txn, config, memberof).with_nested_members(nested_members)
     });
     let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;

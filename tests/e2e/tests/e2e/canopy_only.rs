@@ -142,6 +142,84 @@ fn reindex_keeps_search_results() {
     );
 }
 
+/// The `description` values of the first database's monitor entry that describe the index on `attr`.
+fn index_line(s: &Server, attr: &str) -> Option<String> {
+    let out = s.read(
+        &Bind::Root,
+        "cn=Database 0,cn=Databases,cn=Monitor",
+        &["description"],
+    );
+    out.expect_code(0, "the database's monitor entry");
+    let prefix = format!("index {attr} ");
+    let records = out.records();
+    let line = records
+        .first()?
+        .values("description")
+        .into_iter()
+        .find(|v| v.starts_with(&prefix));
+    line.map(|v| v.to_string())
+}
+
+#[test]
+fn an_index_added_to_the_configuration_is_built_online_at_restart() {
+    if !canopy_target("online index builds") {
+        return;
+    }
+    let without = "indexes = [{ attr = \"objectClass\", kinds = [\"eq\"] }, { attr = \"uid\", kinds = [\"eq\"] }]\n";
+    let with = "indexes = [{ attr = \"objectClass\", kinds = [\"eq\"] }, { attr = \"uid\", kinds = [\"eq\"] }, { attr = \"description\", kinds = [\"eq\", \"sub\"] }]\n";
+    let mut s = Server::start_canopy_with_config(without);
+    let mut ldif = String::new();
+    for i in 0..300 {
+        ldif.push_str(&format!(
+            "dn: uid=bulk{i},ou=people,{SUFFIX}\nchangetype: add\nobjectClass: inetOrgPerson\n\
+             uid: bulk{i}\ncn: Bulk {i}\nsn: Bulk\ndescription: group{}\n\n",
+            i % 10
+        ));
+    }
+    s.modify(&Bind::Root, &ldif).expect_code(0, "300 adds");
+    let search = |s: &Server| {
+        let out = s.search(&Bind::Root, &["-b", SUFFIX, "(description=group3)", "1.1"]);
+        out.expect_code(0, "search on description");
+        let sub = s.search(&Bind::Root, &["-b", SUFFIX, "(description=*oup7*)", "1.1"]);
+        sub.expect_code(0, "substring search on description");
+        (out.ldif(), sub.ldif())
+    };
+    let before = search(&s);
+    assert_eq!(before.0.matches("dn: ").count(), 30, "{}", before.0);
+    assert!(index_line(&s, "description").is_none());
+
+    s.set_canopy_config(with);
+    s.restart();
+    // The build runs in the background: poll the monitor (bounded), answers stay the same throughout.
+    let started = Instant::now();
+    loop {
+        assert_eq!(search(&s), before, "answers changed while the index builds");
+        let line = index_line(&s, "description").expect("the new index is in the monitor");
+        if line == "index description eq,sub: complete" {
+            break;
+        }
+        assert!(line.contains("building"), "{line}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not complete after 30 s: {line}\n{}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(search(&s), before);
+    s.canopy_tool("verify", &[])
+        .expect_code(0, "verify with the new index complete");
+    assert!(s.log().contains("index complete"), "{}", s.log());
+
+    // Dropped from the configuration: gone from the store at the next start, answers the same.
+    s.set_canopy_config(without);
+    s.restart();
+    assert!(index_line(&s, "description").is_none());
+    assert_eq!(search(&s), before);
+    s.canopy_tool("verify", &[])
+        .expect_code(0, "verify after the drop");
+}
+
 /// Runs `canopy ARGS` in `dir` and gives it `limit` to exit; a server that starts despite a bad
 /// configuration is killed and reported as exit code -1.
 fn run_briefly(dir: &Path, args: &[&str], limit: Duration) -> Out {

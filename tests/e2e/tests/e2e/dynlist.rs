@@ -307,3 +307,109 @@ fn mapped_lists() {
     );
     t.check();
 }
+
+/// Nested groups (`@<static-oc>*`): a dynamic group inside a static group inside a dynamic group, and
+/// two static groups holding each other. memberOf is populated through every level, and the member
+/// values of a group whose nested groups are asked for together with memberOf, as slapd 2.5 does; a
+/// cycle ends.
+#[test]
+fn nested_groups() {
+    let s = start_with(
+        "overlay dynlist\ndynlist-attrset groupOfURLs memberURL member+memberOf@groupOfNames*\n",
+        "[[overlay]]\nname = \"dynlist\"\nattrset = \"groupOfURLs memberURL member+memberOf@groupOfNames*\"\n",
+    );
+    let mut t = Transcript::new("dynlist_nested");
+    let added = s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {devs}\nobjectClass: groupOfURLs\ncn: devs\n\
+             memberURL: ldap:///ou=people,{SUFFIX}??one?(uidNumber<=1002)\n\n\
+             dn: {team}\nobjectClass: groupOfNames\ncn: team\n\
+             member: uid=carol,ou=people,{SUFFIX}\nmember: {devs}\n\n\
+             dn: {staff}\nobjectClass: groupOfURLs\ncn: all-staff\n\
+             memberURL: ldap:///ou=groups,{SUFFIX}??one?(cn=team)\n\n\
+             dn: {a}\nobjectClass: groupOfNames\ncn: loop-a\n\
+             member: uid=dave,ou=people,{SUFFIX}\nmember: {b}\n\n\
+             dn: {b}\nobjectClass: groupOfNames\ncn: loop-b\n\
+             member: uid=erin,ou=people,{SUFFIX}\nmember: {a}\n",
+            devs = group_dn("devs"),
+            team = group_dn("team"),
+            staff = group_dn("all-staff"),
+            a = group_dn("loop-a"),
+            b = group_dn("loop-b"),
+        ),
+    );
+    assert_eq!(added.code, 0, "{added:?}");
+    for (title, dn, attrs) in [
+        (
+            "alice's memberOf: every level",
+            user_dn("alice"),
+            vec!["memberOf"],
+        ),
+        ("carol's memberOf", user_dn("carol"), vec!["memberOf"]),
+        ("alice, all attributes", user_dn("alice"), vec!["*", "+"]),
+        (
+            "dave's memberOf, through a cycle",
+            user_dn("dave"),
+            vec!["memberOf"],
+        ),
+        (
+            "a dynamic group's memberOf",
+            group_dn("devs"),
+            vec!["memberOf"],
+        ),
+        (
+            "a static group's memberOf",
+            group_dn("team"),
+            vec!["memberOf"],
+        ),
+        (
+            "members and memberOf together: nested members",
+            group_dn("all-staff"),
+            vec!["member", "memberOf"],
+        ),
+        (
+            "members alone: one level",
+            group_dn("all-staff"),
+            vec!["member"],
+        ),
+        (
+            "user attributes: one level",
+            group_dn("all-staff"),
+            vec!["*"],
+        ),
+        ("all attributes", group_dn("all-staff"), vec!["*", "+"]),
+        (
+            "a static group, members and memberOf",
+            group_dn("team"),
+            vec!["member", "memberOf"],
+        ),
+        (
+            "a cycle, members and memberOf",
+            group_dn("loop-a"),
+            vec!["member", "memberOf"],
+        ),
+    ] {
+        t.section(title, &s.read(&Bind::Root, &dn, &attrs));
+    }
+    for (title, filter) in [
+        (
+            "members of all-staff at any depth",
+            format!("(memberOf={})", group_dn("all-staff")),
+        ),
+        (
+            "members of loop-b at any depth",
+            format!("(memberOf={})", group_dn("loop-b")),
+        ),
+        (
+            "groups holding alice",
+            format!("(member={})", user_dn("alice")),
+        ),
+    ] {
+        t.section(
+            title,
+            &s.search(&Bind::Root, &["-b", SUFFIX, &filter, "1.1"]),
+        );
+    }
+    t.check();
+}
