@@ -631,6 +631,12 @@ impl Server {
         self.config = Some(toml.to_string());
     }
 
+    /// Replaces canopy's configuration file for the next [`Server::restart`] (an administrator's edit).
+    pub fn edit_canopy_config(&mut self, toml: &str) {
+        assert_eq!(self.target, Target::Canopy, "canopy's configuration file");
+        self.set_config(toml);
+    }
+
     /// Starts the server on the port it had (retrying for 20 s while the port is still taken).
     pub(crate) fn relaunch_same_port(&mut self) {
         let deadline = Instant::now() + START_TIMEOUT;

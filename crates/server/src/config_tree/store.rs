@@ -89,8 +89,9 @@ impl ConfigTree {
         let (running, password) = match stored.is_empty() {
             true => (config.clone(), first_root_password.to_vec()),
             false => {
-                report_differences(&from_file, &stored);
-                to_config(config, &stored).map_err(|r| {
+                let baseline = read_baseline(&config.data_dir.join("config"));
+                let merged = merge_file_changes(&from_file, baseline.as_ref(), &stored);
+                to_config(config, &merged).map_err(|r| {
                     StartError::Invalid(format!(
                         "the stored cn=config in {} cannot run: {}",
                         config.data_dir.join("config").display(),
@@ -108,6 +109,9 @@ impl ConfigTree {
             .store(&stored, &tree)
             .await
             .map_err(|e| internal("write", e.message))?;
+        // What the file said, so that the next start can tell which settings the file changed.
+        write_baseline(&config.data_dir.join("config"), &from_file)
+            .map_err(|e| internal("baseline.toml", e))?;
         let config_tree = ConfigTree {
             directory,
             entries: tokio::sync::Mutex::new(tree),
@@ -184,17 +188,96 @@ fn read_tree(directory: &Directory) -> Result<Vec<ConfigEntry>, StartError> {
     Ok(tree)
 }
 
-/// Logs each live setting where the configuration file and the stored tree disagree.
-fn report_differences(from_file: &[ConfigEntry], stored: &[ConfigEntry]) {
+/// The live settings the file gave at the last start: DN -> attribute -> values.
+type Baseline = toml::Table;
+
+const BASELINE: &str = "baseline.toml";
+
+fn read_baseline(dir: &std::path::Path) -> Option<Baseline> {
+    let text = std::fs::read_to_string(dir.join(BASELINE)).ok()?;
+    match toml::from_str(&text) {
+        Ok(table) => Some(table),
+        Err(error) => {
+            tracing::warn!(%error, "cn=config: {BASELINE} unreadable; the file's changes are not applied");
+            None
+        }
+    }
+}
+
+fn baseline_values<'a>(baseline: &'a Baseline, dn: &str, attr: &str) -> Vec<&'a str> {
+    baseline
+        .get(&dn.to_ascii_lowercase())
+        .and_then(|v| v.as_table())
+        .and_then(|t| t.get(&attr.to_ascii_lowercase()))
+        .and_then(|v| v.as_array())
+        .map(|values| values.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// Writes what the file says for every live setting, durably (a new file renamed over the old one).
+fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::Result<()> {
+    let mut table = Baseline::new();
+    for entry in from_file {
+        let mut attrs = toml::Table::new();
+        for attr in super::live_attributes(&entry.dn) {
+            let values = entry
+                .get(attr)
+                .iter()
+                .cloned()
+                .map(toml::Value::String)
+                .collect();
+            attrs.insert(attr.to_ascii_lowercase(), toml::Value::Array(values));
+        }
+        table.insert(entry.dn.to_ascii_lowercase(), toml::Value::Table(attrs));
+    }
+    let text = toml::to_string(&table).map_err(std::io::Error::other)?;
+    let fresh = dir.join(format!("{BASELINE}.new"));
+    {
+        let mut file = std::fs::File::create(&fresh)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&fresh, dir.join(BASELINE))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// The stored tree with the live settings the file changed since the last start taken from the file
+/// (the administrator edited them), each logged; where the file differs without having changed, the
+/// live value stays and a warning says so. Without a baseline every live value stays.
+fn merge_file_changes(
+    from_file: &[ConfigEntry],
+    baseline: Option<&Baseline>,
+    stored: &[ConfigEntry],
+) -> Vec<ConfigEntry> {
+    let mut merged = stored.to_vec();
     for file_entry in from_file {
-        let Some(live) = stored
-            .iter()
+        let Some(live) = merged
+            .iter_mut()
             .find(|e| e.dn.eq_ignore_ascii_case(&file_entry.dn))
         else {
             continue;
         };
         for attr in super::live_attributes(&file_entry.dn) {
-            if file_entry.get(attr) != live.get(attr) {
+            let in_file = file_entry.get(attr);
+            if in_file == live.get(attr) {
+                continue;
+            }
+            let edited = baseline.is_some_and(|b| {
+                baseline_values(b, &file_entry.dn, attr)
+                    != in_file.iter().map(String::as_str).collect::<Vec<_>>()
+            });
+            if edited {
+                tracing::info!(
+                    dn = %file_entry.dn,
+                    attribute = attr,
+                    "changed in the configuration file since the last start: the file's value \
+                     replaces the live one"
+                );
+                live.attrs.retain(|(n, _)| !n.eq_ignore_ascii_case(attr));
+                if !in_file.is_empty() {
+                    live.attrs.push((attr.to_string(), in_file.to_vec()));
+                }
+            } else {
                 tracing::warn!(
                     dn = %file_entry.dn,
                     attribute = attr,
@@ -204,6 +287,7 @@ fn report_differences(from_file: &[ConfigEntry], stored: &[ConfigEntry]) {
             }
         }
     }
+    merged
 }
 
 /// Writes the store with the server's own identity (no access rules).

@@ -851,3 +851,39 @@ fn schema_files_appear_under_cn_schema() {
         out.stdout
     );
 }
+
+#[test]
+fn a_restart_keeps_live_changes_and_applies_file_edits() {
+    if !canopy_only("how canopy's file and live tree meet at a restart") {
+        return;
+    }
+    let mut s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 42\n"),
+    )
+    .expect_code(0, "a live change");
+    s.terminate();
+    // The administrator edits another setting in the file; the size limit stays as the file had it.
+    s.edit_canopy_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [limits]\ntime_limit = 77\n"
+    ));
+    s.restart();
+    assert_eq!(
+        values(&s, FRONTEND, "olcSizeLimit"),
+        ["42"],
+        "the live change stays"
+    );
+    assert_eq!(
+        values(&s, FRONTEND, "olcTimeLimit"),
+        ["77"],
+        "the file's edit applies"
+    );
+    let log = s.log();
+    assert!(
+        log.contains("changed in the configuration file since the last start"),
+        "{log}"
+    );
+    assert!(log.contains("the live value is used"), "{log}");
+}
