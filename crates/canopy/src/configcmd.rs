@@ -19,7 +19,8 @@ pub enum ConfigCommand {
     },
     /// Check FILE offline (with --data, against that data directory): syntax, schema, access rules, indexes, overlays, listeners and TLS files, as
     /// `serve --check`; then, when its data directory holds a live configuration, list the live
-    /// settings that differ from the file (the live ones run). Exits 0 when FILE is good, 1 when not.
+    /// settings that differ from the file and what the next start does with each. Exits 0 when FILE is
+    /// good, 1 when not.
     Check {
         /// The configuration file to check.
         file: PathBuf,
@@ -111,10 +112,10 @@ fn check(path: &Path, data: Option<&Path>) -> Result<()> {
                 println!("{source}: configuration OK, the same as the live configuration");
             } else {
                 println!(
-                    "{source}: configuration OK; the live configuration differs and wins at start in:"
+                    "{source}: configuration OK; it differs from the live configuration in (and the next start):"
                 );
-                for (dn, attr) in differences {
-                    println!("  {dn} {attr}");
+                for (dn, attr, outcome) in differences {
+                    println!("  {dn} {attr}: {outcome}");
                 }
             }
         }

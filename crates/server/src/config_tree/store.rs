@@ -437,9 +437,16 @@ pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartErro
 }
 
 /// The live settings that differ between the file's configuration and the store's: (entry, attribute).
-pub fn differences(file: &Config, live: &Config, live_password: &[u8]) -> Vec<(String, String)> {
+/// Each with what the next start does: `"live value kept"`, or `"file value applies"` for a setting the
+/// file changed since the last start (`baseline.toml`).
+pub fn differences(
+    file: &Config,
+    live: &Config,
+    live_password: &[u8],
+) -> Vec<(String, String, &'static str)> {
     let from_file = from_config(file, live_password);
     let stored = from_config(live, live_password);
+    let baseline = read_baseline(&live.data_dir.join("config"));
     let mut found = Vec::new();
     for entry in &from_file {
         let Some(other) = stored.iter().find(|e| e.dn == entry.dn) else {
@@ -447,12 +454,28 @@ pub fn differences(file: &Config, live: &Config, live_password: &[u8]) -> Vec<(S
         };
         for attr in super::live_attributes(&entry.dn) {
             if entry.get(attr) != other.get(attr) && !attr.eq_ignore_ascii_case("olcRootPW") {
-                found.push((entry.dn.clone(), attr.to_string()));
+                let edited = baseline.as_ref().is_some_and(|b| {
+                    baseline_values(b, &entry.dn, attr)
+                        != entry
+                            .get(attr)
+                            .iter()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                });
+                let outcome = match edited {
+                    true => "file value applies",
+                    false => "live value kept",
+                };
+                found.push((entry.dn.clone(), attr.to_string(), outcome));
             }
         }
     }
     for number in file.database_count() + 1..=live.database_count() {
-        found.push((super::database_dn(number), "(added live)".to_string()));
+        found.push((
+            super::database_dn(number),
+            "(added live)".to_string(),
+            "kept",
+        ));
     }
     found
 }
