@@ -6,6 +6,7 @@
 
 mod aclcheck;
 mod backup;
+mod configcmd;
 mod migrate;
 mod policycheck;
 mod progress;
@@ -116,6 +117,9 @@ enum Command {
     },
     /// Measure any LDAP server: generate test data, run workloads, draw charts (docs/bench.md).
     Bench(canopy_bench::BenchArgs),
+    /// The live configuration, cn=config (docs/configuration.md): export it as TOML, check a file.
+    #[command(subcommand)]
+    Config(configcmd::ConfigCommand),
     /// Translate an OpenLDAP slapd.conf or slapd.d into Canopy's TOML configuration (docs/migration.md).
     /// Exits 0 when everything was translated, 1 when something was left out (listed on standard error
     /// and at the top of the output), 2 when the input cannot be read.
@@ -215,11 +219,26 @@ fn run() -> Result<()> {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only on a terminal: a log file or a pipe gets plain text.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(terminal)
-        .init();
+    // The filter sits behind a reload handle: cn=config's olcLogLevel changes it while serving.
+    let (filter, log_handle) = tracing_subscriber::reload::Layer::new(filter);
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(terminal),
+            )
+            .init();
+    }
+    let log_control: canopy_server::state::LogControl =
+        std::sync::Arc::new(move |directive: &str| {
+            let filter =
+                tracing_subscriber::EnvFilter::try_new(directive).map_err(|e| e.to_string())?;
+            log_handle.reload(filter).map_err(|e| e.to_string())
+        });
 
     let mut config = match &cli.config {
         Some(path) => {
@@ -235,6 +254,23 @@ fn run() -> Result<()> {
     };
     if let Some(data) = &cli.data {
         config.data_dir = data.clone();
+    }
+    // The offline tools see the databases as the server runs them: the file with the live settings of
+    // cn=config in place (databases added live, their indexes, ...; docs/design/config-tree.md).
+    let offline_tool = !matches!(
+        cli.command,
+        Command::Serve { .. }
+            | Command::Config(_)
+            | Command::Passwd { .. }
+            | Command::Bench(_)
+            | Command::Migrate { .. }
+    );
+    if offline_tool {
+        if let Some((live, _)) = canopy_server::config_tree::read_live(&config)
+            .context("reading the live configuration (cn=config in DATA/config)")?
+        {
+            config = live;
+        }
     }
     match cli.command {
         Command::Serve { listen, check } => {
@@ -268,7 +304,7 @@ fn run() -> Result<()> {
                 return Ok(());
             }
             purge_freed_memory();
-            serve(config)
+            serve(config, log_control)
         }
         Command::Import {
             file,
@@ -323,6 +359,9 @@ fn run() -> Result<()> {
         Command::Bench(args) => canopy_bench::main(args),
         // Run (and exited) before the configuration was read.
         Command::Migrate { .. } => Ok(()),
+        Command::Config(command) => {
+            configcmd::run(command, cli.config.as_deref(), cli.data.as_deref(), &config)
+        }
     }
 }
 
@@ -403,7 +442,7 @@ fn spawn_log_reopener(state: canopy_server::State) -> Result<()> {
     Ok(())
 }
 
-fn serve(config: Config) -> Result<()> {
+fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Result<()> {
     if config.listen.is_empty() {
         bail!("no listeners configured");
     }
@@ -416,7 +455,11 @@ fn serve(config: Config) -> Result<()> {
     let password = root_password(&config)?;
     let listen = config.listen.clone();
     let metrics_listen = config.metrics_listen.clone();
-    let state = canopy_server::build_state(config, password)?;
+    let state = runtime.block_on(canopy_server::build_live_state(
+        config,
+        password,
+        Some(log_control),
+    ))?;
     // The start-up Argon2id check (the dummy hash of failed binds) just freed 19 MiB on this thread.
     collect_freed_memory(true);
     runtime.block_on(async move {

@@ -16,7 +16,7 @@ pub mod tempdir;
 pub mod tools;
 
 pub use client::{user_dn, Bind, Out, Via};
-pub use server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};
+pub use server::{Server, Target, CONFIG_ROOT_DN, CONFIG_ROOT_PW, ROOT_DN, ROOT_PW, SUFFIX};
 
 use std::path::PathBuf;
 

@@ -13,6 +13,10 @@ pub const SUFFIX: &str = "dc=example,dc=com";
 pub const ROOT_DN: &str = "cn=admin,dc=example,dc=com";
 pub const ROOT_PW: &str = "secret";
 pub const SLAPD: &str = "/usr/sbin/slapd";
+/// The root DN of the cn=config database (slapd's `olcRootDN` of `olcDatabase={0}config`, canopy's
+/// `config_root_dn`) in [`Server::start_with_config_tree`].
+pub const CONFIG_ROOT_DN: &str = "cn=admin,cn=config";
+pub const CONFIG_ROOT_PW: &str = "config-secret";
 
 /// How long a server may take to answer after being started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -334,6 +338,51 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with a live configuration tree whose root DN is
+    /// [`CONFIG_ROOT_DN`] (root over ldapi manages it too), then loads base.ldif. slapd runs from a
+    /// slapd.d (`-F`) that `slaptest` converts from the usual generated slapd.conf with a `database
+    /// config` section; canopy gets `config_root_dn` and `config_root_password`.
+    pub fn start_with_config_tree() -> Server {
+        let mut server = Server::prepare(Target::from_env());
+        match server.target {
+            Target::Slapd => {
+                let dir = server.dir.path().to_path_buf();
+                let conf = crate::slapd_conf::render(&dir, &server.data_dir());
+                let config_db = format!(
+                    "database config\nrootdn \"{CONFIG_ROOT_DN}\"\nrootpw {CONFIG_ROOT_PW}\n\
+                     access to * by dn.exact=\"gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth\" \
+                     manage by * none\n\ndatabase mdb\n"
+                );
+                let conf = conf.replacen("database mdb\n", &config_db, 1);
+                let source = dir.join("slapd-config.conf");
+                std::fs::write(&source, conf).unwrap();
+                let tree = dir.join("slapd.d");
+                std::fs::create_dir_all(&tree).unwrap();
+                // slaptest opens every database: an empty load creates the main one first.
+                let mut cmd = Command::new("/usr/sbin/slapadd");
+                cmd.arg("-f")
+                    .arg(&source)
+                    .arg("-b")
+                    .arg(SUFFIX)
+                    .arg("-l")
+                    .arg("/dev/null");
+                crate::client::run(cmd, None).expect_code(0, "slapadd of nothing");
+                let mut cmd = Command::new("/usr/sbin/slaptest");
+                cmd.arg("-f").arg(&source).arg("-F").arg(&tree);
+                crate::client::run(cmd, None).expect_code(0, "slaptest -F (slapd.conf to slapd.d)");
+                server.slapd_d = Some(tree);
+            }
+            Target::Canopy => {
+                server.config = Some(format!(
+                    "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+                ));
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// slapd's configuration: `-F DIR` for a cn=config tree, else `-f DIR/slapd.conf`.
     pub(crate) fn slapd_config_args(&self) -> Vec<std::ffi::OsString> {
         match &self.slapd_d {
@@ -580,6 +629,12 @@ impl Server {
     /// Sets the TOML canopy is started with.
     pub(crate) fn set_config(&mut self, toml: &str) {
         self.config = Some(toml.to_string());
+    }
+
+    /// Replaces canopy's configuration file for the next [`Server::restart`] (an administrator's edit).
+    pub fn edit_canopy_config(&mut self, toml: &str) {
+        assert_eq!(self.target, Target::Canopy, "canopy's configuration file");
+        self.set_config(toml);
     }
 
     /// Starts the server on the port it had (retrying for 20 s while the port is still taken).

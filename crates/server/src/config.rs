@@ -76,6 +76,16 @@ pub struct Config {
     pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
     /// The referral a consumer database answers client writes with (slapd's `updateref`).
     pub updateref: Option<String>,
+    /// The root DN of the cn=config database (`olcRootDN` of `olcDatabase={0}config`); none: only
+    /// `config_access` decides who reads and changes cn=config (docs/configuration.md).
+    pub config_root_dn: Option<String>,
+    /// Its password, cleartext or a `{SCHEME}` hash.
+    pub config_root_password: Option<String>,
+    /// The access rules of cn=config; empty: root over ldapi manages it, nobody else sees it.
+    pub config_access: Vec<String>,
+    /// The server log's verbosity in slapd's `loglevel` words (`olcLogLevel`: `none`, `stats`, `acl`,
+    /// `trace`, `any`, numbers, ...); empty: `CANOPY_LOG`, else `info` (docs/configuration.md).
+    pub log_level: Vec<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -214,6 +224,10 @@ impl Default for Config {
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
             syncrepl: Vec::new(),
             updateref: None,
+            config_root_dn: None,
+            config_root_password: None,
+            config_access: Vec::new(),
+            log_level: Vec::new(),
         }
     }
 }
@@ -332,6 +346,7 @@ impl Config {
             ));
         }
         crate::authz::Rules::compile(&self.sasl)?;
+        log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         Ok(())
     }
@@ -397,6 +412,49 @@ fn with_port(host_port: &str, default_port: u16) -> String {
         return format!("{host_port}:{default_port}");
     }
     host_port.to_string()
+}
+
+/// The tracing filter for slapd's `loglevel` words and numbers, the most verbose of them: `none` (0)
+/// keeps warnings and errors; `stats`, `stats2`, `conns`, `acl`, `filter`, `config`, `sync`, `parse`,
+/// `shell` (and their bits) give `info`; `trace`, `packets`, `args`, `BER` give `debug`; `any` (-1)
+/// gives `trace`. None for an empty list (the binary's `CANOPY_LOG` or `info` then).
+pub fn log_filter(levels: &[String]) -> Result<Option<&'static str>, String> {
+    const NAMES: [(&str, i64); 15] = [
+        ("trace", 1),
+        ("packets", 2),
+        ("args", 4),
+        ("conns", 8),
+        ("ber", 16),
+        ("filter", 32),
+        ("config", 64),
+        ("acl", 128),
+        ("stats", 256),
+        ("stats2", 512),
+        ("shell", 1024),
+        ("parse", 2048),
+        ("sync", 16384),
+        ("none", 0),
+        ("any", -1),
+    ];
+    let mut rank = None;
+    for word in levels.iter().flat_map(|v| v.split_whitespace()) {
+        let bits = match NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(word)) {
+            Some((_, bits)) => *bits,
+            None => match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
+                Some(hex) => i64::from_str_radix(hex, 16),
+                None => word.parse::<i64>(),
+            }
+            .map_err(|_| format!("unknown level \"{word}\""))?,
+        };
+        let this = match bits {
+            -1 => 3,
+            0 => 0,
+            b if b & (1 | 2 | 4 | 16) != 0 => 2,
+            _ => 1,
+        };
+        rank = rank.max(Some(this));
+    }
+    Ok(rank.map(|r| ["warn", "info", "debug", "trace"][r]))
 }
 
 #[cfg(test)]
@@ -500,6 +558,25 @@ mod tests {
             .to_string();
         assert!(err.contains("only to paged_total"), "{err}");
         assert!(Config::parse("[limits]\npaged_total_limit = \"disabled\"\n", "t").is_ok());
+    }
+
+    #[test]
+    fn slapd_log_levels_map_to_filters() {
+        let filter =
+            |words: &[&str]| log_filter(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>());
+        assert_eq!(filter(&[]), Ok(None));
+        assert_eq!(filter(&["none"]), Ok(Some("warn")));
+        assert_eq!(filter(&["stats"]), Ok(Some("info")));
+        assert_eq!(filter(&["stats acl", "256"]), Ok(Some("info")));
+        assert_eq!(filter(&["none", "trace"]), Ok(Some("debug")));
+        assert_eq!(filter(&["0x4"]), Ok(Some("debug")));
+        assert_eq!(filter(&["-1"]), Ok(Some("trace")));
+        assert_eq!(filter(&["any"]), Ok(Some("trace")));
+        assert!(filter(&["chatty"]).unwrap_err().contains("chatty"));
+        let err = Config::parse("log_level = [\"loud\"]\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("log_level"), "{err}");
     }
 
     #[test]

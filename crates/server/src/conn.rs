@@ -461,6 +461,9 @@ async fn dispatch(
     pending: &Pending,
     permits: &Arc<Semaphore>,
 ) -> Flow {
+    // One snapshot of the configuration for the whole operation (state.rs).
+    let current = state.current();
+    let state = &current;
     let id = message.message_id;
     let link = session.link;
     let op_number = *session.op_number;

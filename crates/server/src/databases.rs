@@ -41,6 +41,10 @@ pub struct Database {
     read_only: bool,
     /// cn=Monitor: written by the server itself, not a naming context of the root DSE.
     monitor: bool,
+    /// cn=config: written only through `config_change`, the root DSE's configContext.
+    config: bool,
+    /// An accesslog overlay's log database: written only by its log writer, not a configured database.
+    log: bool,
     /// The root DN: access rules and limits do not apply to it in this database.
     root: Option<Root>,
     /// The search limits of this database (the server-wide ones unless it sets its own).
@@ -71,6 +75,8 @@ impl Database {
             ppolicy: None,
             read_only: false,
             monitor: false,
+            config: false,
+            log: false,
             root: None,
             limits: Arc::new(Limits::default()),
             subordinate: Subordinate::No,
@@ -116,6 +122,35 @@ impl Database {
     /// cn=Monitor, which the root DSE lists as monitorContext rather than as a naming context.
     pub fn is_monitor(&self) -> bool {
         self.monitor
+    }
+
+    /// This database as the cn=config database.
+    pub fn as_config(mut self) -> Database {
+        self.config = true;
+        self
+    }
+
+    /// cn=config, which the root DSE lists as configContext rather than as a naming context.
+    pub fn is_config(&self) -> bool {
+        self.config
+    }
+
+    /// This database as an accesslog overlay's log database.
+    pub fn as_log(mut self) -> Database {
+        self.log = true;
+        self
+    }
+
+    /// A database of the configuration (numbered 1, 2, ... as `[[database]]` tables and
+    /// `olcDatabase={N}mdb` are): not cn=Monitor, cn=config or an accesslog overlay's log database.
+    pub fn is_configured(&self) -> bool {
+        !(self.monitor || self.config || self.log)
+    }
+
+    /// This database guarded by `acl` instead of its access rules.
+    pub fn with_acl(mut self, acl: Acl) -> Database {
+        self.acl = Arc::new(acl);
+        self
     }
 
     pub fn subordinate(&self) -> Subordinate {
@@ -252,6 +287,18 @@ impl Database {
         who: &Who,
         ctl: &WriteControls,
     ) -> Result<Vec<Control>, OpError> {
+        self.update_with_verdict(op, who, ctl, None).await
+    }
+
+    /// [`Database::update`] whose write, once access control allowed it, fails with `verdict` when
+    /// there is one (cn=config: a change refused by validation is reported only to who may make it).
+    pub async fn update_with_verdict(
+        &self,
+        op: WriteOp,
+        who: &Who,
+        ctl: &WriteControls,
+        verdict: Option<LdapError>,
+    ) -> Result<Vec<Control>, OpError> {
         self.check_writable()?;
         let target = match &op {
             WriteOp::Add(entry) => &entry.dn,
@@ -266,6 +313,7 @@ impl Database {
             who: who.clone(),
             ctl: ctl.clone(),
             reads: Mutex::new(Reads::default()),
+            verdict,
         });
         self.backend
             .write(WriteRequest {
@@ -306,6 +354,7 @@ pub enum Subordinate {
 }
 
 /// Every database of the server, in configuration order.
+#[derive(Clone)]
 pub struct Databases {
     list: Vec<Database>,
 }
@@ -446,6 +495,8 @@ struct AccessGuard {
     ctl: WriteControls,
     /// The read controls of the last attempt (a write whose map had to grow runs again).
     reads: Mutex<Reads>,
+    /// The answer to give once access is granted, instead of writing.
+    verdict: Option<LdapError>,
 }
 
 #[derive(Default)]
@@ -541,6 +592,10 @@ impl Guard for AccessGuard {
                 new_parent,
                 rdn_attrs,
             } => check_rename(db, txn, who, entry, new_parent, rdn_attrs),
+        }?;
+        match &self.verdict {
+            None => Ok(()),
+            Some(error) => Err(error.clone()),
         }
     }
 

@@ -197,7 +197,7 @@ impl Collector for StateCollector {
         let stores: Vec<(String, canopy_mdb::Stats, &canopy_mdb::Store)> = state
             .databases
             .iter()
-            .filter(|db| !db.is_monitor())
+            .filter(|db| !db.is_monitor() && !db.is_config())
             .filter_map(|db| {
                 let stats = db.store().stats().ok()?;
                 Some((db.suffix_dn().to_string(), stats, db.store()))

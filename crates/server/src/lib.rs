@@ -12,6 +12,8 @@ pub mod authz;
 pub mod backoff;
 pub mod completion;
 pub mod config;
+pub mod config_change;
+pub mod config_tree;
 pub mod conn;
 pub mod databases;
 pub mod dbconfig;
@@ -83,6 +85,7 @@ pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     let mut schema = Schema::builtin();
     // Always loaded, so that offline tools and servers with or without cn=Monitor agree on names.
     schema.load_text(monitor::schema::MONITOR_SCHEMA, "monitor schema")?;
+    schema.load_text(config_tree::SCHEMA, "cn=config schema")?;
     // One schema for every database: what any database's overlays bring, once each.
     let mut texts: Vec<&str> = Vec::new();
     for text in overlays::schema(&config.all_overlays()) {
@@ -144,7 +147,7 @@ fn open_directory_with(
 
 /// Opens the database of `config` (a database's view, `Config::database_view`) with the shared schema;
 /// with the accesslog overlay, the log database still to open.
-fn open_directory_in(
+pub(crate) fn open_directory_in(
     config: &Config,
     schema: Arc<Schema>,
     durable: bool,
@@ -433,7 +436,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         true => {
             let db = open_monitor(&config, schema.clone(), Some(root_ndn.clone()))?;
             list.push(db.clone());
-            Some(monitor::Monitor::new(db, config.root_dn.clone()))
+            Some(Arc::new(monitor::Monitor::new(db, config.root_dn.clone())))
         }
         false => None,
     };
@@ -445,14 +448,49 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         root_ndn,
         root_password,
         connections: Default::default(),
-        sasl_rules,
-        backoff,
+        sasl_rules: Arc::new(sasl_rules),
+        backoff: Arc::new(backoff),
         dummy_hash,
         metrics: Arc::new(metrics::Metrics::new()),
-        access_log,
+        access_log: access_log.map(Arc::new),
         syncrepl,
-        accesslog,
+        accesslog: accesslog.into(),
+        config_tree: None,
+        live: Default::default(),
+        log_control: None,
     }))
+}
+
+/// Builds the shared state for serving with the live configuration tree (`config_tree`): opens or
+/// seeds `DATA/config`, runs the configuration it holds and adds cn=config to the registry.
+/// `log_control` changes the log filter for `olcLogLevel` (the live level applies at once).
+pub async fn build_live_state(
+    config: Config,
+    root_password: Vec<u8>,
+    log_control: Option<state::LogControl>,
+) -> Result<State, StartError> {
+    let schema = Arc::new(load_schema(&config)?);
+    let (tree, running, password) =
+        config_tree::ConfigTree::open(&config, schema, &root_password).await?;
+    let state = build_state(running.clone(), password)?;
+    let db = tree
+        .database(&running)
+        .map_err(|r| StartError::Invalid(format!("cn=config: {}", r.message)))?;
+    let mut state = Arc::try_unwrap(state)
+        .map_err(|_| StartError::Invalid("the new state is shared already".into()))?;
+    let mut list: Vec<Database> = state.databases.iter().cloned().collect();
+    list.push(db);
+    state.databases = Databases::new(list);
+    state.config_tree = Some(Arc::new(tree));
+    if let (Some(control), Some(filter)) = (
+        &log_control,
+        config::log_filter(&running.log_level)
+            .map_err(|e| StartError::Invalid(format!("log_level: {e}")))?,
+    ) {
+        control(filter).map_err(|e| StartError::Invalid(format!("log_level: {e}")))?;
+    }
+    state.log_control = log_control;
+    Ok(Arc::new(state))
 }
 
 /// Reopens the access log and the audit logs (SIGHUP, after logrotate moved them).
@@ -464,7 +502,7 @@ pub fn reopen_logs(state: &State) -> std::io::Result<()> {
 }
 
 /// A hash of a random password with the configured scheme and costs.
-fn dummy_hash(config: &Config) -> Result<Vec<u8>, StartError> {
+pub(crate) fn dummy_hash(config: &Config) -> Result<Vec<u8>, StartError> {
     let scheme = canopy_password::Scheme::from_name(&config.password_hash)
         .ok_or_else(|| StartError::Sasl("password_hash: unknown scheme".into()))?;
     let password = canopy_password::generate_password();

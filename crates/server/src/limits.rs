@@ -549,6 +549,67 @@ async fn read_some<R: AsyncRead + Unpin>(
     reader.read_buf(buf).await
 }
 
+/// One `olcLimits` value in slapd's words: `<who> <limit>=<value> ...`, whom as `*`, `anonymous`,
+/// `users`, `dn[.exact|.base]="DN"`, `dn.subtree="DN"` or `group[/groupOfNames/member]="DN"`; limits
+/// `size`, `time` (with `.soft`/`.hard`, one value here), `size.unchecked`, `size.pr` and
+/// `size.prtotal`, each a number or `unlimited` (`size.prtotal` also `disabled`).
+pub fn parse_limit_rule(text: &str) -> Result<LimitRule, String> {
+    let text = text.trim();
+    let (who_text, rest) = match text.find(char::is_whitespace) {
+        Some(at) => (&text[..at], text[at..].trim()),
+        None => (text, ""),
+    };
+    let unquote = |v: &str| v.trim_matches('"').to_string();
+    let who = match who_text.split_once('=') {
+        None if ["*", "anonymous", "users"].contains(&who_text.to_ascii_lowercase().as_str()) => {
+            who_text.to_ascii_lowercase()
+        }
+        Some((kind, dn)) => match kind.to_ascii_lowercase().as_str() {
+            "dn" | "dn.exact" | "dn.base" => format!("dn.exact:{}", unquote(dn)),
+            "dn.subtree" => format!("dn.subtree:{}", unquote(dn)),
+            "group" | "group/groupofnames/member" => format!("group:{}", unquote(dn)),
+            other => return Err(format!("unsupported <who> \"{other}\"")),
+        },
+        None => return Err(format!("unknown <who> \"{who_text}\"")),
+    };
+    let mut rule = LimitRule {
+        who,
+        size: None,
+        time: None,
+        lookthrough: None,
+        paged_size: None,
+        paged_total: None,
+    };
+    if rest.is_empty() {
+        return Err("no limit given".to_string());
+    }
+    for word in rest.split_whitespace() {
+        let (name, value) = word
+            .split_once('=')
+            .ok_or_else(|| format!("\"{word}\": expected <limit>=<value>"))?;
+        let value = match value.to_ascii_lowercase().as_str() {
+            "unlimited" | "-1" => LimitValue::Unlimited,
+            "disabled" => LimitValue::Disabled,
+            number => LimitValue::Limited(
+                number
+                    .parse()
+                    .map_err(|_| format!("\"{word}\": unable to parse limit"))?,
+            ),
+        };
+        let slot = match name.to_ascii_lowercase().as_str() {
+            "size" | "size.soft" | "size.hard" => &mut rule.size,
+            "time" | "time.soft" | "time.hard" => &mut rule.time,
+            "size.unchecked" => &mut rule.lookthrough,
+            "size.pr" => &mut rule.paged_size,
+            "size.prtotal" => &mut rule.paged_total,
+            other => return Err(format!("unsupported limit \"{other}\"")),
+        };
+        *slot = Some(value);
+    }
+    check_rules(std::slice::from_ref(&rule))?;
+    Ok(rule)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,7 +100,8 @@ impl Pending {
             true,
             Subordinate::No,
             path,
-        );
+        )
+        .as_log();
         Ok(LogDb {
             data: data.clone(),
             log,

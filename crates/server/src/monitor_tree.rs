@@ -185,7 +185,11 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
         let mut attrs = vec![
             (
                 "monitoredInfo",
-                one(if monitor { "monitor" } else { "mdb" }),
+                one(match (monitor, db.is_config()) {
+                    (true, _) => "monitor",
+                    (false, true) => "config",
+                    (false, false) => "mdb",
+                }),
             ),
             (
                 "monitorIsShadow",

@@ -63,7 +63,9 @@ fn root_dse(state: &ServerState) -> Entry {
                     // slapd lists every database in configuration order but cn=Monitor (its
                     // monitorContext) and glued subordinates (part of their superior's context).
                     .filter(|db| {
-                        !db.is_monitor() && db.subordinate() != crate::databases::Subordinate::Glued
+                        !db.is_monitor()
+                            && !db.is_config()
+                            && db.subordinate() != crate::databases::Subordinate::Glued
                     })
                     .map(|db| db.suffix_dn().to_string()),
             ),
@@ -95,6 +97,12 @@ fn root_dse(state: &ServerState) -> Entry {
                 .monitor
                 .is_some()
                 .then(|| attr("monitorContext", strings(&[crate::monitor::SUFFIX]))),
+        )
+        .chain(
+            state
+                .config_tree
+                .is_some()
+                .then(|| attr("configContext", strings(&[crate::config_tree::SUFFIX]))),
         )
         .collect(),
     }

@@ -1,4 +1,9 @@
 //! What every connection shares: the databases, the configuration and the root identity.
+//!
+//! A [`ServerState`] is one immutable snapshot of the running configuration. A live change of
+//! cn=config (`config_change`) builds a whole new snapshot and swaps it in [`Live`]; each
+//! operation takes the current snapshot once when it is dispatched ([`ServerState::current`]) and
+//! reads only that one, so it never sees half of a change.
 
 use std::sync::Arc;
 
@@ -10,6 +15,7 @@ use crate::config::Config;
 use crate::databases::Databases;
 use crate::limits::Connections;
 
+#[derive(Clone)]
 pub struct ServerState {
     /// Every database, routed by suffix.
     pub databases: Databases,
@@ -23,27 +29,55 @@ pub struct ServerState {
     /// The certificate and handshake settings; None when TLS is unavailable.
     pub tls: Option<Arc<crate::tls::Tls>>,
     /// The compiled `[sasl]` mapping and proxy rules.
-    pub sasl_rules: crate::authz::Rules,
+    pub sasl_rules: Arc<crate::authz::Rules>,
     /// Failed-bind counters.
-    pub backoff: crate::backoff::Backoff,
+    pub backoff: Arc<crate::backoff::Backoff>,
     /// A hash of a random password in the default scheme, checked when a bind has nothing to check
     /// against, so unknown users cost the same time as wrong passwords.
     pub dummy_hash: Vec<u8>,
     /// Every counter: cn=Monitor and `/metrics` read them.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The access log, when configured.
-    pub access_log: Option<crate::accesslog::AccessLog>,
+    pub access_log: Option<Arc<crate::accesslog::AccessLog>>,
     /// The cn=Monitor database's writer side; None when `monitor = false`.
-    pub monitor: Option<crate::monitor::Monitor>,
+    pub monitor: Option<Arc<crate::monitor::Monitor>>,
     /// The syncrepl consumers of the first database (`[[syncrepl]]`), with their status.
     pub syncrepl: Vec<Arc<crate::syncrepl::Handle>>,
     /// The accesslog overlays' log databases (in `databases` too), whose writers `logdb::start` runs.
-    pub accesslog: Vec<crate::logdb::LogDb>,
+    pub accesslog: Arc<[crate::logdb::LogDb]>,
+    /// The cn=config tree and its store; None for offline tools' states.
+    pub config_tree: Option<Arc<crate::config_tree::ConfigTree>>,
+    /// The current snapshot, shared by every snapshot of this server.
+    pub live: Arc<Live>,
+    /// Sets the server log's filter (a tracing directive such as `info`): cn=config's olcLogLevel.
+    pub log_control: Option<LogControl>,
+}
+
+/// What the binary gives the server to change its log filter while serving.
+pub type LogControl = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// Where the current snapshot lives: swapped whole by a configuration change.
+#[derive(Default)]
+pub struct Live {
+    current: std::sync::RwLock<Option<State>>,
+}
+
+impl Live {
+    /// Makes `state` the snapshot every later operation reads.
+    pub fn swap(&self, state: State) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
+    }
 }
 
 pub type State = Arc<ServerState>;
 
 impl ServerState {
+    /// The current snapshot: the last one swapped in, or this one before any change.
+    pub fn current(self: &Arc<Self>) -> State {
+        let current = self.live.current.read().unwrap_or_else(|e| e.into_inner());
+        current.clone().unwrap_or_else(|| self.clone())
+    }
+
     /// slapd answers noSuchObject, without a matched DN, for names outside every naming context.
     pub fn outside_naming_context(&self, _ndn: &NormDn) -> LdapError {
         LdapError::new(ResultCode::NoSuchObject, "")

@@ -31,6 +31,26 @@ pub enum TlsError {
     Setup(String),
 }
 
+/// The configured certificate and key, or the self-signed pair in the data directory (made at the
+/// first start without them).
+fn files_for(config: &Config) -> Result<Files, TlsError> {
+    Ok(match (&config.tls.cert_file, &config.tls.key_file) {
+        (Some(cert), Some(key)) => Files {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: config.tls.ca_file.clone(),
+        },
+        _ => {
+            let (cert, key) = self_signed(&config.data_dir)?;
+            Files {
+                cert,
+                key,
+                ca: config.tls.ca_file.clone(),
+            }
+        }
+    })
+}
+
 /// Where the certificate, key and client CAs come from.
 #[derive(Debug, Clone)]
 struct Files {
@@ -62,7 +82,8 @@ struct Loaded {
 
 /// The server's TLS state, shared by listeners and connections.
 pub struct Tls {
-    files: Files,
+    /// Swapped by a change of cn=config's olcTLSCertificateFile/olcTLSCertificateKeyFile (`switch`).
+    files: RwLock<Files>,
     verify: VerifyClient,
     handshake_timeout: Duration,
     current: RwLock<Arc<Loaded>>,
@@ -71,33 +92,19 @@ pub struct Tls {
 
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tls").field("files", &self.files).finish()
+        f.debug_struct("Tls").field("files", &self.files()).finish()
     }
 }
 
 impl Tls {
     /// Loads the configured certificate, or makes (first start) or reuses the self-signed one.
     pub fn setup(config: &Config) -> Result<Tls, TlsError> {
-        let files = match (&config.tls.cert_file, &config.tls.key_file) {
-            (Some(cert), Some(key)) => Files {
-                cert: cert.clone(),
-                key: key.clone(),
-                ca: config.tls.ca_file.clone(),
-            },
-            _ => {
-                let (cert, key) = self_signed(&config.data_dir)?;
-                Files {
-                    cert,
-                    key,
-                    ca: config.tls.ca_file.clone(),
-                }
-            }
-        };
+        let files = files_for(config)?;
         let stamps = files.stamps();
         let loaded = load(&files, config.tls.verify_client)?;
         log_certificate(&files.cert);
         Ok(Tls {
-            files,
+            files: RwLock::new(files),
             verify: config.tls.verify_client,
             handshake_timeout: Duration::from_secs(config.tls.handshake_timeout),
             current: RwLock::new(Arc::new(loaded)),
@@ -105,14 +112,37 @@ impl Tls {
         })
     }
 
+    fn files(&self) -> Files {
+        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether `config`'s certificate and key load (for a change of cn=config, before it is stored).
+    pub fn check_files(config: &Config, verify: VerifyClient) -> Result<(), TlsError> {
+        load(&files_for(config)?, verify).map(|_| ())
+    }
+
+    /// Serves `config`'s certificate and key from the next handshake on (a change of cn=config). A
+    /// failure keeps the certificate in use.
+    pub fn switch(&self, config: &Config) -> Result<(), TlsError> {
+        let files = files_for(config)?;
+        let loaded = load(&files, self.verify)?;
+        *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) = files.stamps();
+        log_certificate(&files.cert);
+        *self.files.write().unwrap_or_else(|e| e.into_inner()) = files;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded);
+        tracing::info!("TLS certificate switched (cn=config)");
+        Ok(())
+    }
+
     /// Reloads the files. A failure keeps the certificate in use and is logged.
     pub fn reload(&self) {
-        *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) = self.files.stamps();
-        match load(&self.files, self.verify) {
+        let files = self.files();
+        *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) = files.stamps();
+        match load(&files, self.verify) {
             Ok(loaded) => {
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded);
                 tracing::info!("TLS certificate reloaded");
-                log_certificate(&self.files.cert);
+                log_certificate(&files.cert);
             }
             Err(error) => {
                 tracing::warn!(%error, "TLS reload failed; keeping the certificate in use");
@@ -122,7 +152,7 @@ impl Tls {
 
     /// Reloads when any of the files changed since the last load.
     pub fn reload_if_changed(&self) {
-        let now = self.files.stamps();
+        let now = self.files().stamps();
         let changed = *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) != now;
         if changed {
             self.reload();
@@ -494,7 +524,7 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(tls.files.cert, dir.path().join("tls/cert.pem"));
+        assert_eq!(tls.files().cert, dir.path().join("tls/cert.pem"));
         Tls::setup(&config_in(dir.path())).unwrap();
         assert_eq!(
             std::fs::read(dir.path().join("tls/cert.pem")).unwrap(),

@@ -15,7 +15,8 @@ pub use canopy_harness::{
 
 pub use bulk::{bulk_base, bulk_ldif, Bulk, BULK};
 pub use canopy_harness::{
-    base_ldif, user_dn, Bind, Out, Server, Target, Via, ROOT_DN, ROOT_PW, SUFFIX,
+    base_ldif, user_dn, Bind, Out, Server, Target, Via, CONFIG_ROOT_DN, CONFIG_ROOT_PW, ROOT_DN,
+    ROOT_PW, SUFFIX,
 };
 pub use expect::Transcript;
 pub use python::Python;

@@ -14,6 +14,8 @@ mod bind;
 mod bulk;
 #[path = "e2e/canopy_only.rs"]
 mod canopy_only;
+#[path = "e2e/config.rs"]
+mod config;
 #[path = "e2e/crash.rs"]
 mod crash;
 #[path = "e2e/databases.rs"]

@@ -62,7 +62,7 @@ pub async fn add(
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
-    dir.update(WriteOp::Add(entry), who, &ctl.write()).await
+    crate::config_change::update(state, dir, WriteOp::Add(entry), who, &ctl.write()).await
 }
 
 /// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.

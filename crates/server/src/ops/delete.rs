@@ -25,6 +25,5 @@ pub async fn delete(
         return Err(state.outside_naming_context(&ndn).into());
     };
     who.require_authenticated()?;
-    dir.update(WriteOp::Delete { dn, ndn }, who, &ctl.write())
-        .await
+    crate::config_change::update(state, dir, WriteOp::Delete { dn, ndn }, who, &ctl.write()).await
 }

@@ -47,5 +47,5 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    dir.update(op, who, &ctl.write()).await
+    crate::config_change::update(state, dir, op, who, &ctl.write()).await
 }

@@ -72,7 +72,7 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    dir.update(WriteOp::ModifyDn(op), who, &ctl.write()).await
+    crate::config_change::update(state, dir, WriteOp::ModifyDn(op), who, &ctl.write()).await
 }
 
 fn unwilling(text: &str) -> LdapError {

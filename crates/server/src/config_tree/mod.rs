@@ -1,0 +1,794 @@
+//! The cn=config tree (docs/design/config-tree.md): the running configuration as entries in slapd's
+//! shape and names (`cn=config`, `olcDatabase={-1}frontend`, `olcDatabase={0}config`,
+//! `olcDatabase={N}mdb`, `cn=schema`), the mapping from a [`Config`] to those entries and back for the
+//! attributes that change live, and the olc* schema they need.
+//!
+//! The tree is a database of its own in the registry (`store` keeps it durable in `DATA/config`);
+//! `crate::config_change` runs a client's write of it: validate the whole new configuration, store it, swap it in.
+
+pub mod export;
+pub mod store;
+
+pub use store::{differences, read_live, ConfigTree};
+
+use canopy_proto::ResultCode;
+
+use crate::config::Config;
+use crate::limits::{LimitRule, LimitValue};
+
+/// The naming context of the configuration database.
+pub const SUFFIX: &str = "cn=config";
+
+/// The peer-credential identity of root over ldapi, which Debian's slapd lets manage cn=config.
+pub const LDAPI_ROOT: &str = "gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth";
+
+/// The access rule of `olcDatabase={0}config` when the configuration names none (`config_access`):
+/// root over ldapi manages it, nobody else sees it (the config root DN is above every rule).
+pub fn default_access() -> String {
+    format!("to * by dn.exact=\"{LDAPI_ROOT}\" manage by * none")
+}
+
+/// The attributes an entry of the tree changes live; every other change is unwillingToPerform.
+pub fn live_attributes(dn: &str) -> &'static [&'static str] {
+    let dn = dn.to_ascii_lowercase();
+    if dn == SUFFIX {
+        &[
+            "olcServerID",
+            "olcLogLevel",
+            "olcTLSCertificateFile",
+            "olcTLSCertificateKeyFile",
+        ]
+    } else if dn == FRONTEND_DN.to_ascii_lowercase() {
+        &["olcSizeLimit", "olcTimeLimit", "olcPasswordHash"]
+    } else if dn == CONFIG_DB_DN.to_ascii_lowercase() {
+        &["olcAccess", "olcRootDN", "olcRootPW"]
+    } else if dn.starts_with("olcdatabase={") && dn.ends_with("}mdb,cn=config") {
+        &[
+            "olcAccess",
+            "olcRootDN",
+            "olcRootPW",
+            "olcReadOnly",
+            "olcSizeLimit",
+            "olcTimeLimit",
+            "olcDbIndex",
+            "olcLimits",
+        ]
+    } else {
+        &[]
+    }
+}
+
+/// The olc* attribute types and object classes the tree uses, with OpenLDAP's OIDs and names (as
+/// slapd 2.5 publishes them in cn=Subschema); the classes list only the attributes Canopy knows.
+pub const SCHEMA: &str = "\
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.1 NAME 'configContext' DESC 'config context' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 SINGLE-VALUE NO-USER-MODIFICATION USAGE dSAOperation )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.1 NAME 'olcAccess' DESC 'Access Control List' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.4 NAME 'olcAttributeTypes' DESC 'OpenLDAP attributeTypes' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.9 NAME 'olcBackend' DESC 'A type of backend' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.13 NAME 'olcDatabase' DESC 'The backend type for a database instance' SUP olcBackend SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.5 NAME 'olcLimits' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.28 NAME 'olcLogLevel' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.32 NAME 'olcObjectClasses' DESC 'OpenLDAP object classes' EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.34 NAME 'olcOverlay' SUP olcDatabase SINGLE-VALUE X-ORDERED 'SIBLINGS' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.36 NAME 'olcPasswordHash' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.40 NAME 'olcReadOnly' EQUALITY booleanMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.7 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.8 NAME 'olcRootDN' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.9 NAME 'olcRootPW' EQUALITY octetStringMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.81 NAME 'olcServerID' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.60 NAME 'olcSizeLimit' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.15 NAME 'olcSubordinate' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.10 NAME 'olcSuffix' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.11 NAME 'olcSyncrepl' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.67 NAME 'olcTimeLimit' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.68 NAME 'olcTLSCACertificateFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.70 NAME 'olcTLSCertificateFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.71 NAME 'olcTLSCertificateKeyFile' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.0.75 NAME 'olcTLSVerifyClient' EQUALITY caseExactMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.13 NAME 'olcUpdateRef' SUP labeledURI EQUALITY caseIgnoreMatch )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.1 NAME 'olcDbDirectory' DESC 'Directory for database content' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.2.0.2 NAME 'olcDbIndex' DESC 'Attribute index parameters' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.0 NAME 'olcConfig' DESC 'OpenLDAP configuration object' SUP top ABSTRACT )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.1 NAME 'olcGlobal' DESC 'OpenLDAP Global configuration options' SUP olcConfig STRUCTURAL MAY ( cn $ olcLogLevel $ olcPasswordHash $ olcReadOnly $ olcServerID $ olcSizeLimit $ olcTimeLimit $ olcTLSCACertificateFile $ olcTLSCertificateFile $ olcTLSCertificateKeyFile $ olcTLSVerifyClient $ olcAttributeTypes $ olcObjectClasses ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.2 NAME 'olcSchemaConfig' DESC 'OpenLDAP schema object' SUP olcConfig STRUCTURAL MAY ( cn $ olcAttributeTypes $ olcObjectClasses ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.4 NAME 'olcDatabaseConfig' DESC 'OpenLDAP Database-specific options' SUP olcConfig STRUCTURAL MUST olcDatabase MAY ( olcSuffix $ olcSubordinate $ olcAccess $ olcLimits $ olcReadOnly $ olcRootDN $ olcRootPW $ olcSizeLimit $ olcSyncrepl $ olcTimeLimit $ olcUpdateRef ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.5 NAME 'olcOverlayConfig' DESC 'OpenLDAP Overlay-specific options' SUP olcConfig STRUCTURAL MUST olcOverlay )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.7 NAME 'olcFrontendConfig' DESC 'OpenLDAP frontend configuration' AUXILIARY MAY olcPasswordHash )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.2.12.1 NAME 'olcMdbConfig' DESC 'MDB database configuration' SUP olcDatabaseConfig STRUCTURAL MUST olcDbDirectory MAY olcDbIndex )
+";
+
+/// One entry of the tree: its DN and attributes in order, values as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub dn: String,
+    pub attrs: Vec<(String, Vec<String>)>,
+}
+
+impl ConfigEntry {
+    fn new(dn: impl Into<String>) -> ConfigEntry {
+        ConfigEntry {
+            dn: dn.into(),
+            attrs: Vec::new(),
+        }
+    }
+
+    fn with(mut self, name: &str, values: Vec<String>) -> ConfigEntry {
+        if !values.is_empty() {
+            self.attrs.push((name.to_string(), values));
+        }
+        self
+    }
+
+    /// The values of `name` (ASCII case-insensitive); none when absent.
+    pub fn get(&self, name: &str) -> &[String] {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// The values of `name` without their `{N}` prefixes, in order.
+    pub fn ordered(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .iter()
+            .map(|v| split_ordinal(v).1.to_string())
+            .collect()
+    }
+
+    fn single(&self, name: &str) -> Option<&str> {
+        self.get(name).first().map(String::as_str)
+    }
+}
+
+/// A value's `{N}` prefix, if any, and the rest.
+pub fn split_ordinal(value: &str) -> (Option<usize>, &str) {
+    if let Some(rest) = value.strip_prefix('{') {
+        if let Some((number, tail)) = rest.split_once('}') {
+            if let Ok(n) = number.parse::<usize>() {
+                return (Some(n), tail);
+            }
+        }
+    }
+    (None, value)
+}
+
+/// `values` numbered `{0}`, `{1}`, ... as slapd shows X-ORDERED 'VALUES' attributes.
+pub fn numbered(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{{{i}}}{v}"))
+        .collect()
+}
+
+/// The DN of data database `number` (1-based, as `--database N`).
+pub fn database_dn(number: usize) -> String {
+    format!("olcDatabase={{{number}}}mdb,cn=config")
+}
+
+pub const FRONTEND_DN: &str = "olcDatabase={-1}frontend,cn=config";
+pub const CONFIG_DB_DN: &str = "olcDatabase={0}config,cn=config";
+pub const SCHEMA_DN: &str = "cn=schema,cn=config";
+
+fn one(value: impl ToString) -> Vec<String> {
+    vec![value.to_string()]
+}
+
+fn limit_text(value: u32) -> String {
+    match value {
+        0 => "unlimited".to_string(),
+        n => n.to_string(),
+    }
+}
+
+fn boolean(value: bool) -> Vec<String> {
+    one(if value { "TRUE" } else { "FALSE" })
+}
+
+/// The tree of a configuration. `first_root_password` is the first database's root password as
+/// `serve` resolved it (the file, `CANOPY_ROOTPW` or a generated one).
+pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEntry> {
+    let tls = &config.tls;
+    let path = |p: &Option<std::path::PathBuf>| {
+        p.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    let verify = match tls.verify_client {
+        crate::config::VerifyClient::Never => Vec::new(),
+        crate::config::VerifyClient::Allow => one("allow"),
+        crate::config::VerifyClient::Try => one("try"),
+        crate::config::VerifyClient::Demand => one("demand"),
+    };
+    let server_id = match config.server_id {
+        0 => Vec::new(),
+        n => one(n),
+    };
+    let mut tree = vec![
+        ConfigEntry::new(SUFFIX)
+            .with("objectClass", one("olcGlobal"))
+            .with("cn", one("config"))
+            .with("olcServerID", server_id)
+            .with("olcLogLevel", config.log_level.clone())
+            .with("olcTLSCertificateFile", path(&tls.cert_file))
+            .with("olcTLSCertificateKeyFile", path(&tls.key_file))
+            .with("olcTLSCACertificateFile", path(&tls.ca_file))
+            .with("olcTLSVerifyClient", verify),
+        ConfigEntry::new(SCHEMA_DN)
+            .with("objectClass", one("olcSchemaConfig"))
+            .with("cn", one("schema")),
+    ];
+    tree.extend(schema_children(config));
+    tree.extend([ConfigEntry::new(FRONTEND_DN)
+        .with(
+            "objectClass",
+            vec!["olcDatabaseConfig".into(), "olcFrontendConfig".into()],
+        )
+        .with("olcDatabase", one("{-1}frontend"))
+        .with("olcSizeLimit", one(limit_text(config.limits.size_limit)))
+        .with("olcTimeLimit", one(limit_text(config.limits.time_limit)))
+        .with("olcPasswordHash", one(&config.password_hash))]);
+    let config_access = match config.config_access.is_empty() {
+        true => vec![default_access()],
+        false => config.config_access.clone(),
+    };
+    tree.push(
+        ConfigEntry::new(CONFIG_DB_DN)
+            .with("objectClass", one("olcDatabaseConfig"))
+            .with("olcDatabase", one("{0}config"))
+            .with("olcAccess", numbered(&config_access))
+            .with("olcRootDN", config.config_root_dn.iter().cloned().collect())
+            .with(
+                "olcRootPW",
+                config.config_root_password.iter().cloned().collect(),
+            ),
+    );
+    for number in 1..=config.database_count() {
+        let Some(view) = config.database_view(number) else {
+            continue;
+        };
+        let own = number
+            .checked_sub(2)
+            .and_then(|i| config.database.get(i))
+            .map(|db| &db.limits);
+        let root_password = match number {
+            1 => match first_root_password.is_empty() {
+                true => Vec::new(),
+                false => one(String::from_utf8_lossy(first_root_password)),
+            },
+            _ => view.root_password.iter().cloned().collect(),
+        };
+        let subordinate = match config.subordinate(number) {
+            crate::databases::Subordinate::Glued => one("TRUE"),
+            _ => Vec::new(),
+        };
+        let indexes = view
+            .indexes
+            .iter()
+            .map(|i| format!("{} {}", i.attr, i.kinds.join(",")))
+            .collect();
+        tree.push(
+            ConfigEntry::new(database_dn(number))
+                .with(
+                    "objectClass",
+                    vec!["olcDatabaseConfig".into(), "olcMdbConfig".into()],
+                )
+                .with("olcDatabase", one(format!("{{{number}}}mdb")))
+                .with("olcDbDirectory", one(view.data_dir.display()))
+                .with("olcSuffix", one(&view.suffix))
+                .with("olcSubordinate", subordinate)
+                .with(
+                    "olcAccess",
+                    // No rules configured: Debian's default list, which is what runs.
+                    match view.access.is_empty() {
+                        true => numbered(&crate::acl::DEFAULT_RULES.map(String::from)),
+                        false => numbered(&view.access),
+                    },
+                )
+                .with(
+                    "olcLimits",
+                    // A database's own rules (the first database's are `[[limits.rules]]`).
+                    numbered(
+                        &match number {
+                            1 => config.limits.rules.clone(),
+                            _ => own.and_then(|l| l.rules.clone()).unwrap_or_default(),
+                        }
+                        .iter()
+                        .map(limit_rule)
+                        .collect::<Vec<_>>(),
+                    ),
+                )
+                .with("olcReadOnly", boolean(view.read_only))
+                .with(
+                    "olcRootDN",
+                    match view.root_dn.as_str() {
+                        "" => Vec::new(),
+                        dn => one(dn),
+                    },
+                )
+                .with("olcRootPW", root_password)
+                .with(
+                    "olcSizeLimit",
+                    own.and_then(|l| l.size_limit)
+                        .map(limit_text)
+                        .into_iter()
+                        .collect(),
+                )
+                .with(
+                    "olcTimeLimit",
+                    own.and_then(|l| l.time_limit)
+                        .map(limit_text)
+                        .into_iter()
+                        .collect(),
+                )
+                .with("olcUpdateRef", view.updateref.iter().cloned().collect())
+                .with("olcDbIndex", indexes),
+        );
+        // Each overlay as a child, in the order it applies (its options stay in the file for now).
+        for (i, overlay) in view.overlay.iter().enumerate() {
+            tree.push(
+                ConfigEntry::new(format!(
+                    "olcOverlay={{{i}}}{},{}",
+                    overlay.name,
+                    database_dn(number)
+                ))
+                .with("objectClass", one("olcOverlayConfig"))
+                .with("olcOverlay", one(format!("{{{i}}}{}", overlay.name))),
+            );
+        }
+    }
+    tree
+}
+
+/// One `cn={i}NAME,cn=schema,cn=config` entry per file of `schema_files`, named after the file, with
+/// the attribute types and object classes it defines (`olcAttributeTypes`, `olcObjectClasses`, in
+/// `{N}` order). The built-in schema is not listed. Read-only: a schema is added through the file.
+fn schema_children(config: &Config) -> Vec<ConfigEntry> {
+    if config.schema_files.is_empty() {
+        return Vec::new();
+    }
+    let mut without_files = config.clone();
+    without_files.schema_files.clear();
+    let mut schema = match crate::load_schema(&without_files) {
+        Ok(schema) => schema,
+        Err(error) => {
+            tracing::warn!(%error, "cn=schema,cn=config: the schema does not load");
+            return Vec::new();
+        }
+    };
+    let mut children = Vec::new();
+    for (i, path) in config.schema_files.iter().enumerate() {
+        let types: Vec<String> = schema.attribute_types().map(|a| a.oid.clone()).collect();
+        let classes: Vec<String> = schema.object_classes().map(|c| c.oid.clone()).collect();
+        if let Err(error) = schema.load_file(path) {
+            tracing::warn!(%error, file = %path.display(), "cn=schema,cn=config: a schema file does not load");
+            break;
+        }
+        let new_types: Vec<String> = schema
+            .attribute_types()
+            .filter(|a| !types.contains(&a.oid))
+            .map(|a| a.definition())
+            .collect();
+        let new_classes: Vec<String> = schema
+            .object_classes()
+            .filter(|c| !classes.contains(&c.oid))
+            .map(|c| c.definition())
+            .collect();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("schema{i}"));
+        // An RDN value without characters a DN would need to escape.
+        let name: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        children.push(
+            ConfigEntry::new(format!("cn={{{i}}}{name},{SCHEMA_DN}"))
+                .with("objectClass", one("olcSchemaConfig"))
+                .with("cn", one(format!("{{{i}}}{name}")))
+                .with("olcAttributeTypes", numbered(&new_types))
+                .with("olcObjectClasses", numbered(&new_classes)),
+        );
+    }
+    children
+}
+
+/// A `[[limits.rules]]` entry in slapd's `olcLimits` words.
+fn limit_rule(rule: &LimitRule) -> String {
+    let who = match rule.who.split_once(':') {
+        Some((kind, dn)) => format!("{kind}=\"{dn}\""),
+        None => rule.who.clone(),
+    };
+    let mut text = who;
+    let value = |v: &LimitValue| match v {
+        LimitValue::Limited(n) => n.to_string(),
+        LimitValue::Unlimited => "unlimited".to_string(),
+        LimitValue::Disabled => "disabled".to_string(),
+    };
+    for (word, limit) in [
+        ("size", &rule.size),
+        ("time", &rule.time),
+        ("size.unchecked", &rule.lookthrough),
+        ("size.pr", &rule.paged_size),
+        ("size.prtotal", &rule.paged_total),
+    ] {
+        if let Some(v) = limit {
+            text.push_str(&format!(" {word}={}", value(v)));
+        }
+    }
+    text
+}
+
+/// Why a configuration tree cannot be run: the result code slapd gives and a message naming the
+/// attribute and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: ResultCode,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: ResultCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// slapd's answer to a value its handler rejects: other (80), `<attr> problem`.
+    fn handler(attr: &str, problem: impl std::fmt::Display) -> Refusal {
+        Refusal::new(ResultCode::Other, format!("<{attr}> {problem}"))
+    }
+
+    /// slapd's answer to a value its syntax rejects: invalidAttributeSyntax.
+    fn syntax(attr: &str) -> Refusal {
+        Refusal::new(
+            ResultCode::InvalidAttributeSyntax,
+            format!("{attr}: value #0 invalid per syntax"),
+        )
+    }
+}
+
+/// The live settings of a tree (the attributes `live_attributes` lists), applied over `base`: the whole
+/// configuration the server runs with this tree, and the first database's root password. Checks what
+/// can be checked without the schema; `change::build` checks the rest by building the databases' settings.
+pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>), Refusal> {
+    let mut config = base.clone();
+    let mut first_root_password = Vec::new();
+    let find = |dn: &str| tree.iter().find(|e| e.dn.eq_ignore_ascii_case(dn));
+    if let Some(global) = find(SUFFIX) {
+        config.server_id = match global.single("olcServerID") {
+            None => 0,
+            Some(text) => text
+                .trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|n| *n <= canopy_proto::sync::SID_MAX)
+                .ok_or_else(|| {
+                    Refusal::handler("olcServerID", format!("invalid server ID {text:?}"))
+                })?,
+        };
+    }
+    if let Some(global) = find(SUFFIX) {
+        config.log_level = global.get("olcLogLevel").to_vec();
+        crate::config::log_filter(&config.log_level)
+            .map_err(|e| Refusal::handler("olcLogLevel", e))?;
+        let cert = global.single("olcTLSCertificateFile");
+        let key = global.single("olcTLSCertificateKeyFile");
+        if cert.is_some() != key.is_some() {
+            return Err(Refusal::handler(
+                "olcTLSCertificateFile",
+                "olcTLSCertificateFile and olcTLSCertificateKeyFile go together",
+            ));
+        }
+        config.tls.cert_file = cert.map(std::path::PathBuf::from);
+        config.tls.key_file = key.map(std::path::PathBuf::from);
+    }
+    if let Some(frontend) = find(FRONTEND_DN) {
+        if let Some(v) = frontend.single("olcSizeLimit") {
+            config.limits.size_limit = parse_limit("olcSizeLimit", v)?;
+        }
+        if let Some(v) = frontend.single("olcTimeLimit") {
+            config.limits.time_limit = parse_limit("olcTimeLimit", v)?;
+        }
+        match frontend.get("olcPasswordHash") {
+            [] => {}
+            [one] => {
+                if canopy_password::Scheme::from_name(one).is_none() {
+                    return Err(Refusal::handler("olcPasswordHash", "no valid hashes found"));
+                }
+                one.clone_into(&mut config.password_hash);
+            }
+            _ => {
+                return Err(Refusal::handler(
+                    "olcPasswordHash",
+                    "Canopy hashes new passwords with one scheme only",
+                ))
+            }
+        }
+    }
+    if let Some(db) = find(CONFIG_DB_DN) {
+        config.config_access = db.ordered("olcAccess");
+        config.config_root_dn = db.single("olcRootDN").map(str::to_string);
+        config.config_root_password = db.single("olcRootPW").map(str::to_string);
+    }
+    // Databases added live follow the file's, numbered on.
+    while let Some(db) = find(&database_dn(config.database_count() + 1)) {
+        config.database.push(added_database(db)?);
+    }
+    for number in 1..=config.database_count() {
+        let Some(db) = find(&database_dn(number)) else {
+            continue;
+        };
+        if let Some(suffix) = db.single("olcSuffix") {
+            let file = config
+                .database_view(number)
+                .map(|v| v.suffix)
+                .unwrap_or_default();
+            if !same_dn_text(suffix, &file) {
+                return Err(Refusal::new(
+                    ResultCode::Other,
+                    format!(
+                        "<olcSuffix> database {number} holds {suffix:?} in the live configuration \
+                         but {file:?} in the configuration file (databases added live are numbered \
+                         after the file's; add new [[database]] tables after them)"
+                    ),
+                ));
+            }
+        }
+        let read_only = match db.single("olcReadOnly") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("TRUE") => true,
+            Some(v) if v.eq_ignore_ascii_case("FALSE") => false,
+            Some(_) => return Err(Refusal::syntax("olcReadOnly")),
+        };
+        let access = db.ordered("olcAccess");
+        let root_dn = db.single("olcRootDN").map(str::to_string);
+        let root_password = db.single("olcRootPW").map(str::to_string);
+        let size = db
+            .single("olcSizeLimit")
+            .map(|v| parse_limit("olcSizeLimit", v))
+            .transpose()?;
+        let time = db
+            .single("olcTimeLimit")
+            .map(|v| parse_limit("olcTimeLimit", v))
+            .transpose()?;
+        let indexes = parse_indexes(db.get("olcDbIndex"))?;
+        let rules = db
+            .ordered("olcLimits")
+            .iter()
+            .map(|text| crate::limits::parse_limit_rule(text))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Refusal::handler("olcLimits", e))?;
+        match number
+            .checked_sub(2)
+            .and_then(|i| config.database.get_mut(i))
+        {
+            None => {
+                config.indexes = indexes;
+                config.limits.rules = rules;
+                config.read_only = read_only;
+                config.access = access;
+                config.root_dn = root_dn.unwrap_or_default();
+                first_root_password = root_password.unwrap_or_default().into_bytes();
+                if size.is_some() || time.is_some() {
+                    return Err(Refusal::new(
+                        ResultCode::UnwillingToPerform,
+                        "olcSizeLimit/olcTimeLimit: the first database takes the server-wide \
+                         limits; set them on olcDatabase={-1}frontend,cn=config",
+                    ));
+                }
+            }
+            Some(table) => {
+                table.indexes = indexes;
+                table.limits.rules = (!rules.is_empty()).then_some(rules);
+                table.read_only = read_only;
+                table.access = access;
+                table.root_dn = root_dn;
+                table.root_password = root_password;
+                table.limits.size_limit = size;
+                table.limits.time_limit = time;
+            }
+        }
+    }
+    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(|e| {
+        // The table checks name TOML keys; the attribute is the one they are about.
+        let attr = match e.message.as_str() {
+            m if m.starts_with("root_") => "olcRootDN",
+            m if m.starts_with("directory") => "olcDbDirectory",
+            _ => "olcSuffix",
+        };
+        Refusal::new(ResultCode::Other, format!("<{attr}> {}", e.message))
+    })?;
+    Ok((config, first_root_password))
+}
+
+/// Two DNs as text, compared without case and spaces after commas (the schema compares them again
+/// when the database opens).
+fn same_dn_text(a: &str, b: &str) -> bool {
+    let rough =
+        |dn: &str| crate::dbconfig::rough_rdns(dn).unwrap_or_else(|_| vec![dn.to_lowercase()]);
+    rough(a) == rough(b)
+}
+
+/// The `[[database]]` table of a database added live: its suffix, directory and glue (the settings
+/// that change live are applied by `to_config` like any database's).
+fn added_database(db: &ConfigEntry) -> Result<crate::config::DatabaseConfig, Refusal> {
+    let suffix = db.single("olcSuffix").ok_or_else(|| {
+        Refusal::new(
+            ResultCode::ObjectClassViolation,
+            "olcSuffix: a new database needs its suffix",
+        )
+    })?;
+    let subordinate = match db.single("olcSubordinate") {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("TRUE") => Some(true),
+        Some(_) => {
+            return Err(Refusal::handler(
+                "olcSubordinate",
+                "only TRUE (glued into the superior database) is supported",
+            ))
+        }
+    };
+    Ok(crate::config::DatabaseConfig {
+        suffix: suffix.to_string(),
+        root_dn: None,
+        root_password: None,
+        directory: db.single("olcDbDirectory").map(std::path::PathBuf::from),
+        indexes: Vec::new(),
+        access: Vec::new(),
+        limits: Default::default(),
+        overlay: Vec::new(),
+        read_only: false,
+        subordinate,
+    })
+}
+
+/// `olcDbIndex` values in slapd's words: `ATTR[,ATTR...] [KIND[,KIND...]]` (no kinds: eq), kinds `eq`
+/// (`equality`), `pres` (`present`), `sub` (`substr`, `subinitial`, `subany`, `subfinal`), `approx`
+/// (`approximate`) and Canopy's `ord`. Attribute names are checked against the schema later.
+pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig>, Refusal> {
+    let mut indexes: Vec<crate::config::IndexConfig> = Vec::new();
+    for value in values {
+        let mut words = value.split_whitespace();
+        let attrs = words.next().unwrap_or("");
+        let kinds_text = words.collect::<Vec<_>>().join("");
+        let mut kinds: Vec<String> = Vec::new();
+        for kind in kinds_text.split(',').filter(|k| !k.is_empty()) {
+            let canonical = match kind.to_ascii_lowercase().as_str() {
+                "eq" | "equality" => "eq",
+                "pres" | "present" => "pres",
+                "sub" | "substr" | "substring" | "subinitial" | "subany" | "subfinal" => "sub",
+                "approx" | "approximate" => "approx",
+                "ord" | "ordering" => "ord",
+                _ => {
+                    return Err(Refusal::new(
+                        ResultCode::Other,
+                        format!("<olcDbIndex> index type \"{kind}\" undefined"),
+                    ))
+                }
+            };
+            if !kinds.iter().any(|k| k == canonical) {
+                kinds.push(canonical.to_string());
+            }
+        }
+        if kinds.is_empty() {
+            kinds.push("eq".to_string());
+        }
+        for attr in attrs.split(',').filter(|a| !a.is_empty()) {
+            if attr.eq_ignore_ascii_case("default") {
+                return Err(Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    "<olcDbIndex> \"default\" is not supported: list the kinds on each index",
+                ));
+            }
+            match indexes
+                .iter_mut()
+                .find(|i| i.attr.eq_ignore_ascii_case(attr))
+            {
+                Some(index) => {
+                    for kind in &kinds {
+                        if !index.kinds.contains(kind) {
+                            index.kinds.push(kind.clone());
+                        }
+                    }
+                }
+                None => indexes.push(crate::config::IndexConfig {
+                    attr: attr.to_string(),
+                    kinds: kinds.clone(),
+                }),
+            }
+        }
+    }
+    Ok(indexes)
+}
+
+/// slapd's size or time limit words: a number or `unlimited` (0 here, as in `[limits]`).
+fn parse_limit(attr: &str, text: &str) -> Result<u32, Refusal> {
+    let text = text.trim();
+    let number = text
+        .strip_prefix("size=")
+        .or_else(|| text.strip_prefix("time="))
+        .unwrap_or(text);
+    if number.eq_ignore_ascii_case("unlimited") || number == "-1" {
+        return Ok(0);
+    }
+    number
+        .parse::<u32>()
+        .map_err(|_| Refusal::handler(attr, "unable to parse limit"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_reads_back_into_the_same_configuration() {
+        let config = Config::parse(
+            "suffix = \"dc=x\"\nroot_dn = \"cn=admin,dc=x\"\naccess = [\"to * by * read\"]\n\
+             config_root_dn = \"cn=admin,cn=config\"\n[limits]\nsize_limit = 7\n\
+             [[database]]\nsuffix = \"dc=y\"\nread_only = true\n[database.limits]\ntime_limit = 9\n",
+            "t",
+        )
+        .unwrap();
+        let tree = from_config(&config, b"secret");
+        let db1 = tree.iter().find(|e| e.dn == database_dn(1)).unwrap();
+        assert_eq!(db1.get("olcAccess"), ["{0}to * by * read"]);
+        assert_eq!(db1.get("olcRootPW"), ["secret"]);
+        // The file as it was before the live changes the tree holds.
+        let mut base = config.clone();
+        base.access.clear();
+        base.limits.size_limit = 1;
+        base.database[0].read_only = false;
+        base.database[0].limits.time_limit = None;
+        base.config_root_dn = None;
+        let (back, password) = to_config(&base, &tree).unwrap();
+        assert_eq!(password, b"secret");
+        assert_eq!(from_config(&back, &password), tree);
+        assert_eq!(back.limits.size_limit, 7);
+        assert!(back.database[0].read_only);
+        assert_eq!(back.database[0].limits.time_limit, Some(9));
+    }
+
+    #[test]
+    fn limit_rules_read_back_in_slapd_words() {
+        let rule = crate::limits::parse_limit_rule(
+            "dn.exact=\"uid=a,dc=x\" size=5 time=unlimited size.prtotal=disabled",
+        )
+        .unwrap();
+        assert_eq!(rule.who, "dn.exact:uid=a,dc=x");
+        assert_eq!(rule.size, Some(LimitValue::Limited(5)));
+        assert_eq!(rule.time, Some(LimitValue::Unlimited));
+        assert_eq!(
+            crate::limits::parse_limit_rule(&limit_rule(&rule))
+                .unwrap()
+                .who,
+            rule.who
+        );
+        assert!(crate::limits::parse_limit_rule("users").is_err());
+        assert!(crate::limits::parse_limit_rule("dn.regex=\".*\" size=1").is_err());
+        assert!(crate::limits::parse_limit_rule("users size=lots").is_err());
+    }
+
+    #[test]
+    fn bad_values_name_the_attribute() {
+        let config = Config::default();
+        let mut tree = from_config(&config, b"");
+        let frontend = tree.iter_mut().find(|e| e.dn == FRONTEND_DN).unwrap();
+        frontend.attrs.retain(|(n, _)| n != "olcSizeLimit");
+        frontend
+            .attrs
+            .push(("olcSizeLimit".into(), vec!["lots".into()]));
+        let refusal = to_config(&config, &tree).unwrap_err();
+        assert_eq!(refusal.code, ResultCode::Other);
+        assert_eq!(refusal.message, "<olcSizeLimit> unable to parse limit");
+        assert_eq!(split_ordinal("{12}to *"), (Some(12), "to *"));
+        assert_eq!(split_ordinal("{x}to *"), (None, "{x}to *"));
+    }
+}

@@ -1,0 +1,481 @@
+//! The durable store of the cn=config tree: an LMDB environment of its own in `DATA/config`, fsynced on
+//! every commit, read through the ordinary database code and written only by this module and
+//! `crate::config_change` (docs/design/config-tree.md).
+//!
+//! At the first start the configuration file seeds it. At every later start the stored tree is the
+//! truth for the settings that change live (`live_attributes`); the file still gives everything else,
+//! and where the file disagrees with a stored live setting a log line says so (the stored one runs).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use canopy_core::check::entry_from_attributes_with;
+use canopy_core::index::IndexSpec;
+use canopy_core::wire::StoredEntry;
+use canopy_core::LdapError;
+use canopy_directory::{
+    structural, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
+};
+use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
+use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
+use canopy_schema::Schema;
+
+use super::{from_config, to_config, ConfigEntry, SUFFIX};
+use crate::config::Config;
+use crate::databases::Database;
+use crate::StartError;
+
+/// The cn=config database and the tree it holds.
+pub struct ConfigTree {
+    /// The configuration database as opened (its settings at start; the registry holds the live one).
+    pub(crate) directory: Directory,
+    /// The tree as stored, parents first; its lock also serializes configuration changes.
+    pub(crate) entries: tokio::sync::Mutex<Vec<ConfigEntry>>,
+    /// The configuration file as read at start: every setting the tree does not change live.
+    pub(crate) base: Config,
+}
+
+/// Operational attributes the store adds, left out of the tree's settings.
+pub(crate) const OPERATIONAL: [&str; 8] = [
+    "entryUUID",
+    "entryCSN",
+    "creatorsName",
+    "createTimestamp",
+    "modifiersName",
+    "modifyTimestamp",
+    "structuralObjectClass",
+    "contextCSN",
+];
+
+fn internal(what: &str, e: impl std::fmt::Display) -> StartError {
+    StartError::Invalid(format!("cn=config store: {what}: {e}"))
+}
+
+impl ConfigTree {
+    /// Opens (or seeds) the store in `DATA/config` and returns it with the configuration the server
+    /// runs: `config` with the stored live settings in place, and the first database's root password.
+    pub async fn open(
+        config: &Config,
+        schema: Arc<Schema>,
+        first_root_password: &[u8],
+    ) -> Result<(ConfigTree, Config, Vec<u8>), StartError> {
+        let path = config.data_dir.join("config");
+        std::fs::create_dir_all(&path).map_err(|e| internal("create", e))?;
+        let index = IndexSpec {
+            attr: "objectClass".to_string(),
+            eq: true,
+            pres: false,
+            sub: false,
+            ord: false,
+            approx: false,
+        };
+        let store_config = StoreConfig {
+            path,
+            indexes: Vec::new(),
+            initial_map_size: 16 << 20,
+            durable: true,
+            max_readers: 1024,
+            write_map: false,
+        };
+        let directory = Directory::open(
+            schema,
+            SUFFIX,
+            vec![index],
+            store_config,
+            canopy_directory::Pipeline::standard(),
+        )?;
+        let stored = read_tree(&directory)?;
+        let from_file = from_config(config, first_root_password);
+        let (running, password) = match stored.is_empty() {
+            true => (config.clone(), first_root_password.to_vec()),
+            false => {
+                let baseline = read_baseline(&config.data_dir.join("config"));
+                let merged = merge_file_changes(&from_file, baseline.as_ref(), &stored);
+                to_config(config, &merged).map_err(|r| {
+                    StartError::Invalid(format!(
+                        "the stored cn=config in {} cannot run: {}",
+                        config.data_dir.join("config").display(),
+                        r.message
+                    ))
+                })?
+            }
+        };
+        // The file's settings that do not change live, refreshed in the stored tree.
+        let tree = from_config(&running, &password);
+        let writer = Writer {
+            directory: &directory,
+        };
+        writer
+            .store(&stored, &tree)
+            .await
+            .map_err(|e| internal("write", e.message))?;
+        // What the file said, so that the next start can tell which settings the file changed.
+        write_baseline(&config.data_dir.join("config"), &from_file)
+            .map_err(|e| internal("baseline.toml", e))?;
+        let config_tree = ConfigTree {
+            directory,
+            entries: tokio::sync::Mutex::new(tree),
+            base: config.clone(),
+        };
+        Ok((config_tree, running, password))
+    }
+
+    /// The registry's cn=config database for `config`: its access rules (`config_access`, or root over
+    /// ldapi only) and its root DN.
+    pub fn database(&self, config: &Config) -> Result<Database, super::Refusal> {
+        let schema = self.directory.schema();
+        let mut rules = config.clone();
+        rules.access = match config.config_access.is_empty() {
+            true => vec![super::default_access()],
+            false => config.config_access.clone(),
+        };
+        let acl = crate::access_list(schema, &rules)
+            .map_err(|e| super::Refusal::new(ResultCode::Other, format!("<olcAccess> {e}")))?;
+        let root = match &config.config_root_dn {
+            None => None,
+            Some(text) => {
+                let ndn = canopy_proto::Dn::parse(text.as_bytes())
+                    .ok()
+                    .and_then(|dn| schema.normalize_dn(&dn).ok())
+                    .ok_or_else(|| {
+                        super::Refusal::new(
+                            ResultCode::InvalidAttributeSyntax,
+                            "olcRootDN: value #0 invalid per syntax",
+                        )
+                    })?;
+                let password = config.config_root_password.clone().unwrap_or_default();
+                Some((ndn, password.into_bytes()))
+            }
+        };
+        Ok(Database::new(self.directory.clone(), acl)
+            .as_config()
+            .with_settings(
+                root,
+                config.limits.clone(),
+                false,
+                crate::databases::Subordinate::No,
+                config.data_dir.join("config"),
+            ))
+    }
+}
+
+/// Every entry of the store, in the order they were added (parents first), as tree entries.
+fn read_tree(directory: &Directory) -> Result<Vec<ConfigEntry>, StartError> {
+    let txn = directory.read().map_err(|e| internal("read", e.message))?;
+    let mut tree = Vec::new();
+    for item in txn.entries().map_err(|e| internal("read", e))? {
+        let (_, bytes) = item.map_err(|e| internal("read", e))?;
+        let entry = StoredEntry::parse(bytes)
+            .and_then(|stored| stored.to_entry())
+            .map_err(|e| internal("decode", e))?;
+        tree.push(ConfigEntry {
+            dn: entry.dn.to_string(),
+            attrs: entry
+                .attrs
+                .iter()
+                .filter(|a| !OPERATIONAL.iter().any(|o| o.eq_ignore_ascii_case(&a.desc)))
+                .map(|a| {
+                    let values = a
+                        .values
+                        .iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect();
+                    (a.desc.clone(), values)
+                })
+                .collect(),
+        });
+    }
+    Ok(tree)
+}
+
+/// The live settings the file gave at the last start: DN -> attribute -> values.
+type Baseline = toml::Table;
+
+const BASELINE: &str = "baseline.toml";
+
+fn read_baseline(dir: &std::path::Path) -> Option<Baseline> {
+    let text = std::fs::read_to_string(dir.join(BASELINE)).ok()?;
+    match toml::from_str(&text) {
+        Ok(table) => Some(table),
+        Err(error) => {
+            tracing::warn!(%error, "cn=config: {BASELINE} unreadable; the file's changes are not applied");
+            None
+        }
+    }
+}
+
+fn baseline_values<'a>(baseline: &'a Baseline, dn: &str, attr: &str) -> Vec<&'a str> {
+    baseline
+        .get(&dn.to_ascii_lowercase())
+        .and_then(|v| v.as_table())
+        .and_then(|t| t.get(&attr.to_ascii_lowercase()))
+        .and_then(|v| v.as_array())
+        .map(|values| values.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// Writes what the file says for every live setting, durably (a new file renamed over the old one).
+fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::Result<()> {
+    let mut table = Baseline::new();
+    for entry in from_file {
+        let mut attrs = toml::Table::new();
+        for attr in super::live_attributes(&entry.dn) {
+            let values = entry
+                .get(attr)
+                .iter()
+                .cloned()
+                .map(toml::Value::String)
+                .collect();
+            attrs.insert(attr.to_ascii_lowercase(), toml::Value::Array(values));
+        }
+        table.insert(entry.dn.to_ascii_lowercase(), toml::Value::Table(attrs));
+    }
+    let text = toml::to_string(&table).map_err(std::io::Error::other)?;
+    let fresh = dir.join(format!("{BASELINE}.new"));
+    {
+        let mut file = std::fs::File::create(&fresh)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&fresh, dir.join(BASELINE))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// The stored tree with the live settings the file changed since the last start taken from the file
+/// (the administrator edited them), each logged; where the file differs without having changed, the
+/// live value stays and a warning says so. Without a baseline every live value stays.
+fn merge_file_changes(
+    from_file: &[ConfigEntry],
+    baseline: Option<&Baseline>,
+    stored: &[ConfigEntry],
+) -> Vec<ConfigEntry> {
+    let mut merged = stored.to_vec();
+    for file_entry in from_file {
+        let Some(live) = merged
+            .iter_mut()
+            .find(|e| e.dn.eq_ignore_ascii_case(&file_entry.dn))
+        else {
+            continue;
+        };
+        for attr in super::live_attributes(&file_entry.dn) {
+            let in_file = file_entry.get(attr);
+            if in_file == live.get(attr) {
+                continue;
+            }
+            let edited = baseline.is_some_and(|b| {
+                baseline_values(b, &file_entry.dn, attr)
+                    != in_file.iter().map(String::as_str).collect::<Vec<_>>()
+            });
+            if edited {
+                tracing::info!(
+                    dn = %file_entry.dn,
+                    attribute = attr,
+                    "changed in the configuration file since the last start: the file's value \
+                     replaces the live one"
+                );
+                live.attrs.retain(|(n, _)| !n.eq_ignore_ascii_case(attr));
+                if !in_file.is_empty() {
+                    live.attrs.push((attr.to_string(), in_file.to_vec()));
+                }
+            } else {
+                tracing::warn!(
+                    dn = %file_entry.dn,
+                    attribute = attr,
+                    "the configuration file differs from the live configuration (cn=config in \
+                     DATA/config); the live value is used (canopy config export shows it)"
+                );
+            }
+        }
+    }
+    merged
+}
+
+/// Writes the store with the server's own identity (no access rules).
+pub(crate) struct Writer<'a> {
+    pub(crate) directory: &'a Directory,
+}
+
+impl Writer<'_> {
+    /// Writes the difference between `old` and `new`: new entries added (parents first), changed
+    /// attributes replaced, vanished entries deleted (children first). Each write is durable.
+    pub(crate) async fn store(
+        &self,
+        old: &[ConfigEntry],
+        new: &[ConfigEntry],
+    ) -> Result<(), LdapError> {
+        let before: HashMap<String, &ConfigEntry> =
+            old.iter().map(|e| (e.dn.to_ascii_lowercase(), e)).collect();
+        for entry in new {
+            match before.get(&entry.dn.to_ascii_lowercase()) {
+                None => self.write(self.add(entry)?).await?,
+                Some(previous) => {
+                    let changes = changes(previous, entry);
+                    if !changes.is_empty() {
+                        let (dn, ndn) = self.directory.normalize(entry.dn.as_bytes())?;
+                        self.write(WriteOp::Modify { dn, ndn, changes }).await?;
+                    }
+                }
+            }
+        }
+        for gone in old.iter().rev() {
+            if !new.iter().any(|e| e.dn.eq_ignore_ascii_case(&gone.dn)) {
+                let (dn, ndn) = self.directory.normalize(gone.dn.as_bytes())?;
+                self.write(WriteOp::Delete { dn, ndn }).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn write(&self, op: WriteOp) -> Result<(), LdapError> {
+        self.directory
+            .write(WriteRequest {
+                op,
+                guard: Arc::new(ServerWrite),
+            })
+            .await
+            .map_err(OpError::into_ldap)
+    }
+
+    pub(crate) fn add(&self, entry: &ConfigEntry) -> Result<WriteOp, LdapError> {
+        let dir = self.directory;
+        let (dn, ndn) = dir.normalize(entry.dn.as_bytes())?;
+        let attrs = partial(entry);
+        let mut stored = entry_from_attributes_with(dir.schema(), dn, ndn, &attrs, true)?;
+        let class = structural(dir, &stored)?;
+        Stamp::identify(&mut stored, "cn=config", &class);
+        Ok(WriteOp::Add(stored))
+    }
+}
+
+/// The guard of the server's own writes of the store: everything allowed.
+struct ServerWrite;
+
+impl Guard for ServerWrite {
+    fn requester(&self) -> &str {
+        ""
+    }
+
+    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    fn server_internal(&self) -> bool {
+        true
+    }
+}
+
+fn partial(entry: &ConfigEntry) -> Vec<PartialAttribute> {
+    entry
+        .attrs
+        .iter()
+        .map(|(name, values)| PartialAttribute {
+            name: name.clone(),
+            values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+        })
+        .collect()
+}
+
+/// The changes between two versions of an entry (same DN): each changed attribute replaced whole.
+pub(crate) fn changes(old: &ConfigEntry, new: &ConfigEntry) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (name, values) in &new.attrs {
+        if old.get(name) != values.as_slice() {
+            changes.push(Change {
+                operation: ModifyOperation::Replace,
+                modification: PartialAttribute {
+                    name: name.clone(),
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                },
+            });
+        }
+    }
+    for (name, _) in &old.attrs {
+        if new.get(name).is_empty() {
+            changes.push(Change {
+                operation: ModifyOperation::Replace,
+                modification: PartialAttribute {
+                    name: name.clone(),
+                    values: Vec::new(),
+                },
+            });
+        }
+    }
+    changes
+}
+
+/// The live configuration a data directory's store holds, read offline (beside a running server, as
+/// LMDB allows): `config` (the file) with the stored live settings in place, and the first database's
+/// root password; None when the data directory has no store yet.
+pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartError> {
+    let path = config.data_dir.join("config");
+    if !path.join("data.mdb").exists() {
+        return Ok(None);
+    }
+    let schema = Arc::new(crate::load_schema(config)?);
+    let store_config = StoreConfig {
+        path,
+        indexes: Vec::new(),
+        initial_map_size: 16 << 20,
+        durable: false,
+        max_readers: 1024,
+        write_map: false,
+    };
+    let directory = Directory::open(
+        schema,
+        SUFFIX,
+        Vec::new(),
+        store_config,
+        canopy_directory::Pipeline::standard(),
+    )?;
+    let stored = read_tree(&directory)?;
+    if stored.is_empty() {
+        return Ok(None);
+    }
+    to_config(config, &stored)
+        .map(Some)
+        .map_err(|r| StartError::Invalid(format!("the stored cn=config cannot run: {}", r.message)))
+}
+
+/// The live settings that differ between the file's configuration and the store's: (entry, attribute).
+/// Each with what the next start does: `"live value kept"`, or `"file value applies"` for a setting the
+/// file changed since the last start (`baseline.toml`).
+pub fn differences(
+    file: &Config,
+    live: &Config,
+    live_password: &[u8],
+) -> Vec<(String, String, &'static str)> {
+    let from_file = from_config(file, live_password);
+    let stored = from_config(live, live_password);
+    let baseline = read_baseline(&live.data_dir.join("config"));
+    let mut found = Vec::new();
+    for entry in &from_file {
+        let Some(other) = stored.iter().find(|e| e.dn == entry.dn) else {
+            continue;
+        };
+        for attr in super::live_attributes(&entry.dn) {
+            if entry.get(attr) != other.get(attr) && !attr.eq_ignore_ascii_case("olcRootPW") {
+                let edited = baseline.as_ref().is_some_and(|b| {
+                    baseline_values(b, &entry.dn, attr)
+                        != entry
+                            .get(attr)
+                            .iter()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                });
+                let outcome = match edited {
+                    true => "file value applies",
+                    false => "live value kept",
+                };
+                found.push((entry.dn.clone(), attr.to_string(), outcome));
+            }
+        }
+    }
+    for number in file.database_count() + 1..=live.database_count() {
+        found.push((
+            super::database_dn(number),
+            "(added live)".to_string(),
+            "kept",
+        ));
+    }
+    found
+}

@@ -1,0 +1,889 @@
+//! The live configuration tree, cn=config (docs/configuration.md, docs/design/config-tree.md): its
+//! shape and who may read it, each kind of live change made with ldapmodify and seen by another
+//! client at once, invalid values refused with the running configuration untouched, changes kept
+//! across a restart and across kill -9 in the middle of a stream of changes. The same LDIF runs
+//! against Debian's slapd started from a slapd.d; the lock-out check and the refusal of changes
+//! Canopy cannot make live are Canopy's own (docs/compatibility.md) and skipped for slapd.
+
+use canopy_e2e::*;
+
+const FRONTEND: &str = "olcDatabase={-1}frontend,cn=config";
+const CONFIG_DB: &str = "olcDatabase={0}config,cn=config";
+const MDB1: &str = "olcDatabase={1}mdb,cn=config";
+const PEOPLE: &str = "ou=people,dc=example,dc=com";
+
+fn admin() -> Bind {
+    Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into())
+}
+
+/// Applies `ldif` (an ldapmodify change record) as the config root DN.
+fn change(s: &Server, ldif: &str) -> Out {
+    s.modify(&admin(), ldif)
+}
+
+/// The values of `attr` in `dn` as the config root DN reads them.
+fn values(s: &Server, dn: &str, attr: &str) -> Vec<String> {
+    let out = s.read(&admin(), dn, &[attr]);
+    out.expect_code(0, &format!("read {attr} of {dn}"));
+    let prefix = format!("{}: ", attr.to_ascii_lowercase());
+    out.stdout
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
+        .map(|l| l[prefix.len()..].to_string())
+        .collect()
+}
+
+/// How many entries an anonymous subtree search of `base` for `filter` returns (another client, a new
+/// connection each time).
+fn anonymous_count(s: &Server, base: &str, filter: &str) -> usize {
+    let out = s.search(&Bind::Anonymous, &["-b", base, filter, "1.1"]);
+    out.stdout.lines().filter(|l| l.starts_with("dn:")).count()
+}
+
+fn canopy_only(what: &str) -> bool {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: {what} is Canopy's own (docs/compatibility.md)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn tree_shape_root_dse_and_who_may_read_it() {
+    let s = Server::start_with_config_tree();
+    let out = s.search(&admin(), &["-b", "cn=config", "(objectClass=*)", "1.1"]);
+    out.expect_code(0, "the config root DN reads cn=config");
+    for dn in [
+        "cn=config",
+        "cn=schema,cn=config",
+        FRONTEND,
+        CONFIG_DB,
+        MDB1,
+    ] {
+        assert!(
+            out.stdout.contains(&format!("dn: {dn}\n")),
+            "{dn} missing:\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(values(&s, MDB1, "olcSuffix"), [SUFFIX]);
+    assert_eq!(values(&s, MDB1, "olcRootDN"), [ROOT_DN]);
+    assert_eq!(values(&s, CONFIG_DB, "olcRootDN"), [CONFIG_ROOT_DN]);
+    let dse = s.read(&Bind::Anonymous, "", &["configContext"]);
+    assert!(
+        dse.stdout.contains("configContext: cn=config"),
+        "{}",
+        dse.stdout
+    );
+    // Nobody else sees it: anonymous, an ordinary user, even the data root DN.
+    for who in [Bind::Anonymous, Bind::user("alice"), Bind::Root] {
+        let out = s.read(&who, "cn=config", &[]);
+        assert_eq!(out.code, 32, "{who:?} reads cn=config: {}", out.stdout);
+    }
+    // Root over ldapi does (SASL EXTERNAL), as in Debian's slapd.
+    let out = s.read(&Bind::External, "cn=config", &["1.1"]);
+    out.expect_code(0, "ldapi root reads cn=config");
+    assert!(out.stdout.contains("dn: cn=config"), "{}", out.stdout);
+}
+
+#[test]
+fn access_rules_change_live_with_positions() {
+    let s = Server::start_with_config_tree();
+    let before = values(&s, MDB1, "olcAccess").len();
+    assert_eq!(anonymous_count(&s, PEOPLE, "(uid=alice)"), 1);
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcAccess\n\
+             olcAccess: {{0}}to dn.subtree=\"{PEOPLE}\" by * none\n"
+        ),
+    )
+    .expect_code(0, "insert a rule at {0}");
+    let rules = values(&s, MDB1, "olcAccess");
+    assert_eq!(rules.len(), before + 1);
+    assert_eq!(
+        rules[0],
+        format!("{{0}}to dn.subtree=\"{PEOPLE}\" by * none")
+    );
+    // Every later rule moved down one place.
+    for (i, rule) in rules.iter().enumerate() {
+        assert!(rule.starts_with(&format!("{{{i}}}")), "{rules:?}");
+    }
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 0);
+    // Users may still read the rest.
+    assert_eq!(anonymous_count(&s, SUFFIX, "(ou=groups)"), 1);
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\ndelete: olcAccess\nolcAccess: {{0}}\n"),
+    )
+    .expect_code(0, "delete the rule at {0}");
+    assert_eq!(values(&s, MDB1, "olcAccess").len(), before);
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 1);
+}
+
+#[test]
+fn limits_read_only_and_root_password_change_live() {
+    let s = Server::start_with_config_tree();
+    assert!(anonymous_count(&s, SUFFIX, "(objectClass=*)") > 3);
+    change(
+        &s,
+        &format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 3\n"),
+    )
+    .expect_code(0, "olcSizeLimit");
+    let out = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    assert_eq!(
+        out.code, 4,
+        "the new size limit applies at once: {}",
+        out.stdout
+    );
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n"),
+    )
+    .expect_code(0, "olcReadOnly");
+    let add = format!("dn: cn=new,{SUFFIX}\nobjectClass: person\ncn: new\nsn: new\n");
+    assert_eq!(
+        s.add(&Bind::Root, &add).code,
+        53,
+        "read-only refuses writes"
+    );
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: FALSE\n"),
+    )
+    .expect_code(0, "olcReadOnly back");
+    s.add(&Bind::Root, &add).expect_code(0, "writable again");
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nreplace: olcRootPW\nolcRootPW: new-root-pw\n"),
+    )
+    .expect_code(0, "olcRootPW");
+    let new_root = Bind::Simple(ROOT_DN.into(), "new-root-pw".into());
+    s.whoami(Via::Ldap, &new_root)
+        .expect_code(0, "the new root password binds");
+    assert_eq!(
+        s.whoami(Via::Ldap, &Bind::Root).code,
+        49,
+        "the old root password no longer binds"
+    );
+}
+
+#[test]
+fn invalid_values_are_refused_and_change_nothing() {
+    let s = Server::start_with_config_tree();
+    let access = values(&s, MDB1, "olcAccess");
+    let size = values(&s, FRONTEND, "olcSizeLimit");
+    let cases = [
+        (
+            FRONTEND,
+            "replace: olcSizeLimit\nolcSizeLimit: lots",
+            80,
+            "olcSizeLimit",
+        ),
+        (
+            FRONTEND,
+            "replace: olcPasswordHash\nolcPasswordHash: {BOGUS}",
+            80,
+            "olcPasswordHash",
+        ),
+        (
+            MDB1,
+            "add: olcAccess\nolcAccess: to * by nobody read",
+            80,
+            "olcAccess",
+        ),
+        (
+            MDB1,
+            "replace: olcReadOnly\nolcReadOnly: maybe",
+            21,
+            "olcReadOnly",
+        ),
+        (
+            MDB1,
+            "replace: olcRootDN\nolcRootDN: not a dn",
+            21,
+            "olcRootDN",
+        ),
+    ];
+    for (dn, body, code, attr) in cases {
+        let out = change(&s, &format!("dn: {dn}\nchangetype: modify\n{body}\n"));
+        assert_eq!(out.code, code, "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(attr), "{body}: {}", out.stderr);
+    }
+    assert_eq!(values(&s, MDB1, "olcAccess"), access);
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), size);
+    assert_eq!(values(&s, MDB1, "olcReadOnly"), ["FALSE"]);
+    // The running configuration is untouched too.
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 1);
+    s.whoami(Via::Ldap, &Bind::Root)
+        .expect_code(0, "root still binds");
+}
+
+#[test]
+fn only_the_config_administrators_may_change_it() {
+    let s = Server::start_with_config_tree();
+    let body =
+        format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 5\n");
+    for who in [Bind::user("alice"), Bind::Root] {
+        let out = s.modify(&who, &body);
+        assert_eq!(out.code, 50, "{who:?}: {}", out.stderr);
+    }
+    assert_eq!(s.modify(&Bind::Anonymous, &body).code, 8);
+    // Root over ldapi manages it.
+    s.modify(&Bind::External, &body)
+        .expect_code(0, "ldapi root changes cn=config");
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), ["5"]);
+}
+
+#[test]
+fn lock_out_is_refused() {
+    if !canopy_only("the lock-out check") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let out = change(
+        &s,
+        &format!(
+            "dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n\
+             -\ndelete: olcRootPW\n"
+        ),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no identity able to modify"),
+        "{}",
+        out.stderr
+    );
+    // Either half alone leaves someone in charge.
+    change(
+        &s,
+        &format!(
+            "dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\nolcAccess: to * by * read\n"
+        ),
+    )
+    .expect_code(0, "rules without write, root DN kept");
+    assert_eq!(s.read(&Bind::user("alice"), "cn=config", &["1.1"]).code, 0);
+    let out = change(
+        &s,
+        &format!("dn: {CONFIG_DB}\nchangetype: modify\ndelete: olcRootPW\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    s.whoami(Via::Ldap, &admin())
+        .expect_code(0, "the config root still binds");
+}
+
+#[test]
+fn changes_canopy_cannot_make_live_are_refused() {
+    if !canopy_only("refusing olcSuffix and olcDbDirectory changes") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    for body in [
+        "replace: olcSuffix\nolcSuffix: dc=other",
+        "replace: olcDbDirectory\nolcDbDirectory: /tmp/elsewhere",
+    ] {
+        let attr = body.split(['\n', ':']).nth(1).unwrap().trim().to_string();
+        let out = change(&s, &format!("dn: {MDB1}\nchangetype: modify\n{body}\n"));
+        assert_eq!(out.code, 53, "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(&attr), "{body}: {}", out.stderr);
+    }
+    assert_eq!(values(&s, MDB1, "olcSuffix"), [SUFFIX]);
+}
+
+#[test]
+fn changes_survive_a_restart() {
+    let mut s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcAccess\n\
+             olcAccess: {{0}}to dn.subtree=\"{PEOPLE}\" by * none\n-\n\
+             replace: olcReadOnly\nolcReadOnly: TRUE\n\ndn: {FRONTEND}\nchangetype: modify\n\
+             replace: olcSizeLimit\nolcSizeLimit: 7\n"
+        ),
+    )
+    .expect_code(0, "changes");
+    let access = values(&s, MDB1, "olcAccess");
+    s.terminate();
+    s.restart();
+    assert_eq!(values(&s, MDB1, "olcAccess"), access);
+    assert_eq!(values(&s, MDB1, "olcReadOnly"), ["TRUE"]);
+    assert_eq!(values(&s, FRONTEND, "olcSizeLimit"), ["7"]);
+    assert_eq!(anonymous_count(&s, SUFFIX, "(uid=alice)"), 0);
+    let add = format!("dn: cn=new,{SUFFIX}\nobjectClass: person\ncn: new\nsn: new\n");
+    assert_eq!(s.add(&Bind::Root, &add).code, 53);
+}
+
+#[test]
+fn kill_9_during_a_stream_of_changes_keeps_every_acknowledged_one() {
+    let mut s = Server::start_with_config_tree();
+    let pid = s.pid().expect("running");
+    let acknowledged = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|scope| {
+        let stream = scope.spawn(|| {
+            // Sizes 101, 102, ...: each one acknowledged before the next is sent.
+            for size in 101..=400u32 {
+                let out = change(
+                    &s,
+                    &format!(
+                        "dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\n\
+                         olcSizeLimit: {size}\n"
+                    ),
+                );
+                if out.code != 0 {
+                    return size;
+                }
+                acknowledged.store(size, std::sync::atomic::Ordering::SeqCst);
+            }
+            401
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while acknowledged.load(std::sync::atomic::Ordering::SeqCst) < 110
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill -9");
+        let failed_at = stream.join().expect("the stream thread");
+        assert!(failed_at <= 400, "the stream ended before the kill");
+    });
+    let last = acknowledged.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(last >= 110, "too few changes before the kill: {last}");
+    s.kill9();
+    s.restart();
+    let size: u32 = values(&s, FRONTEND, "olcSizeLimit")[0].parse().unwrap();
+    // The acknowledged change is there; the one in flight at the kill may be too.
+    assert!(
+        size == last || size == last + 1,
+        "after restart olcSizeLimit is {size}, the last acknowledged was {last}"
+    );
+}
+
+#[test]
+fn export_and_check_show_the_live_configuration() {
+    if !canopy_only("canopy config export and check") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!(
+            "dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 42\n\n\
+             dn: {MDB1}\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n"
+        ),
+    )
+    .expect_code(0, "changes");
+    let out = s.canopy_tool("config", &["export"]);
+    out.expect_code(0, "canopy config export beside the running server");
+    assert!(out.stdout.contains("size_limit = 42"), "{}", out.stdout);
+    assert!(out.stdout.contains("read_only = true"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("config_root_dn = \"cn=admin,cn=config\""),
+        "{}",
+        out.stdout
+    );
+    // The export is a configuration file that checks clean and matches the live tree.
+    let exported = s.dir().join("exported.toml");
+    std::fs::write(&exported, &out.stdout).unwrap();
+    let path = exported.display().to_string();
+    let out = s.canopy_tool("config", &["check", &path]);
+    out.expect_code(0, "check the export");
+    assert!(
+        out.stdout.contains("the same as the live configuration"),
+        "{}",
+        out.stdout
+    );
+    // The original file differs in exactly the two live settings.
+    let original = s.dir().join("canopy.toml").display().to_string();
+    let out = s.canopy_tool("config", &["check", &original]);
+    out.expect_code(0, "check the original");
+    assert!(
+        out.stdout.contains("{-1}frontend,cn=config olcSizeLimit"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("{1}mdb,cn=config olcReadOnly"),
+        "{}",
+        out.stdout
+    );
+    let bad = s.dir().join("bad.toml");
+    std::fs::write(&bad, "access = [\"to * by nobody read\"]\n").unwrap();
+    let out = s.canopy_tool("config", &["check", &bad.display().to_string()]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("nobody"), "{}", out.stderr);
+}
+
+#[test]
+fn indexes_are_added_and_dropped_live() {
+    let s = Server::start_with_config_tree();
+    let add = |value: &str| {
+        change(
+            &s,
+            &format!("dn: {MDB1}\nchangetype: modify\nadd: olcDbIndex\nolcDbIndex: {value}\n"),
+        )
+    };
+    let out = add("foo eq");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("\"foo\" undefined"), "{}", out.stderr);
+    let out = add("description bogus");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("\"bogus\" undefined"), "{}", out.stderr);
+    assert_eq!(add("sn eq,sub").code, 20, "the same index twice");
+    add("description eq").expect_code(0, "add an index");
+    assert!(values(&s, MDB1, "olcDbIndex").contains(&"description eq".to_string()));
+    // Searches keep answering the same while (and after) it is built.
+    let search = || anonymous_count(&s, SUFFIX, "(description=*)");
+    let before = search();
+    if Target::from_env() == Target::Canopy {
+        // cn=Monitor says when the build is complete; the wait is bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let monitor = s.search(
+                &Bind::External,
+                &[
+                    "-b",
+                    "cn=Databases,cn=Monitor",
+                    "(description=index description*)",
+                    "description",
+                ],
+            );
+            if monitor.stdout.contains("index description eq: complete") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the build did not complete in 30 s:\n{}",
+                monitor.stdout
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    assert_eq!(search(), before);
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\ndelete: olcDbIndex\nolcDbIndex: description eq\n"
+        ),
+    )
+    .expect_code(0, "drop the index");
+    assert!(!values(&s, MDB1, "olcDbIndex").contains(&"description eq".to_string()));
+    assert_eq!(search(), before);
+    let out = change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\ndelete: olcDbIndex\nolcDbIndex: description eq\n"
+        ),
+    );
+    assert_eq!(out.code, 16, "{}", out.stderr);
+}
+
+/// A self-signed certificate for 127.0.0.1 made with the openssl CLI in `dir`: (cert, key).
+fn server_certificate(dir: &std::path::Path, name: &str) -> (String, String) {
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        &format!("/CN={name}"),
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-keyout",
+    ])
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    client::run(cmd, None).expect_code(0, "openssl req");
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// `ldapwhoami -ZZ` (StartTLS required) trusting only `ca`: exit 0 when the server presents it.
+fn starttls_trusting(s: &Server, ca: &str) -> i32 {
+    let mut cmd = std::process::Command::new("ldapwhoami");
+    cmd.args(["-x", "-ZZ", "-H", &s.ldap_url()])
+        .env("LDAPTLS_CACERT", ca)
+        .env("LDAPTLS_REQCERT", "demand");
+    client::run(cmd, None).code
+}
+
+#[test]
+fn the_tls_certificate_is_swapped_live() {
+    let s = Server::start_with_config_tree();
+    let (cert, key) = server_certificate(s.dir(), "swapped");
+    assert_ne!(starttls_trusting(&s, &cert), 0, "not served yet");
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n-\nreplace: olcTLSCertificateKeyFile\n\
+             olcTLSCertificateKeyFile: {key}\n"
+        ),
+    );
+    out.expect_code(0, "swap the certificate");
+    assert_eq!(
+        starttls_trusting(&s, &cert),
+        0,
+        "the new certificate is served"
+    );
+    assert_eq!(values(&s, "cn=config", "olcTLSCertificateFile"), [cert]);
+}
+
+#[test]
+fn a_certificate_that_does_not_load_is_refused() {
+    if !canopy_only("checking the certificate before the change is stored") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let (cert, _) = server_certificate(s.dir(), "good");
+    let bogus = s.dir().join("bogus.key");
+    std::fs::write(&bogus, "not a key\n").unwrap();
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n-\nreplace: olcTLSCertificateKeyFile\n\
+             olcTLSCertificateKeyFile: {}\n",
+            bogus.display()
+        ),
+    );
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("olcTLSCertificateFile"),
+        "{}",
+        out.stderr
+    );
+    assert!(values(&s, "cn=config", "olcTLSCertificateFile").is_empty());
+    let out = change(
+        &s,
+        &format!(
+            "dn: cn=config\nchangetype: modify\nreplace: olcTLSCertificateFile\n\
+             olcTLSCertificateFile: {cert}\n"
+        ),
+    );
+    assert_eq!(
+        out.code, 80,
+        "a certificate without its key: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_database_is_added_live_and_kept() {
+    let mut s = Server::start_with_config_tree();
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    let add = format!(
+        "dn: olcDatabase={{2}}mdb,cn=config\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+         olcDatabase: {{2}}mdb\nolcSuffix: dc=live,dc=org\nolcDbDirectory: {}\n\
+         olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\nolcDbIndex: objectClass eq\n\
+         olcAccess: to * by users read by * none\n",
+        directory.display()
+    );
+    // A number past the next one is refused (slapd renumbers instead; Canopy only appends).
+    if Target::from_env() == Target::Canopy {
+        let out = s.add(&admin(), &add.replace("{2}", "{5}"));
+        assert_eq!(out.code, 53, "{}", out.stderr);
+        let out = s.add(&Bind::user("alice"), &add);
+        assert_eq!(
+            out.code, 50,
+            "a user may not add a database: {}",
+            out.stderr
+        );
+        assert!(
+            std::fs::read_dir(&directory).unwrap().next().is_none(),
+            "nothing opened"
+        );
+    }
+    s.add(&admin(), &add).expect_code(0, "add a database");
+    let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
+    let base =
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n";
+    s.add(&boss, base).expect_code(0, "its root DN fills it");
+    let dse = s.read(&Bind::Anonymous, "", &["namingContexts"]);
+    assert!(
+        dse.stdout.contains("namingContexts: dc=live,dc=org"),
+        "{}",
+        dse.stdout
+    );
+    assert_eq!(
+        anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"),
+        0,
+        "its own rules"
+    );
+    let user = s.search(
+        &Bind::user("alice"),
+        &["-b", "dc=live,dc=org", "(objectClass=*)", "1.1"],
+    );
+    assert_eq!(user.stdout.matches("dn:").count(), 1, "{}", user.stdout);
+    s.terminate();
+    s.restart();
+    assert_eq!(
+        values(&s, "olcDatabase={2}mdb,cn=config", "olcSuffix"),
+        ["dc=live,dc=org"]
+    );
+    let user = s.search(
+        &Bind::user("alice"),
+        &["-b", "dc=live,dc=org", "(objectClass=*)", "1.1"],
+    );
+    assert_eq!(
+        user.stdout.matches("dn:").count(),
+        1,
+        "after a restart: {}",
+        user.stdout
+    );
+    s.whoami(Via::Ldap, &boss)
+        .expect_code(0, "its root DN binds after a restart");
+}
+
+#[test]
+fn overlays_appear_as_children_of_their_database() {
+    if !canopy_only("the overlay children's shape (slapd's carry every option)") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[overlay]]\nname = \"memberof\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n"
+    ));
+    let out = s.search(
+        &admin(),
+        &[
+            "-b",
+            MDB1,
+            "-s",
+            "one",
+            "(objectClass=olcOverlayConfig)",
+            "olcOverlay",
+        ],
+    );
+    out.expect_code(0, "overlay children");
+    assert!(
+        out.stdout.contains(&format!(
+            "dn: olcOverlay={{0}}memberof,{MDB1}\nolcOverlay: {{0}}memberof"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("dn: olcOverlay={{1}}refint,{MDB1}")),
+        "{}",
+        out.stdout
+    );
+    let out = change(
+        &s,
+        &format!("dn: olcOverlay={{1}}refint,{MDB1}\nchangetype: modify\nreplace: olcOverlay\nolcOverlay: {{1}}unique\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+}
+
+#[test]
+fn offline_tools_see_the_live_databases() {
+    if !canopy_only("canopy's offline tools") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let directory = s.dir().join("tools-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    s.add(
+        &admin(),
+        &format!(
+            "dn: olcDatabase=mdb,cn=config\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: mdb\nolcSuffix: dc=tools,dc=org\nolcDbDirectory: {}\n\
+             olcRootDN: cn=boss,dc=tools,dc=org\nolcRootPW: boss-pw\n",
+            directory.display()
+        ),
+    )
+    .expect_code(0, "add a database without a number");
+    assert_eq!(
+        values(&s, "olcDatabase={2}mdb,cn=config", "olcDatabase"),
+        ["{2}mdb"]
+    );
+    let boss = Bind::Simple("cn=boss,dc=tools,dc=org".into(), "boss-pw".into());
+    s.add(
+        &boss,
+        "dn: dc=tools,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: t\ndc: tools\n",
+    )
+    .expect_code(0, "fill it");
+    let out = s.canopy_tool("export", &["-b", "dc=tools,dc=org"]);
+    out.expect_code(0, "canopy export -b of a database added live");
+    assert!(out.stdout.contains("dn: dc=tools,dc=org"), "{}", out.stdout);
+}
+
+#[test]
+fn limits_by_identity_change_live() {
+    let s = Server::start_with_config_tree();
+    let alice = Bind::user("alice");
+    let all = |who: &Bind| s.search(who, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    all(&alice).expect_code(0, "no limit for alice yet");
+    change(
+        &s,
+        &format!(
+            "dn: {MDB1}\nchangetype: modify\nadd: olcLimits\n\
+             olcLimits: dn.exact=\"{}\" size=2\n",
+            user_dn("alice")
+        ),
+    )
+    .expect_code(0, "olcLimits");
+    let out = all(&alice);
+    assert_eq!(out.code, 4, "alice's own limit: {}", out.stdout);
+    assert_eq!(out.stdout.matches("dn:").count(), 2);
+    all(&Bind::user("bob")).expect_code(0, "bob is not limited");
+    let out = change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\nadd: olcLimits\nolcLimits: users size=lots\n"),
+    );
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("olcLimits"), "{}", out.stderr);
+    change(
+        &s,
+        &format!("dn: {MDB1}\nchangetype: modify\ndelete: olcLimits\nolcLimits: {{0}}\n"),
+    )
+    .expect_code(0, "delete the rule");
+    all(&alice).expect_code(0, "no limit for alice again");
+}
+
+/// Whether the server log mentions `text` within a short bound (the line is written as the search ends).
+fn logged_soon(s: &Server, text: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        if s.log().contains(text) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn the_log_level_changes_live() {
+    if !canopy_only("the server log's content") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let unindexed = |value: &str| {
+        s.search(
+            &Bind::Anonymous,
+            &["-b", SUFFIX, &format!("(description={value})"), "1.1"],
+        )
+        .expect_code(0, "unindexed search");
+    };
+    unindexed("first");
+    assert!(
+        logged_soon(&s, "description=first"),
+        "info is logged by default:\n{}",
+        s.log()
+    );
+    let set = |level: &str| {
+        change(
+            &s,
+            &format!(
+                "dn: cn=config\nchangetype: modify\nreplace: olcLogLevel\nolcLogLevel: {level}\n"
+            ),
+        )
+    };
+    set("none").expect_code(0, "olcLogLevel none");
+    unindexed("second");
+    set("stats").expect_code(0, "olcLogLevel stats");
+    unindexed("third");
+    assert!(
+        logged_soon(&s, "description=third"),
+        "stats logs again:\n{}",
+        s.log()
+    );
+    assert!(
+        !s.log().contains("description=second"),
+        "none kept it quiet:\n{}",
+        s.log()
+    );
+    let out = set("chatty");
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(out.stderr.contains("olcLogLevel"), "{}", out.stderr);
+    assert_eq!(values(&s, "cn=config", "olcLogLevel"), ["stats"]);
+}
+
+#[test]
+fn schema_files_appear_under_cn_schema() {
+    if !canopy_only("schema children of canopy's schema_files") {
+        return;
+    }
+    let files = [std::path::PathBuf::from("/etc/ldap/schema/misc.schema")];
+    let s = Server::start_with_schema(&files);
+    let out = s.search(
+        &Bind::External,
+        &[
+            "-b",
+            "cn=schema,cn=config",
+            "-s",
+            "one",
+            "(objectClass=olcSchemaConfig)",
+        ],
+    );
+    out.expect_code(0, "root over ldapi reads cn=schema,cn=config");
+    assert!(
+        out.stdout.contains("dn: cn={0}misc,cn=schema,cn=config"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("olcAttributeTypes: {0}( 2.16.840.1.113730.3.1.13 NAME 'mailLocalAddress'"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("NAME 'inetLocalMailRecipient'"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_restart_keeps_live_changes_and_applies_file_edits() {
+    if !canopy_only("how canopy's file and live tree meet at a restart") {
+        return;
+    }
+    let mut s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 42\n"),
+    )
+    .expect_code(0, "a live change");
+    s.terminate();
+    // The administrator edits another setting in the file; the size limit stays as the file had it.
+    s.edit_canopy_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [limits]\ntime_limit = 77\n"
+    ));
+    s.restart();
+    assert_eq!(
+        values(&s, FRONTEND, "olcSizeLimit"),
+        ["42"],
+        "the live change stays"
+    );
+    assert_eq!(
+        values(&s, FRONTEND, "olcTimeLimit"),
+        ["77"],
+        "the file's edit applies"
+    );
+    let log = s.log();
+    assert!(
+        log.contains("changed in the configuration file since the last start"),
+        "{log}"
+    );
+    assert!(log.contains("the live value is used"), "{log}");
+}
