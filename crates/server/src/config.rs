@@ -76,6 +76,10 @@ pub struct Config {
     pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
     /// The referral a consumer database answers client writes with (slapd's `updateref`).
     pub updateref: Option<String>,
+    /// Multi-provider replication (slapd's `multiprovider on`, formerly `mirrormode on`): a database
+    /// with `[[syncrepl]]` consumers still accepts client writes; needs a non-zero `server_id`
+    /// (docs/replication.md).
+    pub multiprovider: bool,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -214,6 +218,7 @@ impl Default for Config {
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
             syncrepl: Vec::new(),
             updateref: None,
+            multiprovider: false,
         }
     }
 }
@@ -333,6 +338,12 @@ impl Config {
         }
         crate::authz::Rules::compile(&self.sasl)?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
+        if self.multiprovider && self.server_id == 0 {
+            return Err(
+                "multiprovider = true needs a server_id of 1-4095, distinct on every server of the group"
+                    .to_string(),
+            );
+        }
         Ok(())
     }
 }

@@ -378,7 +378,10 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     .map_err(StartError::Invalid)?;
     if !syncrepl.is_empty() {
         if let Some(first) = list.first_mut() {
-            *first = first.clone().with_shadow(config.updateref.clone());
+            // A multi-provider database takes its clients' writes as well as its peers' changes.
+            if !config.multiprovider {
+                *first = first.clone().with_shadow(config.updateref.clone());
+            }
             first.check_replica().map_err(StartError::Invalid)?;
         }
     }
