@@ -142,6 +142,33 @@ impl Directory {
         Ok(uuids)
     }
 
+    /// Like [`Directory::replica_scope`], with each entry's entryCSN: a multi-provider consumer
+    /// deletes at the end of a present phase only what its provider had seen (docs/replication.md).
+    pub fn replica_scope_csns(
+        &self,
+        txn: &impl ReadOps,
+        base: &NormDn,
+        one_level: bool,
+    ) -> Result<Vec<([u8; 16], Option<Csn>)>, LdapError> {
+        let depth = base.rdns().len();
+        let mut held = Vec::new();
+        for (_, id) in txn.subtree(&dn_key(base)).map_err(crate::store_error)? {
+            let Some(bytes) = txn.get_entry(id).map_err(crate::store_error)? else {
+                continue;
+            };
+            let entry = Directory::parse_stored(bytes)?
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            if one_level && entry.ndn.rdns().len() > depth + 1 {
+                continue;
+            }
+            if let Some(uuid) = entry_uuid(&entry) {
+                held.push((uuid, entry_csn(&entry)));
+            }
+        }
+        Ok(held)
+    }
+
     /// Applies a batch in one durable write: every change or none, with the cookie. Puts whose parent is
     /// missing are retried after the rest of the batch and returned in [`Applied::deferred`] when still
     /// orphaned; a batch with a cookie and orphans left fails instead, since the cookie would claim them.

@@ -32,8 +32,9 @@ pub fn mesh_toml(i: usize, urls: &[String]) -> String {
 
 /// Starts `n` canopy providers in a full mesh (each consuming every other), logging at info level;
 /// base.ldif is loaded on the first and reaches the others by replication. `peer_url` maps (server,
-/// peer, peer's own URL) to the URL the server uses for the peer (a proxy in between, say).
-pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, &str) -> String) -> Vec<Server> {
+/// peer, peer's port) to the URL the server uses for the peer (a [`Proxy`] in between, say);
+/// [`direct`] is the peer's own URL.
+pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, u16) -> String) -> Vec<Server> {
     let mut servers: Vec<Server> = (0..n)
         .map(|_| {
             let mut s = Server::prepare_target(Target::Canopy);
@@ -42,12 +43,12 @@ pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, &str) -> String) ->
             s
         })
         .collect();
-    let own: Vec<String> = servers.iter().map(Server::ldap_url).collect();
+    let ports: Vec<u16> = servers.iter().map(Server::port).collect();
     for (i, server) in servers.iter_mut().enumerate() {
-        let urls: Vec<String> = own
+        let urls: Vec<String> = ports
             .iter()
             .enumerate()
-            .map(|(j, url)| peer_url(i, j, url))
+            .map(|(j, port)| peer_url(i, j, *port))
             .collect();
         server.set_config(&mesh_toml(i, &urls));
     }
@@ -56,6 +57,11 @@ pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, &str) -> String) ->
     }
     servers[0].load_base();
     servers
+}
+
+/// A peer's own URL (no proxy): the `peer_url` of a plain mesh.
+pub fn direct(_server: usize, _peer: usize, port: u16) -> String {
+    format!("ldap://127.0.0.1:{port}")
 }
 
 fn free_port() -> u16 {
@@ -88,5 +94,100 @@ pub fn wait_mesh_converged(servers: &[&Server], limit: Duration) -> Result<Strin
             return Err(format!("no convergence within {limit:?}: {last}"));
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A TCP proxy on a loopback port that the test can cut (every open connection is shut and new ones
+/// are closed at once) and heal: a network partition between two servers without root.
+pub struct Proxy {
+    pub port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Starts a proxy to `127.0.0.1:target` on a free port.
+    pub fn start(target: u16) -> Proxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("proxy addr").port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<std::net::TcpStream>>> = Arc::default();
+        let (c, s, o) = (cut.clone(), stop.clone(), open.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                if c.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let _ = client.set_nonblocking(false);
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                for stream in [&client, &server] {
+                    if let Ok(clone) = stream.try_clone() {
+                        o.lock().unwrap_or_else(|e| e.into_inner()).push(clone);
+                    }
+                }
+                for (from, to) in [(&client, &server), (&server, &client)] {
+                    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+                        continue;
+                    };
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy {
+            port,
+            cut,
+            stop,
+            open,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("ldap://127.0.0.1:{}", self.port)
+    }
+
+    /// Cuts the link: open connections are shut, new ones closed as they come.
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for stream in self
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Heals the link: new connections go through again.
+    pub fn heal(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cut();
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }

@@ -335,9 +335,21 @@ impl Run<'_> {
         let held = {
             let txn = self.db.read().map_err(|e| e.message)?;
             self.db
-                .replica_scope(&txn, &self.base, c.scope == SearchScope::SingleLevel)
+                .replica_scope_csns(&txn, &self.base, c.scope == SearchScope::SingleLevel)
                 .map_err(|e| e.message)?
         };
+        // Multi-provider (a writable database with consumers): an entry whose change the provider
+        // had not seen when it named what it holds (entryCSN new to its cookie) was written here or
+        // by another peer since; it is kept (docs/design/replication.md).
+        let multiprovider = !self.db.is_shadow();
+        let held: Vec<[u8; 16]> = held
+            .into_iter()
+            .filter(|(_, csn)| match (multiprovider, &cookie, csn) {
+                (true, Some(cookie), Some(csn)) => !cookie.csns.is_new(csn),
+                _ => true,
+            })
+            .map(|(uuid, _)| uuid)
+            .collect();
         let base_uuid = if matches!(c.scope, SearchScope::SubordinateSubtree) {
             let txn = self.db.read().map_err(|e| e.message)?;
             self.db
