@@ -60,10 +60,17 @@ pub struct Applied {
     pub deleted: u64,
     /// Changes not applied: already held (a change back around the ring) or lost a conflict.
     pub skipped: u64,
+    /// The CSN with this server's own ID that the batch's cookie carries and this server never made
+    /// (higher than its own contextCSN for its ID): another server has the same `server_id`, or this
+    /// one was restored from an old backup (docs/replication.md, Safety).
+    pub own_sid_ahead: Option<String>,
     /// Puts whose parent is not here yet: not applied; the caller offers them again with a later batch
     /// (a refresh sends entries in the provider's order, which may put a child before its parent).
     pub deferred: Vec<ReplicaChange>,
 }
+
+/// An entry held in a consumer's scope: its entryUUID and entryCSN.
+pub type HeldCsn = ([u8; 16], Option<Csn>);
 
 /// The meta key of a consumer's cookie.
 fn cookie_key(rid: u16) -> Vec<u8> {
@@ -149,7 +156,7 @@ impl Directory {
         txn: &impl ReadOps,
         base: &NormDn,
         one_level: bool,
-    ) -> Result<Vec<([u8; 16], Option<Csn>)>, LdapError> {
+    ) -> Result<Vec<HeldCsn>, LdapError> {
         let depth = base.rdns().len();
         let mut held = Vec::new();
         for (_, id) in txn.subtree(&dn_key(base)).map_err(crate::store_error)? {
@@ -225,6 +232,18 @@ impl Directory {
                     ResultCode::NoSuchObject,
                     format!("the parent of {} was never sent", entry.dn),
                 ));
+            }
+            let own = self.server_id();
+            if own != 0 {
+                if let Some(theirs) = cookie.csns.get(own) {
+                    let ours = self.context_csn(txn)?;
+                    if ours
+                        .get(own)
+                        .is_none_or(|mine| theirs.as_str() > mine.as_str())
+                    {
+                        applied.own_sid_ahead = Some(theirs.as_str().to_string());
+                    }
+                }
             }
             txn.put_meta(&cookie_key(batch.rid), &cookie.to_bytes())
                 .map_err(failed)?;

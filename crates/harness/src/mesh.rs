@@ -35,6 +35,15 @@ pub fn mesh_toml(i: usize, urls: &[String]) -> String {
 /// peer, peer's port) to the URL the server uses for the peer (a [`Proxy`] in between, say);
 /// [`direct`] is the peer's own URL.
 pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, u16) -> String) -> Vec<Server> {
+    canopy_mesh_with(n, peer_url, &mesh_toml)
+}
+
+/// [`canopy_mesh`] with each server's TOML made by `toml` (server index, the peer URLs it uses).
+pub fn canopy_mesh_with(
+    n: usize,
+    peer_url: &dyn Fn(usize, usize, u16) -> String,
+    toml: &dyn Fn(usize, &[String]) -> String,
+) -> Vec<Server> {
     let mut servers: Vec<Server> = (0..n)
         .map(|_| {
             let mut s = Server::prepare_target(Target::Canopy);
@@ -50,7 +59,7 @@ pub fn canopy_mesh(n: usize, peer_url: &dyn Fn(usize, usize, u16) -> String) -> 
             .enumerate()
             .map(|(j, port)| peer_url(i, j, *port))
             .collect();
-        server.set_config(&mesh_toml(i, &urls));
+        server.set_config(&toml(i, &urls));
     }
     for server in servers.iter_mut() {
         server.relaunch_same_port();

@@ -422,6 +422,17 @@ mod tests {
     }
 
     #[test]
+    fn multiprovider_needs_a_server_id() {
+        let err = Config::parse("multiprovider = true\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs a server_id"), "{err}");
+        let c = Config::parse("multiprovider = true\nserver_id = 3\n", "t").unwrap();
+        assert!(c.multiprovider);
+        assert!(!Config::parse("", "t").unwrap().multiprovider);
+    }
+
+    #[test]
     fn authentication_settings() {
         let c = Config::parse("", "t").unwrap();
         assert_eq!(c.password_hash, "{ARGON2}");

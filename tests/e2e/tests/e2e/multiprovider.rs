@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use canopy_e2e::mesh::{canopy_mesh, direct, wait_mesh_converged, Proxy};
+use canopy_e2e::mesh::{canopy_mesh, canopy_mesh_with, direct, wait_mesh_converged, Proxy};
 use canopy_e2e::*;
 
 const CONVERGE: Duration = Duration::from_secs(90);
@@ -565,5 +565,98 @@ fn kill9_and_a_network_cut_in_a_mesh_lose_nothing() {
             &format!("seed {seed}: round {round}, after the cut healed"),
         );
         verify(&writes, &servers, seed);
+    }
+}
+
+/// The `description` values of `cn=Consumer <rid>,cn=Replication,cn=Monitor`, read as the root DN.
+fn consumer_monitor(server: &Server, rid: usize) -> Vec<String> {
+    let dn = format!("cn=Consumer {rid:03},cn=Replication,cn=Monitor");
+    let out = server.read(&Bind::Root, &dn, &["description"]);
+    out.records()
+        .iter()
+        .flat_map(|r| r.values("description"))
+        .collect()
+}
+
+#[test]
+fn a_duplicate_server_id_is_logged_and_shown() {
+    if !canopy_target() {
+        return;
+    }
+    // Both servers claim server_id 1: each receives the other's changes stamped with its own ID.
+    let servers = canopy_mesh_with(2, &direct, &|i, urls| {
+        canopy_e2e::mesh::mesh_toml(i, urls).replace("server_id = 2", "server_id = 1")
+    });
+    let limit = Duration::from_secs(30);
+    assert!(
+        canopy_e2e::consumer_support::wait_log(&servers[1], "duplicate server ID", limit),
+        "no duplicate server ID line in server 1's log:\n{}",
+        servers[1].log()
+    );
+    let rid = canopy_e2e::mesh::mesh_rid(1, 0);
+    let deadline = Instant::now() + limit;
+    loop {
+        let description = consumer_monitor(&servers[1], rid);
+        if description
+            .iter()
+            .any(|d| d.starts_with("lastError:") && d.contains("same server_id"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no lastError about the server ID in cn=Consumer {rid:03}: {description:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Per-peer state in the monitor: the conflicts and loops skipped are counted.
+    let description = consumer_monitor(&servers[1], rid);
+    assert!(
+        description.iter().any(|d| d.starts_with("skipped: ")),
+        "{description:?}"
+    );
+}
+
+#[test]
+fn a_distinct_mesh_reports_no_duplicate_and_counts_loops() {
+    if !canopy_target() {
+        return;
+    }
+    let servers = canopy_mesh(2, &direct);
+    converge(&servers, "the base loaded on server 0");
+    servers[1]
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: {SUFFIX}\nchangetype: modify\nreplace: description\ndescription: from 1\n"
+            ),
+        )
+        .expect_code(0, "a write on the second provider");
+    converge(&servers, "a write on server 1");
+    // Server 1's change came back to it from server 0 and was recognised, not applied again.
+    let rid = canopy_e2e::mesh::mesh_rid(1, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let description = consumer_monitor(&servers[1], rid);
+        let skipped = description
+            .iter()
+            .find_map(|d| d.strip_prefix("skipped: "))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        if skipped > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server 1 never saw its own change come back: {description:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for server in &servers {
+        assert!(
+            !server.log().contains("duplicate server ID"),
+            "a false duplicate server ID:\n{}",
+            server.log()
+        );
     }
 }
