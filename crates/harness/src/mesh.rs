@@ -68,6 +68,43 @@ pub fn canopy_mesh_with(
     servers
 }
 
+/// Canopy (server_id 1) and Debian's slapd (serverID 2, `multiprovider on`, syncprov) as the two
+/// providers of one group, each consuming the other; base.ldif is loaded on slapd and reaches canopy
+/// by replication. Canopy binds to slapd as its root DN; slapd binds to canopy as
+/// [`REPLICATOR_DN`](crate::replication::REPLICATOR_DN), whom both servers' rules let read everything
+/// (a slapd consumer must not bind as canopy's root DN: docs/replication.md).
+pub fn canopy_slapd_pair() -> (Server, Server) {
+    use crate::replication::{access_toml, syncrepl_directive, PROVIDER_ACCESS};
+    let mut canopy = Server::prepare_target(Target::Canopy);
+    canopy.port = free_port();
+    canopy.log_filter = Some("info".to_string());
+    let mut slapd = Server::prepare_target(Target::Slapd);
+    slapd.port = free_port();
+    let toml = format!(
+        "{}server_id = 1\nmultiprovider = true\n[[syncrepl]]\nrid = 2\nprovider = \"{}\"\n\
+         searchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nbindmethod = \"simple\"\n\
+         binddn = \"{ROOT_DN}\"\ncredentials = \"{ROOT_PW}\"\nretry = \"1 +\"\ntimeout = 10\n",
+        access_toml(&PROVIDER_ACCESS),
+        slapd.ldap_url()
+    );
+    canopy.set_config(&toml);
+    let dir = slapd.dir().to_path_buf();
+    let lines = format!(
+        "{}\nmultiprovider on\n{}",
+        syncrepl_directive(1, &canopy, "refreshAndPersist"),
+        crate::consumer_support::SYNCPROV
+    );
+    let conf =
+        crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], &PROVIDER_ACCESS, &lines);
+    let at = conf.find("\ndatabase").map_or(0, |i| i + 1);
+    let conf = format!("{}serverID 2\n{}", &conf[..at], &conf[at..]);
+    std::fs::write(dir.join("slapd.conf"), conf).expect("slapd.conf");
+    slapd.relaunch_same_port();
+    canopy.relaunch_same_port();
+    slapd.load_base();
+    (canopy, slapd)
+}
+
 /// A peer's own URL (no proxy): the `peer_url` of a plain mesh.
 pub fn direct(_server: usize, _peer: usize, port: u16) -> String {
     format!("ldap://127.0.0.1:{port}")
@@ -83,12 +120,21 @@ fn free_port() -> u16 {
 /// Waits (at most `limit`) until every server has the first one's contextCSN and contents; the
 /// difference when they never do.
 pub fn wait_mesh_converged(servers: &[&Server], limit: Duration) -> Result<String, String> {
+    wait_mesh_converged_ignoring(servers, limit, &[])
+}
+
+/// [`wait_mesh_converged`], comparing contents without the attributes `ignore` names.
+pub fn wait_mesh_converged_ignoring(
+    servers: &[&Server],
+    limit: Duration,
+    ignore: &[&str],
+) -> Result<String, String> {
     let deadline = Instant::now() + limit;
     loop {
         let csns: Vec<Vec<String>> = servers.iter().map(|s| context_csn(s)).collect();
         let mut last = format!("contextCSNs {csns:#?}");
         if !csns[0].is_empty() && csns.iter().all(|c| *c == csns[0]) {
-            let texts: Vec<String> = servers.iter().map(|s| contents(s, &[])).collect();
+            let texts: Vec<String> = servers.iter().map(|s| contents(s, ignore)).collect();
             match texts.iter().position(|t| *t != texts[0]) {
                 None => return Ok(texts[0].clone()),
                 Some(k) => {

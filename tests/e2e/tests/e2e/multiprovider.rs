@@ -9,7 +9,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use canopy_e2e::mesh::{canopy_mesh, canopy_mesh_with, direct, wait_mesh_converged, Proxy};
+use canopy_e2e::mesh::{
+    canopy_mesh, canopy_mesh_with, direct, wait_mesh_converged, wait_mesh_converged_ignoring, Proxy,
+};
 use canopy_e2e::*;
 
 const CONVERGE: Duration = Duration::from_secs(90);
@@ -659,4 +661,135 @@ fn a_distinct_mesh_reports_no_duplicate_and_counts_loops() {
             server.log()
         );
     }
+}
+
+/// Writes of one provider of the canopy+slapd pair under its own unit (`ou=<unit>`): adds,
+/// modifies, renames and deletes; returns the entries (RDN, description) that must remain.
+fn unit_writes(server: &Server, unit: &str, n: usize) -> Vec<(String, String)> {
+    let mut remain = Vec::new();
+    for i in 0..n {
+        let dn = format!("cn={unit}{i},ou={unit},{SUFFIX}");
+        server
+            .modify(
+                &Bind::Root,
+                &format!("dn: {dn}\nchangetype: add\nobjectClass: person\ncn: {unit}{i}\nsn: S\ndescription: add-{unit}{i}\n"),
+            )
+            .expect_code(0, "add");
+        server
+            .modify(
+                &Bind::Root,
+                &format!("dn: {dn}\nchangetype: modify\nreplace: description\ndescription: mod-{unit}{i}\n"),
+            )
+            .expect_code(0, "modify");
+        let mut rdn = format!("cn={unit}{i}");
+        if i % 3 == 0 {
+            server
+                .modify(
+                    &Bind::Root,
+                    &format!(
+                        "dn: {dn}\nchangetype: modrdn\nnewrdn: cn=r{unit}{i}\ndeleteoldrdn: 1\n"
+                    ),
+                )
+                .expect_code(0, "rename");
+            rdn = format!("cn=r{unit}{i}");
+        }
+        if i % 5 == 1 {
+            server
+                .modify(
+                    &Bind::Root,
+                    &format!("dn: {rdn},ou={unit},{SUFFIX}\nchangetype: delete\n"),
+                )
+                .expect_code(0, "delete");
+            continue;
+        }
+        remain.push((rdn, format!("mod-{unit}{i}")));
+    }
+    remain
+}
+
+#[test]
+fn canopy_and_slapd_as_two_providers_converge() {
+    if !canopy_target() {
+        return;
+    }
+    if !have_slapd() {
+        return;
+    }
+    let (canopy, slapd) = canopy_e2e::mesh::canopy_slapd_pair();
+    let pair = [&canopy, &slapd];
+    let ignore = ["authPassword"];
+    let limit = Duration::from_secs(60);
+    let failed =
+        |what: &str, diff: String| -> ! { panic!("{what}: {diff}\ncanopy log:\n{}", canopy.log()) };
+    if let Err(diff) = wait_mesh_converged_ignoring(&pair, limit, &ignore) {
+        failed("base.ldif loaded on slapd", diff);
+    }
+    canopy
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: ou=c,{SUFFIX}\nchangetype: add\nobjectClass: organizationalUnit\nou: c\n"
+            ),
+        )
+        .expect_code(0, "a unit written on canopy");
+    slapd
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: ou=s,{SUFFIX}\nchangetype: add\nobjectClass: organizationalUnit\nou: s\n"
+            ),
+        )
+        .expect_code(0, "a unit written on slapd");
+    if let Err(diff) = wait_mesh_converged_ignoring(&pair, limit, &ignore) {
+        failed("a unit written on each", diff);
+    }
+    // Both take writes at once (each under its own unit: slapd's conflict handling is its own).
+    let (on_canopy, on_slapd) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| unit_writes(&canopy, "c", 30));
+        let b = scope.spawn(|| unit_writes(&slapd, "s", 30));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    // Then the same entries modified on one and then the other, serially.
+    for (i, (rdn, _)) in on_canopy.iter().take(5).enumerate() {
+        let target = if i % 2 == 0 { &slapd } else { &canopy };
+        target
+            .modify(
+                &Bind::Root,
+                &format!("dn: {rdn},ou=c,{SUFFIX}\nchangetype: modify\nreplace: sn\nsn: T{i}\n"),
+            )
+            .expect_code(0, "a modify of the other side's entry");
+    }
+    let text = match wait_mesh_converged_ignoring(&pair, limit, &ignore) {
+        Ok(text) => text,
+        Err(diff) => failed("writes on both providers", diff),
+    };
+    let final_held = held(&canopy);
+    for (unit, remain) in [("c", &on_canopy), ("s", &on_slapd)] {
+        for (rdn, token) in remain.iter() {
+            assert!(
+                check(
+                    &Expect::Holds {
+                        rdn: rdn.clone(),
+                        parent: Some(unit.to_string()),
+                        token: Some(token.clone()),
+                    },
+                    &final_held
+                ),
+                "{rdn},ou={unit} with {token} is missing:\n{text}"
+            );
+        }
+    }
+}
+
+/// Whether Debian's slapd is installed; under CI its absence is a failure.
+fn have_slapd() -> bool {
+    let present = std::path::Path::new("/usr/sbin/slapd").exists();
+    if !present {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "slapd is not installed (CI=true)"
+        );
+        println!("skipped: slapd is not installed");
+    }
+    present
 }
