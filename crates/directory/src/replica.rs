@@ -455,10 +455,15 @@ impl Directory {
             }
             tracing::info!(dn = %received.dn,
                 "syncrepl: conflict: the entry of another entryUUID holding this DN is older and gives way");
-            self.remove_subtree(txn, other, stamp, false)?;
-            at_dn = None;
+            if by_uuid.is_some() {
+                // The received entry is renamed onto the DN: the holder goes, with what is below it.
+                self.remove_subtree(txn, other, stamp, false)?;
+                at_dn = None;
+            }
+            // Otherwise the received entry takes the holder's place (an add of the same DN): what
+            // was added below the DN stays below it, as on the servers where the winner came first.
         }
-        let Some(id) = by_uuid else {
+        let Some(id) = by_uuid.or(at_dn) else {
             let id = txn.next_id().map_err(failed)?;
             let mut entry = received.clone();
             self.hooks_prepare(txn, stamp, Kind::Add, id, None, Some(&mut entry))?;
