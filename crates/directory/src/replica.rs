@@ -407,7 +407,12 @@ impl Directory {
             .map_err(failed)?
             .is_some()
         {
-            // Rule 3: a delete wins against a concurrent modify; no resurrection.
+            // Rule 3: a delete wins against a concurrent modify; no resurrection. The sender had not
+            // seen the delete (it may have missed it in a present phase, which cannot name deletes):
+            // announce it again, to the session log and the persistent searches, so that it follows.
+            if self.find_uuid(txn, uuid)?.is_none() {
+                self.hooks_commit(txn, stamp, Kind::Delete, 0, Some(received), None)?;
+            }
             return Ok(Outcome::Skipped);
         }
         let csn = entry_csn(received);

@@ -793,3 +793,144 @@ fn have_slapd() -> bool {
     }
     present
 }
+
+/// One entry's attribute values, read as the root DN (empty when the entry does not exist).
+fn values_of(server: &Server, dn: &str, attr: &str) -> Vec<String> {
+    server
+        .read(&Bind::Root, dn, &[attr])
+        .records()
+        .iter()
+        .flat_map(|r| r.values(attr))
+        .collect()
+}
+
+fn exists(server: &Server, dn: &str) -> bool {
+    !server.read(&Bind::Root, dn, &["1.1"]).records().is_empty()
+}
+
+#[test]
+fn each_conflict_rule_with_the_link_cut() {
+    if !canopy_target() {
+        return;
+    }
+    // Two providers that reach each other only through proxies: cut, each takes a conflicting
+    // write (server 1's always after server 0's, so it has the later CSN), heal, converge.
+    let proxies: Mutex<Vec<Proxy>> = Mutex::new(Vec::new());
+    let servers = canopy_mesh(2, &|_, _, port| {
+        let proxy = Proxy::start(port);
+        let url = proxy.url();
+        proxies.lock().unwrap().push(proxy);
+        url
+    });
+    let proxies = proxies.into_inner().unwrap();
+    converge(&servers, "the base loaded on server 0");
+    let mut ldif = String::new();
+    for ou in ["a", "b", "p", "q", "m"] {
+        ldif.push_str(&format!(
+            "dn: ou={ou},{SUFFIX}\nobjectClass: organizationalUnit\nou: {ou}\n\n"
+        ));
+    }
+    ldif.push_str(&format!(
+        "dn: cn=x,ou=a,{SUFFIX}\nobjectClass: person\ncn: x\nsn: X\n\n\
+         dn: cn=d,ou=a,{SUFFIX}\nobjectClass: person\ncn: d\nsn: D\n\n\
+         dn: cn=k,ou=m,{SUFFIX}\nobjectClass: person\ncn: k\nsn: K\n\n"
+    ));
+    servers[0]
+        .add(&Bind::Root, &ldif)
+        .expect_code(0, "the frame");
+    converge(&servers, "the frame");
+    for proxy in &proxies {
+        proxy.cut();
+    }
+    let write = |s: usize, ldif: String| {
+        servers[s].modify(&Bind::Root, &ldif).expect_code(0, &ldif);
+    };
+    let (s0, s1) = (0, 1);
+    // Rule 1: the same entry modified on both: the later CSN wins.
+    write(
+        s0,
+        format!("dn: cn=x,ou=a,{SUFFIX}\nchangetype: modify\nreplace: sn\nsn: from0\n"),
+    );
+    write(
+        s1,
+        format!("dn: cn=x,ou=a,{SUFFIX}\nchangetype: modify\nreplace: sn\nsn: from1\n"),
+    );
+    // Rule 2: the same DN added on both: the later add keeps it.
+    write(
+        s0,
+        format!(
+            "dn: cn=twin,ou=a,{SUFFIX}\nchangetype: add\nobjectClass: person\ncn: twin\nsn: add0\n"
+        ),
+    );
+    write(
+        s1,
+        format!(
+            "dn: cn=twin,ou=a,{SUFFIX}\nchangetype: add\nobjectClass: person\ncn: twin\nsn: add1\n"
+        ),
+    );
+    // Rule 3: a delete wins against a later modify.
+    write(s1, format!("dn: cn=d,ou=a,{SUFFIX}\nchangetype: delete\n"));
+    write(
+        s0,
+        format!("dn: cn=d,ou=a,{SUFFIX}\nchangetype: modify\nreplace: sn\nsn: too-late\n"),
+    );
+    // Rule 3: a child added under a parent deleted meanwhile goes with it.
+    write(s0, format!("dn: ou=q,{SUFFIX}\nchangetype: delete\n"));
+    write(s1, format!("dn: cn=orphan,ou=q,{SUFFIX}\nchangetype: add\nobjectClass: person\ncn: orphan\nsn: O\n"));
+    // Rule 4: a child added under a parent renamed meanwhile follows it.
+    write(
+        s0,
+        format!("dn: ou=p,{SUFFIX}\nchangetype: modrdn\nnewrdn: ou=p2\ndeleteoldrdn: 1\n"),
+    );
+    write(
+        s1,
+        format!("dn: cn=kid,ou=p,{SUFFIX}\nchangetype: add\nobjectClass: person\ncn: kid\nsn: K\n"),
+    );
+    // Rule 4: a subtree moved on one side while its child is modified on the other.
+    write(s0, format!("dn: ou=m,{SUFFIX}\nchangetype: modrdn\nnewrdn: ou=m\ndeleteoldrdn: 1\nnewsuperior: ou=b,{SUFFIX}\n"));
+    write(
+        s1,
+        format!("dn: cn=k,ou=m,{SUFFIX}\nchangetype: modify\nreplace: sn\nsn: modified\n"),
+    );
+    let twin_uuid = values_of(&servers[1], &format!("cn=twin,ou=a,{SUFFIX}"), "entryUUID");
+    for proxy in &proxies {
+        proxy.heal();
+    }
+    converge(&servers, "after the cut healed");
+    for (i, server) in servers.iter().enumerate() {
+        let at = |dn: &str, attr: &str| values_of(server, &format!("{dn},{SUFFIX}"), attr);
+        assert_eq!(at("cn=x,ou=a", "sn"), ["from1"], "server {i}: rule 1");
+        assert_eq!(at("cn=twin,ou=a", "sn"), ["add1"], "server {i}: rule 2");
+        assert_eq!(
+            at("cn=twin,ou=a", "entryUUID"),
+            twin_uuid,
+            "server {i}: rule 2 uuid"
+        );
+        assert!(
+            !exists(server, &format!("cn=d,ou=a,{SUFFIX}")),
+            "server {i}: rule 3, resurrected"
+        );
+        assert!(
+            !exists(server, &format!("ou=q,{SUFFIX}")),
+            "server {i}: rule 3, parent"
+        );
+        assert!(
+            !exists(server, &format!("cn=orphan,ou=q,{SUFFIX}")),
+            "server {i}: rule 3, orphan"
+        );
+        assert_eq!(
+            at("cn=kid,ou=p2", "sn"),
+            ["K"],
+            "server {i}: rule 4, child add"
+        );
+        assert!(
+            !exists(server, &format!("ou=p,{SUFFIX}")),
+            "server {i}: rule 4, old parent"
+        );
+        assert_eq!(
+            at("cn=k,ou=m,ou=b", "sn"),
+            ["modified"],
+            "server {i}: rule 4, move"
+        );
+    }
+}
