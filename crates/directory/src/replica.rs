@@ -423,11 +423,16 @@ impl Directory {
             None => match self.renamed_parent(txn, &received.ndn)? {
                 // Rule 4: the parent was renamed; the child follows it.
                 Some((dn, ndn, id)) => {
+                    let (Some(rdn), Some(nrdn)) =
+                        (received.dn.rdns.first(), received.ndn.rdns().first())
+                    else {
+                        return Ok(Outcome::Orphan);
+                    };
                     rehomed = received.clone();
-                    let mut rdns = vec![received.dn.rdns[0].clone()];
+                    let mut rdns = vec![rdn.clone()];
                     rdns.extend(dn.rdns);
                     rehomed.dn = canopy_proto::Dn { rdns };
-                    rehomed.ndn = ndn.child(&received.ndn.rdns()[0]);
+                    rehomed.ndn = ndn.child(nrdn);
                     tracing::info!(from = %received.dn, to = %rehomed.dn,
                         "syncrepl: an entry follows its renamed parent");
                     received = &rehomed;

@@ -3,7 +3,11 @@
 //! renames, moves, deletes and subtree moves on all three at once; then all three must hold identical
 //! contents (contextCSN polled with a time bound) and every acknowledged write that no other write
 //! could supersede must be there (a model of the acknowledged writes, docs/replication.md's conflict
-//! rules). Canopy-only (a slapd mesh is not what is tested here).
+//! rules). The same with kill -9 and a network cut (a proxy the test cuts and heals); each conflict
+//! rule with the link cut; canopy and slapd 2.5 as two providers of one group; a duplicate server ID,
+//! a change coming back around the ring and a peer sending a change outside the suffix, as the logs
+//! and cn=Monitor show them. Canopy-only (skipped when the target is slapd: the servers under test are
+//! canopy's; slapd takes part as a peer where it interoperates).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -933,4 +937,139 @@ fn each_conflict_rule_with_the_link_cut() {
             "server {i}: rule 4, move"
         );
     }
+}
+
+/// A BER TLV (definite length, short or long form).
+fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let n = body.len();
+    if n < 0x80 {
+        out.push(n as u8);
+    } else {
+        let bytes: Vec<u8> = n
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// A SearchResultEntry (message 2) for `dn` (a person) with a Sync State control (add) carrying a
+/// cookie, as a provider sends one during a refresh.
+fn sync_entry(dn: &str) -> Vec<u8> {
+    let octets = |s: &[u8]| tlv(0x04, s);
+    let attr = |name: &str, value: &str| {
+        tlv(
+            0x30,
+            &[
+                octets(name.as_bytes()),
+                tlv(0x31, &octets(value.as_bytes())),
+            ]
+            .concat(),
+        )
+    };
+    let attrs = [
+        attr("objectClass", "person"),
+        attr("cn", "x"),
+        attr("sn", "X"),
+        attr("entryUUID", "0b0c9a4e-1111-4222-8333-444455556666"),
+        attr("entryCSN", "20261127000000.000000Z#000000#001#000000"),
+    ]
+    .concat();
+    let entry = tlv(0x64, &[octets(dn.as_bytes()), tlv(0x30, &attrs)].concat());
+    let uuid: [u8; 16] = [
+        0x0b, 0x0c, 0x9a, 0x4e, 0x11, 0x11, 0x42, 0x22, 0x83, 0x33, 0x44, 0x44, 0x55, 0x55, 0x66,
+        0x66,
+    ];
+    let state = tlv(
+        0x30,
+        &[
+            tlv(0x0a, &[1]),
+            octets(&uuid),
+            octets(b"rid=006,csn=20261127000000.000000Z#000000#001#000000"),
+        ]
+        .concat(),
+    );
+    let control = tlv(
+        0x30,
+        &[octets(b"1.3.6.1.4.1.4203.1.9.1.2"), octets(&state)].concat(),
+    );
+    tlv(
+        0x30,
+        &[tlv(0x02, &[2]), entry, tlv(0xa0, &control)].concat(),
+    )
+}
+
+#[test]
+fn a_change_outside_the_suffix_is_refused_and_shown() {
+    use std::io::{Read, Write as _};
+    if !canopy_target() {
+        return;
+    }
+    // A peer (a fake provider) that sends an entry of another suffix: the batch is refused, the
+    // session fails with a clear line and lastError, nothing is applied, and it is retried.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let mut served = 0;
+        for stream in listener.incoming().take(2) {
+            let Ok(mut stream) = stream else { continue };
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            // BindResponse success for message 1.
+            let _ = stream.write_all(&[
+                0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
+            ]);
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(&sync_entry("cn=x,dc=elsewhere,dc=org"));
+            let _ = stream.read(&mut buf);
+            served += 1;
+        }
+        served
+    });
+    let toml = format!(
+        "server_id = 1\nmultiprovider = true\n[[syncrepl]]\nrid = 6\nprovider = \"ldap://127.0.0.1:{port}\"\n\
+         searchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nretry = \"1 +\"\ntimeout = 5\n"
+    );
+    let c = canopy_e2e::consumer_support::canopy_consumer(&toml);
+    assert_eq!(
+        fake.join().unwrap(),
+        2,
+        "the consumer came back after the refusal"
+    );
+    let limit = Duration::from_secs(10);
+    assert!(
+        canopy_e2e::consumer_support::wait_log(&c, "outside this database's suffix", limit),
+        "{}",
+        c.log()
+    );
+    let log = c.log();
+    assert!(
+        log.contains("session failed") && log.contains(&format!("127.0.0.1:{port}")),
+        "{log}"
+    );
+    let description = consumer_monitor(&c, 6);
+    assert!(
+        description
+            .iter()
+            .any(|d| d.starts_with("lastError:") && d.contains("outside this database's suffix")),
+        "{description:?}"
+    );
+    assert!(
+        c.search(
+            &Bind::Root,
+            &["-b", "dc=elsewhere,dc=org", "-s", "base", "1.1"]
+        )
+        .code
+            != 0,
+        "nothing of the other suffix was stored"
+    );
+    assert!(c.alive(), "the server survives the refusal");
 }
