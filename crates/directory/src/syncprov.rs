@@ -229,7 +229,9 @@ impl WriteHook for SyncProv {
         };
         // A replicated delete carries no CSN of its own: the local stamp orders it in the log.
         let log_csn = csn.clone().or(stamp_csn);
-        let uuid = entry_uuid(event.old).or_else(|| entry_uuid(event.new));
+        // The entry as it is now: a multi-provider conflict may replace an entry in place by one of
+        // another entryUUID (docs/design/replication.md, rule 2).
+        let uuid = entry_uuid(event.new).or_else(|| entry_uuid(event.old));
         // Multi-provider records (docs/design/replication.md, conflict rules 3 and 4): a local delete
         // leaves a tombstone (a replicated one leaves it in `apply_replica`, where a conflict's loser
         // is told apart from a delete), a rename the old DN.

@@ -406,14 +406,36 @@ fn converge(servers: &[Server], what: &str) {
             .enumerate()
             .map(|(i, s)| {
                 let log = s.log();
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let lines: Vec<&str> = log
+                    .lines()
+                    .filter(|l| l.contains("syncrepl:") && !l.contains("retrying"))
+                    .collect();
+                let tail = &lines[lines.len().saturating_sub(60)..];
                 format!(
-                    "--- server {i} log (last lines, newest first)\n{}",
+                    "--- server {i} replication log (last lines)\n{}",
                     tail.join("\n")
                 )
             })
             .collect();
-        panic!("{what}: {diff}\n{}", logs.join("\n"));
+        // Every DN whose record differs between the servers, with each server's record.
+        let texts: Vec<String> = servers
+            .iter()
+            .map(|s| canopy_e2e::replication::contents(s, &[]))
+            .collect();
+        let records: Vec<BTreeSet<&str>> =
+            texts.iter().map(|t| t.split("\n\n").collect()).collect();
+        let mut differ = BTreeSet::new();
+        for (i, a) in records.iter().enumerate() {
+            for b in &records[i + 1..] {
+                differ.extend(a.symmetric_difference(b).copied());
+            }
+        }
+        let differ: Vec<&str> = differ.into_iter().take(30).collect();
+        panic!(
+            "{what}: {diff}\nrecords not on every server:\n{}\n{}",
+            differ.join("\n\n"),
+            logs.join("\n")
+        );
     }
 }
 
