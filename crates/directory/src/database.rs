@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     memo: Mutex<Memo>,
     /// The server ID local CSNs carry (slapd's `serverID`).
     server_id: std::sync::atomic::AtomicU16,
+    /// Multi-provider conflict records (tombstones, renamed DNs) are kept: `multiprovider = true`.
+    multiprovider: std::sync::atomic::AtomicBool,
     /// Persistent sync searches following this database's changes (crate::syncprov).
     feed: Arc<crate::syncprov::Feed>,
 }
@@ -122,6 +124,7 @@ impl Directory {
                 pipeline,
                 memo: Mutex::default(),
                 server_id: Default::default(),
+                multiprovider: Default::default(),
                 feed: Arc::default(),
             }),
         })
@@ -147,6 +150,22 @@ impl Directory {
         self.inner
             .server_id
             .store(sid & 0xfff, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this database is one provider of several (`multiprovider = true`): only then does it
+    /// keep the records of conflict rules 3 and 4 (tombstones, renamed DNs; docs/design/replication.md),
+    /// which a single provider and its consumers do not need and which are never trimmed.
+    pub fn multiprovider(&self) -> bool {
+        self.inner
+            .multiprovider
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the multi-provider mode, once at start.
+    pub fn set_multiprovider(&self, on: bool) {
+        self.inner
+            .multiprovider
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The change feed persistent sync searches subscribe to.

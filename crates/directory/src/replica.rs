@@ -9,7 +9,7 @@ use canopy_core::check::check_entry;
 use canopy_core::index::entry_keys;
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
-use canopy_proto::sync::{uuid_to_text, Cookie};
+use canopy_proto::sync::{uuid_to_text, Cookie, Csn};
 use canopy_proto::ResultCode;
 use canopy_schema::NormDn;
 
@@ -58,10 +58,19 @@ pub struct Applied {
     pub modified: u64,
     pub renamed: u64,
     pub deleted: u64,
+    /// Changes not applied: already held (a change back around the ring) or lost a conflict.
+    pub skipped: u64,
+    /// The CSN with this server's own ID that the batch's cookie carries and this server never made
+    /// (higher than its own contextCSN for its ID): another server has the same `server_id`, or this
+    /// one was restored from an old backup (docs/replication.md, Safety).
+    pub own_sid_ahead: Option<String>,
     /// Puts whose parent is not here yet: not applied; the caller offers them again with a later batch
     /// (a refresh sends entries in the provider's order, which may put a child before its parent).
     pub deferred: Vec<ReplicaChange>,
 }
+
+/// An entry held in a consumer's scope: its entryUUID and entryCSN.
+pub type HeldCsn = ([u8; 16], Option<Csn>);
 
 /// The meta key of a consumer's cookie.
 fn cookie_key(rid: u16) -> Vec<u8> {
@@ -75,7 +84,16 @@ enum Outcome {
     Renamed,
     /// The parent is missing.
     Orphan,
+    /// Lost a conflict (docs/design/replication.md, multi-provider rules), or already held: nothing
+    /// written.
+    Skipped,
 }
+
+/// Meta key prefixes of the multi-provider records: tombstones by entryUUID and by DN, and the old
+/// DNs of renamed entries.
+const TOMB_UUID: &str = "tomb/";
+const TOMB_DN: &str = "tombdn/";
+const RENAMED: &str = "renamed/";
 
 impl Directory {
     /// The cookie a consumer stored with the last batch it applied.
@@ -135,6 +153,33 @@ impl Directory {
         Ok(uuids)
     }
 
+    /// Like [`Directory::replica_scope`], with each entry's entryCSN: a multi-provider consumer
+    /// deletes at the end of a present phase only what its provider had seen (docs/replication.md).
+    pub fn replica_scope_csns(
+        &self,
+        txn: &impl ReadOps,
+        base: &NormDn,
+        one_level: bool,
+    ) -> Result<Vec<HeldCsn>, LdapError> {
+        let depth = base.rdns().len();
+        let mut held = Vec::new();
+        for (_, id) in txn.subtree(&dn_key(base)).map_err(crate::store_error)? {
+            let Some(bytes) = txn.get_entry(id).map_err(crate::store_error)? else {
+                continue;
+            };
+            let entry = Directory::parse_stored(bytes)?
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            if one_level && entry.ndn.rdns().len() > depth + 1 {
+                continue;
+            }
+            if let Some(uuid) = entry_uuid(&entry) {
+                held.push((uuid, entry_csn(&entry)));
+            }
+        }
+        Ok(held)
+    }
+
     /// Applies a batch in one durable write: every change or none, with the cookie. Puts whose parent is
     /// missing are retried after the rest of the batch and returned in [`Applied::deferred`] when still
     /// orphaned; a batch with a cookie and orphans left fails instead, since the cookie would claim them.
@@ -171,12 +216,38 @@ impl Directory {
                 break;
             }
         }
+        // A child added under an entry that a concurrent delete removed: the delete wins.
+        let mut kept = Vec::new();
+        for change in pending {
+            if let ReplicaChange::Put { entry, .. } = change {
+                if self.parent_deleted(txn, &entry.ndn)? {
+                    tracing::info!(dn = %entry.dn,
+                        "syncrepl: dropped an entry whose parent a concurrent delete removed");
+                    applied.skipped += 1;
+                    continue;
+                }
+            }
+            kept.push(change);
+        }
+        let pending = kept;
         if let Some(cookie) = &batch.cookie {
             if let Some(ReplicaChange::Put { entry, .. }) = pending.first() {
                 return Err(LdapError::new(
                     ResultCode::NoSuchObject,
                     format!("the parent of {} was never sent", entry.dn),
                 ));
+            }
+            let own = self.server_id();
+            if own != 0 {
+                if let Some(theirs) = cookie.csns.get(own) {
+                    let ours = self.context_csn(txn)?;
+                    if ours
+                        .get(own)
+                        .is_none_or(|mine| theirs.as_str() > mine.as_str())
+                    {
+                        applied.own_sid_ahead = Some(theirs.as_str().to_string());
+                    }
+                }
             }
             txn.put_meta(&cookie_key(batch.rid), &cookie.to_bytes())
                 .map_err(failed)?;
@@ -203,6 +274,7 @@ impl Directory {
                     Outcome::Modified => applied.modified += 1,
                     Outcome::Renamed => applied.renamed += 1,
                     Outcome::Orphan => pending.push(change),
+                    Outcome::Skipped => applied.skipped += 1,
                 }
             }
             ReplicaChange::Delete { uuid } => {
@@ -346,17 +418,79 @@ impl Directory {
             ));
         }
         check_entry(self.schema(), received)?;
-        let Some(parent_id) = self.parent_of(txn, &received.ndn)? else {
-            return Ok(Outcome::Orphan);
+        if self.multiprovider()
+            && txn
+                .get_meta(&tomb_uuid_key(uuid))
+                .map_err(failed)?
+                .is_some()
+        {
+            // Rule 3: a delete wins against a concurrent modify; no resurrection. The sender had not
+            // seen the delete (it may have missed it in a present phase, which cannot name deletes):
+            // announce it again, to the session log and the persistent searches, so that it follows.
+            if self.find_uuid(txn, uuid)?.is_none() {
+                self.hooks_commit(txn, stamp, Kind::Delete, 0, Some(received), None)?;
+            }
+            return Ok(Outcome::Skipped);
+        }
+        let csn = entry_csn(received);
+        let mut rehomed;
+        let mut received = received;
+        let parent_id = match self.parent_of(txn, &received.ndn)? {
+            Some(id) => id,
+            None => match self.renamed_parent(txn, &received.ndn)? {
+                // Rule 4: the parent was renamed; the child follows it.
+                Some((dn, ndn, id)) => {
+                    let (Some(rdn), Some(nrdn)) =
+                        (received.dn.rdns.first(), received.ndn.rdns().first())
+                    else {
+                        return Ok(Outcome::Orphan);
+                    };
+                    rehomed = received.clone();
+                    let mut rdns = vec![rdn.clone()];
+                    rdns.extend(dn.rdns);
+                    rehomed.dn = canopy_proto::Dn { rdns };
+                    rehomed.ndn = ndn.child(nrdn);
+                    tracing::info!(from = %received.dn, to = %rehomed.dn,
+                        "syncrepl: an entry follows its renamed parent");
+                    received = &rehomed;
+                    id
+                }
+                None => return Ok(Outcome::Orphan),
+            },
         };
         let key = dn_key(&received.ndn);
         let at_dn = txn.get_id(&key).map_err(failed)?;
-        let existing = match self.find_uuid(txn, uuid)? {
-            Some(id) => Some(id),
-            // The DN is held by an entry of another UUID (a stale one): it becomes this entry.
-            None => at_dn,
-        };
-        let Some(id) = existing else {
+        let by_uuid = self.find_uuid(txn, uuid)?;
+        if let Some(id) = by_uuid {
+            // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
+            let held = self.load_id(txn, id)?;
+            if !newer(csn.as_ref(), held.as_ref().and_then(entry_csn).as_ref()) {
+                return Ok(Outcome::Skipped);
+            }
+        }
+        // Rule 2: the DN is held by an entry of another UUID: the higher entryCSN keeps it.
+        let mut at_dn = at_dn;
+        if let Some(other) = at_dn.filter(|other| Some(*other) != by_uuid) {
+            let holder = self.load_id(txn, other)?;
+            if !newer(csn.as_ref(), holder.as_ref().and_then(entry_csn).as_ref()) {
+                tracing::info!(dn = %received.dn,
+                    "syncrepl: conflict: an entry of another entryUUID with a newer entryCSN holds this DN; the received one loses");
+                if let Some(id) = by_uuid {
+                    self.remove_subtree(txn, id, stamp, false)?;
+                }
+                return Ok(Outcome::Skipped);
+            }
+            tracing::info!(dn = %received.dn,
+                "syncrepl: conflict: the entry of another entryUUID holding this DN is older and gives way");
+            if by_uuid.is_some() {
+                // The received entry is renamed onto the DN: the holder goes, with what is below it.
+                self.remove_subtree(txn, other, stamp, false)?;
+                at_dn = None;
+            }
+            // Otherwise the received entry takes the holder's place (an add of the same DN): what
+            // was added below the DN stays below it, as on the servers where the winner came first.
+        }
+        let Some(id) = by_uuid.or(at_dn) else {
             let id = txn.next_id().map_err(failed)?;
             let mut entry = received.clone();
             self.hooks_prepare(txn, stamp, Kind::Add, id, None, Some(&mut entry))?;
@@ -378,20 +512,8 @@ impl Directory {
             self.hooks_commit(txn, stamp, Kind::Modify, id, Some(&old), Some(&entry))?;
             return Ok(Outcome::Modified);
         }
-        // A rename (and perhaps a move): the new DN must be free, or held by a stale leaf.
-        if let Some(other) = at_dn.filter(|other| *other != id) {
-            if txn.has_children(other).map_err(failed)? {
-                return Err(LdapError::new(
-                    ResultCode::EntryAlreadyExists,
-                    format!(
-                        "{} is renamed onto an entry of another entryUUID that has children",
-                        entry.dn
-                    ),
-                ));
-            }
-            tracing::warn!(dn = %entry.dn, "syncrepl: a stale entry gives way to a renamed one");
-            self.remove(txn, other, stamp)?;
-        }
+        // A rename (and perhaps a move): the new DN is free (rule 2 removed an older holder).
+        debug_assert!(at_dn.is_none_or(|other| other == id));
         if entry.ndn.is_suffix_of(&old.ndn) || old.ndn.is_suffix_of(&entry.ndn) {
             return Err(LdapError::new(
                 ResultCode::UnwillingToPerform,
@@ -424,6 +546,18 @@ impl Directory {
         let Some(id) = self.find_uuid(txn, uuid)? else {
             return Ok(0);
         };
+        self.remove_subtree(txn, id, stamp, true)
+    }
+
+    /// Removes the entry `id` and everything below it, deepest first, leaving tombstones when
+    /// `tombstone` (a delete; not a conflict's loser); the number removed.
+    fn remove_subtree(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        id: u64,
+        stamp: &Stamp,
+        tombstone: bool,
+    ) -> Result<u64, LdapError> {
         let Some(entry) = self.load_id(txn, id)? else {
             return Ok(0);
         };
@@ -434,6 +568,11 @@ impl Directory {
         let mut count = 0;
         for (_, member) in members {
             if seen.insert(member) {
+                if tombstone {
+                    if let Some(gone) = self.load_id(txn, member)? {
+                        self.record_tombstone(txn, &gone, &stamp.csn)?;
+                    }
+                }
                 self.remove(txn, member, stamp)?;
                 count += 1;
             }
@@ -453,6 +592,137 @@ impl Directory {
         txn.del_dn(&dn_key(&entry.ndn)).map_err(failed)?;
         txn.del_child(parent_id, id).map_err(failed)?;
         self.hooks_commit(txn, stamp, Kind::Delete, id, Some(&entry), None)
+    }
+}
+
+fn tomb_uuid_key(uuid: &[u8; 16]) -> Vec<u8> {
+    format!("{TOMB_UUID}{}", uuid_to_text(uuid)).into_bytes()
+}
+
+/// Whether `csn` is newer than `held` (an entry without an entryCSN is older than any with one).
+fn newer(csn: Option<&Csn>, held: Option<&Csn>) -> bool {
+    match (csn, held) {
+        (Some(c), Some(h)) => c.as_str() > h.as_str(),
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// An entry's entryCSN.
+pub fn entry_csn(entry: &Entry) -> Option<Csn> {
+    let value = entry.get("entryCSN")?.values.first()?;
+    Csn::parse(std::str::from_utf8(value).ok()?)
+}
+
+impl Directory {
+    /// Records that `entry` was deleted (by a delete with CSN `csn`): its entryUUID and its DN.
+    pub(crate) fn record_tombstone(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        entry: &Entry,
+        csn: &str,
+    ) -> Result<(), LdapError> {
+        if !self.multiprovider() {
+            return Ok(());
+        }
+        if let Some(uuid) = entry_uuid(entry) {
+            txn.put_meta(&tomb_uuid_key(&uuid), csn.as_bytes())
+                .map_err(failed)?;
+        }
+        let key = format!("{TOMB_DN}{}", entry.ndn.as_str()).into_bytes();
+        txn.put_meta(&key, csn.as_bytes()).map_err(failed)
+    }
+
+    /// Records that the entry `uuid` left the DN `old` by a rename with CSN `csn`.
+    pub(crate) fn record_rename(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        old: &NormDn,
+        uuid: &[u8; 16],
+        csn: &str,
+    ) -> Result<(), LdapError> {
+        if !self.multiprovider() {
+            return Ok(());
+        }
+        let key = format!("{RENAMED}{}", old.as_str()).into_bytes();
+        let value = format!("{csn} {}", uuid_to_text(uuid));
+        txn.put_meta(&key, value.as_bytes()).map_err(failed)
+    }
+
+    /// The CSN of the delete that removed the DN `ndn`, if one did.
+    fn tomb_dn(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<Option<String>, LdapError> {
+        if !self.multiprovider() {
+            return Ok(None);
+        }
+        let key = format!("{TOMB_DN}{}", ndn.as_str()).into_bytes();
+        Ok(txn
+            .get_meta(&key)
+            .map_err(failed)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// The CSN and entryUUID of the last rename away from the DN `ndn`, if one happened.
+    fn renamed_from(
+        &self,
+        txn: &WriteTxn<'_>,
+        ndn: &NormDn,
+    ) -> Result<Option<(String, [u8; 16])>, LdapError> {
+        if !self.multiprovider() {
+            return Ok(None);
+        }
+        let key = format!("{RENAMED}{}", ndn.as_str()).into_bytes();
+        let Some(value) = txn.get_meta(&key).map_err(failed)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(&value).into_owned();
+        let Some((csn, uuid)) = text.split_once(' ') else {
+            return Ok(None);
+        };
+        Ok(canopy_proto::sync::uuid_from_text(uuid).map(|u| (csn.to_string(), u)))
+    }
+
+    /// Whether the missing parent of `ndn` was deleted (later than it was last renamed away).
+    fn parent_deleted(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<bool, LdapError> {
+        let Some(parent) = ndn.parent() else {
+            return Ok(false);
+        };
+        if txn.get_id(&dn_key(&parent)).map_err(failed)?.is_some() {
+            return Ok(false);
+        }
+        let Some(deleted) = self.tomb_dn(txn, &parent)? else {
+            return Ok(false);
+        };
+        Ok(match self.renamed_from(txn, &parent)? {
+            Some((renamed, _)) => deleted > renamed,
+            None => true,
+        })
+    }
+
+    /// The current DN and ID of the entry that was renamed away from the (missing) parent DN of `ndn`,
+    /// when the rename is the last thing that happened at that DN and the entry still exists.
+    fn renamed_parent(
+        &self,
+        txn: &WriteTxn<'_>,
+        ndn: &NormDn,
+    ) -> Result<Option<(canopy_proto::Dn, NormDn, u64)>, LdapError> {
+        let Some(parent) = ndn.parent() else {
+            return Ok(None);
+        };
+        let Some((renamed, uuid)) = self.renamed_from(txn, &parent)? else {
+            return Ok(None);
+        };
+        if let Some(deleted) = self.tomb_dn(txn, &parent)? {
+            if deleted > renamed {
+                return Ok(None);
+            }
+        }
+        let Some(id) = self.find_uuid(txn, &uuid)? else {
+            return Ok(None);
+        };
+        let Some(entry) = self.load_id(txn, id)? else {
+            return Ok(None);
+        };
+        Ok(Some((entry.dn, entry.ndn, id)))
     }
 }
 

@@ -244,7 +244,23 @@ impl WriteHook for SyncProv {
         };
         // A replicated delete carries no CSN of its own: the local stamp orders it in the log.
         let log_csn = csn.clone().or(stamp_csn);
-        let uuid = entry_uuid(event.old).or_else(|| entry_uuid(event.new));
+        // The entry as it is now: a multi-provider conflict may replace an entry in place by one of
+        // another entryUUID (docs/design/replication.md, rule 2).
+        let uuid = entry_uuid(event.new).or_else(|| entry_uuid(event.old));
+        // Multi-provider records (docs/design/replication.md, conflict rules 3 and 4): a local delete
+        // leaves a tombstone (a replicated one leaves it in `apply_replica`, where a conflict's loser
+        // is told apart from a delete), a rename the old DN.
+        if let (Some(csn), Some(old)) = (&log_csn, event.old) {
+            match (event.kind, event.origin) {
+                (Kind::Delete, Origin::Local) => dir.record_tombstone(txn, old, csn.as_str())?,
+                (Kind::Rename, _) => {
+                    if let Some(uuid) = uuid {
+                        dir.record_rename(txn, &old.ndn, &uuid, csn.as_str())?;
+                    }
+                }
+                _ => {}
+            }
+        }
         if matches!(event.kind, Kind::Delete | Kind::Rename) && self.sessionlog > 0 {
             if let (Some(csn), Some(uuid), Some(old)) = (&log_csn, uuid, event.old) {
                 let record = LogRecord {

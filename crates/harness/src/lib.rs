@@ -9,6 +9,7 @@
 pub mod client;
 pub mod consumer_support;
 pub mod ldif;
+pub mod mesh;
 pub mod replication;
 pub mod server;
 pub mod slapd_conf;

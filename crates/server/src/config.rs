@@ -86,6 +86,10 @@ pub struct Config {
     /// The server log's verbosity in slapd's `loglevel` words (`olcLogLevel`: `none`, `stats`, `acl`,
     /// `trace`, `any`, numbers, ...); empty: `CANOPY_LOG`, else `info` (docs/configuration.md).
     pub log_level: Vec<String>,
+    /// Multi-provider replication (slapd's `multiprovider on`, formerly `mirrormode on`): a database
+    /// with `[[syncrepl]]` consumers still accepts client writes; needs a non-zero `server_id`
+    /// (docs/replication.md).
+    pub multiprovider: bool,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -228,6 +232,7 @@ impl Default for Config {
             config_root_password: None,
             config_access: Vec::new(),
             log_level: Vec::new(),
+            multiprovider: false,
         }
     }
 }
@@ -348,6 +353,12 @@ impl Config {
         crate::authz::Rules::compile(&self.sasl)?;
         log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
+        if self.multiprovider && self.server_id == 0 {
+            return Err(
+                "multiprovider = true needs a server_id of 1-4095, distinct on every server of the group"
+                    .to_string(),
+            );
+        }
         Ok(())
     }
 }
@@ -466,6 +477,17 @@ mod tests {
         let c = Config::parse("", "t").unwrap();
         assert_eq!(c.suffix, "dc=example,dc=com");
         assert_eq!(c.limits.size_limit, 500);
+    }
+
+    #[test]
+    fn multiprovider_needs_a_server_id() {
+        let err = Config::parse("multiprovider = true\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs a server_id"), "{err}");
+        let c = Config::parse("multiprovider = true\nserver_id = 3\n", "t").unwrap();
+        assert!(c.multiprovider);
+        assert!(!Config::parse("", "t").unwrap().multiprovider);
     }
 
     #[test]

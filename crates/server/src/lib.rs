@@ -185,6 +185,7 @@ pub(crate) fn open_directory_in(
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
     backend.set_server_id(config.server_id);
+    backend.set_multiprovider(config.multiprovider);
     let ppolicy =
         overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
     Ok((
@@ -422,7 +423,10 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     .map_err(StartError::Invalid)?;
     if !syncrepl.is_empty() {
         if let Some(first) = list.first_mut() {
-            *first = first.clone().with_shadow(config.updateref.clone());
+            // A multi-provider database takes its clients' writes as well as its peers' changes.
+            if !config.multiprovider {
+                *first = first.clone().with_shadow(config.updateref.clone());
+            }
             first.check_replica().map_err(StartError::Invalid)?;
         }
     }

@@ -404,6 +404,7 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
                 "applied: added {} modified {} renamed {} deleted {}",
                 s.counts[0], s.counts[1], s.counts[2], s.counts[3]
             ),
+            format!("skipped: {}", s.skipped),
         ];
         if let Some(at) = s.last_success {
             description.push(format!("lastSuccess: {}", generalized(at)));

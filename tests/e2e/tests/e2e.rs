@@ -34,6 +34,8 @@ mod hostile;
 mod limits;
 #[path = "e2e/migration.rs"]
 mod migration;
+#[path = "e2e/multiprovider.rs"]
+mod multiprovider;
 #[path = "e2e/observe.rs"]
 mod observe;
 #[path = "e2e/operations.rs"]

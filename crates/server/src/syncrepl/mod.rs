@@ -30,8 +30,13 @@ pub struct Status {
     pub lag: Option<f64>,
     /// Entries added, modified, renamed, deleted since the start.
     pub counts: [u64; 4],
+    /// Received changes not applied since the start: already held (a change back around a
+    /// multi-provider ring) or lost a conflict (docs/design/replication.md).
+    pub skipped: u64,
     /// Connections made since the start.
     pub connects: u64,
+    /// When a change from the future (a peer's clock ahead) was last logged: once a minute at most.
+    pub future_warned: Option<SystemTime>,
 }
 
 /// One consumer: its settings and its status.

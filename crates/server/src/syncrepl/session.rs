@@ -335,9 +335,21 @@ impl Run<'_> {
         let held = {
             let txn = self.db.read().map_err(|e| e.message)?;
             self.db
-                .replica_scope(&txn, &self.base, c.scope == SearchScope::SingleLevel)
+                .replica_scope_csns(&txn, &self.base, c.scope == SearchScope::SingleLevel)
                 .map_err(|e| e.message)?
         };
+        // Multi-provider (a writable database with consumers): an entry whose change the provider
+        // had not seen when it named what it holds (entryCSN new to its cookie) was written here or
+        // by another peer since; it is kept (docs/design/replication.md).
+        let multiprovider = !self.db.is_shadow();
+        let held: Vec<[u8; 16]> = held
+            .into_iter()
+            .filter(|(_, csn)| match (multiprovider, &cookie, csn) {
+                (true, Some(cookie), Some(csn)) => !cookie.csns.is_new(csn),
+                _ => true,
+            })
+            .map(|(uuid, _)| uuid)
+            .collect();
         let base_uuid = if matches!(c.scope, SearchScope::SubordinateSubtree) {
             let txn = self.db.read().map_err(|e| e.message)?;
             self.db
@@ -416,9 +428,34 @@ impl Run<'_> {
         if counts.iter().any(|n| *n > 0) || cookie.is_some() {
             self.progressed = true;
         }
+        if let Some(csn) = &applied.own_sid_ahead {
+            let message = format!(
+                "the provider holds {csn}, a change with this server's own server_id that this server \
+                 never made: another server of the group has the same server_id, or this one was \
+                 restored from an old backup (docs/replication.md, Safety)"
+            );
+            tracing::error!(rid = c.rid, provider = %c.provider, %message, "syncrepl: duplicate server ID");
+            self.handle
+                .update(|s| s.last_error = Some((SystemTime::now(), message.clone())));
+        }
+        if let Some(ahead) = newest.as_ref().and_then(csn_ahead) {
+            let warn = self
+                .handle
+                .status()
+                .future_warned
+                .is_none_or(|at| at.elapsed().map_or(true, |d| d.as_secs() >= 60));
+            if warn {
+                tracing::warn!(rid = c.rid, provider = %c.provider, seconds_ahead = ahead,
+                    "syncrepl: a change from the future: the provider's clock (or its peer's) is ahead of this server's; its writes win conflicts until the clocks meet (docs/replication.md, Safety)");
+                self.handle
+                    .update(|s| s.future_warned = Some(SystemTime::now()));
+            }
+        }
         let lag = newest.and_then(|csn| csn_age(&csn));
         let persisting = !self.refreshing;
+        let skipped = applied.skipped;
         self.handle.update(|s| {
+            s.skipped += skipped;
             for (total, n) in s.counts.iter_mut().zip(counts) {
                 *total += n;
             }
@@ -436,8 +473,19 @@ impl Run<'_> {
     }
 }
 
+/// Seconds by which a CSN's time is ahead of this server's clock, when that is more than a minute.
+fn csn_ahead(csn: &canopy_proto::sync::Csn) -> Option<u64> {
+    let offset = csn_offset(csn)?;
+    (offset < -60.0).then_some((-offset) as u64)
+}
+
 /// Seconds from a CSN's time to now.
 fn csn_age(csn: &canopy_proto::sync::Csn) -> Option<f64> {
+    csn_offset(csn).map(|age| age.max(0.0))
+}
+
+/// Seconds from a CSN's time to now (negative for a CSN from the future).
+fn csn_offset(csn: &canopy_proto::sync::Csn) -> Option<f64> {
     let text = csn.as_str();
     let digits = |r: std::ops::Range<usize>| text.get(r).and_then(|s| s.parse::<i64>().ok());
     let (y, mo, d) = (digits(0..4)?, digits(4..6)?, digits(6..8)?);
@@ -450,7 +498,7 @@ fn csn_age(csn: &canopy_proto::sync::Csn) -> Option<f64> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .ok()?
         .as_secs_f64();
-    Some((now - then).max(0.0))
+    Some(now - then)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
@@ -475,5 +523,10 @@ mod tests {
         let old =
             canopy_proto::sync::Csn::parse("20000101000000.000000Z#000000#000#000000").unwrap();
         assert!(csn_age(&old).unwrap() > 8.0e8);
+        assert_eq!(csn_ahead(&old), None);
+        let future =
+            canopy_proto::sync::Csn::parse("29991231000000.000000Z#000000#000#000000").unwrap();
+        assert!(csn_ahead(&future).unwrap() > 1_000_000);
+        assert_eq!(csn_age(&future), Some(0.0));
     }
 }
