@@ -94,14 +94,15 @@ impl Pending {
             pipeline,
         )?;
         backend.set_server_id(data.server_id());
-        let log = Database::new(backend, acl).with_settings(
-            root.map(|ndn| (ndn, Vec::new())),
-            view.limits.clone(),
-            true,
-            Subordinate::No,
-            path,
-        )
-        .as_log();
+        let log = Database::new(backend, acl)
+            .with_settings(
+                root.map(|ndn| (ndn, Vec::new())),
+                view.limits.clone(),
+                true,
+                Subordinate::No,
+                path,
+            )
+            .as_log();
         Ok(LogDb {
             data: data.clone(),
             log,
