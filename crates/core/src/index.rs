@@ -39,6 +39,21 @@ pub struct IndexSpec {
     pub approx: bool,
 }
 
+impl IndexSpec {
+    /// An equality index of `attr` alone (the tables the server keeps for itself: objectClass of
+    /// cn=config and cn=Monitor, the accesslog database's lookups).
+    pub fn equality(attr: &str) -> IndexSpec {
+        IndexSpec {
+            attr: attr.to_string(),
+            eq: true,
+            pres: false,
+            sub: false,
+            ord: false,
+            approx: false,
+        }
+    }
+}
+
 /// How to find candidate entries: a superset of the entries the filter matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {

@@ -134,23 +134,11 @@ impl Directory {
         base: &NormDn,
         one_level: bool,
     ) -> Result<Vec<[u8; 16]>, LdapError> {
-        let depth = base.rdns().len();
-        let mut uuids = Vec::new();
-        for (_, id) in txn.subtree(&dn_key(base)).map_err(crate::store_error)? {
-            let Some(bytes) = txn.get_entry(id).map_err(crate::store_error)? else {
-                continue;
-            };
-            let entry = Directory::parse_stored(bytes)?
-                .to_entry()
-                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-            if one_level && entry.ndn.rdns().len() > depth + 1 {
-                continue;
-            }
-            if let Some(uuid) = entry_uuid(&entry) {
-                uuids.push(uuid);
-            }
-        }
-        Ok(uuids)
+        Ok(self
+            .replica_scope_csns(txn, base, one_level)?
+            .into_iter()
+            .map(|(uuid, _)| uuid)
+            .collect())
     }
 
     /// Like [`Directory::replica_scope`], with each entry's entryCSN: a multi-provider consumer

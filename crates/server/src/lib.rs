@@ -352,14 +352,7 @@ fn open_monitor(
             Err(e) => return Err(StartError::Monitor(format!("{}: {e}", path.display()))),
         }
     }
-    let index = |attr: &str| IndexSpec {
-        attr: attr.to_string(),
-        eq: true,
-        pres: false,
-        sub: false,
-        ord: false,
-        approx: false,
-    };
+    let index = IndexSpec::equality;
     let store_config = StoreConfig {
         path,
         indexes: Vec::new(),

@@ -44,14 +44,7 @@ pub fn hook(config: accesslog::Config) -> (Arc<AccessLog>, Pending) {
 }
 
 fn index(attr: &str) -> IndexSpec {
-    IndexSpec {
-        attr: attr.to_string(),
-        eq: true,
-        pres: false,
-        sub: false,
-        ord: false,
-        approx: false,
-    }
+    IndexSpec::equality(attr)
 }
 
 impl Pending {

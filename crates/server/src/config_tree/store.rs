@@ -61,14 +61,7 @@ impl ConfigTree {
     ) -> Result<(ConfigTree, Config, Vec<u8>), StartError> {
         let path = config.data_dir.join("config");
         std::fs::create_dir_all(&path).map_err(|e| internal("create", e))?;
-        let index = IndexSpec {
-            attr: "objectClass".to_string(),
-            eq: true,
-            pres: false,
-            sub: false,
-            ord: false,
-            approx: false,
-        };
+        let index = IndexSpec::equality("objectClass");
         let store_config = StoreConfig {
             path,
             indexes: Vec::new(),
