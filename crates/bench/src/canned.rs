@@ -16,8 +16,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_entry_raw, frame_len, BindResponse,
-    DecodeLimits, ExtendedResponse, LdapMessage, LdapResult, LdifReader, LdifRecord, ProtocolOp,
-    ResultCode,
+    DecodeLimits, ExtendedResponse, Filter, LdapMessage, LdapResult, LdifReader, LdifRecord,
+    ProtocolOp, ResultCode,
 };
 use clap::Args;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -46,16 +46,25 @@ pub struct CannedArgs {
     /// Approximate LDIF size of the canned entry (as `canopy bench gen --entry-size`).
     #[arg(long, default_value_t = 500)]
     pub entry_size: usize,
+    /// Entries a search with the filter `(objectClass=*)` gets (the scan workload's request): this many
+    /// copies of the canned entry, in batches of about 8 KiB as the server sends a scan. 0: one entry,
+    /// as every other search.
+    #[arg(long, default_value_t = 0)]
+    pub scan_entries: usize,
 }
+
+/// A scan's entries go to the writer in buffers of about this size (the server's search batch).
+const SCAN_BATCH: usize = 8 * 1024;
 
 /// The canned entry: its DN and its PartialAttribute TLVs, encoded once.
 struct Canned {
     dn: Vec<u8>,
     attrs: Vec<u8>,
+    scan_entries: usize,
 }
 
 impl Canned {
-    fn new(suffix: &str, entry_size: usize) -> Result<Canned> {
+    fn new(suffix: &str, entry_size: usize, scan_entries: usize) -> Result<Canned> {
         let params = GenParams {
             entries: 1,
             seed: 42,
@@ -83,7 +92,11 @@ impl Canned {
             let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
             encode_partial_attribute(&mut encoded, name, &values);
         }
-        Ok(Canned { dn, attrs: encoded })
+        Ok(Canned {
+            dn,
+            attrs: encoded,
+            scan_entries,
+        })
     }
 }
 
@@ -95,7 +108,11 @@ pub fn main(args: &CannedArgs) -> Result<()> {
             args.listen
         );
     }
-    let canned = Arc::new(Canned::new(&args.suffix, args.entry_size)?);
+    let canned = Arc::new(Canned::new(
+        &args.suffix,
+        args.entry_size,
+        args.scan_entries,
+    )?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -145,11 +162,13 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
                     break 'connection;
                 }
             };
-            let Some(response) = answer(&canned, message) else {
+            let Some(responses) = answer(&canned, message) else {
                 break 'connection;
             };
-            if !response.is_empty() && tx.send(response).await.is_err() {
-                break 'connection;
+            for response in responses {
+                if tx.send(response).await.is_err() {
+                    break 'connection;
+                }
             }
         }
         if start >= buf.len() {
@@ -181,8 +200,9 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
     let _ = out.await;
 }
 
-/// The response to one request; empty for abandon, `None` for unbind (close the connection).
-fn answer(canned: &Canned, message: LdapMessage) -> Option<Vec<u8>> {
+/// The responses to one request, in buffers to write; none for abandon, `None` for unbind (close the
+/// connection).
+fn answer(canned: &Canned, message: LdapMessage) -> Option<Vec<Vec<u8>>> {
     let id = message.message_id;
     let unwilling = || {
         LdapResult::new(
@@ -193,16 +213,29 @@ fn answer(canned: &Canned, message: LdapMessage) -> Option<Vec<u8>> {
     let op = match message.op {
         ProtocolOp::UnbindRequest => return None,
         ProtocolOp::AbandonRequest(_) => return Some(Vec::new()),
-        ProtocolOp::SearchRequest(_) => {
-            let mut out = Vec::with_capacity(canned.attrs.len() + canned.dn.len() + 64);
-            encode_search_result_entry_raw(&mut out, id, &canned.dn, &canned.attrs);
+        ProtocolOp::SearchRequest(req) => {
+            let scan = matches!(&req.filter, Filter::Present(attr) if attr.eq_ignore_ascii_case("objectClass"));
+            let count = if scan { canned.scan_entries.max(1) } else { 1 };
+            let entry_len = canned.attrs.len() + canned.dn.len() + 32;
+            let mut buffers = Vec::new();
+            let mut out = Vec::with_capacity(entry_len.min(SCAN_BATCH) + 64);
+            for _ in 0..count {
+                if !out.is_empty() && out.len() + entry_len > SCAN_BATCH {
+                    buffers.push(std::mem::replace(
+                        &mut out,
+                        Vec::with_capacity(SCAN_BATCH + 64),
+                    ));
+                }
+                encode_search_result_entry_raw(&mut out, id, &canned.dn, &canned.attrs);
+            }
             LdapMessage {
                 message_id: id,
                 op: ProtocolOp::SearchResultDone(LdapResult::success()),
                 controls: Vec::new(),
             }
             .encode(&mut out);
-            return Some(out);
+            buffers.push(out);
+            return Some(buffers);
         }
         ProtocolOp::BindRequest(_) => ProtocolOp::BindResponse(BindResponse {
             result: LdapResult::success(),
@@ -219,7 +252,7 @@ fn answer(canned: &Canned, message: LdapMessage) -> Option<Vec<u8>> {
             value: None,
         }),
         // A response sent to a server.
-        _ => return Some(notice("not a request")),
+        _ => return Some(vec![notice("not a request")]),
     };
     let mut out = Vec::with_capacity(64);
     LdapMessage {
@@ -228,7 +261,7 @@ fn answer(canned: &Canned, message: LdapMessage) -> Option<Vec<u8>> {
         controls: Vec::new(),
     }
     .encode(&mut out);
-    Some(out)
+    Some(vec![out])
 }
 
 /// RFC 4511 §4.4.1 Notice of Disconnection.
