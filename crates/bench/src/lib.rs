@@ -1,8 +1,8 @@
 //! `canopy bench`: a load generator for any LDAP server (seed 001's bench master with the workloads of seeds
 //! 000 and 002), the DirectoryMark-like data generator, and the SVG charts of saved results.
 //!
-//! Owns: load generation and reports. Must never: link the server or the store: it measures any server
-//! only through LDAP on a socket.
+//! Owns: load generation and reports, and the storage-free limit server (`canned`). Must never: link the
+//! server or the store: it measures any server only through LDAP on a socket.
 
 pub mod canned;
 pub mod chart;
