@@ -42,7 +42,7 @@ const BATCH_ATTEMPTS: usize = 12;
 const RETAIN_BYTES: usize = 768 << 20;
 
 /// Where a key lies in its batch's arena. 16 bytes with the ID beside it, against 24 for a
-/// `Range<usize>`: a load holds about 85 index keys per entry, and their records are most of its memory.
+/// `Range<usize>`: a load holds about 75 index keys per entry, and their records are most of its memory.
 #[derive(Clone, Copy)]
 struct Span {
     start: u32,
@@ -110,9 +110,10 @@ impl KeyedIds {
     }
 }
 
-/// Capacity for a buffer that held `len` in the previous batch.
+/// Capacity for a buffer that held `len` in the previous batch; bounded, so that a batch cut early by one
+/// huge entry does not reserve its size again for the next.
 fn grown(len: usize) -> usize {
-    len.saturating_add(len / 8)
+    len.saturating_add(len / 8).min(2 * BATCH_BYTES)
 }
 
 #[derive(Default)]
