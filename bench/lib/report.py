@@ -235,6 +235,28 @@ def render(r, perf_dir):
                 fmt(med(cell, "canopy", "cpu_us"), 1), fmt(med(cell, "slapd", "cpu_us"), 1)))
         out += ["", "`%s`" % r["commands"].get("ldclt", ""), ""]
 
+    lim = r.get("limit") or {}
+    if lim:
+        out += ["### The physical limit (a storage-free server on canopy's codec and connection loop)", "",
+                "`canopy bench canned` answers every bind with success and every search with one fixed, "
+                "pre-encoded entry (the scan's `(objectClass=*)` with %s copies of it), with the "
+                "connection loop of canopy's server (crates/bench/src/canned.rs) and no storage, on the "
+                "same loopback; measured by the same clients, the three servers alternating run by run. "
+                "The fraction is the server's median rate over the limit's." % fmt(o["entries"]), "",
+                "| workload | limit ops/s per run | canopy ops/s per run | slapd ops/s per run | limit median "
+                "| canopy / limit | slapd / limit | server CPU µs/op (limit / canopy / slapd) |",
+                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+        rows = [(wl + (" (1 client)" if wl == "scan" else ""), cell)
+                for wl, cell in (lim.get("workloads") or {}).items()]
+        rows += [("ldclt exact uid, %s threads" % t, cell) for t, cell in (lim.get("ldclt") or {}).items()]
+        for name, cell in rows:
+            lv, c, s = med(cell, "limit"), med(cell, "canopy"), med(cell, "slapd")
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |" % (
+                name, runs_list(cell, "limit"), runs_list(cell, "canopy"), runs_list(cell, "slapd"),
+                fmt(lv), ratio(c, lv), ratio(s, lv), fmt(med(cell, "limit", "cpu_us"), 1),
+                fmt(med(cell, "canopy", "cpu_us"), 1), fmt(med(cell, "slapd", "cpu_us"), 1)))
+        out += ["", "```sh", lim.get("command", ""), lim.get("ldclt_command", ""), "```", ""]
+
     w = r.get("ldclt_writes") or {}
     if w:
         out += ["### Write rates through ldclt (%d threads, fsync per commit on both)" % w["threads"], "",

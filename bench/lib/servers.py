@@ -333,3 +333,23 @@ class Canopy(Server):
 
     def start(self):
         self._spawn([self.binary, "serve", "--config", self.conf])
+
+
+class Canned(Server):
+    """`canopy bench canned`: a server with no storage on canopy's codec and connection loop that answers
+    every search with one fixed entry (the scan's `(objectClass=*)` with `scan_entries` of them) and
+    every bind with success; the physical limit the two real servers are measured against
+    (docs/PERFORMANCE.md, "The physical limit")."""
+
+    def __init__(self, work, binary, scan_entries):
+        super().__init__("limit", work)
+        self.binary = binary
+        self.scan_entries = scan_entries
+
+    def start(self):
+        self.port = self.port or free_port()
+        self._spawn([self.binary, "bench", "canned", "--listen", "127.0.0.1:%d" % self.port,
+                     "--scan-entries", str(self.scan_entries)])
+
+    def disk(self):
+        return {"du": 0}

@@ -1,9 +1,10 @@
 //! `canopy bench`: a load generator for any LDAP server (seed 001's bench master with the workloads of seeds
 //! 000 and 002), the DirectoryMark-like data generator, and the SVG charts of saved results.
 //!
-//! Owns: load generation and reports. Must never: link the server or the store: it measures any server
-//! only through LDAP on a socket.
+//! Owns: load generation and reports, and the storage-free limit server (`canned`). Must never: link the
+//! server or the store: it measures any server only through LDAP on a socket.
 
+pub mod canned;
 pub mod chart;
 pub mod client;
 pub mod cpu;
@@ -42,6 +43,9 @@ pub enum BenchCommand {
     Run(Box<RunArgs>),
     /// Redraw the SVG charts from saved --json results.
     Chart(ChartArgs),
+    /// A storage-free LDAP server on canopy's codec and connection loop that answers every search with one
+    /// fixed entry: the physical limit of the messaging workloads on this machine (docs/PERFORMANCE.md).
+    Canned(canned::CannedArgs),
     /// Internal: a client process started by `run --processes K` (job on stdin, report on stdout).
     #[command(hide = true)]
     Worker,
@@ -163,6 +167,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         BenchCommand::Gen(a) => gen_cmd(&a),
         BenchCommand::Run(a) => run_cmd(&a),
         BenchCommand::Chart(a) => chart_cmd(&a),
+        BenchCommand::Canned(a) => canned::main(&a),
         BenchCommand::Worker => run::worker_main(),
     }
 }

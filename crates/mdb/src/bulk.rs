@@ -29,8 +29,10 @@ use crate::read::ReadOps;
 use crate::store::{stats_of, Shared, Stats};
 use crate::tables::META;
 
-/// A batch is handed to the flusher once it holds this many bytes...
-const BATCH_BYTES: usize = 64 << 20;
+/// A batch is handed to the flusher once it holds this many bytes... (16 MiB: the last batch, which
+/// the flusher sorts and writes after the input has ended, is the part of the load that nothing
+/// overlaps; 64 MiB batches left about a fifth of the flusher's work to that tail at 100 000 entries.)
+const BATCH_BYTES: usize = 16 << 20;
 /// ...or this many entries.
 const BATCH_ENTRIES: usize = 100_000;
 /// Attempts at writing the uncommitted batches, each after growing the map.
@@ -39,21 +41,50 @@ const BATCH_ATTEMPTS: usize = 12;
 /// the transaction commits before it would hold more.
 const RETAIN_BYTES: usize = 768 << 20;
 
+/// Where a key lies in its batch's arena. 16 bytes with the ID beside it, against 24 for a
+/// `Range<usize>`: a load holds about 75 index keys per entry, and their records are most of its memory.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+/// A batch's key arena is cut before it would pass this offset (a batch holds about 16 MiB).
+const ARENA_LIMIT: usize = u32::MAX as usize;
+
 #[derive(Default)]
 struct KeyedIds {
     arena: Vec<u8>,
-    items: Vec<(Range<usize>, u64)>,
+    items: Vec<(Span, u64)>,
 }
 
 impl KeyedIds {
+    /// Empty, with room for what a batch like `previous` held and an eighth more: a batch's buffers
+    /// grow to tens of MiB, and growing them by doubling copied each one and faulted in fresh pages
+    /// at every step.
+    fn sized_like(previous: &KeyedIds) -> Self {
+        KeyedIds {
+            arena: Vec::with_capacity(grown(previous.arena.len())),
+            items: Vec::with_capacity(grown(previous.items.len())),
+        }
+    }
+
+    /// The caller keeps the arena under [`ARENA_LIMIT`] (see `BulkLoader::add`).
     fn push(&mut self, key: &[u8], id: u64) {
         let start = self.arena.len();
         self.arena.extend_from_slice(key);
-        self.items.push((start..self.arena.len(), id));
+        let span = Span {
+            start: u32::try_from(start).unwrap_or(u32::MAX),
+            len: u32::try_from(key.len()).unwrap_or(0),
+        };
+        self.items.push((span, id));
     }
 
-    fn key(&self, range: &Range<usize>) -> &[u8] {
-        self.arena.get(range.clone()).unwrap_or_default()
+    fn key(&self, span: Span) -> &[u8] {
+        let start = span.start as usize;
+        self.arena
+            .get(start..start + span.len as usize)
+            .unwrap_or_default()
     }
 
     /// Sorts by (key, id) and drops exact repeats. With `last_wins`, only the last id pushed for a key
@@ -62,21 +93,27 @@ impl KeyedIds {
         let mut items = std::mem::take(&mut self.items);
         if last_wins {
             // Stable: among equal keys, push order is kept, so the last is the latest.
-            items.sort_by(|a, b| self.key(&a.0).cmp(self.key(&b.0)));
-            let mut kept: Vec<(Range<usize>, u64)> = Vec::with_capacity(items.len());
+            items.sort_by(|a, b| self.key(a.0).cmp(self.key(b.0)));
+            let mut kept: Vec<(Span, u64)> = Vec::with_capacity(items.len());
             for item in items {
                 match kept.last_mut() {
-                    Some(last) if self.key(&last.0) == self.key(&item.0) => *last = item,
+                    Some(last) if self.key(last.0) == self.key(item.0) => *last = item,
                     _ => kept.push(item),
                 }
             }
             self.items = kept;
         } else {
-            items.sort_unstable_by(|a, b| self.key(&a.0).cmp(self.key(&b.0)).then(a.1.cmp(&b.1)));
-            items.dedup_by(|a, b| a.1 == b.1 && self.key(&a.0) == self.key(&b.0));
+            items.sort_unstable_by(|a, b| self.key(a.0).cmp(self.key(b.0)).then(a.1.cmp(&b.1)));
+            items.dedup_by(|a, b| a.1 == b.1 && self.key(a.0) == self.key(b.0));
             self.items = items;
         }
     }
+}
+
+/// Capacity for a buffer that held `len` in the previous batch; bounded, so that a batch cut early by one
+/// huge entry does not reserve its size again for the next.
+fn grown(len: usize) -> usize {
+    len.saturating_add(len / 8).min(2 * BATCH_BYTES)
 }
 
 #[derive(Default)]
@@ -95,6 +132,20 @@ impl Batch {
         Batch {
             indexes: (0..index_count).map(|_| KeyedIds::default()).collect(),
             ..Batch::default()
+        }
+    }
+
+    /// The next batch after `previous`, its buffers sized like the previous one's (see
+    /// [`KeyedIds::sized_like`]).
+    fn sized_like(previous: &Batch) -> Self {
+        Batch {
+            entry_bytes: Vec::with_capacity(grown(previous.entry_bytes.len())),
+            entries: Vec::with_capacity(grown(previous.entries.len())),
+            dns: KeyedIds::sized_like(&previous.dns),
+            children: Vec::with_capacity(grown(previous.children.len())),
+            indexes: previous.indexes.iter().map(KeyedIds::sized_like).collect(),
+            bytes: 0,
+            max_id: 0,
         }
     }
 
@@ -195,6 +246,23 @@ impl BulkLoader {
             }
             check_key(key, max_key)?;
         }
+        // Key arenas stay addressable by u32 offsets (`Span`): a batch that would pass the limit goes first.
+        let more: usize = dn_key.len() + index_keys.iter().map(|(_, key)| key.len()).sum::<usize>();
+        let over = |batch: &Batch| {
+            std::iter::once(&batch.dns)
+                .chain(&batch.indexes)
+                .any(|ids| ids.arena.len().saturating_add(more) > ARENA_LIMIT)
+        };
+        if over(&self.batch) {
+            if !self.batch.entries.is_empty() {
+                self.send_batch()?;
+            }
+            if over(&self.batch) {
+                return Err(StoreError::Io(Arc::new(std::io::Error::other(format!(
+                    "entry {id}: its index keys exceed the bulk loader's {ARENA_LIMIT} bytes per index"
+                )))));
+            }
+        }
         let batch = &mut self.batch;
         let start = batch.entry_bytes.len();
         batch.entry_bytes.extend_from_slice(entry);
@@ -220,7 +288,8 @@ impl BulkLoader {
     }
 
     fn send_batch(&mut self) -> Result<(), StoreError> {
-        let batch = std::mem::replace(&mut self.batch, Batch::new(self.index_count));
+        let next = Batch::sized_like(&self.batch);
+        let batch = std::mem::replace(&mut self.batch, next);
         let sent = match &self.batches {
             Some(batches) => batches.send(batch).is_ok(),
             None => false,
@@ -388,8 +457,8 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
             .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
     }
     let last_dn = last_key(&tables.dn2id, txn)?;
-    for (range, id) in &batch.dns.items {
-        let key = batch.dns.key(range);
+    for (span, id) in &batch.dns.items {
+        let key = batch.dns.key(*span);
         let flags = match beyond(last_dn.as_deref(), key) {
             true => PutFlags::APPEND,
             false => PutFlags::empty(),
@@ -408,7 +477,7 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
         put_ids(
             table,
             txn,
-            ids.items.iter().map(|(range, id)| (ids.key(range), *id)),
+            ids.items.iter().map(|(span, id)| (ids.key(*span), *id)),
         )?;
     }
     let stored_next = match tables.meta.get(txn, META_NEXT_ID)? {
