@@ -49,6 +49,7 @@ fn gone(n: u8) -> ReplicaChange {
 
 const CSN1: &str = "20261125000000.000001Z#000000#000#000000";
 const CSN2: &str = "20261125000000.000002Z#000000#000#000000";
+const CSN3: &str = "20261125000000.000003Z#000000#000#000000";
 
 fn cookie(csn: &str) -> Option<Cookie> {
     Some(Cookie::parse(format!("rid=007,csn={csn}").as_bytes()).unwrap())
@@ -145,7 +146,7 @@ async fn batches_apply_by_uuid_with_the_cookie() {
                     &dir,
                     "cn=moved,ou=b,dc=example,dc=com",
                     3,
-                    CSN2,
+                    CSN3,
                     &[
                         ("objectClass", "person"),
                         ("cn", "moved"),
@@ -154,10 +155,12 @@ async fn batches_apply_by_uuid_with_the_cookie() {
                     ],
                 ),
             ],
-            cookie: cookie(CSN2),
+            cookie: cookie(CSN3),
         })
         .await
         .unwrap();
+    // Each change carries its own CSN: one with the CSN the entry already holds would be a change
+    // seen already, and skipped (docs/design/replication.md, conflict rule 1).
     assert_eq!((applied.modified, applied.renamed), (1, 1));
     assert!(entry(&dir, "cn=leaf,ou=a,dc=example,dc=com").is_none());
     assert_eq!(
@@ -166,7 +169,7 @@ async fn batches_apply_by_uuid_with_the_cookie() {
     );
     assert_eq!(
         values(&dir, "cn=moved,ou=b,dc=example,dc=com", "entryCSN"),
-        vec![CSN2]
+        vec![CSN3]
     );
 
     // Deleting ou=b deletes what is below it too, leaf first; a delete of an unknown UUID is a no-op.
