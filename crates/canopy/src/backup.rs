@@ -24,6 +24,11 @@ const MANIFEST_FORMAT: &str = "canopy-backup/1";
 /// Files of a data directory besides the database that a backup keeps (when present): the generated
 /// root password's hash and the self-signed TLS certificate and key.
 const EXTRA_FILES: &[&str] = &["rootpw", "tls/cert.pem", "tls/key.pem"];
+/// The live configuration's store (cn=config, docs/design/config-tree.md) in the first database's data
+/// directory: copied like the database, so that a restored server runs the configuration it ran.
+const CONFIG_STORE: &str = "config";
+/// The store's database file and the file settings it last started from, relative to the data directory.
+const CONFIG_FILES: &[&str] = &["config/data.mdb", "config/baseline.toml"];
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Manifest {
@@ -83,7 +88,11 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
     result.with_context(|| format!("copying {}", source.display()))?;
     copy.sync_all()?;
     drop(copy);
-    for name in EXTRA_FILES {
+    copy_config_store(source, dest)?;
+    for name in EXTRA_FILES
+        .iter()
+        .chain(CONFIG_FILES.get(1..).unwrap_or(&[]))
+    {
         let from = source.join(name);
         if from.is_file() {
             let to = dest.join(name);
@@ -124,8 +133,12 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
     )?;
     sync_dir(dest)?;
     let size = manifest.files.first().map_or(0, |f| f.size);
+    let with_config = match manifest.files.iter().any(|f| f.path == CONFIG_FILES[0]) {
+        true => " with the cn=config store",
+        false => "",
+    };
     println!(
-        "backup of {} ({} entries, last ID {}) in {}: {DATA_FILE} {size} bytes, {} files, manifest {MANIFEST}",
+        "backup of {} ({} entries, last ID {}){with_config} in {}: {DATA_FILE} {size} bytes, {} files, manifest {MANIFEST}",
         manifest.suffix,
         manifest.entries,
         manifest.last_id.map_or("none".into(), |id| id.to_string()),
@@ -133,6 +146,29 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
         manifest.files.len()
     );
     Ok(())
+}
+
+/// The compacting copy of the cn=config store (`DATA/config`), when the data directory has one: one
+/// snapshot of it, taken after the database's (a configuration change made between the two is in it).
+fn copy_config_store(source: &Path, dest: &Path) -> Result<()> {
+    let store = source.join(CONFIG_STORE);
+    if !store.join(DATA_FILE).is_file() {
+        return Ok(());
+    }
+    let to_dir = dest.join(CONFIG_STORE);
+    service::create_private_dir(&to_dir)?;
+    let to = to_dir.join(DATA_FILE);
+    let mut copy = std::fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .open(&to)
+        .with_context(|| format!("creating {}", to.display()))?;
+    service::make_private(&to)?;
+    canopy_mdb::copy_compact(&store, &mut copy)
+        .with_context(|| format!("copying the cn=config store {}", store.display()))?;
+    copy.sync_all()?;
+    sync_dir(&to_dir)
 }
 
 /// Checks the backup in `from` against its manifest and copies it into the data directory of
@@ -178,12 +214,22 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
         std::fs::rename(&partial, &to)
             .with_context(|| format!("renaming into {}", to.display()))?;
     }
-    // The old reader table describes the replaced file; LMDB builds a new one on the next open.
-    match std::fs::remove_file(target.join(LOCK_FILE)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(e).context("removing the old lock.mdb")
+    // The old reader tables describe the replaced files; LMDB builds new ones on the next open.
+    let restores_config = manifest.files.iter().any(|f| f.path == CONFIG_FILES[0]);
+    let mut locks = vec![target.join(LOCK_FILE)];
+    if restores_config {
+        locks.push(target.join(CONFIG_STORE).join(LOCK_FILE));
+    }
+    for lock in locks {
+        match std::fs::remove_file(&lock) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing the old {}", lock.display()))
+            }
+            _ => {}
         }
-        _ => {}
+    }
+    if restores_config {
+        sync_dir(&target.join(CONFIG_STORE))?;
     }
     sync_dir(target)?;
     let facts = canopy_mdb::describe(target).context("reading the restored database")?;
@@ -195,6 +241,14 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
         manifest.created,
         target.display()
     );
+    if restores_config {
+        println!("restored the cn=config store (the live configuration when the backup was taken)");
+    } else if target.join(CONFIG_STORE).join(DATA_FILE).is_file() {
+        println!(
+            "the backup has no cn=config store: {} keeps the live configuration it had",
+            target.join(CONFIG_STORE).display()
+        );
+    }
     Ok(())
 }
 
@@ -291,7 +345,10 @@ fn same_suffix(a: &str, b: &str) -> bool {
 /// The checksums of the database and the extra files in a backup directory.
 fn checksums(dir: &Path) -> Result<Vec<FileSum>> {
     let mut out = Vec::new();
-    for name in std::iter::once(DATA_FILE).chain(EXTRA_FILES.iter().copied()) {
+    let names = std::iter::once(DATA_FILE)
+        .chain(EXTRA_FILES.iter().copied())
+        .chain(CONFIG_FILES.iter().copied());
+    for name in names {
         let path = dir.join(name);
         if !path.is_file() {
             continue;

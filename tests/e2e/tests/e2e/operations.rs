@@ -253,6 +253,89 @@ fn backup_under_writes_restores_every_acknowledged_write() {
     verify(&restored.data_dir()).expect_code(0, "verify beside the restored server");
 }
 
+/// The frontend's olcSizeLimit as the config root DN reads it.
+fn live_size_limit(s: &Server) -> Vec<String> {
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let out = s.read(
+        &admin,
+        "olcDatabase={-1}frontend,cn=config",
+        &["olcSizeLimit"],
+    );
+    out.expect_code(0, "read olcSizeLimit");
+    out.stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("olcSizeLimit: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn backup_and_restore_keep_the_live_configuration() {
+    if !canopy_target("`canopy backup`/`restore` of the cn=config store") {
+        return;
+    }
+    let mut s = Server::start_with_config_tree();
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let set = |s: &Server, n: u32| {
+        let ldif = format!(
+            "dn: olcDatabase={{-1}}frontend,cn=config\nchangetype: modify\n\
+             replace: olcSizeLimit\nolcSizeLimit: {n}\n"
+        );
+        s.modify(&admin, &ldif).expect_code(0, "olcSizeLimit");
+    };
+    set(&s, 7);
+    let scratch = TempDir::new("backup-config");
+    let backup_dir = scratch.path().join("b");
+    let out = canopy(&["backup", &path(&backup_dir), "--data", &path(&s.data_dir())]);
+    out.expect_code(0, "backup");
+    assert!(
+        out.stdout.contains("with the cn=config store"),
+        "{}",
+        out.stdout
+    );
+    let manifest = std::fs::read_to_string(backup_dir.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"config/data.mdb\""), "{manifest}");
+    // A change after the backup is undone by the restore, as a data change would be.
+    set(&s, 9);
+    assert_eq!(live_size_limit(&s), ["9"]);
+    s.terminate();
+    let out = canopy(&[
+        "restore",
+        &path(&backup_dir),
+        "--data",
+        &path(&s.data_dir()),
+        "--force",
+    ]);
+    out.expect_code(0, "restore");
+    assert!(
+        out.stdout.contains("restored the cn=config store"),
+        "{}",
+        out.stdout
+    );
+    s.restart();
+    assert_eq!(live_size_limit(&s), ["7"]);
+    // A damaged configuration store in a backup is refused before anything is touched.
+    let store = backup_dir.join("config").join("data.mdb");
+    let mut bytes = std::fs::read(&store).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&store, bytes).unwrap();
+    s.terminate();
+    let out = canopy(&[
+        "restore",
+        &path(&backup_dir),
+        "--data",
+        &path(&s.data_dir()),
+        "--force",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the backup is damaged"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn verify_names_damaged_index_and_dn2id_records() {
     if !canopy_target("`canopy verify`") {
