@@ -17,22 +17,32 @@ use crate::pipeline::Pipeline;
 
 /// The database of one naming context.
 #[derive(Clone)]
+///
+/// A handle is the database under one schema: [`Directory::with_schema`] makes another handle of the
+/// same store under a new schema (cn=schema changed live), so an operation, and the write it queues,
+/// read the one schema of the configuration snapshot they started in, with no lock on the way.
 pub struct Directory {
     inner: Arc<Inner>,
+    schema: Arc<Schema>,
 }
 
-/// A handle that does not keep the database open (for background index builds).
+/// A handle that does not keep the database open (for background index builds), with the newest
+/// schema when it is upgraded.
 pub(crate) struct WeakDirectory(Weak<Inner>);
 
 impl WeakDirectory {
     pub(crate) fn upgrade(&self) -> Option<Directory> {
-        self.0.upgrade().map(|inner| Directory { inner })
+        self.0.upgrade().map(|inner| {
+            let schema = inner.newest_schema();
+            Directory { inner, schema }
+        })
     }
 }
 
 pub(crate) struct Inner {
     store: Store,
-    schema: Arc<Schema>,
+    /// The newest schema any handle was made with: what background work (index builds) uses.
+    newest: Mutex<Arc<Schema>>,
     /// The index sets (complete, maintained, wanted) and the builds (crate::indexing).
     indexes: Indexes,
     suffix: NormDn,
@@ -48,11 +58,21 @@ pub(crate) struct Inner {
     feed: Arc<crate::syncprov::Feed>,
 }
 
+impl Inner {
+    fn newest_schema(&self) -> Arc<Schema> {
+        self.newest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// What operations ask again and again, kept between them: the last DN normalized (the schema is fixed),
 /// and answers that depend only on the database state, valid for the snapshot they were read in.
 #[derive(Default)]
 struct Memo {
-    normalized: Option<(Box<[u8]>, Dn, NormDn)>,
+    /// The last DN normalized, under the schema at that address.
+    normalized: Option<(Arc<Schema>, Box<[u8]>, Dn, NormDn)>,
     /// `ReadTxn::snapshot_id` of the answers below.
     snapshot: usize,
     /// Existing entries that are neither aliases nor referral objects, by normalized DN.
@@ -117,7 +137,7 @@ impl Directory {
         Ok(Directory {
             inner: Arc::new(Inner {
                 store,
-                schema,
+                newest: Mutex::new(schema.clone()),
                 indexes,
                 suffix: suffix_n,
                 suffix_dn,
@@ -127,7 +147,28 @@ impl Directory {
                 multiprovider: Default::default(),
                 feed: Arc::default(),
             }),
+            schema,
         })
+    }
+
+    /// This database under `schema` (a schema changed live, docs/design/config-tree.md): the same
+    /// store, indexes and hooks; the handle `self` keeps reading its own schema. Background work
+    /// started later (index builds) uses the newest schema a handle was made with.
+    pub fn with_schema(&self, schema: Arc<Schema>) -> Directory {
+        *self
+            .inner
+            .newest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = schema.clone();
+        Directory {
+            inner: self.inner.clone(),
+            schema,
+        }
+    }
+
+    /// Whether two handles are the same database (whatever their schemas).
+    pub fn same_database(&self, other: &Directory) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     pub(crate) fn index_state(&self) -> &Indexes {
@@ -174,7 +215,7 @@ impl Directory {
     }
 
     pub fn schema(&self) -> &Arc<Schema> {
-        &self.inner.schema
+        &self.schema
     }
     pub fn store(&self) -> &Store {
         &self.inner.store
@@ -192,13 +233,13 @@ impl Directory {
     /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
     /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
-        if let Some((last, dn, ndn)) = &self.memo().normalized {
-            if **last == *raw {
+        if let Some((under, last, dn, ndn)) = &self.memo().normalized {
+            if **last == *raw && Arc::ptr_eq(under, &self.schema) {
                 return Ok((dn.clone(), ndn.clone()));
             }
         }
         let (dn, ndn) = self.normalize_anew(raw)?;
-        self.memo().normalized = Some((raw.into(), dn.clone(), ndn.clone()));
+        self.memo().normalized = Some((self.schema.clone(), raw.into(), dn.clone(), ndn.clone()));
         Ok((dn, ndn))
     }
 
@@ -258,9 +299,7 @@ impl Directory {
         if Self::repeats_type(&dn) {
             return Err(LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"));
         }
-        let ndn = self
-            .inner
-            .schema
+        let ndn = self.schema
             .normalize_dn(&dn)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         Ok((dn, ndn))
@@ -271,7 +310,7 @@ impl Directory {
     pub fn pretty(&self, dn: &mut Dn) {
         for rdn in &mut dn.rdns {
             for ava in &mut rdn.avas {
-                match self.inner.schema.attribute_type(&ava.attr) {
+                match self.schema.attribute_type(&ava.attr) {
                     Some(at) if ava.attr != at.name() => ava.attr = at.name().to_string(),
                     _ => {}
                 }
@@ -295,9 +334,7 @@ impl Directory {
         const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
         for attr in attrs {
             let name = attr.name.split(';').next().unwrap_or(&attr.name);
-            let is_dn = self
-                .inner
-                .schema
+            let is_dn = self.schema
                 .attribute_type(name)
                 .is_some_and(|at| at.syntax == DN_SYNTAX);
             if !is_dn {

@@ -30,6 +30,10 @@ pub struct Config {
     pub indexes: Vec<IndexConfig>,
     /// Extra schema files (OpenLDAP `.schema` or `.ldif`), loaded after the built-in schema in order.
     pub schema_files: Vec<PathBuf>,
+    /// Schema of its own: `[[schema]]` tables (a `cn={N}name,cn=schema,cn=config` child each, numbered
+    /// after `schema_files`), loaded after the schema files in order. A schema added live over LDAP
+    /// becomes one more table (`canopy config export` writes it out).
+    pub schema: Vec<SchemaConfig>,
     pub limits: Limits,
     /// Scheme for cleartext passwords written by add, modify and Password Modify.
     pub password_hash: String,
@@ -90,6 +94,16 @@ pub struct Config {
     /// with `[[syncrepl]]` consumers still accepts client writes; needs a non-zero `server_id`
     /// (docs/replication.md).
     pub multiprovider: bool,
+}
+
+/// A `[[schema]]` table: a named set of attribute types and object classes in RFC 4512 form, as the
+/// values of `olcAttributeTypes` and `olcObjectClasses` (without their `{N}` positions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemaConfig {
+    pub name: String,
+    pub attribute_types: Vec<String>,
+    pub object_classes: Vec<String>,
 }
 
 /// `log_format`: slapd's `conn=N op=M` text lines or one JSON object per line.
@@ -208,6 +222,7 @@ impl Default for Config {
             root_password: None,
             indexes: default_indexes(),
             schema_files: Vec::new(),
+            schema: Vec::new(),
             limits: Limits::default(),
             password_hash: "{ARGON2}".to_string(),
             passwords: Passwords::default(),

@@ -18,7 +18,13 @@ use crate::databases::{Database, Databases, WriteControls};
 use crate::state::{ServerState, State};
 
 /// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES').
-const ORDERED: [&str; 3] = ["olcAccess", "olcLimits", "olcSyncrepl"];
+const ORDERED: [&str; 5] = [
+    "olcAccess",
+    "olcLimits",
+    "olcSyncrepl",
+    "olcAttributeTypes",
+    "olcObjectClasses",
+];
 
 fn is_ordered(name: &str) -> bool {
     ORDERED.iter().any(|o| o.eq_ignore_ascii_case(name))
@@ -56,60 +62,31 @@ pub async fn write(
     let mut entries = tree.entries.lock().await;
     // The snapshot as it is now: a change that raced this one has been swapped in meanwhile.
     let state = state.current();
-    let (stored_op, verdict) = match &op {
-        WriteOp::Modify { dn, ndn, changes } => {
-            match modified_tree(&entries, &dn.to_string(), changes)
-                .and_then(|tree| next_state(&state, &tree.0, &tree.1).map(|s| (tree, s)))
-            {
-                Ok(((tree, new_entry), next)) => {
-                    let old = entries
-                        .iter()
-                        .find(|e| e.dn.eq_ignore_ascii_case(&new_entry.dn))
-                        .cloned()
-                        .unwrap_or_else(|| new_entry.clone());
-                    let stored = WriteOp::Modify {
-                        dn: dn.clone(),
-                        ndn: ndn.clone(),
-                        changes: crate::config_tree::store::changes(&old, &new_entry),
-                    };
-                    (stored, Ok((tree, next)))
-                }
-                Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
-            }
-        }
-        WriteOp::Add(entry) => match added_tree(&entries, entry, tree) {
-            Ok((new_tree, stored)) => {
-                // Opening the new database's environment is the one step with an effect on disk:
-                // only who may add the entry gets that far.
-                probe_access(dir, who, ctl, &stored).await?;
-                match next_state(&state, &new_tree, &new_tree[new_tree.len() - 1]) {
-                    Ok(next) => (stored, Ok((new_tree, next))),
-                    Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
-                }
-            }
-            Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
-        },
-        WriteOp::Delete { .. } => (
-            op.clone(),
-            Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "deleting entries of cn=config is not supported on a running server yet",
-            )),
-        ),
-        WriteOp::ModifyDn(_) => (
-            op.clone(),
-            Err(LdapError::new(
-                ResultCode::UnwillingToPerform,
-                "renaming entries of cn=config is not supported",
-            )),
-        ),
+    let planned = plan(&state, tree, &entries, dir, who, ctl, &op).await?;
+    let (stored_op, verdict) = match planned {
+        Ok(planned) => (planned.stored.clone(), Ok(planned)),
+        Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
     };
     // Access control decides first: a refusal reaches only who may write the entry.
     let controls = dir
         .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())
         .await?;
-    let (tree, next) = verdict?;
-    *entries = tree;
+    let Planned {
+        committed,
+        tree: new_tree,
+        next,
+        ..
+    } = verdict?;
+    if committed != new_tree {
+        // Siblings after a deleted entry move up one position (X-ORDERED 'SIBLINGS'). A crash
+        // between the two writes leaves a gap that the next start closes the same way.
+        crate::config_tree::store::Writer {
+            directory: &tree.directory,
+        }
+        .store(&committed, &new_tree)
+        .await?;
+    }
+    *entries = new_tree;
     let indexed = change_indexes(&state, &next).await;
     let tls = switch_certificate(&state, &next);
     let next = Arc::new(next);
@@ -117,11 +94,472 @@ pub async fn write(
         db.backend().set_server_id(next.config.server_id);
     }
     let logged = set_log_level(&state, &next);
-    state.live.swap(next);
+    state.live.swap(next.clone());
+    // A database deleted live: its index builds stop; operations that hold it finish first.
+    for db in state.databases.iter() {
+        if db.is_configured()
+            && !next
+                .databases
+                .iter()
+                .any(|d| d.backend().same_database(db.backend()))
+        {
+            db.backend().stop_index_builds();
+            tracing::info!(suffix = %db.suffix_dn(), directory = %db.directory().display(), "database deleted (cn=config); its data directory is kept");
+        }
+    }
     logged?;
     indexed?;
     tls?;
     Ok(controls)
+}
+
+/// A change ready to store: the write of the client's entry, the tree once it is committed, the
+/// tree after the siblings that follow a deleted entry are renumbered, and the snapshot to swap in.
+struct Planned {
+    stored: WriteOp,
+    committed: Vec<ConfigEntry>,
+    tree: Vec<ConfigEntry>,
+    next: ServerState,
+}
+
+/// Works out the change `op` makes: Ok(Err) is a refusal, given only to who may make the change.
+async fn plan(
+    state: &State,
+    tree: &crate::config_tree::ConfigTree,
+    entries: &[ConfigEntry],
+    dir: &Database,
+    who: &Who,
+    ctl: &WriteControls,
+    op: &WriteOp,
+) -> Result<Result<Planned, Refusal>, OpError> {
+    Ok(match op {
+        WriteOp::Modify { dn, ndn, changes } => {
+            (|| {
+                let (new_tree, new_entry) =
+                    modified_tree(entries, &dn.to_string(), changes, &tree.base)?;
+                let next = next_state(state, &new_tree, None)?;
+                check_schema_removals(state, &next)?;
+                let old = entries
+                    .iter()
+                    .find(|e| e.dn.eq_ignore_ascii_case(&new_entry.dn))
+                    .cloned()
+                    .unwrap_or_else(|| new_entry.clone());
+                let stored = WriteOp::Modify {
+                    dn: dn.clone(),
+                    ndn: ndn.clone(),
+                    changes: crate::config_tree::store::changes(&old, &new_entry),
+                };
+                Ok(Planned {
+                    stored,
+                    committed: new_tree.clone(),
+                    tree: new_tree,
+                    next,
+                })
+            })()
+        }
+        WriteOp::Add(entry) if crate::config_tree::schema_child_of(&entry.dn.to_string()).is_some()
+            || is_schema_child_name(&entry.dn.to_string()) =>
+        {
+            added_schema_child(entries, entry, tree).and_then(|(new_tree, stored)| {
+                let next = next_state(state, &new_tree, None)?;
+                Ok(Planned {
+                    stored,
+                    committed: new_tree.clone(),
+                    tree: new_tree,
+                    next,
+                })
+            })
+        }
+        WriteOp::Add(entry) => match added_tree(entries, entry, tree) {
+            Ok((new_tree, stored)) => {
+                // Opening the new database's environment is the one step with an effect on disk:
+                // only who may add the entry gets that far.
+                probe_access(dir, who, ctl, &stored).await?;
+                next_state(state, &new_tree, None).map(|next| Planned {
+                    stored,
+                    committed: new_tree.clone(),
+                    tree: new_tree,
+                    next,
+                })
+            }
+            Err(refusal) => Err(refusal),
+        },
+        WriteOp::Delete { .. } => (|| {
+            let deletion = deleted_tree(entries, &op_dn(op), &tree.base)?;
+            let next = next_state(state, &deletion.tree, deletion.database)?;
+            check_schema_removals(state, &next)?;
+            Ok(Planned {
+                stored: op.clone(),
+                committed: deletion.committed,
+                tree: deletion.tree,
+                next,
+            })
+        })(),
+        WriteOp::ModifyDn(_) => Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            "renaming entries of cn=config is not supported",
+        )),
+    })
+}
+
+fn op_dn(op: &WriteOp) -> String {
+    match op {
+        WriteOp::Delete { dn, .. } | WriteOp::Modify { dn, .. } => dn.to_string(),
+        WriteOp::Add(entry) => entry.dn.to_string(),
+        WriteOp::ModifyDn(request) => request.dn.to_string(),
+    }
+}
+
+/// Whether `dn` is `cn=NAME,cn=schema,cn=config` without a position (slapd gives it the next one).
+fn is_schema_child_name(dn: &str) -> bool {
+    normalize_dn(dn).ends_with(",cn=schema,cn=config") && normalize_dn(dn).starts_with("cn=")
+}
+
+/// What a schema child added live holds, and changes live.
+const SCHEMA_ATTRIBUTES: [&str; 2] = ["olcAttributeTypes", "olcObjectClasses"];
+
+/// The tree with a new schema child `entry` (`cn=NAME,cn=schema,cn=config`, or `cn={N}NAME` with the
+/// next position, which slapd also gives the former), and the write that stores it.
+fn added_schema_child(
+    entries: &[ConfigEntry],
+    entry: &canopy_core::Entry,
+    tree: &crate::config_tree::ConfigTree,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let dn = entry.dn.to_string();
+    let next = entries
+        .iter()
+        .filter(|e| crate::config_tree::schema_child_of(&e.dn).is_some())
+        .count();
+    let rdn_value = dn
+        .split_once(',')
+        .and_then(|(rdn, _)| rdn.split_once('='))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    let name = match split_ordinal(&rdn_value) {
+        (None, name) => name.to_string(),
+        (Some(n), name) if n == next => name.to_string(),
+        (Some(_), _) => {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!(
+                    "{dn}: a schema is added after the last one (cn={{{next}}}NAME, or cn=NAME)"
+                ),
+            ))
+        }
+    };
+    if !crate::config_tree::valid_schema_name(&name)
+        || normalize_dn(&dn) != normalize_dn(&format!("cn={rdn_value},cn=schema,cn=config"))
+    {
+        return Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            format!(
+                "{dn}: a schema is named cn=NAME,cn=schema,cn=config, NAME of letters, digits, \
+                 '-' and '_'"
+            ),
+        ));
+    }
+    if entries
+        .iter()
+        .filter_map(|e| crate::config_tree::schema_child_of(&e.dn))
+        .any(|(_, other)| other.eq_ignore_ascii_case(&name))
+    {
+        return Err(Refusal::new(
+            ResultCode::EntryAlreadyExists,
+            format!("a schema named {name:?} exists already"),
+        ));
+    }
+    let target_dn = format!("cn={{{next}}}{name},{}", crate::config_tree::SCHEMA_DN);
+    let mut added = ConfigEntry {
+        dn: target_dn,
+        attrs: vec![
+            ("objectClass".to_string(), vec!["olcSchemaConfig".to_string()]),
+            ("cn".to_string(), vec![format!("{{{next}}}{name}")]),
+        ],
+    };
+    let mut is_schema = false;
+    for attr in &entry.attrs {
+        let name = attr.desc.as_str();
+        let text = |raw: &Vec<u8>| {
+            String::from_utf8(raw.clone()).map_err(|_| {
+                Refusal::new(
+                    ResultCode::InvalidAttributeSyntax,
+                    format!("{name}: value is not UTF-8"),
+                )
+            })
+        };
+        if crate::config_tree::store::OPERATIONAL
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(name))
+            || name.eq_ignore_ascii_case("cn")
+        {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("objectClass") {
+            for value in &attr.values {
+                let class = text(value)?;
+                match class.to_ascii_lowercase().as_str() {
+                    "olcschemaconfig" => is_schema = true,
+                    "top" | "olcconfig" => {}
+                    _ => {
+                        return Err(Refusal::new(
+                            ResultCode::ObjectClassViolation,
+                            format!("objectClass: {class} is not a class of a schema entry"),
+                        ))
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(known) = SCHEMA_ATTRIBUTES
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(name))
+        else {
+            return Err(Refusal::new(
+                ResultCode::ObjectClassViolation,
+                format!("attribute '{name}' not allowed"),
+            ));
+        };
+        let plain = attr
+            .values
+            .iter()
+            .map(|v| text(v).map(|t| split_ordinal(&t).1.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        added.attrs.push((known.to_string(), numbered(&plain)));
+    }
+    if !is_schema {
+        return Err(Refusal::new(
+            ResultCode::ObjectClassViolation,
+            "a schema entry has objectClass olcSchemaConfig",
+        ));
+    }
+    let stored = crate::config_tree::store::Writer {
+        directory: &tree.directory,
+    }
+    .add(&added)
+    .map_err(|e| Refusal::new(e.code, e.message))?;
+    let mut new_tree = entries.to_vec();
+    new_tree.push(added);
+    Ok((new_tree, stored))
+}
+
+/// A delete of an entry of cn=config: the tree without it (`committed`), the tree once the siblings
+/// after it moved up a position (`tree`), and the number of the data database it removes.
+struct Deletion {
+    committed: Vec<ConfigEntry>,
+    tree: Vec<ConfigEntry>,
+    database: Option<usize>,
+}
+
+/// What a delete of `dn` leaves. Deletes a schema child or a data database added live; the file's
+/// schemas and databases, the overlays, cn=config, cn=schema, the frontend and the config database
+/// are refused.
+fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Deletion, Refusal> {
+    let target = normalize_dn(dn);
+    let Some(position) = entries.iter().position(|e| normalize_dn(&e.dn) == target) else {
+        return Err(Refusal::new(ResultCode::NoSuchObject, ""));
+    };
+    let unwilling = |message: String| Err(Refusal::new(ResultCode::UnwillingToPerform, message));
+    if target == normalize_dn(crate::config_tree::FRONTEND_DN)
+        || target == normalize_dn(crate::config_tree::CONFIG_DB_DN)
+    {
+        return unwilling("Cannot delete config or frontend database".to_string());
+    }
+    if target == crate::config_tree::SUFFIX || target == crate::config_tree::SCHEMA_DN {
+        return unwilling(format!("{dn}: cannot be deleted"));
+    }
+    if entries
+        .iter()
+        .any(|e| normalize_dn(&e.dn).ends_with(&format!(",{target}")))
+    {
+        return Err(Refusal::new(
+            ResultCode::NotAllowedOnNonLeaf,
+            format!("{dn}: delete its children first"),
+        ));
+    }
+    let mut committed = entries.to_vec();
+    committed.remove(position);
+    if let Some((n, _)) = crate::config_tree::schema_child_of(dn) {
+        if n < crate::config_tree::file_schema_count(base) {
+            return unwilling(format!(
+                "{dn}: this schema is defined in the configuration file (schema_files or \
+                 [[schema]]); remove it there and restart"
+            ));
+        }
+        let tree = committed
+            .iter()
+            .map(|e| match crate::config_tree::schema_child_of(&e.dn) {
+                Some((m, name)) if m > n => renamed_child(e, m - 1, &name),
+                _ => e.clone(),
+            })
+            .collect();
+        return Ok(Deletion {
+            committed,
+            tree,
+            database: None,
+        });
+    }
+    let number = target
+        .strip_prefix("olcdatabase={")
+        .and_then(|rest| rest.strip_suffix("}mdb,cn=config"))
+        .and_then(|n| n.parse::<usize>().ok());
+    let Some(number) = number else {
+        return unwilling(format!(
+            "{dn}: only a schema or a database added live can be deleted (overlays do not change \
+             live)"
+        ));
+    };
+    if number <= base.database_count() {
+        return unwilling(format!(
+            "{dn}: this database is defined in the configuration file; remove it there and \
+             restart (only databases added live are deleted live)"
+        ));
+    }
+    let tree = committed
+        .iter()
+        .map(|e| {
+            let lower = normalize_dn(&e.dn);
+            let other = lower
+                .strip_prefix("olcdatabase={")
+                .and_then(|rest| rest.strip_suffix("}mdb,cn=config"))
+                .and_then(|n| n.parse::<usize>().ok());
+            match other {
+                Some(m) if m > number => {
+                    let mut moved = e.clone();
+                    moved.dn = crate::config_tree::database_dn(m - 1);
+                    for (name, values) in &mut moved.attrs {
+                        if name.eq_ignore_ascii_case("olcDatabase") {
+                            *values = vec![format!("{{{}}}mdb", m - 1)];
+                        }
+                    }
+                    moved
+                }
+                _ => e.clone(),
+            }
+        })
+        .collect();
+    Ok(Deletion {
+        committed,
+        tree,
+        database: Some(number),
+    })
+}
+
+/// A schema child moved to position `number`.
+fn renamed_child(entry: &ConfigEntry, number: usize, name: &str) -> ConfigEntry {
+    let mut moved = entry.clone();
+    moved.dn = format!("cn={{{number}}}{name},{}", crate::config_tree::SCHEMA_DN);
+    for (attr, values) in &mut moved.attrs {
+        if attr.eq_ignore_ascii_case("cn") {
+            *values = vec![format!("{{{number}}}{name}")];
+        }
+    }
+    moved
+}
+
+/// The schema of the configuration `config`: the running one when its `[[schema]]` tables did not
+/// change, else the file's schema with the tables added live, each definition checked as slapd
+/// checks a value of olcAttributeTypes or olcObjectClasses (other, naming the attribute).
+fn next_schema(
+    state: &ServerState,
+    config_tree: &crate::config_tree::ConfigTree,
+    config: &Config,
+) -> Result<Arc<canopy_schema::Schema>, Refusal> {
+    if config.schema == state.config.schema {
+        return Ok(state.databases.schema().clone());
+    }
+    let mut schema = canopy_schema::Schema::clone(&config_tree.file_schema);
+    let live = config
+        .schema
+        .get(config_tree.base.schema.len()..)
+        .unwrap_or_default();
+    match crate::load_schema_tables(&mut schema, live) {
+        Ok(()) => Ok(Arc::new(schema)),
+        Err(error) => {
+            // A definition that named an element the change removes: a dependency.
+            let before: Vec<&String> = state
+                .config
+                .schema
+                .iter()
+                .flat_map(|t| t.attribute_types.iter().chain(&t.object_classes))
+                .collect();
+            let removes = before.iter().any(|d| {
+                !config
+                    .schema
+                    .iter()
+                    .any(|t| t.attribute_types.contains(d) || t.object_classes.contains(d))
+            });
+            Err(match removes {
+                true => Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    format!(
+                        "{}: another schema element depends on what this change removes \
+                         (schema {:?}: {})",
+                        error.attr, error.table, error.message
+                    ),
+                ),
+                false => Refusal::new(
+                    ResultCode::Other,
+                    format!("{}: {}", error.attr, error.message),
+                ),
+            })
+        }
+    }
+}
+
+/// Refuses a change that removes an attribute type or an object class some entry still uses: each
+/// data database is asked (`Directory::attribute_in_use`, `object_class_in_use`: an index when one
+/// answers, else a scan), under the schema that still knows the element.
+fn check_schema_removals(state: &ServerState, next: &ServerState) -> Result<(), Refusal> {
+    let (old, new) = (state.databases.schema(), next.databases.schema());
+    if Arc::ptr_eq(old, new) {
+        return Ok(());
+    }
+    let databases: Vec<&Database> = state
+        .databases
+        .iter()
+        .filter(|db| !db.is_config() && !db.is_monitor())
+        .collect();
+    let failed = |e: LdapError| Refusal::new(e.code, format!("schema usage check: {}", e.message));
+    for at in old.attribute_types() {
+        if new.attribute_type(&at.oid).is_some() {
+            continue;
+        }
+        for db in &databases {
+            if let Some(user) = db.backend().attribute_in_use(&at.oid).map_err(failed)?.user {
+                return Err(Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    format!(
+                        "olcAttributeTypes: attribute type {:?} is in use (entry \"{user}\"); \
+                         remove its values from every entry first",
+                        at.name()
+                    ),
+                ));
+            }
+        }
+    }
+    for class in old.object_classes() {
+        if new.object_class(&class.oid).is_some() {
+            continue;
+        }
+        for db in &databases {
+            if let Some(user) = db
+                .backend()
+                .object_class_in_use(&class.oid)
+                .map_err(failed)?
+                .user
+            {
+                return Err(Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    format!(
+                        "olcObjectClasses: object class {:?} is in use (entry \"{user}\"); \
+                         remove it from every entry first",
+                        class.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The answer a write gets when access control lets it through and `probe_access` stops it.
@@ -283,23 +721,35 @@ fn switch_certificate(state: &State, next: &ServerState) -> Result<(), LdapError
 /// an index only once it is complete. The change is stored already; an index whose start fails here is
 /// built again at the next start, which reconciles every database with its configured indexes.
 async fn change_indexes(state: &State, next: &ServerState) -> Result<(), LdapError> {
-    let schema = state.databases.schema().clone();
+    let (old_schema, new_schema) = (state.databases.schema(), next.databases.schema());
+    let configured = |s: &ServerState| -> Vec<(usize, Database)> {
+        s.databases
+            .iter()
+            .filter(|db| db.is_configured())
+            .cloned()
+            .enumerate()
+            .map(|(i, db)| (i + 1, db))
+            .collect()
+    };
+    let before = configured(state);
     let mut work = Vec::new();
-    let mut number = 0;
-    for db in state.databases.iter() {
-        if !db.is_configured() {
+    for (number, db) in configured(next) {
+        // A database the change added builds its indexes from its own start.
+        let Some((old_number, _)) = before
+            .iter()
+            .find(|(_, old)| old.backend().same_database(db.backend()))
+        else {
             continue;
-        }
-        number += 1;
+        };
         let (Some(old), Some(new)) = (
-            state.config.database_view(number),
+            state.config.database_view(*old_number),
             next.config.database_view(number),
         ) else {
             continue;
         };
         let (Ok(old), Ok(new)) = (
-            crate::index_specs(&schema, &old),
-            crate::index_specs(&schema, &new),
+            crate::index_specs(old_schema, &old),
+            crate::index_specs(new_schema, &new),
         ) else {
             continue;
         };
@@ -347,6 +797,7 @@ fn modified_tree(
     entries: &[ConfigEntry],
     dn: &str,
     changes: &[Change],
+    base: &Config,
 ) -> Result<(Vec<ConfigEntry>, ConfigEntry), Refusal> {
     let normalized = normalize_dn(dn);
     let Some(position) = entries
@@ -360,10 +811,24 @@ fn modified_tree(
     for change in changes {
         apply(&mut entry, change)?;
     }
-    let live = live_attributes(&old.dn);
+    let schema_child = crate::config_tree::schema_child_of(&old.dn);
+    let live = match schema_child {
+        Some((n, _)) if n >= crate::config_tree::file_schema_count(base) => &SCHEMA_ATTRIBUTES,
+        _ => live_attributes(&old.dn),
+    };
     for (name, _) in entry.attrs.iter().chain(old.attrs.iter()) {
         if old.get(name) == entry.get(name) {
             continue;
+        }
+        if schema_child.is_some() && !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!(
+                    "{name}: this schema is defined in the configuration file (schema_files or \
+                     [[schema]]); add a schema of your own under cn=schema,cn=config, or change \
+                     the file and restart"
+                ),
+            ));
         }
         if !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
             return Err(Refusal::new(
@@ -504,29 +969,41 @@ fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The snapshot the server runs after a change to `tree`: every database's settings and the frontend's
-/// built from the new configuration, or the refusal naming what fails.
+/// The snapshot the server runs after a change to `tree` (which removes data database
+/// `removed_db`, when given): every database's settings and the frontend's built from the new
+/// configuration, under the new schema when it changed, or the refusal naming what fails.
 fn next_state(
     state: &State,
     tree: &[ConfigEntry],
-    _: &ConfigEntry,
+    removed_db: Option<usize>,
 ) -> Result<ServerState, Refusal> {
     let Some(config_tree) = &state.config_tree else {
         return Err(Refusal::new(ResultCode::UnwillingToPerform, "no cn=config"));
     };
     let (config, first_password) = to_config(&config_tree.base, tree)?;
     check_lockout(&config)?;
-    let schema = state.databases.schema().clone();
+    let schema = next_schema(state, config_tree, &config)?;
+    let schema_changed = !Arc::ptr_eq(&schema, state.databases.schema());
     let mut list = Vec::new();
+    let mut old_number = 0;
     let mut number = 0;
     for db in state.databases.iter() {
+        let db = match schema_changed {
+            true => db.clone().with_schema(schema.clone()),
+            false => db.clone(),
+        };
         if db.is_monitor() || (!db.is_configured() && !db.is_config()) {
-            list.push(db.clone());
+            list.push(db);
             continue;
         }
         if db.is_config() {
-            let rebuilt = config_tree.database(&config)?;
+            // Rebuilt from the store's own handle: the running schema goes with it.
+            let rebuilt = config_tree.database(&config)?.with_schema(schema.clone());
             list.push(rebuilt);
+            continue;
+        }
+        old_number += 1;
+        if removed_db == Some(old_number) {
             continue;
         }
         number += 1;
@@ -555,12 +1032,14 @@ fn next_state(
                 Some((ndn, password))
             }
         };
-        list.push(db.clone().with_acl(acl).with_settings(
+        let subordinate = db.subordinate();
+        let directory = db.directory().to_path_buf();
+        list.push(db.with_acl(acl).with_settings(
             root,
             view.limits.clone(),
             view.read_only,
-            db.subordinate(),
-            db.directory().to_path_buf(),
+            subordinate,
+            directory,
         ));
     }
     // Databases added by this change: opened last, once everything else is known to be good.

@@ -148,6 +148,13 @@ impl Database {
     }
 
     /// This database guarded by `acl` instead of its access rules.
+    /// This database under `schema` (cn=schema changed live): the same store under another handle
+    /// (`Directory::with_schema`); operations holding the old handle finish under the old schema.
+    pub fn with_schema(mut self, schema: Arc<Schema>) -> Database {
+        self.backend = self.backend.with_schema(schema);
+        self
+    }
+
     pub fn with_acl(mut self, acl: Acl) -> Database {
         self.acl = Arc::new(acl);
         self

@@ -99,7 +99,90 @@ pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     for path in &config.schema_files {
         schema.load_file(path)?;
     }
+    load_schema_tables(&mut schema, &config.schema)
+        .map_err(|e| StartError::Invalid(format!("[[schema]] {:?}: {}", e.table, e.message)))?;
     Ok(schema)
+}
+
+/// Why a `[[schema]]` table (a cn=schema child) does not load: the attribute holding the definition
+/// and the problem in slapd's words (`AttributeType not found: "x"`, `Syntax not found: "1.2.3"`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaTableError {
+    pub table: String,
+    pub attr: &'static str,
+    pub message: String,
+}
+
+/// Loads `tables` into `schema` after what it holds, one definition at a time, attribute types of a
+/// table before its object classes; unlike a schema file, an attribute type's syntax must be known.
+/// On an error `schema` holds part of the tables and is to be dropped.
+pub fn load_schema_tables(
+    schema: &mut Schema,
+    tables: &[config::SchemaConfig],
+) -> Result<(), SchemaTableError> {
+    for table in tables {
+        let fail = |attr: &'static str, message: String| SchemaTableError {
+            table: table.name.clone(),
+            attr,
+            message,
+        };
+        for definition in &table.attribute_types {
+            let before = schema.attribute_types().count();
+            schema
+                .load_text(&format!("attributetype {definition}\n"), &table.name)
+                .map_err(|e| fail("olcAttributeTypes", schema_words(e)))?;
+            if let Some(added) = schema.attribute_types().nth(before) {
+                let syntax = added.syntax.clone();
+                if !schema.syntaxes().any(|s| s.oid == syntax) {
+                    return Err(fail(
+                        "olcAttributeTypes",
+                        format!("Syntax not found: \"{syntax}\""),
+                    ));
+                }
+            }
+        }
+        for definition in &table.object_classes {
+            schema
+                .load_text(&format!("objectclass {definition}\n"), &table.name)
+                .map_err(|e| fail("olcObjectClasses", schema_words(e)))?;
+        }
+    }
+    Ok(())
+}
+
+/// A schema error in the words slapd's cn=config uses for the same problem.
+fn schema_words(error: canopy_schema::SchemaError) -> String {
+    use canopy_schema::SchemaError;
+    let quoted = |text: &str, prefix: &str| {
+        text.strip_prefix(prefix)
+            .map(|rest| rest.trim_matches('"').to_string())
+    };
+    match error {
+        SchemaError::Parse { reason, .. } => {
+            if let Some(name) = quoted(&reason, "unknown supertype ") {
+                format!("AttributeType not found: \"{name}\"")
+            } else if let Some(name) = quoted(&reason, "unknown attribute type ") {
+                format!("AttributeType not found: \"{name}\"")
+            } else if let Some(name) = quoted(&reason, "unknown superclass ") {
+                format!("ObjectClass not found: \"{name}\"")
+            } else {
+                reason
+            }
+        }
+        SchemaError::Duplicate { what, .. } => {
+            let key = |rest: &str| rest.split(' ').next().unwrap_or(rest).to_string();
+            if let Some(rest) = what.strip_prefix("attribute type ") {
+                format!("Inconsistent duplicate attributeType: \"{}\"", key(rest))
+            } else if let Some(rest) = what.strip_prefix("object class ") {
+                format!("Inconsistent duplicate objectClass: \"{}\"", key(rest))
+            } else {
+                format!("duplicate definition of {what}")
+            }
+        }
+        SchemaError::Io { path, source } => format!("{path}: {source}"),
+        SchemaError::UnknownAttributeType(name) => format!("AttributeType not found: \"{name}\""),
+        SchemaError::InvalidValue { attr, reason } => format!("{attr}: {reason}"),
+    }
 }
 
 /// The index specifications of a configuration, with attribute names made canonical.

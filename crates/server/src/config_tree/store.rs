@@ -33,6 +33,9 @@ pub struct ConfigTree {
     pub(crate) entries: tokio::sync::Mutex<Vec<ConfigEntry>>,
     /// The configuration file as read at start: every setting the tree does not change live.
     pub(crate) base: Config,
+    /// The schema the file defines (built-in, overlays', `schema_files`, its `[[schema]]` tables):
+    /// a schema changed live is this one plus the tables added live.
+    pub(crate) file_schema: Arc<Schema>,
 }
 
 /// Operational attributes the store adds, left out of the tree's settings.
@@ -71,7 +74,7 @@ impl ConfigTree {
             write_map: false,
         };
         let directory = Directory::open(
-            schema,
+            schema.clone(),
             SUFFIX,
             vec![index],
             store_config,
@@ -109,6 +112,7 @@ impl ConfigTree {
             directory,
             entries: tokio::sync::Mutex::new(tree),
             base: config.clone(),
+            file_schema: schema,
         };
         Ok((config_tree, running, password))
     }
