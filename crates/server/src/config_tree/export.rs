@@ -141,6 +141,25 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
     table.insert("time_limit".into(), limit(limits.time_limit));
     set_or_remove(table, "rules", rules(&limits.rules));
     t.insert("indexes".into(), indexes(&live.indexes));
+    // Schema added live: `[[schema]]` tables after the file's (which do not change live).
+    set_or_remove(
+        t,
+        "schema",
+        (!live.schema.is_empty()).then(|| {
+            Value::Array(
+                live.schema
+                    .iter()
+                    .map(|table| {
+                        let mut out = Table::new();
+                        out.insert("name".into(), Value::String(table.name.clone()));
+                        out.insert("attribute_types".into(), strings(&table.attribute_types));
+                        out.insert("object_classes".into(), strings(&table.object_classes));
+                        Value::Table(out)
+                    })
+                    .collect(),
+            )
+        }),
+    );
     // Databases added live get tables of their own after the file's.
     let tables = t
         .entry("database".to_string())

@@ -467,6 +467,13 @@ pub fn differences(
             }
         }
     }
+    for table in live.schema.iter().skip(file.schema.len()) {
+        found.push((
+            format!("cn={},cn=schema,cn=config", table.name),
+            "(added live)".to_string(),
+            "kept",
+        ));
+    }
     for number in file.database_count() + 1..=live.database_count() {
         found.push((
             super::database_dn(number),
