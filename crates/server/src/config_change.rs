@@ -367,15 +367,6 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
     if target == crate::config_tree::SUFFIX || target == crate::config_tree::SCHEMA_DN {
         return unwilling(format!("{dn}: cannot be deleted"));
     }
-    if entries
-        .iter()
-        .any(|e| normalize_dn(&e.dn).ends_with(&format!(",{target}")))
-    {
-        return Err(Refusal::new(
-            ResultCode::NotAllowedOnNonLeaf,
-            format!("{dn}: delete its children first"),
-        ));
-    }
     let mut committed = entries.to_vec();
     committed.remove(position);
     if let Some((n, _)) = crate::config_tree::schema_child_of(dn) {
@@ -412,6 +403,15 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
         return unwilling(format!(
             "{dn}: this database is defined in the configuration file; remove it there and \
              restart (only databases added live are deleted live)"
+        ));
+    }
+    if entries
+        .iter()
+        .any(|e| normalize_dn(&e.dn).ends_with(&format!(",{target}")))
+    {
+        return Err(Refusal::new(
+            ResultCode::NotAllowedOnNonLeaf,
+            format!("{dn}: delete its children first"),
         ));
     }
     let tree = committed
