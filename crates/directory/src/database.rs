@@ -71,8 +71,7 @@ impl Inner {
 /// and answers that depend only on the database state, valid for the snapshot they were read in.
 #[derive(Default)]
 struct Memo {
-    /// The last DN normalized, under the schema at that address.
-    normalized: Option<(Arc<Schema>, Box<[u8]>, Dn, NormDn)>,
+    normalized: Option<Normalized>,
     /// `ReadTxn::snapshot_id` of the answers below.
     snapshot: usize,
     /// Existing entries that are neither aliases nor referral objects, by normalized DN.
@@ -80,6 +79,9 @@ struct Memo {
     /// Indexed IDs of `(objectClass=alias)` and `(objectClass=referral)`.
     classes: Vec<(&'static str, Vec<u64>)>,
 }
+
+/// The last DN normalized: the schema it was normalized under, the request's bytes and the result.
+type Normalized = (Arc<Schema>, Box<[u8]>, Dn, NormDn);
 
 /// Entries of `Memo::plain` kept at most: the few bases most searches use.
 const PLAIN_MEMO: usize = 8;
@@ -299,7 +301,8 @@ impl Directory {
         if Self::repeats_type(&dn) {
             return Err(LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"));
         }
-        let ndn = self.schema
+        let ndn = self
+            .schema
             .normalize_dn(&dn)
             .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
         Ok((dn, ndn))
@@ -334,7 +337,8 @@ impl Directory {
         const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
         for attr in attrs {
             let name = attr.name.split(';').next().unwrap_or(&attr.name);
-            let is_dn = self.schema
+            let is_dn = self
+                .schema
                 .attribute_type(name)
                 .is_some_and(|at| at.syntax == DN_SYNTAX);
             if !is_dn {

@@ -133,32 +133,31 @@ async fn plan(
     op: &WriteOp,
 ) -> Result<Result<Planned, Refusal>, OpError> {
     Ok(match op {
-        WriteOp::Modify { dn, ndn, changes } => {
-            (|| {
-                let (new_tree, new_entry) =
-                    modified_tree(entries, &dn.to_string(), changes, &tree.base)?;
-                let next = next_state(state, &new_tree, None)?;
-                check_schema_removals(state, &next)?;
-                let old = entries
-                    .iter()
-                    .find(|e| e.dn.eq_ignore_ascii_case(&new_entry.dn))
-                    .cloned()
-                    .unwrap_or_else(|| new_entry.clone());
-                let stored = WriteOp::Modify {
-                    dn: dn.clone(),
-                    ndn: ndn.clone(),
-                    changes: crate::config_tree::store::changes(&old, &new_entry),
-                };
-                Ok(Planned {
-                    stored,
-                    committed: new_tree.clone(),
-                    tree: new_tree,
-                    next,
-                })
-            })()
-        }
-        WriteOp::Add(entry) if crate::config_tree::schema_child_of(&entry.dn.to_string()).is_some()
-            || is_schema_child_name(&entry.dn.to_string()) =>
+        WriteOp::Modify { dn, ndn, changes } => (|| {
+            let (new_tree, new_entry) =
+                modified_tree(entries, &dn.to_string(), changes, &tree.base)?;
+            let next = next_state(state, &new_tree, None)?;
+            check_schema_removals(state, &next)?;
+            let old = entries
+                .iter()
+                .find(|e| e.dn.eq_ignore_ascii_case(&new_entry.dn))
+                .cloned()
+                .unwrap_or_else(|| new_entry.clone());
+            let stored = WriteOp::Modify {
+                dn: dn.clone(),
+                ndn: ndn.clone(),
+                changes: crate::config_tree::store::changes(&old, &new_entry),
+            };
+            Ok(Planned {
+                stored,
+                committed: new_tree.clone(),
+                tree: new_tree,
+                next,
+            })
+        })(),
+        WriteOp::Add(entry)
+            if crate::config_tree::schema_child_of(&entry.dn.to_string()).is_some()
+                || is_schema_child_name(&entry.dn.to_string()) =>
         {
             added_schema_child(entries, entry, tree).and_then(|(new_tree, stored)| {
                 let next = next_state(state, &new_tree, None)?;
@@ -272,7 +271,10 @@ fn added_schema_child(
     let mut added = ConfigEntry {
         dn: target_dn,
         attrs: vec![
-            ("objectClass".to_string(), vec!["olcSchemaConfig".to_string()]),
+            (
+                "objectClass".to_string(),
+                vec!["olcSchemaConfig".to_string()],
+            ),
             ("cn".to_string(), vec![format!("{{{next}}}{name}")]),
         ],
     };

@@ -670,7 +670,10 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
 /// The `[[schema]]` tables of the schema children added live: those numbered after the file's, in
 /// their order. A child numbered among the file's whose name is not the file's is one added live
 /// before the file gained a schema: refused, as the schema would be lost.
-fn live_schema(base: &Config, tree: &[ConfigEntry]) -> Result<Vec<crate::config::SchemaConfig>, Refusal> {
+fn live_schema(
+    base: &Config,
+    tree: &[ConfigEntry],
+) -> Result<Vec<crate::config::SchemaConfig>, Refusal> {
     let file_names = file_schema_names(base);
     let mut children: Vec<(usize, String, &ConfigEntry)> = tree
         .iter()
@@ -847,6 +850,97 @@ mod tests {
         assert_eq!(back.limits.size_limit, 7);
         assert!(back.database[0].read_only);
         assert_eq!(back.database[0].limits.time_limit, Some(9));
+    }
+
+    #[test]
+    fn schema_added_live_reads_back_as_tables_after_the_file_s() {
+        let file = Config::parse(
+            "[[schema]]\nname = \"site\"\nattribute_types = [\"( 1.3.6.1.4.1.99999.7.1 NAME 'siteCode' \
+             SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\"]\n",
+            "t",
+        )
+        .unwrap();
+        let mut live = file.clone();
+        live.schema.push(crate::config::SchemaConfig {
+            name: "local".into(),
+            attribute_types: vec!["( 1.3.6.1.4.1.99999.8.1 NAME 'localCode' SUP siteCode )".into()],
+            object_classes: vec![
+                "( 1.3.6.1.4.1.99999.8.2 NAME 'localThing' SUP top AUXILIARY MAY localCode )"
+                    .into(),
+            ],
+        });
+        let tree = from_config(&live, b"");
+        let child = tree
+            .iter()
+            .find(|e| e.dn == "cn={1}local,cn=schema,cn=config")
+            .unwrap();
+        assert_eq!(child.get("cn"), ["{1}local"]);
+        assert_eq!(
+            child.get("olcAttributeTypes"),
+            ["{0}( 1.3.6.1.4.1.99999.8.1 NAME 'localCode' SUP siteCode )"]
+        );
+        assert_eq!(schema_child_of(&child.dn), Some((1, "local".to_string())));
+        let (back, _) = to_config(&file, &tree).unwrap();
+        assert_eq!(back.schema, live.schema);
+        let schema = crate::load_schema(&back).unwrap();
+        assert!(schema.object_class("localThing").is_some());
+        // A file that now defines a schema where the live one is numbered: refused, not lost.
+        let mut grown = file.clone();
+        grown.schema.push(crate::config::SchemaConfig {
+            name: "other".into(),
+            ..Default::default()
+        });
+        let refusal = to_config(&grown, &tree).unwrap_err();
+        assert!(
+            refusal.message.contains("cn={1}local"),
+            "{}",
+            refusal.message
+        );
+    }
+
+    #[test]
+    fn schema_tables_are_checked_in_slapd_s_words() {
+        let mut schema = crate::load_schema(&Config::default()).unwrap();
+        let table = |types: &[&str], classes: &[&str]| crate::config::SchemaConfig {
+            name: "t".into(),
+            attribute_types: types.iter().map(|t| t.to_string()).collect(),
+            object_classes: classes.iter().map(|c| c.to_string()).collect(),
+        };
+        for (types, classes, message) in [
+            (
+                &["( 1.3.6.1.4.1.99999.9.1 NAME 'x1' SYNTAX 1.2.3.4 )"][..],
+                &[][..],
+                "Syntax not found: \"1.2.3.4\"",
+            ),
+            (
+                &["( 1.3.6.1.4.1.99999.9.2 NAME 'x2' SUP nope )"],
+                &[],
+                "AttributeType not found: \"nope\"",
+            ),
+            (
+                &["( 1.3.6.1.4.1.99999.9.3 NAME 'cn' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )"],
+                &[],
+                "Inconsistent duplicate attributeType: \"cn\"",
+            ),
+            (
+                &[],
+                &["( 1.3.6.1.4.1.99999.9.4 NAME 'x4' SUP nope AUXILIARY )"],
+                "ObjectClass not found: \"nope\"",
+            ),
+        ] {
+            let error = crate::load_schema_tables(&mut schema.clone(), &[table(types, classes)])
+                .unwrap_err();
+            assert_eq!(error.message, message);
+        }
+        crate::load_schema_tables(
+            &mut schema,
+            &[table(
+                &["( 1.3.6.1.4.1.99999.9.5 NAME 'x5' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )"],
+                &["( 1.3.6.1.4.1.99999.9.6 NAME 'x6' SUP top AUXILIARY MAY x5 )"],
+            )],
+        )
+        .unwrap();
+        assert!(schema.object_class("x6").is_some());
     }
 
     #[test]
