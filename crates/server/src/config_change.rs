@@ -983,7 +983,6 @@ fn next_state(
         return Err(Refusal::new(ResultCode::UnwillingToPerform, "no cn=config"));
     };
     let (config, first_password) = to_config(&config_tree.base, tree)?;
-    check_lockout(&config)?;
     let schema = next_schema(state, config_tree, &config)?;
     let schema_changed = !Arc::ptr_eq(&schema, state.databases.schema());
     let mut list = Vec::new();
@@ -1044,6 +1043,7 @@ fn next_state(
             directory,
         ));
     }
+    check_lockout(&config, &schema, &list, tree)?;
     // Databases added by this change: opened last, once everything else is known to be good.
     let opened = number;
     let mut added = Vec::new();
@@ -1139,40 +1139,75 @@ fn normalize_root(
         })
 }
 
-/// Refuses a configuration in which nobody can change cn=config: neither a config root DN with a
-/// password nor an access rule of `olcDatabase={0}config` granting write or manage to someone.
-fn check_lockout(config: &Config) -> Result<(), Refusal> {
+/// Refuses a configuration in which nobody can change cn=config: no config root DN with a password,
+/// and the access engine, with the rules of `olcDatabase={0}config` in `databases`, lets no identity
+/// that can authenticate write its `olcAccess` or `olcRootPW` (`lockout::first_administrator`).
+fn check_lockout(
+    config: &Config,
+    schema: &canopy_schema::Schema,
+    databases: &[Database],
+    tree: &[ConfigEntry],
+) -> Result<(), Refusal> {
     let root = config.config_root_dn.is_some()
         && config
             .config_root_password
             .as_deref()
             .is_some_and(|p| !p.is_empty());
-    let rules = match config.config_access.is_empty() {
-        true => vec![crate::config_tree::default_access()],
-        false => config.config_access.clone(),
-    };
-    if root || rules.iter().any(|rule| grants_write(rule)) {
+    if root {
         return Ok(());
     }
-    Err(Refusal::new(
-        ResultCode::UnwillingToPerform,
-        "olcAccess/olcRootDN/olcRootPW: this change would leave no identity able to modify \
-         cn=config (keep olcRootDN with olcRootPW on olcDatabase={0}config, or a rule granting \
-         write or manage)",
-    ))
+    let Some(config_db) = databases.iter().find(|db| db.is_config()) else {
+        return Ok(());
+    };
+    let data: Vec<Database> = databases
+        .iter()
+        .filter(|db| db.is_configured())
+        .cloned()
+        .collect();
+    let dn_text = crate::config_tree::CONFIG_DB_DN;
+    let (dn, ndn) = normalize_config_dn(schema, dn_text)?;
+    let entry = tree
+        .iter()
+        .find(|e| e.dn.eq_ignore_ascii_case(dn_text))
+        .and_then(|e| {
+            let attrs: Vec<canopy_proto::PartialAttribute> = e
+                .attrs
+                .iter()
+                .map(|(name, values)| canopy_proto::PartialAttribute {
+                    name: name.clone(),
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                })
+                .collect();
+            canopy_core::check::entry_from_attributes_with(schema, dn, ndn.clone(), &attrs, true)
+                .ok()
+        });
+    let target = crate::acl::Target {
+        ndn: &ndn,
+        entry: entry.as_ref(),
+    };
+    match crate::lockout::first_administrator(schema, config_db.acl(), target, &data) {
+        Some(who) => {
+            tracing::debug!(administrator = %who, "cn=config lock-out check passed");
+            Ok(())
+        }
+        None => Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            "olcAccess/olcRootDN/olcRootPW: this change would leave no identity able to modify \
+             cn=config (keep olcRootDN with olcRootPW on olcDatabase={0}config, or a rule that lets \
+             write olcAccess someone who can bind: root over ldapi, a root DN, an entry with a \
+             password)",
+        )),
+    }
 }
 
-/// Whether some `by` clause of an access rule grants write or manage to someone other than nobody.
-fn grants_write(rule: &str) -> bool {
-    rule.split(" by ").skip(1).any(|clause| {
-        let words: Vec<&str> = clause.split_whitespace().collect();
-        let who = words.first().copied().unwrap_or("");
-        let level = words.get(1).copied().unwrap_or("");
-        let grants = matches!(level.to_ascii_lowercase().as_str(), "write" | "manage")
-            || ((level.starts_with('=') || level.starts_with('+'))
-                && level.chars().any(|c| c == 'w' || c == 'm'));
-        grants && !who.eq_ignore_ascii_case("none")
-    })
+fn normalize_config_dn(
+    schema: &canopy_schema::Schema,
+    text: &str,
+) -> Result<(canopy_proto::Dn, canopy_schema::NormDn), Refusal> {
+    canopy_proto::Dn::parse(text.as_bytes())
+        .ok()
+        .and_then(|dn| schema.normalize_dn(&dn).ok().map(|ndn| (dn, ndn)))
+        .ok_or_else(|| Refusal::new(ResultCode::Other, format!("{text}: does not normalize")))
 }
 
 #[cfg(test)]
@@ -1227,23 +1262,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.code, ResultCode::NoSuchAttribute);
-    }
-
-    #[test]
-    fn lockout_is_recognised() {
-        let mut config = Config::default();
-        assert!(check_lockout(&config).is_ok());
-        config.config_access = vec!["to * by * read".into()];
-        assert_eq!(
-            check_lockout(&config).unwrap_err().code,
-            ResultCode::UnwillingToPerform
-        );
-        config.config_access = vec!["to * by dn.exact=\"cn=a\" write by * none".into()];
-        assert!(check_lockout(&config).is_ok());
-        config.config_access = vec!["to * by * none".into()];
-        config.config_root_dn = Some("cn=admin,cn=config".into());
-        assert!(check_lockout(&config).is_err());
-        config.config_root_password = Some("secret".into());
-        assert!(check_lockout(&config).is_ok());
     }
 }

@@ -22,6 +22,7 @@ pub mod exporter;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
+pub mod lockout;
 pub mod logdb;
 pub mod metrics;
 pub mod monitor;

@@ -273,6 +273,62 @@ fn lock_out_is_refused() {
 }
 
 #[test]
+fn the_lock_out_check_runs_the_access_rules() {
+    if !canopy_only("the lock-out check") {
+        return;
+    }
+    let s = Server::start_with_config_tree();
+    let without_root_password = |rules: &[&str]| {
+        let rules: String = rules.iter().map(|r| format!("olcAccess: {r}\n")).collect();
+        change(
+            &s,
+            &format!(
+                "dn: {CONFIG_DB}\nchangetype: modify\nreplace: olcAccess\n{rules}-\ndelete: olcRootPW\n"
+            ),
+        )
+    };
+    let ldapi_root = "gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth";
+    // A rule that grants write, but after one that stops every request first: nobody.
+    let out = without_root_password(&[
+        "to * by * none",
+        &format!("to * by dn.exact=\"{ldapi_root}\" manage"),
+    ]);
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no identity able to modify"),
+        "{}",
+        out.stderr
+    );
+    // Write granted to a DN nobody can bind as: nobody.
+    let out =
+        without_root_password(&["to * by dn.exact=\"cn=ghost,dc=example,dc=com\" write by * none"]);
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    // Write only over TLS for root over ldapi (ssf 71 < 128): nobody.
+    let out = without_root_password(&[&format!(
+        "to * by dn.exact=\"{ldapi_root}\" ssf=128 manage by * none"
+    )]);
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert_eq!(
+        values(&s, CONFIG_DB, "olcRootPW").len(),
+        1,
+        "nothing changed"
+    );
+    // Write granted to a user who can bind: accepted, and that user is now in charge.
+    let alice = user_dn("alice");
+    without_root_password(&[&format!("to * by dn.exact=\"{alice}\" write by * none")])
+        .expect_code(0, "a user with a password may administer cn=config");
+    s.modify(
+        &Bind::user("alice"),
+        &format!(
+            "dn: {CONFIG_DB}\nchangetype: modify\nadd: olcRootPW\nolcRootPW: {CONFIG_ROOT_PW}\n"
+        ),
+    )
+    .expect_code(0, "alice changes cn=config");
+    s.whoami(Via::Ldap, &admin())
+        .expect_code(0, "the config root binds again");
+}
+
+#[test]
 fn changes_canopy_cannot_make_live_are_refused() {
     if !canopy_only("refusing olcSuffix and olcDbDirectory changes") {
         return;
