@@ -26,23 +26,21 @@ pub struct Directory {
     schema: Arc<Schema>,
 }
 
-/// A handle that does not keep the database open (for background index builds), with the newest
-/// schema when it is upgraded.
-pub(crate) struct WeakDirectory(Weak<Inner>);
+/// A handle that does not keep the database open (for background index builds), under the schema
+/// of the handle that made it (the one that started the build).
+pub(crate) struct WeakDirectory(Weak<Inner>, Arc<Schema>);
 
 impl WeakDirectory {
     pub(crate) fn upgrade(&self) -> Option<Directory> {
-        self.0.upgrade().map(|inner| {
-            let schema = inner.newest_schema();
-            Directory { inner, schema }
+        self.0.upgrade().map(|inner| Directory {
+            inner,
+            schema: self.1.clone(),
         })
     }
 }
 
 pub(crate) struct Inner {
     store: Store,
-    /// The newest schema any handle was made with: what background work (index builds) uses.
-    newest: Mutex<Arc<Schema>>,
     /// The index sets (complete, maintained, wanted) and the builds (crate::indexing).
     indexes: Indexes,
     suffix: NormDn,
@@ -58,16 +56,7 @@ pub(crate) struct Inner {
     feed: Arc<crate::syncprov::Feed>,
 }
 
-impl Inner {
-    fn newest_schema(&self) -> Arc<Schema> {
-        self.newest
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-}
-
-/// What operations ask again and again, kept between them: the last DN normalized (the schema is fixed),
+/// What operations ask again and again, kept between them: the last DN normalized (with its schema),
 /// and answers that depend only on the database state, valid for the snapshot they were read in.
 #[derive(Default)]
 struct Memo {
@@ -139,7 +128,6 @@ impl Directory {
         Ok(Directory {
             inner: Arc::new(Inner {
                 store,
-                newest: Mutex::new(schema.clone()),
                 indexes,
                 suffix: suffix_n,
                 suffix_dn,
@@ -154,14 +142,9 @@ impl Directory {
     }
 
     /// This database under `schema` (a schema changed live, docs/design/config-tree.md): the same
-    /// store, indexes and hooks; the handle `self` keeps reading its own schema. Background work
-    /// started later (index builds) uses the newest schema a handle was made with.
+    /// store, indexes and hooks; the handle `self` keeps reading its own schema. An index build runs
+    /// under the schema of the handle that started it.
     pub fn with_schema(&self, schema: Arc<Schema>) -> Directory {
-        *self
-            .inner
-            .newest
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = schema.clone();
         Directory {
             inner: self.inner.clone(),
             schema,
@@ -178,7 +161,7 @@ impl Directory {
     }
 
     pub(crate) fn downgrade(&self) -> WeakDirectory {
-        WeakDirectory(Arc::downgrade(&self.inner))
+        WeakDirectory(Arc::downgrade(&self.inner), self.schema.clone())
     }
 
     /// The server ID this database's local writes stamp into their CSNs.
