@@ -160,6 +160,15 @@ pub fn numbered(values: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The number of a data database's DN (`olcDatabase={N}mdb,cn=config`), None for any other DN.
+pub fn database_number(dn: &str) -> Option<usize> {
+    dn.to_ascii_lowercase()
+        .replace(", ", ",")
+        .strip_prefix("olcdatabase={")
+        .and_then(|rest| rest.strip_suffix("}mdb,cn=config"))
+        .and_then(|n| n.parse::<usize>().ok())
+}
+
 /// The DN of data database `number` (1-based, as `--database N`).
 pub fn database_dn(number: usize) -> String {
     format!("olcDatabase={{{number}}}mdb,cn=config")
@@ -575,12 +584,35 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         config.config_root_dn = db.single("olcRootDN").map(str::to_string);
         config.config_root_password = db.single("olcRootPW").map(str::to_string);
     }
-    // Databases added live follow the file's, numbered on.
-    while let Some(db) = find(&database_dn(config.database_count() + 1)) {
-        config.database.push(added_database(db)?);
+    // Databases added live follow the file's, numbered on, in the order of their numbers. A gap (a
+    // crash between a delete and the renumbering after it) is closed; a copy left by a crash in the
+    // middle of a renumbering (the same suffix and directory twice) counts once.
+    let file_count = config.database_count();
+    let mut live: Vec<(usize, &ConfigEntry)> = tree
+        .iter()
+        .filter_map(|e| database_number(&e.dn).map(|n| (n, e)))
+        .filter(|(n, _)| *n > file_count)
+        .collect();
+    live.sort_by_key(|(n, _)| *n);
+    let mut added: Vec<&ConfigEntry> = Vec::new();
+    for (_, db) in live {
+        let same = |other: &&ConfigEntry| {
+            same_dn_text(
+                db.single("olcSuffix").unwrap_or_default(),
+                other.single("olcSuffix").unwrap_or_default(),
+            ) && db.single("olcDbDirectory") == other.single("olcDbDirectory")
+        };
+        if !added.iter().any(same) {
+            config.database.push(added_database(db)?);
+            added.push(db);
+        }
     }
     for number in 1..=config.database_count() {
-        let Some(db) = find(&database_dn(number)) else {
+        let entry = match number.checked_sub(file_count + 1) {
+            None => find(&database_dn(number)),
+            Some(i) => added.get(i).copied(),
+        };
+        let Some(db) = entry else {
             continue;
         };
         if let Some(suffix) = db.single("olcSuffix") {
@@ -695,6 +727,10 @@ fn live_schema(
                     ),
                 ))
             }
+            // A copy left by a crash in the middle of a renumbering counts once.
+            None if tables
+                .iter()
+                .any(|t: &crate::config::SchemaConfig| t.name.eq_ignore_ascii_case(&name)) => {}
             None => tables.push(crate::config::SchemaConfig {
                 name,
                 attribute_types: entry.ordered("olcAttributeTypes"),
@@ -896,6 +932,61 @@ mod tests {
             "{}",
             refusal.message
         );
+    }
+
+    #[test]
+    fn gaps_and_copies_a_crash_leaves_are_closed() {
+        let file = Config::default();
+        let mut live = file.clone();
+        for (suffix, dir) in [("dc=a", "/tmp/a"), ("dc=b", "/tmp/b"), ("dc=c", "/tmp/c")] {
+            live.database.push(crate::config::DatabaseConfig {
+                suffix: suffix.into(),
+                root_dn: None,
+                root_password: None,
+                directory: Some(dir.into()),
+                indexes: Vec::new(),
+                access: Vec::new(),
+                limits: Default::default(),
+                overlay: Vec::new(),
+                read_only: false,
+                subordinate: None,
+            });
+        }
+        live.schema = ["one", "two"]
+            .map(|name| crate::config::SchemaConfig {
+                name: name.into(),
+                ..Default::default()
+            })
+            .to_vec();
+        let tree = from_config(&live, b"");
+        // Database 2 and schema {0} deleted, the crash came before the renumbering.
+        let gap: Vec<ConfigEntry> = tree
+            .iter()
+            .filter(|e| e.dn != database_dn(2) && !e.dn.starts_with("cn={0}one"))
+            .cloned()
+            .collect();
+        let (back, _) = to_config(&file, &gap).unwrap();
+        let suffixes: Vec<&str> = back.database.iter().map(|d| d.suffix.as_str()).collect();
+        assert_eq!(suffixes, ["dc=b", "dc=c"]);
+        assert_eq!(back.schema.len(), 1);
+        assert_eq!(back.schema[0].name, "two");
+        // In the middle of a renumbering: database 3 copied to 2 and schema {1} to {0}, not yet
+        // deleted.
+        let mut copies = gap.clone();
+        let mut moved = gap.iter().find(|e| e.dn == database_dn(3)).unwrap().clone();
+        moved.dn = database_dn(2);
+        copies.push(moved);
+        let mut child = gap
+            .iter()
+            .find(|e| e.dn.starts_with("cn={1}two"))
+            .unwrap()
+            .clone();
+        child.dn = format!("cn={{0}}two,{SCHEMA_DN}");
+        copies.push(child);
+        let (back, _) = to_config(&file, &copies).unwrap();
+        let suffixes: Vec<&str> = back.database.iter().map(|d| d.suffix.as_str()).collect();
+        assert_eq!(suffixes, ["dc=b", "dc=c"]);
+        assert_eq!(back.schema.len(), 1);
     }
 
     #[test]
