@@ -814,15 +814,18 @@ fn modified_tree(
         apply(&mut entry, change)?;
     }
     let schema_child = crate::config_tree::schema_child_of(&old.dn);
+    let file_schema = schema_child
+        .as_ref()
+        .is_some_and(|(n, _)| *n < crate::config_tree::file_schema_count(base));
     let live = match schema_child {
-        Some((n, _)) if n >= crate::config_tree::file_schema_count(base) => &SCHEMA_ATTRIBUTES,
+        Some(_) if !file_schema => &SCHEMA_ATTRIBUTES,
         _ => live_attributes(&old.dn),
     };
     for (name, _) in entry.attrs.iter().chain(old.attrs.iter()) {
         if old.get(name) == entry.get(name) {
             continue;
         }
-        if schema_child.is_some() && !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+        if file_schema {
             return Err(Refusal::new(
                 ResultCode::UnwillingToPerform,
                 format!(
