@@ -1352,6 +1352,23 @@ fn a_database_added_live_is_deleted() {
         out.stdout.matches("dn:").count()
     };
     assert_eq!(held(&s), 1);
+    // A second one after it, which moves up a number when the first goes.
+    let kept_dir = s.dir().join("kept-db");
+    std::fs::create_dir_all(&kept_dir).unwrap();
+    let kept = format!(
+        "dn: olcDatabase={{3}}mdb,cn=config\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+         olcDatabase: {{3}}mdb\nolcSuffix: dc=kept,dc=org\nolcDbDirectory: {}\n\
+         olcRootDN: cn=boss,dc=kept,dc=org\nolcRootPW: boss-pw\n",
+        kept_dir.display()
+    );
+    s.add(&admin(), &kept)
+        .expect_code(0, "add a second database");
+    let kept_boss = Bind::Simple("cn=boss,dc=kept,dc=org".into(), "boss-pw".into());
+    s.add(
+        &kept_boss,
+        "dn: dc=kept,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: k\ndc: kept\n",
+    )
+    .expect_code(0, "its root DN fills it");
     for dn in [FRONTEND, CONFIG_DB] {
         let out = s.tool("ldapdelete", &admin(), &[dn], None);
         assert_eq!(out.code, 53, "{dn}: {}", out.stderr);
@@ -1372,8 +1389,24 @@ fn a_database_added_live_is_deleted() {
         );
         let out = s.read(&Bind::Anonymous, "dc=doomed,dc=org", &["1.1"]);
         assert_eq!(out.code, 32, "{when}: no longer served: {}", out.stdout);
-        let out = s.read(&admin(), "olcDatabase={2}mdb,cn=config", &["1.1"]);
+        assert_eq!(
+            values(s, "olcDatabase={2}mdb,cn=config", "olcSuffix"),
+            ["dc=kept,dc=org"],
+            "{when}: the next database moved up"
+        );
+        let out = s.read(&admin(), "olcDatabase={3}mdb,cn=config", &["1.1"]);
         assert_eq!(out.code, 32, "{when}: not in cn=config: {}", out.stdout);
+        let out = s.search(
+            &kept_boss,
+            &["-b", "dc=kept,dc=org", "(objectClass=*)", "1.1"],
+        );
+        out.expect_code(0, "the second database still serves");
+        assert_eq!(
+            out.stdout.matches("dn:").count(),
+            1,
+            "{when}: {}",
+            out.stdout
+        );
         assert!(
             anonymous_count(s, SUFFIX, "(objectClass=*)") > 0,
             "{when}: the first database serves"
@@ -1389,7 +1422,8 @@ fn a_database_added_live_is_deleted() {
             "the data directory is kept"
         );
         // Added again over the same directory, it serves what it held.
-        s.add(&admin(), &add).expect_code(0, "add it again");
+        s.add(&admin(), &add.replace("{2}", "{3}"))
+            .expect_code(0, "add it again");
         assert_eq!(held(&s), 1);
     }
 }
