@@ -77,16 +77,26 @@ pub async fn write(
         next,
         ..
     } = verdict?;
-    if committed != new_tree {
-        // Siblings after a deleted entry move up one position (X-ORDERED 'SIBLINGS'). A crash
-        // between the two writes leaves a gap that the next start closes the same way.
-        crate::config_tree::store::Writer {
-            directory: &tree.directory,
+    // Siblings after a deleted entry move up one position (X-ORDERED 'SIBLINGS'). The tree with a
+    // gap runs the same configuration (`to_config` reads positions in order), so a failure here, or a
+    // crash, leaves the gap for the next start to close; the delete itself is durable already.
+    let renumbered = match committed == new_tree {
+        true => Ok(()),
+        false => {
+            crate::config_tree::store::Writer {
+                directory: &tree.directory,
+            }
+            .store(&committed, &new_tree)
+            .await
         }
-        .store(&committed, &new_tree)
-        .await?;
-    }
-    *entries = new_tree;
+    };
+    *entries = match renumbered {
+        Ok(()) => new_tree,
+        Err(error) => {
+            tracing::error!(error = %error.message, "cn=config: renumbering after a delete failed; the next start closes the gap");
+            committed
+        }
+    };
     let indexed = change_indexes(&state, &next).await;
     let tls = switch_certificate(&state, &next);
     let next = Arc::new(next);
@@ -225,10 +235,13 @@ fn added_schema_child(
     tree: &crate::config_tree::ConfigTree,
 ) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
     let dn = entry.dn.to_string();
+    // After the last one (a gap a failed renumbering left is closed at the next start).
     let next = entries
         .iter()
-        .filter(|e| crate::config_tree::schema_child_of(&e.dn).is_some())
-        .count();
+        .filter_map(|e| crate::config_tree::schema_child_of(&e.dn))
+        .map(|(n, _)| n + 1)
+        .max()
+        .unwrap_or(0);
     let rdn_value = dn
         .split_once(',')
         .and_then(|(rdn, _)| rdn.split_once('='))
