@@ -1201,7 +1201,20 @@ fn check_lockout(
         ndn: &ndn,
         entry: entry.as_ref(),
     };
-    match crate::lockout::first_administrator(schema, config_db.acl(), target, &data) {
+    let named_may_bind = if !config.sasl.authz_regexp.is_empty() {
+        Some("a SASL identity the [[sasl.authz_regexp]] rules may map to")
+    } else if config.tls.verify_client != crate::config::VerifyClient::Never {
+        Some("a client certificate's subject")
+    } else {
+        None
+    };
+    match crate::lockout::first_administrator(
+        schema,
+        config_db.acl(),
+        target,
+        &data,
+        named_may_bind,
+    ) {
         Some(who) => {
             tracing::debug!(administrator = %who, "cn=config lock-out check passed");
             Ok(())

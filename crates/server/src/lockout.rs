@@ -25,11 +25,16 @@ struct Candidate {
 /// that can bind; and, for the clauses that name no one in particular (`users`, `*`, `dn.subtree=`,
 /// `dn.one=`, `dn.children=`), an entry below them, without asking whether it exists. Each over ldapi
 /// as root (ssf 71) and, but for a peer-credential identity, over TLS (ssf 256). None: nobody.
+///
+/// `named_may_bind` says why any DN a clause names may bind although no entry holds a password for
+/// it (`[[sasl.authz_regexp]]` rules map SASL names to DNs, or client certificates are verified and
+/// their subjects bind through SASL EXTERNAL); None: only the identities above can.
 pub fn first_administrator(
     schema: &Schema,
     acl: &Acl,
     target: Target<'_>,
     data: &[Database],
+    named_may_bind: Option<&'static str>,
 ) -> Option<String> {
     let groups = RegistryGroups { data };
     let links = [
@@ -42,7 +47,7 @@ pub fn first_administrator(
             tls: Some(TlsFacts::default()),
         },
     ];
-    for candidate in candidates(schema, acl, data) {
+    for candidate in candidates(schema, acl, data, named_may_bind) {
         // A peer-credential identity exists only over ldapi.
         let over = match is_peercred(&candidate.ndn) {
             true => &links[..1],
@@ -71,7 +76,12 @@ fn normalize(schema: &Schema, text: &str) -> Option<NormDn> {
         .and_then(|dn| schema.normalize_dn(&dn).ok())
 }
 
-fn candidates(schema: &Schema, acl: &Acl, data: &[Database]) -> Vec<Candidate> {
+fn candidates(
+    schema: &Schema,
+    acl: &Acl,
+    data: &[Database],
+    named_may_bind: Option<&'static str>,
+) -> Vec<Candidate> {
     let mut list = Vec::new();
     if let Some(ndn) = normalize(schema, crate::config_tree::LDAPI_ROOT) {
         list.push(Candidate {
@@ -100,7 +110,7 @@ fn candidates(schema: &Schema, acl: &Acl, data: &[Database]) -> Vec<Candidate> {
             for spec in &by.who {
                 match spec {
                     WhoSpec::Dn(DnPattern::Base(ndn)) => {
-                        if let Some(why) = can_bind(ndn, data) {
+                        if let Some(why) = can_bind(ndn, data).or(named_may_bind) {
                             list.push(Candidate {
                                 ndn: ndn.clone(),
                                 why: format!("{} ({why})", ndn.as_str()),
@@ -115,7 +125,7 @@ fn candidates(schema: &Schema, acl: &Acl, data: &[Database]) -> Vec<Candidate> {
                     }
                     WhoSpec::Group { dn, attr, .. } => {
                         for member in members(schema, dn, attr, data) {
-                            if let Some(why) = can_bind(&member, data) {
+                            if let Some(why) = can_bind(&member, data).or(named_may_bind) {
                                 list.push(Candidate {
                                     why: format!(
                                         "{} (a member of {}, {why})",
