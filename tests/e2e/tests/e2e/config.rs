@@ -1427,3 +1427,35 @@ fn a_database_added_live_is_deleted() {
         assert_eq!(held(&s), 1);
     }
 }
+
+#[test]
+fn schema_tables_of_the_file_are_served_and_fixed_live() {
+    if !canopy_only("canopy's [[schema]] tables") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[schema]]\nname = \"site\"\nattribute_types = [\"( 1.3.6.1.4.1.99999.6.1 NAME 'siteCode' \
+         EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\"]\n\
+         object_classes = [\"( 1.3.6.1.4.1.99999.6.2 NAME 'siteThing' SUP top AUXILIARY MAY siteCode )\"]\n"
+    ));
+    let dn = format!("cn={{0}}site,{SCHEMA_DN}");
+    assert_eq!(schema_children(&s, "site"), [dn.clone()]);
+    s.add(&Bind::Root, &user_of("site", "siteThing", "siteCode", "S1"))
+        .expect_code(0, "the file's schema serves");
+    let out = change(
+        &s,
+        &format!(
+            "dn: {dn}\nchangetype: modify\ndelete: olcObjectClasses\nolcObjectClasses: {{0}}\n"
+        ),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(out.stderr.contains("configuration file"), "{}", out.stderr);
+    // A schema added live is numbered after it.
+    s.add(&admin(), &schema_ldif("more", 7, "moreAttr", "moreObject"))
+        .expect_code(0, "add a schema");
+    assert_eq!(
+        schema_children(&s, "more"),
+        [format!("cn={{1}}more,{SCHEMA_DN}")]
+    );
+}
