@@ -1440,7 +1440,7 @@ fn schema_tables_of_the_file_are_served_and_fixed_live() {
          object_classes = [\"( 1.3.6.1.4.1.99999.6.2 NAME 'siteThing' SUP top AUXILIARY MAY siteCode )\"]\n"
     ));
     let dn = format!("cn={{0}}site,{SCHEMA_DN}");
-    assert_eq!(schema_children(&s, "site"), [dn.clone()]);
+    assert_eq!(schema_children(&s, "site"), std::slice::from_ref(&dn));
     s.add(&Bind::Root, &user_of("site", "siteThing", "siteCode", "S1"))
         .expect_code(0, "the file's schema serves");
     let out = change(
