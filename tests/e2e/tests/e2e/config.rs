@@ -1196,6 +1196,16 @@ fn a_schema_added_live_survives_a_restart() {
         out.expect_code(0, "canopy config export");
         assert!(out.stdout.contains("[[schema]]"), "{}", out.stdout);
         assert!(out.stdout.contains("name = \"kept\""), "{}", out.stdout);
+        // The export, as a file, defines that schema itself: it checks clean and the same as live.
+        let exported = s.dir().join("exported.toml");
+        std::fs::write(&exported, &out.stdout).unwrap();
+        let out = s.canopy_tool("config", &["check", &exported.display().to_string()]);
+        out.expect_code(0, "check the export");
+        assert!(
+            out.stdout.contains("the same as the live configuration"),
+            "{}",
+            out.stdout
+        );
         // The offline tools load it too.
         let out = s.canopy_tool("export", &[]);
         out.expect_code(0, "canopy export");
