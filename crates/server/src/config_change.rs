@@ -1,7 +1,9 @@
 //! A client's write of cn=config (the tree is `config_tree`, docs/design/config-tree.md): apply it to a copy of the tree, build the whole new running
 //! configuration from that copy (any failure refuses the write, naming the attribute), refuse a change
 //! that leaves nobody able to change cn=config, store it durably through the configuration database
-//! (its access rules decide first), then swap the new snapshot in (`state::Live`).
+//! (its access rules decide first), then swap the new snapshot in (`state::Live`). A modify, an add (a
+//! database, a schema under cn=schema) or a delete (a schema element or child, a database added live);
+//! a schema change re-makes every database under the new schema in the next snapshot.
 
 use std::sync::Arc;
 
