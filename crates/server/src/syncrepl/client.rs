@@ -196,6 +196,34 @@ impl Connection {
         }
     }
 
+    /// Whether the next message can be had without waiting: a whole one is already buffered, or the
+    /// socket holds the rest of one now. Never waits: the socket is polled once, without a waker to
+    /// call back, and whatever a poll reads is kept in the buffer for [`Connection::recv`], so no
+    /// byte is lost or reordered and no future is ever dropped half-way. A read error or the end of
+    /// the stream counts as "not ready": the `recv` that follows reports it.
+    pub fn ready(&mut self) -> bool {
+        loop {
+            let available = self.buf.get(self.start..).unwrap_or(&[]);
+            if !matches!(frame_len(available, MAX_MESSAGE), Ok(None)) {
+                // A whole message, or a framing error that `recv` reports.
+                return true;
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let mut read = tokio::io::ReadBuf::new(&mut chunk);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match std::pin::Pin::new(&mut self.stream).poll_read(&mut cx, &mut read) {
+                std::task::Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                    if self.start > 0 {
+                        self.buf.drain(..self.start);
+                        self.start = 0;
+                    }
+                    self.buf.extend_from_slice(read.filled());
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// The next whole message.
     pub async fn recv(&mut self) -> Result<LdapMessage, String> {
         loop {
