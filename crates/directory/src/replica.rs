@@ -13,6 +13,7 @@ use canopy_proto::sync::{uuid_to_text, Cookie, Csn};
 use canopy_proto::ResultCode;
 use canopy_schema::NormDn;
 
+use crate::attrcsn::{self, Merge};
 use crate::database::Directory;
 use crate::error::OpError;
 use crate::keys::dn_key;
@@ -60,6 +61,13 @@ pub struct Applied {
     pub deleted: u64,
     /// Changes not applied: already held (a change back around the ring) or lost a conflict.
     pub skipped: u64,
+    /// Received entries merged attribute by attribute with the held version (both carried
+    /// per-attribute CSNs, docs/design/replication.md) and stored changed.
+    pub merged: u64,
+    /// Merges whose result the schema refused (an objectClass change on one server against an
+    /// attribute change on another, an RDN value removed on one side ...): the whole newer version
+    /// was kept instead, as at entry level.
+    pub merge_fallbacks: u64,
     /// The CSN with this server's own ID that the batch's cookie carries and this server never made
     /// (higher than its own contextCSN for its ID): another server has the same `server_id`, or this
     /// one was restored from an old backup (docs/replication.md, Safety).
@@ -87,6 +95,13 @@ enum Outcome {
     /// Lost a conflict (docs/design/replication.md, multi-provider rules), or already held: nothing
     /// written.
     Skipped,
+}
+
+/// How a received entry was reconciled with the held version of the same entryUUID.
+#[derive(Default)]
+struct Reconciled {
+    merged: bool,
+    fallback: bool,
 }
 
 /// Meta key prefixes of the multi-provider records: tombstones by entryUUID and by DN, and the old
@@ -257,7 +272,13 @@ impl Directory {
     ) -> Result<(), LdapError> {
         match change {
             ReplicaChange::Put { uuid, entry } => {
-                match self.put_replica(txn, uuid, entry, stamp)? {
+                let mut how = Reconciled::default();
+                let outcome = self.put_replica(txn, uuid, entry, stamp, &mut how)?;
+                if !matches!(outcome, Outcome::Skipped | Outcome::Orphan) {
+                    applied.merged += u64::from(how.merged);
+                }
+                applied.merge_fallbacks += u64::from(how.fallback);
+                match outcome {
                     Outcome::Added => applied.added += 1,
                     Outcome::Modified => applied.modified += 1,
                     Outcome::Renamed => applied.renamed += 1,
@@ -389,6 +410,7 @@ impl Directory {
         uuid: &[u8; 16],
         received: &Entry,
         stamp: &Stamp,
+        how: &mut Reconciled,
     ) -> Result<Outcome, LdapError> {
         if !self.holds(&received.ndn) {
             return Err(LdapError::new(
@@ -420,9 +442,48 @@ impl Directory {
             }
             return Ok(Outcome::Skipped);
         }
+        let by_uuid = self.find_uuid(txn, uuid)?;
+        let merged;
+        let mut received = received;
+        if let Some(id) = by_uuid {
+            let held = self.load_id(txn, id)?;
+            match held {
+                // Both versions carry per-attribute CSNs (Canopy providers): merged attribute by
+                // attribute; nothing new in it is a change seen already (a loop).
+                Some(held) if attrcsn::stamps(received).is_some() => {
+                    match attrcsn::merge(&held, received) {
+                        Merge::Unchanged => return Ok(Outcome::Skipped),
+                        Merge::Merged(entry) => match check_entry(self.schema(), &entry) {
+                            Ok(()) => {
+                                how.merged = true;
+                                merged = entry;
+                                received = &merged;
+                            }
+                            Err(e) => {
+                                // Deterministic: the whole newer version, as at entry level.
+                                how.fallback = true;
+                                tracing::info!(dn = %received.dn, reason = %e.message,
+                                    "syncrepl: conflict: the per-attribute merge breaks the schema; the newer version wins whole");
+                                if !newer(entry_csn(received).as_ref(), entry_csn(&held).as_ref()) {
+                                    return Ok(Outcome::Skipped);
+                                }
+                            }
+                        },
+                    }
+                }
+                // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
+                held => {
+                    if !newer(
+                        entry_csn(received).as_ref(),
+                        held.as_ref().and_then(entry_csn).as_ref(),
+                    ) {
+                        return Ok(Outcome::Skipped);
+                    }
+                }
+            }
+        }
         let csn = entry_csn(received);
         let mut rehomed;
-        let mut received = received;
         let parent_id = match self.parent_of(txn, &received.ndn)? {
             Some(id) => id,
             None => match self.renamed_parent(txn, &received.ndn)? {
@@ -448,14 +509,6 @@ impl Directory {
         };
         let key = dn_key(&received.ndn);
         let at_dn = txn.get_id(&key).map_err(failed)?;
-        let by_uuid = self.find_uuid(txn, uuid)?;
-        if let Some(id) = by_uuid {
-            // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
-            let held = self.load_id(txn, id)?;
-            if !newer(csn.as_ref(), held.as_ref().and_then(entry_csn).as_ref()) {
-                return Ok(Outcome::Skipped);
-            }
-        }
         // Rule 2: the DN is held by an entry of another UUID: the higher entryCSN keeps it.
         let mut at_dn = at_dn;
         if let Some(other) = at_dn.filter(|other| Some(*other) != by_uuid) {

@@ -109,7 +109,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         time_limit: 0,
         types_only: false,
         filter: c.filter.clone(),
-        attributes: c.attrs.clone(),
+        attributes: requested(&c.attrs),
     };
     let control = Control {
         oid: CONTROL_SYNC_REQUEST.to_string(),
@@ -491,6 +491,19 @@ impl Run<'_> {
         });
         Ok(())
     }
+}
+
+/// The attributes asked for: the configured ones, and when they are all of them (`*` and `+`), the
+/// per-attribute CSNs a Canopy provider keeps (a slapd provider knows no such attribute and sends
+/// nothing for it), so that concurrent changes merge attribute by attribute
+/// (docs/design/replication.md). A partial list stays entry level: a merge would take the attributes
+/// not sent for deleted.
+fn requested(attrs: &[String]) -> Vec<String> {
+    let mut attrs = attrs.to_vec();
+    if attrs.iter().any(|a| a == "*") && attrs.iter().any(|a| a == "+") {
+        attrs.push(canopy_directory::attrcsn::ATTR_CSN.to_string());
+    }
+    attrs
 }
 
 /// Seconds by which a CSN's time is ahead of this server's clock, when that is more than a minute.

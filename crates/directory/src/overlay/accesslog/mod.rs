@@ -260,7 +260,14 @@ fn record_attrs(event: &Event<'_>) -> Vec<Attribute> {
     match event.kind {
         Kind::Add => {
             // The client's attributes first, then the server's in slapd's order.
-            let attrs: Vec<&Attribute> = event.new.iter().flat_map(|e| &e.attrs).collect();
+            // Canopy's per-attribute CSNs are its own business: a slapd delta consumer would
+            // refuse the unknown attribute.
+            let attrs: Vec<&Attribute> = event
+                .new
+                .iter()
+                .flat_map(|e| &e.attrs)
+                .filter(|a| !a.desc.eq_ignore_ascii_case(crate::attrcsn::ATTR_CSN))
+                .collect();
             let rank = |a: &Attribute| {
                 ADD_OPERATIONAL
                     .iter()
