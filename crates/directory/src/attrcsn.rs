@@ -222,6 +222,21 @@ pub fn merge(held: &Entry, received: &Entry) -> Merge {
             merged.attrs.push(attr.clone());
         }
     }
+    // The newer version's attribute order, then the others by name: the same bytes on every server.
+    let rank = |desc: &str| {
+        newer
+            .attrs
+            .iter()
+            .position(|a| a.desc.eq_ignore_ascii_case(desc))
+            .unwrap_or(usize::MAX)
+    };
+    merged.attrs.sort_by(|a, b| {
+        rank(&a.desc).cmp(&rank(&b.desc)).then_with(|| {
+            a.desc
+                .to_ascii_lowercase()
+                .cmp(&b.desc.to_ascii_lowercase())
+        })
+    });
     let mut stamps = hs;
     for (name, csn) in rs {
         let slot = stamps.entry(name).or_default();

@@ -221,6 +221,10 @@ fn stamp_attributes(dir: &Directory, change: &mut Proposed<'_>) {
     }
     let old = change.old;
     if let Some(new) = change.new.as_deref_mut() {
+        if old.is_none() && crate::attrcsn::stamps(new).is_some() {
+            // An import of an exported entry: its stamps are kept as they were.
+            return;
+        }
         // The entry's own entryCSN: the stamp's, or the one an import supplied.
         let csn = new
             .get("entryCSN")

@@ -333,8 +333,11 @@ async fn receive(dir: &Directory, changes: Vec<ReplicaChange>) -> canopy_directo
     .unwrap()
 }
 
+/// An entry's DN and its attributes, each with its values.
+type Content = Vec<(String, Vec<(String, Vec<String>)>)>;
+
 /// Every entry, attributes and values sorted: what must be identical on every server.
-fn content(dir: &Directory) -> Vec<(String, Vec<(String, Vec<String>)>)> {
+fn content(dir: &Directory) -> Content {
     let mut all: Vec<_> = entries(dir)
         .into_iter()
         .map(|e| {

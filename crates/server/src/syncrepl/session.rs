@@ -448,6 +448,11 @@ impl Run<'_> {
         if counts.iter().any(|n| *n > 0) || cookie.is_some() {
             self.progressed = true;
         }
+        if applied.merged > 0 || applied.merge_fallbacks > 0 {
+            tracing::debug!(rid = c.rid, provider = %c.provider, merged = applied.merged,
+                fallbacks = applied.merge_fallbacks,
+                "syncrepl: concurrent versions merged attribute by attribute");
+        }
         if let Some(csn) = &applied.own_sid_ahead {
             let message = format!(
                 "the provider holds {csn}, a change with this server's own server_id that this server \
