@@ -772,3 +772,48 @@ pub fn entry_uuid(entry: &Entry) -> Option<[u8; 16]> {
     let value = entry.get("entryUUID")?.values.first()?;
     canopy_proto::sync::uuid_from_text(std::str::from_utf8(value).ok()?)
 }
+
+/// The CSN text of the moment `age` ago: CSNs of changes made before it sort below it.
+fn csn_before(age: std::time::Duration) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let then = now.saturating_sub(age);
+    let (y, mo, d, h, mi, s) = crate::opattrs::civil(then.as_secs() as i64);
+    format!(
+        "{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{:06}Z",
+        then.subsec_micros()
+    )
+}
+
+impl Directory {
+    /// Deletes the multi-provider conflict records (tombstones by entryUUID and by DN, renamed-DN
+    /// records) whose CSN is older than `age`, in one write; how many (`tombstone_purge`,
+    /// docs/replication.md). A peer that comes back after being cut off longer than `age` may then
+    /// bring back an entry deleted meanwhile, or place a child under a renamed parent's old DN: such a
+    /// peer must be reinitialized by a full refresh.
+    pub async fn purge_conflict_records(
+        &self,
+        age: std::time::Duration,
+    ) -> Result<usize, LdapError> {
+        let cutoff = csn_before(age);
+        self.run_write(move |_dir, txn, _stamp| -> Result<usize, OpError> {
+            let mut old = Vec::new();
+            for prefix in [TOMB_UUID, TOMB_DN, RENAMED] {
+                for (key, value) in txn.meta_prefix(prefix.as_bytes()).map_err(failed)? {
+                    // Tombstones hold the CSN; renamed records "CSN entryUUID".
+                    let csn = value.split(|b| *b == b' ').next().unwrap_or(&[]);
+                    if csn < cutoff.as_bytes() {
+                        old.push(key);
+                    }
+                }
+            }
+            for key in &old {
+                txn.del_meta(key).map_err(failed)?;
+            }
+            Ok(old.len())
+        })
+        .await
+        .map_err(OpError::into_ldap)
+    }
+}

@@ -618,3 +618,61 @@ async fn an_entry_without_attribute_csns_resolves_whole() {
     assert_eq!(values(&dir, "ou=b,dc=example,dc=com", "st"), vec!["x"]);
     assert!(values(&dir, "ou=b,dc=example,dc=com", "canopyAttrCSN").is_empty());
 }
+
+#[tokio::test]
+async fn old_tombstones_are_purged_by_age() {
+    use canopy_mdb::ReadOps;
+    let tmp = tempfile::tempdir().unwrap();
+    // The provider's hook (syncprov) records local deletes and renames, as in the server.
+    let pipeline = Pipeline::standard().then(std::sync::Arc::new(
+        canopy_directory::syncprov::SyncProv::new(100),
+    ));
+    let dir = open(tmp.path(), &["objectClass", "entryUUID"], pipeline);
+    dir.set_server_id(1);
+    dir.set_multiprovider(true);
+    support::add(
+        &dir,
+        SUFFIX,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("o", "E"),
+            ("dc", "example"),
+        ],
+    )
+    .await
+    .unwrap();
+    support::add(
+        &dir,
+        PERSON,
+        &[("objectClass", "person"), ("cn", "p"), ("sn", "P")],
+    )
+    .await
+    .unwrap();
+    let stale = put_of(&dir, PERSON);
+    support::rename_with(&dir, PERSON, "cn=q", false, None)
+        .await
+        .unwrap();
+    support::delete(&dir, "cn=q,dc=example,dc=com")
+        .await
+        .unwrap();
+    let records = |dir: &Directory| {
+        let txn = dir.read().unwrap();
+        ["tomb/", "tombdn/", "renamed/"]
+            .iter()
+            .map(|p| txn.meta_prefix(p.as_bytes()).unwrap().len())
+            .sum::<usize>()
+    };
+    assert_eq!(records(&dir), 3);
+    // Younger than a day: kept, and the tombstone still stops a stale version of the entry.
+    let day = std::time::Duration::from_secs(86_400);
+    assert_eq!(dir.purge_conflict_records(day).await.unwrap(), 0);
+    assert_eq!(receive(&dir, vec![stale.clone()]).await.skipped, 1);
+    // Older than the bound: gone, and the documented risk follows: the stale version comes back
+    // (a peer cut off longer than the bound must be reinitialized).
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let tiny = std::time::Duration::from_millis(1);
+    assert_eq!(dir.purge_conflict_records(tiny).await.unwrap(), 3);
+    assert_eq!(records(&dir), 0);
+    assert_eq!(receive(&dir, vec![stale]).await.added, 1);
+}

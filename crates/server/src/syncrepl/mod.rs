@@ -90,6 +90,33 @@ pub fn start(db: &Database, handles: &[Arc<Handle>]) {
     }
 }
 
+/// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
+/// interval) on the current runtime: every interval, in one write.
+pub fn start_purge(db: &Database, purge: Option<(std::time::Duration, std::time::Duration)>) {
+    let Some((age, interval)) = purge else {
+        return;
+    };
+    let db = db.clone();
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        loop {
+            ticks.tick().await;
+            match db.purge_conflict_records(age).await {
+                Ok(0) => {}
+                Ok(count) => {
+                    tracing::info!(
+                        records = count,
+                        "syncrepl: purged old tombstones and rename records"
+                    )
+                }
+                Err(error) => {
+                    tracing::error!(error = %error.message, "syncrepl: purging old tombstones failed")
+                }
+            }
+        }
+    });
+}
+
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
 async fn run(db: Database, handle: Arc<Handle>) {
     let c = &handle.consumer;

@@ -1119,6 +1119,42 @@ fn different_attributes_changed_across_a_cut_both_survive() {
     );
 }
 
+#[test]
+fn tombstone_purge_removes_old_conflict_records() {
+    if !canopy_target() {
+        return;
+    }
+    // An age bound of one second, checked every second: the tombstone of a delete goes, and the
+    // log says so (docs/replication.md, the risk of a peer cut off longer than the bound).
+    let servers = canopy_mesh_with(2, &direct, &|i, urls| {
+        format!(
+            "tombstone_purge = \"00:00:01 00:00:01\"\n{}",
+            canopy_e2e::mesh::mesh_toml(i, urls)
+        )
+    });
+    converge(&servers, "the base loaded on server 0");
+    let dn = format!("cn=gone,{SUFFIX}");
+    servers[0]
+        .add(
+            &Bind::Root,
+            &format!("dn: {dn}\nobjectClass: person\ncn: gone\nsn: G\n"),
+        )
+        .expect_code(0, "add");
+    converge(&servers, "the add");
+    servers[1]
+        .modify(&Bind::Root, &format!("dn: {dn}\nchangetype: delete\n"))
+        .expect_code(0, "delete");
+    converge(&servers, "the delete");
+    let limit = Duration::from_secs(20);
+    for (i, server) in servers.iter().enumerate() {
+        assert!(
+            canopy_e2e::consumer_support::wait_log(server, "purged old tombstones", limit),
+            "server {i}: no purge logged"
+        );
+        assert!(!exists(server, &dn), "server {i}");
+    }
+}
+
 /// A BER TLV (definite length, short or long form).
 fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
     let mut out = vec![tag];
