@@ -365,3 +365,44 @@ impl ServerCertVerifier for NoVerify {
             .supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: i32) -> Vec<u8> {
+        let mut out = Vec::new();
+        LdapMessage {
+            message_id: id,
+            op: ProtocolOp::UnbindRequest,
+            controls: Vec::new(),
+        }
+        .encode(&mut out);
+        out
+    }
+
+    /// `ready` never waits, keeps whatever it read, and tells a whole message from part of one.
+    #[tokio::test]
+    async fn ready_reads_without_waiting_and_loses_nothing() {
+        let (mut provider, consumer) = tokio::io::duplex(1 << 16);
+        let mut conn = Connection::over(Box::new(consumer));
+        assert!(!conn.ready(), "nothing sent yet");
+        let (one, two, three) = (message(1), message(2), message(3));
+        provider.write_all(&one).await.unwrap();
+        provider.write_all(&two).await.unwrap();
+        // Half of the third message: not ready once the two whole ones are taken.
+        provider.write_all(&three[..2]).await.unwrap();
+        assert!(conn.ready());
+        assert_eq!(conn.recv().await.unwrap().message_id, 1);
+        assert!(conn.ready(), "the second one is buffered");
+        assert_eq!(conn.recv().await.unwrap().message_id, 2);
+        assert!(!conn.ready(), "only part of the third");
+        provider.write_all(&three[2..]).await.unwrap();
+        assert!(conn.ready());
+        assert_eq!(conn.recv().await.unwrap().message_id, 3);
+        // The end of the stream is "not ready"; the recv that follows reports it.
+        drop(provider);
+        assert!(!conn.ready());
+        assert!(conn.recv().await.is_err());
+    }
+}
