@@ -112,13 +112,33 @@ pub fn set_stamps(entry: &mut Entry, stamps: &Stamps) {
     }
 }
 
-/// An attribute's values as a sorted set, for comparing two versions.
-fn value_set(entry: &Entry, name: &str) -> Option<BTreeSet<Vec<u8>>> {
+fn find<'e>(entry: &'e Entry, name: &str) -> Option<&'e Attribute> {
     entry
         .attrs
         .iter()
         .find(|a| a.desc.eq_ignore_ascii_case(name))
-        .map(|a| a.values.iter().cloned().collect())
+}
+
+/// Whether two versions of an attribute hold the same values, in any order, without copying them
+/// (a group of thousands of members gaining one is compared by length first).
+fn same_values(a: Option<&Attribute>, b: Option<&Attribute>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            if a.values.len() != b.values.len() {
+                return false;
+            }
+            if a.values == b.values {
+                return true;
+            }
+            let mut x: Vec<&Vec<u8>> = a.values.iter().collect();
+            let mut y: Vec<&Vec<u8>> = b.values.iter().collect();
+            x.sort_unstable();
+            y.sort_unstable();
+            x == y
+        }
+        _ => false,
+    }
 }
 
 fn names(entry: &Entry) -> impl Iterator<Item = String> + '_ {
@@ -140,7 +160,7 @@ pub fn stamp_write(old: Option<&Entry>, new: &mut Entry, csn: &str) {
     let mut changed: BTreeSet<String> = names(new).collect();
     if let Some(old) = old {
         changed.extend(names(old));
-        changed.retain(|name| value_set(old, name) != value_set(new, name));
+        changed.retain(|name| !same_values(find(old, name), find(new, name)));
         if old.ndn != new.ndn || old.dn.to_string() != new.dn.to_string() {
             changed.insert(DN.to_string());
         }
@@ -254,18 +274,12 @@ pub fn merge(held: &Entry, received: &Entry) -> Merge {
 
 /// Whether two versions hold the same DN and the same values of the same attributes (in any order).
 pub fn same(a: &Entry, b: &Entry) -> bool {
-    let content = |e: &Entry| -> BTreeMap<String, BTreeSet<Vec<u8>>> {
-        e.attrs
+    a.ndn == b.ndn
+        && a.attrs.len() == b.attrs.len()
+        && a.dn.to_string() == b.dn.to_string()
+        && a.attrs
             .iter()
-            .map(|a| {
-                (
-                    a.desc.to_ascii_lowercase(),
-                    a.values.iter().cloned().collect(),
-                )
-            })
-            .collect()
-    };
-    a.ndn == b.ndn && a.dn.to_string() == b.dn.to_string() && content(a) == content(b)
+            .all(|x| same_values(Some(x), find(b, &x.desc)))
 }
 
 #[cfg(test)]

@@ -62,7 +62,8 @@ pub struct Applied {
     /// Changes not applied: already held (a change back around the ring) or lost a conflict.
     pub skipped: u64,
     /// Received entries merged attribute by attribute with the held version (both carried
-    /// per-attribute CSNs, docs/design/replication.md) and stored changed.
+    /// per-attribute CSNs, docs/design/replication.md) into an entry that neither version was,
+    /// and stored.
     pub merged: u64,
     /// Merges whose result the schema refused (an objectClass change on one server against an
     /// attribute change on another, an RDN value removed on one side ...): the whole newer version
@@ -453,6 +454,12 @@ impl Directory {
                 Some(held) if attrcsn::stamps(received).is_some() => {
                     match attrcsn::merge(&held, received) {
                         Merge::Unchanged => return Ok(Outcome::Skipped),
+                        // The received version itself (the usual case: newer in every attribute
+                        // it changed) was checked above.
+                        Merge::Merged(entry) if attrcsn::same(&entry, received) => {
+                            merged = entry;
+                            received = &merged;
+                        }
                         Merge::Merged(entry) => match check_entry(self.schema(), &entry) {
                             Ok(()) => {
                                 how.merged = true;
