@@ -33,6 +33,10 @@ pub struct Status {
     /// Received changes not applied since the start: already held (a change back around a
     /// multi-provider ring) or lost a conflict (docs/design/replication.md).
     pub skipped: u64,
+    /// Received entries merged attribute by attribute with the held version into one neither was,
+    /// and merges the schema refused, so that the newer version won whole (docs/design/replication.md).
+    pub merged: u64,
+    pub merge_fallbacks: u64,
     /// Connections made since the start.
     pub connects: u64,
     /// When a change from the future (a peer's clock ahead) was last logged: once a minute at most.

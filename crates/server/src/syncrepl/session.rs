@@ -478,9 +478,12 @@ impl Run<'_> {
         }
         let lag = newest.and_then(|csn| csn_age(&csn));
         let persisting = !self.refreshing;
-        let skipped = applied.skipped;
+        let (skipped, merged, fallbacks) =
+            (applied.skipped, applied.merged, applied.merge_fallbacks);
         self.handle.update(|s| {
             s.skipped += skipped;
+            s.merged += merged;
+            s.merge_fallbacks += fallbacks;
             for (total, n) in s.counts.iter_mut().zip(counts) {
                 *total += n;
             }

@@ -1117,6 +1117,21 @@ fn different_attributes_changed_across_a_cut_both_survive() {
         exports.iter().all(|e| *e == exports[0]),
         "the exports differ"
     );
+    // The consumers' monitor entries count the merges (none refused by the schema).
+    let mut merged = 0;
+    for (i, server) in servers.iter().enumerate() {
+        for j in (0..3).filter(|j| *j != i) {
+            let rid = canopy_e2e::mesh::mesh_rid(i, j);
+            for line in consumer_monitor(server, rid) {
+                if let Some(rest) = line.strip_prefix("merged: ") {
+                    let (n, fallbacks) = rest.split_once(' ').unwrap();
+                    merged += n.parse::<u64>().unwrap();
+                    assert_eq!(fallbacks, "(schema fallbacks 0)", "server {i} rid {rid}");
+                }
+            }
+        }
+    }
+    assert!(merged >= 1, "no merge counted in cn=Monitor");
 }
 
 #[test]
