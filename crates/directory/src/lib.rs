@@ -9,6 +9,7 @@
 //! client, read the configuration file, or run on an async runtime other than to await a write's commit.
 
 pub mod alias;
+pub mod attrcsn;
 pub mod candidates;
 pub mod context;
 mod database;

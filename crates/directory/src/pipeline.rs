@@ -180,7 +180,9 @@ impl Pipeline {
     ) -> Result<(), LdapError> {
         self.hooks
             .iter()
-            .try_for_each(|hook| hook.prepare(dir, txn, change))
+            .try_for_each(|hook| hook.prepare(dir, txn, change))?;
+        stamp_attributes(dir, change);
+        Ok(())
     }
 
     pub(crate) fn commit(
@@ -207,6 +209,29 @@ impl Directory {
             Ok(changed)
         });
         result.map_err(crate::error::store_error)?
+    }
+}
+
+/// A local write to a multi-provider database stamps the attributes it changes (and the DN when it
+/// changes) with its CSN in `canopyAttrCSN`, after every hook has made its changes to the entry, so
+/// that concurrent writes on other servers merge attribute by attribute (docs/design/replication.md).
+fn stamp_attributes(dir: &Directory, change: &mut Proposed<'_>) {
+    if change.origin != Origin::Local || !dir.multiprovider() {
+        return;
+    }
+    let old = change.old;
+    if let Some(new) = change.new.as_deref_mut() {
+        if old.is_none() && crate::attrcsn::stamps(new).is_some() {
+            // An import of an exported entry: its stamps are kept as they were.
+            return;
+        }
+        // The entry's own entryCSN: the stamp's, or the one an import supplied.
+        let csn = new
+            .get("entryCSN")
+            .and_then(|a| a.values.first())
+            .and_then(|v| String::from_utf8(v.clone()).ok())
+            .unwrap_or_else(|| change.stamp.csn.clone());
+        crate::attrcsn::stamp_write(old, new, &csn);
     }
 }
 

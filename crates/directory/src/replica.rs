@@ -13,6 +13,7 @@ use canopy_proto::sync::{uuid_to_text, Cookie, Csn};
 use canopy_proto::ResultCode;
 use canopy_schema::NormDn;
 
+use crate::attrcsn::{self, Merge};
 use crate::database::Directory;
 use crate::error::OpError;
 use crate::keys::dn_key;
@@ -60,6 +61,14 @@ pub struct Applied {
     pub deleted: u64,
     /// Changes not applied: already held (a change back around the ring) or lost a conflict.
     pub skipped: u64,
+    /// Received entries merged attribute by attribute with the held version (both carried
+    /// per-attribute CSNs, docs/design/replication.md) into an entry that neither version was,
+    /// and stored.
+    pub merged: u64,
+    /// Merges whose result the schema refused (an objectClass change on one server against an
+    /// attribute change on another, an RDN value removed on one side ...): the whole newer version
+    /// was kept instead, as at entry level.
+    pub merge_fallbacks: u64,
     /// The CSN with this server's own ID that the batch's cookie carries and this server never made
     /// (higher than its own contextCSN for its ID): another server has the same `server_id`, or this
     /// one was restored from an old backup (docs/replication.md, Safety).
@@ -87,6 +96,13 @@ enum Outcome {
     /// Lost a conflict (docs/design/replication.md, multi-provider rules), or already held: nothing
     /// written.
     Skipped,
+}
+
+/// How a received entry was reconciled with the held version of the same entryUUID.
+#[derive(Default)]
+struct Reconciled {
+    merged: bool,
+    fallback: bool,
 }
 
 /// Meta key prefixes of the multi-provider records: tombstones by entryUUID and by DN, and the old
@@ -257,7 +273,13 @@ impl Directory {
     ) -> Result<(), LdapError> {
         match change {
             ReplicaChange::Put { uuid, entry } => {
-                match self.put_replica(txn, uuid, entry, stamp)? {
+                let mut how = Reconciled::default();
+                let outcome = self.put_replica(txn, uuid, entry, stamp, &mut how)?;
+                if !matches!(outcome, Outcome::Skipped | Outcome::Orphan) {
+                    applied.merged += u64::from(how.merged);
+                }
+                applied.merge_fallbacks += u64::from(how.fallback);
+                match outcome {
                     Outcome::Added => applied.added += 1,
                     Outcome::Modified => applied.modified += 1,
                     Outcome::Renamed => applied.renamed += 1,
@@ -389,6 +411,7 @@ impl Directory {
         uuid: &[u8; 16],
         received: &Entry,
         stamp: &Stamp,
+        how: &mut Reconciled,
     ) -> Result<Outcome, LdapError> {
         if !self.holds(&received.ndn) {
             return Err(LdapError::new(
@@ -420,9 +443,54 @@ impl Directory {
             }
             return Ok(Outcome::Skipped);
         }
+        let by_uuid = self.find_uuid(txn, uuid)?;
+        let merged;
+        let mut received = received;
+        if let Some(id) = by_uuid {
+            let held = self.load_id(txn, id)?;
+            match held {
+                // Both versions carry per-attribute CSNs (Canopy providers): merged attribute by
+                // attribute; nothing new in it is a change seen already (a loop).
+                Some(held) if attrcsn::stamps(received).is_some() => {
+                    match attrcsn::merge(&held, received) {
+                        Merge::Unchanged => return Ok(Outcome::Skipped),
+                        // The received version itself (the usual case: newer in every attribute
+                        // it changed) was checked above.
+                        Merge::Merged(entry) if attrcsn::same(&entry, received) => {
+                            merged = entry;
+                            received = &merged;
+                        }
+                        Merge::Merged(entry) => match check_entry(self.schema(), &entry) {
+                            Ok(()) => {
+                                how.merged = true;
+                                merged = entry;
+                                received = &merged;
+                            }
+                            Err(e) => {
+                                // Deterministic: the whole newer version, as at entry level.
+                                how.fallback = true;
+                                tracing::info!(dn = %received.dn, reason = %e.message,
+                                    "syncrepl: conflict: the per-attribute merge breaks the schema; the newer version wins whole");
+                                if !newer(entry_csn(received).as_ref(), entry_csn(&held).as_ref()) {
+                                    return Ok(Outcome::Skipped);
+                                }
+                            }
+                        },
+                    }
+                }
+                // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
+                held => {
+                    if !newer(
+                        entry_csn(received).as_ref(),
+                        held.as_ref().and_then(entry_csn).as_ref(),
+                    ) {
+                        return Ok(Outcome::Skipped);
+                    }
+                }
+            }
+        }
         let csn = entry_csn(received);
         let mut rehomed;
-        let mut received = received;
         let parent_id = match self.parent_of(txn, &received.ndn)? {
             Some(id) => id,
             None => match self.renamed_parent(txn, &received.ndn)? {
@@ -448,14 +516,6 @@ impl Directory {
         };
         let key = dn_key(&received.ndn);
         let at_dn = txn.get_id(&key).map_err(failed)?;
-        let by_uuid = self.find_uuid(txn, uuid)?;
-        if let Some(id) = by_uuid {
-            // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
-            let held = self.load_id(txn, id)?;
-            if !newer(csn.as_ref(), held.as_ref().and_then(entry_csn).as_ref()) {
-                return Ok(Outcome::Skipped);
-            }
-        }
         // Rule 2: the DN is held by an entry of another UUID: the higher entryCSN keeps it.
         let mut at_dn = at_dn;
         if let Some(other) = at_dn.filter(|other| Some(*other) != by_uuid) {
@@ -718,4 +778,49 @@ impl Directory {
 pub fn entry_uuid(entry: &Entry) -> Option<[u8; 16]> {
     let value = entry.get("entryUUID")?.values.first()?;
     canopy_proto::sync::uuid_from_text(std::str::from_utf8(value).ok()?)
+}
+
+/// The CSN text of the moment `age` ago: CSNs of changes made before it sort below it.
+fn csn_before(age: std::time::Duration) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let then = now.saturating_sub(age);
+    let (y, mo, d, h, mi, s) = crate::opattrs::civil(then.as_secs() as i64);
+    format!(
+        "{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}.{:06}Z",
+        then.subsec_micros()
+    )
+}
+
+impl Directory {
+    /// Deletes the multi-provider conflict records (tombstones by entryUUID and by DN, renamed-DN
+    /// records) whose CSN is older than `age`, in one write; how many (`tombstone_purge`,
+    /// docs/replication.md). A peer that comes back after being cut off longer than `age` may then
+    /// bring back an entry deleted meanwhile, or place a child under a renamed parent's old DN: such a
+    /// peer must be reinitialized by a full refresh.
+    pub async fn purge_conflict_records(
+        &self,
+        age: std::time::Duration,
+    ) -> Result<usize, LdapError> {
+        let cutoff = csn_before(age);
+        self.run_write(move |_dir, txn, _stamp| -> Result<usize, OpError> {
+            let mut old = Vec::new();
+            for prefix in [TOMB_UUID, TOMB_DN, RENAMED] {
+                for (key, value) in txn.meta_prefix(prefix.as_bytes()).map_err(failed)? {
+                    // Tombstones hold the CSN; renamed records "CSN entryUUID".
+                    let csn = value.split(|b| *b == b' ').next().unwrap_or(&[]);
+                    if csn < cutoff.as_bytes() {
+                        old.push(key);
+                    }
+                }
+            }
+            for key in &old {
+                txn.del_meta(key).map_err(failed)?;
+            }
+            Ok(old.len())
+        })
+        .await
+        .map_err(OpError::into_ldap)
+    }
 }

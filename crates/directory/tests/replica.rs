@@ -8,7 +8,7 @@ use canopy_core::check::entry_from_attributes_with;
 use canopy_core::Entry;
 use canopy_directory::{Directory, Pipeline, ReplicaBatch, ReplicaChange};
 use canopy_proto::sync::{uuid_from_text, Cookie};
-use canopy_proto::PartialAttribute;
+use canopy_proto::{ModifyOperation, PartialAttribute};
 
 use support::{entries, entry, open, values, SUFFIX};
 
@@ -306,4 +306,373 @@ async fn entries_are_found_without_a_complete_uuid_index() {
         values(&dir, "cn=leaf,ou=a,dc=example,dc=com", "description"),
         vec!["found by a scan"]
     );
+}
+
+/// A multi-provider server with ID `sid` (entryUUID indexed, as a consumer needs).
+fn provider(path: &std::path::Path, sid: u16) -> Directory {
+    let dir = open(path, &["objectClass", "entryUUID"], Pipeline::standard());
+    dir.set_server_id(sid);
+    dir.set_multiprovider(true);
+    dir
+}
+
+/// The entry `dn` of `dir` as its provider sends it (a Put by its entryUUID).
+fn put_of(dir: &Directory, dn: &str) -> ReplicaChange {
+    let entry = entry(dir, dn).unwrap();
+    let uuid = canopy_directory::replica::entry_uuid(&entry).unwrap();
+    ReplicaChange::Put { uuid, entry }
+}
+
+async fn receive(dir: &Directory, changes: Vec<ReplicaChange>) -> canopy_directory::Applied {
+    dir.apply_replica(ReplicaBatch {
+        rid: 1,
+        changes,
+        cookie: None,
+    })
+    .await
+    .unwrap()
+}
+
+/// An entry's DN and its attributes, each with its values.
+type Content = Vec<(String, Vec<(String, Vec<String>)>)>;
+
+/// Every entry, attributes and values sorted: what must be identical on every server.
+fn content(dir: &Directory) -> Content {
+    let mut all: Vec<_> = entries(dir)
+        .into_iter()
+        .map(|e| {
+            let mut attrs: Vec<(String, Vec<String>)> = e
+                .attrs
+                .iter()
+                .map(|a| {
+                    let mut v: Vec<String> = a
+                        .values
+                        .iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect();
+                    v.sort();
+                    (a.desc.to_ascii_lowercase(), v)
+                })
+                .collect();
+            attrs.sort();
+            (e.dn.to_string(), attrs)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+const PERSON: &str = "cn=p,dc=example,dc=com";
+
+/// Three servers hold the same two entries; each then modifies the person on its own.
+async fn three_versions(
+    tmp: &std::path::Path,
+    writes: [&[(ModifyOperation, &str, &str)]; 3],
+) -> (Vec<Directory>, Vec<ReplicaChange>, Vec<ReplicaChange>) {
+    let servers: Vec<Directory> = (1..=3)
+        .map(|sid| provider(&tmp.join(format!("s{sid}")), sid))
+        .collect();
+    support::add(
+        &servers[0],
+        SUFFIX,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("o", "E"),
+            ("dc", "example"),
+        ],
+    )
+    .await
+    .unwrap();
+    support::add(
+        &servers[0],
+        PERSON,
+        &[
+            ("objectClass", "person"),
+            ("cn", "p"),
+            ("sn", "P"),
+            ("description", "zero"),
+        ],
+    )
+    .await
+    .unwrap();
+    let base = vec![put_of(&servers[0], SUFFIX), put_of(&servers[0], PERSON)];
+    for server in &servers[1..] {
+        assert_eq!(receive(server, base.clone()).await.added, 2);
+    }
+    let mut versions = Vec::new();
+    for (server, mods) in servers.iter().zip(writes) {
+        for (op, attr, value) in mods {
+            let values: Vec<String> = if value.is_empty() {
+                Vec::new()
+            } else {
+                vec![value.to_string()]
+            };
+            support::modify(server, PERSON, *op, attr, &values)
+                .await
+                .unwrap();
+        }
+        versions.push(put_of(server, PERSON));
+    }
+    (servers, base, versions)
+}
+
+/// Every order of three items.
+fn orders() -> Vec<[usize; 3]> {
+    vec![
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ]
+}
+
+#[tokio::test]
+async fn concurrent_modifies_merge_per_attribute_in_every_arrival_order() {
+    use ModifyOperation::{Add, Replace};
+    let tmp = tempfile::tempdir().unwrap();
+    // Server 1 replaces description, server 2 adds a telephone number, server 3 (later) replaces
+    // description too and deletes nothing else: different attributes both survive, the same
+    // attribute goes to the higher CSN.
+    let (servers, base, versions) = three_versions(
+        tmp.path(),
+        [
+            &[(Replace, "description", "one")],
+            &[(Add, "telephoneNumber", "555")],
+            &[(Replace, "description", "three"), (Replace, "sn", "Q")],
+        ],
+    )
+    .await;
+    let stamps = values(&servers[1], PERSON, "canopyAttrCSN");
+    assert_eq!(stamps.len(), 2, "one value per CSN: {stamps:?}");
+    assert!(
+        stamps
+            .iter()
+            .any(|v| v.ends_with("#002#000000 telephonenumber")),
+        "{stamps:?}"
+    );
+
+    // Each server receives the other two versions, in both orders, and fresh servers every order.
+    let mut results = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let others: Vec<usize> = (0..3).filter(|j| *j != i).collect();
+        for j in others {
+            receive(server, vec![versions[j].clone()]).await;
+        }
+        results.push(content(server));
+    }
+    for (n, order) in orders().into_iter().enumerate() {
+        let fresh = provider(&tmp.path().join(format!("fresh{n}")), 9);
+        receive(&fresh, base.clone()).await;
+        for i in order {
+            receive(&fresh, vec![versions[i].clone()]).await;
+        }
+        results.push(content(&fresh));
+        // All three again: nothing new, every one skipped as a loop.
+        let again = receive(&fresh, versions.clone()).await;
+        assert_eq!((again.skipped, again.modified), (3, 0));
+    }
+    for result in &results[1..] {
+        assert_eq!(result, &results[0]);
+    }
+    let merged = &servers[0];
+    assert_eq!(values(merged, PERSON, "description"), vec!["three"]);
+    assert_eq!(values(merged, PERSON, "telephoneNumber"), vec!["555"]);
+    assert_eq!(values(merged, PERSON, "sn"), vec!["Q"]);
+    // entryCSN is the highest of the three (server 3's).
+    assert!(values(merged, PERSON, "entryCSN")[0].contains("#003#"));
+}
+
+#[tokio::test]
+async fn an_attribute_delete_competes_by_its_csn() {
+    use ModifyOperation::{Add, Delete, Replace};
+    let tmp = tempfile::tempdir().unwrap();
+    // Server 1 changes description, server 2 (later) deletes it, server 3 adds a seeAlso: the
+    // delete is newer than the change and wins; the seeAlso stays.
+    let (servers, _, versions) = three_versions(
+        tmp.path(),
+        [
+            &[(Replace, "description", "one")],
+            &[(Delete, "description", "")],
+            &[(Add, "seeAlso", "cn=x,dc=example,dc=com")],
+        ],
+    )
+    .await;
+    for order in orders() {
+        for (i, server) in servers.iter().enumerate() {
+            for j in order.into_iter().filter(|j| *j != i) {
+                receive(server, vec![versions[j].clone()]).await;
+            }
+        }
+    }
+    let first = content(&servers[0]);
+    for server in &servers[1..] {
+        assert_eq!(content(server), first);
+    }
+    assert!(values(&servers[0], PERSON, "description").is_empty());
+    assert_eq!(values(&servers[0], PERSON, "seeAlso").len(), 1);
+}
+
+#[tokio::test]
+async fn a_merge_the_schema_refuses_keeps_the_newer_version_whole() {
+    use ModifyOperation::{Add, Delete, Replace};
+    let tmp = tempfile::tempdir().unwrap();
+    // Server 1 adds the auxiliary class labeledURIObject and a labeledURI; server 2 (later) adds
+    // and removes the class (its objectClass stamp is newer) and changes description: the merge
+    // (a labeledURI without its class) breaks the schema, so server 2's version wins whole, in
+    // both orders.
+    let (servers, _, versions) = three_versions(
+        tmp.path(),
+        [
+            &[
+                (Add, "objectClass", "labeledURIObject"),
+                (Add, "labeledURI", "http://x"),
+            ],
+            &[
+                (Add, "objectClass", "labeledURIObject"),
+                (Delete, "objectClass", "labeledURIObject"),
+                (Replace, "description", "two"),
+            ],
+            &[],
+        ],
+    )
+    .await;
+    let first = receive(&servers[0], vec![versions[1].clone()]).await;
+    assert_eq!((first.merge_fallbacks, first.modified), (1, 1));
+    let second = receive(&servers[1], vec![versions[0].clone()]).await;
+    assert_eq!((second.merge_fallbacks, second.skipped), (1, 1));
+    assert_eq!(content(&servers[0]), content(&servers[1]));
+    assert!(values(&servers[0], PERSON, "labeledURI").is_empty());
+    assert_eq!(values(&servers[0], PERSON, "description"), vec!["two"]);
+}
+
+#[tokio::test]
+async fn a_rename_and_a_modify_of_another_attribute_both_survive() {
+    use ModifyOperation::Replace;
+    let tmp = tempfile::tempdir().unwrap();
+    let (servers, _, _) = three_versions(tmp.path(), [&[], &[], &[]]).await;
+    // Server 1 renames the person (keeping the old RDN value), server 2 then changes description.
+    support::rename_with(&servers[0], PERSON, "cn=q", false, None)
+        .await
+        .unwrap();
+    support::modify(
+        &servers[1],
+        PERSON,
+        Replace,
+        "description",
+        &["two".to_string()],
+    )
+    .await
+    .unwrap();
+    let renamed = put_of(&servers[0], "cn=q,dc=example,dc=com");
+    let modified = put_of(&servers[1], PERSON);
+    receive(&servers[0], vec![modified.clone()]).await;
+    receive(&servers[1], vec![renamed.clone()]).await;
+    for change in [renamed, modified] {
+        receive(&servers[2], vec![change]).await;
+    }
+    for server in &servers {
+        assert_eq!(
+            values(server, "cn=q,dc=example,dc=com", "description"),
+            vec!["two"]
+        );
+        assert!(entry(server, PERSON).is_none());
+    }
+    assert_eq!(content(&servers[0]), content(&servers[1]));
+    assert_eq!(content(&servers[0]), content(&servers[2]));
+}
+
+#[tokio::test]
+async fn an_entry_without_attribute_csns_resolves_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = provider(tmp.path(), 1);
+    receive(&dir, base(&dir)).await;
+    // A slapd provider's entries carry no canopyAttrCSN: an older one loses whole (rule 1), even with
+    // an attribute the held one lacks; a newer one wins whole.
+    let older = sent(
+        &dir,
+        "ou=b,dc=example,dc=com",
+        4,
+        "20261124000000.000000Z#000000#002#000000",
+        &[
+            ("objectClass", "organizationalUnit"),
+            ("ou", "b"),
+            ("description", "old"),
+        ],
+    );
+    assert_eq!(receive(&dir, vec![older]).await.skipped, 1);
+    let newer = sent(
+        &dir,
+        "ou=b,dc=example,dc=com",
+        4,
+        CSN2,
+        &[
+            ("objectClass", "organizationalUnit"),
+            ("ou", "b"),
+            ("st", "x"),
+        ],
+    );
+    assert_eq!(receive(&dir, vec![newer]).await.modified, 1);
+    assert_eq!(values(&dir, "ou=b,dc=example,dc=com", "st"), vec!["x"]);
+    assert!(values(&dir, "ou=b,dc=example,dc=com", "canopyAttrCSN").is_empty());
+}
+
+#[tokio::test]
+async fn old_tombstones_are_purged_by_age() {
+    use canopy_mdb::ReadOps;
+    let tmp = tempfile::tempdir().unwrap();
+    // The provider's hook (syncprov) records local deletes and renames, as in the server.
+    let pipeline = Pipeline::standard().then(std::sync::Arc::new(
+        canopy_directory::syncprov::SyncProv::new(100),
+    ));
+    let dir = open(tmp.path(), &["objectClass", "entryUUID"], pipeline);
+    dir.set_server_id(1);
+    dir.set_multiprovider(true);
+    support::add(
+        &dir,
+        SUFFIX,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("o", "E"),
+            ("dc", "example"),
+        ],
+    )
+    .await
+    .unwrap();
+    support::add(
+        &dir,
+        PERSON,
+        &[("objectClass", "person"), ("cn", "p"), ("sn", "P")],
+    )
+    .await
+    .unwrap();
+    let stale = put_of(&dir, PERSON);
+    support::rename_with(&dir, PERSON, "cn=q", false, None)
+        .await
+        .unwrap();
+    support::delete(&dir, "cn=q,dc=example,dc=com")
+        .await
+        .unwrap();
+    let records = |dir: &Directory| {
+        let txn = dir.read().unwrap();
+        ["tomb/", "tombdn/", "renamed/"]
+            .iter()
+            .map(|p| txn.meta_prefix(p.as_bytes()).unwrap().len())
+            .sum::<usize>()
+    };
+    assert_eq!(records(&dir), 3);
+    // Younger than a day: kept, and the tombstone still stops a stale version of the entry.
+    let day = std::time::Duration::from_secs(86_400);
+    assert_eq!(dir.purge_conflict_records(day).await.unwrap(), 0);
+    assert_eq!(receive(&dir, vec![stale.clone()]).await.skipped, 1);
+    // Older than the bound: gone, and the documented risk follows: the stale version comes back
+    // (a peer cut off longer than the bound must be reinitialized).
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let tiny = std::time::Duration::from_millis(1);
+    assert_eq!(dir.purge_conflict_records(tiny).await.unwrap(), 3);
+    assert_eq!(records(&dir), 0);
+    assert_eq!(receive(&dir, vec![stale]).await.added, 1);
 }

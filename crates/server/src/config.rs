@@ -94,6 +94,11 @@ pub struct Config {
     /// with `[[syncrepl]]` consumers still accepts client writes; needs a non-zero `server_id`
     /// (docs/replication.md).
     pub multiprovider: bool,
+    /// An age bound for the multi-provider conflict records (tombstones, renamed DNs): `"AGE
+    /// INTERVAL"`, two `[DD+]HH:MM[:SS]` durations as the accesslog's `logpurge`; every INTERVAL the
+    /// records older than AGE are deleted. None: kept for the life of the database. A peer cut off
+    /// longer than AGE must be reinitialized by a full refresh (docs/replication.md).
+    pub tombstone_purge: Option<String>,
 }
 
 /// A `[[schema]]` table: a named set of attribute types and object classes in RFC 4512 form, as the
@@ -248,6 +253,7 @@ impl Default for Config {
             config_access: Vec::new(),
             log_level: Vec::new(),
             multiprovider: false,
+            tombstone_purge: None,
         }
     }
 }
@@ -374,7 +380,42 @@ impl Config {
                     .to_string(),
             );
         }
+        if self.tombstone_purge.is_some() {
+            if !self.multiprovider {
+                return Err(
+                    "tombstone_purge: only a multiprovider = true database keeps tombstones".into(),
+                );
+            }
+            self.tombstone_purge()?;
+        }
         Ok(())
+    }
+
+    /// `tombstone_purge` as (age, interval), None when not set.
+    pub fn tombstone_purge(
+        &self,
+    ) -> Result<Option<(std::time::Duration, std::time::Duration)>, String> {
+        let Some(text) = &self.tombstone_purge else {
+            return Ok(None);
+        };
+        let bad = || {
+            format!(
+                "tombstone_purge {text:?}: expected an age and an interval, e.g. \"180+00:00 01+00:00\""
+            )
+        };
+        let mut words = text.split_whitespace();
+        let (Some(age), Some(interval), None) = (words.next(), words.next(), words.next()) else {
+            return Err(bad());
+        };
+        let parse = |t: &str| {
+            canopy_directory::overlay::accesslog::parse_age(t)
+                .map_err(|e| format!("tombstone_purge: {e}"))
+        };
+        let (age, interval) = (parse(age)?, parse(interval)?);
+        if interval.is_zero() {
+            return Err(format!("{}: the interval must not be zero", bad()));
+        }
+        Ok(Some((age, interval)))
     }
 }
 
@@ -492,6 +533,30 @@ mod tests {
         let c = Config::parse("", "t").unwrap();
         assert_eq!(c.suffix, "dc=example,dc=com");
         assert_eq!(c.limits.size_limit, 500);
+    }
+
+    #[test]
+    fn tombstone_purge_is_checked() {
+        let ok = Config::parse(
+            "multiprovider = true\nserver_id = 1\ntombstone_purge = \"30+00:00 01+00:00\"\n",
+            "t",
+        )
+        .unwrap();
+        let (age, interval) = ok.tombstone_purge().unwrap().unwrap();
+        assert_eq!((age.as_secs(), interval.as_secs()), (30 * 86_400, 86_400));
+        for (text, why) in [
+            ("tombstone_purge = \"30+00:00\"\n", "an age and an interval"),
+            ("tombstone_purge = \"30+00:00 00:00\"\n", "must not be zero"),
+            ("tombstone_purge = \"x 01:00\"\n", "is not a duration"),
+        ] {
+            let text = format!("multiprovider = true\nserver_id = 1\n{text}");
+            let err = Config::parse(&text, "t").unwrap_err().to_string();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+        let err = Config::parse("tombstone_purge = \"1+00:00 01:00\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only a multiprovider"), "{err}");
     }
 
     #[test]

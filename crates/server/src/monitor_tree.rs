@@ -405,6 +405,10 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
                 s.counts[0], s.counts[1], s.counts[2], s.counts[3]
             ),
             format!("skipped: {}", s.skipped),
+            format!(
+                "merged: {} (schema fallbacks {})",
+                s.merged, s.merge_fallbacks
+            ),
         ];
         if let Some(at) = s.last_success {
             description.push(format!("lastSuccess: {}", generalized(at)));

@@ -71,7 +71,12 @@ impl Selection {
         let operational = schema
             .attribute_type(&have.type_name)
             .is_some_and(|at| at.is_operational());
-        if (operational && self.all_operational) || (!operational && self.all_user) {
+        // Canopy's per-attribute CSNs go only to whoever names them (a Canopy consumer), never
+        // with `+`: slapd consumers and ordinary clients do not know the attribute.
+        let hidden = have
+            .type_name
+            .eq_ignore_ascii_case(canopy_directory::attrcsn::ATTR_CSN);
+        if !hidden && ((operational && self.all_operational) || (!operational && self.all_user)) {
             return true;
         }
         let Some(have_type) = schema.attribute_type(&have.type_name) else {

@@ -196,6 +196,34 @@ impl Connection {
         }
     }
 
+    /// Whether the next message can be had without waiting: a whole one is already buffered, or the
+    /// socket holds the rest of one now. Never waits: the socket is polled once, without a waker to
+    /// call back, and whatever a poll reads is kept in the buffer for [`Connection::recv`], so no
+    /// byte is lost or reordered and no future is ever dropped half-way. A read error or the end of
+    /// the stream counts as "not ready": the `recv` that follows reports it.
+    pub fn ready(&mut self) -> bool {
+        loop {
+            let available = self.buf.get(self.start..).unwrap_or(&[]);
+            if !matches!(frame_len(available, MAX_MESSAGE), Ok(None)) {
+                // A whole message, or a framing error that `recv` reports.
+                return true;
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let mut read = tokio::io::ReadBuf::new(&mut chunk);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match std::pin::Pin::new(&mut self.stream).poll_read(&mut cx, &mut read) {
+                std::task::Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                    if self.start > 0 {
+                        self.buf.drain(..self.start);
+                        self.start = 0;
+                    }
+                    self.buf.extend_from_slice(read.filled());
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// The next whole message.
     pub async fn recv(&mut self) -> Result<LdapMessage, String> {
         loop {
@@ -335,5 +363,46 @@ impl ServerCertVerifier for NoVerify {
         rustls::crypto::ring::default_provider()
             .signature_verification_algorithms
             .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: i32) -> Vec<u8> {
+        let mut out = Vec::new();
+        LdapMessage {
+            message_id: id,
+            op: ProtocolOp::UnbindRequest,
+            controls: Vec::new(),
+        }
+        .encode(&mut out);
+        out
+    }
+
+    /// `ready` never waits, keeps whatever it read, and tells a whole message from part of one.
+    #[tokio::test]
+    async fn ready_reads_without_waiting_and_loses_nothing() {
+        let (mut provider, consumer) = tokio::io::duplex(1 << 16);
+        let mut conn = Connection::over(Box::new(consumer));
+        assert!(!conn.ready(), "nothing sent yet");
+        let (one, two, three) = (message(1), message(2), message(3));
+        provider.write_all(&one).await.unwrap();
+        provider.write_all(&two).await.unwrap();
+        // Half of the third message: not ready once the two whole ones are taken.
+        provider.write_all(&three[..2]).await.unwrap();
+        assert!(conn.ready());
+        assert_eq!(conn.recv().await.unwrap().message_id, 1);
+        assert!(conn.ready(), "the second one is buffered");
+        assert_eq!(conn.recv().await.unwrap().message_id, 2);
+        assert!(!conn.ready(), "only part of the third");
+        provider.write_all(&three[2..]).await.unwrap();
+        assert!(conn.ready());
+        assert_eq!(conn.recv().await.unwrap().message_id, 3);
+        // The end of the stream is "not ready"; the recv that follows reports it.
+        drop(provider);
+        assert!(!conn.ready());
+        assert!(conn.recv().await.is_err());
     }
 }

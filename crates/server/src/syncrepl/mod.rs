@@ -33,6 +33,10 @@ pub struct Status {
     /// Received changes not applied since the start: already held (a change back around a
     /// multi-provider ring) or lost a conflict (docs/design/replication.md).
     pub skipped: u64,
+    /// Received entries merged attribute by attribute with the held version into one neither was,
+    /// and merges the schema refused, so that the newer version won whole (docs/design/replication.md).
+    pub merged: u64,
+    pub merge_fallbacks: u64,
     /// Connections made since the start.
     pub connects: u64,
     /// When a change from the future (a peer's clock ahead) was last logged: once a minute at most.
@@ -88,6 +92,33 @@ pub fn start(db: &Database, handles: &[Arc<Handle>]) {
         let (db, handle) = (db.clone(), handle.clone());
         tokio::spawn(async move { run(db, handle).await });
     }
+}
+
+/// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
+/// interval) on the current runtime: every interval, in one write.
+pub fn start_purge(db: &Database, purge: Option<(std::time::Duration, std::time::Duration)>) {
+    let Some((age, interval)) = purge else {
+        return;
+    };
+    let db = db.clone();
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        loop {
+            ticks.tick().await;
+            match db.purge_conflict_records(age).await {
+                Ok(0) => {}
+                Ok(count) => {
+                    tracing::info!(
+                        records = count,
+                        "syncrepl: purged old tombstones and rename records"
+                    )
+                }
+                Err(error) => {
+                    tracing::error!(error = %error.message, "syncrepl: purging old tombstones failed")
+                }
+            }
+        }
+    });
 }
 
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.

@@ -52,8 +52,11 @@ struct Run<'a> {
     batch: Vec<ReplicaChange>,
     /// The UUIDs the provider named during a present phase (sent or present).
     present: HashSet<[u8; 16]>,
-    /// Whether the refresh is still going (persist mode switches to one change per transaction).
+    /// Whether the refresh is still going.
     refreshing: bool,
+    /// In the persist phase, the cookie of the last change received and not yet applied: the
+    /// changes that are already waiting are applied together, in one transaction with it.
+    held: Option<Cookie>,
     /// Counts of the current refresh: added, modified, renamed, deleted.
     counts: [u64; 4],
     started: Instant,
@@ -106,7 +109,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         time_limit: 0,
         types_only: false,
         filter: c.filter.clone(),
-        attributes: c.attrs.clone(),
+        attributes: requested(&c.attrs),
     };
     let control = Control {
         oid: CONTROL_SYNC_REQUEST.to_string(),
@@ -124,6 +127,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         batch: Vec::new(),
         present: HashSet::new(),
         refreshing: true,
+        held: None,
         counts: [0; 4],
         started: Instant::now(),
         progressed: false,
@@ -140,6 +144,15 @@ impl Run<'_> {
         let c = &self.handle.consumer;
         let mut answered = false;
         loop {
+            // Persist phase: the changes received so far are applied, in one transaction, as soon
+            // as no further message is waiting (never before a wait, so a change is never held
+            // back); under load that groups many changes per commit (one fsync) instead of one.
+            if !self.refreshing
+                && (!self.batch.is_empty() || self.held.is_some())
+                && (self.batch.len() >= BATCH || !conn.ready())
+            {
+                self.flush(None).await?;
+            }
             // The first answer must come within `timeout`; after that the refresh streams (and a
             // persist phase may stay silent for ever).
             let limit = if answered { None } else { c.timeout };
@@ -215,7 +228,12 @@ impl Run<'_> {
                 self.batch.push(ReplicaChange::Delete { uuid: state.uuid });
             }
         }
-        if cookie.is_some() || !self.refreshing || self.batch.len() >= BATCH {
+        if !self.refreshing {
+            // Applied with what else is waiting (`messages`); a later cookie covers an earlier one.
+            if cookie.is_some() {
+                self.held = cookie;
+            }
+        } else if cookie.is_some() || self.batch.len() >= BATCH {
             self.flush(cookie).await?;
         }
         Ok(())
@@ -386,8 +404,10 @@ impl Run<'_> {
         });
     }
 
-    /// Applies what is pending, with `cookie` when one came.
+    /// Applies what is pending, with `cookie` when one came (else the persist phase's held one: a
+    /// cookie that comes later covers the changes of an earlier one).
     async fn flush(&mut self, cookie: Option<Cookie>) -> Result<(), String> {
+        let cookie = cookie.or(self.held.take());
         if self.batch.is_empty() && cookie.is_none() {
             return Ok(());
         }
@@ -428,6 +448,11 @@ impl Run<'_> {
         if counts.iter().any(|n| *n > 0) || cookie.is_some() {
             self.progressed = true;
         }
+        if applied.merged > 0 || applied.merge_fallbacks > 0 {
+            tracing::debug!(rid = c.rid, provider = %c.provider, merged = applied.merged,
+                fallbacks = applied.merge_fallbacks,
+                "syncrepl: concurrent versions merged attribute by attribute");
+        }
         if let Some(csn) = &applied.own_sid_ahead {
             let message = format!(
                 "the provider holds {csn}, a change with this server's own server_id that this server \
@@ -453,9 +478,12 @@ impl Run<'_> {
         }
         let lag = newest.and_then(|csn| csn_age(&csn));
         let persisting = !self.refreshing;
-        let skipped = applied.skipped;
+        let (skipped, merged, fallbacks) =
+            (applied.skipped, applied.merged, applied.merge_fallbacks);
         self.handle.update(|s| {
             s.skipped += skipped;
+            s.merged += merged;
+            s.merge_fallbacks += fallbacks;
             for (total, n) in s.counts.iter_mut().zip(counts) {
                 *total += n;
             }
@@ -471,6 +499,19 @@ impl Run<'_> {
         });
         Ok(())
     }
+}
+
+/// The attributes asked for: the configured ones, and when they are all of them (`*` and `+`), the
+/// per-attribute CSNs a Canopy provider keeps (a slapd provider knows no such attribute and sends
+/// nothing for it), so that concurrent changes merge attribute by attribute
+/// (docs/design/replication.md). A partial list stays entry level: a merge would take the attributes
+/// not sent for deleted.
+fn requested(attrs: &[String]) -> Vec<String> {
+    let mut attrs = attrs.to_vec();
+    if attrs.iter().any(|a| a == "*") && attrs.iter().any(|a| a == "+") {
+        attrs.push(canopy_directory::attrcsn::ATTR_CSN.to_string());
+    }
+    attrs
 }
 
 /// Seconds by which a CSN's time is ahead of this server's clock, when that is more than a minute.

@@ -260,7 +260,14 @@ fn record_attrs(event: &Event<'_>) -> Vec<Attribute> {
     match event.kind {
         Kind::Add => {
             // The client's attributes first, then the server's in slapd's order.
-            let attrs: Vec<&Attribute> = event.new.iter().flat_map(|e| &e.attrs).collect();
+            // Canopy's per-attribute CSNs are its own business: a slapd delta consumer would
+            // refuse the unknown attribute.
+            let attrs: Vec<&Attribute> = event
+                .new
+                .iter()
+                .flat_map(|e| &e.attrs)
+                .filter(|a| !a.desc.eq_ignore_ascii_case(crate::attrcsn::ATTR_CSN))
+                .collect();
             let rank = |a: &Attribute| {
                 ADD_OPERATIONAL
                     .iter()
@@ -435,6 +442,46 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An add record lists the entry's attributes but never Canopy's per-attribute CSNs, which a
+    /// slapd delta consumer would refuse as unknown.
+    #[test]
+    fn add_records_leave_out_the_attribute_csns() {
+        let entry = Entry {
+            dn: canopy_proto::Dn::parse(b"cn=a,dc=example,dc=com").unwrap(),
+            ndn: canopy_schema::NormDn::root(),
+            attrs: ["cn", "entryCSN", crate::attrcsn::ATTR_CSN]
+                .iter()
+                .map(|d| Attribute {
+                    desc: d.to_string(),
+                    values: vec![b"x".to_vec()],
+                })
+                .collect(),
+        };
+        let stamp = crate::opattrs::Stamp::now();
+        let event = Event {
+            kind: Kind::Add,
+            id: 1,
+            old: None,
+            new: Some(&entry),
+            changes: &[],
+            stamp: &stamp,
+            requester: "",
+            origin: Origin::Local,
+        };
+        let mods: Vec<String> = record_attrs(&event)
+            .into_iter()
+            .filter(|a| a.desc == "reqMod")
+            .flat_map(|a| a.values)
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .collect();
+        assert!(mods.iter().any(|m| m.starts_with("cn:+")), "{mods:?}");
+        assert!(mods.iter().any(|m| m.starts_with("entryCSN:+")), "{mods:?}");
+        assert!(
+            !mods.iter().any(|m| m.starts_with("canopyAttrCSN")),
+            "{mods:?}"
+        );
+    }
 
     #[test]
     fn logops_as_slapd_names_them() {
