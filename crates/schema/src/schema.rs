@@ -77,48 +77,101 @@ impl Place<'_> {
     }
 }
 
-/// Lower-case names and OIDs to positions. The keys are fixed when the schema loads, never chosen by a
-/// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry.
-type NameIndex = HashMap<Box<[u8]>, usize, BuildHasherDefault<NameHasher>>;
+/// Names and OIDs, in any case, to positions. The keys are fixed when the schema loads, never chosen by a
+/// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry
+/// and of every search, so a lookup neither allocates nor folds the name into a copy: the hash folds
+/// ASCII case as it reads the name a word at a time, and the few names of a bucket are compared ignoring
+/// ASCII case.
+#[derive(Clone, Debug, Default)]
+struct NameIndex {
+    buckets: HashMap<u64, Bucket, BuildHasherDefault<PassHasher>>,
+}
 
-/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) for short names.
+/// The names of one folded hash: almost always one.
+#[derive(Clone, Debug)]
+enum Bucket {
+    One(Box<[u8]>, usize),
+    Many(Vec<(Box<[u8]>, usize)>),
+}
+
+impl NameIndex {
+    fn get(&self, name: &str) -> Option<usize> {
+        let name = name.as_bytes();
+        match self.buckets.get(&folded_hash(name))? {
+            Bucket::One(key, index) => key.eq_ignore_ascii_case(name).then_some(*index),
+            Bucket::Many(keys) => keys
+                .iter()
+                .find(|(key, _)| key.eq_ignore_ascii_case(name))
+                .map(|(_, index)| *index),
+        }
+    }
+
+    /// Adds `name` (kept in lower case); an existing entry for the same name is replaced.
+    fn insert(&mut self, name: &str, index: usize) {
+        let key: Box<[u8]> = name.to_ascii_lowercase().into_bytes().into();
+        let slot = self.buckets.entry(folded_hash(&key));
+        match slot {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Bucket::One(key, index));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let bucket = o.get_mut();
+                let mut keys = match std::mem::replace(bucket, Bucket::Many(Vec::new())) {
+                    Bucket::One(k, i) => vec![(k, i)],
+                    Bucket::Many(keys) => keys,
+                };
+                match keys.iter_mut().find(|(k, _)| *k == key) {
+                    Some(existing) => existing.1 = index,
+                    None => keys.push((key, index)),
+                }
+                *bucket = Bucket::Many(keys);
+            }
+        }
+    }
+}
+
+/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) of a name with the
+/// 0x20 bit of every byte set, so that ASCII upper and lower case hash alike (other bytes may collide,
+/// which the comparison in the bucket settles), then a final mix for hashbrown's use of the low and
+/// high bits.
+fn folded_hash(name: &[u8]) -> u64 {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    const FOLD: u64 = 0x2020_2020_2020_2020;
+    let mut hash = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash.rotate_left(5) ^ (u64::from_le_bytes(word) | FOLD)).wrapping_mul(SEED);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        if let Some(head) = word.get_mut(..rest.len()) {
+            head.copy_from_slice(rest);
+        }
+        hash = (hash.rotate_left(5) ^ (u64::from_le_bytes(word) | FOLD)).wrapping_mul(SEED);
+    }
+    hash ^ (hash >> 29)
+}
+
+/// The map of folded hashes takes them as they are.
 #[derive(Default, Clone, Copy)]
-struct NameHasher(u64);
+struct PassHasher(u64);
 
-impl Hasher for NameHasher {
+impl Hasher for PassHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        for &byte in bytes {
+            self.0 = (self.0 << 8) | u64::from(byte);
         }
-        for &byte in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
-        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 
     fn finish(&self) -> u64 {
         self.0
-    }
-}
-
-/// Index lookup by a name in any case, without allocating: names with upper-case letters are folded in a
-/// stack buffer (names are short; a longer one is folded on the heap).
-fn lookup(index: &NameIndex, name: &str) -> Option<usize> {
-    let name = name.as_bytes();
-    if !name.iter().any(u8::is_ascii_uppercase) {
-        return index.get(name).copied();
-    }
-    let mut buf = [0u8; 64];
-    match buf.get_mut(..name.len()) {
-        Some(folded) => {
-            folded.copy_from_slice(name);
-            folded.make_ascii_lowercase();
-            index.get(&*folded).copied()
-        }
-        None => index.get(name.to_ascii_lowercase().as_slice()).copied(),
     }
 }
 
@@ -180,12 +233,12 @@ impl Schema {
 
     /// Lookup by any NAME (ASCII case-insensitive) or numeric OID; no options.
     pub fn attribute_type(&self, name_or_oid: &str) -> Option<&AttributeType> {
-        let index = lookup(&self.attribute_index, name_or_oid)?;
+        let index = self.attribute_index.get(name_or_oid)?;
         self.attributes.get(index)
     }
 
     pub fn object_class(&self, name_or_oid: &str) -> Option<&ObjectClass> {
-        let index = lookup(&self.class_index, name_or_oid)?;
+        let index = self.class_index.get(name_or_oid)?;
         self.classes.get(index)
     }
 
@@ -377,10 +430,7 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            if let Some(&i) = self
-                .attribute_index
-                .get(key.to_ascii_lowercase().as_bytes())
-            {
+            if let Some(i) = self.attribute_index.get(key) {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -397,13 +447,12 @@ impl Schema {
         }
         let index = self.attributes.len();
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            self.attribute_index
-                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
+            self.attribute_index.insert(key, index);
         }
         if let Some(sup) = at
             .sup
             .as_deref()
-            .and_then(|s| lookup(&self.attribute_index, s))
+            .and_then(|s| self.attribute_index.get(s))
         {
             if let Some(sup) = self.attributes.get_mut(sup) {
                 sup.has_subtypes = true;
@@ -516,7 +565,7 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            if let Some(&i) = self.class_index.get(key.to_ascii_lowercase().as_bytes()) {
+            if let Some(i) = self.class_index.get(key) {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -533,8 +582,7 @@ impl Schema {
         }
         let index = self.classes.len();
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            self.class_index
-                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
+            self.class_index.insert(key, index);
         }
         self.classes.push(oc);
         Ok(())

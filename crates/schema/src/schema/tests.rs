@@ -640,3 +640,37 @@ fn each_system_schema_file_loads_alone() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(loaded >= 2);
 }
+
+#[test]
+fn name_index_folds_ascii_case_only() {
+    let mut index = NameIndex::default();
+    index.insert("userPassword", 1);
+    index.insert("cn", 2);
+    index.insert("2.5.4.3", 3);
+    // '@' and '`' differ only in the 0x20 bit, so these two names have the same folded hash.
+    index.insert("a@b", 4);
+    index.insert("a`b", 5);
+    for (name, expected) in [
+        ("userpassword", Some(1)),
+        ("USERPASSWORD", Some(1)),
+        ("UserPassword", Some(1)),
+        ("userPasswor", None),
+        ("userPassword1", None),
+        ("CN", Some(2)),
+        ("c", None),
+        ("", None),
+        ("2.5.4.3", Some(3)),
+        ("2.5.4.", None),
+        ("a@b", Some(4)),
+        ("A@B", Some(4)),
+        ("a`b", Some(5)),
+        ("a b", None),
+        ("ü", None),
+    ] {
+        assert_eq!(index.get(name), expected, "{name}");
+    }
+    index.insert("CN", 6);
+    assert_eq!(index.get("cn"), Some(6));
+    index.insert("A@B", 7);
+    assert_eq!((index.get("a@b"), index.get("a`b")), (Some(7), Some(5)));
+}
