@@ -449,11 +449,7 @@ impl Schema {
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
             self.attribute_index.insert(key, index);
         }
-        if let Some(sup) = at
-            .sup
-            .as_deref()
-            .and_then(|s| self.attribute_index.get(s))
-        {
+        if let Some(sup) = at.sup.as_deref().and_then(|s| self.attribute_index.get(s)) {
             if let Some(sup) = self.attributes.get_mut(sup) {
                 sup.has_subtypes = true;
             }
