@@ -79,15 +79,15 @@ impl Place<'_> {
 
 /// Names and OIDs, in any case, to positions. The keys are fixed when the schema loads, never chosen by a
 /// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry
-/// and of every search, so a lookup neither allocates nor folds the name into a copy: the hash folds
-/// ASCII case as it reads the name a word at a time, and the few names of a bucket are compared ignoring
-/// ASCII case.
+/// and of every search, so a lookup neither allocates nor folds the name into a copy: the name is read
+/// eight bytes at a time, each word folded to ASCII lower case in a register, for the hash and again for
+/// the comparison with the (lower-case) key.
 #[derive(Clone, Debug, Default)]
 struct NameIndex {
     buckets: HashMap<u64, Bucket, BuildHasherDefault<PassHasher>>,
 }
 
-/// The names of one folded hash: almost always one.
+/// The names of one hash: almost always one.
 #[derive(Clone, Debug)]
 enum Bucket {
     One(Box<[u8]>, usize),
@@ -98,10 +98,10 @@ impl NameIndex {
     fn get(&self, name: &str) -> Option<usize> {
         let name = name.as_bytes();
         match self.buckets.get(&folded_hash(name))? {
-            Bucket::One(key, index) => key.eq_ignore_ascii_case(name).then_some(*index),
+            Bucket::One(key, index) => same_folded(key, name).then_some(*index),
             Bucket::Many(keys) => keys
                 .iter()
-                .find(|(key, _)| key.eq_ignore_ascii_case(name))
+                .find(|(key, _)| same_folded(key, name))
                 .map(|(_, index)| *index),
         }
     }
@@ -109,50 +109,68 @@ impl NameIndex {
     /// Adds `name` (kept in lower case); an existing entry for the same name is replaced.
     fn insert(&mut self, name: &str, index: usize) {
         let key: Box<[u8]> = name.to_ascii_lowercase().into_bytes().into();
-        let slot = self.buckets.entry(folded_hash(&key));
-        match slot {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(Bucket::One(key, index));
-            }
-            std::collections::hash_map::Entry::Occupied(mut o) => {
-                let bucket = o.get_mut();
-                let mut keys = match std::mem::replace(bucket, Bucket::Many(Vec::new())) {
-                    Bucket::One(k, i) => vec![(k, i)],
-                    Bucket::Many(keys) => keys,
-                };
-                match keys.iter_mut().find(|(k, _)| *k == key) {
-                    Some(existing) => existing.1 = index,
-                    None => keys.push((key, index)),
-                }
-                *bucket = Bucket::Many(keys);
-            }
+        let bucket = self
+            .buckets
+            .entry(folded_hash(&key))
+            .or_insert_with(|| Bucket::Many(Vec::new()));
+        let mut keys = match std::mem::replace(bucket, Bucket::Many(Vec::new())) {
+            Bucket::One(k, i) => vec![(k, i)],
+            Bucket::Many(keys) => keys,
+        };
+        match keys.iter_mut().find(|(k, _)| *k == key) {
+            Some(existing) => existing.1 = index,
+            None => keys.push((key, index)),
         }
+        *bucket = match keys.len() {
+            1 => {
+                let (k, i) = keys.remove(0);
+                Bucket::One(k, i)
+            }
+            _ => Bucket::Many(keys),
+        };
     }
 }
 
-/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) of a name with the
-/// 0x20 bit of every byte set, so that ASCII upper and lower case hash alike (other bytes may collide,
-/// which the comparison in the bucket settles), then a final mix for hashbrown's use of the low and
-/// high bits.
+/// The word of up to eight bytes, little-endian, zero-padded.
+fn word_of(bytes: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(bytes) {
+        Ok(word) => u64::from_le_bytes(word),
+        Err(_) => bytes
+            .iter()
+            .rev()
+            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte)),
+    }
+}
+
+/// ASCII upper-case letters of a word to lower case (SWAR: no byte carries into the next).
+fn lower_word(word: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low7 = word & !HIGH;
+    // The high bit of a byte is set where the byte is at least 'A', resp. greater than 'Z'.
+    let at_least_a = low7.wrapping_add(0x3f3f_3f3f_3f3f_3f3f);
+    let beyond_z = low7.wrapping_add(0x2525_2525_2525_2525);
+    let upper = at_least_a & !beyond_z & !word & HIGH;
+    word | (upper >> 2)
+}
+
+/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) of the name folded to
+/// ASCII lower case, then a final mix for hashbrown's use of the low and high bits.
 fn folded_hash(name: &[u8]) -> u64 {
     const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-    const FOLD: u64 = 0x2020_2020_2020_2020;
     let mut hash = name.len() as u64;
-    let mut chunks = name.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        hash = (hash.rotate_left(5) ^ (u64::from_le_bytes(word) | FOLD)).wrapping_mul(SEED);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut word = [0u8; 8];
-        if let Some(head) = word.get_mut(..rest.len()) {
-            head.copy_from_slice(rest);
-        }
-        hash = (hash.rotate_left(5) ^ (u64::from_le_bytes(word) | FOLD)).wrapping_mul(SEED);
+    for chunk in name.chunks(8) {
+        hash = (hash.rotate_left(5) ^ lower_word(word_of(chunk))).wrapping_mul(SEED);
     }
     hash ^ (hash >> 29)
+}
+
+/// Whether `name` folded to ASCII lower case is `key` (already in lower case).
+fn same_folded(key: &[u8], name: &[u8]) -> bool {
+    key.len() == name.len()
+        && key
+            .chunks(8)
+            .zip(name.chunks(8))
+            .all(|(k, n)| word_of(k) == lower_word(word_of(n)))
 }
 
 /// The map of folded hashes takes them as they are.

@@ -647,7 +647,7 @@ fn name_index_folds_ascii_case_only() {
     index.insert("userPassword", 1);
     index.insert("cn", 2);
     index.insert("2.5.4.3", 3);
-    // '@' and '`' differ only in the 0x20 bit, so these two names have the same folded hash.
+    // '@' and '`' differ only in the 0x20 bit and are not letters: two names.
     index.insert("a@b", 4);
     index.insert("a`b", 5);
     for (name, expected) in [
@@ -673,4 +673,17 @@ fn name_index_folds_ascii_case_only() {
     assert_eq!(index.get("cn"), Some(6));
     index.insert("A@B", 7);
     assert_eq!((index.get("a@b"), index.get("a`b")), (Some(7), Some(5)));
+    // Every byte around the letters' edges folds as to_ascii_lowercase does.
+    for byte in 0u8..=255 {
+        let word = u64::from_le_bytes([byte, b'A', b'z', byte, b'@', b'[', b'`', b'{']);
+        let expected = u64::from_le_bytes(
+            [byte, b'A', b'z', byte, b'@', b'[', b'`', b'{'].map(|b| b.to_ascii_lowercase()),
+        );
+        assert_eq!(lower_word(word), expected, "{byte:#x}");
+    }
+    // A long name (more than one word) and one whose hash bucket holds another.
+    index.insert("1.3.6.1.4.1.4203.666.1.7", 8);
+    assert_eq!(index.get("1.3.6.1.4.1.4203.666.1.7"), Some(8));
+    assert_eq!(index.get("1.3.6.1.4.1.4203.666.1.8"), None);
+    assert_eq!(index.get("structuralObjectClass"), None);
 }
