@@ -32,6 +32,9 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// userPassword's OID (RFC 4519 §2.41).
+const USER_PASSWORD_OID: &str = "2.5.4.35";
+
 /// A set of attribute types and object classes with lookup by any name or OID.
 #[derive(Clone, Debug, Default)]
 pub struct Schema {
@@ -43,6 +46,8 @@ pub struct Schema {
     syntaxes: Vec<Syntax>,
     /// `objectidentifier` macros: lower-case name to numeric OID.
     oid_macros: HashMap<String, String>,
+    /// The position of userPassword in `attributes`, asked for on every search and write.
+    user_password: Option<usize>,
 }
 
 /// Where a statement's problem is, for error messages.
@@ -253,6 +258,11 @@ impl Schema {
     pub fn attribute_type(&self, name_or_oid: &str) -> Option<&AttributeType> {
         let index = self.attribute_index.get(name_or_oid)?;
         self.attributes.get(index)
+    }
+
+    /// userPassword (RFC 4519 §2.41), the type of the secret section, without a lookup by name.
+    pub fn user_password(&self) -> Option<&AttributeType> {
+        self.attributes.get(self.user_password?)
     }
 
     pub fn object_class(&self, name_or_oid: &str) -> Option<&ObjectClass> {
@@ -466,6 +476,9 @@ impl Schema {
         let index = self.attributes.len();
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
             self.attribute_index.insert(key, index);
+        }
+        if at.oid == USER_PASSWORD_OID {
+            self.user_password = Some(index);
         }
         if let Some(sup) = at.sup.as_deref().and_then(|s| self.attribute_index.get(s)) {
             if let Some(sup) = self.attributes.get_mut(sup) {

@@ -75,6 +75,8 @@ pub async fn serve_transport<S>(
         ..Who::anonymous()
     };
     let mut sasl: Option<Exchange> = None;
+    // `who` as searches share it; None once `who` changes, until the next search makes it again.
+    let mut shared_who: Option<Arc<Who>> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
     // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
@@ -130,6 +132,7 @@ pub async fn serve_transport<S>(
             };
             let mut session = Session {
                 who: &mut who,
+                shared_who: &mut shared_who,
                 sasl: &mut sasl,
                 link: &link,
                 must_change: &must_change,
@@ -178,6 +181,7 @@ pub async fn serve_transport<S>(
                     (reader, out) = (r, w);
                     link.tls = Some(facts);
                     who.link = link.clone();
+                    shared_who = None;
                 }
             }
         }
@@ -443,6 +447,8 @@ fn kind_of(op: &ProtocolOp) -> Option<RequestKind> {
 /// The per-connection bind state a request may change.
 struct Session<'a> {
     who: &'a mut Who,
+    /// `who` shared with the searches that run under it; cleared when `who` changes.
+    shared_who: &'a mut Option<Arc<Who>>,
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
@@ -538,6 +544,7 @@ async fn dispatch(
         ProtocolOp::BindRequest(req) => {
             // Binds run in order: later requests on this connection see the new identity. During a
             // bind, and after a failed one, the connection is anonymous (RFC 4511 §4.2.1).
+            *session.shared_who = None;
             *who = Who {
                 link: link.clone(),
                 ..Who::anonymous()
@@ -610,9 +617,12 @@ async fn dispatch(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(id, cancel.clone());
+            let shared_who = session
+                .shared_who
+                .get_or_insert_with(|| Arc::new(who.clone()));
             let job = ops::search::SearchJob {
                 state: state.clone(),
-                who: who.clone(),
+                who: Arc::clone(shared_who),
                 message_id: id,
                 req,
                 paged: ctl.paged.clone(),
@@ -638,11 +648,7 @@ async fn dispatch(
                 return Flow::Continue;
             }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
-                for response in responses {
-                    if tx.send(response).await.is_err() {
-                        break;
-                    }
-                }
+                let _ = tx.send(responses).await;
                 pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

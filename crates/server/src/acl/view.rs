@@ -144,7 +144,7 @@ impl<'a> SearchAccess<'a> {
 
     fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
         let schema = self.checker.schema();
-        let password = schema.attribute_type("userPassword");
+        let password = schema.user_password();
         // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
         // without a list, so one decision covers them all.
         let lists_plain = self.some_rule_lists(&signature, |at, _| match (at, password) {

@@ -37,7 +37,8 @@ use crate::state::State;
 /// Everything a running search needs; it runs on a blocking thread and streams entries into `tx`.
 pub struct SearchJob {
     pub state: State,
-    pub who: Who,
+    /// Shared with the connection until its identity changes: a search does not copy it.
+    pub who: Arc<Who>,
     pub message_id: i32,
     pub req: SearchRequest,
     pub paged: Option<PagedResults>,
@@ -124,8 +125,9 @@ enum Sink<'a> {
         batch: Vec<u8>,
         since: Option<Instant>,
     },
-    /// Collected in memory, within the inline budget.
-    Buffer(Vec<Vec<u8>>),
+    /// Collected in memory, within the inline budget: the messages one after the other, to be written
+    /// with one send to the writer (and one write to the socket), and how many there are.
+    Buffer { out: Vec<u8>, messages: usize },
 }
 
 impl<'a> Sink<'a> {
@@ -150,10 +152,14 @@ impl<'a> Sink<'a> {
                 let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES + 1024));
                 tx.blocking_send(full).map_err(|_| Stop::Silent)
             }
-            Sink::Buffer(_) => {
-                let mut message = Vec::with_capacity(1024);
-                encode(&mut message);
-                self.push(message)
+            Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
+            Sink::Buffer { out, messages } => {
+                if out.capacity() == 0 {
+                    out.reserve(1024);
+                }
+                encode(out);
+                *messages += 1;
+                Ok(())
             }
         }
     }
@@ -170,9 +176,14 @@ impl<'a> Sink<'a> {
                 let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES));
                 tx.blocking_send(full).map_err(|_| Stop::Silent)
             }
-            Sink::Buffer(out) if out.len() >= INLINE_RETURNED => Err(Stop::Overflow),
-            Sink::Buffer(out) => {
-                out.push(message);
+            Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
+            Sink::Buffer { out, messages } => {
+                if out.is_empty() {
+                    *out = message;
+                } else {
+                    out.extend_from_slice(&message);
+                }
+                *messages += 1;
                 Ok(())
             }
         }
@@ -192,11 +203,11 @@ impl<'a> Sink<'a> {
     }
 
     fn is_inline(&self) -> bool {
-        matches!(self, Sink::Buffer(_))
+        matches!(self, Sink::Buffer { .. })
     }
 
     fn over_budget(&self, examined: u64) -> bool {
-        matches!(self, Sink::Buffer(_)) && examined > INLINE_EXAMINED
+        matches!(self, Sink::Buffer { .. }) && examined > INLINE_EXAMINED
     }
 }
 
@@ -227,14 +238,22 @@ pub fn run(job: SearchJob) -> Outcome {
     job.outcome(None)
 }
 
-/// Tries the search within the inline budget: all its responses, SearchResultDone last, or None when it
-/// must run with [`run`] instead (nothing has been sent then).
-pub fn try_inline(job: &SearchJob) -> Option<(Vec<Vec<u8>>, Outcome)> {
-    let mut sink = Sink::Buffer(Vec::new());
+/// Tries the search within the inline budget: all its responses, SearchResultDone last, in one buffer
+/// (one send to the connection's writer), or None when it must run with [`run`] instead (nothing has
+/// been sent then).
+pub fn try_inline(job: &SearchJob) -> Option<(Vec<u8>, Outcome)> {
+    let mut sink = Sink::Buffer {
+        out: Vec::new(),
+        messages: 0,
+    };
     let (done, code) = finish(job, &mut sink)?;
     match sink {
-        Sink::Buffer(mut out) => {
-            out.push(done);
+        Sink::Buffer { mut out, .. } => {
+            if out.is_empty() {
+                out = done;
+            } else {
+                out.extend_from_slice(&done);
+            }
             Some((out, job.outcome(Some(code))))
         }
         Sink::Queue { .. } => None,
