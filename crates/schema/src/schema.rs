@@ -84,9 +84,9 @@ impl Place<'_> {
 
 /// Names and OIDs, in any case, to positions. The keys are fixed when the schema loads, never chosen by a
 /// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry
-/// and of every search, so a lookup neither allocates nor folds the name into a copy: the name is read
-/// eight bytes at a time, each word folded to ASCII lower case in a register, for the hash and again for
-/// the comparison with the (lower-case) key.
+/// and of every search, so a lookup neither allocates nor folds the name into a copy: the hash reads the
+/// name in words, each folded to ASCII lower case in a register, and the comparison with the (lower-case)
+/// key folds the name byte by byte.
 #[derive(Clone, Debug, Default)]
 struct NameIndex {
     buckets: HashMap<u64, Bucket, BuildHasherDefault<PassHasher>>,
@@ -136,14 +136,42 @@ impl NameIndex {
     }
 }
 
-/// The word of up to eight bytes, little-endian, zero-padded.
-fn word_of(bytes: &[u8]) -> u64 {
-    match <[u8; 8]>::try_from(bytes) {
-        Ok(word) => u64::from_le_bytes(word),
-        Err(_) => bytes
-            .iter()
-            .rev()
-            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte)),
+/// Eight bytes of `name` from `at`, little-endian (0 past the end, which callers never ask for).
+fn read8(name: &[u8], at: usize) -> u64 {
+    name.get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Four bytes of `name` from `at`, little-endian.
+fn read4(name: &[u8], at: usize) -> u64 {
+    name.get(at..at + 4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+}
+
+/// Visits words that together cover every byte of `name` (the last one overlapping the one before
+/// it, short names read as two overlapping halves), chosen by the length alone, so that two names of
+/// the same length are equal exactly when all their words are; stops at the first `false`.
+fn all_words(name: &[u8], mut visit: impl FnMut(u64) -> bool) -> bool {
+    let len = name.len();
+    match len {
+        0 => visit(0),
+        1..=3 => {
+            let byte = |i: usize| u64::from(name.get(i).copied().unwrap_or(0));
+            visit(byte(0) | (byte(len / 2) << 8) | (byte(len - 1) << 16))
+        }
+        4..=8 => visit(read4(name, 0) | (read4(name, len - 4) << 32)),
+        _ => {
+            let mut at = 0;
+            while at + 8 < len {
+                if !visit(read8(name, at)) {
+                    return false;
+                }
+                at += 8;
+            }
+            visit(read8(name, len - 8))
+        }
     }
 }
 
@@ -163,9 +191,10 @@ fn lower_word(word: u64) -> u64 {
 fn folded_hash(name: &[u8]) -> u64 {
     const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
     let mut hash = name.len() as u64;
-    for chunk in name.chunks(8) {
-        hash = (hash.rotate_left(5) ^ lower_word(word_of(chunk))).wrapping_mul(SEED);
-    }
+    all_words(name, |word| {
+        hash = (hash.rotate_left(5) ^ lower_word(word)).wrapping_mul(SEED);
+        true
+    });
     hash ^ (hash >> 29)
 }
 
@@ -173,9 +202,9 @@ fn folded_hash(name: &[u8]) -> u64 {
 fn same_folded(key: &[u8], name: &[u8]) -> bool {
     key.len() == name.len()
         && key
-            .chunks(8)
-            .zip(name.chunks(8))
-            .all(|(k, n)| word_of(k) == lower_word(word_of(n)))
+            .iter()
+            .zip(name)
+            .all(|(k, n)| *k == n.to_ascii_lowercase())
 }
 
 /// The map of folded hashes takes them as they are.

@@ -687,3 +687,26 @@ fn name_index_folds_ascii_case_only() {
     assert_eq!(index.get("1.3.6.1.4.1.4203.666.1.8"), None);
     assert_eq!(index.get("structuralObjectClass"), None);
 }
+
+#[test]
+fn name_index_every_length_and_position() {
+    let alphabet = b"aB3-cD.eF9;gHiJ";
+    for len in 1..40usize {
+        let name: String = (0..len)
+            .map(|i| char::from(alphabet[i % alphabet.len()]))
+            .collect();
+        let mut index = NameIndex::default();
+        index.insert(&name, len);
+        assert_eq!(index.get(&name.to_ascii_uppercase()), Some(len), "{name}");
+        assert_eq!(index.get(&name.to_ascii_lowercase()), Some(len), "{name}");
+        for at in 0..len {
+            let mut other = name.clone().into_bytes();
+            other[at] = b'x';
+            let other = String::from_utf8(other).unwrap();
+            if !other.eq_ignore_ascii_case(&name) {
+                assert_eq!(index.get(&other), None, "{name} vs {other}");
+            }
+        }
+        assert_eq!(index.get(&name[..len - 1]), None);
+    }
+}

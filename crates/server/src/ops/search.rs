@@ -495,7 +495,18 @@ fn search_part(
         ..query
     };
 
-    let mut scan = dir.plan_scan(&txn, &query, &found)?;
+    // The filter as it is tested, prepared once: the plan takes it too when it plans the same filter
+    // under the same schema (no dynlist planning filter, nothing rewritten for slapd's view).
+    let filter = as_slapd_sees(schema, &expanded);
+    let prepared = PreparedFilter::new(schema, &filter);
+    let plans_tested = planning.is_none()
+        && matches!(filter, Cow::Borrowed(_))
+        && Arc::ptr_eq(dir.schema(), schema);
+    let mut scan = if plans_tested {
+        dir.plan_scan_prepared(&txn, &query, &found, &prepared)?
+    } else {
+        dir.plan_scan(&txn, &query, &found)?
+    };
     // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
     if scan.unindexed() && !dir.is_monitor() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
@@ -540,11 +551,8 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let filter = as_slapd_sees(schema, &expanded);
     let need_computed = mentions_computed(schema, &filter)
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
-    // Assertion values are normalized once per search, not once per candidate.
-    let prepared = PreparedFilter::new(schema, &filter);
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
