@@ -198,13 +198,33 @@ fn folded_hash(name: &[u8]) -> u64 {
     hash ^ (hash >> 29)
 }
 
-/// Whether `name` folded to ASCII lower case is `key` (already in lower case).
+/// Whether `name` folded to ASCII lower case is `key` (already in lower case): the words of
+/// `all_words` compared, since they cover every byte.
 fn same_folded(key: &[u8], name: &[u8]) -> bool {
-    key.len() == name.len()
-        && key
+    let len = key.len();
+    if name.len() != len {
+        return false;
+    }
+    match len {
+        0..=3 => key
             .iter()
             .zip(name)
-            .all(|(k, n)| *k == n.to_ascii_lowercase())
+            .all(|(k, n)| *k == n.to_ascii_lowercase()),
+        4..=8 => {
+            read4(key, 0) == lower_word(read4(name, 0))
+                && read4(key, len - 4) == lower_word(read4(name, len - 4))
+        }
+        _ => {
+            let mut at = 0;
+            while at + 8 < len {
+                if read8(key, at) != lower_word(read8(name, at)) {
+                    return false;
+                }
+                at += 8;
+            }
+            read8(key, len - 8) == lower_word(read8(name, len - 8))
+        }
+    }
 }
 
 /// The map of folded hashes takes them as they are.
