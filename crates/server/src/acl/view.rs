@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use canopy_core::wire::{section_of, Section};
+use canopy_core::wire::{section_of, Section, StoredEntry};
 use canopy_core::Entry;
 use canopy_schema::{AttributeType, NormDn};
 
@@ -71,6 +71,13 @@ impl<'a> SearchAccess<'a> {
         self.checker.who().root
     }
 
+    /// Whether a view needs the entry's normalized DN: some rule's `<what>` depends on the entry (a DN
+    /// pattern or a filter). When none does, the only thing that varies between entries is whether the
+    /// entry is the requester's own, which [`SearchAccess::view_stored`] reads from the stored RDNs.
+    pub fn needs_ndn(&self) -> bool {
+        !self.varying.is_empty()
+    }
+
     /// The view for an entry; `entry` is needed only when [`super::Acl::needs_entry`].
     pub fn view(&self, ndn: &NormDn, entry: Option<&Entry>) -> Rc<EntryView> {
         let is_self = self.checker.who().ndn.as_ref() == Some(ndn);
@@ -87,6 +94,27 @@ impl<'a> SearchAccess<'a> {
                 bits |= 1 << bit;
             }
         }
+        self.shared_view(bits, is_self)
+    }
+
+    /// The view for an entry as stored, without its normalized DN: None when one is needed
+    /// ([`SearchAccess::needs_ndn`], or the rules read the entry itself), and [`SearchAccess::view`]
+    /// must decide.
+    pub fn view_stored(&self, stored: &StoredEntry<'_>) -> Option<Rc<EntryView>> {
+        if self.needs_ndn() || self.checker.acl().needs_entry() {
+            return None;
+        }
+        let is_self = self
+            .checker
+            .who()
+            .ndn
+            .as_ref()
+            .is_some_and(|own| stored.below(own.rdns()) == Some(0));
+        Some(self.shared_view(0, is_self))
+    }
+
+    /// The view shared by the entries with these `<what>` matches and self-ness, built on first use.
+    fn shared_view(&self, bits: u64, is_self: bool) -> Rc<EntryView> {
         let mut views = self.views.borrow_mut();
         if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == is_self) {
             return Rc::clone(view);

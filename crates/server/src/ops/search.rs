@@ -588,7 +588,11 @@ fn search_part(
     let mut examined = 0u64;
     // Where a page ending now resumes: after the last entry sent in this part.
     let mut last_sent = part.resume_after;
-    for candidate in scan.examine(&txn, !root)? {
+    // The candidates' normalized DNs are made only when the access rules need them (or dynlist's
+    // requester does); otherwise the view reads whether an entry is the requester's own from its
+    // stored RDNs.
+    let with_ndn = !root && (access.needs_ndn() || needs_entry);
+    for candidate in scan.examine(&txn, with_ndn)? {
         let candidate = candidate?;
         examined += 1;
         if sink.over_budget(examined) {
@@ -620,9 +624,16 @@ fn search_part(
         } else {
             None
         };
-        let view = match &ndn {
-            Some(ndn) if !root => Some(access.view(ndn, full.as_ref())),
-            _ => None,
+        let view = if root {
+            None
+        } else {
+            Some(match &ndn {
+                Some(ndn) => access.view(ndn, full.as_ref()),
+                None => match access.view_stored(&stored) {
+                    Some(view) => view,
+                    None => access.view(&stored.ndn().map_err(|_| unreadable())?, full.as_ref()),
+                },
+            })
         };
         let expanded_bytes;
         let stored = match &mut expander {

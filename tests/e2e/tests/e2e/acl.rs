@@ -545,3 +545,55 @@ fn python_ldap_sees_the_rules() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines, expected, "python-ldap under the access list");
 }
+
+/// Rules whose `<what>` names no DN and no filter: entries differ only in being the requester's own
+/// (canopy then decides `self` from the stored name, without building each entry's normalized DN).
+#[test]
+fn self_rules_in_a_search_of_many_entries() {
+    let rules = [
+        "to attrs=userPassword by self read by anonymous auth by * none",
+        "to attrs=mail,telephoneNumber by self read by * none",
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let alice = user_dn("alice");
+    let bob = user_dn("bob");
+    let all = s.search(
+        &Bind::user("alice"),
+        &[
+            "-b",
+            PEOPLE,
+            "(objectClass=inetOrgPerson)",
+            "mail",
+            "userPassword",
+            "cn",
+        ],
+    );
+    all.expect_code(0, "alice lists the people");
+    let records = all.records();
+    let own = records
+        .iter()
+        .find(|r| r.dn() == alice)
+        .expect("alice's entry");
+    assert_eq!(
+        own.values("mail"),
+        vec!["alice@example.com"],
+        "{}",
+        all.stdout
+    );
+    assert_eq!(own.values("userPassword").len(), 1, "{}", all.stdout);
+    let other = records.iter().find(|r| r.dn() == bob).expect("bob's entry");
+    assert_eq!(other.values("cn"), vec!["Bob Brown"], "{}", all.stdout);
+    assert!(other.values("mail").is_empty(), "{}", all.stdout);
+    assert!(other.values("userPassword").is_empty(), "{}", all.stdout);
+    // A filter on an attribute only its owner may search finds the owner's entry only.
+    let mails = s.search(&Bind::user("bob"), &["-b", PEOPLE, "(mail=*)", "1.1"]);
+    mails.expect_code(0, "bob filters on mail");
+    assert_eq!(dns(&mails), vec![bob.clone()], "{}", mails.stdout);
+    let phone = s.search(
+        &Bind::user("bob"),
+        &["-b", PEOPLE, "(telephoneNumber=+1 555 010 1001)", "1.1"],
+    );
+    phone.expect_code(0, "bob filters on alice's number");
+    assert!(dns(&phone).is_empty(), "{}", phone.stdout);
+}
