@@ -77,6 +77,8 @@ pub async fn serve_transport<S>(
     let mut sasl: Option<Exchange> = None;
     // `who` as searches share it; None once `who` changes, until the next search makes it again.
     let mut shared_who: Option<Arc<Who>> = None;
+    // Made at the connection's first search (acl/view.rs `ViewMemo`).
+    let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
     // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
@@ -133,6 +135,7 @@ pub async fn serve_transport<S>(
             let mut session = Session {
                 who: &mut who,
                 shared_who: &mut shared_who,
+                views: &mut views,
                 sasl: &mut sasl,
                 link: &link,
                 must_change: &must_change,
@@ -449,6 +452,8 @@ struct Session<'a> {
     who: &'a mut Who,
     /// `who` shared with the searches that run under it; cleared when `who` changes.
     shared_who: &'a mut Option<Arc<Who>>,
+    /// The access decisions the connection's searches share, once it has searched.
+    views: &'a mut Option<Arc<crate::acl::ViewMemo>>,
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
@@ -623,6 +628,7 @@ async fn dispatch(
             let job = ops::search::SearchJob {
                 state: state.clone(),
                 who: Arc::clone(shared_who),
+                views: Arc::clone(session.views.get_or_insert_with(Default::default)),
                 message_id: id,
                 req,
                 paged: ctl.paged.clone(),

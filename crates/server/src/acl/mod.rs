@@ -24,7 +24,7 @@ pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use view::{EntryView, SearchAccess};
+pub use view::{EntryView, MemoKey, SearchAccess, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
 pub type Mask = u16;
@@ -243,6 +243,16 @@ impl Acl {
     }
 
     /// A checker for one identity.
+    /// Whether a decision may read the directory (a `group=` clause in some `<who>`): its answer can
+    /// then change between two searches of the same requester.
+    pub fn reads_directory(&self) -> bool {
+        self.rules.iter().any(|rule| {
+            rule.bys
+                .iter()
+                .any(|by| by.who.iter().any(|w| matches!(w, WhoSpec::Group { .. })))
+        })
+    }
+
     pub fn checker<'a>(
         &'a self,
         schema: &'a Schema,

@@ -23,7 +23,7 @@ use tokio::sync::mpsc::Sender;
 use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
-use crate::acl::{privileges, AttrRef, Cleared, EntryView, SearchAccess, Seen, Target};
+use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
 use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
@@ -39,6 +39,8 @@ pub struct SearchJob {
     pub state: State,
     /// Shared with the connection until its identity changes: a search does not copy it.
     pub who: Arc<Who>,
+    /// The connection's memo of access decisions (acl/view.rs `ViewMemo`).
+    pub views: Arc<crate::acl::ViewMemo>,
     pub message_id: i32,
     pub req: SearchRequest,
     pub paged: Option<PagedResults>,
@@ -461,7 +463,11 @@ fn search_part(
     };
     // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
-    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
+    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups)).with_memo(MemoKey {
+        memo: &job.views,
+        state: &job.state,
+        who: &job.who,
+    });
     base_access(dir, &access, &txn, &found.ndn, found.id)?;
     if let Some(filter) = job.ctl.assertion.as_ref().filter(|_| glued.is_none()) {
         if let Some(bytes) = dir.stored(&txn, found.id)? {

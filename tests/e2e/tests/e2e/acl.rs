@@ -597,3 +597,32 @@ fn self_rules_in_a_search_of_many_entries() {
     phone.expect_code(0, "bob filters on alice's number");
     assert!(dns(&phone).is_empty(), "{}", phone.stdout);
 }
+
+/// Searches on one connection under identities that change by rebinding: each answer follows the
+/// identity of the moment (canopy keeps a connection's access decisions across its searches, per
+/// identity and configuration).
+#[test]
+fn rebinding_changes_what_searches_see() {
+    // Users may read ou=people itself; below it, alice reads every entry and anyone else only their
+    // own: a decision kept from one identity would show the next one too much or too little.
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.base="ou=people,dc=example,dc=com" by users read by * none"#,
+        r#"to * by dn.exact="uid=alice,ou=people,dc=example,dc=com" read by self read by * none"#,
+    ];
+    let s = Server::start_with_access(&rules);
+    let out = s.python("acl_rebind.py", &[]);
+    out.expect_code(0, "acl_rebind.py");
+    let alice = user_dn("alice");
+    let expected = [
+        format!("alice 0 15 entries {alice}"),
+        format!("alice 1 15 entries {alice}"),
+        "bob 0 bob@example.com ".to_string(),
+        "bob 1 bob@example.com ".to_string(),
+        // Anonymous may not even see ou=people, the search's base.
+        "anonymous NO_SUCH_OBJECT (32)".to_string(),
+        "alice again 15 entries".to_string(),
+    ];
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, expected, "{}", out.stderr);
+}
