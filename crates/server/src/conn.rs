@@ -618,10 +618,15 @@ async fn dispatch(
             };
             refresh_monitor(state, &req.base).await;
             let cancel = Arc::new(AtomicBool::new(false));
-            pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, cancel.clone());
+            // Only a search that outlives this call can be abandoned (the connection's task takes the
+            // next request, an abandon among them, once an inline search has answered): it alone is
+            // registered.
+            let register = |cancel: &Arc<AtomicBool>| {
+                pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, Arc::clone(cancel));
+            };
             let shared_who = session
                 .shared_who
                 .get_or_insert_with(|| Arc::new(who.clone()));
@@ -640,6 +645,7 @@ async fn dispatch(
             // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
             // abandoned or its connection closes (crate::syncprov).
             if let Some(request) = job.ctl.sync.clone() {
+                register(&job.cancel);
                 let pending = pending.clone();
                 tokio::task::spawn_blocking(move || {
                     let state = job.state.clone();
@@ -655,14 +661,11 @@ async fn dispatch(
             }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
                 let _ = tx.send(responses).await;
-                pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
                 drop(permit);
                 finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
+            register(&job.cancel);
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
                 let state = job.state.clone();
