@@ -90,7 +90,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
         ndn: &ndn,
         entry: Some(&entry),
     };
-    let decision = checker.decide(target, attr);
+    let decision = checker.explain(target, attr);
     explain(&dir, question, &who, &decision);
     let granted = decision.mask & need == need;
     println!(

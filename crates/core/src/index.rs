@@ -267,6 +267,11 @@ pub fn plan(schema: &Schema, specs: &[IndexSpec], filter: &Filter) -> Plan {
     plan_node(schema, specs, prepared.root())
 }
 
+/// [`plan`] of a filter already prepared (a search prepares its filter once, for the plan and the test).
+pub fn plan_prepared(schema: &Schema, specs: &[IndexSpec], prepared: &PreparedFilter<'_>) -> Plan {
+    plan_node(schema, specs, prepared.root())
+}
+
 fn plan_node(schema: &Schema, specs: &[IndexSpec], node: &Node<'_>) -> Plan {
     match node {
         Node::And(parts) => and(parts.iter().map(|p| plan_node(schema, specs, p)).collect()),

@@ -41,7 +41,7 @@ pub fn section_of(schema: &Schema, desc: &str) -> Section {
     let type_name = desc.split(';').next().unwrap_or(desc);
     match schema.attribute_type(type_name) {
         Some(at) if at.is_operational() => Section::Operational,
-        Some(at) => match schema.attribute_type("userPassword") {
+        Some(at) => match schema.user_password() {
             Some(pw) if schema.is_subtype_of(at, pw) => Section::Secret,
             _ if at.oid == AUTH_PASSWORD_OID => Section::Secret,
             _ => Section::User,

@@ -2,7 +2,8 @@
 //! indexes or the scope, and the scan that streams in-scope stored entries and continuation references
 //! out. The frontend tests its filter under access control and encodes what it sends.
 
-use canopy_core::index::plan;
+use canopy_core::filter::PreparedFilter;
+use canopy_core::index::{plan, plan_prepared};
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
@@ -119,7 +120,29 @@ impl Directory {
         query: &Query<'_>,
         base: &'b Base,
     ) -> Result<Scan<'b>, LdapError> {
-        let (mut candidates, indexed, unindexed) = self.candidates(txn, query, base)?;
+        self.plan_scan_with(txn, query, base, None)
+    }
+
+    /// [`Directory::plan_scan`] with `query.filter` already prepared under this database's schema
+    /// (`prepared` must be that filter's): the frontend prepares it once for the plan and the test.
+    pub fn plan_scan_prepared<'b>(
+        &self,
+        txn: &ReadTxn,
+        query: &Query<'_>,
+        base: &'b Base,
+        prepared: &PreparedFilter<'_>,
+    ) -> Result<Scan<'b>, LdapError> {
+        self.plan_scan_with(txn, query, base, Some(prepared))
+    }
+
+    fn plan_scan_with<'b>(
+        &self,
+        txn: &ReadTxn,
+        query: &Query<'_>,
+        base: &'b Base,
+        prepared: Option<&PreparedFilter<'_>>,
+    ) -> Result<Scan<'b>, LdapError> {
+        let (mut candidates, indexed, unindexed) = self.candidates(txn, query, base, prepared)?;
         let (searching, references) = (query.searching(), query.references());
         let reach = if searching {
             reach(self, txn, &base.ndn, base.id, query.scope)?
@@ -168,11 +191,15 @@ impl Directory {
         txn: &ReadTxn,
         query: &Query<'_>,
         base: &Base,
+        prepared: Option<&PreparedFilter<'_>>,
     ) -> Result<(Candidates, bool, bool), LdapError> {
         if query.scope == SearchScope::BaseObject {
             return Ok((Candidates::Ids(vec![base.id]), false, false));
         }
-        let plan = plan(self.schema(), &self.indexes(txn), query.filter);
+        let plan = match prepared {
+            Some(prepared) => plan_prepared(self.schema(), &self.indexes(txn), prepared),
+            None => plan(self.schema(), &self.indexes(txn), query.filter),
+        };
         if let Some(ids) = resolve(txn, &plan)? {
             return Ok((Candidates::Ids(ids), true, false));
         }

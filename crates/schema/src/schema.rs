@@ -32,6 +32,9 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// userPassword's OID (RFC 4519 §2.41).
+const USER_PASSWORD_OID: &str = "2.5.4.35";
+
 /// A set of attribute types and object classes with lookup by any name or OID.
 #[derive(Clone, Debug, Default)]
 pub struct Schema {
@@ -43,6 +46,8 @@ pub struct Schema {
     syntaxes: Vec<Syntax>,
     /// `objectidentifier` macros: lower-case name to numeric OID.
     oid_macros: HashMap<String, String>,
+    /// The position of userPassword in `attributes`, asked for on every search and write.
+    user_password: Option<usize>,
 }
 
 /// Where a statement's problem is, for error messages.
@@ -77,48 +82,168 @@ impl Place<'_> {
     }
 }
 
-/// Lower-case names and OIDs to positions. The keys are fixed when the schema loads, never chosen by a
-/// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry.
-type NameIndex = HashMap<Box<[u8]>, usize, BuildHasherDefault<NameHasher>>;
+/// Names and OIDs, in any case, to positions. The keys are fixed when the schema loads, never chosen by a
+/// client, so a fast non-keyed hash is safe here; lookups run several times per attribute of every entry
+/// and of every search, so a lookup neither allocates nor folds the name into a copy: the hash reads the
+/// name in words, each folded to ASCII lower case in a register, and the comparison with the (lower-case)
+/// key folds the name byte by byte.
+#[derive(Clone, Debug, Default)]
+struct NameIndex {
+    buckets: HashMap<u64, Bucket, BuildHasherDefault<PassHasher>>,
+}
 
-/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) for short names.
+/// The names of one hash: almost always one.
+#[derive(Clone, Debug)]
+enum Bucket {
+    One(Box<[u8]>, usize),
+    Many(Vec<(Box<[u8]>, usize)>),
+}
+
+impl NameIndex {
+    fn get(&self, name: &str) -> Option<usize> {
+        let name = name.as_bytes();
+        match self.buckets.get(&folded_hash(name))? {
+            Bucket::One(key, index) => same_folded(key, name).then_some(*index),
+            Bucket::Many(keys) => keys
+                .iter()
+                .find(|(key, _)| same_folded(key, name))
+                .map(|(_, index)| *index),
+        }
+    }
+
+    /// Adds `name` (kept in lower case); an existing entry for the same name is replaced.
+    fn insert(&mut self, name: &str, index: usize) {
+        let key: Box<[u8]> = name.to_ascii_lowercase().into_bytes().into();
+        let bucket = self
+            .buckets
+            .entry(folded_hash(&key))
+            .or_insert_with(|| Bucket::Many(Vec::new()));
+        let mut keys = match std::mem::replace(bucket, Bucket::Many(Vec::new())) {
+            Bucket::One(k, i) => vec![(k, i)],
+            Bucket::Many(keys) => keys,
+        };
+        match keys.iter_mut().find(|(k, _)| *k == key) {
+            Some(existing) => existing.1 = index,
+            None => keys.push((key, index)),
+        }
+        *bucket = match keys.len() {
+            1 => {
+                let (k, i) = keys.remove(0);
+                Bucket::One(k, i)
+            }
+            _ => Bucket::Many(keys),
+        };
+    }
+}
+
+/// Eight bytes of `name` from `at`, little-endian (0 past the end, which callers never ask for).
+fn read8(name: &[u8], at: usize) -> u64 {
+    name.get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Four bytes of `name` from `at`, little-endian.
+fn read4(name: &[u8], at: usize) -> u64 {
+    name.get(at..at + 4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+}
+
+/// Visits words that together cover every byte of `name` (the last one overlapping the one before
+/// it, short names read as two overlapping halves), chosen by the length alone, so that two names of
+/// the same length are equal exactly when all their words are; stops at the first `false`.
+fn all_words(name: &[u8], mut visit: impl FnMut(u64) -> bool) -> bool {
+    let len = name.len();
+    match len {
+        0 => visit(0),
+        1..=3 => {
+            let byte = |i: usize| u64::from(name.get(i).copied().unwrap_or(0));
+            visit(byte(0) | (byte(len / 2) << 8) | (byte(len - 1) << 16))
+        }
+        4..=8 => visit(read4(name, 0) | (read4(name, len - 4) << 32)),
+        _ => {
+            let mut at = 0;
+            while at + 8 < len {
+                if !visit(read8(name, at)) {
+                    return false;
+                }
+                at += 8;
+            }
+            visit(read8(name, len - 8))
+        }
+    }
+}
+
+/// ASCII upper-case letters of a word to lower case (SWAR: no byte carries into the next).
+fn lower_word(word: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low7 = word & !HIGH;
+    // The high bit of a byte is set where the byte is at least 'A', resp. greater than 'Z'.
+    let at_least_a = low7.wrapping_add(0x3f3f_3f3f_3f3f_3f3f);
+    let beyond_z = low7.wrapping_add(0x2525_2525_2525_2525);
+    let upper = at_least_a & !beyond_z & !word & HIGH;
+    word | (upper >> 2)
+}
+
+/// FxHash-style word-at-a-time hashing (the multiply-rotate of rustc's FxHasher) of the name folded to
+/// ASCII lower case, then a final mix for hashbrown's use of the low and high bits.
+fn folded_hash(name: &[u8]) -> u64 {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mut hash = name.len() as u64;
+    all_words(name, |word| {
+        hash = (hash.rotate_left(5) ^ lower_word(word)).wrapping_mul(SEED);
+        true
+    });
+    hash ^ (hash >> 29)
+}
+
+/// Whether `name` folded to ASCII lower case is `key` (already in lower case): the words of
+/// `all_words` compared, since they cover every byte.
+fn same_folded(key: &[u8], name: &[u8]) -> bool {
+    let len = key.len();
+    if name.len() != len {
+        return false;
+    }
+    match len {
+        0..=3 => key
+            .iter()
+            .zip(name)
+            .all(|(k, n)| *k == n.to_ascii_lowercase()),
+        4..=8 => {
+            read4(key, 0) == lower_word(read4(name, 0))
+                && read4(key, len - 4) == lower_word(read4(name, len - 4))
+        }
+        _ => {
+            let mut at = 0;
+            while at + 8 < len {
+                if read8(key, at) != lower_word(read8(name, at)) {
+                    return false;
+                }
+                at += 8;
+            }
+            read8(key, len - 8) == lower_word(read8(name, len - 8))
+        }
+    }
+}
+
+/// The map of folded hashes takes them as they are.
 #[derive(Default, Clone, Copy)]
-struct NameHasher(u64);
+struct PassHasher(u64);
 
-impl Hasher for NameHasher {
+impl Hasher for PassHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        for &byte in bytes {
+            self.0 = (self.0 << 8) | u64::from(byte);
         }
-        for &byte in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
-        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 
     fn finish(&self) -> u64 {
         self.0
-    }
-}
-
-/// Index lookup by a name in any case, without allocating: names with upper-case letters are folded in a
-/// stack buffer (names are short; a longer one is folded on the heap).
-fn lookup(index: &NameIndex, name: &str) -> Option<usize> {
-    let name = name.as_bytes();
-    if !name.iter().any(u8::is_ascii_uppercase) {
-        return index.get(name).copied();
-    }
-    let mut buf = [0u8; 64];
-    match buf.get_mut(..name.len()) {
-        Some(folded) => {
-            folded.copy_from_slice(name);
-            folded.make_ascii_lowercase();
-            index.get(&*folded).copied()
-        }
-        None => index.get(name.to_ascii_lowercase().as_slice()).copied(),
     }
 }
 
@@ -180,12 +305,17 @@ impl Schema {
 
     /// Lookup by any NAME (ASCII case-insensitive) or numeric OID; no options.
     pub fn attribute_type(&self, name_or_oid: &str) -> Option<&AttributeType> {
-        let index = lookup(&self.attribute_index, name_or_oid)?;
+        let index = self.attribute_index.get(name_or_oid)?;
         self.attributes.get(index)
     }
 
+    /// userPassword (RFC 4519 §2.41), the type of the secret section, without a lookup by name.
+    pub fn user_password(&self) -> Option<&AttributeType> {
+        self.attributes.get(self.user_password?)
+    }
+
     pub fn object_class(&self, name_or_oid: &str) -> Option<&ObjectClass> {
-        let index = lookup(&self.class_index, name_or_oid)?;
+        let index = self.class_index.get(name_or_oid)?;
         self.classes.get(index)
     }
 
@@ -377,10 +507,7 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            if let Some(&i) = self
-                .attribute_index
-                .get(key.to_ascii_lowercase().as_bytes())
-            {
+            if let Some(i) = self.attribute_index.get(key) {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -397,14 +524,12 @@ impl Schema {
         }
         let index = self.attributes.len();
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
-            self.attribute_index
-                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
+            self.attribute_index.insert(key, index);
         }
-        if let Some(sup) = at
-            .sup
-            .as_deref()
-            .and_then(|s| lookup(&self.attribute_index, s))
-        {
+        if at.oid == USER_PASSWORD_OID {
+            self.user_password = Some(index);
+        }
+        if let Some(sup) = at.sup.as_deref().and_then(|s| self.attribute_index.get(s)) {
             if let Some(sup) = self.attributes.get_mut(sup) {
                 sup.has_subtypes = true;
             }
@@ -516,7 +641,7 @@ impl Schema {
         };
         let mut clash = None;
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            if let Some(&i) = self.class_index.get(key.to_ascii_lowercase().as_bytes()) {
+            if let Some(i) = self.class_index.get(key) {
                 clash = Some((i, key.clone()));
                 break;
             }
@@ -533,8 +658,7 @@ impl Schema {
         }
         let index = self.classes.len();
         for key in std::iter::once(&oc.oid).chain(oc.names.iter()) {
-            self.class_index
-                .insert(key.to_ascii_lowercase().into_bytes().into(), index);
+            self.class_index.insert(key, index);
         }
         self.classes.push(oc);
         Ok(())

@@ -63,10 +63,7 @@ pub fn is_secret(schema: &Schema, desc: &str) -> bool {
         return true;
     }
     let name = desc.split(';').next().unwrap_or(desc);
-    match (
-        schema.attribute_type(name),
-        schema.attribute_type("userPassword"),
-    ) {
+    match (schema.attribute_type(name), schema.user_password()) {
         (Some(at), Some(pw)) => schema.is_subtype_of(at, pw),
         _ => is_password_name(name),
     }

@@ -75,6 +75,10 @@ pub async fn serve_transport<S>(
         ..Who::anonymous()
     };
     let mut sasl: Option<Exchange> = None;
+    // `who` as searches share it; None once `who` changes, until the next search makes it again.
+    let mut shared_who: Option<Arc<Who>> = None;
+    // Made at the connection's first search (acl/view.rs `ViewMemo`).
+    let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
     // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
@@ -130,6 +134,8 @@ pub async fn serve_transport<S>(
             };
             let mut session = Session {
                 who: &mut who,
+                shared_who: &mut shared_who,
+                views: &mut views,
                 sasl: &mut sasl,
                 link: &link,
                 must_change: &must_change,
@@ -178,6 +184,7 @@ pub async fn serve_transport<S>(
                     (reader, out) = (r, w);
                     link.tls = Some(facts);
                     who.link = link.clone();
+                    shared_who = None;
                 }
             }
         }
@@ -443,6 +450,10 @@ fn kind_of(op: &ProtocolOp) -> Option<RequestKind> {
 /// The per-connection bind state a request may change.
 struct Session<'a> {
     who: &'a mut Who,
+    /// `who` shared with the searches that run under it; cleared when `who` changes.
+    shared_who: &'a mut Option<Arc<Who>>,
+    /// The access decisions the connection's searches share, once it has searched.
+    views: &'a mut Option<Arc<crate::acl::ViewMemo>>,
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
@@ -538,6 +549,7 @@ async fn dispatch(
         ProtocolOp::BindRequest(req) => {
             // Binds run in order: later requests on this connection see the new identity. During a
             // bind, and after a failed one, the connection is anonymous (RFC 4511 §4.2.1).
+            *session.shared_who = None;
             *who = Who {
                 link: link.clone(),
                 ..Who::anonymous()
@@ -606,13 +618,22 @@ async fn dispatch(
             };
             refresh_monitor(state, &req.base).await;
             let cancel = Arc::new(AtomicBool::new(false));
-            pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, cancel.clone());
+            // Only a search that outlives this call can be abandoned (the connection's task takes the
+            // next request, an abandon among them, once an inline search has answered): it alone is
+            // registered.
+            let register = |cancel: &Arc<AtomicBool>| {
+                pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, Arc::clone(cancel));
+            };
+            let shared_who = session
+                .shared_who
+                .get_or_insert_with(|| Arc::new(who.clone()));
             let job = ops::search::SearchJob {
                 state: state.clone(),
-                who: who.clone(),
+                who: Arc::clone(shared_who),
+                views: Arc::clone(session.views.get_or_insert_with(Default::default)),
                 message_id: id,
                 req,
                 paged: ctl.paged.clone(),
@@ -624,6 +645,7 @@ async fn dispatch(
             // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
             // abandoned or its connection closes (crate::syncprov).
             if let Some(request) = job.ctl.sync.clone() {
+                register(&job.cancel);
                 let pending = pending.clone();
                 tokio::task::spawn_blocking(move || {
                     let state = job.state.clone();
@@ -638,19 +660,12 @@ async fn dispatch(
                 return Flow::Continue;
             }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
-                for response in responses {
-                    if tx.send(response).await.is_err() {
-                        break;
-                    }
-                }
-                pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
+                let _ = tx.send(responses).await;
                 drop(permit);
                 finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
+            register(&job.cancel);
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
                 let state = job.state.clone();

@@ -52,6 +52,9 @@ fn normalize_chars(s: &str, fold: Fold) -> Cow<'_, str> {
 /// Prepares `s` for matching. With `Spaces::Trim`, a string of only spaces becomes one space, so
 /// that it still differs from nothing at all (RFC 4518 §2.6.1).
 pub(crate) fn prepare(s: &str, fold: Fold, spaces: Spaces) -> String {
+    if s.is_ascii() {
+        return prepare_ascii(s, fold, spaces);
+    }
     let chars = normalize_chars(s, fold);
     let mut out = String::with_capacity(chars.len());
     let mut pending_space = false;
@@ -67,6 +70,43 @@ pub(crate) fn prepare(s: &str, fold: Fold, spaces: Spaces) -> String {
         }
         pending_space = false;
         out.push(c);
+    }
+    match spaces {
+        Spaces::Trim if out.is_empty() && saw_space => out.push(' '),
+        Spaces::CollapseKeepEnds if pending_space => out.push(' '),
+        _ => {}
+    }
+    out
+}
+
+/// `prepare` of an ASCII string (NFKC leaves ASCII as it is, and both foldings are the ASCII one), a
+/// byte at a time; a value without a space, the usual one, is one copy folded in place.
+fn prepare_ascii(s: &str, fold: Fold, spaces: Spaces) -> String {
+    let fold_byte = |b: u8| match fold {
+        Fold::None => b,
+        Fold::Ascii | Fold::Unicode => b.to_ascii_lowercase(),
+    };
+    if !s.as_bytes().contains(&b' ') {
+        let mut out = s.to_owned();
+        if fold != Fold::None {
+            out.make_ascii_lowercase();
+        }
+        return out;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut pending_space = false;
+    let mut saw_space = false;
+    for &b in s.as_bytes() {
+        if b == b' ' {
+            pending_space = true;
+            saw_space = true;
+            continue;
+        }
+        if pending_space && (!out.is_empty() || spaces == Spaces::CollapseKeepEnds) {
+            out.push(' ');
+        }
+        pending_space = false;
+        out.push(char::from(fold_byte(b)));
     }
     match spaces {
         Spaces::Trim if out.is_empty() && saw_space => out.push(' '),
@@ -116,5 +156,60 @@ mod tests {
         check("  a  b  ", Unicode, CollapseKeepEnds, " a b ");
         check("a", Unicode, CollapseKeepEnds, "a");
         check("  ", Unicode, CollapseKeepEnds, " ");
+        check("User0012345", Unicode, Trim, "user0012345");
+        check("User0012345", None, Trim, "User0012345");
+        check(" A ", Ascii, CollapseKeepEnds, " a ");
+    }
+
+    /// The ASCII path gives what the general one gives (NFKC of ASCII is itself).
+    #[test]
+    fn ascii_path_agrees_with_the_general_one() {
+        let general = |s: &str, fold: Fold, spaces: Spaces| {
+            let chars = normalize_chars(s, fold);
+            let mut out = String::new();
+            let mut pending = false;
+            let mut saw = false;
+            for c in chars.chars() {
+                if c == ' ' {
+                    pending = true;
+                    saw = true;
+                    continue;
+                }
+                if pending && (!out.is_empty() || spaces == Spaces::CollapseKeepEnds) {
+                    out.push(' ');
+                }
+                pending = false;
+                out.push(c);
+            }
+            match spaces {
+                Spaces::Trim if out.is_empty() && saw => out.push(' '),
+                Spaces::CollapseKeepEnds if pending => out.push(' '),
+                _ => {}
+            }
+            out
+        };
+        for s in [
+            "",
+            " ",
+            "   ",
+            "a",
+            " A",
+            "B ",
+            "  Ab  Cd  ",
+            "x\tY",
+            "MiXeD-Case.01",
+            "a  b",
+            "\u{7f}Z",
+        ] {
+            for fold in [Fold::None, Fold::Ascii, Fold::Unicode] {
+                for spaces in [Spaces::Trim, Spaces::CollapseKeepEnds] {
+                    assert_eq!(
+                        prepare_ascii(s, fold, spaces),
+                        general(s, fold, spaces),
+                        "{s:?}"
+                    );
+                }
+            }
+        }
     }
 }

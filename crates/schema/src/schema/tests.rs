@@ -640,3 +640,73 @@ fn each_system_schema_file_loads_alone() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(loaded >= 2);
 }
+
+#[test]
+fn name_index_folds_ascii_case_only() {
+    let mut index = NameIndex::default();
+    index.insert("userPassword", 1);
+    index.insert("cn", 2);
+    index.insert("2.5.4.3", 3);
+    // '@' and '`' differ only in the 0x20 bit and are not letters: two names.
+    index.insert("a@b", 4);
+    index.insert("a`b", 5);
+    for (name, expected) in [
+        ("userpassword", Some(1)),
+        ("USERPASSWORD", Some(1)),
+        ("UserPassword", Some(1)),
+        ("userPasswor", None),
+        ("userPassword1", None),
+        ("CN", Some(2)),
+        ("c", None),
+        ("", None),
+        ("2.5.4.3", Some(3)),
+        ("2.5.4.", None),
+        ("a@b", Some(4)),
+        ("A@B", Some(4)),
+        ("a`b", Some(5)),
+        ("a b", None),
+        ("ü", None),
+    ] {
+        assert_eq!(index.get(name), expected, "{name}");
+    }
+    index.insert("CN", 6);
+    assert_eq!(index.get("cn"), Some(6));
+    index.insert("A@B", 7);
+    assert_eq!((index.get("a@b"), index.get("a`b")), (Some(7), Some(5)));
+    // Every byte around the letters' edges folds as to_ascii_lowercase does.
+    for byte in 0u8..=255 {
+        let word = u64::from_le_bytes([byte, b'A', b'z', byte, b'@', b'[', b'`', b'{']);
+        let expected = u64::from_le_bytes(
+            [byte, b'A', b'z', byte, b'@', b'[', b'`', b'{'].map(|b| b.to_ascii_lowercase()),
+        );
+        assert_eq!(lower_word(word), expected, "{byte:#x}");
+    }
+    // A long name (more than one word) and one whose hash bucket holds another.
+    index.insert("1.3.6.1.4.1.4203.666.1.7", 8);
+    assert_eq!(index.get("1.3.6.1.4.1.4203.666.1.7"), Some(8));
+    assert_eq!(index.get("1.3.6.1.4.1.4203.666.1.8"), None);
+    assert_eq!(index.get("structuralObjectClass"), None);
+}
+
+#[test]
+fn name_index_every_length_and_position() {
+    let alphabet = b"aB3-cD.eF9;gHiJ";
+    for len in 1..40usize {
+        let name: String = (0..len)
+            .map(|i| char::from(alphabet[i % alphabet.len()]))
+            .collect();
+        let mut index = NameIndex::default();
+        index.insert(&name, len);
+        assert_eq!(index.get(&name.to_ascii_uppercase()), Some(len), "{name}");
+        assert_eq!(index.get(&name.to_ascii_lowercase()), Some(len), "{name}");
+        for at in 0..len {
+            let mut other = name.clone().into_bytes();
+            other[at] = b'x';
+            let other = String::from_utf8(other).unwrap();
+            if !other.eq_ignore_ascii_case(&name) {
+                assert_eq!(index.get(&other), None, "{name} vs {other}");
+            }
+        }
+        assert_eq!(index.get(&name[..len - 1]), None);
+    }
+}

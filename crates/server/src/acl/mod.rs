@@ -24,7 +24,7 @@ pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use view::{EntryView, SearchAccess};
+pub use view::{EntryView, MemoKey, SearchAccess, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
 pub type Mask = u16;
@@ -160,7 +160,8 @@ pub struct Decision {
     /// The rule (0-based) and `by` clause (0-based) that decided; None when no rule matched.
     pub rule: Option<usize>,
     pub by: Option<usize>,
-    /// Every (rule, by) that applied, in order (several with continue or break).
+    /// Every (rule, by) that applied, in order (several with continue or break); filled by
+    /// [`Checker::explain`] only.
     pub steps: Vec<(usize, usize)>,
     /// Granted because the requester is the root DN.
     pub root: bool,
@@ -242,6 +243,16 @@ impl Acl {
     }
 
     /// A checker for one identity.
+    /// Whether a decision may read the directory (a `group=` clause in some `<who>`): its answer can
+    /// then change between two searches of the same requester.
+    pub fn reads_directory(&self) -> bool {
+        self.rules.iter().any(|rule| {
+            rule.bys
+                .iter()
+                .any(|by| by.who.iter().any(|w| matches!(w, WhoSpec::Group { .. })))
+        })
+    }
+
     pub fn checker<'a>(
         &'a self,
         schema: &'a Schema,
@@ -290,8 +301,18 @@ impl<'a> Checker<'a> {
         self.who.root || self.decide(target, attr).mask & need == need
     }
 
-    /// The full decision for `attr` of `target`.
+    /// The full decision for `attr` of `target` (without [`Decision::steps`]).
     pub fn decide(&self, target: Target<'_>, attr: AttrRef<'_>) -> Decision {
+        self.decide_target(target, attr, false)
+    }
+
+    /// [`Checker::decide`] with every (rule, by) that applied listed in [`Decision::steps`], for an
+    /// explanation (`canopy acl-check`).
+    pub fn explain(&self, target: Target<'_>, attr: AttrRef<'_>) -> Decision {
+        self.decide_target(target, attr, true)
+    }
+
+    fn decide_target(&self, target: Target<'_>, attr: AttrRef<'_>, trace: bool) -> Decision {
         if self.who.root {
             return Decision {
                 mask: privileges::cumulative(privileges::MANAGE),
@@ -300,7 +321,7 @@ impl<'a> Checker<'a> {
             };
         }
         let is_self = self.who.ndn.as_ref() == Some(target.ndn);
-        self.decide_with(|i| self.what_entry_matches(i, target), is_self, attr)
+        self.decide_traced(|i| self.what_entry_matches(i, target), is_self, attr, trace)
     }
 
     /// Whether rule `index`'s DN and filter parts match the target.
@@ -327,12 +348,28 @@ impl<'a> Checker<'a> {
         is_self: bool,
         attr: AttrRef<'_>,
     ) -> Decision {
+        self.decide_traced(entry_matches, is_self, attr, false)
+    }
+
+    /// `decide_with`, recording the steps only when `trace` is set: the list costs an allocation, and
+    /// only an explanation reads it.
+    fn decide_traced(
+        &self,
+        entry_matches: impl Fn(usize) -> bool,
+        is_self: bool,
+        attr: AttrRef<'_>,
+        trace: bool,
+    ) -> Decision {
         // authPassword holds the SCRAM secrets of userPassword: the same rules decide who may write it, and
         // no rule lets anyone but the root DN read, search or compare it.
         if let AttrRef::Attr(desc) | AttrRef::Value(desc, _) = attr {
             if crate::access::is_auth_password(self.schema, desc) {
-                let mut decision =
-                    self.decide_with(entry_matches, is_self, AttrRef::Attr("userPassword"));
+                let mut decision = self.decide_traced(
+                    entry_matches,
+                    is_self,
+                    AttrRef::Attr("userPassword"),
+                    trace,
+                );
                 decision.mask &= !(privileges::READ | privileges::SEARCH | privileges::COMPARE);
                 return decision;
             }
@@ -354,7 +391,9 @@ impl<'a> Checker<'a> {
                 };
                 decision.rule = Some(i);
                 decision.by = Some(j);
-                decision.steps.push((i, j));
+                if trace {
+                    decision.steps.push((i, j));
+                }
                 match by.control {
                     Control::Stop => return decision,
                     Control::Continue => continue,

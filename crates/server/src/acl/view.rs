@@ -7,12 +7,15 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use canopy_core::wire::{section_of, Section};
+use canopy_core::wire::{section_of, Section, StoredEntry};
 use canopy_core::Entry;
 use canopy_schema::{AttributeType, NormDn};
 
 use super::{privileges, AttrRef, Checker, Mask, Rule, Target};
+use crate::access::Who;
+use crate::state::{ServerState, State};
 
 /// The cached decisions of a search.
 pub struct SearchAccess<'a> {
@@ -20,6 +23,57 @@ pub struct SearchAccess<'a> {
     /// Rules whose `<what>` depends on the entry (a DN pattern or a filter).
     varying: Vec<usize>,
     views: RefCell<Vec<(u64, bool, Rc<EntryView>)>>,
+    /// The connection's memo of views' first decisions, when they may be kept across searches.
+    memo: Option<MemoKey<'a>>,
+}
+
+/// A connection's memo of the first decisions of its searches' views (privileges on the entry, on
+/// every unlisted attribute and on the password section, per kind of entry), so that a connection
+/// running search after search under one identity decides them once. Valid for one configuration
+/// snapshot, one access list and one identity: when any of them differs the memo starts over. Never
+/// used when a rule's `<who>` reads the directory (`group=`), whose answer may change between
+/// searches.
+#[derive(Default)]
+pub struct ViewMemo {
+    memo: Mutex<Memo>,
+}
+
+#[derive(Default)]
+struct Memo {
+    /// Weak, so that a memo keeps no snapshot's databases open; it still keeps the allocations, so
+    /// an address compared here is never that of a newer snapshot or identity.
+    state: Weak<ServerState>,
+    who: Weak<Who>,
+    /// The access list's address inside `state`'s databases.
+    acl: usize,
+    seeds: Vec<(u64, bool, Seed)>,
+}
+
+/// Kinds of entries a memo keeps decisions for; a search meeting more kinds decides the rest itself.
+const MEMO_SEEDS: usize = 16;
+
+/// What a view's construction decides.
+#[derive(Clone, Copy)]
+struct Seed {
+    entry: Mask,
+    plain: Option<Mask>,
+    secret: Option<Mask>,
+}
+
+/// What a search's views may be remembered under: the connection's memo, the configuration snapshot
+/// the search runs in, and the identity it runs as (the one the checker was made for).
+pub struct MemoKey<'a> {
+    pub memo: &'a ViewMemo,
+    pub state: &'a State,
+    pub who: &'a Arc<Who>,
+}
+
+impl Memo {
+    fn is_for(&self, key: &MemoKey<'_>, acl: usize) -> bool {
+        std::ptr::eq(self.state.as_ptr(), Arc::as_ptr(key.state))
+            && std::ptr::eq(self.who.as_ptr(), Arc::as_ptr(key.who))
+            && self.acl == acl
+    }
 }
 
 /// What the requester may do with the entries of one kind.
@@ -59,6 +113,53 @@ impl<'a> SearchAccess<'a> {
             checker,
             varying,
             views: RefCell::new(Vec::new()),
+            memo: None,
+        }
+    }
+
+    /// Remembers the views' first decisions in the connection's memo, and takes them from it. `key.who`
+    /// must be the identity the checker decides for; nothing is remembered for the root DN (which
+    /// needs no decision) or when a rule's `<who>` reads the directory.
+    pub fn with_memo(mut self, key: MemoKey<'a>) -> SearchAccess<'a> {
+        if !self.is_root()
+            && !self.checker.acl().reads_directory()
+            && std::ptr::eq(Arc::as_ptr(key.who), self.checker.who())
+        {
+            self.memo = Some(key);
+        }
+        self
+    }
+
+    fn acl_address(&self) -> usize {
+        std::ptr::from_ref(self.checker.acl()) as usize
+    }
+
+    fn remembered(&self, bits: u64, is_self: bool) -> Option<Seed> {
+        let key = self.memo.as_ref()?;
+        let memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
+        if !memo.is_for(key, self.acl_address()) {
+            return None;
+        }
+        memo.seeds
+            .iter()
+            .find(|(b, s, _)| *b == bits && *s == is_self)
+            .map(|(_, _, seed)| *seed)
+    }
+
+    fn remember(&self, bits: u64, is_self: bool, seed: Seed) {
+        let Some(key) = &self.memo else { return };
+        let acl = self.acl_address();
+        let mut memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
+        if !memo.is_for(key, acl) {
+            *memo = Memo {
+                state: Arc::downgrade(key.state),
+                who: Arc::downgrade(key.who),
+                acl,
+                seeds: Vec::new(),
+            };
+        }
+        if memo.seeds.len() < MEMO_SEEDS {
+            memo.seeds.push((bits, is_self, seed));
         }
     }
 
@@ -69,6 +170,13 @@ impl<'a> SearchAccess<'a> {
     /// Whether the requester bypasses access control.
     pub fn is_root(&self) -> bool {
         self.checker.who().root
+    }
+
+    /// Whether a view needs the entry's normalized DN: some rule's `<what>` depends on the entry (a DN
+    /// pattern or a filter). When none does, the only thing that varies between entries is whether the
+    /// entry is the requester's own, which [`SearchAccess::view_stored`] reads from the stored RDNs.
+    pub fn needs_ndn(&self) -> bool {
+        !self.varying.is_empty()
     }
 
     /// The view for an entry; `entry` is needed only when [`super::Acl::needs_entry`].
@@ -87,6 +195,27 @@ impl<'a> SearchAccess<'a> {
                 bits |= 1 << bit;
             }
         }
+        self.shared_view(bits, is_self)
+    }
+
+    /// The view for an entry as stored, without its normalized DN: None when one is needed
+    /// ([`SearchAccess::needs_ndn`], or the rules read the entry itself), and [`SearchAccess::view`]
+    /// must decide.
+    pub fn view_stored(&self, stored: &StoredEntry<'_>) -> Option<Rc<EntryView>> {
+        if self.needs_ndn() || self.checker.acl().needs_entry() {
+            return None;
+        }
+        let is_self = self
+            .checker
+            .who()
+            .ndn
+            .as_ref()
+            .is_some_and(|own| stored.below(own.rdns()) == Some(0));
+        Some(self.shared_view(0, is_self))
+    }
+
+    /// The view shared by the entries with these `<what>` matches and self-ness, built on first use.
+    fn shared_view(&self, bits: u64, is_self: bool) -> Rc<EntryView> {
         let mut views = self.views.borrow_mut();
         if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == is_self) {
             return Rc::clone(view);
@@ -143,8 +272,35 @@ impl<'a> SearchAccess<'a> {
     }
 
     fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
+        let remembered = match &signature {
+            Signature::Bits(bits, is_self) => Some((*bits, *is_self)),
+            Signature::Entry(..) => None,
+        };
+        if let Some(seed) = remembered.and_then(|(bits, is_self)| self.remembered(bits, is_self)) {
+            return EntryView {
+                entry: seed.entry,
+                plain: seed.plain,
+                secret: seed.secret,
+                shared,
+                signature,
+                attrs: RefCell::new(HashMap::new()),
+            };
+        }
+        let view = self.decide_view(signature, shared);
+        if let Some((bits, is_self)) = remembered {
+            let seed = Seed {
+                entry: view.entry,
+                plain: view.plain,
+                secret: view.secret,
+            };
+            self.remember(bits, is_self, seed);
+        }
+        view
+    }
+
+    fn decide_view(&self, signature: Signature, shared: Option<usize>) -> EntryView {
         let schema = self.checker.schema();
-        let password = schema.attribute_type("userPassword");
+        let password = schema.user_password();
         // Lists naming only password types and pseudo-attributes leave every other attribute to the rules
         // without a list, so one decision covers them all.
         let lists_plain = self.some_rule_lists(&signature, |at, _| match (at, password) {

@@ -23,7 +23,7 @@ use tokio::sync::mpsc::Sender;
 use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
-use crate::acl::{privileges, AttrRef, Cleared, EntryView, SearchAccess, Seen, Target};
+use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
 use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
@@ -37,7 +37,10 @@ use crate::state::State;
 /// Everything a running search needs; it runs on a blocking thread and streams entries into `tx`.
 pub struct SearchJob {
     pub state: State,
-    pub who: Who,
+    /// Shared with the connection until its identity changes: a search does not copy it.
+    pub who: Arc<Who>,
+    /// The connection's memo of access decisions (acl/view.rs `ViewMemo`).
+    pub views: Arc<crate::acl::ViewMemo>,
     pub message_id: i32,
     pub req: SearchRequest,
     pub paged: Option<PagedResults>,
@@ -124,8 +127,9 @@ enum Sink<'a> {
         batch: Vec<u8>,
         since: Option<Instant>,
     },
-    /// Collected in memory, within the inline budget.
-    Buffer(Vec<Vec<u8>>),
+    /// Collected in memory, within the inline budget: the messages one after the other, to be written
+    /// with one send to the writer (and one write to the socket), and how many there are.
+    Buffer { out: Vec<u8>, messages: usize },
 }
 
 impl<'a> Sink<'a> {
@@ -150,10 +154,14 @@ impl<'a> Sink<'a> {
                 let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES + 1024));
                 tx.blocking_send(full).map_err(|_| Stop::Silent)
             }
-            Sink::Buffer(_) => {
-                let mut message = Vec::with_capacity(1024);
-                encode(&mut message);
-                self.push(message)
+            Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
+            Sink::Buffer { out, messages } => {
+                if out.capacity() == 0 {
+                    out.reserve(1024);
+                }
+                encode(out);
+                *messages += 1;
+                Ok(())
             }
         }
     }
@@ -170,9 +178,14 @@ impl<'a> Sink<'a> {
                 let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES));
                 tx.blocking_send(full).map_err(|_| Stop::Silent)
             }
-            Sink::Buffer(out) if out.len() >= INLINE_RETURNED => Err(Stop::Overflow),
-            Sink::Buffer(out) => {
-                out.push(message);
+            Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
+            Sink::Buffer { out, messages } => {
+                if out.is_empty() {
+                    *out = message;
+                } else {
+                    out.extend_from_slice(&message);
+                }
+                *messages += 1;
                 Ok(())
             }
         }
@@ -192,11 +205,11 @@ impl<'a> Sink<'a> {
     }
 
     fn is_inline(&self) -> bool {
-        matches!(self, Sink::Buffer(_))
+        matches!(self, Sink::Buffer { .. })
     }
 
     fn over_budget(&self, examined: u64) -> bool {
-        matches!(self, Sink::Buffer(_)) && examined > INLINE_EXAMINED
+        matches!(self, Sink::Buffer { .. }) && examined > INLINE_EXAMINED
     }
 }
 
@@ -227,14 +240,22 @@ pub fn run(job: SearchJob) -> Outcome {
     job.outcome(None)
 }
 
-/// Tries the search within the inline budget: all its responses, SearchResultDone last, or None when it
-/// must run with [`run`] instead (nothing has been sent then).
-pub fn try_inline(job: &SearchJob) -> Option<(Vec<Vec<u8>>, Outcome)> {
-    let mut sink = Sink::Buffer(Vec::new());
+/// Tries the search within the inline budget: all its responses, SearchResultDone last, in one buffer
+/// (one send to the connection's writer), or None when it must run with [`run`] instead (nothing has
+/// been sent then).
+pub fn try_inline(job: &SearchJob) -> Option<(Vec<u8>, Outcome)> {
+    let mut sink = Sink::Buffer {
+        out: Vec::new(),
+        messages: 0,
+    };
     let (done, code) = finish(job, &mut sink)?;
     match sink {
-        Sink::Buffer(mut out) => {
-            out.push(done);
+        Sink::Buffer { mut out, .. } => {
+            if out.is_empty() {
+                out = done;
+            } else {
+                out.extend_from_slice(&done);
+            }
             Some((out, job.outcome(Some(code))))
         }
         Sink::Queue { .. } => None,
@@ -442,7 +463,11 @@ fn search_part(
     };
     // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
-    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
+    let access = SearchAccess::new(dir.acl().checker(schema, who, &groups)).with_memo(MemoKey {
+        memo: &job.views,
+        state: &job.state,
+        who: &job.who,
+    });
     base_access(dir, &access, &txn, &found.ndn, found.id)?;
     if let Some(filter) = job.ctl.assertion.as_ref().filter(|_| glued.is_none()) {
         if let Some(bytes) = dir.stored(&txn, found.id)? {
@@ -476,7 +501,18 @@ fn search_part(
         ..query
     };
 
-    let mut scan = dir.plan_scan(&txn, &query, &found)?;
+    // The filter as it is tested, prepared once: the plan takes it too when it plans the same filter
+    // under the same schema (no dynlist planning filter, nothing rewritten for slapd's view).
+    let filter = as_slapd_sees(schema, &expanded);
+    let prepared = PreparedFilter::new(schema, &filter);
+    let plans_tested = planning.is_none()
+        && matches!(filter, Cow::Borrowed(_))
+        && Arc::ptr_eq(dir.schema(), schema);
+    let mut scan = if plans_tested {
+        dir.plan_scan_prepared(&txn, &query, &found, &prepared)?
+    } else {
+        dir.plan_scan(&txn, &query, &found)?
+    };
     // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
     if scan.unindexed() && !dir.is_monitor() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
@@ -521,11 +557,8 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let filter = as_slapd_sees(schema, &expanded);
     let need_computed = mentions_computed(schema, &filter)
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
-    // Assertion values are normalized once per search, not once per candidate.
-    let prepared = PreparedFilter::new(schema, &filter);
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
@@ -561,7 +594,11 @@ fn search_part(
     let mut examined = 0u64;
     // Where a page ending now resumes: after the last entry sent in this part.
     let mut last_sent = part.resume_after;
-    for candidate in scan.examine(&txn, !root)? {
+    // The candidates' normalized DNs are made only when the access rules need them (or dynlist's
+    // requester does); otherwise the view reads whether an entry is the requester's own from its
+    // stored RDNs.
+    let with_ndn = !root && (access.needs_ndn() || needs_entry);
+    for candidate in scan.examine(&txn, with_ndn)? {
         let candidate = candidate?;
         examined += 1;
         if sink.over_budget(examined) {
@@ -593,9 +630,16 @@ fn search_part(
         } else {
             None
         };
-        let view = match &ndn {
-            Some(ndn) if !root => Some(access.view(ndn, full.as_ref())),
-            _ => None,
+        let view = if root {
+            None
+        } else {
+            Some(match &ndn {
+                Some(ndn) => access.view(ndn, full.as_ref()),
+                None => match access.view_stored(&stored) {
+                    Some(view) => view,
+                    None => access.view(&stored.ndn().map_err(|_| unreadable())?, full.as_ref()),
+                },
+            })
         };
         let expanded_bytes;
         let stored = match &mut expander {

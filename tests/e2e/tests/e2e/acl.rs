@@ -545,3 +545,84 @@ fn python_ldap_sees_the_rules() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines, expected, "python-ldap under the access list");
 }
+
+/// Rules whose `<what>` names no DN and no filter: entries differ only in being the requester's own
+/// (canopy then decides `self` from the stored name, without building each entry's normalized DN).
+#[test]
+fn self_rules_in_a_search_of_many_entries() {
+    let rules = [
+        "to attrs=userPassword by self read by anonymous auth by * none",
+        "to attrs=mail,telephoneNumber by self read by * none",
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let alice = user_dn("alice");
+    let bob = user_dn("bob");
+    let all = s.search(
+        &Bind::user("alice"),
+        &[
+            "-b",
+            PEOPLE,
+            "(objectClass=inetOrgPerson)",
+            "mail",
+            "userPassword",
+            "cn",
+        ],
+    );
+    all.expect_code(0, "alice lists the people");
+    let records = all.records();
+    let own = records
+        .iter()
+        .find(|r| r.dn() == alice)
+        .expect("alice's entry");
+    assert_eq!(
+        own.values("mail"),
+        vec!["alice@example.com"],
+        "{}",
+        all.stdout
+    );
+    assert_eq!(own.values("userPassword").len(), 1, "{}", all.stdout);
+    let other = records.iter().find(|r| r.dn() == bob).expect("bob's entry");
+    assert_eq!(other.values("cn"), vec!["Bob Brown"], "{}", all.stdout);
+    assert!(other.values("mail").is_empty(), "{}", all.stdout);
+    assert!(other.values("userPassword").is_empty(), "{}", all.stdout);
+    // A filter on an attribute only its owner may search finds the owner's entry only.
+    let mails = s.search(&Bind::user("bob"), &["-b", PEOPLE, "(mail=*)", "1.1"]);
+    mails.expect_code(0, "bob filters on mail");
+    assert_eq!(dns(&mails), vec![bob.clone()], "{}", mails.stdout);
+    let phone = s.search(
+        &Bind::user("bob"),
+        &["-b", PEOPLE, "(telephoneNumber=+1 555 010 1001)", "1.1"],
+    );
+    phone.expect_code(0, "bob filters on alice's number");
+    assert!(dns(&phone).is_empty(), "{}", phone.stdout);
+}
+
+/// Searches on one connection under identities that change by rebinding: each answer follows the
+/// identity of the moment (canopy keeps a connection's access decisions across its searches, per
+/// identity and configuration).
+#[test]
+fn rebinding_changes_what_searches_see() {
+    // Users may read ou=people itself; below it, alice reads every entry and anyone else only their
+    // own: a decision kept from one identity would show the next one too much or too little.
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.base="ou=people,dc=example,dc=com" by users read by * none"#,
+        r#"to * by dn.exact="uid=alice,ou=people,dc=example,dc=com" read by self read by * none"#,
+    ];
+    let s = Server::start_with_access(&rules);
+    let out = s.python("acl_rebind.py", &[]);
+    out.expect_code(0, "acl_rebind.py");
+    let alice = user_dn("alice");
+    let expected = [
+        format!("alice 0 15 entries {alice}"),
+        format!("alice 1 15 entries {alice}"),
+        "bob 0 bob@example.com ".to_string(),
+        "bob 1 bob@example.com ".to_string(),
+        // Anonymous may not even see ou=people, the search's base.
+        "anonymous NO_SUCH_OBJECT (32)".to_string(),
+        "alice again 15 entries".to_string(),
+    ];
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, expected, "{}", out.stderr);
+}
