@@ -496,7 +496,7 @@ fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Resul
             }));
         }
         spawn_log_reopener(state.clone())?;
-        canopy_server::syncrepl::start(state.databases.first(), &state.syncrepl);
+        canopy_server::syncrepl::start(&state, &state.syncrepl);
         canopy_server::logdb::start(&state.accesslog);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         service::notify(&format!(

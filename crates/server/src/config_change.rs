@@ -125,6 +125,12 @@ pub async fn write(
     }
     let logged = set_log_level(&state, &next);
     state.live.swap(next.clone());
+    // The syncrepl consumers take the database under the new schema from the next session on.
+    if !Arc::ptr_eq(state.databases.schema(), next.databases.schema()) {
+        for consumer in &next.syncrepl {
+            consumer.schema_changed();
+        }
+    }
     // A database deleted live: its index builds stop; operations that hold it finish first.
     for db in state.databases.iter() {
         if db.is_configured()

@@ -1595,3 +1595,41 @@ fn a_database_of_the_file_is_deleted_and_stays_deleted_until_the_file_changes() 
         s.log()
     );
 }
+
+#[test]
+fn a_syncrepl_consumer_replicates_under_a_schema_added_live() {
+    if !canopy_only("Canopy replicating to Canopy") {
+        return;
+    }
+    use canopy_e2e::consumer_support::{canopy_consumer, syncrepl_table, wait_converged};
+    let provider = Server::start();
+    let consumer = canopy_consumer(&syncrepl_table(
+        &provider,
+        1,
+        "type = \"refreshAndPersist\"\n",
+    ));
+    let limit = std::time::Duration::from_secs(30);
+    wait_converged(&provider, &consumer, limit).expect("the initial refresh");
+    // The schema goes to the consumer first, then to the provider, as an administrator would.
+    let schema = schema_ldif("replicated", 41, "replicatedCode", "replicatedThing");
+    for s in [&consumer, &provider] {
+        s.add(&Bind::External, &schema)
+            .expect_code(0, "add a schema live");
+    }
+    provider
+        .add(
+            &Bind::Root,
+            &user_of("carrier", "replicatedThing", "replicatedCode", "r-41"),
+        )
+        .expect_code(0, "an entry using it on the provider");
+    if let Err(diff) = wait_converged(&provider, &consumer, limit) {
+        panic!(
+            "the consumer did not take the entry without a restart: {diff}\nconsumer log:\n{}\nprovider log:\n{}",
+            consumer.log(),
+            provider.log()
+        );
+    }
+    let out = consumer.search(&Bind::Root, &["-b", PEOPLE, "(replicatedCode=r-41)", "1.1"]);
+    out.expect_code(0, "search the consumer");
+    assert!(out.stdout.contains("dn: ou=carrier"), "{}", out.stdout);
+}
