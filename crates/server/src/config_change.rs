@@ -69,10 +69,32 @@ pub async fn write(
         Ok(planned) => (planned.stored.clone(), Ok(planned)),
         Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
     };
+    // A schema change fences every database first (once access control allows the change): writes
+    // of the running snapshot that commit from then on must fit the new schema, and the usage check
+    // runs again over everything committed before.
+    let fenced = match &verdict {
+        Ok(planned) if !Arc::ptr_eq(state.databases.schema(), planned.next.databases.schema()) => {
+            probe_access(dir, who, ctl, &planned.stored).await?;
+            fence_schema(&state, &planned.next)
+                .await
+                .map_err(refusal_error)?;
+            true
+        }
+        _ => false,
+    };
     // Access control decides first: a refusal reaches only who may write the entry.
-    let controls = dir
+    let controls = match dir
         .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())
-        .await?;
+        .await
+    {
+        Ok(controls) => controls,
+        Err(error) => {
+            if let (true, Ok(planned)) = (fenced, &verdict) {
+                unfence_schema(&state, &planned.next);
+            }
+            return Err(error);
+        }
+    };
     let Planned {
         committed,
         tree: new_tree,
@@ -623,6 +645,40 @@ fn check_schema_removals(state: &ServerState, next: &ServerState) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The databases a schema change fences: every data and log database of `next`.
+fn fenced(next: &ServerState) -> impl Iterator<Item = &Database> {
+    next.databases
+        .iter()
+        .filter(|db| !db.is_config() && !db.is_monitor())
+}
+
+/// Closes the race between the usage check of a schema change and the swap: each database's
+/// writer takes the next schema as the one writes must fit (`Directory::fence_schema`, after
+/// every write queued before it has committed), then the usage check runs again, so an entry an
+/// operation of the running snapshot stored meanwhile is found, and one it would store from now on
+/// is refused. A refusal undoes the fences.
+async fn fence_schema(state: &ServerState, next: &ServerState) -> Result<(), Refusal> {
+    let schema = next.databases.schema().clone();
+    for db in fenced(next) {
+        if let Err(e) = db.backend().fence_schema(schema.clone()).await {
+            unfence_schema(state, next);
+            return Err(Refusal::new(
+                e.code,
+                format!("schema change: {}", e.message),
+            ));
+        }
+    }
+    check_schema_removals(state, next).inspect_err(|_| unfence_schema(state, next))
+}
+
+/// Undoes [`fence_schema`]: writes fit the running schema again.
+fn unfence_schema(state: &ServerState, next: &ServerState) {
+    for db in fenced(next) {
+        db.backend()
+            .unfence_schema(state.databases.schema().clone());
+    }
 }
 
 /// The answer a write gets when access control lets it through and `probe_access` stops it.
