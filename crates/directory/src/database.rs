@@ -54,6 +54,9 @@ pub(crate) struct Inner {
     multiprovider: std::sync::atomic::AtomicBool,
     /// Persistent sync searches following this database's changes (crate::syncprov).
     feed: Arc<crate::syncprov::Feed>,
+    /// The schema every write must fit once the schema changed live (`Directory::fence_schema`):
+    /// a write made through a handle of another schema uses only what this one defines.
+    write_schema: std::sync::RwLock<Option<Arc<Schema>>>,
 }
 
 /// What operations ask again and again, kept between them: the last DN normalized (with its schema),
@@ -136,6 +139,7 @@ impl Directory {
                 server_id: Default::default(),
                 multiprovider: Default::default(),
                 feed: Arc::default(),
+                write_schema: Default::default(),
             }),
             schema,
         })
@@ -149,6 +153,45 @@ impl Directory {
             inner: self.inner.clone(),
             schema,
         }
+    }
+
+    /// Makes `schema` the one every later write must fit (a schema changed live, docs/design/
+    /// config-tree.md): from the next write on, a write made through a handle of another schema (an
+    /// operation of an older snapshot) is refused when it would store an attribute type or object
+    /// class `schema` does not define. Runs on the writer thread, so every write queued before it
+    /// is committed when this returns: a usage check that reads afterwards sees them all.
+    pub async fn fence_schema(&self, schema: Arc<Schema>) -> Result<(), LdapError> {
+        self.run_write(move |dir, _txn, _stamp| {
+            *dir.inner
+                .write_schema
+                .write()
+                .unwrap_or_else(|e| e.into_inner()) = Some(schema.clone());
+            Ok::<(), LdapError>(())
+        })
+        .await
+    }
+
+    /// Undoes a [`Directory::fence_schema`] whose change was refused: `schema` (the running one)
+    /// is the one writes must fit again.
+    pub fn unfence_schema(&self, schema: Arc<Schema>) {
+        *self
+            .inner
+            .write_schema
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(schema);
+    }
+
+    /// The fenced schema when it is not this handle's own (see [`Directory::fence_schema`]).
+    pub(crate) fn stale_schema_fence(&self) -> Option<Arc<Schema>> {
+        let fence = self
+            .inner
+            .write_schema
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        fence
+            .as_ref()
+            .filter(|f| !Arc::ptr_eq(f, &self.schema))
+            .cloned()
     }
 
     /// Whether two handles are the same database (whatever their schemas).

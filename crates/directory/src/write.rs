@@ -177,6 +177,63 @@ pub(crate) fn failed(error: StoreError) -> LdapError {
     store_error(error)
 }
 
+/// Refuses a write of an older snapshot that would store an attribute type or object class the
+/// schema changed live (`fence`) no longer defines (docs/design/config-tree.md, "Deletes").
+fn fits_schema(fence: &canopy_schema::Schema, op: &WriteOp) -> Result<(), LdapError> {
+    let gone_type = |name: &str| {
+        let base = name.split(';').next().unwrap_or(name);
+        (fence.attribute_type(base).is_none()).then(|| {
+            LdapError::new(
+                ResultCode::UndefinedAttributeType,
+                format!("{base}: attribute type undefined (removed from the schema by a change of cn=config)"),
+            )
+        })
+    };
+    let gone_class = |value: &[u8]| {
+        let name = String::from_utf8_lossy(value);
+        (fence.object_class(&name).is_none()).then(|| {
+            LdapError::new(
+                ResultCode::ObjectClassViolation,
+                format!("objectClass: {name}: object class undefined (removed from the schema by a change of cn=config)"),
+            )
+        })
+    };
+    let check = |name: &str, values: &[Vec<u8>]| -> Result<(), LdapError> {
+        if let Some(error) = gone_type(name) {
+            return Err(error);
+        }
+        if name.eq_ignore_ascii_case("objectClass") {
+            if let Some(error) = values.iter().find_map(|v| gone_class(v)) {
+                return Err(error);
+            }
+        }
+        Ok(())
+    };
+    match op {
+        WriteOp::Add(entry) => {
+            for attr in &entry.attrs {
+                check(&attr.desc, &attr.values)?;
+            }
+        }
+        WriteOp::Modify { changes, .. } => {
+            for change in changes {
+                let m = &change.modification;
+                let adds = !matches!(change.operation, ModifyOperation::Delete);
+                if adds && !m.values.is_empty() {
+                    check(&m.name, &m.values)?;
+                }
+            }
+        }
+        WriteOp::ModifyDn(request) => {
+            for ava in &request.new_rdn.avas {
+                check(&ava.attr, &[])?;
+            }
+        }
+        WriteOp::Delete { .. } => {}
+    }
+    Ok(())
+}
+
 impl Directory {
     /// Runs a write and returns once it is durable (or failed). Existence is checked before the guard,
     /// as slapd does, so a missing entry is noSuchObject for everyone.
@@ -255,6 +312,9 @@ impl Directory {
         guard: &dyn Guard,
         stamp: &Stamp,
     ) -> Result<(), OpError> {
+        if let Some(fence) = self.stale_schema_fence() {
+            fits_schema(&fence, &op)?;
+        }
         let ctx = Ctx { guard, stamp };
         match op {
             WriteOp::Add(entry) => self.add(txn, entry, ctx),

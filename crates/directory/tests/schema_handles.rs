@@ -59,3 +59,83 @@ async fn each_handle_reads_its_own_schema_over_one_store() {
     assert!(old.entry_at(&txn, &ndn).is_some());
     assert!(new.attribute_in_use("liveCode").unwrap().user.is_some());
 }
+
+/// A schema change that removes elements fences the store (`fence_schema`): a write still made
+/// through a handle of the old schema is refused when it would store what the new schema no longer
+/// defines, so nothing commits an unknown element between the usage check and the swap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_store_refuses_old_handles_writes_of_removed_elements() {
+    let path = tempfile::tempdir().unwrap();
+    let mut with_live = Schema::builtin();
+    with_live.load_text(LIVE, "live").unwrap();
+    let old = open_with(
+        path.path(),
+        with_live,
+        Vec::new(),
+        canopy_directory::Pipeline::standard(),
+    );
+    add(
+        &old,
+        SUFFIX,
+        &[("objectClass", "domain"), ("dc", "example")],
+    )
+    .await
+    .unwrap();
+    let new = old.with_schema(Arc::new(Schema::builtin()));
+    old.fence_schema(new.schema().clone()).await.unwrap();
+    let live_entry = [
+        ("objectClass", "device"),
+        ("objectClass", "liveThing"),
+        ("cn", "racer"),
+        ("liveCode", "R1"),
+    ];
+    let dn = format!("cn=racer,{SUFFIX}");
+    let refused = add(&old, &dn, &live_entry).await.unwrap_err();
+    assert_eq!(
+        refused.code,
+        ResultCode::ObjectClassViolation,
+        "{refused:?}"
+    );
+    let refused = add(
+        &old,
+        &dn,
+        &[
+            ("objectClass", "device"),
+            ("cn", "racer"),
+            ("liveCode", "R1"),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.code,
+        ResultCode::UndefinedAttributeType,
+        "{refused:?}"
+    );
+    assert!(old.attribute_in_use("liveCode").unwrap().user.is_none());
+    // What the new schema defines is written through either handle.
+    add(&old, &dn, &[("objectClass", "device"), ("cn", "racer")])
+        .await
+        .unwrap();
+    add(
+        &new,
+        &format!("cn=other,{SUFFIX}"),
+        &[("objectClass", "device"), ("cn", "other")],
+    )
+    .await
+    .unwrap();
+    // The change refused after all: the fence is lifted, the old schema's writes pass again.
+    old.unfence_schema(old.schema().clone());
+    add(
+        &old,
+        &format!("cn=late,{SUFFIX}"),
+        &[
+            ("objectClass", "device"),
+            ("objectClass", "liveThing"),
+            ("cn", "late"),
+            ("liveCode", "L1"),
+        ],
+    )
+    .await
+    .unwrap();
+}

@@ -69,16 +69,56 @@ pub async fn write(
         Ok(planned) => (planned.stored.clone(), Ok(planned)),
         Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
     };
+    // A schema change fences every database first (once access control allows the change): writes
+    // of the running snapshot that commit from then on must fit the new schema, and the usage check
+    // runs again over everything committed before.
+    let fenced = match &verdict {
+        Ok(planned) if !Arc::ptr_eq(state.databases.schema(), planned.next.databases.schema()) => {
+            probe_access(dir, who, ctl, &planned.stored).await?;
+            fence_schema(&state, &planned.next)
+                .await
+                .map_err(refusal_error)?;
+            true
+        }
+        _ => false,
+    };
     // Access control decides first: a refusal reaches only who may write the entry.
-    let controls = dir
+    let controls = match dir
         .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())
-        .await?;
+        .await
+    {
+        Ok(controls) => controls,
+        Err(error) => {
+            if let (true, Ok(planned)) = (fenced, &verdict) {
+                unfence_schema(&state, &planned.next);
+            }
+            return Err(error);
+        }
+    };
     let Planned {
         committed,
         tree: new_tree,
         next,
+        deleted_file_db,
         ..
     } = verdict?;
+    // A database of the file: recorded before the renumbering, so that a start after a crash at any
+    // point finds the numbering it expects (`config_tree::align_databases`).
+    let recorded = match &deleted_file_db {
+        None => Ok(()),
+        Some((base, table)) => tree.record_deleted(base.clone(), table).map_err(|e| {
+            tracing::error!(error = %e, suffix = %table.suffix, "cn=config: the deletion of a database of the configuration file could not be recorded");
+            LdapError::new(
+                ResultCode::Other,
+                format!(
+                    "the database {} is deleted, but its deletion could not be recorded in \
+                     DATA/config/deleted.toml ({e}): the configuration file brings it back at the \
+                     next start",
+                    table.suffix
+                ),
+            )
+        }),
+    };
     // Siblings after a deleted entry move up one position (X-ORDERED 'SIBLINGS'). The tree with a
     // gap runs the same configuration (`to_config` reads positions in order), so a failure here, or a
     // crash, leaves the gap for the next start to close; the delete itself is durable already.
@@ -107,6 +147,12 @@ pub async fn write(
     }
     let logged = set_log_level(&state, &next);
     state.live.swap(next.clone());
+    // The syncrepl consumers take the database under the new schema from the next session on.
+    if !Arc::ptr_eq(state.databases.schema(), next.databases.schema()) {
+        for consumer in &next.syncrepl {
+            consumer.schema_changed();
+        }
+    }
     // A database deleted live: its index builds stop; operations that hold it finish first.
     for db in state.databases.iter() {
         if db.is_configured()
@@ -122,6 +168,7 @@ pub async fn write(
     logged?;
     indexed?;
     tls?;
+    recorded?;
     Ok(controls)
 }
 
@@ -132,6 +179,8 @@ struct Planned {
     committed: Vec<ConfigEntry>,
     tree: Vec<ConfigEntry>,
     next: ServerState,
+    /// A database of the file deleted: the file's configuration without it, and its table.
+    deleted_file_db: Option<(Config, crate::config::DatabaseConfig)>,
 }
 
 /// Works out the change `op` makes: Ok(Err) is a refusal, given only to who may make the change.
@@ -147,8 +196,8 @@ async fn plan(
     Ok(match op {
         WriteOp::Modify { dn, ndn, changes } => (|| {
             let (new_tree, new_entry) =
-                modified_tree(entries, &dn.to_string(), changes, &tree.base)?;
-            let next = next_state(state, &new_tree, None)?;
+                modified_tree(entries, &dn.to_string(), changes, &tree.base())?;
+            let next = next_state(state, &tree.base(), &new_tree, None)?;
             check_schema_removals(state, &next)?;
             let old = entries
                 .iter()
@@ -165,6 +214,7 @@ async fn plan(
                 committed: new_tree.clone(),
                 tree: new_tree,
                 next,
+                deleted_file_db: None,
             })
         })(),
         WriteOp::Add(entry)
@@ -172,12 +222,13 @@ async fn plan(
                 || is_schema_child_name(&entry.dn.to_string()) =>
         {
             added_schema_child(entries, entry, tree).and_then(|(new_tree, stored)| {
-                let next = next_state(state, &new_tree, None)?;
+                let next = next_state(state, &tree.base(), &new_tree, None)?;
                 Ok(Planned {
                     stored,
                     committed: new_tree.clone(),
                     tree: new_tree,
                     next,
+                    deleted_file_db: None,
                 })
             })
         }
@@ -186,24 +237,36 @@ async fn plan(
                 // Opening the new database's environment is the one step with an effect on disk:
                 // only who may add the entry gets that far.
                 probe_access(dir, who, ctl, &stored).await?;
-                next_state(state, &new_tree, None).map(|next| Planned {
+                next_state(state, &tree.base(), &new_tree, None).map(|next| Planned {
                     stored,
                     committed: new_tree.clone(),
                     tree: new_tree,
                     next,
+                    deleted_file_db: None,
                 })
             }
             Err(refusal) => Err(refusal),
         },
         WriteOp::Delete { .. } => (|| {
-            let deletion = deleted_tree(entries, &op_dn(op), &tree.base)?;
-            let next = next_state(state, &deletion.tree, deletion.database)?;
+            let base = tree.base();
+            let deletion = deleted_tree(entries, &op_dn(op), &base)?;
+            let next_base = match &deletion.file_db {
+                Some(_) => {
+                    let mut without = Config::clone(&base);
+                    let number = deletion.database.unwrap_or_default();
+                    without.database.remove(number - 2);
+                    without
+                }
+                None => Config::clone(&base),
+            };
+            let next = next_state(state, &next_base, &deletion.tree, deletion.database)?;
             check_schema_removals(state, &next)?;
             Ok(Planned {
                 stored: op.clone(),
                 committed: deletion.committed,
                 tree: deletion.tree,
                 next,
+                deleted_file_db: deletion.file_db.map(|table| (next_base, table)),
             })
         })(),
         WriteOp::ModifyDn(_) => Err(Refusal::new(
@@ -365,6 +428,8 @@ struct Deletion {
     committed: Vec<ConfigEntry>,
     tree: Vec<ConfigEntry>,
     database: Option<usize>,
+    /// The `[[database]]` table of a database of the file the delete removes.
+    file_db: Option<crate::config::DatabaseConfig>,
 }
 
 /// What a delete of `dn` leaves. Deletes a schema child or a data database added live; the file's
@@ -404,6 +469,7 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
             committed,
             tree,
             database: None,
+            file_db: None,
         });
     }
     let number = target
@@ -416,40 +482,41 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
              live)"
         ));
     };
-    if number <= base.database_count() {
+    if number == 1 {
         return unwilling(format!(
-            "{dn}: this database is defined in the configuration file; remove it there and \
-             restart (only databases added live are deleted live)"
+            "{dn}: the first database (the configuration file's top-level suffix) cannot be \
+             deleted: it holds the server-wide settings (root DN, limits, syncrepl); change the \
+             file and restart"
         ));
     }
+    let file_db = match number <= base.database_count() {
+        true => base.database.get(number - 2).cloned(),
+        false => None,
+    };
     if entries
         .iter()
         .any(|e| normalize_dn(&e.dn).ends_with(&format!(",{target}")))
     {
         return Err(Refusal::new(
             ResultCode::NotAllowedOnNonLeaf,
-            format!("{dn}: delete its children first"),
+            match file_db {
+                Some(_) => format!(
+                    "{dn}: its olcOverlay children come from the configuration file's overlay \
+                     tables, which do not change live: remove the database from the file and \
+                     restart"
+                ),
+                None => format!("{dn}: delete its children first"),
+            },
         ));
     }
+    // The databases after it (and their overlay children) move up one number.
     let tree = committed
         .iter()
         .map(|e| {
-            let lower = normalize_dn(&e.dn);
-            let other = lower
-                .strip_prefix("olcdatabase={")
-                .and_then(|rest| rest.strip_suffix("}mdb,cn=config"))
-                .and_then(|n| n.parse::<usize>().ok());
-            match other {
-                Some(m) if m > number => {
-                    let mut moved = e.clone();
-                    moved.dn = crate::config_tree::database_dn(m - 1);
-                    for (name, values) in &mut moved.attrs {
-                        if name.eq_ignore_ascii_case("olcDatabase") {
-                            *values = vec![format!("{{{}}}mdb", m - 1)];
-                        }
-                    }
-                    moved
-                }
+            let of = crate::config_tree::database_number(&e.dn)
+                .or_else(|| crate::config_tree::database_child_of(&e.dn));
+            match of {
+                Some(m) if m > number => crate::config_tree::moved_to_database(e, m - 1),
                 _ => e.clone(),
             }
         })
@@ -458,6 +525,7 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
         committed,
         tree,
         database: Some(number),
+        file_db,
     })
 }
 
@@ -487,7 +555,7 @@ fn next_schema(
     let mut schema = canopy_schema::Schema::clone(&config_tree.file_schema);
     let live = config
         .schema
-        .get(config_tree.base.schema.len()..)
+        .get(config_tree.base().schema.len()..)
         .unwrap_or_default();
     match crate::load_schema_tables(&mut schema, live) {
         Ok(()) => Ok(Arc::new(schema)),
@@ -577,6 +645,40 @@ fn check_schema_removals(state: &ServerState, next: &ServerState) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The databases a schema change fences: every data and log database of `next`.
+fn fenced(next: &ServerState) -> impl Iterator<Item = &Database> {
+    next.databases
+        .iter()
+        .filter(|db| !db.is_config() && !db.is_monitor())
+}
+
+/// Closes the race between the usage check of a schema change and the swap: each database's
+/// writer takes the next schema as the one writes must fit (`Directory::fence_schema`, after
+/// every write queued before it has committed), then the usage check runs again, so an entry an
+/// operation of the running snapshot stored meanwhile is found, and one it would store from now on
+/// is refused. A refusal undoes the fences.
+async fn fence_schema(state: &ServerState, next: &ServerState) -> Result<(), Refusal> {
+    let schema = next.databases.schema().clone();
+    for db in fenced(next) {
+        if let Err(e) = db.backend().fence_schema(schema.clone()).await {
+            unfence_schema(state, next);
+            return Err(Refusal::new(
+                e.code,
+                format!("schema change: {}", e.message),
+            ));
+        }
+    }
+    check_schema_removals(state, next).inspect_err(|_| unfence_schema(state, next))
+}
+
+/// Undoes [`fence_schema`]: writes fit the running schema again.
+fn unfence_schema(state: &ServerState, next: &ServerState) {
+    for db in fenced(next) {
+        db.backend()
+            .unfence_schema(state.databases.schema().clone());
+    }
 }
 
 /// The answer a write gets when access control lets it through and `probe_access` stops it.
@@ -994,13 +1096,14 @@ fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
 /// configuration, under the new schema when it changed, or the refusal naming what fails.
 fn next_state(
     state: &State,
+    base: &Config,
     tree: &[ConfigEntry],
     removed_db: Option<usize>,
 ) -> Result<ServerState, Refusal> {
     let Some(config_tree) = &state.config_tree else {
         return Err(Refusal::new(ResultCode::UnwillingToPerform, "no cn=config"));
     };
-    let (config, first_password) = to_config(&config_tree.base, tree)?;
+    let (config, first_password) = to_config(base, tree)?;
     let schema = next_schema(state, config_tree, &config)?;
     let schema_changed = !Arc::ptr_eq(&schema, state.databases.schema());
     let mut list = Vec::new();

@@ -117,6 +117,11 @@ fn send(job: &SearchJob, message: Vec<u8>) -> Option<()> {
 }
 
 /// The search: Some((SearchResultDone, its code)) to send last, None when nothing more is to be sent.
+/// Whether the current snapshot runs another schema than `state`, the one a search started under.
+fn schema_changed(state: &crate::state::State) -> bool {
+    !std::sync::Arc::ptr_eq(state.current().databases.schema(), state.databases.schema())
+}
+
 fn serve(
     job: &SearchJob,
     request: &SyncRequest,
@@ -295,7 +300,34 @@ fn serve(
                     running.observe(csn);
                 }
                 let cookie = sync.cookie(&running);
-                let result = sync.change(&change, cookie);
+                let result = match schema_changed(state) {
+                    false => sync.change(&change, cookie),
+                    // The schema changed live (cn=config) since the search started: the change is
+                    // read under the current snapshot's, which knows what the entry uses.
+                    true => {
+                        let now = state.current();
+                        match now.databases.route(&sync.base) {
+                            None => Ok(()),
+                            Some(db) => {
+                                let schema = db.schema();
+                                let mut current = Sync {
+                                    job,
+                                    db,
+                                    schema,
+                                    base: sync.base.clone(),
+                                    filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
+                                    selection: Selection::parse(schema, &job.req.attributes),
+                                    rid: sync.rid,
+                                    entries: sync.entries,
+                                    size: sync.size,
+                                };
+                                let result = current.change(&change, cookie);
+                                sync.entries = current.entries;
+                                result
+                            }
+                        }
+                    }
+                };
                 *entries = sync.entries;
                 result?;
             }

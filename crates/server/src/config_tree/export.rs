@@ -168,6 +168,16 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
         *tables = Value::Array(Vec::new());
     }
     if let Value::Array(tables) = tables {
+        // The file's databases deleted live are left out.
+        tables.retain(|table| {
+            let suffix = table
+                .get("suffix")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            live.database
+                .iter()
+                .any(|db| super::same_dn_text(&db.suffix, suffix))
+        });
         for db in live.database.iter().skip(tables.len()) {
             let mut table = Table::new();
             table.insert("suffix".into(), Value::String(db.suffix.clone()));

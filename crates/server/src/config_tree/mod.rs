@@ -134,7 +134,7 @@ impl ConfigEntry {
             .collect()
     }
 
-    fn single(&self, name: &str) -> Option<&str> {
+    pub(crate) fn single(&self, name: &str) -> Option<&str> {
         self.get(name).first().map(String::as_str)
     }
 }
@@ -167,6 +167,104 @@ pub fn database_number(dn: &str) -> Option<usize> {
         .strip_prefix("olcdatabase={")
         .and_then(|rest| rest.strip_suffix("}mdb,cn=config"))
         .and_then(|n| n.parse::<usize>().ok())
+}
+
+/// The number of the data database `dn` is a child of (`olcOverlay={i}x,olcDatabase={N}mdb,cn=config`).
+pub fn database_child_of(dn: &str) -> Option<usize> {
+    dn.split_once(',')
+        .and_then(|(_, parent)| database_number(parent))
+}
+
+/// `entry` (a data database or a child of one) moved to database number `to`.
+pub(crate) fn moved_to_database(entry: &ConfigEntry, to: usize) -> ConfigEntry {
+    let mut moved = entry.clone();
+    match database_number(&entry.dn) {
+        Some(_) => {
+            moved.dn = database_dn(to);
+            for (name, values) in &mut moved.attrs {
+                if name.eq_ignore_ascii_case("olcDatabase") {
+                    *values = vec![format!("{{{to}}}mdb")];
+                }
+            }
+        }
+        None => {
+            let rdn = entry.dn.split_once(',').map_or("", |(rdn, _)| rdn);
+            moved.dn = format!("{rdn},{}", database_dn(to));
+        }
+    }
+    moved
+}
+
+/// The stored `tree` with its data databases numbered as `base` (the file without the databases
+/// deleted live) numbers them, after a crash between a delete and what follows it: copies a
+/// renumbering left count once, the numbers close up, and a database of the file the tree lacks
+/// (a delete committed but not yet recorded in `deleted.toml`) keeps its place, to be served from
+/// the file. A tree that matches the file otherwise is left for `to_config` to judge.
+pub(crate) fn align_databases(base: &Config, tree: &[ConfigEntry]) -> Vec<ConfigEntry> {
+    let mut dbs: Vec<(usize, &ConfigEntry)> = tree
+        .iter()
+        .filter_map(|e| database_number(&e.dn).map(|n| (n, e)))
+        .collect();
+    dbs.sort_by_key(|(n, _)| *n);
+    let suffix = |e: &ConfigEntry| e.single("olcSuffix").unwrap_or_default().to_string();
+    let mut kept: Vec<(usize, &ConfigEntry)> = Vec::new();
+    for (n, e) in dbs {
+        let copy = kept.iter().any(|(_, k)| {
+            same_dn_text(&suffix(k), &suffix(e))
+                && k.single("olcDbDirectory") == e.single("olcDbDirectory")
+        });
+        if !copy {
+            kept.push((n, e));
+        }
+    }
+    let file: Vec<String> = (1..=base.database_count())
+        .filter_map(|n| base.database_view(n).map(|v| v.suffix))
+        .collect();
+    let mut map: Vec<(usize, usize)> = Vec::new();
+    let mut next = 0;
+    let mut i = 0;
+    for (f, file_suffix) in file.iter().enumerate() {
+        let Some((n, e)) = kept.get(i) else {
+            break;
+        };
+        if same_dn_text(&suffix(e), file_suffix) {
+            next += 1;
+            map.push((*n, next));
+            i += 1;
+            continue;
+        }
+        let absent = !kept[i..]
+            .iter()
+            .any(|(_, e)| same_dn_text(&suffix(e), file_suffix));
+        let later = file[f + 1..].iter().any(|s| same_dn_text(s, &suffix(e)));
+        if absent && later {
+            next += 1;
+            continue;
+        }
+        break;
+    }
+    for (n, _) in &kept[i..] {
+        next += 1;
+        map.push((*n, next));
+    }
+    if map.iter().all(|(a, b)| a == b)
+        && map.len()
+            == tree
+                .iter()
+                .filter(|e| database_number(&e.dn).is_some())
+                .count()
+    {
+        return tree.to_vec();
+    }
+    let to = |n: usize| map.iter().find(|(old, _)| *old == n).map(|(_, new)| *new);
+    tree.iter()
+        .filter_map(
+            |e| match database_number(&e.dn).or_else(|| database_child_of(&e.dn)) {
+                None => Some(e.clone()),
+                Some(n) => to(n).map(|new| moved_to_database(e, new)),
+            },
+        )
+        .collect()
 }
 
 /// The DN of data database `number` (1-based, as `--database N`).
@@ -743,7 +841,7 @@ fn live_schema(
 
 /// Two DNs as text, compared without case and spaces after commas (the schema compares them again
 /// when the database opens).
-fn same_dn_text(a: &str, b: &str) -> bool {
+pub(crate) fn same_dn_text(a: &str, b: &str) -> bool {
     let rough =
         |dn: &str| crate::dbconfig::rough_rdns(dn).unwrap_or_else(|_| vec![dn.to_lowercase()]);
     rough(a) == rough(b)
@@ -987,6 +1085,50 @@ mod tests {
         let suffixes: Vec<&str> = back.database.iter().map(|d| d.suffix.as_str()).collect();
         assert_eq!(suffixes, ["dc=b", "dc=c"]);
         assert_eq!(back.schema.len(), 1);
+    }
+
+    #[test]
+    fn a_start_after_a_crash_in_a_database_delete_finds_the_numbering() {
+        let file = Config::parse(
+            "[[database]]\nsuffix = \"dc=b\"\ndirectory = \"/tmp/b\"\n\
+             [[database]]\nsuffix = \"dc=c\"\ndirectory = \"/tmp/c\"\n\
+             [[database]]\nsuffix = \"dc=d\"\ndirectory = \"/tmp/d\"\n",
+            "t",
+        )
+        .unwrap();
+        let mut tree = from_config(&file, b"");
+        let c = tree.iter_mut().find(|e| e.dn == database_dn(3)).unwrap();
+        c.attrs.push(("olcReadOnly".into(), vec!["TRUE".into()]));
+        c.attrs
+            .retain(|(n, v)| n != "olcReadOnly" || v[0] == "TRUE");
+        let without_b: Vec<ConfigEntry> = tree
+            .iter()
+            .filter(|e| e.dn != database_dn(2))
+            .cloned()
+            .collect();
+        let suffixes = |config: &Config| -> Vec<String> {
+            config.database.iter().map(|d| d.suffix.clone()).collect()
+        };
+        // The delete committed, not yet recorded: the file's dc=b comes back from the file.
+        let aligned = align_databases(&file, &without_b);
+        let (back, _) = to_config(&file, &aligned).unwrap();
+        assert_eq!(suffixes(&back), ["dc=b", "dc=c", "dc=d"]);
+        assert!(back.database[1].read_only, "dc=c keeps its live setting");
+        // Recorded, not yet renumbered (or half renumbered: dc=c copied to 2).
+        let mut base = file.clone();
+        base.database.remove(0);
+        let mut half = without_b.clone();
+        let copy = moved_to_database(half.iter().find(|e| e.dn == database_dn(3)).unwrap(), 2);
+        half.push(copy);
+        for stored in [without_b, half] {
+            let aligned = align_databases(&base, &stored);
+            let (back, _) = to_config(&base, &aligned).unwrap();
+            assert_eq!(suffixes(&back), ["dc=c", "dc=d"]);
+            assert!(back.database[0].read_only, "dc=c keeps its live setting");
+            assert!(!back.database[1].read_only);
+        }
+        // A tree that matches the file is left as it is.
+        assert_eq!(align_databases(&file, &tree), tree);
     }
 
     #[test]

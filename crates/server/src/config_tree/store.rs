@@ -21,7 +21,7 @@ use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
 use super::{from_config, to_config, ConfigEntry, SUFFIX};
-use crate::config::Config;
+use crate::config::{Config, DatabaseConfig};
 use crate::databases::Database;
 use crate::StartError;
 
@@ -31,8 +31,9 @@ pub struct ConfigTree {
     pub(crate) directory: Directory,
     /// The tree as stored, parents first; its lock also serializes configuration changes.
     pub(crate) entries: tokio::sync::Mutex<Vec<ConfigEntry>>,
-    /// The configuration file as read at start: every setting the tree does not change live.
-    pub(crate) base: Config,
+    /// The configuration file as read at start, without the databases deleted live (`deleted.toml`):
+    /// every setting the tree does not change live. A delete of one of the file's databases replaces it.
+    pub(crate) base: std::sync::RwLock<Arc<Config>>,
     /// The schema the file defines (built-in, overlays', `schema_files`, its `[[schema]]` tables):
     /// a schema changed live is this one plus the tables added live.
     pub(crate) file_schema: Arc<Schema>,
@@ -55,6 +56,26 @@ fn internal(what: &str, e: impl std::fmt::Display) -> StartError {
 }
 
 impl ConfigTree {
+    /// The configuration file's settings the tree runs over (see `base`).
+    pub(crate) fn base(&self) -> Arc<Config> {
+        self.base.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records that the file's database `table` was deleted live (`deleted.toml`, durably) and
+    /// makes `base` the file's configuration without it.
+    pub(crate) fn record_deleted(
+        &self,
+        base: Config,
+        table: &DatabaseConfig,
+    ) -> std::io::Result<()> {
+        let dir = base.data_dir.join("config");
+        let mut deleted = read_deleted(&dir);
+        deleted.push(Deleted::of(table));
+        write_deleted(&dir, &deleted)?;
+        *self.base.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(base);
+        Ok(())
+    }
+
     /// Opens (or seeds) the store in `DATA/config` and returns it with the configuration the server
     /// runs: `config` with the stored live settings in place, and the first database's root password.
     pub async fn open(
@@ -81,16 +102,26 @@ impl ConfigTree {
             canopy_directory::Pipeline::standard(),
         )?;
         let stored = read_tree(&directory)?;
-        let from_file = from_config(config, first_root_password);
+        let dir = config.data_dir.join("config");
+        // The file's databases deleted live stay deleted while the file lists them unchanged.
+        let base = match stored.is_empty() {
+            true => {
+                remove_deleted(&dir).map_err(|e| internal(DELETED, e))?;
+                config.clone()
+            }
+            false => without_deleted(config, &dir, true).map_err(|e| internal(DELETED, e))?,
+        };
+        let from_file = from_config(&base, first_root_password);
         let (running, password) = match stored.is_empty() {
-            true => (config.clone(), first_root_password.to_vec()),
+            true => (base.clone(), first_root_password.to_vec()),
             false => {
-                let baseline = read_baseline(&config.data_dir.join("config"));
-                let merged = merge_file_changes(&from_file, baseline.as_ref(), &stored);
-                to_config(config, &merged).map_err(|r| {
+                let baseline = read_baseline(&dir);
+                let aligned = super::align_databases(&base, &stored);
+                let merged = merge_file_changes(&from_file, baseline.as_ref(), &aligned);
+                to_config(&base, &merged).map_err(|r| {
                     StartError::Invalid(format!(
                         "the stored cn=config in {} cannot run: {}",
-                        config.data_dir.join("config").display(),
+                        dir.display(),
                         r.message
                     ))
                 })?
@@ -106,12 +137,11 @@ impl ConfigTree {
             .await
             .map_err(|e| internal("write", e.message))?;
         // What the file said, so that the next start can tell which settings the file changed.
-        write_baseline(&config.data_dir.join("config"), &from_file)
-            .map_err(|e| internal("baseline.toml", e))?;
+        write_baseline(&dir, &from_file).map_err(|e| internal("baseline.toml", e))?;
         let config_tree = ConfigTree {
             directory,
             entries: tokio::sync::Mutex::new(tree),
-            base: config.clone(),
+            base: std::sync::RwLock::new(Arc::new(base)),
             file_schema: schema,
         };
         Ok((config_tree, running, password))
@@ -201,10 +231,34 @@ fn read_baseline(dir: &std::path::Path) -> Option<Baseline> {
     }
 }
 
-fn baseline_values<'a>(baseline: &'a Baseline, dn: &str, attr: &str) -> Vec<&'a str> {
-    baseline
-        .get(&dn.to_ascii_lowercase())
-        .and_then(|v| v.as_table())
+/// What the baseline holds for `entry`'s `attr`. A data database is found by its suffix
+/// (`olcsuffix`), as its number moves when one before it is deleted; a baseline written before it
+/// held suffixes is read by DN.
+fn baseline_values<'a>(baseline: &'a Baseline, entry: &ConfigEntry, attr: &str) -> Vec<&'a str> {
+    let first = |t: &'a toml::Table, key: &str| -> Option<&'a str> {
+        t.get(key)
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.first())
+            .and_then(|v| v.as_str())
+    };
+    let by_dn = || {
+        baseline
+            .get(&entry.dn.to_ascii_lowercase())
+            .and_then(|v| v.as_table())
+    };
+    let table = match (super::database_number(&entry.dn), entry.single("olcSuffix")) {
+        (Some(_), Some(suffix)) => {
+            let tables = || baseline.values().filter_map(|v| v.as_table());
+            match tables().any(|t| t.contains_key("olcsuffix")) {
+                true => tables().find(|t| {
+                    first(t, "olcsuffix").is_some_and(|s| super::same_dn_text(s, suffix))
+                }),
+                false => by_dn(),
+            }
+        }
+        _ => by_dn(),
+    };
+    table
         .and_then(|t| t.get(&attr.to_ascii_lowercase()))
         .and_then(|v| v.as_array())
         .map(|values| values.iter().filter_map(|v| v.as_str()).collect())
@@ -225,6 +279,13 @@ fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::
                 .collect();
             attrs.insert(attr.to_ascii_lowercase(), toml::Value::Array(values));
         }
+        if super::database_number(&entry.dn).is_some() {
+            let suffix = entry.get("olcSuffix").iter().cloned();
+            attrs.insert(
+                "olcsuffix".to_string(),
+                toml::Value::Array(suffix.map(toml::Value::String).collect()),
+            );
+        }
         table.insert(entry.dn.to_ascii_lowercase(), toml::Value::Table(attrs));
     }
     let text = toml::to_string(&table).map_err(std::io::Error::other)?;
@@ -236,6 +297,158 @@ fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::
     }
     std::fs::rename(&fresh, dir.join(BASELINE))?;
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// The file's databases deleted live (docs/design/config-tree.md, "Deletes"): one table per database,
+/// its suffix and a fingerprint of its `[[database]]` table as the file had it then.
+const DELETED: &str = "deleted.toml";
+
+/// A database of the file deleted live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Deleted {
+    suffix: String,
+    fingerprint: String,
+}
+
+impl Deleted {
+    fn of(table: &DatabaseConfig) -> Deleted {
+        Deleted {
+            suffix: table.suffix.clone(),
+            fingerprint: fingerprint(table),
+        }
+    }
+}
+
+/// A SHA-256 of everything a `[[database]]` table says: a table the administrator edited (any
+/// key) no longer matches.
+fn fingerprint(table: &DatabaseConfig) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{table:?}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn read_deleted(dir: &std::path::Path) -> Vec<Deleted> {
+    let Ok(text) = std::fs::read_to_string(dir.join(DELETED)) else {
+        return Vec::new();
+    };
+    let table: toml::Table = match toml::from_str(&text) {
+        Ok(table) => table,
+        Err(error) => {
+            tracing::error!(%error, "cn=config: {DELETED} unreadable; the databases it records are served again");
+            return Vec::new();
+        }
+    };
+    let list = table.get("database").and_then(|v| v.as_array());
+    list.into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let text = |key: &str| t.get(key).and_then(|v| v.as_str()).map(str::to_string);
+            Some(Deleted {
+                suffix: text("suffix")?,
+                fingerprint: text("fingerprint")?,
+            })
+        })
+        .collect()
+}
+
+/// Writes the records durably (a new file renamed over the old one), or removes the file when none.
+fn write_deleted(dir: &std::path::Path, deleted: &[Deleted]) -> std::io::Result<()> {
+    if deleted.is_empty() {
+        return remove_deleted(dir);
+    }
+    let list = deleted
+        .iter()
+        .map(|d| {
+            let mut t = toml::Table::new();
+            t.insert("suffix".into(), toml::Value::String(d.suffix.clone()));
+            t.insert(
+                "fingerprint".into(),
+                toml::Value::String(d.fingerprint.clone()),
+            );
+            toml::Value::Table(t)
+        })
+        .collect();
+    let mut table = toml::Table::new();
+    table.insert("database".into(), toml::Value::Array(list));
+    let text = toml::to_string(&table).map_err(std::io::Error::other)?;
+    let fresh = dir.join(format!("{DELETED}.new"));
+    {
+        let mut file = std::fs::File::create(&fresh)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&fresh, dir.join(DELETED))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn remove_deleted(dir: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_file(dir.join(DELETED)) {
+        Ok(()) => std::fs::File::open(dir)?.sync_all(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The file's configuration `file` without its databases deleted live whose `[[database]]` tables
+/// it still lists unchanged. A record whose table the file changed since (or no longer lists) is
+/// dropped: the file wins, the database is served again. With `apply`, each decision is logged and
+/// `deleted.toml` rewritten when a record was dropped (the server's start); without, nothing is
+/// written (the offline tools).
+fn without_deleted(file: &Config, dir: &std::path::Path, apply: bool) -> std::io::Result<Config> {
+    let deleted = read_deleted(dir);
+    if deleted.is_empty() {
+        return Ok(file.clone());
+    }
+    let mut base = file.clone();
+    let mut kept = Vec::new();
+    for record in &deleted {
+        let position = base
+            .database
+            .iter()
+            .position(|t| super::same_dn_text(&t.suffix, &record.suffix));
+        match position {
+            Some(i) if fingerprint(&base.database[i]) == record.fingerprint => {
+                base.database.remove(i);
+                kept.push(record.clone());
+                if apply {
+                    tracing::info!(
+                        suffix = %record.suffix,
+                        "database deleted live (cn=config) and listed unchanged in the \
+                         configuration file: it stays deleted (edit or remove its [[database]] \
+                         table to change that)"
+                    );
+                }
+            }
+            Some(_) if apply => tracing::warn!(
+                suffix = %record.suffix,
+                "database deleted live (cn=config), but its [[database]] table changed in the \
+                 configuration file since: the file wins, the database is served again"
+            ),
+            None if apply => tracing::info!(
+                suffix = %record.suffix,
+                "database deleted live (cn=config) and no longer in the configuration file: its \
+                 deletion record is dropped"
+            ),
+            _ => {}
+        }
+    }
+    if apply && kept != deleted {
+        write_deleted(dir, &kept)?;
+    }
+    Ok(base)
+}
+
+/// The suffixes of the file's databases that stay deleted (for `config check`).
+fn deleted_suffixes(file: &Config) -> Vec<String> {
+    let dir = file.data_dir.join("config");
+    let Ok(base) = without_deleted(file, &dir, false) else {
+        return Vec::new();
+    };
+    file.database
+        .iter()
+        .filter(|t| !base.database.iter().any(|b| b.suffix == t.suffix))
+        .map(|t| t.suffix.clone())
+        .collect()
 }
 
 /// The stored tree with the live settings the file changed since the last start taken from the file
@@ -260,7 +473,7 @@ fn merge_file_changes(
                 continue;
             }
             let edited = baseline.is_some_and(|b| {
-                baseline_values(b, &file_entry.dn, attr)
+                baseline_values(b, file_entry, attr)
                     != in_file.iter().map(String::as_str).collect::<Vec<_>>()
             });
             if edited {
@@ -428,7 +641,9 @@ pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartErro
     if stored.is_empty() {
         return Ok(None);
     }
-    to_config(config, &stored)
+    let base = without_deleted(config, &config.data_dir.join("config"), false)
+        .map_err(|e| internal(DELETED, e))?;
+    to_config(&base, &super::align_databases(&base, &stored))
         .map(Some)
         .map_err(|r| StartError::Invalid(format!("the stored cn=config cannot run: {}", r.message)))
 }
@@ -441,6 +656,11 @@ pub fn differences(
     live: &Config,
     live_password: &[u8],
 ) -> Vec<(String, String, &'static str)> {
+    let deleted = deleted_suffixes(file);
+    let mut file = file.clone();
+    file.database
+        .retain(|t| !deleted.iter().any(|d| d == &t.suffix));
+    let file = &file;
     let from_file = from_config(file, live_password);
     let stored = from_config(live, live_password);
     let baseline = read_baseline(&live.data_dir.join("config"));
@@ -452,7 +672,7 @@ pub fn differences(
         for attr in super::live_attributes(&entry.dn) {
             if entry.get(attr) != other.get(attr) && !attr.eq_ignore_ascii_case("olcRootPW") {
                 let edited = baseline.as_ref().is_some_and(|b| {
-                    baseline_values(b, &entry.dn, attr)
+                    baseline_values(b, entry, attr)
                         != entry
                             .get(attr)
                             .iter()
@@ -472,6 +692,13 @@ pub fn differences(
             format!("cn={},cn=schema,cn=config", table.name),
             "(added live)".to_string(),
             "kept",
+        ));
+    }
+    for suffix in deleted {
+        found.push((
+            format!("[[database]] suffix = {suffix:?}"),
+            "(deleted live)".to_string(),
+            "stays deleted while the file lists it unchanged",
         ));
     }
     for number in file.database_count() + 1..=live.database_count() {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::databases::Database;
+use crate::state::State;
 
 pub use config::{Consumer, SyncreplConfig};
 
@@ -47,6 +48,9 @@ pub struct Status {
 pub struct Handle {
     pub consumer: Consumer,
     status: Mutex<Status>,
+    /// Counts the schema changes made live (cn=config): each ends the running session, and the
+    /// next one works on the database of the snapshot that holds the new schema.
+    schema: tokio::sync::watch::Sender<u64>,
 }
 
 impl Handle {
@@ -57,7 +61,13 @@ impl Handle {
                 state: "starting",
                 ..Status::default()
             }),
+            schema: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Called once the snapshot with a schema changed live is swapped in.
+    pub fn schema_changed(&self) {
+        self.schema.send_modify(|n| *n += 1);
     }
 
     pub fn status(&self) -> Status {
@@ -86,26 +96,28 @@ pub fn handles(
         .collect()
 }
 
-/// Starts one task per consumer of `db` on the current runtime.
-pub fn start(db: &Database, handles: &[Arc<Handle>]) {
+/// Starts one task per consumer of the first database on the current runtime.
+pub fn start(state: &State, handles: &[Arc<Handle>]) {
     for handle in handles {
-        let (db, handle) = (db.clone(), handle.clone());
-        tokio::spawn(async move { run(db, handle).await });
+        let (state, handle) = (state.clone(), handle.clone());
+        tokio::spawn(async move { run(state, handle).await });
     }
 }
 
 /// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
-/// interval) on the current runtime: every interval, in one write.
-pub fn start_purge(db: &Database, purge: Option<(std::time::Duration, std::time::Duration)>) {
+/// interval) on the current runtime: every interval, in one write, through the first database of the
+/// snapshot current at that moment.
+pub fn start_purge(state: &State, purge: Option<(std::time::Duration, std::time::Duration)>) {
     let Some((age, interval)) = purge else {
         return;
     };
-    let db = db.clone();
+    let state = state.clone();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         loop {
             ticks.tick().await;
-            match db.purge_conflict_records(age).await {
+            // The current snapshot's handle, as the consumers take it (a schema changed live).
+            match current_database(&state).purge_conflict_records(age).await {
                 Ok(0) => {}
                 Ok(count) => {
                     tracing::info!(
@@ -121,10 +133,17 @@ pub fn start_purge(db: &Database, purge: Option<(std::time::Duration, std::time:
     });
 }
 
+/// The database a session works on: the first one of the current snapshot, so that a session
+/// started after a live schema change replicates under the new schema.
+fn current_database(state: &State) -> Database {
+    state.current().databases.first().clone()
+}
+
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
-async fn run(db: Database, handle: Arc<Handle>) {
+async fn run(state: State, handle: Arc<Handle>) {
     let c = &handle.consumer;
-    if let Err(e) = db.check_replica() {
+    let mut schema = handle.schema.subscribe();
+    if let Err(e) = current_database(&state).check_replica() {
         tracing::error!(rid = c.rid, provider = %c.provider, error = %e, "syncrepl: cannot start");
         handle.update(|s| {
             s.state = "stopped";
@@ -140,8 +159,20 @@ async fn run(db: Database, handle: Arc<Handle>) {
             s.state = "connecting";
             s.connects += 1;
         });
-        // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/).
-        match delta::run(&db, &handle, reload).await {
+        schema.borrow_and_update();
+        let db = current_database(&state);
+        // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/). A schema
+        // changed live ends the session (what it applied is committed with its cookie); the next
+        // one goes on from the stored cookie under the new schema.
+        let ended = tokio::select! {
+            ended = delta::run(&db, &handle, reload) => ended,
+            _ = schema.changed() => {
+                tracing::info!(rid = c.rid, provider = %c.provider,
+                    "syncrepl: the schema changed (cn=config); the session starts again under it");
+                continue;
+            }
+        };
+        match ended {
             Ok(session::End::Polled) => {
                 (step, tries, reload) = (0, 0, false);
                 handle.update(|s| s.state = "waiting");

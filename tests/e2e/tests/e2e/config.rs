@@ -1469,3 +1469,167 @@ fn schema_tables_of_the_file_are_served_and_fixed_live() {
         [format!("cn={{1}}more,{SCHEMA_DN}")]
     );
 }
+
+/// canopy's file with two `[[database]]` tables (dc=second and dc=third, in `@DIR@/second` and
+/// `@DIR@/third`), `second_extra` added to the first of them.
+fn two_file_databases(second_extra: &str) -> String {
+    format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[database]]\nsuffix = \"dc=second,dc=org\"\ndirectory = \"@DIR@/second\"\n\
+         root_dn = \"cn=boss,dc=second,dc=org\"\nroot_password = \"boss-pw\"\n{second_extra}\
+         [[database]]\nsuffix = \"dc=third,dc=org\"\ndirectory = \"@DIR@/third\"\n\
+         root_dn = \"cn=boss,dc=third,dc=org\"\nroot_password = \"boss-pw\"\n"
+    )
+}
+
+#[test]
+fn a_database_of_the_file_is_deleted_and_stays_deleted_until_the_file_changes() {
+    if !canopy_only("how canopy's file and a live database delete meet at a restart") {
+        return;
+    }
+    let mut s = Server::start_configured(
+        Target::Canopy,
+        &two_file_databases(""),
+        &["second", "third"],
+        &[],
+    );
+    s.load_base();
+    let dir = s.dir().display().to_string();
+    let boss = |name: &str| Bind::Simple(format!("cn=boss,dc={name},dc=org"), "boss-pw".into());
+    for name in ["second", "third"] {
+        s.add(
+            &boss(name),
+            &format!(
+                "dn: dc={name},dc=org\nobjectClass: dcObject\nobjectClass: organization\no: {name}\ndc: {name}\n"
+            ),
+        )
+        .expect_code(0, "fill it");
+    }
+    let out = s.tool("ldapdelete", &admin(), &[MDB1], None);
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(out.stderr.contains("first database"), "{}", out.stderr);
+    s.tool(
+        "ldapdelete",
+        &admin(),
+        &["olcDatabase={2}mdb,cn=config"],
+        None,
+    )
+    .expect_code(0, "delete the file's second database");
+    let naming = |s: &Server| s.read(&Bind::Anonymous, "", &["namingContexts"]).stdout;
+    let check_gone = |s: &Server, when: &str| {
+        assert!(!naming(s).contains("dc=second"), "{when}: {}", naming(s));
+        assert!(naming(s).contains("dc=third"), "{when}: {}", naming(s));
+        let out = s.read(&Bind::Anonymous, "dc=second,dc=org", &["1.1"]);
+        assert_eq!(out.code, 32, "{when}: not served: {}", out.stdout);
+        assert_eq!(
+            values(s, "olcDatabase={2}mdb,cn=config", "olcSuffix"),
+            ["dc=third,dc=org"],
+            "{when}: the next database moved up"
+        );
+        s.read(&boss("third"), "dc=third,dc=org", &["1.1"])
+            .expect_code(0, "the third database still serves");
+        // The offline tools number the databases as the server does; the export leaves it out.
+        let out = s.canopy_tool("export", &["-n", "2"]);
+        out.expect_code(0, "canopy export -n 2");
+        assert!(
+            out.stdout.contains("dn: dc=third,dc=org"),
+            "{when}: {}",
+            out.stdout
+        );
+        let out = s.canopy_tool("config", &["export"]);
+        out.expect_code(0, "canopy config export");
+        assert!(!out.stdout.contains("dc=second"), "{when}: {}", out.stdout);
+        assert!(out.stdout.contains("dc=third"), "{when}: {}", out.stdout);
+        let file = s.dir().join("canopy.toml").display().to_string();
+        let out = s.canopy_tool("config", &["check", &file]);
+        out.expect_code(0, "canopy config check");
+        assert!(
+            out.stdout.contains("(deleted live)"),
+            "{when}: {}",
+            out.stdout
+        );
+    };
+    check_gone(&s, "at once");
+    // A live change of the database that moved up survives the restart (the file's baseline is
+    // matched by suffix, not by number).
+    change(
+        &s,
+        "dn: olcDatabase={2}mdb,cn=config\nchangetype: modify\nreplace: olcReadOnly\nolcReadOnly: TRUE\n",
+    )
+    .expect_code(0, "a live change of the third database");
+    s.terminate();
+    s.restart();
+    check_gone(&s, "after a restart");
+    assert_eq!(
+        values(&s, "olcDatabase={2}mdb,cn=config", "olcReadOnly"),
+        ["TRUE"],
+        "the live change stays"
+    );
+    assert!(
+        s.log().contains("it stays deleted"),
+        "the start says why: {}",
+        s.log()
+    );
+    // The administrator edits the deleted database's table: the file wins.
+    s.terminate();
+    s.edit_canopy_config(
+        &two_file_databases("[database.limits]\nsize_limit = 10\n").replace("@DIR@", &dir),
+    );
+    s.restart();
+    assert!(naming(&s).contains("dc=second"), "{}", naming(&s));
+    let out = s.read(&boss("second"), "dc=second,dc=org", &["o"]);
+    out.expect_code(0, "served again with what it held");
+    assert_eq!(
+        values(&s, "olcDatabase={2}mdb,cn=config", "olcSuffix"),
+        ["dc=second,dc=org"]
+    );
+    assert_eq!(
+        values(&s, "olcDatabase={3}mdb,cn=config", "olcReadOnly"),
+        ["TRUE"],
+        "the third database's live change stays"
+    );
+    assert!(
+        s.log()
+            .contains("the file wins, the database is served again"),
+        "{}",
+        s.log()
+    );
+}
+
+#[test]
+fn a_syncrepl_consumer_replicates_under_a_schema_added_live() {
+    if !canopy_only("Canopy replicating to Canopy") {
+        return;
+    }
+    use canopy_e2e::consumer_support::{canopy_consumer, syncrepl_table, wait_converged};
+    let provider = Server::start();
+    let consumer = canopy_consumer(&syncrepl_table(
+        &provider,
+        1,
+        "type = \"refreshAndPersist\"\n",
+    ));
+    let limit = std::time::Duration::from_secs(30);
+    wait_converged(&provider, &consumer, limit).expect("the initial refresh");
+    // The schema goes to the consumer first, then to the provider, as an administrator would.
+    let schema = schema_ldif("replicated", 41, "replicatedCode", "replicatedThing");
+    for s in [&consumer, &provider] {
+        s.add(&Bind::External, &schema)
+            .expect_code(0, "add a schema live");
+    }
+    provider
+        .add(
+            &Bind::Root,
+            &user_of("carrier", "replicatedThing", "replicatedCode", "r-41"),
+        )
+        .expect_code(0, "an entry using it on the provider");
+    if let Err(diff) = wait_converged(&provider, &consumer, limit) {
+        panic!(
+            "the consumer did not take the entry without a restart: {diff}\nconsumer log:\n{}\nprovider log:\n{}",
+            consumer.log(),
+            provider.log()
+        );
+    }
+    let out = consumer.search(&Bind::Root, &["-b", PEOPLE, "(replicatedCode=r-41)", "1.1"]);
+    out.expect_code(0, "search the consumer");
+    assert!(out.stdout.contains("dn: ou=carrier"), "{}", out.stdout);
+}
