@@ -496,10 +496,14 @@ fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Resul
             }));
         }
         spawn_log_reopener(state.clone())?;
-        canopy_server::syncrepl::start(&state, &state.syncrepl);
+        let current: canopy_server::syncrepl::Current = {
+            let state = state.clone();
+            std::sync::Arc::new(move || state.current().databases.first().clone())
+        };
+        canopy_server::syncrepl::start(&current, &state.syncrepl);
         // Checked with the configuration; a failure here cannot happen.
         if let Ok(purge) = state.config.tombstone_purge() {
-            canopy_server::syncrepl::start_purge(&state, purge);
+            canopy_server::syncrepl::start_purge(&current, purge);
         }
         canopy_server::logdb::start(&state.accesslog);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -71,6 +71,16 @@ impl Live {
 
 pub type State = Arc<ServerState>;
 
+impl crate::acl::Snapshot for State {
+    fn address(&self) -> *const () {
+        Arc::as_ptr(self).cast()
+    }
+
+    fn keep(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
+        Arc::downgrade(self) as std::sync::Weak<dyn std::any::Any + Send + Sync>
+    }
+}
+
 impl ServerState {
     /// The current snapshot: the last one swapped in, or this one before any change.
     pub fn current(self: &Arc<Self>) -> State {

@@ -24,7 +24,7 @@ pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use view::{EntryView, MemoKey, SearchAccess, ViewMemo};
+pub use view::{EntryView, MemoKey, SearchAccess, Snapshot, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
 pub type Mask = u16;

@@ -4,6 +4,7 @@
 //! vary between entries (the `<who>` parts are fixed for a search); entries that agree on both share one
 //! [`EntryView`], which caches per-attribute decisions.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -15,7 +16,6 @@ use canopy_schema::{AttributeType, NormDn};
 
 use super::{privileges, AttrRef, Checker, Mask, Rule, Target};
 use crate::access::Who;
-use crate::state::{ServerState, State};
 
 /// The cached decisions of a search.
 pub struct SearchAccess<'a> {
@@ -42,7 +42,7 @@ pub struct ViewMemo {
 struct Memo {
     /// Weak, so that a memo keeps no snapshot's databases open; it still keeps the allocations, so
     /// an address compared here is never that of a newer snapshot or identity.
-    state: Weak<ServerState>,
+    state: Option<Weak<dyn Any + Send + Sync>>,
     who: Weak<Who>,
     /// The access list's address inside `state`'s databases.
     acl: usize,
@@ -60,17 +60,29 @@ struct Seed {
     secret: Option<Mask>,
 }
 
+/// The configuration snapshot a search runs in, as the memo knows it (implemented by `state::State`;
+/// this module does not name the server's state, which depends on it).
+pub trait Snapshot {
+    /// The snapshot's address, compared with the remembered one.
+    fn address(&self) -> *const ();
+    /// A weak reference that keeps the snapshot's allocation, so that its address is never reused for
+    /// a newer snapshot while the memo names it.
+    fn keep(&self) -> Weak<dyn Any + Send + Sync>;
+}
+
 /// What a search's views may be remembered under: the connection's memo, the configuration snapshot
 /// the search runs in, and the identity it runs as (the one the checker was made for).
 pub struct MemoKey<'a> {
     pub memo: &'a ViewMemo,
-    pub state: &'a State,
+    pub state: &'a dyn Snapshot,
     pub who: &'a Arc<Who>,
 }
 
 impl Memo {
     fn is_for(&self, key: &MemoKey<'_>, acl: usize) -> bool {
-        std::ptr::eq(self.state.as_ptr(), Arc::as_ptr(key.state))
+        self.state
+            .as_ref()
+            .is_some_and(|w| std::ptr::eq(w.as_ptr().cast::<()>(), key.state.address()))
             && std::ptr::eq(self.who.as_ptr(), Arc::as_ptr(key.who))
             && self.acl == acl
     }
@@ -152,7 +164,7 @@ impl<'a> SearchAccess<'a> {
         let mut memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
         if !memo.is_for(key, acl) {
             *memo = Memo {
-                state: Arc::downgrade(key.state),
+                state: Some(key.state.keep()),
                 who: Arc::downgrade(key.who),
                 acl,
                 seeds: Vec::new(),

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::databases::Database;
-use crate::state::State;
 
 pub use config::{Consumer, SyncreplConfig};
 
@@ -97,27 +96,27 @@ pub fn handles(
 }
 
 /// Starts one task per consumer of the first database on the current runtime.
-pub fn start(state: &State, handles: &[Arc<Handle>]) {
+pub fn start(current: &Current, handles: &[Arc<Handle>]) {
     for handle in handles {
-        let (state, handle) = (state.clone(), handle.clone());
-        tokio::spawn(async move { run(state, handle).await });
+        let (current, handle) = (current.clone(), handle.clone());
+        tokio::spawn(async move { run(current, handle).await });
     }
 }
 
 /// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
 /// interval) on the current runtime: every interval, in one write, through the first database of the
 /// snapshot current at that moment.
-pub fn start_purge(state: &State, purge: Option<(std::time::Duration, std::time::Duration)>) {
+pub fn start_purge(current: &Current, purge: Option<(std::time::Duration, std::time::Duration)>) {
     let Some((age, interval)) = purge else {
         return;
     };
-    let state = state.clone();
+    let current = current.clone();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         loop {
             ticks.tick().await;
             // The current snapshot's handle, as the consumers take it (a schema changed live).
-            match current_database(&state).purge_conflict_records(age).await {
+            match current().purge_conflict_records(age).await {
                 Ok(0) => {}
                 Ok(count) => {
                     tracing::info!(
@@ -133,17 +132,17 @@ pub fn start_purge(state: &State, purge: Option<(std::time::Duration, std::time:
     });
 }
 
-/// The database a session works on: the first one of the current snapshot, so that a session
-/// started after a live schema change replicates under the new schema.
-fn current_database(state: &State) -> Database {
-    state.current().databases.first().clone()
-}
+/// The database a session works on: the first one of the configuration snapshot current when it is
+/// called (the server's `State::current`), so that a session started after a live schema change
+/// replicates under the new schema. A function, since this module does not name the server's state,
+/// which holds the consumers' handles.
+pub type Current = Arc<dyn Fn() -> Database + Send + Sync>;
 
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
-async fn run(state: State, handle: Arc<Handle>) {
+async fn run(current: Current, handle: Arc<Handle>) {
     let c = &handle.consumer;
     let mut schema = handle.schema.subscribe();
-    if let Err(e) = current_database(&state).check_replica() {
+    if let Err(e) = current().check_replica() {
         tracing::error!(rid = c.rid, provider = %c.provider, error = %e, "syncrepl: cannot start");
         handle.update(|s| {
             s.state = "stopped";
@@ -160,7 +159,7 @@ async fn run(state: State, handle: Arc<Handle>) {
             s.connects += 1;
         });
         schema.borrow_and_update();
-        let db = current_database(&state);
+        let db = current();
         // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/). A schema
         // changed live ends the session (what it applied is committed with its cookie); the next
         // one goes on from the stored cookie under the new schema.
