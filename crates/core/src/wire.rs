@@ -54,6 +54,20 @@ pub fn section_of(schema: &Schema, desc: &str) -> Section {
 /// first); dn u32 LE length + bytes; user and secret section lengths u32 LE each; then the user, secret and
 /// operational sections, each a concatenation of PartialAttribute TLVs.
 pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
+    encode_entry_spliced(schema, entry, None, out);
+}
+
+/// Encodes an entry as [`encode_entry`] does, except that the values of the attribute described exactly
+/// `splice.0` are preceded by `splice.1`, the contents of a stored SET of values copied as they are
+/// (docs/design/big-values.md): the result is what `encode_entry` gives for the entry whose attribute
+/// holds those stored values followed by its own. Without an attribute of that description in
+/// `entry`, `splice` is ignored.
+pub fn encode_entry_spliced(
+    schema: &Schema,
+    entry: &Entry,
+    splice: Option<(&str, &[u8])>,
+    out: &mut Vec<u8>,
+) {
     out.push(FORMAT_VERSION);
     let rdns = entry.ndn.rdns();
     put_u16(out, rdns.len());
@@ -83,8 +97,15 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
             .zip(&sections)
             .filter(|(_, s)| *s == section)
         {
-            let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
-            encode_partial_attribute(out, &attr.desc, &values);
+            match splice {
+                Some((desc, stored)) if desc == attr.desc => {
+                    encode_spliced_attribute(out, &attr.desc, stored, &attr.values)
+                }
+                _ => {
+                    let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
+                    encode_partial_attribute(out, &attr.desc, &values);
+                }
+            }
         }
         if index < 2 {
             lengths[index] = out.len() - start;
@@ -92,6 +113,23 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     }
     out[lengths_at..lengths_at + 4].copy_from_slice(&(lengths[0] as u32).to_le_bytes());
     out[lengths_at + 4..lengths_at + 8].copy_from_slice(&(lengths[1] as u32).to_le_bytes());
+}
+
+/// A PartialAttribute whose SET holds the stored value TLVs `stored` (copied whole) and then `values`.
+fn encode_spliced_attribute(out: &mut Vec<u8>, desc: &str, stored: &[u8], values: &[Vec<u8>]) {
+    use canopy_ber::{encoded_len, write_header};
+    let set_len = stored.len() + values.iter().map(|v| encoded_len(v.len())).sum::<usize>();
+    let seq_len = encoded_len(desc.len()) + encoded_len(set_len);
+    out.reserve(encoded_len(seq_len));
+    write_header(out, canopy_ber::tag::SEQUENCE, seq_len);
+    write_header(out, canopy_ber::tag::OCTET_STRING, desc.len());
+    out.extend_from_slice(desc.as_bytes());
+    write_header(out, canopy_ber::tag::SET, set_len);
+    out.extend_from_slice(stored);
+    for value in values {
+        write_header(out, canopy_ber::tag::OCTET_STRING, value.len());
+        out.extend_from_slice(value);
+    }
 }
 
 fn put_u16(out: &mut Vec<u8>, n: usize) {
@@ -222,6 +260,65 @@ impl<'a> StoredEntry<'a> {
             attrs,
         })
     }
+}
+
+/// An entry decoded but for one attribute: the entry without it, and where it stood in the attribute
+/// list with the contents of its stored SET (its value TLVs, not read).
+pub type PartialEntry<'a> = (Entry, Option<(usize, &'a [u8])>);
+
+impl<'a> StoredEntry<'a> {
+    /// The stored entry decoded except for the user attribute described exactly `desc`
+    /// (docs/design/big-values.md), which is left out; None beside the entry when the user section holds
+    /// no such attribute.
+    pub fn to_entry_without(&self, desc: &str) -> Result<PartialEntry<'a>, WireError> {
+        let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
+        let mut attrs = Vec::new();
+        let mut left_out = None;
+        for (index, section) in [self.user, self.secret, self.operational]
+            .iter()
+            .enumerate()
+        {
+            for span in attribute_spans(section) {
+                let (name, tlv, set) = span?;
+                if index == 0 && name == desc && left_out.is_none() {
+                    left_out = Some((attrs.len(), set));
+                    continue;
+                }
+                for attr in attributes(tlv) {
+                    let (name, values) = attr?;
+                    attrs.push(Attribute {
+                        desc: name.to_string(),
+                        values: values.iter().map(|v| v.to_vec()).collect(),
+                    });
+                }
+            }
+        }
+        let entry = Entry {
+            dn,
+            ndn: self.ndn()?,
+            attrs,
+        };
+        Ok((entry, left_out))
+    }
+}
+
+/// The PartialAttribute TLVs of one section located without reading their values: (description, the
+/// whole TLV, the contents of its SET of values). Ends after the first corrupt TLV.
+pub fn attribute_spans(
+    section: &[u8],
+) -> impl Iterator<Item = Result<(&str, &[u8], &[u8]), WireError>> {
+    let mut rest = section;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut reader = Reader::new(rest);
+        let item = read_attribute_header(&mut reader);
+        let used = rest.len() - reader.remaining().len();
+        let (tlv, tail) = rest.split_at(used.min(rest.len()));
+        rest = if item.is_ok() { tail } else { &[] };
+        Some(item.map(|(desc, set)| (desc, tlv, set.remaining())))
+    })
 }
 
 /// Iterates the PartialAttribute TLVs of one section: (description, values), borrowed.
