@@ -57,17 +57,18 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     encode_entry_spliced(schema, entry, None, out);
 }
 
-/// Encodes an entry as [`encode_entry`] does, except that the values of the attribute described exactly
-/// `splice.0` are preceded by `splice.1`, the contents of a stored SET of values copied as they are
-/// (docs/design/big-values.md): the result is what `encode_entry` gives for the entry whose attribute
-/// holds those stored values followed by its own. Without an attribute of that description in
-/// `entry`, `splice` is ignored.
+/// Encodes an entry as [`encode_entry`] does, but with a hole (docs/design/big-values.md): the values of
+/// the attribute described exactly `splice.0` are preceded by `splice.1` bytes that are not written,
+/// the contents of a stored SET of values. Returns where in `out` those bytes belong; with them inserted
+/// there, `out` is what `encode_entry` gives for the entry whose attribute holds the stored values
+/// followed by its own. None (and no hole) without an attribute of that description in `entry`.
 pub fn encode_entry_spliced(
     schema: &Schema,
     entry: &Entry,
-    splice: Option<(&str, &[u8])>,
+    splice: Option<(&str, usize)>,
     out: &mut Vec<u8>,
-) {
+) -> Option<usize> {
+    let mut hole = None;
     out.push(FORMAT_VERSION);
     let rdns = entry.ndn.rdns();
     put_u16(out, rdns.len());
@@ -91,6 +92,7 @@ pub fn encode_entry_spliced(
         .enumerate()
     {
         let start = out.len();
+        let hole_before = hole.is_some();
         for (attr, _) in entry
             .attrs
             .iter()
@@ -98,8 +100,13 @@ pub fn encode_entry_spliced(
             .filter(|(_, s)| *s == section)
         {
             match splice {
-                Some((desc, stored)) if desc == attr.desc => {
-                    encode_spliced_attribute(out, &attr.desc, stored, &attr.values)
+                Some((desc, stored)) if desc == attr.desc && hole.is_none() => {
+                    hole = Some(encode_spliced_attribute(
+                        out,
+                        &attr.desc,
+                        stored,
+                        &attr.values,
+                    ));
                 }
                 _ => {
                     let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
@@ -109,27 +116,38 @@ pub fn encode_entry_spliced(
         }
         if index < 2 {
             lengths[index] = out.len() - start;
+            if !hole_before && hole.is_some() {
+                lengths[index] += splice.map_or(0, |(_, n)| n);
+            }
         }
     }
     out[lengths_at..lengths_at + 4].copy_from_slice(&(lengths[0] as u32).to_le_bytes());
     out[lengths_at + 4..lengths_at + 8].copy_from_slice(&(lengths[1] as u32).to_le_bytes());
+    hole
 }
 
-/// A PartialAttribute whose SET holds the stored value TLVs `stored` (copied whole) and then `values`.
-fn encode_spliced_attribute(out: &mut Vec<u8>, desc: &str, stored: &[u8], values: &[Vec<u8>]) {
+/// A PartialAttribute whose SET holds `stored` bytes of value TLVs (left out: a hole, whose offset is
+/// returned) and then `values`.
+fn encode_spliced_attribute(
+    out: &mut Vec<u8>,
+    desc: &str,
+    stored: usize,
+    values: &[Vec<u8>],
+) -> usize {
     use canopy_ber::{encoded_len, write_header};
-    let set_len = stored.len() + values.iter().map(|v| encoded_len(v.len())).sum::<usize>();
+    let set_len = stored + values.iter().map(|v| encoded_len(v.len())).sum::<usize>();
     let seq_len = encoded_len(desc.len()) + encoded_len(set_len);
     out.reserve(encoded_len(seq_len));
     write_header(out, canopy_ber::tag::SEQUENCE, seq_len);
     write_header(out, canopy_ber::tag::OCTET_STRING, desc.len());
     out.extend_from_slice(desc.as_bytes());
     write_header(out, canopy_ber::tag::SET, set_len);
-    out.extend_from_slice(stored);
+    let hole = out.len();
     for value in values {
         write_header(out, canopy_ber::tag::OCTET_STRING, value.len());
         out.extend_from_slice(value);
     }
+    hole
 }
 
 fn put_u16(out: &mut Vec<u8>, n: usize) {
@@ -267,20 +285,17 @@ impl<'a> StoredEntry<'a> {
 pub type PartialEntry<'a> = (Entry, Option<(usize, &'a [u8])>);
 
 impl<'a> StoredEntry<'a> {
-    /// The stored entry decoded except for the user attribute described exactly `desc`
-    /// (docs/design/big-values.md), which is left out; None beside the entry when the user section holds
-    /// no such attribute.
+    /// The stored entry decoded except for the attribute described exactly `desc`
+    /// (docs/design/big-values.md), which is left out (its first TLV, should there be more); None beside
+    /// the entry when it holds no such attribute.
     pub fn to_entry_without(&self, desc: &str) -> Result<PartialEntry<'a>, WireError> {
         let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
         let mut attrs = Vec::new();
         let mut left_out = None;
-        for (index, section) in [self.user, self.secret, self.operational]
-            .iter()
-            .enumerate()
-        {
+        for section in [self.user, self.secret, self.operational] {
             for span in attribute_spans(section) {
                 let (name, tlv, set) = span?;
-                if index == 0 && name == desc && left_out.is_none() {
+                if name == desc && left_out.is_none() {
                     left_out = Some((attrs.len(), set));
                     continue;
                 }
@@ -477,5 +492,84 @@ mod ndn_tests {
             "cn=a+uid=user1,ou=people,dc=example,dc=com"
         );
         assert_eq!(stored.rdns().len(), 4);
+    }
+}
+
+#[cfg(test)]
+mod splice_tests {
+    use super::*;
+
+    fn entry(schema: &Schema, attrs: &[(&str, &[&str])]) -> Entry {
+        let dn = Dn::parse(b"cn=g,dc=example,dc=com").unwrap();
+        Entry {
+            ndn: schema.normalize_dn(&dn).unwrap(),
+            dn,
+            attrs: attrs
+                .iter()
+                .map(|(desc, values)| Attribute {
+                    desc: desc.to_string(),
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// `to_entry_without` then `encode_entry_spliced` with the stored values put in the hole gives what
+    /// `encode_entry` gives for the whole entry with the values added: in the user section (a short and
+    /// a long SET, whose length header grows) and in the secret one.
+    #[test]
+    fn a_spliced_entry_is_the_whole_entry_encoded() {
+        let schema = Schema::builtin();
+        let long: Vec<String> = (0..200)
+            .map(|i| format!("cn=m{i},dc=example,dc=com"))
+            .collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        for (desc, old, added) in [
+            ("member", &["cn=a"][..], &["cn=b", "cn=c"][..]),
+            ("member", &long[..3], &long[3..]),
+            ("member", &long[..], &["cn=z"][..]),
+            ("userPassword", &["a"][..], &["b"][..]),
+        ] {
+            let csn = ["20261127000000.000000Z#000000#000#000000"];
+            let group = |values: &[&str]| {
+                entry(
+                    &schema,
+                    &[
+                        ("objectClass", &["groupOfNames"][..]),
+                        (desc, values),
+                        ("cn", &["g"][..]),
+                        ("entryCSN", &csn[..]),
+                    ],
+                )
+            };
+            let all: Vec<&str> = old.iter().chain(added).copied().collect();
+            let mut whole = Vec::new();
+            encode_entry(&schema, &group(&all), &mut whole);
+            let mut before = Vec::new();
+            encode_entry(&schema, &group(old), &mut before);
+            let stored = StoredEntry::parse(&before).unwrap();
+            let (mut partial, Some((at, set))) = stored.to_entry_without(desc).unwrap() else {
+                panic!("{desc} not found");
+            };
+            assert_eq!(partial.attrs.len(), 3);
+            partial.attrs.insert(
+                at,
+                Attribute {
+                    desc: desc.to_string(),
+                    values: added.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                },
+            );
+            let mut out = Vec::new();
+            let hole = encode_entry_spliced(&schema, &partial, Some((desc, set.len())), &mut out);
+            let hole = hole.unwrap();
+            let spliced = [&out[..hole], set, &out[hole..]].concat();
+            assert_eq!(
+                spliced,
+                whole,
+                "{desc}: {} old, {} added",
+                old.len(),
+                added.len()
+            );
+        }
     }
 }

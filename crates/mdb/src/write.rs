@@ -69,6 +69,21 @@ impl<'a> WriteTxn<'a> {
         self.guard(|txn, t| t.id2entry.put(txn, &id_key(id), bytes))
     }
 
+    /// Stores (or replaces) the entry bytes of `id` given in parts: the value is their concatenation,
+    /// written straight into LMDB's reserved space (no joined copy first).
+    pub fn put_entry_parts(&mut self, id: u64, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.guard(|txn, t| {
+            t.id2entry.put_reserved(txn, &id_key(id), len, |space| {
+                use std::io::Write;
+                for part in parts {
+                    space.write_all(part)?;
+                }
+                Ok(())
+            })
+        })
+    }
+
     /// Removes the entry bytes of `id` (no error if absent).
     pub fn del_entry(&mut self, id: u64) -> Result<(), StoreError> {
         self.guard(|txn, t| t.id2entry.delete(txn, &id_key(id)).map(drop))

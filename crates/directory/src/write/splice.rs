@@ -107,9 +107,9 @@ impl Directory {
         check_entry(schema, &new)?;
         let kind = Kind::Modify;
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut new), changes)?;
-        let mut out = Vec::with_capacity(bytes.len().saturating_add(4096));
-        if new.attrs.iter().any(|a| a.desc == name) {
-            encode_entry_spliced(schema, &new, Some((&name, &set)), &mut out);
+        let mut out = Vec::with_capacity(4096);
+        let hole = if new.attrs.iter().any(|a| a.desc == name) {
+            encode_entry_spliced(schema, &new, Some((&name, set.len())), &mut out)
         } else {
             // A hook took every added value back: the old values stay, where they stood.
             let mut kept = new.clone();
@@ -120,9 +120,13 @@ impl Directory {
                     values: Vec::new(),
                 },
             );
-            encode_entry_spliced(schema, &kept, Some((&name, &set)), &mut out);
-        }
-        txn.put_entry(id, &out).map_err(failed)?;
+            encode_entry_spliced(schema, &kept, Some((&name, set.len())), &mut out)
+        };
+        let hole =
+            hole.ok_or_else(|| LdapError::new(ResultCode::Other, "splice: attribute lost"))?;
+        let (head, tail) = out.split_at(hole);
+        txn.put_entry_parts(id, &[head, &set, tail])
+            .map_err(failed)?;
         // Index keys of the difference: the added values, and what hooks changed.
         self.reindex(txn, id, Some(&old), Some(&new))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&new), changes)?;
