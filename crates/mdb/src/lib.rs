@@ -13,6 +13,7 @@
 //! keys the backend builds), or be called by anything above `canopy-directory` but the offline tools.
 
 mod bulk;
+mod chunk;
 mod error;
 mod gate;
 mod histogram;
@@ -28,7 +29,7 @@ pub use bulk::BulkLoader;
 pub use error::StoreError;
 pub use heed::MdbError;
 pub use histogram::{Histogram, BATCH_SIZES, COMMIT_US};
-pub use keys::FORMAT_VERSION;
+pub use keys::{FORMAT_VERSION, READABLE_FORMATS};
 pub use read::{
     CandidateEntries, EntryIter, EntryRangeIter, RawPairs, RawTable, ReadOps, ReadTxn, SubtreeIter,
 };

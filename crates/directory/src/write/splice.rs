@@ -84,8 +84,12 @@ impl Directory {
         if absent.len() != changes.len() {
             return Ok(None);
         }
-        // The old values, copied once: the entry's bytes lie in the map, which the write below changes.
-        let set = set.to_vec();
+        // Where the old values lie in the stored value: the write keeps that range as it is.
+        let start = (set.as_ptr() as usize)
+            .checked_sub(bytes.as_ptr() as usize)
+            .filter(|start| start + set.len() <= bytes.len())
+            .ok_or_else(|| LdapError::new(ResultCode::Other, "splice: values outside the entry"))?;
+        let keep = start..start + set.len();
 
         // From here on, back-mdb's order as in the general path.
         self.referral_object(txn, id, dn, ctx)?;
@@ -109,7 +113,7 @@ impl Directory {
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut new), changes)?;
         let mut out = Vec::with_capacity(4096);
         let hole = if new.attrs.iter().any(|a| a.desc == name) {
-            encode_entry_spliced(schema, &new, Some((&name, set.len())), &mut out)
+            encode_entry_spliced(schema, &new, Some((&name, keep.len())), &mut out)
         } else {
             // A hook took every added value back: the old values stay, where they stood.
             let mut kept = new.clone();
@@ -120,13 +124,12 @@ impl Directory {
                     values: Vec::new(),
                 },
             );
-            encode_entry_spliced(schema, &kept, Some((&name, set.len())), &mut out)
+            encode_entry_spliced(schema, &kept, Some((&name, keep.len())), &mut out)
         };
         let hole =
             hole.ok_or_else(|| LdapError::new(ResultCode::Other, "splice: attribute lost"))?;
         let (head, tail) = out.split_at(hole);
-        txn.put_entry_parts(id, &[head, &set, tail])
-            .map_err(failed)?;
+        txn.splice_entry(id, head, keep, tail).map_err(failed)?;
         // Index keys of the difference: the added values, and what hooks changed.
         self.reindex(txn, id, Some(&old), Some(&new))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&new), changes)?;
