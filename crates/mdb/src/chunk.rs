@@ -28,9 +28,10 @@ pub(crate) fn unescape(raw: &[u8]) -> &[u8] {
     }
 }
 /// Values from this size on are stored in chunks.
-pub(crate) const CHUNKED_MIN: usize = 64 * 1024;
-/// The size of the chunks a value is cut into.
-pub(crate) const CHUNK_SIZE: usize = 16 * 1024;
+pub(crate) const CHUNKED_MIN: usize = 256 * 1024;
+/// The largest chunk: four 4 KiB pages of LMDB overflow, less the page header, so that a full chunk
+/// fills its pages.
+pub(crate) const CHUNK_SIZE: usize = 4 * 4096 - 16;
 
 /// The chunks of one value, in order: (serial, length).
 #[derive(Debug, Clone, PartialEq, Eq)]
