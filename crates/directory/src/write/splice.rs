@@ -14,6 +14,7 @@ use super::{failed, Action, Ctx, OBJECT_CLASS};
 use crate::database::Directory;
 use crate::error::OpError;
 use crate::pipeline::Kind;
+use crate::referral::{is_referral, referral_for};
 
 /// Below this many bytes of stored values, the general path is as cheap: the attribute is decoded.
 pub const SPLICE_MIN_BYTES: usize = 64 * 1024;
@@ -91,8 +92,11 @@ impl Directory {
             .ok_or_else(|| LdapError::new(ResultCode::Other, "splice: values outside the entry"))?;
         let keep = start..start + set.len();
 
-        // From here on, back-mdb's order as in the general path.
-        self.referral_object(txn, id, dn, ctx)?;
+        // From here on, back-mdb's order as in the general path; the referral check reads the entry
+        // already parsed (a large value is put together from its chunks once per read).
+        if !ctx.guard.manage_dsa_it() && is_referral(&stored) {
+            return Err(referral_for(&stored, dn, 0, None, None).into());
+        }
         ctx.guard.before_change(self, txn, Some(id), &old)?;
         ctx.guard
             .authorize(self, txn, Action::Modify(&old, changes))?;
