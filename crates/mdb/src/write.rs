@@ -62,11 +62,10 @@ impl<'a> WriteTxn<'a> {
         if let Some(err) = &self.poison {
             return Err(err.clone());
         }
-        op(&mut self.txn, self.tables).map_err(|err| {
+        op(&mut self.txn, self.tables).inspect_err(|err| {
             if err.poisons_txn() {
                 self.poison = Some(err.clone());
             }
-            err
         })
     }
 
