@@ -1,6 +1,7 @@
 //! Canopy's LMDB storage layer, in the spirit of OpenLDAP's back-mdb, byte-level.
 //!
-//! It stores opaque entry bytes under 64-bit IDs (`id2entry`), maps caller-built DN keys to IDs
+//! It stores opaque entry bytes under 64-bit IDs (`id2entry`; values of 256 KiB and up in chunks,
+//! `id2chunk`, so that a splice rewrites only the chunks it touches), maps caller-built DN keys to IDs
 //! (`dn2id`, where a subtree is a key prefix), lists children per parent (`dn2children`), keeps one
 //! ID-list table per indexed attribute (`idx.<attr>`) and a few settings (`meta`). It knows nothing of
 //! LDAP: the server builds every key and value (keys must be non-empty: LMDB has no empty key). The
