@@ -92,8 +92,11 @@ fn large_values_read_back_whole_and_splice_in_place() {
         big = [&head[..], &big[keep], &tail[..]].concat();
         check(&store, 2, &big);
     }
-    // The chunk count stays about the same: splices do not pile up small chunks.
+    // The chunk count stays about the same: splices do not pile up small chunks; the heads list
+    // exactly the chunks stored (no orphan left by a splice).
     let after = chunk_records(&store);
+    let (listed, stored) = store.read().unwrap().chunk_counts().unwrap();
+    assert_eq!((listed, stored), (after as u64, after as u64));
     assert!(
         after <= chunks + 8,
         "{chunks} chunks before the splices, {after} after"
