@@ -270,7 +270,7 @@ fn read_manifest(from: &Path) -> Result<Manifest> {
             manifest.format
         );
     }
-    if manifest.store_format != canopy_mdb::FORMAT_VERSION {
+    if !canopy_mdb::READABLE_FORMATS.contains(&manifest.store_format) {
         bail!(
             "{}: database format {}, this canopy reads {}",
             path.display(),

@@ -54,6 +54,21 @@ pub fn section_of(schema: &Schema, desc: &str) -> Section {
 /// first); dn u32 LE length + bytes; user and secret section lengths u32 LE each; then the user, secret and
 /// operational sections, each a concatenation of PartialAttribute TLVs.
 pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
+    encode_entry_spliced(schema, entry, None, out);
+}
+
+/// Encodes an entry as [`encode_entry`] does, but with a hole (docs/design/big-values.md): the values of
+/// the attribute described exactly `splice.0` are preceded by `splice.1` bytes that are not written,
+/// the contents of a stored SET of values. Returns where in `out` those bytes belong; with them inserted
+/// there, `out` is what `encode_entry` gives for the entry whose attribute holds the stored values
+/// followed by its own. None (and no hole) without an attribute of that description in `entry`.
+pub fn encode_entry_spliced(
+    schema: &Schema,
+    entry: &Entry,
+    splice: Option<(&str, usize)>,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let mut hole = None;
     out.push(FORMAT_VERSION);
     let rdns = entry.ndn.rdns();
     put_u16(out, rdns.len());
@@ -77,21 +92,62 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
         .enumerate()
     {
         let start = out.len();
+        let hole_before = hole.is_some();
         for (attr, _) in entry
             .attrs
             .iter()
             .zip(&sections)
             .filter(|(_, s)| *s == section)
         {
-            let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
-            encode_partial_attribute(out, &attr.desc, &values);
+            match splice {
+                Some((desc, stored)) if desc == attr.desc && hole.is_none() => {
+                    hole = Some(encode_spliced_attribute(
+                        out,
+                        &attr.desc,
+                        stored,
+                        &attr.values,
+                    ));
+                }
+                _ => {
+                    let values: Vec<&[u8]> = attr.values.iter().map(|v| v.as_slice()).collect();
+                    encode_partial_attribute(out, &attr.desc, &values);
+                }
+            }
         }
         if index < 2 {
             lengths[index] = out.len() - start;
+            if !hole_before && hole.is_some() {
+                lengths[index] += splice.map_or(0, |(_, n)| n);
+            }
         }
     }
     out[lengths_at..lengths_at + 4].copy_from_slice(&(lengths[0] as u32).to_le_bytes());
     out[lengths_at + 4..lengths_at + 8].copy_from_slice(&(lengths[1] as u32).to_le_bytes());
+    hole
+}
+
+/// A PartialAttribute whose SET holds `stored` bytes of value TLVs (left out: a hole, whose offset is
+/// returned) and then `values`.
+fn encode_spliced_attribute(
+    out: &mut Vec<u8>,
+    desc: &str,
+    stored: usize,
+    values: &[Vec<u8>],
+) -> usize {
+    use canopy_ber::{encoded_len, write_header};
+    let set_len = stored + values.iter().map(|v| encoded_len(v.len())).sum::<usize>();
+    let seq_len = encoded_len(desc.len()) + encoded_len(set_len);
+    out.reserve(encoded_len(seq_len));
+    write_header(out, canopy_ber::tag::SEQUENCE, seq_len);
+    write_header(out, canopy_ber::tag::OCTET_STRING, desc.len());
+    out.extend_from_slice(desc.as_bytes());
+    write_header(out, canopy_ber::tag::SET, set_len);
+    let hole = out.len();
+    for value in values {
+        write_header(out, canopy_ber::tag::OCTET_STRING, value.len());
+        out.extend_from_slice(value);
+    }
+    hole
 }
 
 fn put_u16(out: &mut Vec<u8>, n: usize) {
@@ -222,6 +278,62 @@ impl<'a> StoredEntry<'a> {
             attrs,
         })
     }
+}
+
+/// An entry decoded but for one attribute: the entry without it, and where it stood in the attribute
+/// list with the contents of its stored SET (its value TLVs, not read).
+pub type PartialEntry<'a> = (Entry, Option<(usize, &'a [u8])>);
+
+impl<'a> StoredEntry<'a> {
+    /// The stored entry decoded except for the attribute described exactly `desc`
+    /// (docs/design/big-values.md), which is left out (its first TLV, should there be more); None beside
+    /// the entry when it holds no such attribute.
+    pub fn to_entry_without(&self, desc: &str) -> Result<PartialEntry<'a>, WireError> {
+        let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
+        let mut attrs = Vec::new();
+        let mut left_out = None;
+        for section in [self.user, self.secret, self.operational] {
+            for span in attribute_spans(section) {
+                let (name, tlv, set) = span?;
+                if name == desc && left_out.is_none() {
+                    left_out = Some((attrs.len(), set));
+                    continue;
+                }
+                for attr in attributes(tlv) {
+                    let (name, values) = attr?;
+                    attrs.push(Attribute {
+                        desc: name.to_string(),
+                        values: values.iter().map(|v| v.to_vec()).collect(),
+                    });
+                }
+            }
+        }
+        let entry = Entry {
+            dn,
+            ndn: self.ndn()?,
+            attrs,
+        };
+        Ok((entry, left_out))
+    }
+}
+
+/// The PartialAttribute TLVs of one section located without reading their values: (description, the
+/// whole TLV, the contents of its SET of values). Ends after the first corrupt TLV.
+pub fn attribute_spans(
+    section: &[u8],
+) -> impl Iterator<Item = Result<(&str, &[u8], &[u8]), WireError>> {
+    let mut rest = section;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut reader = Reader::new(rest);
+        let item = read_attribute_header(&mut reader);
+        let used = rest.len() - reader.remaining().len();
+        let (tlv, tail) = rest.split_at(used.min(rest.len()));
+        rest = if item.is_ok() { tail } else { &[] };
+        Some(item.map(|(desc, set)| (desc, tlv, set.remaining())))
+    })
 }
 
 /// Iterates the PartialAttribute TLVs of one section: (description, values), borrowed.
@@ -380,5 +492,84 @@ mod ndn_tests {
             "cn=a+uid=user1,ou=people,dc=example,dc=com"
         );
         assert_eq!(stored.rdns().len(), 4);
+    }
+}
+
+#[cfg(test)]
+mod splice_tests {
+    use super::*;
+
+    fn entry(schema: &Schema, attrs: &[(&str, &[&str])]) -> Entry {
+        let dn = Dn::parse(b"cn=g,dc=example,dc=com").unwrap();
+        Entry {
+            ndn: schema.normalize_dn(&dn).unwrap(),
+            dn,
+            attrs: attrs
+                .iter()
+                .map(|(desc, values)| Attribute {
+                    desc: desc.to_string(),
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// `to_entry_without` then `encode_entry_spliced` with the stored values put in the hole gives what
+    /// `encode_entry` gives for the whole entry with the values added: in the user section (a short and
+    /// a long SET, whose length header grows) and in the secret one.
+    #[test]
+    fn a_spliced_entry_is_the_whole_entry_encoded() {
+        let schema = Schema::builtin();
+        let long: Vec<String> = (0..200)
+            .map(|i| format!("cn=m{i},dc=example,dc=com"))
+            .collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        for (desc, old, added) in [
+            ("member", &["cn=a"][..], &["cn=b", "cn=c"][..]),
+            ("member", &long[..3], &long[3..]),
+            ("member", &long[..], &["cn=z"][..]),
+            ("userPassword", &["a"][..], &["b"][..]),
+        ] {
+            let csn = ["20261127000000.000000Z#000000#000#000000"];
+            let group = |values: &[&str]| {
+                entry(
+                    &schema,
+                    &[
+                        ("objectClass", &["groupOfNames"][..]),
+                        (desc, values),
+                        ("cn", &["g"][..]),
+                        ("entryCSN", &csn[..]),
+                    ],
+                )
+            };
+            let all: Vec<&str> = old.iter().chain(added).copied().collect();
+            let mut whole = Vec::new();
+            encode_entry(&schema, &group(&all), &mut whole);
+            let mut before = Vec::new();
+            encode_entry(&schema, &group(old), &mut before);
+            let stored = StoredEntry::parse(&before).unwrap();
+            let (mut partial, Some((at, set))) = stored.to_entry_without(desc).unwrap() else {
+                panic!("{desc} not found");
+            };
+            assert_eq!(partial.attrs.len(), 3);
+            partial.attrs.insert(
+                at,
+                Attribute {
+                    desc: desc.to_string(),
+                    values: added.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                },
+            );
+            let mut out = Vec::new();
+            let hole = encode_entry_spliced(&schema, &partial, Some((desc, set.len())), &mut out);
+            let hole = hole.unwrap();
+            let spliced = [&out[..hole], set, &out[hole..]].concat();
+            assert_eq!(
+                spliced,
+                whole,
+                "{desc}: {} old, {} added",
+                old.len(),
+                added.len()
+            );
+        }
     }
 }

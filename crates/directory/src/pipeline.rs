@@ -106,6 +106,15 @@ pub trait WriteHook: Send + Sync {
         Ok(())
     }
 
+    /// Whether the hook works on a modify whose old and new entries are partial
+    /// (docs/design/big-values.md): the modify only adds values to one large attribute, which the old
+    /// entry lacks and the new one holds with the added values only. A hook that answers true computes
+    /// what it does from the difference of the two entries or the changes, or does not look at that
+    /// attribute; the default, false, sends such a modify through the path that decodes the whole entry.
+    fn accepts_partial(&self) -> bool {
+        false
+    }
+
     /// Recomputes from scratch what the hook keeps (offline: `canopy reindex`, after `canopy import`),
     /// in one transaction over the whole database; the number of entries it changed.
     fn rebuild(&self, dir: &Directory, txn: &mut WriteTxn<'_>) -> Result<u64, LdapError> {
@@ -158,6 +167,11 @@ impl Pipeline {
     pub fn then(mut self, hook: Arc<dyn WriteHook>) -> Pipeline {
         self.hooks.push(hook);
         self
+    }
+
+    /// Whether every hook accepts partial entries ([`WriteHook::accepts_partial`]).
+    pub fn accepts_partial(&self) -> bool {
+        self.hooks.iter().all(|h| h.accepts_partial())
     }
 
     /// The hooks' names, in order.
@@ -242,6 +256,11 @@ pub struct Stamping;
 impl WriteHook for Stamping {
     fn name(&self) -> &'static str {
         "stamping"
+    }
+
+    /// Stamps only operational attributes.
+    fn accepts_partial(&self) -> bool {
+        true
     }
 
     fn prepare(

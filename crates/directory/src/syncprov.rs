@@ -231,6 +231,11 @@ impl WriteHook for SyncProv {
         "syncprov"
     }
 
+    /// Reads only the DN, entryUUID and entryCSN of the entries.
+    fn accepts_partial(&self) -> bool {
+        true
+    }
+
     fn commit(
         &self,
         dir: &Directory,

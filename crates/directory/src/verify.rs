@@ -252,6 +252,17 @@ impl Directory {
         summary.entries = read;
         summary.tables.push(("id2entry".into(), read));
 
+        // id2chunk: exactly the chunks the entries' chunk heads list (docs/design/storage.md).
+        let (listed, stored) = txn.chunk_counts()?;
+        if listed != stored {
+            sink.found(
+                "id2chunk",
+                None,
+                None,
+                format!("{stored} chunk records, the chunked entries list {listed}"),
+            );
+        }
+
         // dn2id: every record names an entry with that DN key.
         let mut read = 0u64;
         for item in txn.raw_pairs(RawTable::Dn2Id)? {

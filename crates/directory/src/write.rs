@@ -21,6 +21,10 @@ use crate::opattrs::Stamp;
 use crate::pipeline::{Event, Kind, Origin, Proposed};
 use crate::referral::{is_referral, referral_for};
 
+mod splice;
+
+pub use splice::{spliced_modifies, SPLICE_MIN_BYTES};
+
 /// The first byte of an equality index key, and the presence key (docs/design/index-keys.md).
 const EQUALITY_KEY: u8 = 0x02;
 const PRESENCE_KEY: u8 = 0x01;
@@ -64,6 +68,13 @@ pub trait Guard: Send + Sync {
     /// The request's read of the entry `id` as this write leaves it (RFC 4527's post-read), named `dn`.
     fn after_change(&self, dir: &Directory, txn: &WriteTxn<'_>, id: u64, dn: &Dn) {
         let _ = (dir, txn, id, dn);
+    }
+
+    /// Whether [`Guard::authorize`] decides a modify the same without the values of the target's
+    /// attributes that the modify only adds to (docs/design/big-values.md): true when the requester's
+    /// rights do not depend on the entry's contents (the root DN, offline tools).
+    fn authorizes_without_values(&self) -> bool {
+        false
     }
 
     /// Whether a modify may change NO-USER-MODIFICATION attributes: only for writes the server makes
@@ -112,6 +123,10 @@ impl Guard for Unrestricted {
 
     fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
         Ok(())
+    }
+
+    fn authorizes_without_values(&self) -> bool {
+        true
     }
 }
 
@@ -680,6 +695,12 @@ impl Directory {
         changes: &[Change],
         ctx: Ctx<'_>,
     ) -> Result<(), OpError> {
+        // Values added to a large attribute: spliced into the stored bytes (docs/design/big-values.md).
+        if let Some(id) = txn.get_id(&dn_key(ndn)).map_err(failed)? {
+            if self.modify_spliced(txn, id, dn, changes, ctx)?.is_some() {
+                return Ok(());
+            }
+        }
         let (id, old) = self.load(txn, ndn, dn, ctx)?;
         self.referral_object(txn, id, dn, ctx)?;
         ctx.guard.before_change(self, txn, Some(id), &old)?;

@@ -452,6 +452,15 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
     let tables = &shared.tables;
     for (id, range) in &batch.entries {
         let bytes = batch.entry_bytes.get(range.clone()).unwrap_or_default();
+        // A value beginning with the chunk mark is stored after one more (chunk.rs); loaded values
+        // are never chunked.
+        let escaped;
+        let bytes = if bytes.first() == Some(&crate::chunk::MARK) {
+            escaped = [&[crate::chunk::MARK][..], bytes].concat();
+            &escaped[..]
+        } else {
+            bytes
+        };
         tables
             .id2entry
             .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;

@@ -3,7 +3,10 @@
 use crate::error::StoreError;
 
 /// Version of the on-disk layout, stored under [`META_FORMAT`].
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The layout versions this build opens: version 1 is version 2 without chunked values (`id2chunk`), and
+/// is marked 2 when opened for writing.
+pub const READABLE_FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT_VERSION;
 
 /// Meta key of the layout version (u32 big-endian). Internal meta keys start with 0x00, which
 /// `put_meta` refuses, so callers cannot collide with them.

@@ -1,6 +1,7 @@
 //! Canopy's LMDB storage layer, in the spirit of OpenLDAP's back-mdb, byte-level.
 //!
-//! It stores opaque entry bytes under 64-bit IDs (`id2entry`), maps caller-built DN keys to IDs
+//! It stores opaque entry bytes under 64-bit IDs (`id2entry`; values of 256 KiB and up in chunks,
+//! `id2chunk`, so that a splice rewrites only the chunks it touches), maps caller-built DN keys to IDs
 //! (`dn2id`, where a subtree is a key prefix), lists children per parent (`dn2children`), keeps one
 //! ID-list table per indexed attribute (`idx.<attr>`) and a few settings (`meta`). It knows nothing of
 //! LDAP: the server builds every key and value (keys must be non-empty: LMDB has no empty key). The
@@ -13,6 +14,7 @@
 //! keys the backend builds), or be called by anything above `canopy-directory` but the offline tools.
 
 mod bulk;
+mod chunk;
 mod error;
 mod gate;
 mod histogram;
@@ -28,7 +30,7 @@ pub use bulk::BulkLoader;
 pub use error::StoreError;
 pub use heed::MdbError;
 pub use histogram::{Histogram, BATCH_SIZES, COMMIT_US};
-pub use keys::FORMAT_VERSION;
+pub use keys::{FORMAT_VERSION, READABLE_FORMATS};
 pub use read::{
     CandidateEntries, EntryIter, EntryRangeIter, RawPairs, RawTable, ReadOps, ReadTxn, SubtreeIter,
 };

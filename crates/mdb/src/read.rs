@@ -6,6 +6,7 @@ use std::sync::Arc;
 use heed::types::Bytes;
 use heed::{RoIter, RoPrefix, RoTxn, WithoutTls};
 
+use crate::chunk::{assemble, is_head, unescape, Arena, MARK};
 use crate::error::StoreError;
 use crate::gate::Pass;
 use crate::keys::{decode_id, id_key};
@@ -20,6 +21,8 @@ pub(crate) mod sealed {
     pub trait Access {
         fn ro_txn(&self) -> &RoTxn<'_>;
         fn tables(&self) -> &Tables;
+        /// Values put back together from chunks during this transaction.
+        fn arena(&self) -> &Arena;
     }
 }
 
@@ -39,9 +42,22 @@ pub trait ReadOps: Access {
         }
     }
 
-    /// The entry bytes stored under an ID.
+    /// The entry bytes stored under an ID (put back together when stored in chunks).
     fn get_entry(&self, id: u64) -> Result<Option<&[u8]>, StoreError> {
-        Ok(self.tables().id2entry.get(self.ro_txn(), &id_key(id))?)
+        match self.tables().id2entry.get(self.ro_txn(), &id_key(id))? {
+            Some(raw) => self.whole(id, raw).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The value of entry `id` whose `id2entry` record is `raw`: `raw` itself, or for a chunk head the
+    /// chunks put together (kept until the transaction ends).
+    fn whole<'s>(&'s self, id: u64, raw: &'s [u8]) -> Result<&'s [u8], StoreError> {
+        if !is_head(raw) {
+            return Ok(unescape(raw));
+        }
+        let value = assemble(self.ro_txn(), self.tables(), id, raw)?;
+        Ok(self.arena().keep(value))
     }
 
     /// The IDs of the direct children of `parent`, ascending.
@@ -202,13 +218,22 @@ pub trait ReadOps: Access {
 
     /// Every entry ID, ascending (the full scan, without the entry bytes).
     fn entry_ids(&self) -> Result<Vec<u64>, StoreError> {
-        self.entries()?.map(|item| item.map(|(id, _)| id)).collect()
+        let mut ids = Vec::new();
+        for item in self.tables().id2entry.iter(self.ro_txn())? {
+            let (key, _) = item?;
+            ids.push(decode_id(ID2ENTRY, key)?);
+        }
+        Ok(ids)
     }
 
     /// Every (ID, entry bytes) in ID order: the full scan.
-    fn entries(&self) -> Result<EntryIter<'_>, StoreError> {
+    fn entries(&self) -> Result<EntryIter<'_>, StoreError>
+    where
+        Self: Sized,
+    {
         Ok(EntryIter {
             inner: self.tables().id2entry.iter(self.ro_txn())?,
+            owner: self,
         })
     }
 
@@ -238,11 +263,15 @@ pub trait ReadOps: Access {
     }
 
     /// Every (ID, entry bytes) with `from <= ID`, in ID order.
-    fn entries_from(&self, from: u64) -> Result<EntryRangeIter<'_>, StoreError> {
+    fn entries_from(&self, from: u64) -> Result<EntryRangeIter<'_>, StoreError>
+    where
+        Self: Sized,
+    {
         let start = id_key(from);
         let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Included(&start[..]), Bound::Unbounded);
         Ok(EntryRangeIter {
             inner: self.tables().id2entry.range(self.ro_txn(), &bounds)?,
+            owner: self,
         })
     }
 
@@ -263,7 +292,10 @@ pub trait ReadOps: Access {
     /// per duplicate), without decoding: for consistency checks (`canopy verify`), which must report
     /// records of the wrong shape instead of failing on them. A configured index without a table yields
     /// nothing.
-    fn raw_pairs(&self, table: RawTable<'_>) -> Result<RawPairs<'_>, StoreError> {
+    fn raw_pairs(&self, table: RawTable<'_>) -> Result<RawPairs<'_>, StoreError>
+    where
+        Self: Sized,
+    {
         let tables = self.tables();
         let handle = match table {
             RawTable::Id2Entry => Some(tables.id2entry),
@@ -277,7 +309,23 @@ pub trait ReadOps: Access {
                 Some(table) => Some(table.iter(self.ro_txn())?),
                 None => None,
             },
+            // Chunked entries are put back together: a consistency check sees whole values.
+            owner: matches!(table, RawTable::Id2Entry).then_some(self as &dyn Whole),
         })
+    }
+
+    /// Chunks of large values (docs/design/storage.md, "id2chunk"): how many the chunk heads in
+    /// `id2entry` list, and how many `id2chunk` holds. They differ only in a damaged file.
+    fn chunk_counts(&self) -> Result<(u64, u64), StoreError> {
+        let tables = self.tables();
+        let mut listed = 0u64;
+        for item in tables.id2entry.iter(self.ro_txn())? {
+            let (_, raw) = item?;
+            if is_head(raw) {
+                listed += crate::chunk::Head::parse(raw).map_or(0, |h| h.chunks.len() as u64);
+            }
+        }
+        Ok((listed, tables.id2chunk.len(self.ro_txn())?))
     }
 
     /// The number of records of one table (for dup-sort tables: key/value pairs); O(1).
@@ -397,13 +445,35 @@ impl std::fmt::Display for RawTable<'_> {
 /// Iterator returned by [`ReadOps::raw_pairs`]: (key, value) as stored.
 pub struct RawPairs<'t> {
     inner: Option<RoIter<'t, Bytes, Bytes>>,
+    owner: Option<&'t dyn Whole>,
 }
 
 impl<'t> Iterator for RawPairs<'t> {
     type Item = Result<(&'t [u8], &'t [u8]), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        Some(self.inner.as_mut()?.next()?.map_err(StoreError::from))
+        let item = self.inner.as_mut()?.next()?.map_err(StoreError::from);
+        Some(match (item, self.owner) {
+            // A head whose chunks cannot be read is given as stored, for the check to report.
+            (Ok((key, raw)), Some(owner)) if raw.first() == Some(&MARK) => Ok((
+                key,
+                decode_id(ID2ENTRY, key)
+                    .and_then(|id| owner.whole_value(id, raw))
+                    .unwrap_or(raw),
+            )),
+            (item, _) => item,
+        })
+    }
+}
+
+/// [`ReadOps::whole`], object-safe, for the iterators.
+trait Whole {
+    fn whole_value<'s>(&'s self, id: u64, raw: &'s [u8]) -> Result<&'s [u8], StoreError>;
+}
+
+impl<T: ReadOps> Whole for T {
+    fn whole_value<'s>(&'s self, id: u64, raw: &'s [u8]) -> Result<&'s [u8], StoreError> {
+        self.whole(id, raw)
     }
 }
 
@@ -436,34 +506,40 @@ impl<'t> Iterator for SubtreeIter<'t> {
 
 fn decode_entry<'t>(
     item: heed::Result<(&'t [u8], &'t [u8])>,
+    owner: &'t dyn Whole,
 ) -> Result<(u64, &'t [u8]), StoreError> {
-    let (key, bytes) = item?;
-    Ok((decode_id(ID2ENTRY, key)?, bytes))
+    let (key, raw) = item?;
+    let id = decode_id(ID2ENTRY, key)?;
+    Ok((id, owner.whole_value(id, raw)?))
 }
 
 /// Iterator returned by [`ReadOps::entries`]: (ID, entry bytes).
 pub struct EntryIter<'t> {
     inner: RoIter<'t, Bytes, Bytes>,
+    owner: &'t dyn Whole,
 }
 
 impl<'t> Iterator for EntryIter<'t> {
     type Item = Result<(u64, &'t [u8]), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(decode_entry)
+        let owner = self.owner;
+        self.inner.next().map(|item| decode_entry(item, owner))
     }
 }
 
 /// Iterator returned by [`ReadOps::entries_from`]: (ID, entry bytes).
 pub struct EntryRangeIter<'t> {
     inner: heed::RoRange<'t, Bytes, Bytes>,
+    owner: &'t dyn Whole,
 }
 
 impl<'t> Iterator for EntryRangeIter<'t> {
     type Item = Result<(u64, &'t [u8]), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(decode_entry)
+        let owner = self.owner;
+        self.inner.next().map(|item| decode_entry(item, owner))
     }
 }
 
@@ -529,6 +605,7 @@ pub struct ReadTxn {
     txn: RoTxn<'static, WithoutTls>,
     shared: Arc<Shared>,
     _pass: Pass,
+    arena: Arena,
 }
 
 impl ReadTxn {
@@ -537,6 +614,7 @@ impl ReadTxn {
             txn,
             shared,
             _pass: pass,
+            arena: Arena::default(),
         }
     }
 
@@ -554,5 +632,9 @@ impl Access for ReadTxn {
 
     fn tables(&self) -> &Tables {
         &self.shared.tables
+    }
+
+    fn arena(&self) -> &Arena {
+        &self.arena
     }
 }

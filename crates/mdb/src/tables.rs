@@ -6,12 +6,14 @@ use heed::{CommitOrAbort, CommitToken, Database, DatabaseFlags, Env, OnCommit, R
 use std::sync::{PoisonError, RwLock};
 
 use crate::error::StoreError;
-use crate::keys::{FORMAT_VERSION, META_FORMAT};
+use crate::keys::{FORMAT_VERSION, META_FORMAT, READABLE_FORMATS};
 
 /// Every table maps bytes to bytes; the encodings live in `keys`.
 pub(crate) type Table = Database<'static, Bytes, Bytes>;
 
 pub(crate) const ID2ENTRY: &str = "id2entry";
+/// The chunks of large entry values (docs/design/storage.md, `chunk.rs`).
+pub(crate) const ID2CHUNK: &str = "id2chunk";
 pub(crate) const DN2ID: &str = "dn2id";
 pub(crate) const DN2CHILDREN: &str = "dn2children";
 pub(crate) const META: &str = "meta";
@@ -30,6 +32,7 @@ pub(crate) fn max_dbs(index_count: usize) -> u32 {
 /// The table handles of one environment (internal; not reachable from outside the crate).
 pub struct Tables {
     pub(crate) id2entry: Table,
+    pub(crate) id2chunk: Table,
     pub(crate) dn2id: Table,
     pub(crate) dn2children: Table,
     pub(crate) meta: Table,
@@ -65,6 +68,7 @@ impl Tables {
     pub(crate) fn named(&self) -> Vec<(String, Table)> {
         let mut all = vec![
             (ID2ENTRY.to_string(), self.id2entry),
+            (ID2CHUNK.to_string(), self.id2chunk),
             (DN2ID.to_string(), self.dn2id),
             (DN2CHILDREN.to_string(), self.dn2children),
             (META.to_string(), self.meta),
@@ -93,6 +97,7 @@ pub(crate) fn check_index_name(attr: &str) -> Result<(), StoreError> {
 
 struct Opening<'e> {
     id2entry: Database<'e, Bytes, Bytes>,
+    id2chunk: Database<'e, Bytes, Bytes>,
     dn2id: Database<'e, Bytes, Bytes>,
     dn2children: Database<'e, Bytes, Bytes>,
     meta: Database<'e, Bytes, Bytes>,
@@ -108,6 +113,7 @@ impl OnCommit for Opening<'_> {
         Tables {
             max_key: self.max_key,
             id2entry: self.id2entry.on_commit(token),
+            id2chunk: self.id2chunk.on_commit(token),
             dn2id: self.dn2id.on_commit(token),
             dn2children: self.dn2children.on_commit(token),
             meta: self.meta.on_commit(token),
@@ -145,6 +151,7 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
                 .create(wtxn)
         };
         let id2entry = plain(ID2ENTRY, wtxn)?;
+        let id2chunk = plain(ID2CHUNK, wtxn)?;
         let dn2id = plain(DN2ID, wtxn)?;
         let dn2children = id_list(DN2CHILDREN, wtxn)?;
         let meta = plain(META, wtxn)?;
@@ -162,16 +169,21 @@ pub(crate) fn create_tables(env: &Env<WithoutTls>, attrs: &[String]) -> Result<T
                         table: META,
                         detail: "format version is not 4 bytes".into(),
                     })?;
-                if found != FORMAT_VERSION {
+                if !READABLE_FORMATS.contains(&found) {
                     return Err(StoreError::UnsupportedFormat {
                         found,
                         supported: FORMAT_VERSION,
                     });
                 }
+                if found != FORMAT_VERSION {
+                    // Older builds must not open a file that may now hold chunked values.
+                    meta.put(wtxn, META_FORMAT, &FORMAT_VERSION.to_be_bytes())?;
+                }
             }
         }
         Ok::<_, StoreError>(CommitOrAbort::<_, ()>::Commit(Opening {
             id2entry,
+            id2chunk,
             dn2id,
             dn2children,
             meta,

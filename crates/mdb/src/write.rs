@@ -2,9 +2,11 @@
 
 use heed::{RoTxn, RwTxn};
 
+use crate::chunk::{self, is_head, Arena, Head, CHUNKED_MIN, MARK};
 use crate::error::StoreError;
 use crate::keys::{check_key, check_meta_key, decode_id, id_key, META_NEXT_ID};
 use crate::read::sealed::Access;
+use crate::read::ReadOps;
 use crate::tables::{Tables, META};
 
 /// A write transaction. Reads through [`ReadOps`](crate::ReadOps) see its own uncommitted writes.
@@ -17,6 +19,7 @@ pub struct WriteTxn<'a> {
     tables: &'a Tables,
     max_key: usize,
     poison: Option<StoreError>,
+    arena: Arena,
 }
 
 impl<'a> WriteTxn<'a> {
@@ -26,6 +29,7 @@ impl<'a> WriteTxn<'a> {
             tables,
             max_key,
             poison: None,
+            arena: Arena::default(),
         }
     }
 
@@ -50,6 +54,21 @@ impl<'a> WriteTxn<'a> {
         })
     }
 
+    /// [`Self::guard`] for storage-layer steps made of several LMDB calls.
+    fn guard_store<T>(
+        &mut self,
+        op: impl FnOnce(&mut RwTxn<'a>, &Tables) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Some(err) = &self.poison {
+            return Err(err.clone());
+        }
+        op(&mut self.txn, self.tables).inspect_err(|err| {
+            if err.poisons_txn() {
+                self.poison = Some(err.clone());
+            }
+        })
+    }
+
     /// Hands out the next entry ID: 1 on a new database, then ascending; never reused once committed.
     pub fn next_id(&mut self) -> Result<u64, StoreError> {
         let current = match self.tables.meta.get(&self.txn, META_NEXT_ID)? {
@@ -64,13 +83,92 @@ impl<'a> WriteTxn<'a> {
         Ok(current)
     }
 
-    /// Stores (or replaces) the entry bytes of `id`.
+    /// Stores (or replaces) the entry bytes of `id`: in chunks from `CHUNKED_MIN` bytes on
+    /// (docs/design/storage.md, "id2chunk"). A value may not begin with `0x00`, the chunk head's mark.
     pub fn put_entry(&mut self, id: u64, bytes: &[u8]) -> Result<(), StoreError> {
-        self.guard(|txn, t| t.id2entry.put(txn, &id_key(id), bytes))
+        self.put_entry_parts(id, &[bytes])
+    }
+
+    /// Stores (or replaces) the entry bytes of `id` given in parts, their concatenation: a small value
+    /// is written straight into LMDB's reserved space (no joined copy first), a large one in chunks.
+    pub fn put_entry_parts(&mut self, id: u64, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.drop_chunks(id, &[])?;
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len >= CHUNKED_MIN {
+            let chunks = self.guard_store(|txn, t| chunk::put_chunked(txn, t, id, parts, 0))?;
+            let head = Head { chunks }.encode();
+            return self.guard(|txn, t| t.id2entry.put(txn, &id_key(id), &head));
+        }
+        // A value beginning with the mark is stored after one more (chunk.rs).
+        let escape = parts.iter().find(|p| !p.is_empty()).and_then(|p| p.first()) == Some(&MARK);
+        let escape: &[u8] = if escape { &[MARK] } else { &[] };
+        self.guard(|txn, t| {
+            t.id2entry
+                .put_reserved(txn, &id_key(id), escape.len() + len, |space| {
+                    use std::io::Write;
+                    space.write_all(escape)?;
+                    for part in parts {
+                        space.write_all(part)?;
+                    }
+                    Ok(())
+                })
+        })
+    }
+
+    /// Replaces the entry bytes of `id` by `head ++ old[keep] ++ tail`, where `old` is the value stored
+    /// now: for a value stored in chunks, only the chunks at the two edits are written
+    /// (docs/design/big-values.md).
+    pub fn splice_entry(
+        &mut self,
+        id: u64,
+        head: &[u8],
+        keep: std::ops::Range<usize>,
+        tail: &[u8],
+    ) -> Result<(), StoreError> {
+        let key = id_key(id);
+        let raw = self.tables.id2entry.get(&self.txn, &key)?;
+        let old = match raw {
+            Some(raw) if is_head(raw) => Some(Head::parse(raw)?),
+            _ => None,
+        };
+        let spliced = match &old {
+            Some(old) => {
+                self.guard_store(|txn, t| chunk::splice(txn, t, id, old, head, keep.clone(), tail))?
+            }
+            _ => None,
+        };
+        if let Some(new) = spliced {
+            let encoded = new.encode();
+            return self.guard(|txn, t| t.id2entry.put(txn, &key, &encoded));
+        }
+        // Not in chunks yet (or nothing to keep): the value is written whole.
+        let value = self
+            .get_entry(id)?
+            .ok_or_else(|| StoreError::Corrupt {
+                table: crate::tables::ID2ENTRY,
+                detail: format!("splice of a missing entry {id}"),
+            })?
+            .get(keep)
+            .ok_or_else(|| StoreError::Corrupt {
+                table: crate::tables::ID2ENTRY,
+                detail: "splice range beyond the stored value".into(),
+            })?
+            .to_vec();
+        self.put_entry_parts(id, &[head, &value, tail])
+    }
+
+    /// Deletes the chunks of entry `id`, if it is stored in chunks, except the serials in `keep`.
+    fn drop_chunks(&mut self, id: u64, keep: &[u32]) -> Result<(), StoreError> {
+        let head = match self.tables.id2entry.get(&self.txn, &id_key(id))? {
+            Some(raw) if is_head(raw) => Head::parse(raw)?,
+            _ => return Ok(()),
+        };
+        self.guard_store(|txn, t| chunk::delete_chunks(txn, t, id, &head, keep))
     }
 
     /// Removes the entry bytes of `id` (no error if absent).
     pub fn del_entry(&mut self, id: u64) -> Result<(), StoreError> {
+        self.drop_chunks(id, &[])?;
         self.guard(|txn, t| t.id2entry.delete(txn, &id_key(id)).map(drop))
     }
 
@@ -183,5 +281,9 @@ impl Access for WriteTxn<'_> {
 
     fn tables(&self) -> &Tables {
         self.tables
+    }
+
+    fn arena(&self) -> &Arena {
+        &self.arena
     }
 }

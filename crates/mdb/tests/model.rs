@@ -333,7 +333,7 @@ fn store_rejects_bad_keys_without_breaking_the_group() {
     assert_eq!(r.index_get("cn", b"k").unwrap(), vec![7]);
     assert_eq!(
         r.get_meta(b"\0format").unwrap(),
-        Some(1u32.to_be_bytes().to_vec())
+        Some(canopy_mdb::FORMAT_VERSION.to_be_bytes().to_vec())
     );
 }
 

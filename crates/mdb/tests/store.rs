@@ -356,6 +356,7 @@ fn reopen_keeps_data_and_adds_new_index_tables() {
         names,
         [
             "id2entry",
+            "id2chunk",
             "dn2id",
             "dn2children",
             "meta",

@@ -521,6 +521,12 @@ impl Guard for AccessGuard {
         self.ctl.manage_dsa_it
     }
 
+    /// The root DN's rights do not depend on the entry; anyone else's access rules may test the values
+    /// (`dnattr`, `filter=`, `set=`).
+    fn authorizes_without_values(&self) -> bool {
+        self.who.root
+    }
+
     fn before_change(
         &self,
         _dir: &Directory,

@@ -183,6 +183,12 @@ impl WriteHook for MemberOf {
         "memberof"
     }
 
+    /// Works from the members a write starts and ends (the changes, or the difference of the two
+    /// entries). Not with `dangling = "drop"`, whose schema check of the new entry needs all of it.
+    fn accepts_partial(&self) -> bool {
+        self.config.dangling != Dangling::Drop
+    }
+
     /// Members the write adds to a group must exist, unless dangling members are ignored.
     fn prepare(
         &self,

@@ -298,6 +298,11 @@ impl WriteHook for Refint {
         "refint"
     }
 
+    /// Acts on deletes and renames only.
+    fn accepts_partial(&self) -> bool {
+        true
+    }
+
     /// After a delete or a rename is stored: every entry naming the deleted entry, or the renamed one or
     /// anything below it, is rewritten in the same transaction.
     fn commit(
