@@ -412,14 +412,7 @@ fn added_schema_child(
             "a schema entry has objectClass olcSchemaConfig",
         ));
     }
-    let stored = crate::config_tree::store::Writer {
-        directory: &tree.directory,
-    }
-    .add(&added)
-    .map_err(|e| Refusal::new(e.code, e.message))?;
-    let mut new_tree = entries.to_vec();
-    new_tree.push(added);
-    Ok((new_tree, stored))
+    stored_addition(entries, added, tree)
 }
 
 /// A delete of an entry of cn=config: the tree without it (`committed`), the tree once the siblings
@@ -705,6 +698,22 @@ async fn probe_access(
 
 /// The tree with a new data database `entry` (`olcDatabase={N}mdb,cn=config` with the next number, or
 /// `olcDatabase=mdb,cn=config`, which gets it), and the write that stores it.
+/// The store's write of a new entry of cn=config, and the tree with it at the end.
+fn stored_addition(
+    entries: &[ConfigEntry],
+    added: ConfigEntry,
+    tree: &crate::config_tree::ConfigTree,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let stored = crate::config_tree::store::Writer {
+        directory: &tree.directory,
+    }
+    .add(&added)
+    .map_err(|e| Refusal::new(e.code, e.message))?;
+    let mut new_tree = entries.to_vec();
+    new_tree.push(added);
+    Ok((new_tree, stored))
+}
+
 fn added_tree(
     entries: &[ConfigEntry],
     entry: &canopy_core::Entry,
@@ -786,14 +795,7 @@ fn added_tree(
             "object class 'olcMdbConfig' requires attribute 'olcDbDirectory'",
         ));
     }
-    let stored = crate::config_tree::store::Writer {
-        directory: &tree.directory,
-    }
-    .add(&added)
-    .map_err(|e| Refusal::new(e.code, e.message))?;
-    let mut new_tree = entries.to_vec();
-    new_tree.push(added);
-    Ok((new_tree, stored))
+    stored_addition(entries, added, tree)
 }
 
 /// Sets the log filter `next`'s olcLogLevel names, when it changed (checked before it was stored).

@@ -40,6 +40,32 @@ fn anonymous_count(s: &Server, base: &str, filter: &str) -> usize {
     out.stdout.lines().filter(|l| l.starts_with("dn:")).count()
 }
 
+/// Waits (at most 30 s) until cn=Monitor says the build of the index `what` ("attr kinds") is complete.
+fn wait_for_index(s: &Server, what: &str) {
+    let attr = what.split(' ').next().unwrap_or(what);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let monitor = s.search(
+            &Bind::External,
+            &[
+                "-b",
+                "cn=Databases,cn=Monitor",
+                &format!("(description=index {attr}*)"),
+                "description",
+            ],
+        );
+        if monitor.stdout.contains(&format!("index {what}: complete")) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the build of {what} did not complete in 30 s:\n{}",
+            monitor.stdout
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn canopy_only(what: &str) -> bool {
     if Target::from_env() == Target::Slapd {
         println!("skipped for slapd: {what} is Canopy's own (docs/compatibility.md)");
@@ -496,28 +522,7 @@ fn indexes_are_added_and_dropped_live() {
     let search = || anonymous_count(&s, SUFFIX, "(description=*)");
     let before = search();
     if Target::from_env() == Target::Canopy {
-        // cn=Monitor says when the build is complete; the wait is bounded.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let monitor = s.search(
-                &Bind::External,
-                &[
-                    "-b",
-                    "cn=Databases,cn=Monitor",
-                    "(description=index description*)",
-                    "description",
-                ],
-            );
-            if monitor.stdout.contains("index description eq: complete") {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the build did not complete in 30 s:\n{}",
-                monitor.stdout
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_for_index(&s, "description eq");
     }
     assert_eq!(search(), before);
     change(
@@ -1073,28 +1078,7 @@ fn a_schema_added_live_is_used_at_once() {
     )
     .expect_code(0, "index the new attribute");
     if Target::from_env() == Target::Canopy {
-        // cn=Monitor says when the build of the index on the new type is complete; bounded wait.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let monitor = s.search(
-                &Bind::External,
-                &[
-                    "-b",
-                    "cn=Databases,cn=Monitor",
-                    "(description=index liveAttr*)",
-                    "description",
-                ],
-            );
-            if monitor.stdout.contains("index liveAttr eq,sub: complete") {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the build did not complete in 30 s:\n{}",
-                monitor.stdout
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_for_index(&s, "liveAttr eq,sub");
     }
     assert_eq!(anonymous_count(&s, SUFFIX, "(liveAttr=hello world)"), 1);
     assert_eq!(anonymous_count(&s, SUFFIX, "(liveAttr=*world)"), 1);
