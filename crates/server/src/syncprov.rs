@@ -176,18 +176,8 @@ fn serve(
         job.req.size_limit,
         crate::limits::SearchLimits::of(&state.config.limits, db, &job.who, &txn)?.size,
     );
-    let schema = db.schema();
-    let mut sync = Sync {
-        job,
-        db,
-        schema,
-        base: found.ndn.clone(),
-        filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
-        selection: Selection::parse(schema, &job.req.attributes),
-        rid: cookie.as_ref().and_then(|c| c.rid).unwrap_or(0),
-        entries: 0,
-        size,
-    };
+    let rid = cookie.as_ref().and_then(|c| c.rid).unwrap_or(0);
+    let mut sync = Sync::new(job, db, found.ndn.clone(), rid, size);
     let since = cookie.map(|c| c.csns).unwrap_or_default();
     let known = if since.is_empty() {
         Known::Nothing
@@ -309,18 +299,9 @@ fn serve(
                         match now.databases.route(&sync.base) {
                             None => Ok(()),
                             Some(db) => {
-                                let schema = db.schema();
-                                let mut current = Sync {
-                                    job,
-                                    db,
-                                    schema,
-                                    base: sync.base.clone(),
-                                    filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
-                                    selection: Selection::parse(schema, &job.req.attributes),
-                                    rid: sync.rid,
-                                    entries: sync.entries,
-                                    size: sync.size,
-                                };
+                                let mut current =
+                                    Sync::new(job, db, sync.base.clone(), sync.rid, sync.size);
+                                current.entries = sync.entries;
                                 let result = current.change(&change, cookie);
                                 sync.entries = current.entries;
                                 result
@@ -335,7 +316,29 @@ fn serve(
     }
 }
 
-impl Sync<'_> {
+impl<'a> Sync<'a> {
+    /// A session's state on `db`, with the filter and attribute selection read under its schema.
+    fn new(
+        job: &'a SearchJob,
+        db: &'a Database,
+        base: NormDn,
+        rid: u16,
+        size: Option<u64>,
+    ) -> Sync<'a> {
+        let schema = db.schema();
+        Sync {
+            job,
+            db,
+            schema,
+            base,
+            filter: as_slapd_sees(schema, &job.req.filter).into_owned(),
+            selection: Selection::parse(schema, &job.req.attributes),
+            rid,
+            entries: 0,
+            size,
+        }
+    }
+
     /// The cookie of `csns`, with the consumer's rid and this server's ID (when it has one).
     fn cookie(&self, csns: &CsnSet) -> Vec<u8> {
         let sid = self.db.server_id();

@@ -154,6 +154,35 @@ fn memberof() {
 
 /// memberOf values of every entry under the suffix, and the members every group lists, normalized
 /// to lower case: after any sequence of writes the first must be the second turned around.
+/// Streams `ldif` into one ldapmodify (with `extra` options) as the root DN, kills the server with -9
+/// 300 ms in, and checks that the kill interrupted the stream of `what`. The server is left stopped.
+fn kill_9_during(s: &mut Server, ldif: String, extra: &[&str], what: &str) {
+    let url = s.ldap_url();
+    let mut args: Vec<&str> = extra.to_vec();
+    args.extend(["-H", &url, "-x", "-D", ROOT_DN, "-w", ROOT_PW]);
+    let mut child = std::process::Command::new("ldapmodify")
+        .args(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ldapmodify");
+    let mut stdin = child.stdin.take().unwrap();
+    // Fed from another thread: the stream is larger than a pipe holds.
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(ldif.as_bytes());
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.kill9();
+    let status = child.wait().expect("ldapmodify");
+    let _ = feeder.join();
+    assert!(
+        !status.success(),
+        "the stream of {what} ended before the kill: the test did not interrupt it"
+    );
+}
+
 fn memberof_matches_groups(s: &Server, when: &str) {
     let out = s.search(
         &Bind::Root,
@@ -257,36 +286,7 @@ fn memberof_survives_kill_9() {
         }
     }
     // -c: a delete of a member the group lacks, or an add of one it has, goes on to the next.
-    let mut child = std::process::Command::new("ldapmodify")
-        .args([
-            "-c",
-            "-H",
-            &s.ldap_url(),
-            "-x",
-            "-D",
-            ROOT_DN,
-            "-w",
-            ROOT_PW,
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("ldapmodify");
-    let mut stdin = child.stdin.take().unwrap();
-    // Fed from another thread: the stream is larger than a pipe holds.
-    let feeder = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(ldif.as_bytes());
-    });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    s.kill9();
-    let status = child.wait().expect("ldapmodify");
-    let _ = feeder.join();
-    assert!(
-        !status.success(),
-        "the stream of changes ended before the kill: the test did not interrupt it"
-    );
+    kill_9_during(&mut s, ldif, &["-c"], "changes");
     s.restart();
     memberof_matches_groups(&s, "after kill -9 and a restart");
 }
@@ -930,26 +930,7 @@ fn memberof_big_group_survives_kill_9() {
             big_member(i)
         ));
     }
-    let mut child = std::process::Command::new("ldapmodify")
-        .args(["-H", &s.ldap_url(), "-x", "-D", ROOT_DN, "-w", ROOT_PW])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("ldapmodify");
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(ldif.as_bytes());
-    });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    s.kill9();
-    let status = child.wait().expect("ldapmodify");
-    let _ = feeder.join();
-    assert!(
-        !status.success(),
-        "the stream of adds ended before the kill: the test did not interrupt it"
-    );
+    kill_9_during(&mut s, ldif, &[], "adds");
     s.restart();
     memberof_matches_groups(&s, "after kill -9 and a restart");
     // The adds that committed are a prefix of the stream.
