@@ -63,6 +63,23 @@ CELL_HEAD = ("| %s | canopy ops/s per run | slapd ops/s per run | canopy median 
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
+def slug(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-").replace("--", "-")
+
+
+def runs_charts(perf_dir, prefix, rows, servers=SERVERS, ylabel="operations/s"):
+    """One runs chart per row (name, cell) under perf_dir, and the Markdown line that shows them."""
+    if not perf_dir:
+        return []
+    images = []
+    for name, cell in rows:
+        chart = "%s-%s" % (prefix, slug(name))
+        series = {s: [run.get("throughput") for run in (cell or {}).get(s, [])] for s in servers}
+        if svg.runs_chart(os.path.join(perf_dir, chart + ".svg"), name, ylabel, series):
+            images.append("![%s](perf/%s.svg)" % (name, chart))
+    return [" ".join(images), ""] if images else []
+
+
 def dataset_table(r, keys):
     out = ["| data set | | canopy | slapd | canopy / slapd |", "| --- | --- | ---: | ---: | ---: |"]
     for key in keys:
@@ -200,6 +217,8 @@ def render(r, perf_dir):
             note = " (1 client)" if wl == "scan" else ""
             out.append(cell_row(wl + note, cell))
         out.append("")
+        out += runs_charts(perf_dir, "compare-workload",
+                           [(wl + (" (1 client)" if wl == "scan" else ""), c) for wl, c in wls.items()])
         cmds = r.get("commands", {})
         if cmds.get("search"):
             out += ["One run, e.g.: `%s`" % cmds["search"], ""]
@@ -234,6 +253,8 @@ def render(r, perf_dir):
                 t, runs_list(cell, "canopy"), runs_list(cell, "slapd"), fmt(c), fmt(s), ratio(c, s),
                 fmt(med(cell, "canopy", "cpu_us"), 1), fmt(med(cell, "slapd", "cpu_us"), 1)))
         out += ["", "`%s`" % r["commands"].get("ldclt", ""), ""]
+        out += runs_charts(perf_dir, "compare", [("ldclt search, %s threads" % t, c)
+                                                      for t, c in ls.items()], ylabel="searches/s")
 
     lim = r.get("limit") or {}
     if lim:
@@ -256,6 +277,8 @@ def render(r, perf_dir):
                 fmt(lv), ratio(c, lv), ratio(s, lv), fmt(med(cell, "limit", "cpu_us"), 1),
                 fmt(med(cell, "canopy", "cpu_us"), 1), fmt(med(cell, "slapd", "cpu_us"), 1)))
         out += ["", "```sh", lim.get("command", ""), lim.get("ldclt_command", ""), "```", ""]
+        out += runs_charts(perf_dir, "compare", [(name + " beside the limit", c) for name, c in rows],
+                           servers=("limit", "canopy", "slapd"))
 
     w = r.get("ldclt_writes") or {}
     if w:
@@ -279,6 +302,9 @@ def render(r, perf_dir):
                 "the sample ended, so the rate is a lower bound). For delete, `-R` is the number that "
                 "server added minus one." % fmt(w["modified_range"]), "", "```sh"]
         out += r["commands"].get("ldclt_writes", []) + ["```", ""]
+        out += runs_charts(perf_dir, "compare", [
+            ("ldclt " + op, {x: [w[op][x]] for x in SERVERS})
+            for op in ("add", "modify", "modify-description", "delete") if op in w])
         wm = (r.get("workloads") or {}).get("modify")
         if wm and "modify-description" in w:
             out += ["Cross-check of the `canopy bench` modify figures (replace `description` of random "
