@@ -18,7 +18,6 @@ use canopy_proto::{
     Control, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
 };
 use canopy_schema::NormDn;
-use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
@@ -27,6 +26,7 @@ use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess,
 use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
+use crate::out::Responses;
 use crate::ops::{encode, error_result, OpError};
 use crate::readentry::{check_assertion, load};
 use crate::reqctl::RequestControls;
@@ -46,7 +46,7 @@ pub struct SearchJob {
     pub paged: Option<PagedResults>,
     pub ctl: RequestControls,
     pub cancel: Arc<AtomicBool>,
-    pub tx: Sender<Vec<u8>>,
+    pub tx: Responses,
     /// What the search sent, for the counters and the access log.
     pub tally: Tally,
 }
@@ -123,7 +123,7 @@ const BATCH_WAIT: Duration = Duration::from_millis(5);
 enum Sink<'a> {
     /// Streamed into the connection's queue in batches, waiting when it is full (on a blocking thread).
     Queue {
-        tx: &'a Sender<Vec<u8>>,
+        tx: &'a Responses,
         batch: Vec<u8>,
         since: Option<Instant>,
     },
@@ -133,7 +133,7 @@ enum Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    fn queue(tx: &'a Sender<Vec<u8>>) -> Sink<'a> {
+    fn queue(tx: &'a Responses) -> Sink<'a> {
         Sink::Queue {
             tx,
             batch: Vec::new(),
