@@ -331,7 +331,7 @@ fn execute(
 ) -> Result<(), Stop> {
     let state = &job.state;
     let schema = state.databases.schema();
-    let (base_dn, base) = state.databases.normalize(&job.req.base)?;
+    let (base_dn, base) = state.databases.normalize_shared(&job.req.base)?;
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
@@ -368,7 +368,10 @@ fn execute(
     let parts = std::iter::once((dir, base_dn, base, None)).chain(
         glued
             .into_iter()
-            .map(|(db, scope)| (db, db.suffix_dn().clone(), db.suffix().clone(), Some(scope))),
+            .map(|(db, scope)| {
+                let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
+                (db, Arc::new(dn), Arc::new(ndn), Some(scope))
+            }),
     );
     for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
         let part = Part {
@@ -439,8 +442,8 @@ fn search_part(
     sink: &mut Sink<'_>,
     done_controls: &mut Vec<Control>,
     dir: &Database,
-    base_dn: canopy_proto::Dn,
-    base: NormDn,
+    base_dn: Arc<canopy_proto::Dn>,
+    base: Arc<NormDn>,
     part: Part,
     run: &mut Run<'_>,
 ) -> Result<Flow, Stop> {
