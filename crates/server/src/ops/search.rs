@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
-use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
+use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::search::{decoded, Candidate, Query};
@@ -560,17 +560,18 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let need_computed = mentions_computed(schema, &filter)
+    let mentioned = mentions_of(schema, &filter);
+    let need_computed = mentioned.computed
         || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
-    let secret_in_filter = mentions_secret(schema, &filter);
+    let secret_in_filter = mentioned.secret;
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
         let in_filter = |attr: &str| {
-            mentions(&filter, &|desc| {
+            mentions(&filter, &mut |desc| {
                 desc.is_none_or(|d| {
                     let name = d.split(';').next().unwrap_or(d);
                     schema
@@ -839,33 +840,41 @@ const COMPUTED: [&str; 4] = [
 ];
 
 /// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
-fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
-    mentions(filter, &|desc| {
-        let Some(desc) = desc else { return true };
-        let name = desc.split(';').next().unwrap_or(desc);
-        let canonical = schema
-            .attribute_type(name)
-            .map(|at| at.name())
-            .unwrap_or(name);
-        COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical))
-    })
+/// What of a filter's attributes the search must care about, from one schema lookup per attribute.
+struct Mentions {
+    /// A computed attribute (which costs a lookup per candidate), or an extensible match without a type.
+    computed: bool,
+    /// A secret attribute (userPassword, authPassword), a supertype (which may stand for one), or an
+    /// extensible match without a type.
+    secret: bool,
 }
 
-/// Whether a filter may test a secret attribute (userPassword, authPassword): one named, a supertype, or
-/// an extensible match without a type.
-fn mentions_secret(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
-    mentions(filter, &|desc| {
-        let Some(desc) = desc else { return true };
+fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
+    let mut found = Mentions {
+        computed: false,
+        secret: false,
+    };
+    mentions(filter, &mut |desc| {
+        let Some(desc) = desc else {
+            found.computed = true;
+            found.secret = true;
+            return true;
+        };
         let name = desc.split(';').next().unwrap_or(desc);
-        schema
-            .attribute_type(name)
-            .is_some_and(|at| at.has_subtypes() || section_of(schema, at.name()) == Section::Secret)
-    })
+        let at = schema.attribute_type(name);
+        let canonical = at.map(|at| at.name()).unwrap_or(name);
+        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
+        found.secret |= at.is_some_and(|at| {
+            at.has_subtypes() || section_of_type(schema, at) == Section::Secret
+        });
+        found.computed && found.secret
+    });
+    found
 }
 
 /// Whether `test` holds for an attribute description of the filter (None: an extensible match without
 /// a type).
-fn mentions(filter: &Filter, test: &dyn Fn(Option<&str>) -> bool) -> bool {
+fn mentions(filter: &Filter, test: &mut dyn FnMut(Option<&str>) -> bool) -> bool {
     match filter {
         Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| mentions(f, test)),
         Filter::Not(inner) => mentions(inner, test),
