@@ -10,8 +10,8 @@
 //!
 //! Kept out of crates/server on purpose: the product has no server without a database.
 
-use std::io::BufReader;
 use std::future::poll_fn;
+use std::io::BufReader;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -369,7 +369,10 @@ impl<W: AsyncWrite + Unpin> Line<W> {
 
 /// The connection's writer, as the server's: a lone response written as it is, queued ones coalesced
 /// into one write of up to 64 KiB, each after what a direct write left.
-async fn write_responses<W: AsyncWrite + Unpin>(line: Arc<Line<W>>, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_responses<W: AsyncWrite + Unpin>(
+    line: Arc<Line<W>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) {
     while let Some(first) = rx.recv().await {
         let (written, count) = match rx.try_recv() {
             Err(_) => (line.write_all(&first).await, 1),

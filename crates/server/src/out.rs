@@ -77,7 +77,8 @@ struct Line<W> {
 type Shared<W> = Arc<Mutex<Line<W>>>;
 
 fn lock<W>(line: &Mutex<Line<W>>) -> MutexGuard<'_, Line<W>> {
-    line.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    line.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The connection task's side: sends (directly when it can), the writer task, and StartTLS's hand-over.

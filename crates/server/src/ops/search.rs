@@ -26,8 +26,8 @@ use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess,
 use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
-use crate::out::Responses;
 use crate::ops::{encode, error_result, OpError};
+use crate::out::Responses;
 use crate::readentry::{check_assertion, load};
 use crate::reqctl::RequestControls;
 use crate::select::Selection;
@@ -365,14 +365,11 @@ fn execute(
         let txn = dir.read()?;
         run.limits = Some(limits(job, dir, &who, &txn)?);
     }
-    let parts = std::iter::once((dir, base_dn, base, None)).chain(
-        glued
-            .into_iter()
-            .map(|(db, scope)| {
-                let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
-                (db, Arc::new(dn), Arc::new(ndn), Some(scope))
-            }),
-    );
+    let parts =
+        std::iter::once((dir, base_dn, base, None)).chain(glued.into_iter().map(|(db, scope)| {
+            let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
+            (db, Arc::new(dn), Arc::new(ndn), Some(scope))
+        }));
     for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
         let part = Part {
             index,
@@ -561,8 +558,8 @@ fn search_part(
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
     let mentioned = mentions_of(schema, &filter);
-    let need_computed = mentioned.computed
-        || COMPUTED.iter().any(|name| selection.wants_computed(name));
+    let need_computed =
+        mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
@@ -864,9 +861,8 @@ fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
         let at = schema.attribute_type(name);
         let canonical = at.map(|at| at.name()).unwrap_or(name);
         found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
-        found.secret |= at.is_some_and(|at| {
-            at.has_subtypes() || section_of_type(schema, at) == Section::Secret
-        });
+        found.secret |= at
+            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
         found.computed && found.secret
     });
     found
