@@ -133,7 +133,9 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Out<W> {
             return Some(response);
         }
         let Line { half, rest, .. } = &mut *line;
-        let half = half.as_mut()?;
+        let Some(half) = half.as_mut() else {
+            return Some(response);
+        };
         // No task waits for this write: a socket that is not writable now sends it to the writer.
         let mut cx = Context::from_waker(Waker::noop());
         let mut written = 0;
@@ -378,4 +380,84 @@ fn write_rest<W: AsyncWrite + Unpin>(
         *rest = Vec::new();
     }
     Poll::Ready(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A response: kind (b'D' sent by the connection's task, b'Q' queued by another task), index, length,
+    /// then that many bytes of one value; a response cut by another cannot parse.
+    fn response(kind: u8, index: u16, len: usize) -> Vec<u8> {
+        let mut out = vec![kind];
+        out.extend_from_slice(&index.to_be_bytes());
+        out.extend_from_slice(&u16::try_from(len).unwrap().to_be_bytes());
+        out.extend(std::iter::repeat_n((index % 251) as u8, len));
+        out
+    }
+
+    /// Responses from the connection's task and from another task through a tiny pipe (most direct writes
+    /// are partial or refused) arrive whole, each sender's in the order it sent them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn responses_stay_whole_and_in_order() {
+        let sent = tokio::time::timeout(std::time::Duration::from_secs(20), send_and_read());
+        let bytes = sent
+            .await
+            .expect("the responses were all written within 20 s");
+        let (mut next_direct, mut next_queued, mut at) = (0u16, 0u16, 0usize);
+        while at < bytes.len() {
+            let head = bytes.get(at..at + 5).expect("a whole header");
+            let index = u16::from_be_bytes([head[1], head[2]]);
+            let len = usize::from(u16::from_be_bytes([head[3], head[4]]));
+            let body = bytes.get(at + 5..at + 5 + len).expect("a whole body");
+            assert!(
+                body.iter().all(|&b| b == (index % 251) as u8),
+                "response {index} cut"
+            );
+            match head[0] {
+                b'D' => {
+                    assert_eq!(index, next_direct);
+                    next_direct += 1;
+                }
+                b'Q' => {
+                    assert_eq!(index, next_queued);
+                    next_queued += 1;
+                }
+                other => panic!("a response cut: kind byte {other}"),
+            }
+            at += 5 + len;
+        }
+        assert_eq!((next_direct, next_queued), (300, 300));
+    }
+
+    /// Sends 300 responses from each side and returns every byte the client read.
+    async fn send_and_read() -> Vec<u8> {
+        let (mut client, server) = tokio::io::duplex(97);
+        let out = Out::new(server, true, Arc::new(Metrics::new()));
+        let queue = out.responses().clone();
+        let other = tokio::spawn(async move {
+            for i in 0..300u16 {
+                queue
+                    .send(response(b'Q', i, 50 + usize::from(i % 7) * 90))
+                    .await
+                    .unwrap();
+            }
+        });
+        let reader = tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            client.read_to_end(&mut bytes).await.unwrap();
+            bytes
+        });
+        for i in 0..300u16 {
+            out.send(response(b'D', i, 10 + usize::from(i % 5) * 70))
+                .await;
+            if i % 16 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        other.await.unwrap();
+        out.finish().await;
+        reader.await.unwrap()
+    }
 }
