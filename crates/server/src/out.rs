@@ -136,7 +136,9 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Out<W> {
         let Some(half) = half.as_mut() else {
             return Some(response);
         };
-        // No task waits for this write: a socket that is not writable now sends it to the writer.
+        // No task waits for this write: a socket that is not writable now sends it to the writer. The
+        // no-op waker may replace the stream's registered one only because the writer, with nothing
+        // queued, is not waiting on the stream (with a busy writer this would lose its wake-up).
         let mut cx = Context::from_waker(Waker::noop());
         let mut written = 0;
         while let Some(unwritten) = response.get(written..).filter(|r| !r.is_empty()) {
