@@ -1,17 +1,22 @@
 //! `canopy bench canned`: the physical limit of the messaging workloads on this machine. An LDAP server with
 //! no storage, built the way canopy's connection loop is (crates/server/src/conn.rs): a multi-threaded tokio
 //! runtime, one task per connection that frames requests with `canopy_proto::frame_len` and decodes each
-//! with `LdapMessage::decode`, and a writer task per connection fed through a bounded channel that writes a
-//! lone response as it is and coalesces queued ones. Every bind succeeds; every search is answered with
+//! with `LdapMessage::decode`, which writes each answer itself when nothing is queued before it and the
+//! socket takes it at once, and a writer task per connection fed through a bounded channel that writes the
+//! rest (a lone response as it is, queued ones coalesced), as the server's `out.rs`. Every bind succeeds; every search is answered with
 //! one fixed entry (person 0 of `canopy bench gen`, without its password, as an anonymous search sees
 //! it; its attributes encoded once at start) and a success SearchResultDone. What a real server spends
 //! beyond this per request is its own work: index lookup, entry read, filter test, access control.
 //!
 //! Kept out of crates/server on purpose: the product has no server without a database.
 
+use std::future::poll_fn;
 use std::io::BufReader;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{ready, Poll, Waker};
 
 use anyhow::{bail, Context, Result};
 use canopy_proto::{
@@ -20,7 +25,7 @@ use canopy_proto::{
     ProtocolOp, ResultCode,
 };
 use clap::Args;
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -138,7 +143,14 @@ pub fn main(args: &CannedArgs) -> Result<()> {
 async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
     let (mut reader, writer) = tokio::io::split(stream);
     let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
-    let out = tokio::spawn(write_responses(writer, rx));
+    let line = Arc::new(Line {
+        state: Mutex::new(LineState {
+            half: writer,
+            rest: Vec::new(),
+        }),
+        queued: AtomicUsize::new(0),
+    });
+    let out = tokio::spawn(write_responses(Arc::clone(&line), rx));
     let limits = DecodeLimits::default();
     let mut buf: Vec<u8> = Vec::new();
     let mut start = 0usize;
@@ -149,7 +161,7 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
                 Ok(Some(len)) => len,
                 Ok(None) => break,
                 Err(_) => {
-                    let _ = tx.send(notice("malformed PDU")).await;
+                    let _ = line.send(&tx, notice("malformed PDU")).await;
                     break 'connection;
                 }
             };
@@ -158,7 +170,7 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
             let message = match LdapMessage::decode(frame, &limits) {
                 Ok(message) => message,
                 Err(error) => {
-                    let _ = tx.send(notice(&error.to_string())).await;
+                    let _ = line.send(&tx, notice(&error.to_string())).await;
                     break 'connection;
                 }
             };
@@ -166,7 +178,7 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
                 break 'connection;
             };
             for response in responses {
-                if tx.send(response).await.is_err() {
+                if line.send(&tx, response).await.is_err() {
                     break 'connection;
                 }
             }
@@ -280,29 +292,112 @@ fn notice(reason: &str) -> Vec<u8> {
     out
 }
 
+/// A connection's write side, as the server's `out.rs`: the write half, what a direct write left
+/// unwritten (written first by the writer), and how many responses the queue holds or the writer writes.
+struct Line<W> {
+    state: Mutex<LineState<W>>,
+    queued: AtomicUsize,
+}
+
+struct LineState<W> {
+    half: W,
+    rest: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin> Line<W> {
+    fn lock(&self) -> MutexGuard<'_, LineState<W>> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `response` at once when nothing is queued and the socket takes it; else queues what is left.
+    async fn send(&self, tx: &mpsc::Sender<Vec<u8>>, mut response: Vec<u8>) -> Result<(), ()> {
+        {
+            let mut state = self.lock();
+            if self.queued.load(Ordering::SeqCst) == 0 {
+                let LineState { half, rest } = &mut *state;
+                let mut cx = std::task::Context::from_waker(Waker::noop());
+                let mut written = 0;
+                while let Some(unwritten) = response.get(written..).filter(|r| !r.is_empty()) {
+                    match Pin::new(&mut *half).poll_write(&mut cx, unwritten) {
+                        Poll::Ready(Ok(n)) if n > 0 => written += n,
+                        _ => break,
+                    }
+                }
+                if written == response.len() {
+                    return Ok(());
+                }
+                if written > 0 {
+                    response.drain(..written);
+                    *rest = response;
+                    // An empty message wakes the writer, which writes the rest first.
+                    response = Vec::new();
+                }
+            }
+        }
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        tx.send(response).await.map_err(|_| {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        })
+    }
+
+    /// Writes the rest of a direct write, then `buf`.
+    async fn write_all(&self, buf: &[u8]) -> std::io::Result<()> {
+        let mut written = 0;
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            let LineState { half, rest } = &mut *state;
+            while !rest.is_empty() {
+                let n = ready!(Pin::new(&mut *half).poll_write(cx, rest))?;
+                if n == 0 {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                rest.drain(..n);
+            }
+            while let Some(unwritten) = buf.get(written..).filter(|b| !b.is_empty()) {
+                match ready!(Pin::new(&mut *half).poll_write(cx, unwritten))? {
+                    0 => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                    n => written += n,
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+}
+
 /// The connection's writer, as the server's: a lone response written as it is, queued ones coalesced
-/// into one write of up to 64 KiB.
-async fn write_responses<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Vec<u8>>) {
+/// into one write of up to 64 KiB, each after what a direct write left.
+async fn write_responses<W: AsyncWrite + Unpin>(
+    line: Arc<Line<W>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) {
     while let Some(first) = rx.recv().await {
-        let written = match rx.try_recv() {
-            Err(_) => writer.write_all(&first).await,
+        let (written, count) = match rx.try_recv() {
+            Err(_) => (line.write_all(&first).await, 1),
             Ok(more) => {
                 let mut batch = Vec::with_capacity(16 * 1024);
                 batch.extend_from_slice(&first);
                 batch.extend_from_slice(&more);
+                let mut count = 2;
                 while batch.len() < 64 * 1024 {
                     match rx.try_recv() {
-                        Ok(more) => batch.extend_from_slice(&more),
+                        Ok(more) => {
+                            batch.extend_from_slice(&more);
+                            count += 1;
+                        }
                         Err(_) => break,
                     }
                 }
-                writer.write_all(&batch).await
+                (line.write_all(&batch).await, count)
             }
         };
+        line.queued.fetch_sub(count, Ordering::SeqCst);
         if written.is_err() {
             return;
         }
     }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
+    let _ = line.write_all(&[]).await;
+    let _ = poll_fn(|cx| Pin::new(&mut line.lock().half).poll_shutdown(cx)).await;
 }

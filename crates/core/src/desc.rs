@@ -27,12 +27,20 @@ impl AttrDesc {
     /// `binary` (only for the binary syntaxes) and language tags `lang-xx`; anything else is
     /// undefinedAttributeType with slapd's text.
     pub fn parse(schema: &Schema, s: &str) -> Result<AttrDesc, LdapError> {
-        Self::parse_inner(schema, s, false)
+        Self::parse_inner(schema, s, false).map(|(desc, _)| desc)
     }
 
     /// Like [`AttrDesc::parse`], but also accepts language ranges (`cn;lang-`, RFC 3866 §2.3), which filters
     /// may use: an option ending in `-` matches every stored option that starts with it.
     pub fn parse_for_filter(schema: &Schema, s: &str) -> Result<AttrDesc, LdapError> {
+        Self::parse_inner(schema, s, true).map(|(desc, _)| desc)
+    }
+
+    /// [`AttrDesc::parse_for_filter`] with the attribute type it names, found by the same lookup.
+    pub fn parse_for_filter_typed<'s>(
+        schema: &'s Schema,
+        s: &str,
+    ) -> Result<(AttrDesc, &'s AttributeType), LdapError> {
         Self::parse_inner(schema, s, true)
     }
 
@@ -49,7 +57,11 @@ impl AttrDesc {
         }
     }
 
-    fn parse_inner(schema: &Schema, s: &str, allow_ranges: bool) -> Result<AttrDesc, LdapError> {
+    fn parse_inner<'s>(
+        schema: &'s Schema,
+        s: &str,
+        allow_ranges: bool,
+    ) -> Result<(AttrDesc, &'s AttributeType), LdapError> {
         let (type_part, options) = split_syntax(s)?;
         let at = schema
             .attribute_type(type_part)
@@ -72,10 +84,11 @@ impl AttrDesc {
         }
         opts.sort();
         opts.dedup();
-        Ok(AttrDesc {
+        let desc = AttrDesc {
             type_name: at.name().to_string(),
             options: opts,
-        })
+        };
+        Ok((desc, at))
     }
 
     /// The form stored in `Attribute::desc`: canonical type name, then `;option` for each option.

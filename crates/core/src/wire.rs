@@ -40,13 +40,20 @@ pub const AUTH_PASSWORD_OID: &str = "1.3.6.1.4.1.4203.1.3.4";
 pub fn section_of(schema: &Schema, desc: &str) -> Section {
     let type_name = desc.split(';').next().unwrap_or(desc);
     match schema.attribute_type(type_name) {
-        Some(at) if at.is_operational() => Section::Operational,
-        Some(at) => match schema.user_password() {
-            Some(pw) if schema.is_subtype_of(at, pw) => Section::Secret,
-            _ if at.oid == AUTH_PASSWORD_OID => Section::Secret,
-            _ => Section::User,
-        },
+        Some(at) => section_of_type(schema, at),
         None => Section::User,
+    }
+}
+
+/// [`section_of`] for an attribute type already looked up.
+pub fn section_of_type(schema: &Schema, at: &canopy_schema::AttributeType) -> Section {
+    if at.is_operational() {
+        return Section::Operational;
+    }
+    match schema.user_password() {
+        Some(pw) if schema.is_subtype_of(at, pw) => Section::Secret,
+        _ if at.oid == AUTH_PASSWORD_OID => Section::Secret,
+        _ => Section::User,
     }
 }
 

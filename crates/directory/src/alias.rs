@@ -5,6 +5,7 @@ use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
+use std::sync::Arc;
 
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
@@ -78,8 +79,9 @@ pub fn deref(dir: &Directory, txn: &ReadTxn, start: &[u8]) -> Result<Deref, Ldap
 
 /// The search base as found: its DN (after any dereferencing), normalized DN and ID.
 pub struct Base {
-    pub dn: Dn,
-    pub ndn: NormDn,
+    /// Shared with the memo of `Directory::normalize_shared` when the request named it: not copied per search.
+    pub dn: Arc<Dn>,
+    pub ndn: Arc<NormDn>,
     pub id: u64,
 }
 
@@ -89,8 +91,8 @@ pub struct Base {
 pub fn find_base(
     dir: &Directory,
     txn: &ReadTxn,
-    mut dn: Dn,
-    mut ndn: NormDn,
+    mut dn: Arc<Dn>,
+    mut ndn: Arc<NormDn>,
     finding: bool,
     manage_dsa_it: bool,
     scope: SearchScope,
@@ -98,7 +100,7 @@ pub fn find_base(
     if let Some(id) = dir.known_plain(txn, &ndn) {
         return Ok(Base { dn, ndn, id });
     }
-    let requested = dn.clone();
+    let requested = Arc::clone(&dn);
     let mut via_alias = false;
     for _ in 0..MAX_CHAIN {
         let Some((below, id, bytes)) = nearest(dir, txn, &ndn)? else {
@@ -106,7 +108,7 @@ pub fn find_base(
         };
         let stored = Directory::parse_stored(bytes)?;
         if is_referral(&stored) && !(below == 0 && manage_dsa_it) {
-            let requested = via_alias.then_some(&requested);
+            let requested = via_alias.then_some(&*requested);
             return Err(referral_for(&stored, &dn, below, Some(scope), requested).into());
         }
         if finding && is_alias(&stored) {
@@ -119,12 +121,13 @@ pub fn find_base(
             };
             let mut rdns = dn.rdns.get(..below).unwrap_or(&[]).to_vec();
             rdns.extend(target.rdns);
-            dn = Dn { rdns };
+            dn = Arc::new(Dn { rdns });
             via_alias = true;
-            ndn = dir
-                .schema()
-                .normalize_dn(&dn)
-                .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?;
+            ndn = Arc::new(
+                dir.schema()
+                    .normalize_dn(&dn)
+                    .map_err(|_| LdapError::new(ResultCode::InvalidDnSyntax, "invalid DN"))?,
+            );
             continue;
         }
         if below > 0 {

@@ -73,7 +73,7 @@ struct Memo {
 }
 
 /// The last DN normalized: the schema it was normalized under, the request's bytes and the result.
-type Normalized = (Arc<Schema>, Box<[u8]>, Dn, NormDn);
+type Normalized = (Arc<Schema>, Box<[u8]>, Arc<Dn>, Arc<NormDn>);
 
 /// Entries of `Memo::plain` kept at most: the few bases most searches use.
 const PLAIN_MEMO: usize = 8;
@@ -261,13 +261,26 @@ impl Directory {
     /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
     /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
+        let (dn, ndn) = self.normalize_shared(raw)?;
+        Ok((Arc::unwrap_or_clone(dn), Arc::unwrap_or_clone(ndn)))
+    }
+
+    /// [`Directory::normalize`] without a copy: the forms are shared with the memo of the last DN
+    /// normalized, which a search's base usually is (the same suffix again and again).
+    pub fn normalize_shared(&self, raw: &[u8]) -> Result<(Arc<Dn>, Arc<NormDn>), LdapError> {
         if let Some((under, last, dn, ndn)) = &self.memo().normalized {
             if **last == *raw && Arc::ptr_eq(under, &self.schema) {
-                return Ok((dn.clone(), ndn.clone()));
+                return Ok((Arc::clone(dn), Arc::clone(ndn)));
             }
         }
         let (dn, ndn) = self.normalize_anew(raw)?;
-        self.memo().normalized = Some((self.schema.clone(), raw.into(), dn.clone(), ndn.clone()));
+        let (dn, ndn) = (Arc::new(dn), Arc::new(ndn));
+        self.memo().normalized = Some((
+            self.schema.clone(),
+            raw.into(),
+            Arc::clone(&dn),
+            Arc::clone(&ndn),
+        ));
         Ok((dn, ndn))
     }
 

@@ -9,6 +9,7 @@ use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, ReadTxn};
 use canopy_proto::{DerefAliases, Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
+use std::sync::Arc;
 
 use crate::alias::{find_base, reach, referral_ids, scope_ids, Base, Reach};
 use crate::candidates::resolve;
@@ -97,8 +98,8 @@ impl Directory {
     pub fn search_base(
         &self,
         txn: &ReadTxn,
-        dn: Dn,
-        ndn: NormDn,
+        dn: Arc<Dn>,
+        ndn: Arc<NormDn>,
         query: &Query<'_>,
     ) -> Result<Base, OpError> {
         find_base(
@@ -204,7 +205,7 @@ impl Directory {
             return Ok((Candidates::Ids(ids), true, false));
         }
         let subtree = query.scope != SearchScope::SingleLevel;
-        if subtree && base.ndn == *self.suffix() {
+        if subtree && *base.ndn == *self.suffix() {
             return Ok((Candidates::All { from: 0 }, false, true));
         }
         let mut ids = scope_ids(self, txn, &base.ndn, base.id, subtree)?;

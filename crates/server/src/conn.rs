@@ -11,25 +11,21 @@ use canopy_proto::{
     frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
     LdapMessage, LdapResult, ProtocolOp, RequestKind, ResultCode,
 };
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio::task::JoinHandle;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 
 use crate::access::Who;
 use crate::completion::{code_of, Completion};
 use crate::limits;
-use crate::metrics::{ConnInfo, Metrics};
+use crate::metrics::ConnInfo;
 use crate::ops::bind::Outcome;
 use crate::ops::{self, encode, error_result, failure_result, update_result};
+use crate::out::Out;
 use crate::reqctl::RequestControls;
 use crate::sasl::Exchange;
 use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
 use crate::tls::Transport;
-
-/// Responses waiting to be written, per connection. A client that stops reading fills this queue, and then the
-/// operations producing responses wait: back-pressure instead of unbounded memory.
-const RESPONSE_QUEUE: usize = 64;
 
 /// A read buffer larger than this is shrunk once the PDU that grew it has been taken.
 const SHRINK_ABOVE: usize = 64 * 1024;
@@ -53,9 +49,10 @@ pub async fn serve_transport<S>(
 ) where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    // Answers written by this task itself need a plain stream (out.rs).
+    let direct = matches!(stream, Transport::Plain(_));
     let (mut reader, writer) = tokio::io::split(stream);
-    let (tx, rx) = mpsc::channel::<Vec<u8>>(RESPONSE_QUEUE);
-    let mut out = Writer::spawn(writer, rx, state.metrics.clone());
+    let mut out = Out::new(writer, direct, state.metrics.clone());
     let conn = state.metrics.open_connection(peer_label(&peer));
     if let Some(log) = &state.access_log {
         log.connection(conn.number, "ACCEPT", &conn.peer);
@@ -86,6 +83,10 @@ pub async fn serve_transport<S>(
     let mut buf: Vec<u8> = Vec::new();
     let mut start = 0usize;
 
+    // Made once: a new subscription per read cost as much as a tenth of an exact-uid search.
+    let closed = state.connections.closed();
+    tokio::pin!(closed);
+
     'connection: loop {
         loop {
             let max = if who.ndn.is_some() {
@@ -105,7 +106,7 @@ pub async fn serve_transport<S>(
                         FrameError::Malformed(what) => format!("malformed PDU: {what}"),
                     };
                     tracing::info!(?peer, %reason, "closing connection");
-                    disconnect(&tx, &reason).await;
+                    disconnect(&out, &reason).await;
                     break 'connection;
                 }
             };
@@ -121,14 +122,13 @@ pub async fn serve_transport<S>(
                 }) => {
                     // Sound BER with a value the protocol leaves undefined: answer it, keep the connection.
                     let result = LdapResult::new(answer.code, reason);
-                    let _ = tx
-                        .send(encode(id, response_for(answer.request, result), Vec::new()))
+                    out.send(encode(id, response_for(answer.request, result), Vec::new()))
                         .await;
                     continue;
                 }
                 Err(error) => {
                     tracing::info!(?peer, %error, "undecodable request, closing connection");
-                    disconnect(&tx, &error.to_string()).await;
+                    disconnect(&out, &error.to_string()).await;
                     break 'connection;
                 }
             };
@@ -148,7 +148,7 @@ pub async fn serve_transport<S>(
                 message,
                 &state,
                 &mut session,
-                &tx,
+                &out,
                 &pending,
                 &permits,
             ))
@@ -165,7 +165,7 @@ pub async fn serve_transport<S>(
                         < state.config.limits.max_pending_per_connection.max(1)
                         || start < buf.len();
                     let check = start_tls_check(&state, &link, has_value, outstanding);
-                    let _ = tx.send(start_tls_response(id, &check)).await;
+                    out.send(start_tls_response(id, &check)).await;
                     if let Some(c) = completion {
                         let code = match &check {
                             Ok(()) => ResultCode::Success,
@@ -204,7 +204,7 @@ pub async fn serve_transport<S>(
         // Reading is cancel safe; on shutdown the requests already received still run to their answer.
         let read = tokio::select! {
             read = limits::read_or_idle(&mut reader, &mut buf, idle, busy) => read,
-            () = state.connections.closed() => {
+            () = &mut closed => {
                 tracing::debug!(?peer, "server shutting down, closing connection");
                 break;
             }
@@ -214,8 +214,7 @@ pub async fn serve_transport<S>(
             limits::Read::Closed => break,
             limits::Read::Idle => {
                 tracing::info!(?peer, "idle timeout, closing connection");
-                let _ = tx
-                    .send(limits::notice(ResultCode::Unavailable, "idle timeout"))
+                out.send(limits::notice(ResultCode::Unavailable, "idle timeout"))
                     .await;
                 break;
             }
@@ -224,7 +223,6 @@ pub async fn serve_transport<S>(
     for flag in pending.lock().unwrap_or_else(|e| e.into_inner()).values() {
         flag.store(true, Ordering::Relaxed);
     }
-    drop(tx);
     out.finish().await;
     state.metrics.close_connection(conn.number);
     if let Some(log) = &state.access_log {
@@ -252,7 +250,7 @@ enum Flow {
 }
 
 type Half<S> = tokio::io::ReadHalf<Transport<S>>;
-type WriterOf<S> = Writer<tokio::io::WriteHalf<Transport<S>>>;
+type OutOf<S> = Out<tokio::io::WriteHalf<Transport<S>>>;
 
 /// After a successful StartTLS response: the writer sends it in clear and hands its half back, the stream
 /// is put together, the handshake runs, and the TLS stream is split again. None closes the connection.
@@ -260,12 +258,12 @@ async fn upgrade<S>(
     state: &State,
     peer: &Peer,
     reader: Half<S>,
-    out: WriterOf<S>,
-) -> Option<(Half<S>, WriterOf<S>, TlsFacts)>
+    out: OutOf<S>,
+) -> Option<(Half<S>, OutOf<S>, TlsFacts)>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let (write_half, rx) = out.hand_over().await?;
+    let (write_half, handed) = out.hand_over().await?;
     let Transport::Plain(plain) = reader.unsplit(write_half) else {
         return None;
     };
@@ -274,7 +272,7 @@ where
         Ok((stream, facts)) => {
             state.metrics.tls_handshakes.fetch_add(1, Ordering::Relaxed);
             let (r, w) = tokio::io::split(Transport::Tls(Box::new(stream)));
-            Some((r, Writer::spawn(w, rx, state.metrics.clone()), facts))
+            Some((r, handed.resume(w), facts))
         }
         Err(error) => {
             state
@@ -336,99 +334,14 @@ fn start_tls_response(id: i32, check: &Result<(), LdapError>) -> Vec<u8> {
     encode(id, ProtocolOp::ExtendedResponse(response), Vec::new())
 }
 
-/// The task writing a connection's responses, and the way to ask it for its half of the stream back.
-struct Writer<W> {
-    task: JoinHandle<Option<(W, mpsc::Receiver<Vec<u8>>)>>,
-    handover: oneshot::Sender<()>,
-}
-
-impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
-    fn spawn(writer: W, rx: mpsc::Receiver<Vec<u8>>, metrics: Arc<Metrics>) -> Writer<W> {
-        let (handover, asked) = oneshot::channel();
-        Writer {
-            task: tokio::spawn(write_responses(writer, rx, asked, metrics)),
-            handover,
-        }
-    }
-
-    /// Waits until everything queued is written, then takes back the write half and the queue.
-    async fn hand_over(self) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
-        self.handover.send(()).ok()?;
-        self.task.await.ok().flatten()
-    }
-
-    /// Waits for the writer to drain the queue (all senders dropped) and close the stream.
-    async fn finish(self) {
-        let Writer { task, handover } = self;
-        let _ = task.await;
-        drop(handover);
-    }
-}
-
-async fn write_responses<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    mut asked: oneshot::Receiver<()>,
-    metrics: Arc<Metrics>,
-) -> Option<(W, mpsc::Receiver<Vec<u8>>)> {
-    let mut may_ask = true;
-    loop {
-        // Queued responses first: a handover happens only once they are all written.
-        let first = tokio::select! {
-            biased;
-            next = rx.recv() => match next {
-                Some(first) => first,
-                None => break,
-            },
-            request = &mut asked, if may_ask => {
-                if request.is_ok() {
-                    return writer.flush().await.ok().map(|()| (writer, rx));
-                }
-                may_ask = false;
-                continue;
-            }
-        };
-        // Coalesce whatever else is ready into one write; a lone response (or a search's batch) is
-        // written as it is, without a copy.
-        let written = match rx.try_recv() {
-            Err(_) => {
-                metrics.sent_bytes(first.len());
-                writer.write_all(&first).await
-            }
-            Ok(more) => {
-                // Allocated only when responses queue up faster than they are written and freed after
-                // the write: an idle connection holds no write buffer.
-                let mut batch = Vec::with_capacity(16 * 1024);
-                batch.extend_from_slice(&first);
-                batch.extend_from_slice(&more);
-                while batch.len() < 64 * 1024 {
-                    match rx.try_recv() {
-                        Ok(more) => batch.extend_from_slice(&more),
-                        Err(_) => break,
-                    }
-                }
-                metrics.sent_bytes(batch.len());
-                writer.write_all(&batch).await
-            }
-        };
-        if written.is_err() {
-            return None;
-        }
-    }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
-    None
-}
-
 /// RFC 4511 §4.4.1 Notice of Disconnection: an unsolicited ExtendedResponse with message ID 0.
-async fn disconnect(tx: &mpsc::Sender<Vec<u8>>, reason: &str) {
+async fn disconnect<W: AsyncWrite + Send + Unpin + 'static>(out: &Out<W>, reason: &str) {
     let notice = ExtendedResponse {
         result: LdapResult::new(ResultCode::ProtocolError, reason),
         name: Some(NOTICE_OF_DISCONNECTION.to_string()),
         value: None,
     };
-    let _ = tx
-        .send(encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new()))
+    out.send(encode(0, ProtocolOp::ExtendedResponse(notice), Vec::new()))
         .await;
 }
 
@@ -464,11 +377,11 @@ struct Session<'a> {
     op_number: &'a mut u64,
 }
 
-async fn dispatch(
+async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
     message: LdapMessage,
     state: &State,
     session: &mut Session<'_>,
-    tx: &mpsc::Sender<Vec<u8>>,
+    out: &Out<W>,
     pending: &Pending,
     permits: &Arc<Semaphore>,
 ) -> Flow {
@@ -494,7 +407,7 @@ async fn dispatch(
             &message.op,
             LdapError::new(ResultCode::OperationsError, "SASL bind in progress"),
         ) {
-            let _ = tx.send(encode(id, op, Vec::new())).await;
+            out.send(encode(id, op, Vec::new())).await;
             finish(completion, Some(ResultCode::OperationsError));
             return Flow::Continue;
         }
@@ -512,7 +425,7 @@ async fn dispatch(
                 Err(e) => {
                     let code = e.code;
                     if let Some(op) = error_response(&message.op, e) {
-                        let _ = tx.send(encode(id, op, Vec::new())).await;
+                        out.send(encode(id, op, Vec::new())).await;
                     }
                     finish(completion, Some(code));
                     return Flow::Continue;
@@ -539,7 +452,7 @@ async fn dispatch(
                     Vec::new()
                 };
                 if let Some(op) = error_response(&message.op, crate::ppolicy::restricted()) {
-                    let _ = tx.send(encode(id, op, controls)).await;
+                    out.send(encode(id, op, controls)).await;
                 }
                 return Flow::Continue;
             }
@@ -581,13 +494,12 @@ async fn dispatch(
                 result,
                 server_sasl_creds,
             };
-            let _ = tx
-                .send(encode(
-                    id,
-                    ProtocolOp::BindResponse(response),
-                    policy.controls,
-                ))
-                .await;
+            out.send(encode(
+                id,
+                ProtocolOp::BindResponse(response),
+                policy.controls,
+            ))
+            .await;
             session.conn.set_authz_dn(&who.dn);
             finish(completion, Some(code));
             Flow::Continue
@@ -639,7 +551,7 @@ async fn dispatch(
                 paged: ctl.paged.clone(),
                 ctl,
                 cancel,
-                tx: tx.clone(),
+                tx: out.responses().clone(),
                 tally: Default::default(),
             };
             // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
@@ -660,7 +572,7 @@ async fn dispatch(
                 return Flow::Continue;
             }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
-                let _ = tx.send(responses).await;
+                out.send(responses).await;
                 drop(permit);
                 finish_search(state, completion, outcome);
                 return Flow::Continue;
@@ -690,7 +602,7 @@ async fn dispatch(
             };
             let state = state.clone();
             let who = who.clone();
-            let tx = tx.clone();
+            let tx = out.responses().clone();
             let must_change = session.must_change.clone();
             tokio::spawn(async move {
                 if let ProtocolOp::CompareRequest(req) = &op {
@@ -710,7 +622,7 @@ async fn dispatch(
         }
         // Responses are never requests: a client sending one is confused beyond repair.
         _ => {
-            disconnect(tx, "unexpected protocol operation").await;
+            disconnect(out, "unexpected protocol operation").await;
             Flow::Close
         }
     }

@@ -469,6 +469,11 @@ impl Databases {
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
         self.first().normalize(raw)
     }
+
+    /// [`Databases::normalize`], sharing the forms with the memo (`Directory::normalize_shared`).
+    pub fn normalize_shared(&self, raw: &[u8]) -> Result<(Arc<Dn>, Arc<NormDn>), LdapError> {
+        self.first().normalize_shared(raw)
+    }
 }
 
 /// What of a request's controls a write acts on inside its transaction (from the request's

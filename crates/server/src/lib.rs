@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod monitor_tree;
 pub mod ops;
+pub mod out;
 pub mod overlays;
 pub mod ppolicy;
 pub mod readentry;

@@ -152,7 +152,7 @@ fn serve(
         manage_dsa_it: true,
         filter: &job.req.filter,
     };
-    let found = match db.search_base(&txn, base_dn, base.clone(), &query) {
+    let found = match db.search_base(&txn, base_dn.into(), base.clone().into(), &query) {
         Ok(found) => found,
         Err(canopy_directory::OpError::Ldap(e)) => {
             return Err(hide_matched(db, &txn, &job.who, e).into())
@@ -177,7 +177,7 @@ fn serve(
         crate::limits::SearchLimits::of(&state.config.limits, db, &job.who, &txn)?.size,
     );
     let rid = cookie.as_ref().and_then(|c| c.rid).unwrap_or(0);
-    let mut sync = Sync::new(job, db, found.ndn.clone(), rid, size);
+    let mut sync = Sync::new(job, db, (*found.ndn).clone(), rid, size);
     let since = cookie.map(|c| c.csns).unwrap_or_default();
     let known = if since.is_empty() {
         Known::Nothing

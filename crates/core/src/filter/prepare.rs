@@ -72,8 +72,7 @@ pub(super) fn prepare<'s>(schema: &'s Schema, filter: &Filter) -> Node<'s> {
 }
 
 pub(super) fn target<'s>(schema: &'s Schema, desc: &str) -> Option<Target<'s>> {
-    let desc = AttrDesc::parse_for_filter(schema, desc).ok()?;
-    let at = schema.attribute_type(&desc.type_name)?;
+    let (desc, at) = AttrDesc::parse_for_filter_typed(schema, desc).ok()?;
     Some(Target { at, desc })
 }
 

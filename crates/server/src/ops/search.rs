@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
-use canopy_core::wire::{attribute_tlvs, section_of, Section, StoredEntry, StoredView};
+use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::search::{decoded, Candidate, Query};
@@ -18,7 +18,6 @@ use canopy_proto::{
     Control, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
 };
 use canopy_schema::NormDn;
-use tokio::sync::mpsc::Sender;
 
 use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
@@ -28,6 +27,7 @@ use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
+use crate::out::Responses;
 use crate::readentry::{check_assertion, load};
 use crate::reqctl::RequestControls;
 use crate::select::Selection;
@@ -46,7 +46,7 @@ pub struct SearchJob {
     pub paged: Option<PagedResults>,
     pub ctl: RequestControls,
     pub cancel: Arc<AtomicBool>,
-    pub tx: Sender<Vec<u8>>,
+    pub tx: Responses,
     /// What the search sent, for the counters and the access log.
     pub tally: Tally,
 }
@@ -123,7 +123,7 @@ const BATCH_WAIT: Duration = Duration::from_millis(5);
 enum Sink<'a> {
     /// Streamed into the connection's queue in batches, waiting when it is full (on a blocking thread).
     Queue {
-        tx: &'a Sender<Vec<u8>>,
+        tx: &'a Responses,
         batch: Vec<u8>,
         since: Option<Instant>,
     },
@@ -133,7 +133,7 @@ enum Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    fn queue(tx: &'a Sender<Vec<u8>>) -> Sink<'a> {
+    fn queue(tx: &'a Responses) -> Sink<'a> {
         Sink::Queue {
             tx,
             batch: Vec::new(),
@@ -331,7 +331,7 @@ fn execute(
 ) -> Result<(), Stop> {
     let state = &job.state;
     let schema = state.databases.schema();
-    let (base_dn, base) = state.databases.normalize(&job.req.base)?;
+    let (base_dn, base) = state.databases.normalize_shared(&job.req.base)?;
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
@@ -365,11 +365,11 @@ fn execute(
         let txn = dir.read()?;
         run.limits = Some(limits(job, dir, &who, &txn)?);
     }
-    let parts = std::iter::once((dir, base_dn, base, None)).chain(
-        glued
-            .into_iter()
-            .map(|(db, scope)| (db, db.suffix_dn().clone(), db.suffix().clone(), Some(scope))),
-    );
+    let parts =
+        std::iter::once((dir, base_dn, base, None)).chain(glued.into_iter().map(|(db, scope)| {
+            let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
+            (db, Arc::new(dn), Arc::new(ndn), Some(scope))
+        }));
     for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
         let part = Part {
             index,
@@ -439,8 +439,8 @@ fn search_part(
     sink: &mut Sink<'_>,
     done_controls: &mut Vec<Control>,
     dir: &Database,
-    base_dn: canopy_proto::Dn,
-    base: NormDn,
+    base_dn: Arc<canopy_proto::Dn>,
+    base: Arc<NormDn>,
     part: Part,
     run: &mut Run<'_>,
 ) -> Result<Flow, Stop> {
@@ -557,17 +557,18 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let need_computed = mentions_computed(schema, &filter)
-        || COMPUTED.iter().any(|name| selection.wants_computed(name));
+    let mentioned = mentions_of(schema, &filter);
+    let need_computed =
+        mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
     let every_entry = prepared.matches_every_entry() && !need_computed;
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
-    let secret_in_filter = mentions_secret(schema, &filter);
+    let secret_in_filter = mentioned.secret;
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
         let in_filter = |attr: &str| {
-            mentions(&filter, &|desc| {
+            mentions(&filter, &mut |desc| {
                 desc.is_none_or(|d| {
                     let name = d.split(';').next().unwrap_or(d);
                     schema
@@ -836,33 +837,40 @@ const COMPUTED: [&str; 4] = [
 ];
 
 /// Whether a filter may test a computed attribute (an extensible match without a type tests every one).
-fn mentions_computed(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
-    mentions(filter, &|desc| {
-        let Some(desc) = desc else { return true };
-        let name = desc.split(';').next().unwrap_or(desc);
-        let canonical = schema
-            .attribute_type(name)
-            .map(|at| at.name())
-            .unwrap_or(name);
-        COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical))
-    })
+/// What of a filter's attributes the search must care about, from one schema lookup per attribute.
+struct Mentions {
+    /// A computed attribute (which costs a lookup per candidate), or an extensible match without a type.
+    computed: bool,
+    /// A secret attribute (userPassword, authPassword), a supertype (which may stand for one), or an
+    /// extensible match without a type.
+    secret: bool,
 }
 
-/// Whether a filter may test a secret attribute (userPassword, authPassword): one named, a supertype, or
-/// an extensible match without a type.
-fn mentions_secret(schema: &canopy_schema::Schema, filter: &Filter) -> bool {
-    mentions(filter, &|desc| {
-        let Some(desc) = desc else { return true };
+fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
+    let mut found = Mentions {
+        computed: false,
+        secret: false,
+    };
+    mentions(filter, &mut |desc| {
+        let Some(desc) = desc else {
+            found.computed = true;
+            found.secret = true;
+            return true;
+        };
         let name = desc.split(';').next().unwrap_or(desc);
-        schema
-            .attribute_type(name)
-            .is_some_and(|at| at.has_subtypes() || section_of(schema, at.name()) == Section::Secret)
-    })
+        let at = schema.attribute_type(name);
+        let canonical = at.map(|at| at.name()).unwrap_or(name);
+        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
+        found.secret |= at
+            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+        found.computed && found.secret
+    });
+    found
 }
 
 /// Whether `test` holds for an attribute description of the filter (None: an extensible match without
 /// a type).
-fn mentions(filter: &Filter, test: &dyn Fn(Option<&str>) -> bool) -> bool {
+fn mentions(filter: &Filter, test: &mut dyn FnMut(Option<&str>) -> bool) -> bool {
     match filter {
         Filter::And(parts) | Filter::Or(parts) => parts.iter().any(|f| mentions(f, test)),
         Filter::Not(inner) => mentions(inner, test),

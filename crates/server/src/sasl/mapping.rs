@@ -113,8 +113,8 @@ fn find_unique(
         filter: &filter,
     };
     let base = Base {
-        dn: base_dn,
-        ndn: base_ndn,
+        dn: base_dn.into(),
+        ndn: base_ndn.into(),
         id: base_id,
     };
     let scan = dir.plan_scan(&txn, &query, &base)?;

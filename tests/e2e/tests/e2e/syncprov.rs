@@ -420,3 +420,25 @@ fn persist_sees_memberof_changes() {
         out.stderr
     );
 }
+
+/// A persistent sync search's updates (written by the connection's writer from its queue) and the
+/// answers of base searches on the same connection (written at once by the connection's own task):
+/// each answer shows the change just made, and every update arrives whole, in the order of the
+/// changes (py/ordered_answers.py).
+#[test]
+fn persist_updates_and_inline_answers_on_one_connection() {
+    let server = provider(100);
+    let out = server.python("ordered_answers.py", &["persist"]);
+    out.expect_code(0, "ordered_answers.py persist");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "refresh: some entries",
+            "answers with the change just made: 30 of 30",
+            "persist updates in the order of the changes: True (30)",
+        ],
+        "{}",
+        out.stderr
+    );
+}
