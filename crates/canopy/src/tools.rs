@@ -173,13 +173,13 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         Ok(next_id - 1)
     })?;
     // Synced below, as the fresh copy of the data file (rewrite_data_file).
-    let stats = loader.finish_unsynced()?;
+    loader.finish_unsynced()?;
     progress.finish(read.load(Ordering::Relaxed));
     eprintln!("imported {loaded} entries");
     let context = std::mem::take(&mut *prepare.context.lock().unwrap_or_else(|e| e.into_inner()));
     drop(prepare);
     drop(dir);
-    rewrite_data_file(&config.data_dir.join("data.mdb"), stats.map_used, sync)?;
+    rewrite_data_file(&config.data_dir, sync)?;
     if !context.is_empty() {
         let dir = canopy_server::open_directory(config, sync)?;
         let backend: canopy_directory::Directory = (*dir).clone();
@@ -204,29 +204,27 @@ fn rebuild_overlays(config: &Config, sync: bool) -> Result<()> {
 /// The load wrote data.mdb through MDB_WRITEMAP, which extends it to the whole map (sparse) and leaves its
 /// blocks as the page writeback allocated them. The server's durable writes into such a file measured
 /// about 25% slower (modify rate 5.0k against 7.1k/s; the same file after a plain copy: 7.2k), so once the
-/// environment is closed the file is copied into a fresh one, cut to the pages in use, and put in place.
-fn rewrite_data_file(path: &Path, used: usize, sync: bool) -> Result<()> {
-    use std::io::Read;
+/// environment is closed its compacting copy (LMDB's `MDB_CP_COMPACT`: the B-trees page by page, free
+/// pages left out) is written into a fresh file, synced, and put in place. The loader's commits leave
+/// the pages they copied free; the compacting copy drops them, so the file holds only pages in use.
+fn rewrite_data_file(data_dir: &Path, sync: bool) -> Result<()> {
+    let path = data_dir.join(canopy_mdb::DATA_FILE);
     let fresh = path.with_extension("mdb.rewrite");
     let context = || format!("rewriting {}", path.display());
     {
-        let source = std::fs::File::open(path).with_context(context)?;
+        let permissions = std::fs::metadata(&path).with_context(context)?.permissions();
         let mut target = std::fs::File::create(&fresh).with_context(context)?;
-        target
-            .set_permissions(source.metadata()?.permissions())
-            .with_context(context)?;
-        std::io::copy(&mut source.take(u64::try_from(used)?), &mut target).with_context(context)?;
+        target.set_permissions(permissions).with_context(context)?;
+        canopy_mdb::copy_compact(data_dir, &mut target).with_context(context)?;
         if sync {
             target.sync_all().with_context(context)?;
         }
     }
-    std::fs::rename(&fresh, path).with_context(context)?;
+    std::fs::rename(&fresh, &path).with_context(context)?;
     if sync {
-        if let Some(dir) = path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .with_context(context)?;
-        }
+        std::fs::File::open(data_dir)
+            .and_then(|d| d.sync_all())
+            .with_context(context)?;
     }
     Ok(())
 }

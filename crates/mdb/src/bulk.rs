@@ -38,8 +38,11 @@ const BATCH_ENTRIES: usize = 100_000;
 /// Attempts at writing the uncommitted batches, each after growing the map.
 const BATCH_ATTEMPTS: usize = 12;
 /// Batches written but not committed are kept (for a replay after MDB_MAP_FULL) up to this many bytes;
-/// the transaction commits before it would hold more.
-const RETAIN_BYTES: usize = 768 << 20;
+/// the transaction commits before it would hold more, and the committed batches' buffers go back to
+/// the loader for the batches after them.
+const RETAIN_BYTES: usize = 128 << 20;
+/// Committed batches waiting to be filled again, at most (more are freed).
+const RECYCLED_BATCHES: usize = 4;
 
 /// Where a key lies in its batch's arena. 16 bytes with the ID beside it, against 24 for a
 /// `Range<usize>`: a load holds about 75 index keys per entry, and their records are most of its memory.
@@ -78,6 +81,12 @@ impl KeyedIds {
             len: u32::try_from(key.len()).unwrap_or(0),
         };
         self.items.push((span, id));
+    }
+
+    /// Empties it, keeping its buffers.
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.items.clear();
     }
 
     fn key(&self, span: Span) -> &[u8] {
@@ -149,6 +158,19 @@ impl Batch {
         }
     }
 
+    /// Empties it for the next batch, keeping its buffers (their pages are already faulted in).
+    fn clear(&mut self) {
+        self.entry_bytes.clear();
+        self.entries.clear();
+        self.dns.clear();
+        self.children.clear();
+        for index in &mut self.indexes {
+            index.clear();
+        }
+        self.bytes = 0;
+        self.max_id = 0;
+    }
+
     fn is_full(&self, max_entries: usize) -> bool {
         self.bytes >= BATCH_BYTES || self.entries.len() >= max_entries
     }
@@ -168,6 +190,8 @@ pub struct BulkLoader {
     last_id: u64,
     next_id_floor: u64,
     batches: Option<SyncSender<Batch>>,
+    /// Committed batches, emptied, to be filled again.
+    recycled: Option<Receiver<Batch>>,
     flusher: Option<JoinHandle<Result<(), StoreError>>>,
     restore_sync: bool,
 }
@@ -185,6 +209,7 @@ impl BulkLoader {
             last_id: 0,
             next_id_floor: 1,
             batches: None,
+            recycled: None,
             flusher: None,
             restore_sync: false,
         };
@@ -202,13 +227,15 @@ impl BulkLoader {
             loader.restore_sync = true;
         }
         let (batches, queue) = mpsc::sync_channel::<Batch>(1);
+        let (recycle, recycled) = mpsc::sync_channel::<Batch>(RECYCLED_BATCHES);
         let flusher_shared = Arc::clone(&shared);
         loader.flusher = Some(
             thread::Builder::new()
                 .name("canopy-mdb-bulk".into())
-                .spawn(move || run_flusher(&flusher_shared, &queue))?,
+                .spawn(move || run_flusher(&flusher_shared, &queue, &recycle))?,
         );
         loader.batches = Some(batches);
+        loader.recycled = Some(recycled);
         Ok(loader)
     }
 
@@ -288,7 +315,12 @@ impl BulkLoader {
     }
 
     fn send_batch(&mut self) -> Result<(), StoreError> {
-        let next = Batch::sized_like(&self.batch);
+        // A committed batch's buffers when one is back (no fresh pages to fault in and zero), else new
+        // buffers sized like this batch's.
+        let next = match self.recycled.as_ref().and_then(|r| r.try_recv().ok()) {
+            Some(recycled) if recycled.indexes.len() == self.index_count => recycled,
+            _ => Batch::sized_like(&self.batch),
+        };
         let batch = std::mem::replace(&mut self.batch, next);
         let sent = match &self.batches {
             Some(batches) => batches.send(batch).is_ok(),
@@ -368,7 +400,20 @@ struct Open<'e> {
     _pass: Pass,
 }
 
-fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreError> {
+/// Empties committed batches and hands them back to the loader (as many as it keeps; the rest are freed).
+fn recycle_all(pending: &mut Vec<Batch>, recycle: &SyncSender<Batch>) {
+    for mut batch in pending.drain(..) {
+        batch.clear();
+        // Full (or the loader is gone): this one is freed.
+        let _ = recycle.try_send(batch);
+    }
+}
+
+fn run_flusher(
+    shared: &Shared,
+    queue: &Receiver<Batch>,
+    recycle: &SyncSender<Batch>,
+) -> Result<(), StoreError> {
     let mut pending: Vec<Batch> = Vec::new();
     let mut pending_bytes = 0usize;
     let mut open: Option<Open<'_>> = None;
@@ -380,7 +425,7 @@ fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreErro
             index.sort(false);
         }
         let total = pending_bytes.saturating_add(batch.bytes);
-        let fits = total <= RETAIN_BYTES && has_room(shared, total);
+        let fits = total <= retain_bytes() && has_room(shared, total);
         if let Some(mut current) = open.take() {
             if fits {
                 match put_batch(shared, &mut current.txn, &batch) {
@@ -395,7 +440,7 @@ fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreErro
                 }
             } else {
                 current.txn.commit()?;
-                pending.clear();
+                recycle_all(&mut pending, recycle);
                 pending_bytes = 0;
             }
         }
@@ -534,4 +579,8 @@ fn last_key(table: &Table, txn: &RwTxn<'_>) -> Result<Option<Vec<u8>>, StoreErro
 /// Whether `key` sorts after every key of a table whose last key is `last`.
 fn beyond(last: Option<&[u8]>, key: &[u8]) -> bool {
     last.is_none_or(|last| key > last)
+}
+
+fn retain_bytes() -> usize {
+    std::env::var("CANOPY_BULK_RETAIN_MIB").ok().and_then(|v| v.parse::<usize>().ok()).map(|m| m << 20).unwrap_or(RETAIN_BYTES)
 }
