@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use heed::types::Bytes;
 use heed::{EnvFlags, FlagSetMode, PutFlags, RwTxn};
 
 use crate::gate::Pass;
@@ -171,6 +172,16 @@ impl Batch {
         self.max_id = 0;
     }
 
+    /// Puts its keys in the order the flusher writes them.
+    fn sort(&mut self) {
+        self.dns.sort(true);
+        self.children.sort_unstable();
+        self.children.dedup();
+        for index in &mut self.indexes {
+            index.sort(false);
+        }
+    }
+
     fn is_full(&self, max_entries: usize) -> bool {
         self.bytes >= BATCH_BYTES || self.entries.len() >= max_entries
     }
@@ -321,7 +332,9 @@ impl BulkLoader {
             Some(recycled) if recycled.indexes.len() == self.index_count => recycled,
             _ => Batch::sized_like(&self.batch),
         };
-        let batch = std::mem::replace(&mut self.batch, next);
+        let mut batch = std::mem::replace(&mut self.batch, next);
+        // Sorted here, on the loader's thread, so that the flusher (the load's busiest thread) only writes.
+        batch.sort();
         let sent = match &self.batches {
             Some(batches) => batches.send(batch).is_ok(),
             None => false,
@@ -417,13 +430,7 @@ fn run_flusher(
     let mut pending: Vec<Batch> = Vec::new();
     let mut pending_bytes = 0usize;
     let mut open: Option<Open<'_>> = None;
-    for mut batch in queue.iter() {
-        batch.dns.sort(true);
-        batch.children.sort_unstable();
-        batch.children.dedup();
-        for index in &mut batch.indexes {
-            index.sort(false);
-        }
+    for batch in queue.iter() {
         let total = pending_bytes.saturating_add(batch.bytes);
         let fits = total <= retain_bytes() && has_room(shared, total);
         if let Some(mut current) = open.take() {
@@ -495,6 +502,7 @@ fn write_fresh<'e>(
 
 fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), StoreError> {
     let tables = &shared.tables;
+    let mut id2entry = tables.id2entry.iter_mut(txn)?;
     for (id, range) in &batch.entries {
         let bytes = batch.entry_bytes.get(range.clone()).unwrap_or_default();
         // A value beginning with the chunk mark is stored after one more (chunk.rs); loaded values
@@ -506,19 +514,22 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
         } else {
             bytes
         };
-        tables
-            .id2entry
-            .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
+        // SAFETY: the key and value are the batch's, not borrowed from the database.
+        unsafe { id2entry.put_current_with_options::<Bytes>(PutFlags::APPEND, &id_key(*id), bytes) }?;
     }
+    drop(id2entry);
     let last_dn = last_key(&tables.dn2id, txn)?;
+    let mut dn2id = tables.dn2id.iter_mut(txn)?;
     for (span, id) in &batch.dns.items {
         let key = batch.dns.key(*span);
         let flags = match beyond(last_dn.as_deref(), key) {
             true => PutFlags::APPEND,
             false => PutFlags::empty(),
         };
-        tables.dn2id.put_with_flags(txn, flags, key, &id_key(*id))?;
+        // SAFETY: as above.
+        unsafe { dn2id.put_current_with_options::<Bytes>(flags, key, &id_key(*id)) }?;
     }
+    drop(dn2id);
     put_ids(
         &tables.dn2children,
         txn,
@@ -545,13 +556,15 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
 
 /// Writes (key, ID) pairs sorted by key then ID into an ID-list table. Every ID of a load exceeds the
 /// IDs already stored, so each is appended to its key's list (MDB_APPENDDUP); a key beyond the table's
-/// last key is appended to the table too (MDB_APPEND).
+/// last key is appended to the table too (MDB_APPEND). One cursor writes them all: LMDB looks a key up
+/// from the cursor's leaf page when it lies there (sorted keys mostly do) instead of from the root.
 fn put_ids<K: AsRef<[u8]>>(
     table: &Table,
     txn: &mut RwTxn<'_>,
     items: impl Iterator<Item = (K, u64)>,
 ) -> Result<(), StoreError> {
     let last = last_key(table, txn)?;
+    let mut cursor = table.iter_mut(txn)?;
     let mut previous: Option<Vec<u8>> = None;
     for (key, id) in items {
         let key = key.as_ref();
@@ -561,7 +574,8 @@ fn put_ids<K: AsRef<[u8]>>(
         } else {
             PutFlags::APPEND_DUP
         };
-        table.put_with_flags(txn, flags, key, &id_key(id))?;
+        // SAFETY: the key and ID are the batch's, not borrowed from the database.
+        unsafe { cursor.put_current_with_options::<Bytes>(flags, key, &id_key(id)) }?;
         if new_key {
             let buffer = previous.get_or_insert_with(Vec::new);
             buffer.clear();
