@@ -212,7 +212,9 @@ fn rewrite_data_file(data_dir: &Path, sync: bool) -> Result<()> {
     let fresh = path.with_extension("mdb.rewrite");
     let context = || format!("rewriting {}", path.display());
     {
-        let permissions = std::fs::metadata(&path).with_context(context)?.permissions();
+        let permissions = std::fs::metadata(&path)
+            .with_context(context)?
+            .permissions();
         let mut target = std::fs::File::create(&fresh).with_context(context)?;
         target.set_permissions(permissions).with_context(context)?;
         canopy_mdb::copy_compact(data_dir, &mut target).with_context(context)?;

@@ -1,15 +1,18 @@
 //! Offline bulk loading (`canopy import`, like `slapadd -q`).
 //!
-//! The caller's thread only validates and buffers; a flusher thread sorts each full batch and writes
-//! it, so parsing the input and writing the database overlap. Batches share one write transaction
-//! until `RETAIN_BYTES` of them are pending or the map needs to grow: every commit copies the pages
-//! the next batch touches again, and the copies left behind are free pages that stay in the file
-//! (about a quarter of it with one commit per 64 MiB batch). Pages fill completely where LMDB is told
+//! The caller's thread validates, buffers and sorts each full batch; a flusher thread writes it, so
+//! parsing the input and writing the database overlap. Batches share one write transaction until
+//! `RETAIN_BYTES` of them are pending or the map needs to grow; then it commits and the committed
+//! batches' buffers go back to the caller's thread to be filled again (fresh memory costs the kernel a
+//! zeroing of every page, which was the load's largest single cost when all batches were new). Every
+//! commit leaves the pages the next transaction copies as free pages in the file; `canopy import`
+//! ends with a compacting copy of the file, which drops them. Pages fill completely where LMDB is told
 //! the order: id2entry takes MDB_APPEND (IDs ascend); in dn2id and the ID-list tables, keys beyond the
 //! table's last key take MDB_APPEND, and every ID takes MDB_APPENDDUP (IDs of a load ascend and exceed
-//! every stored ID). Commits skip fsync; one sync at the end makes the whole load durable. A write
-//! that hits MDB_MAP_FULL aborts the transaction; the map is grown and the uncommitted batches, kept
-//! in memory for this, are written again, so nothing is lost.
+//! every stored ID); one cursor per table writes a batch, so a sorted key is found from the cursor's
+//! leaf page rather than from the root. Commits skip fsync; one sync at the end makes the whole load
+//! durable. A write that hits MDB_MAP_FULL aborts the transaction; the map is grown and the
+//! uncommitted batches, kept in memory for this, are written again, so nothing is lost.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -41,9 +44,9 @@ const BATCH_ATTEMPTS: usize = 12;
 /// Batches written but not committed are kept (for a replay after MDB_MAP_FULL) up to this many bytes;
 /// the transaction commits before it would hold more, and the committed batches' buffers go back to
 /// the loader for the batches after them.
-const RETAIN_BYTES: usize = 128 << 20;
+const RETAIN_BYTES: usize = 64 << 20;
 /// Committed batches waiting to be filled again, at most (more are freed).
-const RECYCLED_BATCHES: usize = 4;
+const RECYCLED_BATCHES: usize = RETAIN_BYTES / BATCH_BYTES + 2;
 
 /// Where a key lies in its batch's arena. 16 bytes with the ID beside it, against 24 for a
 /// `Range<usize>`: a load holds about 75 index keys per entry, and their records are most of its memory.
@@ -104,14 +107,15 @@ impl KeyedIds {
         if last_wins {
             // Stable: among equal keys, push order is kept, so the last is the latest.
             items.sort_by(|a, b| self.key(a.0).cmp(self.key(b.0)));
-            let mut kept: Vec<(Span, u64)> = Vec::with_capacity(items.len());
-            for item in items {
-                match kept.last_mut() {
-                    Some(last) if self.key(last.0) == self.key(item.0) => *last = item,
-                    _ => kept.push(item),
+            // `dedup_by` keeps the first of a run (`kept`); the later one (`later`) is copied over it.
+            items.dedup_by(|later, kept| {
+                let same = self.key(later.0) == self.key(kept.0);
+                if same {
+                    *kept = *later;
                 }
-            }
-            self.items = kept;
+                same
+            });
+            self.items = items;
         } else {
             items.sort_unstable_by(|a, b| self.key(a.0).cmp(self.key(b.0)).then(a.1.cmp(&b.1)));
             items.dedup_by(|a, b| a.1 == b.1 && self.key(a.0) == self.key(b.0));
@@ -432,7 +436,7 @@ fn run_flusher(
     let mut open: Option<Open<'_>> = None;
     for batch in queue.iter() {
         let total = pending_bytes.saturating_add(batch.bytes);
-        let fits = total <= retain_bytes() && has_room(shared, total);
+        let fits = total <= RETAIN_BYTES && has_room(shared, total);
         if let Some(mut current) = open.take() {
             if fits {
                 match put_batch(shared, &mut current.txn, &batch) {
@@ -515,7 +519,9 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
             bytes
         };
         // SAFETY: the key and value are the batch's, not borrowed from the database.
-        unsafe { id2entry.put_current_with_options::<Bytes>(PutFlags::APPEND, &id_key(*id), bytes) }?;
+        unsafe {
+            id2entry.put_current_with_options::<Bytes>(PutFlags::APPEND, &id_key(*id), bytes)
+        }?;
     }
     drop(id2entry);
     let last_dn = last_key(&tables.dn2id, txn)?;
@@ -595,6 +601,42 @@ fn beyond(last: Option<&[u8]>, key: &[u8]) -> bool {
     last.is_none_or(|last| key > last)
 }
 
-fn retain_bytes() -> usize {
-    std::env::var("CANOPY_BULK_RETAIN_MIB").ok().and_then(|v| v.parse::<usize>().ok()).map(|m| m << 20).unwrap_or(RETAIN_BYTES)
+#[cfg(test)]
+mod tests {
+    use super::KeyedIds;
+
+    fn sorted(pushed: &[(&[u8], u64)], last_wins: bool) -> Vec<(Vec<u8>, u64)> {
+        let mut ids = KeyedIds::default();
+        for (key, id) in pushed {
+            ids.push(key, *id);
+        }
+        ids.sort(last_wins);
+        ids.items
+            .iter()
+            .map(|(span, id)| (ids.key(*span).to_vec(), *id))
+            .collect()
+    }
+
+    #[test]
+    fn sort_orders_by_key_then_id_and_drops_repeats() {
+        let pushed: &[(&[u8], u64)] = &[(b"b", 3), (b"a", 2), (b"b", 1), (b"a", 2), (b"ab", 9)];
+        assert_eq!(
+            sorted(pushed, false),
+            vec![
+                (b"a".to_vec(), 2),
+                (b"ab".to_vec(), 9),
+                (b"b".to_vec(), 1),
+                (b"b".to_vec(), 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn sort_with_last_wins_keeps_the_latest_id_of_a_key() {
+        let pushed: &[(&[u8], u64)] = &[(b"x", 1), (b"a", 2), (b"x", 3), (b"x", 4), (b"a", 5)];
+        assert_eq!(
+            sorted(pushed, true),
+            vec![(b"a".to_vec(), 5), (b"x".to_vec(), 4)]
+        );
+    }
 }
