@@ -50,7 +50,25 @@ struct Prepared {
     parent: Option<String>,
     dn_key: Vec<u8>,
     bytes: Vec<u8>,
-    keys: Vec<(usize, Vec<u8>)>,
+    /// The index keys, one after the other in `key_bytes`, each as (index position, end offset): built
+    /// on the worker's thread in two buffers, so that the collector frees two, not one per key.
+    key_bytes: Vec<u8>,
+    key_ends: Vec<(usize, usize)>,
+}
+
+impl Prepared {
+    /// The index keys as (index position, key).
+    fn keys(&self) -> Vec<(usize, &[u8])> {
+        let mut start = 0;
+        self.key_ends
+            .iter()
+            .map(|&(position, end)| {
+                let key = self.key_bytes.get(start..end).unwrap_or_default();
+                start = end;
+                (position, key)
+            })
+            .collect()
+    }
 }
 
 /// What every worker shares.
@@ -160,7 +178,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                         &entry.dn_key,
                         Some(parent),
                         &entry.bytes,
-                        &entry.keys,
+                        &entry.keys(),
                     )?;
                     ids.insert(entry.ndn, next_id);
                     next_id += 1;
@@ -362,19 +380,24 @@ impl Prepare<'_> {
         self.stamp.create(&mut entry, &self.who.dn, &structural);
         let mut bytes = Vec::with_capacity(1024);
         encode_entry(schema, &entry, &mut bytes);
-        let mut keys = Vec::new();
+        let mut key_bytes = Vec::with_capacity(1024);
+        let mut key_ends = Vec::with_capacity(96);
         for (position, spec_keys) in entry_keys_all(schema, &self.specs, &entry)
             .into_iter()
             .enumerate()
         {
-            keys.extend(spec_keys.into_iter().map(|key| (position, key)));
+            for key in spec_keys {
+                key_bytes.extend_from_slice(&key);
+                key_ends.push((position, key_bytes.len()));
+            }
         }
         Ok(Prepared {
             dn_key: dn_key(&ndn),
             ndn: ndn.as_str().to_string(),
             parent,
             bytes,
-            keys,
+            key_bytes,
+            key_ends,
             shown,
         })
     }

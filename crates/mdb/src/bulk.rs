@@ -266,13 +266,13 @@ impl BulkLoader {
 
     /// Buffers one entry: its ID (strictly ascending), DN key, parent ID (`None` for a suffix entry),
     /// entry bytes, and index keys as (position in `StoreConfig::indexes`, key).
-    pub fn add(
+    pub fn add<K: AsRef<[u8]>>(
         &mut self,
         id: u64,
         dn_key: &[u8],
         parent: Option<u64>,
         entry: &[u8],
-        index_keys: &[(usize, Vec<u8>)],
+        index_keys: &[(usize, K)],
     ) -> Result<(), StoreError> {
         if id < self.next_id() {
             return Err(StoreError::IdNotAscending {
@@ -286,10 +286,13 @@ impl BulkLoader {
             if *position >= self.index_count {
                 return Err(StoreError::UnknownIndex(*position));
             }
-            check_key(key, max_key)?;
+            check_key(key.as_ref(), max_key)?;
         }
         // Key arenas stay addressable by u32 offsets (`Span`): a batch that would pass the limit goes first.
-        let more: usize = dn_key.len() + index_keys.iter().map(|(_, key)| key.len()).sum::<usize>();
+        let more: usize = dn_key.len() + index_keys
+                .iter()
+                .map(|(_, key)| key.as_ref().len())
+                .sum::<usize>();
         let over = |batch: &Batch| {
             std::iter::once(&batch.dns)
                 .chain(&batch.indexes)
@@ -316,6 +319,7 @@ impl BulkLoader {
         let mut key_bytes = 0;
         for (position, key) in index_keys {
             if let Some(index) = batch.indexes.get_mut(*position) {
+                let key = key.as_ref();
                 index.push(key, id);
                 key_bytes += key.len() + 24;
             }
