@@ -289,7 +289,8 @@ impl BulkLoader {
             check_key(key.as_ref(), max_key)?;
         }
         // Key arenas stay addressable by u32 offsets (`Span`): a batch that would pass the limit goes first.
-        let more: usize = dn_key.len() + index_keys
+        let more: usize = dn_key.len()
+            + index_keys
                 .iter()
                 .map(|(_, key)| key.as_ref().len())
                 .sum::<usize>();
