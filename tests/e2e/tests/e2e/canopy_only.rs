@@ -1,6 +1,7 @@
 //! Canopy's own tools and configuration, which slapd does not share (skipped with a message when
 //! the target is slapd): `canopy passwd` hashes that bind, `canopy reindex`, configuration errors
-//! naming file and line, extra schema files, and the generated root password of a first start.
+//! naming file and line, extra schema files, the generated root password of a first start, and what a
+//! killed `canopy import` leaves.
 
 use canopy_e2e::server::canopy_command;
 use canopy_e2e::tempdir::TempDir;
@@ -471,4 +472,87 @@ fn first_start_generates_root_password() {
         "the second start printed a password again:\n{printed}"
     );
     whoami_root(&url, &password).expect_code(0, "the same password after a restart");
+}
+
+/// `canopy import` killed with SIGKILL part-way (the bulk loader commits every 64 MiB of batches, unsynced):
+/// what it leaves is consistent (`canopy verify` clean), and importing again either loads the whole
+/// file (nothing was committed) or is refused with a clear message naming the non-empty database.
+#[test]
+fn killed_import_leaves_a_consistent_database() {
+    if !canopy_target("`canopy import` killed part-way") {
+        return;
+    }
+    let dir = TempDir::new("killed-import");
+    let ldif = dir.path().join("people.ldif");
+    let ldif_arg = ldif.to_str().unwrap();
+    canopy(&[
+        "bench",
+        "gen",
+        "--entries",
+        "30000",
+        "--seed",
+        "7",
+        "--out",
+        ldif_arg,
+    ])
+    .expect_code(0, "generating the LDIF");
+    // Kill points spread over the load (a debug build takes a few seconds for 30 000 entries).
+    for (round, kill_after) in [300u64, 3000].into_iter().enumerate() {
+        let round_dir = dir.path().join(format!("round{round}"));
+        let data = round_dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let config = round_dir.join("canopy.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "data_dir = \"{}\"\nroot_password = \"{ROOT_PW}\"\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let config_arg = config.to_str().unwrap();
+        let mut cmd = canopy_command();
+        cmd.args(["--config", config_arg, "import", ldif_arg])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        // A kill point, not a wait for a state: the import is killed wherever it is by then.
+        let deadline = Instant::now() + Duration::from_millis(kill_after);
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let committed = data.join("data.mdb").exists();
+        println!("round {round}: killed after {kill_after} ms (finished before: {finished})");
+        if committed {
+            canopy(&["--config", config_arg, "verify"]).expect_code(
+                0,
+                &format!("round {round}: verify after an import killed after {kill_after} ms"),
+            );
+        }
+        let again = canopy(&["--config", config_arg, "import", ldif_arg]);
+        let counted = canopy(&["--config", config_arg, "verify"]);
+        counted.expect_code(0, &format!("round {round}: verify after importing again"));
+        println!("round {round}: importing again: exit {}", again.code);
+        if again.code == 0 {
+            // 30 000 people and the suffix and organizational units above them.
+            assert!(
+                counted.stderr.contains("30011 entries;")
+                    || counted.stdout.contains("30011 entries;"),
+                "round {round}: a second import that succeeded must hold every entry:\n{}{}",
+                counted.stdout,
+                counted.stderr
+            );
+        } else {
+            assert!(
+                again.stderr.contains("not empty"),
+                "round {round} (first import finished: {finished}): a second import may only be \
+                 refused for the non-empty database, got:\n{}",
+                again.stderr
+            );
+        }
+    }
 }
