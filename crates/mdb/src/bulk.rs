@@ -637,6 +637,25 @@ mod tests {
     }
 
     #[test]
+    fn sort_breaks_ties_of_the_first_eight_bytes_on_the_whole_key() {
+        let keys: [&[u8]; 8] = [
+            b"abcdefghz",
+            b"abcdefgh\0",
+            b"abcdefgh",
+            b"a\0",
+            b"a",
+            b"",
+            b"abcdefgha",
+            b"\xff",
+        ];
+        let pushed: Vec<(&[u8], u64)> = keys.iter().map(|k| (*k, 1)).collect();
+        let mut want: Vec<(Vec<u8>, u64)> = keys.iter().map(|k| (k.to_vec(), 1)).collect();
+        want.sort();
+        assert_eq!(sorted(&pushed, false), want);
+        assert_eq!(sorted(&pushed, true), want);
+    }
+
+    #[test]
     fn sort_with_last_wins_keeps_the_latest_id_of_a_key() {
         let pushed: &[(&[u8], u64)] = &[(b"x", 1), (b"a", 2), (b"x", 3), (b"x", 4), (b"a", 5)];
         assert_eq!(
