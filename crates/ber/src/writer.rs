@@ -22,20 +22,18 @@ pub fn encoded_len(len: usize) -> usize {
     header_len(len) + len
 }
 
-/// Contents octets of the minimal two's complement encoding of `value`.
+/// Contents octets of the minimal two's complement encoding of `value`: its significant bits and a sign
+/// bit, in whole octets.
 #[inline]
 pub fn integer_len(value: i64) -> usize {
-    let mut n = 8;
-    while n > 1 {
-        let top = value >> ((n - 1) * 8 - 1);
-        // Drop the leading octet while the rest still carries the sign.
-        if top == 0 || top == -1 {
-            n -= 1;
-        } else {
-            break;
-        }
-    }
-    n
+    let redundant = if value < 0 {
+        value.leading_ones()
+    } else {
+        value.leading_zeros()
+    };
+    // 1..=64 bits: the significant ones and one sign bit (redundant >= 1 always holds).
+    let bits = 64 - redundant + 1;
+    bits.div_ceil(8) as usize
 }
 
 /// Appends `tag` and the minimal definite length `len`.
@@ -193,6 +191,29 @@ impl<'a> Writer<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn integer_len_is_the_fewest_octets_that_hold_the_value() {
+        let fits = |value: i64, n: usize| {
+            n >= 8 || {
+                let half = 1i128 << (8 * n - 1);
+                (-half..half).contains(&i128::from(value))
+            }
+        };
+        let mut values = vec![0i64, 1, -1, i64::MIN, i64::MAX, i64::MIN + 1, i64::MAX - 1];
+        for shift in 0..63 {
+            let p = 1i64 << shift;
+            values.extend([p, p - 1, p + 1, -p, -p - 1, -p + 1]);
+        }
+        for value in values {
+            let n = integer_len(value);
+            assert!(fits(value, n), "{value} does not fit in {n} octets");
+            assert!(
+                n == 1 || !fits(value, n - 1),
+                "{value} fits in fewer than {n} octets"
+            );
+        }
+    }
 
     #[test]
     fn headers_match_the_vector_writer() {
