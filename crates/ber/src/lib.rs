@@ -9,7 +9,7 @@ mod reader;
 mod writer;
 
 pub use reader::{decode_integer, parse_header, Header, Reader};
-pub use writer::{encoded_len, header_len, integer_len, write_header, Writer};
+pub use writer::{encoded_len, header_len, integer_len, write_header, Headers, Writer};
 
 /// Universal tags used by LDAP.
 pub mod tag {

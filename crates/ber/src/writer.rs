@@ -1,6 +1,7 @@
 //! Appending TLVs to a `Vec<u8>` with minimal definite lengths.
 
 /// Number of length octets (after the tag) needed for `len`.
+#[inline]
 fn length_octets(len: usize) -> usize {
     if len < 0x80 {
         1
@@ -10,28 +11,29 @@ fn length_octets(len: usize) -> usize {
 }
 
 /// Bytes taken by a tag and minimal length header for contents of `len` bytes.
+#[inline]
 pub fn header_len(len: usize) -> usize {
     1 + length_octets(len)
 }
 
 /// Bytes taken by a whole TLV whose contents are `len` bytes.
+#[inline]
 pub fn encoded_len(len: usize) -> usize {
     header_len(len) + len
 }
 
-/// Contents octets of the minimal two's complement encoding of `value`.
+/// Contents octets of the minimal two's complement encoding of `value`: its significant bits and a sign
+/// bit, in whole octets.
+#[inline]
 pub fn integer_len(value: i64) -> usize {
-    let mut n = 8;
-    while n > 1 {
-        let top = value >> ((n - 1) * 8 - 1);
-        // Drop the leading octet while the rest still carries the sign.
-        if top == 0 || top == -1 {
-            n -= 1;
-        } else {
-            break;
-        }
-    }
-    n
+    let redundant = if value < 0 {
+        value.leading_ones()
+    } else {
+        value.leading_zeros()
+    };
+    // 1..=64 bits: the significant ones and one sign bit (redundant >= 1 always holds).
+    let bits = 64 - redundant + 1;
+    bits.div_ceil(8) as usize
 }
 
 /// Appends `tag` and the minimal definite length `len`.
@@ -49,6 +51,73 @@ fn push_length(out: &mut Vec<u8>, len: usize) {
         for i in (0..n).rev() {
             out.push((len >> (i * 8)) as u8);
         }
+    }
+}
+
+/// A few BER headers and small INTEGERs gathered on the stack, then appended to a vector in one copy.
+/// An encoder that writes several in a row (a SearchResultEntry starts with five) saves a call, a
+/// capacity check and a length update per octet; the methods inline across crates.
+#[derive(Debug, Clone)]
+pub struct Headers {
+    buf: [u8; Headers::CAPACITY],
+    len: usize,
+}
+
+impl Default for Headers {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Headers {
+    /// Room for six headers or INTEGERs of at most ten octets each.
+    pub const CAPACITY: usize = 60;
+
+    #[inline]
+    pub fn new() -> Self {
+        Headers {
+            buf: [0; Headers::CAPACITY],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, byte: u8) {
+        debug_assert!(self.len < Headers::CAPACITY, "Headers overflow");
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
+        }
+    }
+
+    /// `tag` and the minimal definite length `len`, as [`write_header`].
+    #[inline]
+    pub fn header(&mut self, tag: u8, len: usize) {
+        self.put(tag);
+        if len < 0x80 {
+            self.put(len as u8);
+        } else {
+            let n = length_octets(len) - 1;
+            self.put(0x80 | n as u8);
+            for i in (0..n).rev() {
+                self.put((len >> (i * 8)) as u8);
+            }
+        }
+    }
+
+    /// An INTEGER or ENUMERATED (pass the tag), as [`Writer::integer`].
+    #[inline]
+    pub fn integer(&mut self, tag: u8, value: i64) {
+        let n = integer_len(value);
+        self.header(tag, n);
+        for i in (0..n).rev() {
+            self.put((value >> (i * 8)) as u8);
+        }
+    }
+
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
     }
 }
 
@@ -122,6 +191,67 @@ impl<'a> Writer<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn integer_len_is_the_fewest_octets_that_hold_the_value() {
+        let fits = |value: i64, n: usize| {
+            n >= 8 || {
+                let half = 1i128 << (8 * n - 1);
+                (-half..half).contains(&i128::from(value))
+            }
+        };
+        let mut values = vec![0i64, 1, -1, i64::MIN, i64::MAX, i64::MIN + 1, i64::MAX - 1];
+        for shift in 0..63 {
+            let p = 1i64 << shift;
+            values.extend([p, p - 1, p + 1, -p, -p - 1, -p + 1]);
+        }
+        for value in values {
+            let n = integer_len(value);
+            assert!(fits(value, n), "{value} does not fit in {n} octets");
+            assert!(
+                n == 1 || !fits(value, n - 1),
+                "{value} fits in fewer than {n} octets"
+            );
+        }
+    }
+
+    #[test]
+    fn headers_match_the_vector_writer() {
+        for len in [
+            0usize,
+            1,
+            0x7f,
+            0x80,
+            0xff,
+            0x100,
+            0xffff,
+            0x10000,
+            0xff_ffff,
+            0x1_0000_0000,
+        ] {
+            for value in [
+                0i64,
+                1,
+                -1,
+                127,
+                128,
+                -128,
+                -129,
+                65535,
+                i64::from(i32::MAX),
+                i64::MIN,
+            ] {
+                let mut expected = Vec::new();
+                write_header(&mut expected, 0x30, len);
+                Writer::new(&mut expected).integer(0x02, value);
+                let mut headers = Headers::new();
+                headers.header(0x30, len);
+                headers.integer(0x02, value);
+                assert_eq!(headers.as_bytes(), &expected[..], "len {len} value {value}");
+            }
+        }
+    }
+
     use super::*;
     use crate::Reader;
 

@@ -1,15 +1,18 @@
 //! Offline bulk loading (`canopy import`, like `slapadd -q`).
 //!
-//! The caller's thread only validates and buffers; a flusher thread sorts each full batch and writes
-//! it, so parsing the input and writing the database overlap. Batches share one write transaction
-//! until `RETAIN_BYTES` of them are pending or the map needs to grow: every commit copies the pages
-//! the next batch touches again, and the copies left behind are free pages that stay in the file
-//! (about a quarter of it with one commit per 64 MiB batch). Pages fill completely where LMDB is told
+//! The caller's thread validates, buffers and sorts each full batch; a flusher thread writes it, so
+//! parsing the input and writing the database overlap. Batches share one write transaction until
+//! `RETAIN_BYTES` of them are pending or the map needs to grow; then it commits and the committed
+//! batches' buffers go back to the caller's thread to be filled again (fresh memory costs the kernel a
+//! zeroing of every page, which was the load's largest single cost when all batches were new). Every
+//! commit leaves the pages the next transaction copies as free pages in the file; `canopy import`
+//! ends with a compacting copy of the file, which drops them. Pages fill completely where LMDB is told
 //! the order: id2entry takes MDB_APPEND (IDs ascend); in dn2id and the ID-list tables, keys beyond the
 //! table's last key take MDB_APPEND, and every ID takes MDB_APPENDDUP (IDs of a load ascend and exceed
-//! every stored ID). Commits skip fsync; one sync at the end makes the whole load durable. A write
-//! that hits MDB_MAP_FULL aborts the transaction; the map is grown and the uncommitted batches, kept
-//! in memory for this, are written again, so nothing is lost.
+//! every stored ID); one cursor per table writes a batch, so a sorted key is found from the cursor's
+//! leaf page rather than from the root. Commits skip fsync; one sync at the end makes the whole load
+//! durable. A write that hits MDB_MAP_FULL aborts the transaction; the map is grown and the
+//! uncommitted batches, kept in memory for this, are written again, so nothing is lost.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -18,6 +21,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use heed::types::Bytes;
 use heed::{EnvFlags, FlagSetMode, PutFlags, RwTxn};
 
 use crate::gate::Pass;
@@ -38,8 +42,11 @@ const BATCH_ENTRIES: usize = 100_000;
 /// Attempts at writing the uncommitted batches, each after growing the map.
 const BATCH_ATTEMPTS: usize = 12;
 /// Batches written but not committed are kept (for a replay after MDB_MAP_FULL) up to this many bytes;
-/// the transaction commits before it would hold more.
-const RETAIN_BYTES: usize = 768 << 20;
+/// the transaction commits before it would hold more, and the committed batches' buffers go back to
+/// the loader for the batches after them.
+const RETAIN_BYTES: usize = 64 << 20;
+/// Committed batches waiting to be filled again, at most (more are freed).
+const RECYCLED_BATCHES: usize = RETAIN_BYTES / BATCH_BYTES + 2;
 
 /// Where a key lies in its batch's arena. 16 bytes with the ID beside it, against 24 for a
 /// `Range<usize>`: a load holds about 75 index keys per entry, and their records are most of its memory.
@@ -80,6 +87,12 @@ impl KeyedIds {
         self.items.push((span, id));
     }
 
+    /// Empties it, keeping its buffers.
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.items.clear();
+    }
+
     fn key(&self, span: Span) -> &[u8] {
         let start = span.start as usize;
         self.arena
@@ -94,14 +107,15 @@ impl KeyedIds {
         if last_wins {
             // Stable: among equal keys, push order is kept, so the last is the latest.
             items.sort_by(|a, b| self.key(a.0).cmp(self.key(b.0)));
-            let mut kept: Vec<(Span, u64)> = Vec::with_capacity(items.len());
-            for item in items {
-                match kept.last_mut() {
-                    Some(last) if self.key(last.0) == self.key(item.0) => *last = item,
-                    _ => kept.push(item),
+            // `dedup_by` keeps the first of a run (`kept`); the later one (`later`) is copied over it.
+            items.dedup_by(|later, kept| {
+                let same = self.key(later.0) == self.key(kept.0);
+                if same {
+                    *kept = *later;
                 }
-            }
-            self.items = kept;
+                same
+            });
+            self.items = items;
         } else {
             items.sort_unstable_by(|a, b| self.key(a.0).cmp(self.key(b.0)).then(a.1.cmp(&b.1)));
             items.dedup_by(|a, b| a.1 == b.1 && self.key(a.0) == self.key(b.0));
@@ -149,6 +163,29 @@ impl Batch {
         }
     }
 
+    /// Empties it for the next batch, keeping its buffers (their pages are already faulted in).
+    fn clear(&mut self) {
+        self.entry_bytes.clear();
+        self.entries.clear();
+        self.dns.clear();
+        self.children.clear();
+        for index in &mut self.indexes {
+            index.clear();
+        }
+        self.bytes = 0;
+        self.max_id = 0;
+    }
+
+    /// Puts its keys in the order the flusher writes them.
+    fn sort(&mut self) {
+        self.dns.sort(true);
+        self.children.sort_unstable();
+        self.children.dedup();
+        for index in &mut self.indexes {
+            index.sort(false);
+        }
+    }
+
     fn is_full(&self, max_entries: usize) -> bool {
         self.bytes >= BATCH_BYTES || self.entries.len() >= max_entries
     }
@@ -168,6 +205,8 @@ pub struct BulkLoader {
     last_id: u64,
     next_id_floor: u64,
     batches: Option<SyncSender<Batch>>,
+    /// Committed batches, emptied, to be filled again.
+    recycled: Option<Receiver<Batch>>,
     flusher: Option<JoinHandle<Result<(), StoreError>>>,
     restore_sync: bool,
 }
@@ -185,6 +224,7 @@ impl BulkLoader {
             last_id: 0,
             next_id_floor: 1,
             batches: None,
+            recycled: None,
             flusher: None,
             restore_sync: false,
         };
@@ -202,13 +242,15 @@ impl BulkLoader {
             loader.restore_sync = true;
         }
         let (batches, queue) = mpsc::sync_channel::<Batch>(1);
+        let (recycle, recycled) = mpsc::sync_channel::<Batch>(RECYCLED_BATCHES);
         let flusher_shared = Arc::clone(&shared);
         loader.flusher = Some(
             thread::Builder::new()
                 .name("canopy-mdb-bulk".into())
-                .spawn(move || run_flusher(&flusher_shared, &queue))?,
+                .spawn(move || run_flusher(&flusher_shared, &queue, &recycle))?,
         );
         loader.batches = Some(batches);
+        loader.recycled = Some(recycled);
         Ok(loader)
     }
 
@@ -224,13 +266,13 @@ impl BulkLoader {
 
     /// Buffers one entry: its ID (strictly ascending), DN key, parent ID (`None` for a suffix entry),
     /// entry bytes, and index keys as (position in `StoreConfig::indexes`, key).
-    pub fn add(
+    pub fn add<K: AsRef<[u8]>>(
         &mut self,
         id: u64,
         dn_key: &[u8],
         parent: Option<u64>,
         entry: &[u8],
-        index_keys: &[(usize, Vec<u8>)],
+        index_keys: &[(usize, K)],
     ) -> Result<(), StoreError> {
         if id < self.next_id() {
             return Err(StoreError::IdNotAscending {
@@ -244,10 +286,14 @@ impl BulkLoader {
             if *position >= self.index_count {
                 return Err(StoreError::UnknownIndex(*position));
             }
-            check_key(key, max_key)?;
+            check_key(key.as_ref(), max_key)?;
         }
         // Key arenas stay addressable by u32 offsets (`Span`): a batch that would pass the limit goes first.
-        let more: usize = dn_key.len() + index_keys.iter().map(|(_, key)| key.len()).sum::<usize>();
+        let more: usize = dn_key.len()
+            + index_keys
+                .iter()
+                .map(|(_, key)| key.as_ref().len())
+                .sum::<usize>();
         let over = |batch: &Batch| {
             std::iter::once(&batch.dns)
                 .chain(&batch.indexes)
@@ -274,6 +320,7 @@ impl BulkLoader {
         let mut key_bytes = 0;
         for (position, key) in index_keys {
             if let Some(index) = batch.indexes.get_mut(*position) {
+                let key = key.as_ref();
                 index.push(key, id);
                 key_bytes += key.len() + 24;
             }
@@ -288,8 +335,15 @@ impl BulkLoader {
     }
 
     fn send_batch(&mut self) -> Result<(), StoreError> {
-        let next = Batch::sized_like(&self.batch);
-        let batch = std::mem::replace(&mut self.batch, next);
+        // A committed batch's buffers when one is back (no fresh pages to fault in and zero), else new
+        // buffers sized like this batch's.
+        let next = match self.recycled.as_ref().and_then(|r| r.try_recv().ok()) {
+            Some(recycled) if recycled.indexes.len() == self.index_count => recycled,
+            _ => Batch::sized_like(&self.batch),
+        };
+        let mut batch = std::mem::replace(&mut self.batch, next);
+        // Sorted here, on the loader's thread, so that the flusher (the load's busiest thread) only writes.
+        batch.sort();
         let sent = match &self.batches {
             Some(batches) => batches.send(batch).is_ok(),
             None => false,
@@ -368,17 +422,24 @@ struct Open<'e> {
     _pass: Pass,
 }
 
-fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreError> {
+/// Empties committed batches and hands them back to the loader (as many as it keeps; the rest are freed).
+fn recycle_all(pending: &mut Vec<Batch>, recycle: &SyncSender<Batch>) {
+    for mut batch in pending.drain(..) {
+        batch.clear();
+        // Full (or the loader is gone): this one is freed.
+        let _ = recycle.try_send(batch);
+    }
+}
+
+fn run_flusher(
+    shared: &Shared,
+    queue: &Receiver<Batch>,
+    recycle: &SyncSender<Batch>,
+) -> Result<(), StoreError> {
     let mut pending: Vec<Batch> = Vec::new();
     let mut pending_bytes = 0usize;
     let mut open: Option<Open<'_>> = None;
-    for mut batch in queue.iter() {
-        batch.dns.sort(true);
-        batch.children.sort_unstable();
-        batch.children.dedup();
-        for index in &mut batch.indexes {
-            index.sort(false);
-        }
+    for batch in queue.iter() {
         let total = pending_bytes.saturating_add(batch.bytes);
         let fits = total <= RETAIN_BYTES && has_room(shared, total);
         if let Some(mut current) = open.take() {
@@ -395,7 +456,7 @@ fn run_flusher(shared: &Shared, queue: &Receiver<Batch>) -> Result<(), StoreErro
                 }
             } else {
                 current.txn.commit()?;
-                pending.clear();
+                recycle_all(&mut pending, recycle);
                 pending_bytes = 0;
             }
         }
@@ -450,6 +511,7 @@ fn write_fresh<'e>(
 
 fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), StoreError> {
     let tables = &shared.tables;
+    let mut id2entry = tables.id2entry.iter_mut(txn)?;
     for (id, range) in &batch.entries {
         let bytes = batch.entry_bytes.get(range.clone()).unwrap_or_default();
         // A value beginning with the chunk mark is stored after one more (chunk.rs); loaded values
@@ -461,19 +523,24 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
         } else {
             bytes
         };
-        tables
-            .id2entry
-            .put_with_flags(txn, PutFlags::APPEND, &id_key(*id), bytes)?;
+        // SAFETY: the key and value are the batch's, not borrowed from the database.
+        unsafe {
+            id2entry.put_current_with_options::<Bytes>(PutFlags::APPEND, &id_key(*id), bytes)
+        }?;
     }
+    drop(id2entry);
     let last_dn = last_key(&tables.dn2id, txn)?;
+    let mut dn2id = tables.dn2id.iter_mut(txn)?;
     for (span, id) in &batch.dns.items {
         let key = batch.dns.key(*span);
         let flags = match beyond(last_dn.as_deref(), key) {
             true => PutFlags::APPEND,
             false => PutFlags::empty(),
         };
-        tables.dn2id.put_with_flags(txn, flags, key, &id_key(*id))?;
+        // SAFETY: as above.
+        unsafe { dn2id.put_current_with_options::<Bytes>(flags, key, &id_key(*id)) }?;
     }
+    drop(dn2id);
     put_ids(
         &tables.dn2children,
         txn,
@@ -500,13 +567,15 @@ fn put_batch(shared: &Shared, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<(), 
 
 /// Writes (key, ID) pairs sorted by key then ID into an ID-list table. Every ID of a load exceeds the
 /// IDs already stored, so each is appended to its key's list (MDB_APPENDDUP); a key beyond the table's
-/// last key is appended to the table too (MDB_APPEND).
+/// last key is appended to the table too (MDB_APPEND). One cursor writes them all: LMDB looks a key up
+/// from the cursor's leaf page when it lies there (sorted keys mostly do) instead of from the root.
 fn put_ids<K: AsRef<[u8]>>(
     table: &Table,
     txn: &mut RwTxn<'_>,
     items: impl Iterator<Item = (K, u64)>,
 ) -> Result<(), StoreError> {
     let last = last_key(table, txn)?;
+    let mut cursor = table.iter_mut(txn)?;
     let mut previous: Option<Vec<u8>> = None;
     for (key, id) in items {
         let key = key.as_ref();
@@ -516,7 +585,8 @@ fn put_ids<K: AsRef<[u8]>>(
         } else {
             PutFlags::APPEND_DUP
         };
-        table.put_with_flags(txn, flags, key, &id_key(id))?;
+        // SAFETY: the key and ID are the batch's, not borrowed from the database.
+        unsafe { cursor.put_current_with_options::<Bytes>(flags, key, &id_key(id)) }?;
         if new_key {
             let buffer = previous.get_or_insert_with(Vec::new);
             buffer.clear();
@@ -534,4 +604,63 @@ fn last_key(table: &Table, txn: &RwTxn<'_>) -> Result<Option<Vec<u8>>, StoreErro
 /// Whether `key` sorts after every key of a table whose last key is `last`.
 fn beyond(last: Option<&[u8]>, key: &[u8]) -> bool {
     last.is_none_or(|last| key > last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyedIds;
+
+    fn sorted(pushed: &[(&[u8], u64)], last_wins: bool) -> Vec<(Vec<u8>, u64)> {
+        let mut ids = KeyedIds::default();
+        for (key, id) in pushed {
+            ids.push(key, *id);
+        }
+        ids.sort(last_wins);
+        ids.items
+            .iter()
+            .map(|(span, id)| (ids.key(*span).to_vec(), *id))
+            .collect()
+    }
+
+    #[test]
+    fn sort_orders_by_key_then_id_and_drops_repeats() {
+        let pushed: &[(&[u8], u64)] = &[(b"b", 3), (b"a", 2), (b"b", 1), (b"a", 2), (b"ab", 9)];
+        assert_eq!(
+            sorted(pushed, false),
+            vec![
+                (b"a".to_vec(), 2),
+                (b"ab".to_vec(), 9),
+                (b"b".to_vec(), 1),
+                (b"b".to_vec(), 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn sort_breaks_ties_of_the_first_eight_bytes_on_the_whole_key() {
+        let keys: [&[u8]; 8] = [
+            b"abcdefghz",
+            b"abcdefgh\0",
+            b"abcdefgh",
+            b"a\0",
+            b"a",
+            b"",
+            b"abcdefgha",
+            b"\xff",
+        ];
+        let pushed: Vec<(&[u8], u64)> = keys.iter().map(|k| (*k, 1)).collect();
+        let mut want: Vec<(Vec<u8>, u64)> = keys.iter().map(|k| (k.to_vec(), 1)).collect();
+        want.sort();
+        assert_eq!(sorted(&pushed, false), want);
+        assert_eq!(sorted(&pushed, true), want);
+    }
+
+    #[test]
+    fn sort_with_last_wins_keeps_the_latest_id_of_a_key() {
+        let pushed: &[(&[u8], u64)] = &[(b"x", 1), (b"a", 2), (b"x", 3), (b"x", 4), (b"a", 5)];
+        assert_eq!(
+            sorted(pushed, true),
+            vec![(b"a".to_vec(), 5), (b"x".to_vec(), 4)]
+        );
+    }
 }

@@ -211,7 +211,7 @@ fn bulk_load_then_read_back_and_keep_writing() {
             .unwrap();
     }
     assert!(matches!(
-        loader.add(3, b"x\0", None, b"", &[]),
+        loader.add(3, b"x\0", None, b"", &[] as &[(usize, &[u8])]),
         Err(StoreError::IdNotAscending { .. })
     ));
     assert!(matches!(
@@ -269,7 +269,9 @@ fn bulk_load_then_read_back_and_keep_writing() {
     check(&store);
     let mut loader = store.bulk_loader().unwrap();
     assert_eq!(loader.next_id(), 5002);
-    loader.add(5002, b"dc=other\0", None, b"more", &[]).unwrap();
+    loader
+        .add(5002, b"dc=other\0", None, b"more", &[] as &[(usize, &[u8])])
+        .unwrap();
     drop(loader); // not finished: the unflushed entry is discarded
     assert!(store.read().unwrap().get_entry(5002).unwrap().is_none());
 }

@@ -56,6 +56,26 @@ impl Responses {
         self.tx.is_closed()
     }
 
+    /// Whether responses wait in the queue that the writer has not taken yet (it is busy writing).
+    pub fn backlog(&self) -> bool {
+        self.tx.capacity() < self.tx.max_capacity()
+    }
+
+    /// From a blocking thread: waits until the writer has taken every queued response, so that the next
+    /// one sent is taken alone (the writer copies responses it takes together into one buffer).
+    pub fn blocking_wait_taken(&self) -> Result<(), Closed> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(());
+        };
+        match runtime.block_on(self.tx.reserve_many(self.tx.max_capacity())) {
+            Ok(permits) => {
+                drop(permits);
+                Ok(())
+            }
+            Err(_) => Err(Closed),
+        }
+    }
+
     fn undo(&self) -> Closed {
         self.queued.fetch_sub(1, Ordering::SeqCst);
         Closed

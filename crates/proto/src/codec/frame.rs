@@ -1,6 +1,6 @@
 //! Splitting a byte stream into LDAPMessages, and the pre-encoded SearchResultEntry fast path.
 
-use canopy_ber::{encoded_len, integer_len, parse_header, tag, write_header, BerError, Writer};
+use canopy_ber::{encoded_len, integer_len, parse_header, tag, write_header, BerError, Headers};
 
 use super::encode::op_tag;
 
@@ -58,12 +58,17 @@ pub fn encode_search_result_entry_parts(
     let op_len = encoded_len(dn.len()) + encoded_len(attrs_len);
     let message_len = encoded_len(integer_len(i64::from(message_id))) + encoded_len(op_len);
     out.reserve(encoded_len(message_len));
-    write_header(out, tag::SEQUENCE, message_len);
-    Writer::new(out).integer(tag::INTEGER, i64::from(message_id));
-    write_header(out, op_tag::SEARCH_RESULT_ENTRY, op_len);
-    write_header(out, tag::OCTET_STRING, dn.len());
+    // The headers before the DN, and the one after it, each appended in one copy.
+    let mut headers = Headers::new();
+    headers.header(tag::SEQUENCE, message_len);
+    headers.integer(tag::INTEGER, i64::from(message_id));
+    headers.header(op_tag::SEARCH_RESULT_ENTRY, op_len);
+    headers.header(tag::OCTET_STRING, dn.len());
+    out.extend_from_slice(headers.as_bytes());
     out.extend_from_slice(dn);
-    write_header(out, tag::SEQUENCE, attrs_len);
+    let mut headers = Headers::new();
+    headers.header(tag::SEQUENCE, attrs_len);
+    out.extend_from_slice(headers.as_bytes());
     for part in parts {
         out.extend_from_slice(part);
     }

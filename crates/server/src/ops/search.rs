@@ -115,6 +115,11 @@ const INLINE_RETURNED: usize = 16;
 /// A streamed search sends its responses in batches of about this many bytes: one channel message and one
 /// wake-up of the connection's writer per batch instead of per entry.
 const BATCH_BYTES: usize = 8 * 1024;
+/// While the connection's queue still holds responses (its writer is busy), a full batch keeps growing
+/// up to this size instead of being sent: the writer copies responses that queue up behind each other
+/// into one buffer before writing them, and a scan that outruns its client would have every byte copied
+/// there once more (the writer takes a lone batch as it is).
+const DEFERRED_BATCH_BYTES: usize = 256 * 1024;
 /// A batch waits at most this long for more entries (checked with the abandon flag), so a slow search with
 /// few matches still shows its entries as they are found.
 const BATCH_WAIT: Duration = Duration::from_millis(5);
@@ -149,6 +154,20 @@ impl<'a> Sink<'a> {
                 if batch.len() < BATCH_BYTES {
                     since.get_or_insert_with(Instant::now);
                     return Ok(());
+                }
+                let writer_busy = tx.backlog();
+                if writer_busy && batch.len() < DEFERRED_BATCH_BYTES {
+                    // Grown once to the deferred size rather than by doubling (each step a copy).
+                    if batch.capacity() < DEFERRED_BATCH_BYTES {
+                        batch.reserve(DEFERRED_BATCH_BYTES + 1024 - batch.len());
+                    }
+                    since.get_or_insert_with(Instant::now);
+                    return Ok(());
+                }
+                if writer_busy {
+                    // Full while the writer still has responses: sent once they are taken, so that it
+                    // finds this batch alone.
+                    tx.blocking_wait_taken().map_err(|_| Stop::Silent)?;
                 }
                 *since = None;
                 let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES + 1024));

@@ -1,6 +1,7 @@
 //! Canopy's own tools and configuration, which slapd does not share (skipped with a message when
 //! the target is slapd): `canopy passwd` hashes that bind, `canopy reindex`, configuration errors
-//! naming file and line, extra schema files, and the generated root password of a first start.
+//! naming file and line, extra schema files, the generated root password of a first start, and what a
+//! killed `canopy import` leaves.
 
 use canopy_e2e::server::canopy_command;
 use canopy_e2e::tempdir::TempDir;
@@ -471,4 +472,136 @@ fn first_start_generates_root_password() {
         "the second start printed a password again:\n{printed}"
     );
     whoami_root(&url, &password).expect_code(0, "the same password after a restart");
+}
+
+/// Pages in use in the last committed state of the LMDB file `path` (`mm_last_pg` of the meta page with
+/// the higher `mm_txnid`), read with plain reads while another process writes it; None before both
+/// meta pages are there. Layout of `MDB_meta` (lmdb.h, 64-bit): after the 16-byte page header, magic and
+/// version (4 + 4), address and map size (8 + 8), two `MDB_db` records of 48 bytes (the first one's
+/// `md_pad` holds the page size), the last page number, the transaction ID.
+fn committed_pages(path: &Path) -> Option<u64> {
+    // The two meta pages only: the file is as large as the map (sparse) while the import runs.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).ok()?, 2 * 65536),
+        &mut bytes,
+    )
+    .ok()?;
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    let page_size = u32::from_le_bytes(bytes.get(40..44)?.try_into().ok()?) as usize;
+    let metas = [0, page_size];
+    let (last_page, _) = metas
+        .iter()
+        .map(|&base| Some((word(base + 136)?, word(base + 144)?)))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max_by_key(|&(_, txnid)| txnid)?;
+    Some(last_page)
+}
+
+/// `canopy import` killed with SIGKILL part-way: what it leaves is consistent (`canopy verify` clean),
+/// and importing again either loads the whole file (nothing was committed) or is refused with a clear
+/// message naming the non-empty database. The loader commits every 64 MiB of batches, unsynced: the
+/// first kill lands early (before a commit on a debug build), the second right after the first commit
+/// seen in the file's meta pages (more than 8 MiB in use), so a partial load is what it leaves.
+#[test]
+fn killed_import_leaves_a_consistent_database() {
+    if !canopy_target("`canopy import` killed part-way") {
+        return;
+    }
+    let dir = TempDir::new("killed-import");
+    let ldif = dir.path().join("people.ldif");
+    let ldif_arg = ldif.to_str().unwrap();
+    // 30 000 people: about 90 MiB of batches, so the loader commits before the end.
+    canopy(&[
+        "bench",
+        "gen",
+        "--entries",
+        "30000",
+        "--seed",
+        "7",
+        "--out",
+        ldif_arg,
+    ])
+    .expect_code(0, "generating the LDIF");
+    // With the suffix and the organizational units above the people.
+    let all = "30011 entries;";
+    for round in 0..2 {
+        let round_dir = dir.path().join(format!("round{round}"));
+        let data = round_dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let config = round_dir.join("canopy.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "data_dir = \"{}\"\nroot_password = \"{ROOT_PW}\"\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let config_arg = config.to_str().unwrap();
+        let mut cmd = canopy_command();
+        cmd.args(["--config", config_arg, "import", ldif_arg])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(if round == 0 { 0 } else { 60 });
+        let data_file = data.join("data.mdb");
+        let early = Instant::now() + Duration::from_millis(300);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            let due = match round {
+                0 => Instant::now() >= early,
+                _ => committed_pages(&data_file).is_some_and(|pages| pages > 2048),
+            };
+            if due {
+                break;
+            }
+            assert!(
+                round == 0 || Instant::now() < deadline,
+                "round {round}: no commit of the import seen within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        println!("round {round}: killed (finished before: {finished})");
+        let left = canopy(&["--config", config_arg, "verify"]);
+        left.expect_code(0, &format!("round {round}: verify after the killed import"));
+        let again = canopy(&["--config", config_arg, "import", ldif_arg]);
+        println!("round {round}: importing again: exit {}", again.code);
+        let counted = canopy(&["--config", config_arg, "verify"]);
+        counted.expect_code(0, &format!("round {round}: verify after importing again"));
+        let holds_all = |out: &Out| out.stderr.contains(all) || out.stdout.contains(all);
+        if again.code == 0 {
+            assert!(
+                holds_all(&counted),
+                "round {round}: a second import that succeeded must hold every entry:\n{}{}",
+                counted.stdout,
+                counted.stderr
+            );
+        } else {
+            assert!(
+                again.stderr.contains("not empty"),
+                "round {round} (first import finished: {finished}): a second import may only be \
+                 refused for the non-empty database, got:\n{}",
+                again.stderr
+            );
+        }
+        if round == 1 && !finished {
+            // Killed after its first commit: part of the load, refused by a second import.
+            assert_ne!(again.code, 0, "round 1: the partial load must be refused");
+            assert!(
+                !holds_all(&left),
+                "round 1: killed after its first commit, the load cannot be whole:\n{}",
+                left.stderr
+            );
+        }
+    }
 }
