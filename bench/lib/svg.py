@@ -21,6 +21,18 @@ def _nice_max(v):
     return 10 * mag
 
 
+def _grid(out, left, right, ymax, py, ylabel, top, ph):
+    """Five horizontal grid lines with their values, the y axis label and the x axis line."""
+    for k in range(5):
+        y = ymax * k / 4
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (left, py(y), right, py(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>'
+                   % (left - 6, py(y) + 4, "{:,.0f}".format(y) if ymax >= 10 else "%.2g" % y))
+    out.append('<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>'
+               % (top + ph / 2, top + ph / 2, escape(ylabel)))
+    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (left, top + ph, right, top + ph))
+
+
 def line_chart(path, title, xlabel, ylabel, xs, series):
     """series: {label: [y or None per x]}."""
     ymax = _nice_max(max([y for ys in series.values() for y in ys if y is not None] or [1]))
@@ -39,21 +51,12 @@ def line_chart(path, title, xlabel, ylabel, xs, series):
         '<rect width="100%" height="100%" fill="white"/>',
         '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>' % (LEFT, escape(title)),
     ]
-    for k in range(5):
-        y = ymax * k / 4
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
-                   % (LEFT, py(y), LEFT + pw, py(y)))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>'
-                   % (LEFT - 6, py(y) + 4, "{:,.0f}".format(y) if ymax >= 10 else "%.2g" % y))
+    _grid(out, LEFT, LEFT + pw, ymax, py, ylabel, TOP, ph)
     for i, x in enumerate(xs):
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
                    % (px(i), TOP + ph + 18, escape(str(x))))
     out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
                % (LEFT + pw / 2, H - 8, escape(xlabel)))
-    out.append('<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>'
-               % (TOP + ph / 2, TOP + ph / 2, escape(ylabel)))
-    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
-               % (LEFT, TOP + ph, LEFT + pw, TOP + ph))
     for j, (label, ys) in enumerate(series.items()):
         color = COLORS.get(label, "#2166ac")
         pts = [(px(i), py(y)) for i, y in enumerate(ys) if y is not None]
@@ -92,16 +95,7 @@ def runs_chart(path, title, ylabel, series):
         '<rect width="100%" height="100%" fill="white"/>',
         '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % escape(title),
     ]
-    for k in range(5):
-        y = ymax * k / 4
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
-                   % (left, py(y), left + pw, py(y)))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>'
-                   % (left - 6, py(y) + 4, "{:,.0f}".format(y) if ymax >= 10 else "%.2g" % y))
-    out.append('<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>'
-               % (top + ph / 2, top + ph / 2, escape(ylabel)))
-    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
-               % (left, top + ph, left + pw, top + ph))
+    _grid(out, left, left + pw, ymax, py, ylabel, top, ph)
     slot = pw / n
     for i, (label, vs) in enumerate(series.items()):
         color = COLORS.get(label, "#2166ac")
