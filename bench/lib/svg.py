@@ -21,6 +21,16 @@ def _nice_max(v):
     return 10 * mag
 
 
+def _head(width, height, title_x, title):
+    """The opening of a chart: its size, a white background and the title."""
+    return [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+        'font-family="sans-serif" font-size="12">' % (width, height),
+        '<rect width="100%" height="100%" fill="white"/>',
+        '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>' % (title_x, escape(title)),
+    ]
+
+
 def _grid(out, left, right, ymax, py, ylabel, top, ph):
     """Five horizontal grid lines with their values, the y axis label and the x axis line."""
     for k in range(5):
@@ -45,12 +55,7 @@ def line_chart(path, title, xlabel, ylabel, xs, series):
     def py(y):
         return TOP + ph - ph * y / ymax
 
-    out = [
-        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-        'font-family="sans-serif" font-size="12">' % (W, H),
-        '<rect width="100%" height="100%" fill="white"/>',
-        '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>' % (LEFT, escape(title)),
-    ]
+    out = _head(W, H, LEFT, title)
     _grid(out, LEFT, LEFT + pw, ymax, py, ylabel, TOP, ph)
     for i, x in enumerate(xs):
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
@@ -89,12 +94,7 @@ def runs_chart(path, title, ylabel, series):
     def py(y):
         return top + ph - ph * y / ymax
 
-    out = [
-        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-        'font-family="sans-serif" font-size="12">' % (w, h),
-        '<rect width="100%" height="100%" fill="white"/>',
-        '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % escape(title),
-    ]
+    out = _head(w, h, 10, title)
     _grid(out, left, left + pw, ymax, py, ylabel, top, ph)
     slot = pw / n
     for i, (label, vs) in enumerate(series.items()):

@@ -123,14 +123,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Out<W> {
             tx,
             queued: Arc::new(AtomicUsize::new(0)),
         };
-        let (handover, task) = spawn_writer(&line, &responses, rx, &metrics);
-        Out {
-            line,
-            responses,
-            metrics,
-            task,
-            handover,
-        }
+        start(line, responses, rx, metrics)
     }
 
     /// The queue, for operations that answer from another task or thread.
@@ -244,34 +237,33 @@ impl<W: AsyncWrite + Send + Unpin + 'static> HandedOver<W> {
             l.half = Some(half);
             l.direct = false;
         }
-        let (handover, task) = spawn_writer(&line, &responses, rx, &metrics);
-        Out {
-            line,
-            responses,
-            metrics,
-            task,
-            handover,
-        }
+        start(line, responses, rx, metrics)
     }
 }
 
-type WriterTask = JoinHandle<Option<mpsc::Receiver<Vec<u8>>>>;
-
-fn spawn_writer<W: AsyncWrite + Send + Unpin + 'static>(
-    line: &Shared<W>,
-    responses: &Responses,
+/// Starts a writer task on `line` and the queue's receiving end: the `Out` of a new connection, or of
+/// one whose stream StartTLS has just upgraded.
+fn start<W: AsyncWrite + Send + Unpin + 'static>(
+    line: Shared<W>,
+    responses: Responses,
     rx: mpsc::Receiver<Vec<u8>>,
-    metrics: &Arc<Metrics>,
-) -> (oneshot::Sender<()>, WriterTask) {
+    metrics: Arc<Metrics>,
+) -> Out<W> {
     let (handover, asked) = oneshot::channel();
     let task = tokio::spawn(write_responses(
-        Arc::clone(line),
+        Arc::clone(&line),
         rx,
         Arc::clone(&responses.queued),
         asked,
-        Arc::clone(metrics),
+        Arc::clone(&metrics),
     ));
-    (handover, task)
+    Out {
+        line,
+        responses,
+        metrics,
+        task,
+        handover,
+    }
 }
 
 /// The writer task: writes queued responses, coalescing those already waiting into one write; on a
