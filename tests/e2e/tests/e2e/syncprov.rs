@@ -424,7 +424,7 @@ fn persist_sees_memberof_changes() {
 /// A persistent sync search's updates (written by the connection's writer from its queue) and the
 /// answers of base searches on the same connection (written at once by the connection's own task):
 /// each answer shows the change just made, and every update arrives whole, in the order of the
-/// changes (py/ordered_answers.py).
+/// changes, never showing an earlier state than its change (py/ordered_answers.py).
 #[test]
 fn persist_updates_and_inline_answers_on_one_connection() {
     let server = provider(100);
