@@ -433,8 +433,13 @@ impl Directory {
         Directory::parse_stored(bytes).ok()?.to_entry().ok()
     }
 
-    /// The stored bytes of entry `id` in the snapshot `txn`; None when there is none.
-    pub fn stored<'t>(&self, txn: &'t ReadTxn, id: u64) -> Result<Option<&'t [u8]>, LdapError> {
+    /// The stored bytes of entry `id` in `txn` (a snapshot, or a write's own transaction); None when
+    /// there is none.
+    pub fn stored<'t, T: ReadOps>(
+        &self,
+        txn: &'t T,
+        id: u64,
+    ) -> Result<Option<&'t [u8]>, LdapError> {
         txn.get_entry(id).map_err(store_error)
     }
 

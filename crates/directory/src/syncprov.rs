@@ -26,11 +26,15 @@ pub const DEFAULT_SESSIONLOG: u64 = 10_000;
 /// its cookie).
 pub const FEED_QUEUE: usize = 1024;
 
+/// The bytes of committed entries all the changes waiting in a database's feed may carry together
+/// ([`Carried`]); a change over it is published without its entry.
+pub const FEED_BYTES: usize = 64 << 20;
+
 /// The meta key of the highest CSNs (per server ID) trimmed from the session log.
 const TRIMMED: &[u8] = b"synclog/trimmed";
 
 /// One change as the feed publishes it, once the write is durable.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Change {
     pub kind: Kind,
     /// The entry's ID (still valid after a rename; gone after a delete).
@@ -46,10 +50,40 @@ pub struct Change {
     pub old_dn: Option<String>,
     /// The entry's DN after the write (None for a delete).
     pub new_dn: Option<String>,
+    /// The entry as this write stored it, taken inside the write's transaction while the feed has
+    /// subscribers (None for a delete, with no subscriber at the time, or over [`FEED_BYTES`]): what
+    /// a persistent search sends for this change, as slapd's syncprov sends its copy of the entry.
+    pub entry: Option<Carried>,
     /// Not a change of an entry but the contextCSN a replicated batch raised (what its cookie said),
     /// published after the batch's changes: a persistent search passes it on as a new cookie, so a
     /// consumer of a consumer (cascading) advances with it.
     pub context: Option<CsnSet>,
+}
+
+/// The stored bytes of an entry a [`Change`] carries, counted against its feed's [`FEED_BYTES`]
+/// until the last subscriber is done with the change.
+pub struct Carried {
+    bytes: Box<[u8]>,
+    held: Arc<AtomicUsize>,
+}
+
+impl Carried {
+    /// The entry in its stored form (docs/design/entry-format.md).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.bytes.len(), Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Carried({} bytes)", self.bytes.len())
+    }
 }
 
 /// One record of the session log: a delete (no new DN) or a rename.
@@ -161,14 +195,16 @@ impl Directory {
             uuid: None,
             old_dn: None,
             new_dn: None,
+            entry: None,
             context: Some(csns.clone()),
         };
         after_commit(move || feed.publish(change));
     }
 
-    /// For [`Directory::rewrite`]: an entry another write changed (memberof, refint, the password
-    /// policy's bind state) reaches persistent searches once durable when its entryCSN changed.
-    pub(crate) fn publish_rewrite(&self, id: u64, old: &Entry, new: &Entry) {
+    /// For [`Directory::rewrite`], once `new` is stored as `id` in `txn`: an entry another write
+    /// changed (memberof, refint, the password policy's bind state) reaches persistent searches once
+    /// durable when its entryCSN changed, carrying the entry as stored.
+    pub(crate) fn publish_rewrite(&self, txn: &WriteTxn<'_>, id: u64, old: &Entry, new: &Entry) {
         let csn = entry_csn(Some(new));
         if csn.is_none() || csn == entry_csn(Some(old)) {
             return;
@@ -182,6 +218,7 @@ impl Directory {
             uuid: entry_uuid(Some(new)),
             old_dn: Some(old.dn.to_string()),
             new_dn: Some(new.dn.to_string()),
+            entry: feed.carry(txn, id),
             context: None,
         };
         after_commit(move || feed.publish(change));
@@ -231,7 +268,8 @@ impl WriteHook for SyncProv {
         "syncprov"
     }
 
-    /// Reads only the DN, entryUUID and entryCSN of the entries.
+    /// Reads only the DN, entryUUID and entryCSN of the entries; the entry a change carries is read
+    /// back from the transaction, where even a spliced modify's is whole.
     fn accepts_partial(&self) -> bool {
         true
     }
@@ -287,8 +325,12 @@ impl WriteHook for SyncProv {
                 }
             }
         }
-        // Small on purpose (no entry): a queue of them is what a slow consumer may cost.
+        // Small without subscribers (no entry); with them, bounded by FEED_QUEUE and FEED_BYTES.
         let feed = dir.feed().clone();
+        let entry = match event.kind {
+            Kind::Delete => None,
+            Kind::Add | Kind::Modify | Kind::Rename => feed.carry(txn, event.id),
+        };
         let change = Change {
             kind: event.kind,
             id: event.id,
@@ -301,6 +343,7 @@ impl WriteHook for SyncProv {
             uuid,
             old_dn: event.old.map(|e| e.dn.to_string()),
             new_dn: event.new.map(|e| e.dn.to_string()),
+            entry,
             context: None,
         };
         after_commit(move || feed.publish(change));
@@ -309,11 +352,19 @@ impl WriteHook for SyncProv {
 }
 
 /// The subscribers of one database's changes.
+///
+/// Memory: every live subscriber receives every change, in publish order, so each queue holds the
+/// newest changes its search has not taken yet, at most [`FEED_QUEUE`] of them, and the changes are
+/// shared (`Arc`) between queues: at most `FEED_QUEUE` changes wait in all the queues together
+/// (plus the one each search is sending), and the entries they carry weigh at most [`FEED_BYTES`]
+/// together.
 #[derive(Default)]
 pub struct Feed {
     subs: Mutex<Vec<Sub>>,
     count: AtomicUsize,
     next: AtomicU64,
+    /// The bytes of the entries carried by changes not yet dropped by every subscriber.
+    carried: Arc<AtomicUsize>,
 }
 
 struct Sub {
@@ -367,6 +418,36 @@ impl Feed {
 
     fn has_subscribers(&self) -> bool {
         self.subscribers() > 0
+    }
+
+    /// The entry `id` as `txn` holds it (the write's own transaction, after the change is stored),
+    /// copied for the feed's change while someone subscribes and [`FEED_BYTES`] allow. A search
+    /// that subscribes after this decision gets the change without its entry and reads the entry
+    /// when it sends the change.
+    fn carry(&self, txn: &WriteTxn<'_>, id: u64) -> Option<Carried> {
+        if !self.has_subscribers() {
+            return None;
+        }
+        let bytes = match txn.get_entry(id) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return None,
+            Err(error) => {
+                tracing::warn!(%error, id, "the feed could not read back a changed entry");
+                return None;
+            }
+        };
+        let before = self.carried.fetch_add(bytes.len(), Ordering::Relaxed);
+        let carried = Carried {
+            bytes: bytes.into(),
+            held: self.carried.clone(),
+        };
+        // Over the budget: dropping it gives its bytes back.
+        (before + carried.bytes.len() <= FEED_BYTES).then_some(carried)
+    }
+
+    /// The bytes of entries the changes waiting in this feed carry.
+    pub fn carried_bytes(&self) -> usize {
+        self.carried.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Sub>> {
@@ -437,6 +518,7 @@ mod tests {
             uuid: None,
             old_dn: None,
             new_dn: None,
+            entry: None,
             context: None,
         }
     }

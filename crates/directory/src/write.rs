@@ -400,7 +400,7 @@ impl Directory {
     ) -> Result<(), LdapError> {
         self.put(txn, id, new)?;
         self.reindex(txn, id, Some(old), Some(new))?;
-        self.publish_rewrite(id, old, new);
+        self.publish_rewrite(txn, id, old, new);
         Ok(())
     }
 

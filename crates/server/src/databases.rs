@@ -12,10 +12,8 @@ use std::sync::{Arc, Mutex};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
 use canopy_directory::overlay::ppolicy::PPolicy;
-use canopy_directory::{
-    store_error, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
-};
-use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
+use canopy_mdb::WriteTxn;
 use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
 use canopy_proto::{Control, Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
@@ -545,7 +543,7 @@ impl Guard for AccessGuard {
         }
         let seen = match id {
             Some(id) => {
-                let bytes = txn.get_entry(id).map_err(store_error)?.ok_or_else(|| {
+                let bytes = self.db.stored(txn, id)?.ok_or_else(|| {
                     LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
                 })?;
                 load(&self.db, txn, &self.who, id, bytes)?
@@ -574,7 +572,7 @@ impl Guard for AccessGuard {
         };
         // The change stands: a failure to read it back loses the control, never the change.
         let read = || -> Result<Option<Control>, LdapError> {
-            let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            let Some(bytes) = self.db.stored(txn, id)? else {
                 return Ok(None);
             };
             let dn = dn.to_string();

@@ -14,7 +14,6 @@ use canopy_core::{Entry, LdapError};
 use canopy_directory::search::Query;
 use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
 use canopy_directory::{Kind, Origin, ReadTxn};
-use canopy_mdb::ReadOps;
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
     SyncStateKind, CONTROL_SYNC_DONE, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED, SYNC_INFO,
@@ -505,7 +504,7 @@ impl<'a> Sync<'a> {
             let canopy_directory::search::Candidate::Entry { id, stored, .. } = candidate? else {
                 continue;
             };
-            let Some(bytes) = txn.get_entry(id).map_err(canopy_directory::store_error)? else {
+            let Some(bytes) = db.stored(txn, id)? else {
                 continue;
             };
             let seen = load(db, txn, &self.job.who, id, bytes)?;
@@ -573,13 +572,19 @@ impl<'a> Sync<'a> {
             }
             return Ok(());
         }
+        // The entry as the change stored it (slapd's syncprov sends its own copy of it), so a search
+        // that fell behind still sends every change's own state and DN. Access control and the
+        // computed attributes are decided now, in the current snapshot, as slapd decides them when
+        // it sends. A change published without its entry (the search subscribed while the write was
+        // under way, or the feed's FEED_BYTES were taken) is read as it is now.
         let txn = self.db.read()?;
-        let Some(bytes) = txn
-            .get_entry(change.id)
-            .map_err(canopy_directory::store_error)?
-        else {
-            // Deleted since: its delete follows in the feed.
-            return Ok(());
+        let bytes = match &change.entry {
+            Some(carried) => carried.bytes(),
+            None => match self.db.stored(&txn, change.id)? {
+                Some(bytes) => bytes,
+                // Deleted since: its delete follows in the feed.
+                None => return Ok(()),
+            },
         };
         let seen = load(self.db, &txn, &self.job.who, change.id, bytes)?;
         let entry = seen.entry();
