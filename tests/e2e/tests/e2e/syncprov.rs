@@ -424,7 +424,7 @@ fn persist_sees_memberof_changes() {
 /// A persistent sync search's updates (written by the connection's writer from its queue) and the
 /// answers of base searches on the same connection (written at once by the connection's own task):
 /// each answer shows the change just made, and every update arrives whole, in the order of the
-/// changes, never showing an earlier state than its change (py/ordered_answers.py).
+/// changes, each showing its own change's state (py/ordered_answers.py).
 #[test]
 fn persist_updates_and_inline_answers_on_one_connection() {
     let server = provider(100);
@@ -436,9 +436,28 @@ fn persist_updates_and_inline_answers_on_one_connection() {
         [
             "refresh: some entries",
             "answers with the change just made: 30 of 30",
-            "persist updates in the order of the changes: True (30)",
+            "persist updates each showing its own change: True (30)",
         ],
         "{}",
         out.stderr
     );
+}
+
+/// A persistent search whose consumer reads nothing while one entry is modified 100 times in quick
+/// succession, renamed and modified again: every update shows its own change's state, the k-th update
+/// the k-th value and those before the rename the old DN, as slapd's syncprov sends the entry each
+/// change stored (py/persist_states.py: 64 KiB entries and a 4 KiB receive buffer, so the provider
+/// sends the later updates only once every change is made).
+#[test]
+fn persist_updates_carry_each_changes_own_state() {
+    const ROUNDS: u32 = 100;
+    let server = provider(100);
+    let out = server.python("persist_states.py", &[&ROUNDS.to_string()]);
+    out.expect_code(0, "persist_states.py");
+    let mut want = vec!["refreshed".to_string()];
+    want.extend((1..=ROUNDS).map(|k| format!("cn=mover state {k:02} modify")));
+    want.push(format!("cn=moved state {ROUNDS:02} modify"));
+    want.push(format!("cn=moved state {:02} modify", ROUNDS + 1));
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, want, "{}", out.stderr);
 }
