@@ -13,7 +13,7 @@ use canopy_directory::syncprov::{LogReplay, Next, SyncProv};
 use canopy_directory::{structural, Directory, Kind, ModifyDn, Pipeline, Stamp, WriteOp};
 use canopy_mdb::StoreConfig;
 use canopy_proto::sync::{Csn, CsnSet};
-use canopy_proto::{Dn, PartialAttribute, ResultCode};
+use canopy_proto::{Dn, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
 use support::{write, ADMIN};
@@ -203,4 +203,97 @@ async fn the_feed_publishes_committed_changes_in_order() {
     assert_eq!(dir.feed().subscribers(), 1);
     drop(subscription);
     assert_eq!(dir.feed().subscribers(), 0);
+}
+
+/// The entry a change carries, decoded.
+fn carried(change: &canopy_directory::syncprov::Change) -> Option<Entry> {
+    let bytes = change.entry.as_ref()?.bytes();
+    Some(Directory::parse_stored(bytes).unwrap().to_entry().unwrap())
+}
+
+fn first(entry: &Entry, attr: &str) -> String {
+    String::from_utf8(entry.get(attr).unwrap().values[0].clone()).unwrap()
+}
+
+/// While the feed has a subscriber, a change carries the entry its write stored (read after every
+/// change is made, each still shows its own state and DN); a delete carries none; the bytes are given
+/// back once the last holder drops the change.
+#[tokio::test]
+async fn changes_carry_the_entry_they_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(tmp.path(), 10);
+    suffix(&dir).await;
+    person(&dir, "a").await;
+    let subscription = dir.feed().subscribe(16);
+    let a = "cn=a,dc=example,dc=com";
+    for sn in ["S1", "S2"] {
+        support::modify(&dir, a, ModifyOperation::Replace, "sn", &[sn.into()])
+            .await
+            .unwrap();
+    }
+    support::rename(&dir, a, "cn=b", None).await.unwrap();
+    support::delete(&dir, "cn=b,dc=example,dc=com")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Next::Change(change) = subscription.next(Duration::from_millis(200)) {
+        seen.push(change);
+    }
+    assert_eq!(seen.len(), 4);
+    let states: Vec<(String, String)> = seen[..3]
+        .iter()
+        .map(|c| {
+            let entry = carried(c).expect("a change carries its entry");
+            (entry.dn.to_string(), first(&entry, "sn"))
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (a.to_string(), "S1".to_string()),
+            (a.to_string(), "S2".to_string()),
+            ("cn=b,dc=example,dc=com".to_string(), "S2".to_string()),
+        ]
+    );
+    assert_eq!(seen[3].kind, Kind::Delete);
+    assert!(seen[3].entry.is_none());
+    assert!(dir.feed().carried_bytes() > 0);
+    drop(seen);
+    assert_eq!(dir.feed().carried_bytes(), 0);
+}
+
+/// A modify that splices values into a large attribute (docs/design/big-values.md) hands its hooks
+/// partial entries; the entry its change carries is read back from the transaction, whole.
+#[tokio::test]
+async fn a_spliced_modify_carries_the_whole_entry() {
+    use canopy_directory::write::{spliced_modifies, SPLICE_MIN_BYTES};
+    let tmp = tempfile::tempdir().unwrap();
+    let pipeline = Pipeline::standard().then(Arc::new(SyncProv::new(10)));
+    let indexes = vec![support::index("member", true, false)];
+    let dir = support::open_with(tmp.path(), Schema::builtin(), indexes, pipeline);
+    suffix(&dir).await;
+    let count = SPLICE_MIN_BYTES / 20;
+    let members: Vec<String> = (0..count)
+        .map(|i| format!("cn=m{i:05},dc=example,dc=com"))
+        .collect();
+    let group = "cn=g,dc=example,dc=com";
+    let mut attrs = vec![("objectClass", "groupOfNames"), ("cn", "g")];
+    attrs.extend(members.iter().map(|m| ("member", m.as_str())));
+    add(&dir, group, &attrs).await.unwrap();
+    let subscription = dir.feed().subscribe(16);
+    let spliced = spliced_modifies();
+    let added = "cn=added,dc=example,dc=com".to_string();
+    support::modify(&dir, group, ModifyOperation::Add, "member", &[added])
+        .await
+        .unwrap();
+    assert!(
+        spliced_modifies() > spliced,
+        "the splice path was not taken"
+    );
+    let Next::Change(change) = subscription.next(Duration::from_secs(5)) else {
+        panic!("no change published");
+    };
+    let entry = carried(&change).expect("the change carries its entry");
+    assert_eq!(entry.get("member").unwrap().values.len(), count + 1);
+    assert_eq!(entry.get("cn").unwrap().values, [b"g".to_vec()]);
 }
