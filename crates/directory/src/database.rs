@@ -443,6 +443,16 @@ impl Directory {
         txn.get_entry(id).map_err(store_error)
     }
 
+    /// Every stored entry of the snapshot `txn` in ID order (the order they were added): ID and
+    /// stored bytes.
+    pub fn stored_entries<'t>(
+        &self,
+        txn: &'t ReadTxn,
+    ) -> Result<impl Iterator<Item = Result<(u64, &'t [u8]), LdapError>> + 't, LdapError> {
+        let entries = txn.entries().map_err(store_error)?;
+        Ok(entries.map(|item| item.map_err(store_error)))
+    }
+
     /// Looks up an entry by normalized DN: its ID and stored bytes.
     pub fn lookup<'t>(
         &self,

@@ -29,7 +29,12 @@ pub mod usage;
 pub mod verify;
 pub mod write;
 
-pub use canopy_mdb::ReadTxn;
+/// The store's types the frontend names, under the backend's name so that `canopy-server` never
+/// depends on `canopy-mdb`: the snapshot an operation reads in (`ReadTxn`) and the write's own
+/// transaction a [`write::Guard`] reads in (`WriteTxn`), both only handed back to `Directory`'s
+/// methods (`ReadOps` is their common bound); the settings a database opens with (`StoreConfig`);
+/// and the figures the exporter and cn=Monitor show (`Stats`, `Histogram`, `Store`).
+pub use canopy_mdb::{Histogram, ReadOps, ReadTxn, Stats, Store, StoreConfig, WriteTxn};
 pub use database::{Directory, OpenError};
 pub use error::{store_error, OpError};
 pub use indexing::{IndexError, IndexState, IndexStatus};

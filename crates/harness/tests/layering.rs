@@ -449,25 +449,96 @@ fn module_loops_are_found() {
     );
 }
 
-/// The operations reach storage only through the backend (`canopy-directory`): no file of
-/// `crates/server/src/ops` names the store's crate.
-#[test]
-fn operations_go_through_the_backend() {
-    let ops = workspace_root().join("crates/server/src/ops");
-    let mut files = Vec::new();
-    rust_files(&ops, &mut files);
-    assert!(
-        !files.is_empty(),
-        "no operation sources under {}",
-        ops.display()
-    );
-    let direct: Vec<String> = files
+/// The store's read methods (`canopy_mdb::ReadOps`) with names no other type of the server uses: a
+/// call of one in the frontend is a storage read that skipped the backend's methods.
+const STORE_READS: &[&str] = &[
+    "get_entry",
+    "get_id",
+    "get_meta",
+    "meta_prefix",
+    "has_children",
+    "subtree_ids",
+    "subtree_iter",
+    "index_get",
+    "index_get_capped",
+    "index_prefix",
+    "index_range",
+    "index_range_capped",
+    "entry_ids",
+    "candidate_entries",
+    "entries_from",
+    "entry_count",
+    "last_id",
+    "raw_pairs",
+    "raw_len",
+    "chunk_counts",
+    "synclog_after",
+    "synclog_len",
+];
+
+/// The store's read calls in `text`: each `.NAME(` of [`STORE_READS`].
+fn store_reads(text: &str) -> Vec<&'static str> {
+    STORE_READS
         .iter()
-        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("canopy_mdb")))
-        .map(|f| f.display().to_string())
+        .copied()
+        .filter(|name| text.contains(&format!(".{name}(")))
+        .collect()
+}
+
+#[test]
+fn store_reads_are_found() {
+    assert_eq!(
+        store_reads("let b = txn.get_entry(id)?; dir.stored(&txn, id); x.get_idx(1)"),
+        ["get_entry"]
+    );
+    assert!(store_reads("db.id_of(&txn, ndn)").is_empty());
+}
+
+/// The frontend reaches storage only through the backend (`canopy-directory`): `canopy-server`
+/// does not depend on `canopy-mdb`, none of its files names that crate (the snapshot and write
+/// transaction types it passes around are the backend's re-exports), and none calls the store's
+/// read methods itself (`Directory::stored`, `lookup`, `id_of`, `stored_entries` read for it).
+#[test]
+fn the_frontend_goes_through_the_backend() {
+    let metadata = cargo_metadata();
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let server = packages
+        .iter()
+        .find(|p| p["name"] == "canopy-server")
+        .expect("canopy-server is a workspace member");
+    let store_deps: Vec<String> = server["dependencies"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| d["name"] == "canopy-mdb")
+        .map(|d| d["kind"].as_str().unwrap_or("normal").to_string())
         .collect();
     assert!(
+        store_deps.is_empty(),
+        "canopy-server depends on canopy-mdb ({store_deps:?}): use the backend's names"
+    );
+    let root = workspace_root().join("crates/server");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(
+        files.len() > 10,
+        "too few server sources under {}",
+        root.display()
+    );
+    let mut direct = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.contains("canopy_mdb") {
+            direct.push(format!("{} names canopy_mdb", file.display()));
+        }
+        for name in store_reads(&text) {
+            direct.push(format!("{} calls the store's {name}", file.display()));
+        }
+    }
+    assert!(
         direct.is_empty(),
-        "operations using the store directly: {direct:?}"
+        "the frontend using the store directly:\n{}",
+        direct.join("\n")
     );
 }

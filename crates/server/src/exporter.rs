@@ -15,13 +15,17 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use canopy_mdb::Histogram;
+use canopy_directory::Histogram;
 
 use crate::metrics::OpType;
 use crate::state::State;
 
 /// A gauge of a store: name, help and how to read it from the store's figures.
-type Figure = (&'static str, &'static str, fn(&canopy_mdb::Stats) -> i64);
+type Figure = (
+    &'static str,
+    &'static str,
+    fn(&canopy_directory::Stats) -> i64,
+);
 
 /// Reads everything at scrape time: nothing is copied on the hot path.
 struct StateCollector(State);
@@ -194,7 +198,7 @@ impl Collector for StateCollector {
 
         // The LMDB databases (cn=Monitor's own small store is left out): one family per figure, one
         // sample per database.
-        let stores: Vec<(String, canopy_mdb::Stats, &canopy_mdb::Store)> = state
+        let stores: Vec<(String, canopy_directory::Stats, &canopy_directory::Store)> = state
             .databases
             .iter()
             .filter(|db| !db.is_monitor() && !db.is_config())

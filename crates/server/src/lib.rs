@@ -47,8 +47,8 @@ pub mod tls;
 use std::sync::Arc;
 
 use canopy_core::index::IndexSpec;
+use canopy_directory::StoreConfig;
 use canopy_directory::{Directory, OpenError};
-use canopy_mdb::StoreConfig;
 use canopy_schema::Schema;
 
 pub use config::{Config, ConfigError, ListenUrl};

@@ -12,7 +12,7 @@ use canopy_proto::{ExtendedResponse, LdapMessage, LdapResult, ProtocolOp, Result
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use canopy_core::LdapError;
-use canopy_mdb::ReadTxn;
+use canopy_directory::ReadTxn;
 use canopy_schema::NormDn;
 
 use crate::access::Who;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use canopy_core::index::IndexSpec;
 use canopy_directory::overlay::accesslog::{self, AccessLog, LogWriter};
+use canopy_directory::StoreConfig;
 use canopy_directory::{Directory, OpenError, Pipeline};
-use canopy_mdb::StoreConfig;
 use canopy_schema::{NormDn, Schema};
 
 use crate::acl::Acl;

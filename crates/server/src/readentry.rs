@@ -5,7 +5,7 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::{computed, decoded};
 use canopy_directory::Directory;
-use canopy_mdb::ReadOps;
+use canopy_directory::ReadOps;
 use canopy_proto::{
     encode_partial_attribute, encode_read_entry_response, Control, Filter, ResultCode,
 };

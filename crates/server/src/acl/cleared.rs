@@ -8,7 +8,7 @@
 
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Attribute, Entry};
-use canopy_mdb::ReadOps;
+use canopy_directory::ReadOps;
 
 use super::ops::retain_allowed;
 use super::view::{EntryView, SearchAccess};

@@ -8,7 +8,7 @@ use canopy_core::filter::evaluate;
 use canopy_core::Entry;
 use canopy_directory::dynlist::Url;
 use canopy_directory::Directory;
-use canopy_mdb::ReadOps;
+use canopy_directory::ReadOps;
 use canopy_proto::Dn;
 use canopy_schema::NormDn;
 

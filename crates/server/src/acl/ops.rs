@@ -1,7 +1,7 @@
 //! The access checks of each operation, as slapd's back-mdb makes them, with slapd's result codes.
 
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::ReadOps;
+use canopy_directory::ReadOps;
 use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
 

@@ -14,9 +14,9 @@ use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_directory::{
-    structural, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
+    structural, Action, Directory, Guard, OpError, Stamp, StoreConfig, WriteOp, WriteRequest,
+    WriteTxn,
 };
-use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
@@ -190,8 +190,11 @@ impl ConfigTree {
 fn read_tree(directory: &Directory) -> Result<Vec<ConfigEntry>, StartError> {
     let txn = directory.read().map_err(|e| internal("read", e.message))?;
     let mut tree = Vec::new();
-    for item in txn.entries().map_err(|e| internal("read", e))? {
-        let (_, bytes) = item.map_err(|e| internal("read", e))?;
+    for item in directory
+        .stored_entries(&txn)
+        .map_err(|e| internal("read", e.message))?
+    {
+        let (_, bytes) = item.map_err(|e| internal("read", e.message))?;
         let entry = StoredEntry::parse(bytes)
             .and_then(|stored| stored.to_entry())
             .map_err(|e| internal("decode", e))?;

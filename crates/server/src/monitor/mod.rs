@@ -15,10 +15,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::LdapError;
 use canopy_directory::opattrs::civil;
+use canopy_directory::WriteTxn;
 use canopy_directory::{
     structural, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
 };
-use canopy_mdb::WriteTxn;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 
 use crate::databases::Database;

@@ -3,7 +3,7 @@
 //! verifies against.
 
 use canopy_core::LdapError;
-use canopy_mdb::ReadTxn;
+use canopy_directory::ReadTxn;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::{NormDn, Schema};
 

@@ -5,7 +5,6 @@ use canopy_core::check::build_entry;
 use canopy_core::modify::{modified, ModifyOptions};
 use canopy_core::{Attribute, Entry};
 use canopy_directory::ReplicaChange;
-use canopy_mdb::ReadOps;
 use canopy_proto::sync::{uuid_from_text, Csn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute};
 
@@ -155,10 +154,7 @@ pub(super) fn change(db: &Database, record: &Record) -> Result<Option<ReplicaCha
 
 fn load(db: &Database, ndn: &canopy_schema::NormDn) -> Result<Option<Entry>, String> {
     let txn = db.read().map_err(|e| e.message)?;
-    let Some(id) = txn
-        .get_id(&canopy_directory::dn_key(ndn))
-        .map_err(|e| e.to_string())?
-    else {
+    let Some(id) = db.id_of(&txn, ndn).map_err(|e| e.message)? else {
         return Ok(None);
     };
     let Some(bytes) = db.stored(&txn, id).map_err(|e| e.message)? else {
