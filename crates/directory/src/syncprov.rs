@@ -28,7 +28,7 @@ pub const FEED_QUEUE: usize = 1024;
 
 /// The bytes of committed entries all the changes waiting in a database's feed may carry together
 /// ([`Carried`]); a change over it is published without its entry.
-pub const FEED_BYTES: usize = 64 << 20;
+pub const FEED_BYTES: usize = 16 << 20;
 
 /// The meta key of the highest CSNs (per server ID) trimmed from the session log.
 const TRIMMED: &[u8] = b"synclog/trimmed";
