@@ -42,39 +42,13 @@ def attributes(raw):
 
 def recv_raw(conn, timeout=30):
     """The next message and its raw bytes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = parse_tlv(conn.buf, 0)
-        if found is not None:
-            raw, conn.buf = conn.buf[:found[2]], conn.buf[found[2]:]
-            return raw
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no complete message within %s s" % timeout)
-        conn.sock.settimeout(left)
-        chunk = conn.sock.recv(65536)
-        if not chunk:
-            raise EOFError("closed")
-        conn.buf += chunk
+    return conn.recv_raw(timeout)
 
 
 def drip(conn, timeout=30):
     """The next message, read 4 KiB at a time with a pause between reads: the server's socket stays
     nearly full, so its writes are often partial while more answers are produced."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = parse_tlv(conn.buf, 0)
-        if found is not None:
-            raw, conn.buf = conn.buf[:found[2]], conn.buf[found[2]:]
-            return Message(raw)
-        if time.monotonic() > deadline:
-            raise TimeoutError("no complete message within %s s" % timeout)
-        conn.sock.settimeout(max(0.1, deadline - time.monotonic()))
-        chunk = conn.sock.recv(4096)
-        if not chunk:
-            raise EOFError("closed")
-        conn.buf += chunk
-        time.sleep(0.0002)
+    return Message(conn.recv_raw(timeout, chunk=4096, pause=0.0002))
 
 
 def count_alone(conn, msgid, req):

@@ -26,19 +26,7 @@ ROUNDS = int(sys.argv[1])
 
 def next_raw(conn, deadline):
     """The next message's raw bytes, waiting until `deadline` at most."""
-    while True:
-        found = parse_tlv(conn.buf, 0)
-        if found is not None:
-            raw, conn.buf = conn.buf[:found[2]], conn.buf[found[2]:]
-            return raw
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no complete message in time")
-        conn.sock.settimeout(left)
-        chunk = conn.sock.recv(65536)
-        if not chunk:
-            raise EOFError("closed")
-        conn.buf += chunk
+    return conn.recv_raw(max(0.0, deadline - time.monotonic()))
 
 
 def update(raw):

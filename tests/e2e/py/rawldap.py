@@ -179,24 +179,31 @@ class Conn:
 
     def recv(self, timeout=10):
         """The next message; raises Closed at EOF or reset, socket.timeout after `timeout`."""
+        return Message(self.recv_raw(timeout))
+
+    def recv_raw(self, timeout=10, chunk=65536, pause=0.0):
+        """The next message's raw bytes, reading at most `chunk` bytes at a time with `pause` seconds
+        between reads (a slow reader); raises Closed at EOF or reset, socket.timeout after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             found = parse_tlv(self.buf, 0)
             if found is not None:
                 end = found[2]
                 raw, self.buf = self.buf[:end], self.buf[end:]
-                return Message(raw)
+                return raw
             left = deadline - time.monotonic()
             if left <= 0:
                 raise socket.timeout()
             self.sock.settimeout(left)
             try:
-                chunk = self.sock.recv(65536)
+                got = self.sock.recv(chunk)
             except ConnectionResetError:
                 raise Closed()
-            if not chunk:
+            if not got:
                 raise Closed()
-            self.buf += chunk
+            self.buf += got
+            if pause:
+                time.sleep(pause)
 
     def until_closed(self, timeout=10):
         """Everything the server sends until it closes: (messages, closed?)."""
