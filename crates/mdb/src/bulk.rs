@@ -456,6 +456,7 @@ fn run_flusher(
                 }
             } else {
                 current.txn.commit()?;
+                shared.committed();
                 recycle_all(&mut pending, recycle);
                 pending_bytes = 0;
             }
@@ -466,6 +467,7 @@ fn run_flusher(
     }
     if let Some(current) = open {
         current.txn.commit()?;
+        shared.committed();
     }
     Ok(())
 }

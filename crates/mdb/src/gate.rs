@@ -7,6 +7,9 @@
 //! drain, but it only waits a bounded time: a thread that holds one read transaction while waiting for a
 //! write (or for a second read transaction) must not deadlock, so the resize gives up instead and is
 //! retried later.
+//!
+//! Idle read transactions kept for reuse (`pool.rs`) hold their passes too; a resize goes through
+//! `Shared::exclusive`, which empties and closes that pool first, so it waits only for transactions in use.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};

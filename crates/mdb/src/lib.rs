@@ -19,6 +19,7 @@ mod error;
 mod gate;
 mod histogram;
 mod keys;
+mod pool;
 mod read;
 mod snapshot;
 mod store;

@@ -1,15 +1,16 @@
 //! Reading: the operations shared by read and write transactions, and the read transaction itself.
 
+use std::mem::ManuallyDrop;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use heed::types::Bytes;
-use heed::{RoIter, RoPrefix, RoTxn, WithoutTls};
+use heed::{RoIter, RoPrefix, RoTxn};
 
 use crate::chunk::{assemble, is_head, unescape, Arena, MARK};
 use crate::error::StoreError;
-use crate::gate::Pass;
 use crate::keys::{decode_id, id_key};
+use crate::pool::Snapshot;
 use crate::store::Shared;
 use crate::tables::{Tables, DN2CHILDREN, DN2ID, ID2ENTRY};
 
@@ -600,20 +601,22 @@ impl<'t> Iterator for CandidateEntries<'t> {
 
 /// A consistent snapshot of the committed database. `Send`, so a search can move between threads;
 /// keep it short-lived: an open snapshot keeps the pages it sees from being reused, and delays map growth.
+///
+/// Dropping it hands its LMDB transaction to the store's pool while no commit has happened since it
+/// began, so that the next reader takes the same snapshot without beginning a transaction
+/// (`pool.rs`). What it put together from chunks (its arena) stays with the handle and is freed.
 pub struct ReadTxn {
-    // Field order matters: the LMDB transaction must end before the gate pass is returned.
-    txn: RoTxn<'static, WithoutTls>,
+    // Taken out only in `drop`.
+    snapshot: ManuallyDrop<Snapshot>,
     shared: Arc<Shared>,
-    _pass: Pass,
     arena: Arena,
 }
 
 impl ReadTxn {
-    pub(crate) fn new(txn: RoTxn<'static, WithoutTls>, shared: Arc<Shared>, pass: Pass) -> Self {
+    pub(crate) fn new(snapshot: Snapshot, shared: Arc<Shared>) -> Self {
         ReadTxn {
-            txn,
+            snapshot: ManuallyDrop::new(snapshot),
             shared,
-            _pass: pass,
             arena: Arena::default(),
         }
     }
@@ -621,13 +624,22 @@ impl ReadTxn {
     /// The LMDB transaction ID of this snapshot: shared by the readers of one committed state, higher after
     /// every commit. Answers read under one ID hold for every reader of it.
     pub fn snapshot_id(&self) -> usize {
-        self.txn.id()
+        self.snapshot.txn.id()
+    }
+}
+
+impl Drop for ReadTxn {
+    fn drop(&mut self) {
+        // SAFETY: `snapshot` is taken here only, once, and not used afterwards.
+        let snapshot = unsafe { ManuallyDrop::take(&mut self.snapshot) };
+        // A snapshot the pool does not keep is aborted here, outside the pool's lock.
+        drop(self.shared.pool.put(snapshot, &self.shared.env));
     }
 }
 
 impl Access for ReadTxn {
     fn ro_txn(&self) -> &RoTxn<'_> {
-        &self.txn
+        &self.snapshot.txn
     }
 
     fn tables(&self) -> &Tables {

@@ -12,7 +12,8 @@ use heed::{Env, EnvFlags, EnvOpenOptions, MdbError, WithoutTls};
 
 use crate::bulk::BulkLoader;
 use crate::error::StoreError;
-use crate::gate::Gate;
+use crate::gate::{Exclusive, Gate};
+use crate::pool::{Pool, Snapshot};
 use crate::read::ReadTxn;
 use crate::tables::{create_tables, max_dbs, Tables};
 use crate::writer::{run_writer, Job, Request};
@@ -80,6 +81,10 @@ pub struct Stats {
     pub max_group_size: u64,
     /// Times this process grew the map.
     pub map_grows: u64,
+    /// Read transactions this process began; the other snapshots handed out were reused.
+    pub read_txns_begun: u64,
+    /// Idle read transactions kept for reuse now (each holds a reader slot).
+    pub read_txns_idle: usize,
 }
 
 /// Page figures of one table.
@@ -138,6 +143,20 @@ pub(crate) struct Shared {
     pub(crate) max_dbs: u32,
     /// Held while an index table is created: LMDB allows one table-opening transaction at a time.
     pub(crate) creating: std::sync::Mutex<()>,
+    /// Idle read transactions of the newest snapshot.
+    pub(crate) pool: Pool,
+}
+
+/// A pending or running map resize: the gate held exclusively and the read pool closed.
+pub(crate) struct Resizing<'a> {
+    _exclusive: Exclusive<'a>,
+    pool: &'a Pool,
+}
+
+impl Drop for Resizing<'_> {
+    fn drop(&mut self) {
+        self.pool.reopen();
+    }
 }
 
 impl Shared {
@@ -167,9 +186,31 @@ impl Shared {
         self.grow(used.saturating_add(want), wait)
     }
 
+    /// Takes the gate exclusively (no transaction of this process open), waiting up to `wait` for the
+    /// transactions in use. Idle pooled transactions are aborted first and none is kept until the
+    /// returned guard drops, so they never hold a resize up.
+    pub(crate) fn exclusive(&self, wait: Duration) -> Option<Resizing<'_>> {
+        self.pool.close();
+        match self.gate.exclusive(wait) {
+            Some(exclusive) => Some(Resizing {
+                _exclusive: exclusive,
+                pool: &self.pool,
+            }),
+            None => {
+                self.pool.reopen();
+                None
+            }
+        }
+    }
+
+    /// After a commit of this process: idle snapshots older than it are aborted.
+    pub(crate) fn committed(&self) {
+        self.pool.drop_stale(&self.env);
+    }
+
     /// Grows the map geometrically to at least `needed` bytes (and at least double).
     pub(crate) fn grow(&self, needed: usize, wait: Duration) -> bool {
-        let Some(_exclusive) = self.gate.exclusive(wait) else {
+        let Some(_exclusive) = self.exclusive(wait) else {
             tracing::debug!("map growth postponed: read transactions still open");
             return false;
         };
@@ -184,7 +225,8 @@ impl Shared {
         }
         let new_size = round_map_size(new_size);
         // SAFETY: the exclusive gate is held, so no transaction of this process is open: read
-        // transactions, group-commit transactions and bulk-load transactions all hold passes.
+        // transactions (in use or idle in the pool), group-commit transactions and bulk-load
+        // transactions all hold passes.
         match unsafe { self.env.resize(new_size) } {
             Ok(()) => {
                 self.counters.grows.fetch_add(1, Ordering::Relaxed);
@@ -200,7 +242,7 @@ impl Shared {
 
     /// After MDB_MAP_RESIZED (another process grew the map): adopt the size recorded in the file.
     pub(crate) fn adopt_map_size(&self) -> Result<(), StoreError> {
-        let Some(_exclusive) = self.gate.exclusive(Duration::from_secs(2)) else {
+        let Some(_exclusive) = self.exclusive(Duration::from_secs(2)) else {
             return Err(StoreError::Lmdb(MdbError::MapResized));
         };
         // SAFETY: as in `grow`. Size 0 makes LMDB take the size from the meta page.
@@ -284,6 +326,7 @@ impl Store {
             bulk_active: AtomicBool::new(false),
             max_dbs: max_dbs(cfg.indexes.len()),
             creating: std::sync::Mutex::new(()),
+            pool: Pool::new(cfg.max_readers.max(1)),
         });
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
         let writer_shared = Arc::clone(&shared);
@@ -381,6 +424,9 @@ impl Store {
             let _pass = shared.gate.pass();
             crate::tables::create_index_table(&shared.env, attr)?
         };
+        // Opening a table that the file already has commits nothing, so the snapshot ID alone would
+        // not tell older transactions (which LMDB refuses the new handle) from newer ones.
+        shared.pool.table_opened(&shared.env);
         shared
             .tables
             .indexes
@@ -431,11 +477,20 @@ impl Store {
 }
 
 pub(crate) fn read_shared(shared: &Arc<Shared>) -> Result<ReadTxn, StoreError> {
+    if let Some(snapshot) = shared.pool.take(&shared.env) {
+        return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
+    }
     let mut adopted = false;
     loop {
+        // Read before the transaction begins: see `Snapshot::new`.
+        let epoch = shared.pool.epoch();
         let pass = shared.gate.pass();
         match shared.env.clone().static_read_txn() {
-            Ok(txn) => return Ok(ReadTxn::new(txn, Arc::clone(shared), pass)),
+            Ok(txn) => {
+                shared.pool.begun.fetch_add(1, Ordering::Relaxed);
+                let snapshot = Snapshot::new(txn, epoch, pass);
+                return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
+            }
             Err(heed::Error::Mdb(MdbError::MapResized)) if !adopted => {
                 drop(pass);
                 shared.adopt_map_size()?;
@@ -462,11 +517,14 @@ pub(crate) fn stats_of(shared: &Arc<Shared>) -> Result<Stats, StoreError> {
             entries: stat.entries,
         });
     }
+    let entries = rtxn.entry_count()?;
+    // Counted after this snapshot went back, so that it shows among the idle ones when kept.
+    drop(rtxn);
     let info = shared.env.info();
     let (map_size, map_used) = shared.usage();
     let counters = &shared.counters;
     Ok(Stats {
-        entries: rtxn.entry_count()?,
+        entries,
         map_size,
         map_used,
         file_size: shared.env.real_disk_size()?,
@@ -478,5 +536,7 @@ pub(crate) fn stats_of(shared: &Arc<Shared>) -> Result<Stats, StoreError> {
         ops_committed: counters.ops.load(Ordering::Relaxed),
         max_group_size: counters.max_group.load(Ordering::Relaxed),
         map_grows: counters.grows.load(Ordering::Relaxed),
+        read_txns_begun: shared.pool.begun.load(Ordering::Relaxed),
+        read_txns_idle: shared.pool.idle(),
     })
 }

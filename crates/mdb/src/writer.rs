@@ -217,6 +217,9 @@ fn run_group(shared: &Shared, queue: &mut VecDeque<Box<dyn Job>>) -> usize {
     let committed = parent.commit().map_err(StoreError::from);
     let commit_took = commit_started.elapsed();
     drop(pass);
+    // Before any completion runs: idle snapshots from before this commit pin pages and must not be
+    // handed out (the pool's own check refuses them too).
+    shared.committed();
     if matches!(committed, Err(StoreError::MapFull)) {
         map_full = true;
     }
