@@ -207,7 +207,7 @@ impl Collector for StateCollector {
                 Some((db.suffix_dn().to_string(), stats, db.store()))
             })
             .collect();
-        let figures: [Figure; 4] = [
+        let figures: [Figure; 5] = [
             (
                 "canopy_lmdb_map_size_bytes",
                 "The LMDB memory map's size.",
@@ -226,6 +226,11 @@ impl Collector for StateCollector {
             ("canopy_entries", "Entries in the database.", |s| {
                 i64::try_from(s.entries).unwrap_or(i64::MAX)
             }),
+            (
+                "canopy_lmdb_read_txns_idle",
+                "Idle LMDB read transactions kept for reuse (each holds a reader slot).",
+                |s| i64::try_from(s.read_txns_idle).unwrap_or(i64::MAX),
+            ),
         ];
         for (name, help, value) in figures {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
@@ -233,6 +238,16 @@ impl Collector for StateCollector {
                 let labels = [("suffix", suffix.as_str())];
                 ConstGauge::new(value(stats)).encode(family.encode_family(&labels)?)?;
             }
+        }
+        let mut family = encoder.encode_descriptor(
+            "canopy_lmdb_read_txns_begun",
+            "LMDB read transactions begun; the other snapshots searches used were reused ones.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (suffix, stats, _) in &stores {
+            ConstCounter::new(stats.read_txns_begun)
+                .encode(family.encode_family(&[("suffix", suffix.as_str())])?)?;
         }
         let mut family = encoder.encode_descriptor(
             "canopy_group_commit_size",
@@ -266,10 +281,11 @@ impl Collector for StateCollector {
     }
 }
 
-/// The text a scrape returns.
+/// The text a scrape returns, from the configuration snapshot current at the scrape: a database added
+/// or deleted live through cn=config is in it (or gone) from the next scrape on.
 pub fn render(state: &State) -> Result<String, fmt::Error> {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(StateCollector(state.clone())));
+    registry.register_collector(Box::new(StateCollector(state.current())));
     let mut out = String::with_capacity(16 * 1024);
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
     Ok(out)

@@ -391,6 +391,64 @@ fn metrics_count_known_operations_exactly() {
     assert!(queried >= 15, "the dashboard queries {queried} series");
 }
 
+#[test]
+fn metrics_follow_databases_added_live() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: /metrics is canopy's");
+        return;
+    }
+    let port = free_port();
+    let s = Server::start_canopy_with_config(&format!(
+        "metrics_listen = \"127.0.0.1:{port}\"\nconfig_root_dn = \"{CONFIG_ROOT_DN}\"\n\
+         config_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let live = "canopy_entries{suffix=\"dc=live,dc=org\"}";
+    assert!(!scrape(&url).contains(live), "no such database yet");
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    s.add(
+        &admin,
+        &format!(
+            "dn: olcDatabase={{2}}mdb,cn=config\nobjectClass: olcDatabaseConfig\n\
+             objectClass: olcMdbConfig\nolcDatabase: {{2}}mdb\nolcSuffix: dc=live,dc=org\n\
+             olcDbDirectory: {}\nolcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n",
+            directory.display()
+        ),
+    )
+    .expect_code(0, "add a database live");
+    s.add(
+        &Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into()),
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n",
+    )
+    .expect_code(0, "its root DN fills it");
+    let after = scrape(&url);
+    assert_eq!(sample(&after, live), 1.0, "the new database's entry");
+    let begun = "canopy_lmdb_read_txns_begun_total{suffix=\"dc=live,dc=org\"}";
+    assert!(
+        sample(&after, begun) >= 1.0,
+        "its reads began a transaction"
+    );
+    let idle = "canopy_lmdb_read_txns_idle{suffix=\"dc=live,dc=org\"}";
+    assert!(sample(&after, idle) <= 8.0, "a few idle snapshots at most");
+    assert!(
+        sample(&after, "canopy_entries{suffix=\"dc=example,dc=com\"}") > 1.0,
+        "the first database is still there:\n{after}"
+    );
+    s.tool(
+        "ldapdelete",
+        &admin,
+        &["olcDatabase={2}mdb,cn=config"],
+        None,
+    )
+    .expect_code(0, "delete the database added live");
+    assert!(
+        !scrape(&url).contains(live),
+        "a database deleted live leaves /metrics"
+    );
+}
+
 /// Access-log lines naming operation `word` (`SRCH`, `ADD`, ...), leaving out the harness's
 /// readiness probe (an anonymous root DSE search on its own connection).
 fn lines_of<'a>(log: &'a str, word: &str) -> Vec<&'a str> {
