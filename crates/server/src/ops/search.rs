@@ -14,8 +14,9 @@ use canopy_directory::search::{decoded, Candidate, Query};
 use canopy_directory::{Directory, ReadTxn, Referral};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
-    Control, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
+    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
+    encode_search_result_entry_raw, Control, Filter, LdapMessage, LdapResult, PagedResults,
+    ProtocolOp, ResultCode, SearchRequest,
 };
 use canopy_schema::NormDn;
 
@@ -251,7 +252,10 @@ impl From<OpError> for Stop {
 pub fn run(job: SearchJob) -> Outcome {
     let mut sink = Sink::queue(&job.tx);
     // Abandoned or disconnected (None): what is still batched is dropped with the rest.
-    if let Some((done, code)) = finish(&job, &mut sink) {
+    if let Some((result, controls)) = finish(&job, &mut sink) {
+        let code = result.code;
+        let mut done = Vec::new();
+        encode_done(&job, result, controls, &mut done);
         if sink.push(done).is_ok() && sink.flush(true).is_ok() {
             return job.outcome(Some(code));
         }
@@ -267,23 +271,20 @@ pub fn try_inline(job: &SearchJob) -> Option<(Vec<u8>, Outcome)> {
         out: Vec::new(),
         messages: 0,
     };
-    let (done, code) = finish(job, &mut sink)?;
+    let (result, controls) = finish(job, &mut sink)?;
     match sink {
         Sink::Buffer { mut out, .. } => {
-            if out.is_empty() {
-                out = done;
-            } else {
-                out.extend_from_slice(&done);
-            }
+            let code = result.code;
+            encode_done(job, result, controls, &mut out);
             Some((out, job.outcome(Some(code))))
         }
         Sink::Queue { .. } => None,
     }
 }
 
-/// Executes and encodes the final SearchResultDone; None when nothing more is to be sent (abandoned, or
-/// an inline attempt overflowed).
-fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)> {
+/// Executes the search: the result and controls of its SearchResultDone, or None when nothing more is to
+/// be sent (abandoned, or an inline attempt overflowed).
+fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(LdapResult, Vec<Control>)> {
     job.tally.reset();
     let mut done_controls = Vec::new();
     let result = match execute(job, sink, &mut done_controls) {
@@ -292,15 +293,28 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)>
         Err(Stop::Referral(r)) => r.into_result(),
         Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
-    let code = result.code;
-    Some((
-        encode(
+    Some((result, done_controls))
+}
+
+/// Appends the SearchResultDone to `out`: without referral or controls (the usual case) straight from
+/// its fields, otherwise through the generic encoder (the same bytes either way).
+fn encode_done(job: &SearchJob, result: LdapResult, controls: Vec<Control>, out: &mut Vec<u8>) {
+    if result.referral.is_empty() && controls.is_empty() {
+        encode_search_result_done_raw(
+            out,
             job.message_id,
-            ProtocolOp::SearchResultDone(result),
-            done_controls,
-        ),
-        code,
-    ))
+            result.code.code(),
+            &result.matched_dn,
+            result.message.as_bytes(),
+        );
+    } else {
+        LdapMessage {
+            message_id: job.message_id,
+            op: ProtocolOp::SearchResultDone(result),
+            controls,
+        }
+        .encode(out);
+    }
 }
 
 #[derive(Clone)]
