@@ -72,16 +72,10 @@ impl Monitor {
 
     /// Whether a request's raw base DN may lie in cn=Monitor: a cheap test before any refresh.
     pub fn may_hold(raw_dn: &[u8]) -> bool {
-        // Each window starting with an m or M is compared, not every window.
-        raw_dn
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.eq_ignore_ascii_case(&b'm'))
-            .any(|(at, _)| {
-                raw_dn
-                    .get(at..at + 7)
-                    .is_some_and(|w| w.eq_ignore_ascii_case(b"monitor"))
-            })
+        // The first byte alone rules out most windows (only M and m become m with 0x20 set).
+        raw_dn.windows(7).any(|w| {
+            w.first().is_some_and(|b| b | 0x20 == b'm') && w.eq_ignore_ascii_case(b"monitor")
+        })
     }
 
     /// Writes the difference between `entries` and what the store holds: new entries added (parents

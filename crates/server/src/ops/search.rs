@@ -536,7 +536,7 @@ fn search_part(
 
     // The filter as it is tested, prepared once: the plan takes it too when it plans the same filter
     // under the same schema (no dynlist planning filter, nothing rewritten for slapd's view).
-    let filter = as_slapd_sees(schema, &expanded);
+    let (filter, mentioned) = as_slapd_sees_with_mentions(schema, &expanded);
     let prepared = PreparedFilter::new(schema, &filter);
     let plans_tested = planning.is_none()
         && matches!(filter, Cow::Borrowed(_))
@@ -590,7 +590,6 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let mentioned = mentions_of(schema, &filter);
     let need_computed =
         mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
@@ -598,6 +597,10 @@ fn search_part(
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
     let secret_in_filter = mentioned.secret;
+    // Without `val=` rules and without a password attribute in the filter, a view that lets every plain
+    // attribute be searched hides nothing the filter tests: no hidden filter to make (`hidden_filter`
+    // would find the same through a decision per attribute).
+    let plain_filter = !secret_in_filter && !access.checker().acl().has_value_rules();
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
         let in_filter = |attr: &str| {
@@ -700,6 +703,7 @@ fn search_part(
             continue;
         };
         let hidden = match &view {
+            Some(view) if plain_filter && view.plain_allows(privileges::SEARCH) => None,
             Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
             None => None,
         };
@@ -899,6 +903,66 @@ fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
         found.computed && found.secret
     });
     found
+}
+
+/// [`as_slapd_sees`] and [`mentions_of`] of the result, from one schema lookup per filter item: a filter
+/// is rewritten only when it asserts a value of subschemaSubentry, which the same lookup tells.
+fn as_slapd_sees_with_mentions<'f>(
+    schema: &canopy_schema::Schema,
+    filter: &'f Filter,
+) -> (Cow<'f, Filter>, Mentions) {
+    let mut found = Mentions {
+        computed: false,
+        secret: false,
+    };
+    let mut subschema_values = false;
+    items(filter, &mut |item| {
+        let Some(desc) = tested_desc(item) else {
+            found.computed = true;
+            found.secret = true;
+            return;
+        };
+        let name = desc.split(';').next().unwrap_or(desc);
+        let at = schema.attribute_type(name);
+        let canonical = at.map(|at| at.name()).unwrap_or(name);
+        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
+        found.secret |= at
+            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+        // `filter_view::never_holds`, with the type already looked up.
+        subschema_values |= crate::filter_view::asserted_attribute(item).is_some()
+            && at.is_some_and(|at| at.name().eq_ignore_ascii_case("subschemaSubentry"));
+    });
+    if subschema_values {
+        let seen = as_slapd_sees(schema, filter);
+        let mentioned = mentions_of(schema, &seen);
+        (seen, mentioned)
+    } else {
+        (Cow::Borrowed(filter), found)
+    }
+}
+
+/// Visits the items of a filter (what is not AND, OR, NOT or Undefined).
+fn items<'f>(filter: &'f Filter, visit: &mut dyn FnMut(&'f Filter)) {
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().for_each(|f| items(f, visit)),
+        Filter::Not(inner) => items(inner, visit),
+        Filter::Undefined => {}
+        item => visit(item),
+    }
+}
+
+/// The attribute description an item tests (None: an extensible match without a type).
+fn tested_desc(item: &Filter) -> Option<&str> {
+    match item {
+        Filter::Equality(attr, _)
+        | Filter::GreaterOrEqual(attr, _)
+        | Filter::LessOrEqual(attr, _)
+        | Filter::Approx(attr, _)
+        | Filter::Present(attr) => Some(attr),
+        Filter::Substrings(sub) => Some(&sub.attr),
+        Filter::Extensible(mra) => mra.attr.as_deref(),
+        Filter::And(_) | Filter::Or(_) | Filter::Not(_) | Filter::Undefined => None,
+    }
 }
 
 /// Whether `test` holds for an attribute description of the filter (None: an extensible match without
@@ -1173,6 +1237,48 @@ fn send_special(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_walk_sees_and_mentions_as_the_two_walks() {
+        let schema = canopy_schema::Schema::builtin();
+        for text in [
+            "(uid=user0001234)",
+            "(objectClass=*)",
+            "(&(uid=a)(cn=b))",
+            "(userPassword=x)",
+            "(userPassword;x-tag=x)",
+            "(name=x)",
+            "(hasSubordinates=TRUE)",
+            "(entryDN=uid=a,dc=example,dc=com)",
+            "(subschemaSubentry=cn=Subschema)",
+            "(|(subschemaSubentry=cn=Subschema)(uid=a))",
+            "(!(subschemaSubentry~=cn=Subschema))",
+            "(subschemaSubentry=*)",
+            "(subschemaSubentry:distinguishedNameMatch:=cn=Subschema)",
+            "(subschemaSubentry:caseIgnoreMatch:=cn=Subschema)",
+            "(&(subschemaSubentry=cn=Subschema)(userPassword=*))",
+            "(:caseIgnoreMatch:=x)",
+            "(unknownAttr=x)",
+            "(authPassword=*)",
+            "(&(cn>=a)(sn<=b)(mail=*x*))",
+        ] {
+            let filter = Filter::parse(text).unwrap();
+            let (seen, mentioned) = as_slapd_sees_with_mentions(&schema, &filter);
+            let want = as_slapd_sees(&schema, &filter);
+            let want_mentioned = mentions_of(&schema, &want);
+            assert_eq!(*seen, *want, "{text}");
+            assert_eq!(
+                matches!(seen, Cow::Borrowed(_)),
+                matches!(want, Cow::Borrowed(_)),
+                "{text}"
+            );
+            assert_eq!(
+                (mentioned.computed, mentioned.secret),
+                (want_mentioned.computed, want_mentioned.secret),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn cookies_name_their_part() {
