@@ -1100,20 +1100,21 @@ fn base_access(
     if access.is_root() {
         return Ok(());
     }
-    // Only rules with a filter look at the base's attributes: decode it for them alone.
-    let entry = if access.checker().acl().needs_entry() {
+    // Only rules with a filter look at the base's attributes: decode it for them alone. Without such
+    // rules the decision rests on the DN and is remembered per connection.
+    let mask = if access.checker().acl().needs_entry() {
         let Some(bytes) = dir.stored(txn, base_id)? else {
             return Ok(());
         };
-        Some(decoded(&Directory::parse_stored(bytes)?, true)?)
+        let entry = decoded(&Directory::parse_stored(bytes)?, true)?;
+        let target = Target {
+            ndn: base,
+            entry: Some(&entry),
+        };
+        access.checker().decide(target, AttrRef::Entry).mask
     } else {
-        None
+        access.base_entry(base)
     };
-    let target = Target {
-        ndn: base,
-        entry: entry.as_ref(),
-    };
-    let mask = access.checker().decide(target, AttrRef::Entry).mask;
     if mask & privileges::SEARCH != 0 {
         Ok(())
     } else if mask & privileges::DISCLOSE != 0 {
