@@ -230,6 +230,13 @@ pub async fn serve_transport<S>(
     }
 }
 
+/// The abandon flag of inline search attempts: never registered, so never set (an inline search has
+/// answered before its connection reads the next request).
+fn never_abandoned() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    Arc::clone(FLAG.get_or_init(|| Arc::new(AtomicBool::new(false))))
+}
+
 /// A peer as slapd's monitor and logs show it.
 fn peer_label(peer: &Peer) -> String {
     match peer {
@@ -529,10 +536,10 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 return Flow::Close;
             };
             refresh_monitor(state, &req.base).await;
-            let cancel = Arc::new(AtomicBool::new(false));
             // Only a search that outlives this call can be abandoned (the connection's task takes the
-            // next request, an abandon among them, once an inline search has answered): it alone is
-            // registered.
+            // next request, an abandon among them, once an inline search has answered): it alone gets a
+            // flag of its own, registered; an inline attempt shares one that nothing ever sets.
+            let cancel = never_abandoned();
             let register = |cancel: &Arc<AtomicBool>| {
                 pending
                     .lock()
@@ -542,7 +549,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let shared_who = session
                 .shared_who
                 .get_or_insert_with(|| Arc::new(who.clone()));
-            let job = ops::search::SearchJob {
+            let mut job = ops::search::SearchJob {
                 state: state.clone(),
                 who: Arc::clone(shared_who),
                 views: Arc::clone(session.views.get_or_insert_with(Default::default)),
@@ -557,6 +564,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
             // abandoned or its connection closes (crate::syncprov).
             if let Some(request) = job.ctl.sync.clone() {
+                job.cancel = Arc::new(AtomicBool::new(false));
                 register(&job.cancel);
                 let pending = pending.clone();
                 tokio::task::spawn_blocking(move || {
@@ -577,6 +585,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
+            job.cancel = Arc::new(AtomicBool::new(false));
             register(&job.cancel);
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {

@@ -94,11 +94,17 @@ pub fn encode_search_result_done_raw(
     headers.header(op_tag::SEARCH_RESULT_DONE, op_len);
     headers.integer(tag::ENUMERATED, i64::from(code));
     headers.header(tag::OCTET_STRING, matched_dn.len());
-    out.extend_from_slice(headers.as_bytes());
-    out.extend_from_slice(matched_dn);
-    let mut headers = Headers::new();
-    headers.header(tag::OCTET_STRING, message.len());
-    out.extend_from_slice(headers.as_bytes());
+    if matched_dn.is_empty() {
+        // The usual result: every header in one copy.
+        headers.header(tag::OCTET_STRING, message.len());
+        out.extend_from_slice(headers.as_bytes());
+    } else {
+        out.extend_from_slice(headers.as_bytes());
+        out.extend_from_slice(matched_dn);
+        let mut headers = Headers::new();
+        headers.header(tag::OCTET_STRING, message.len());
+        out.extend_from_slice(headers.as_bytes());
+    }
     out.extend_from_slice(message);
 }
 
