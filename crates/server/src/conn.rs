@@ -230,6 +230,17 @@ pub async fn serve_transport<S>(
     }
 }
 
+/// The permit a search that outlives its dispatch holds: the one already taken, or a new one.
+async fn take_permit(
+    held: Option<tokio::sync::OwnedSemaphorePermit>,
+    permits: &Arc<Semaphore>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    match held {
+        Some(permit) => Some(permit),
+        None => permits.clone().acquire_owned().await.ok(),
+    }
+}
+
 /// The abandon flag of inline search attempts: never registered, so never set (an inline search has
 /// answered before its connection reads the next request).
 fn never_abandoned() -> Arc<AtomicBool> {
@@ -532,8 +543,16 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                return Flow::Close;
+            // While a permit is free, an inline attempt takes none: it ends before this task reads the
+            // next request, and only this task takes permits (the others give theirs back), so holding
+            // one could change nothing. A search that outlives this call takes one below, at once.
+            let held = if permits.available_permits() > 0 {
+                None
+            } else {
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return Flow::Close;
+                };
+                Some(permit)
             };
             refresh_monitor(state, &req.base).await;
             // Only a search that outlives this call can be abandoned (the connection's task takes the
@@ -564,6 +583,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
             // abandoned or its connection closes (crate::syncprov).
             if let Some(request) = job.ctl.sync.clone() {
+                let Some(permit) = take_permit(held, permits).await else {
+                    return Flow::Close;
+                };
                 job.cancel = Arc::new(AtomicBool::new(false));
                 register(&job.cancel);
                 let pending = pending.clone();
@@ -581,10 +603,13 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             }
             if let Some((responses, outcome)) = ops::search::try_inline(&job) {
                 out.send(responses).await;
-                drop(permit);
+                drop(held);
                 finish_search(state, completion, outcome);
                 return Flow::Continue;
             }
+            let Some(permit) = take_permit(held, permits).await else {
+                return Flow::Close;
+            };
             job.cancel = Arc::new(AtomicBool::new(false));
             register(&job.cancel);
             let pending = pending.clone();

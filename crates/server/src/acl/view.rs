@@ -271,6 +271,10 @@ impl<'a> SearchAccess<'a> {
             return Rc::clone(view);
         }
         let view = Rc::new(self.build(Signature::Bits(bits, is_self), Some(views.len())));
+        if views.capacity() == 0 {
+            // Made at its size rather than grown: most searches meet one or two kinds of entries.
+            *views = Vec::with_capacity(2);
+        }
         views.push((bits, is_self, Rc::clone(&view)));
         view
     }
