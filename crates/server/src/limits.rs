@@ -540,7 +540,8 @@ async fn read_some<R: AsyncRead + Unpin>(
     if buf.is_empty() {
         let mut first = [0u8; FIRST_READ];
         let n = reader.read(&mut first).await?;
-        buf.extend_from_slice(first.get(..n).unwrap_or(&[]));
+        // Made at its size (the buffer is empty: nothing to keep), not grown.
+        *buf = first.get(..n).unwrap_or(&[]).to_vec();
         return Ok(n);
     }
     if buf.capacity() - buf.len() < READ_GROWTH / 4 {

@@ -177,7 +177,8 @@ impl<'a> Sink<'a> {
             Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
             Sink::Buffer { out, messages } => {
                 if out.capacity() == 0 {
-                    out.reserve(1024);
+                    // Made at its size rather than grown.
+                    *out = Vec::with_capacity(1024);
                 }
                 encode(out);
                 *messages += 1;
