@@ -27,9 +27,6 @@ use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
 use crate::tls::Transport;
 
-/// A read buffer larger than this is shrunk once the PDU that grew it has been taken.
-const SHRINK_ABOVE: usize = 64 * 1024;
-
 type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 
 /// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
@@ -78,9 +75,9 @@ pub async fn serve_transport<S>(
     let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
-    // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
-    // then, and the buffer is released again once every request in it is taken (see below).
-    let mut buf: Vec<u8> = Vec::new();
+    // Requests are decoded from the buffer in place; one that fits its small array needs no heap
+    // buffer, and a heap buffer is released once every request in it is taken (limits::ReadBuf).
+    let mut buf = limits::ReadBuf::default();
     let mut start = 0usize;
 
     // Made once: a new subscription per read cost as much as a tenth of an exact-uid search.
@@ -94,7 +91,7 @@ pub async fn serve_transport<S>(
             } else {
                 state.config.limits.max_pdu_anonymous
             };
-            let available = buf.get(start..).unwrap_or(&[]);
+            let available = buf.data().get(start..).unwrap_or(&[]);
             let len = match frame_len(available, max) {
                 Ok(Some(len)) => len,
                 Ok(None) => break,
@@ -163,7 +160,7 @@ pub async fn serve_transport<S>(
                 } => {
                     let outstanding = permits.available_permits()
                         < state.config.limits.max_pending_per_connection.max(1)
-                        || start < buf.len();
+                        || start < buf.data().len();
                     let check = start_tls_check(&state, &link, has_value, outstanding);
                     out.send(start_tls_response(id, &check)).await;
                     if let Some(c) = completion {
@@ -188,18 +185,10 @@ pub async fn serve_transport<S>(
                 }
             }
         }
-        if start >= buf.len() {
-            // Everything read was a whole request: give the buffer back (an idle connection holds none).
-            buf = Vec::new();
-            start = 0;
-        } else if start > 0 {
-            buf.drain(..start);
-            start = 0;
-            if buf.capacity() > SHRINK_ABOVE {
-                // The rest of a large PDU went: keep room for what remains, not for the largest seen.
-                buf.shrink_to(buf.len().max(limits::READ_GROWTH));
-            }
-        }
+        // The whole requests are taken; an emptied heap buffer is given back (an idle connection
+        // holds none).
+        buf.take(start);
+        start = 0;
         let busy = || permits.available_permits() < max_pending;
         // Reading is cancel safe; on shutdown the requests already received still run to their answer.
         let read = tokio::select! {
