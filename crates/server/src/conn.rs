@@ -477,8 +477,17 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let exchange = session.sasl.take();
             session.must_change.store(false, Ordering::Relaxed);
             let mut policy = ops::bind::PolicyOutcome::default();
-            let outcome =
-                ops::bind::bind(state, req, link, exchange, ctl.password_policy, &mut policy).await;
+            // Boxed, as the other rare large futures here: `dispatch`'s own future, moved into a box
+            // for every request, stays small.
+            let outcome = Box::pin(ops::bind::bind(
+                state,
+                req,
+                link,
+                exchange,
+                ctl.password_policy,
+                &mut policy,
+            ))
+            .await;
             if outcome.is_ok() && policy.must_change {
                 session.must_change.store(true, Ordering::Relaxed);
             }
@@ -666,7 +675,7 @@ fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::se
 /// Brings cn=Monitor up to date before a read whose base may lie in it.
 async fn refresh_monitor(state: &State, raw_base: &[u8]) {
     if state.monitor.is_some() && crate::monitor::Monitor::may_hold(raw_base) {
-        if let Err(error) = crate::monitor_tree::refresh(state).await {
+        if let Err(error) = Box::pin(crate::monitor_tree::refresh(state)).await {
             tracing::warn!(%error, "cn=Monitor refresh failed");
         }
     }
