@@ -553,6 +553,15 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 Some(permit)
             };
             refresh_monitor(state, &req.base).await;
+            // A sync search (RFC 4533) holds a permit until it ends: taken before its job is made.
+            let (held, sync_permit) = if ctl.sync.is_some() {
+                let Some(permit) = take_permit(held, permits).await else {
+                    return Flow::Close;
+                };
+                (None, Some(permit))
+            } else {
+                (held, None)
+            };
             // Only a search that outlives this call can be abandoned (the connection's task takes the
             // next request, an abandon among them, once an inline search has answered): it alone gets a
             // flag of its own, registered; an inline attempt shares one that nothing ever sets.
@@ -566,48 +575,58 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let shared_who = session
                 .shared_who
                 .get_or_insert_with(|| Arc::new(who.clone()));
-            let mut job = ops::search::SearchJob {
-                state: state.clone(),
-                who: Arc::clone(shared_who),
-                views: Arc::clone(session.views.get_or_insert_with(Default::default)),
-                message_id: id,
-                req,
-                paged: ctl.paged.clone(),
-                ctl,
-                cancel,
-                tx: out.responses().clone(),
-                tally: Default::default(),
-            };
-            // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
-            // abandoned or its connection closes (crate::syncprov).
-            if let Some(request) = job.ctl.sync.clone() {
-                let Some(permit) = take_permit(held, permits).await else {
-                    return Flow::Close;
+            // The job lives in this block: an inline answer is sent after it is gone, and a job that
+            // must wait is boxed, so that `dispatch`'s future (boxed for every request) keeps no job
+            // across a wait.
+            let attempt = {
+                let mut job = ops::search::SearchJob {
+                    state: state.clone(),
+                    who: Arc::clone(shared_who),
+                    views: Arc::clone(session.views.get_or_insert_with(Default::default)),
+                    message_id: id,
+                    req,
+                    paged: ctl.paged.clone(),
+                    ctl,
+                    cancel,
+                    tx: out.responses().clone(),
+                    tally: Default::default(),
                 };
-                job.cancel = Arc::new(AtomicBool::new(false));
-                register(&job.cancel);
-                let pending = pending.clone();
-                tokio::task::spawn_blocking(move || {
-                    let state = job.state.clone();
-                    let outcome = crate::syncprov::run(job, request);
-                    finish_search(&state, completion, outcome);
-                    pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id);
-                    drop(permit);
-                });
-                return Flow::Continue;
-            }
-            if let Some((responses, outcome)) = ops::search::try_inline(&job) {
-                out.send(responses).await;
-                drop(held);
-                finish_search(state, completion, outcome);
-                return Flow::Continue;
-            }
+                // A sync search runs on a blocking thread of its own until it ends, is abandoned or
+                // its connection closes (crate::syncprov).
+                if let (Some(permit), Some(request)) = (sync_permit, job.ctl.sync.clone()) {
+                    job.cancel = Arc::new(AtomicBool::new(false));
+                    register(&job.cancel);
+                    let pending = pending.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let state = job.state.clone();
+                        let outcome = crate::syncprov::run(job, request);
+                        finish_search(&state, completion, outcome);
+                        pending
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
+                        drop(permit);
+                    });
+                    return Flow::Continue;
+                }
+                match ops::search::try_inline(&job) {
+                    Some(answer) => Ok(answer),
+                    None => Err(Box::new(job)),
+                }
+            };
+            let job = match attempt {
+                Ok((responses, outcome)) => {
+                    out.send(responses).await;
+                    drop(held);
+                    finish_search(state, completion, outcome);
+                    return Flow::Continue;
+                }
+                Err(job) => job,
+            };
             let Some(permit) = take_permit(held, permits).await else {
                 return Flow::Close;
             };
+            let mut job = *job;
             job.cancel = Arc::new(AtomicBool::new(false));
             register(&job.cancel);
             let pending = pending.clone();
