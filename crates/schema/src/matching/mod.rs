@@ -216,19 +216,27 @@ impl MatchingRule {
             | CaseExactIA5SubstringsMatch => false,
             _ => return None,
         };
-        if value.is_empty() || !value.iter().all(|b| b.is_ascii() && *b != b' ') {
+        let plain = |b: &u8| b.is_ascii() && *b != b' ';
+        if value.is_empty() {
             return None;
         }
-        Some(
-            value.len() == norm.len()
-                && value.iter().zip(norm).all(|(v, n)| {
-                    if fold {
-                        v.to_ascii_lowercase() == *n
-                    } else {
-                        v == n
-                    }
-                }),
-        )
+        if value.len() != norm.len() {
+            // Such a value's normal form has its length.
+            return value.iter().all(plain).then_some(false);
+        }
+        // One pass: every byte is checked, and compared.
+        let mut equal = true;
+        for (v, n) in value.iter().zip(norm) {
+            if !plain(v) {
+                return None;
+            }
+            equal &= if fold {
+                v.to_ascii_lowercase() == *n
+            } else {
+                v == n
+            };
+        }
+        Some(equal)
     }
 
     /// Orders two normal forms produced by `normalize` of this rule.
