@@ -48,7 +48,7 @@ struct Memo {
     acl: usize,
     seeds: Vec<(u64, bool, Seed)>,
     /// Privileges on the pseudo-attribute `entry` of search bases, by DN (`SearchAccess::base_entry`).
-    bases: Vec<(NormDn, Mask)>,
+    bases: Vec<(Arc<NormDn>, Mask)>,
 }
 
 /// Kinds of entries a memo keeps decisions for; a search meeting more kinds decides the rest itself.
@@ -193,12 +193,14 @@ impl<'a> SearchAccess<'a> {
     /// ([`super::Acl::needs_entry`] false; the caller decides with the entry otherwise). A search
     /// decides this for its base; the connection's memo keeps it, under the same conditions as the
     /// views' first decisions, so a connection searching one base again and again decides it once.
-    pub fn base_entry(&self, ndn: &NormDn) -> Mask {
+    pub fn base_entry(&self, ndn: &Arc<NormDn>) -> Mask {
         debug_assert!(!self.checker.acl().needs_entry());
         if let Some(key) = self.memo.as_ref() {
             let memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
             if memo.is_for(key, self.acl_address()) {
-                if let Some((_, mask)) = memo.bases.iter().find(|(dn, _)| dn == ndn) {
+                // The same base DN is usually the same allocation (`Directory::normalize_shared`).
+                let same = |dn: &Arc<NormDn>| Arc::ptr_eq(dn, ndn) || **dn == **ndn;
+                if let Some((_, mask)) = memo.bases.iter().find(|(dn, _)| same(dn)) {
                     return *mask;
                 }
             }
@@ -207,7 +209,7 @@ impl<'a> SearchAccess<'a> {
         let mask = self.checker.decide(target, AttrRef::Entry).mask;
         self.with_memo_for_update(|memo| {
             if memo.bases.len() < MEMO_BASES {
-                memo.bases.push((ndn.clone(), mask));
+                memo.bases.push((Arc::clone(ndn), mask));
             }
         });
         mask

@@ -1095,7 +1095,7 @@ fn base_access(
     dir: &Database,
     access: &SearchAccess<'_>,
     txn: &ReadTxn,
-    base: &NormDn,
+    base: &Arc<NormDn>,
     base_id: u64,
 ) -> Result<(), LdapError> {
     if access.is_root() {
