@@ -458,6 +458,13 @@ fn find_spec<'a>(
     filter_at: &AttributeType,
     usable: impl Fn(&IndexSpec, &AttributeType) -> bool,
 ) -> Option<&'a IndexSpec> {
+    // A type without a supertype is served only by an index on itself, which a spec names exactly when
+    // the type has that name (names are unique in a schema): no schema lookup per spec.
+    if filter_at.sup.is_none() {
+        return specs
+            .iter()
+            .find(|spec| filter_at.is_named(&spec.attr) && usable(spec, filter_at));
+    }
     let mut fallback = None;
     for spec in specs {
         let Some(spec_at) = schema.attribute_type(&spec.attr) else {

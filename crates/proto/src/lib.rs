@@ -17,8 +17,9 @@ pub mod sync;
 pub mod url;
 
 pub use codec::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
-    frame_len, Answer, DecodeError, DecodeLimits, FrameError, RequestKind,
+    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
+    encode_search_result_entry_raw, frame_len, Answer, DecodeError, DecodeLimits, FrameError,
+    RequestKind,
 };
 pub use control::{
     decode_assertion, encode_assertion, encode_read_entry_response, PagedResults, ReadEntryRequest,

@@ -27,9 +27,6 @@ use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
 use crate::tls::Transport;
 
-/// A read buffer larger than this is shrunk once the PDU that grew it has been taken.
-const SHRINK_ABOVE: usize = 64 * 1024;
-
 type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 
 /// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
@@ -78,9 +75,9 @@ pub async fn serve_transport<S>(
     let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
     // Bound with pwdReset (password policy): only a change of one's own password until it is made.
     let must_change = Arc::new(AtomicBool::new(false));
-    // Empty while the connection waits for a request: limits::read_or_idle reads through a small array
-    // then, and the buffer is released again once every request in it is taken (see below).
-    let mut buf: Vec<u8> = Vec::new();
+    // Requests are decoded from the buffer in place; one that fits its small array needs no heap
+    // buffer, and a heap buffer is released once every request in it is taken (limits::ReadBuf).
+    let mut buf = limits::ReadBuf::default();
     let mut start = 0usize;
 
     // Made once: a new subscription per read cost as much as a tenth of an exact-uid search.
@@ -94,7 +91,7 @@ pub async fn serve_transport<S>(
             } else {
                 state.config.limits.max_pdu_anonymous
             };
-            let available = buf.get(start..).unwrap_or(&[]);
+            let available = buf.data().get(start..).unwrap_or(&[]);
             let len = match frame_len(available, max) {
                 Ok(Some(len)) => len,
                 Ok(None) => break,
@@ -163,7 +160,7 @@ pub async fn serve_transport<S>(
                 } => {
                     let outstanding = permits.available_permits()
                         < state.config.limits.max_pending_per_connection.max(1)
-                        || start < buf.len();
+                        || start < buf.data().len();
                     let check = start_tls_check(&state, &link, has_value, outstanding);
                     out.send(start_tls_response(id, &check)).await;
                     if let Some(c) = completion {
@@ -188,18 +185,10 @@ pub async fn serve_transport<S>(
                 }
             }
         }
-        if start >= buf.len() {
-            // Everything read was a whole request: give the buffer back (an idle connection holds none).
-            buf = Vec::new();
-            start = 0;
-        } else if start > 0 {
-            buf.drain(..start);
-            start = 0;
-            if buf.capacity() > SHRINK_ABOVE {
-                // The rest of a large PDU went: keep room for what remains, not for the largest seen.
-                buf.shrink_to(buf.len().max(limits::READ_GROWTH));
-            }
-        }
+        // The whole requests are taken; an emptied heap buffer is given back (an idle connection
+        // holds none).
+        buf.take(start);
+        start = 0;
         let busy = || permits.available_permits() < max_pending;
         // Reading is cancel safe; on shutdown the requests already received still run to their answer.
         let read = tokio::select! {
@@ -228,6 +217,24 @@ pub async fn serve_transport<S>(
     if let Some(log) = &state.access_log {
         log.connection(conn.number, "closed", &conn.peer);
     }
+}
+
+/// The permit a search that outlives its dispatch holds: the one already taken, or a new one.
+async fn take_permit(
+    held: Option<tokio::sync::OwnedSemaphorePermit>,
+    permits: &Arc<Semaphore>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    match held {
+        Some(permit) => Some(permit),
+        None => permits.clone().acquire_owned().await.ok(),
+    }
+}
+
+/// The abandon flag of inline search attempts: never registered, so never set (an inline search has
+/// answered before its connection reads the next request).
+fn never_abandoned() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    Arc::clone(FLAG.get_or_init(|| Arc::new(AtomicBool::new(false))))
 }
 
 /// A peer as slapd's monitor and logs show it.
@@ -470,8 +477,17 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let exchange = session.sasl.take();
             session.must_change.store(false, Ordering::Relaxed);
             let mut policy = ops::bind::PolicyOutcome::default();
-            let outcome =
-                ops::bind::bind(state, req, link, exchange, ctl.password_policy, &mut policy).await;
+            // Boxed, as the other rare large futures here: `dispatch`'s own future, moved into a box
+            // for every request, stays small.
+            let outcome = Box::pin(ops::bind::bind(
+                state,
+                req,
+                link,
+                exchange,
+                ctl.password_policy,
+                &mut policy,
+            ))
+            .await;
             if outcome.is_ok() && policy.must_change {
                 session.must_change.store(true, Ordering::Relaxed);
             }
@@ -525,14 +541,31 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                return Flow::Close;
+            // While a permit is free, an inline attempt takes none: it ends before this task reads the
+            // next request, and only this task takes permits (the others give theirs back), so holding
+            // one could change nothing. A search that outlives this call takes one below, at once.
+            let held = if permits.available_permits() > 0 {
+                None
+            } else {
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return Flow::Close;
+                };
+                Some(permit)
             };
             refresh_monitor(state, &req.base).await;
-            let cancel = Arc::new(AtomicBool::new(false));
+            // A sync search (RFC 4533) holds a permit until it ends: taken before its job is made.
+            let (held, sync_permit) = if ctl.sync.is_some() {
+                let Some(permit) = take_permit(held, permits).await else {
+                    return Flow::Close;
+                };
+                (None, Some(permit))
+            } else {
+                (held, None)
+            };
             // Only a search that outlives this call can be abandoned (the connection's task takes the
-            // next request, an abandon among them, once an inline search has answered): it alone is
-            // registered.
+            // next request, an abandon among them, once an inline search has answered): it alone gets a
+            // flag of its own, registered; an inline attempt shares one that nothing ever sets.
+            let cancel = never_abandoned();
             let register = |cancel: &Arc<AtomicBool>| {
                 pending
                     .lock()
@@ -542,41 +575,59 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let shared_who = session
                 .shared_who
                 .get_or_insert_with(|| Arc::new(who.clone()));
-            let job = ops::search::SearchJob {
-                state: state.clone(),
-                who: Arc::clone(shared_who),
-                views: Arc::clone(session.views.get_or_insert_with(Default::default)),
-                message_id: id,
-                req,
-                paged: ctl.paged.clone(),
-                ctl,
-                cancel,
-                tx: out.responses().clone(),
-                tally: Default::default(),
+            // The job lives in this block: an inline answer is sent after it is gone, and a job that
+            // must wait is boxed, so that `dispatch`'s future (boxed for every request) keeps no job
+            // across a wait.
+            let attempt = {
+                let mut job = ops::search::SearchJob {
+                    state: state.clone(),
+                    who: Arc::clone(shared_who),
+                    views: Arc::clone(session.views.get_or_insert_with(Default::default)),
+                    message_id: id,
+                    req,
+                    paged: ctl.paged.clone(),
+                    ctl,
+                    cancel,
+                    tx: out.responses().clone(),
+                    tally: Default::default(),
+                };
+                // A sync search runs on a blocking thread of its own until it ends, is abandoned or
+                // its connection closes (crate::syncprov).
+                if let (Some(permit), Some(request)) = (sync_permit, job.ctl.sync.clone()) {
+                    job.cancel = Arc::new(AtomicBool::new(false));
+                    register(&job.cancel);
+                    let pending = pending.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let state = job.state.clone();
+                        let outcome = crate::syncprov::run(job, request);
+                        finish_search(&state, completion, outcome);
+                        pending
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
+                        drop(permit);
+                    });
+                    return Flow::Continue;
+                }
+                match ops::search::try_inline(&job) {
+                    Some(answer) => Ok(answer),
+                    None => Err(Box::new(job)),
+                }
             };
-            // A sync search (RFC 4533) runs on a blocking thread of its own until it ends, is
-            // abandoned or its connection closes (crate::syncprov).
-            if let Some(request) = job.ctl.sync.clone() {
-                register(&job.cancel);
-                let pending = pending.clone();
-                tokio::task::spawn_blocking(move || {
-                    let state = job.state.clone();
-                    let outcome = crate::syncprov::run(job, request);
-                    finish_search(&state, completion, outcome);
-                    pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id);
-                    drop(permit);
-                });
-                return Flow::Continue;
-            }
-            if let Some((responses, outcome)) = ops::search::try_inline(&job) {
-                out.send(responses).await;
-                drop(permit);
-                finish_search(state, completion, outcome);
-                return Flow::Continue;
-            }
+            let job = match attempt {
+                Ok((responses, outcome)) => {
+                    out.send(responses).await;
+                    drop(held);
+                    finish_search(state, completion, outcome);
+                    return Flow::Continue;
+                }
+                Err(job) => job,
+            };
+            let Some(permit) = take_permit(held, permits).await else {
+                return Flow::Close;
+            };
+            let mut job = *job;
+            job.cancel = Arc::new(AtomicBool::new(false));
             register(&job.cancel);
             let pending = pending.clone();
             tokio::task::spawn_blocking(move || {
@@ -643,7 +694,7 @@ fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::se
 /// Brings cn=Monitor up to date before a read whose base may lie in it.
 async fn refresh_monitor(state: &State, raw_base: &[u8]) {
     if state.monitor.is_some() && crate::monitor::Monitor::may_hold(raw_base) {
-        if let Err(error) = crate::monitor_tree::refresh(state).await {
+        if let Err(error) = Box::pin(crate::monitor_tree::refresh(state)).await {
             tracing::warn!(%error, "cn=Monitor refresh failed");
         }
     }

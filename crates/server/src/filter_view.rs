@@ -26,7 +26,7 @@ fn is_subschema(schema: &Schema, desc: &str) -> bool {
 
 /// The attribute an equality-like value assertion tests; None for presence, the boolean combinations, and
 /// ordering and substrings, which subschemaSubentry has no rule for (they stay Undefined, as in slapd).
-fn asserted_attribute(filter: &Filter) -> Option<&str> {
+pub(crate) fn asserted_attribute(filter: &Filter) -> Option<&str> {
     match filter {
         Filter::Equality(attr, _) | Filter::Approx(attr, _) => Some(attr),
         // The attribute's own equality rule (by default or by name) compares as equality does; other

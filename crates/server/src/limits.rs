@@ -495,22 +495,80 @@ pub enum Read {
     Idle,
 }
 
-/// Bytes an empty connection buffer reads through the stack before anything is allocated: an idle
-/// connection waits on this array (in its task) instead of holding a heap buffer.
+/// Bytes of a connection's read buffer kept in place ([`ReadBuf`]): a request that fits is read and
+/// decoded without a heap buffer.
 pub const FIRST_READ: usize = 512;
 
 /// Bytes a partly filled buffer grows by when less than a quarter of that is free.
 pub const READ_GROWTH: usize = 4096;
 
+/// A heap read buffer larger than this is shrunk once the request that grew it has been taken.
+const SHRINK_ABOVE: usize = 64 * 1024;
+
+/// A connection's read buffer. Reads into an empty buffer land in a small array the connection keeps
+/// (an idle connection holds it and no heap buffer, as the pending read of an empty buffer held an array
+/// of that size before), and the requests it holds whole are decoded from it in place: no allocation per
+/// request. A request that outgrows the array moves to a heap buffer, which grows in [`READ_GROWTH`]
+/// steps and is released once every request in it has been taken.
+pub struct ReadBuf {
+    small: [u8; FIRST_READ],
+    small_len: usize,
+    /// Empty unless a request outgrew `small`; then it holds every byte not taken (and `small` none).
+    heap: Vec<u8>,
+}
+
+impl Default for ReadBuf {
+    fn default() -> Self {
+        ReadBuf {
+            small: [0; FIRST_READ],
+            small_len: 0,
+            heap: Vec::new(),
+        }
+    }
+}
+
+impl ReadBuf {
+    /// The bytes read and not taken yet.
+    pub fn data(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            self.small.get(..self.small_len).unwrap_or(&[])
+        } else {
+            &self.heap
+        }
+    }
+
+    /// Takes the first `n` bytes (whole requests): the heap buffer is released once emptied, and
+    /// shrunk after a large request.
+    pub fn take(&mut self, n: usize) {
+        if !self.heap.is_empty() {
+            if n >= self.heap.len() {
+                self.heap = Vec::new();
+            } else if n > 0 {
+                self.heap.drain(..n);
+                if self.heap.capacity() > SHRINK_ABOVE {
+                    // Keep room for what remains, not for the largest request seen.
+                    self.heap.shrink_to(self.heap.len().max(READ_GROWTH));
+                }
+            }
+        } else if n >= self.small_len {
+            self.small_len = 0;
+        } else if n > 0 {
+            self.small.copy_within(n..self.small_len, 0);
+            self.small_len -= n;
+        }
+    }
+
+    /// The heap buffer's capacity (0 while everything fits the array).
+    pub fn heap_capacity(&self) -> usize {
+        self.heap.capacity()
+    }
+}
+
 /// Reads more bytes into `buf`. With an idle timeout, a wait that lasts that long while `busy()` says no
 /// operation is outstanding ends as [`Read::Idle`]; while operations run, the wait simply starts over.
-///
-/// An empty `buf` is read through a [`FIRST_READ`]-byte array and gets only what arrived, so a
-/// connection waiting for its next request holds no read buffer; a partial PDU grows `buf` in
-/// [`READ_GROWTH`] steps (at least: `Vec::reserve` doubles), so a large one is read in large reads.
 pub async fn read_or_idle<R: AsyncRead + Unpin>(
     reader: &mut R,
-    buf: &mut Vec<u8>,
+    buf: &mut ReadBuf,
     idle: Option<Duration>,
     busy: impl Fn() -> bool,
 ) -> Read {
@@ -531,22 +589,29 @@ pub async fn read_or_idle<R: AsyncRead + Unpin>(
     }
 }
 
-/// One read into `buf`, through a small array when `buf` is empty (see [`read_or_idle`]). Cancel safe:
-/// bytes are copied into `buf` in the same poll that reads them.
+/// One read into `buf`: into its array while the bytes fit, else into its heap buffer (see [`ReadBuf`]).
+/// Cancel safe: bytes are stored in the same poll that reads them, and moving the array's bytes to the
+/// heap buffer before a read loses none.
 async fn read_some<R: AsyncRead + Unpin>(
     reader: &mut R,
-    buf: &mut Vec<u8>,
+    buf: &mut ReadBuf,
 ) -> std::io::Result<usize> {
-    if buf.is_empty() {
-        let mut first = [0u8; FIRST_READ];
-        let n = reader.read(&mut first).await?;
-        buf.extend_from_slice(first.get(..n).unwrap_or(&[]));
-        return Ok(n);
+    if buf.heap.is_empty() {
+        if let Some(free) = buf.small.get_mut(buf.small_len..).filter(|f| !f.is_empty()) {
+            let n = reader.read(free).await?;
+            buf.small_len += n;
+            return Ok(n);
+        }
+        // A request larger than the array: its bytes move to the heap buffer, which grows from there.
+        let mut heap = Vec::with_capacity(FIRST_READ + READ_GROWTH);
+        heap.extend_from_slice(&buf.small);
+        buf.heap = heap;
+        buf.small_len = 0;
     }
-    if buf.capacity() - buf.len() < READ_GROWTH / 4 {
-        buf.reserve(READ_GROWTH);
+    if buf.heap.capacity() - buf.heap.len() < READ_GROWTH / 4 {
+        buf.heap.reserve(READ_GROWTH);
     }
-    reader.read_buf(buf).await
+    reader.read_buf(&mut buf.heap).await
 }
 
 /// One `olcLimits` value in slapd's words: `<who> <limit>=<value> ...`, whom as `*`, `anonymous`,
@@ -655,40 +720,91 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_empty_buffer_is_read_through_the_array_and_a_partial_one_grows() {
+    async fn an_empty_buffer_is_read_into_the_array_and_a_large_request_grows_the_heap() {
         let (mut client, mut server) = tokio::io::duplex(64 * 1024);
         let sent: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         client.write_all(&sent).await.unwrap();
-        let mut buf = Vec::new();
+        let mut buf = ReadBuf::default();
         assert!(matches!(
             read_or_idle(&mut server, &mut buf, None, || false).await,
             Read::Data
         ));
-        // The first read of an empty buffer takes at most the array's worth and allocates only that.
-        assert_eq!(buf.len(), FIRST_READ);
-        assert!(buf.capacity() < READ_GROWTH);
-        // A partial PDU grows the buffer in large steps until everything is in, in order.
+        // The first read of an empty buffer takes at most the array's worth and allocates nothing.
+        assert_eq!(buf.data(), &sent[..FIRST_READ]);
+        assert_eq!(buf.heap_capacity(), 0);
+        // A request larger than the array moves to the heap, which grows in large steps until
+        // everything is in, in order.
         let mut reads = 1;
-        while buf.len() < sent.len() {
+        while buf.data().len() < sent.len() {
             assert!(matches!(
                 read_or_idle(&mut server, &mut buf, None, || false).await,
                 Read::Data
             ));
             reads += 1;
-            assert!(reads < 20, "{reads} reads for {} bytes", buf.len());
+            assert!(reads < 20, "{reads} reads for {} bytes", buf.data().len());
         }
-        assert_eq!(buf, sent);
+        assert_eq!(buf.data(), &sent[..]);
+        // Taking part of it keeps the rest in order; taking all of it releases the heap buffer.
+        buf.take(19_000);
+        assert_eq!(buf.data(), &sent[19_000..]);
+        buf.take(1_000);
+        assert!(buf.data().is_empty());
+        assert_eq!(buf.heap_capacity(), 0);
         drop(client);
         assert!(matches!(
-            read_or_idle(&mut server, &mut Vec::new(), None, || false).await,
+            read_or_idle(&mut server, &mut ReadBuf::default(), None, || false).await,
             Read::Closed
         ));
     }
 
     #[tokio::test]
+    async fn requests_cut_by_reads_stay_in_the_array_while_they_fit() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        let mut buf = ReadBuf::default();
+        client.write_all(b"abcdef").await.unwrap();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Data
+        ));
+        // A whole request of four bytes taken, two bytes of the next one kept at the front.
+        buf.take(4);
+        assert_eq!(buf.data(), b"ef");
+        client.write_all(b"gh").await.unwrap();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Data
+        ));
+        assert_eq!(buf.data(), b"efgh");
+        assert_eq!(buf.heap_capacity(), 0);
+        // Filling the array exactly, then one byte more: the bytes move to the heap, in order.
+        let fill: Vec<u8> = (0..FIRST_READ - 4).map(|i| (i % 200) as u8).collect();
+        client.write_all(&fill).await.unwrap();
+        while buf.data().len() < FIRST_READ {
+            assert!(matches!(
+                read_or_idle(&mut server, &mut buf, None, || false).await,
+                Read::Data
+            ));
+        }
+        assert_eq!(buf.heap_capacity(), 0);
+        client.write_all(b"z").await.unwrap();
+        assert!(matches!(
+            read_or_idle(&mut server, &mut buf, None, || false).await,
+            Read::Data
+        ));
+        let mut want = b"efgh".to_vec();
+        want.extend_from_slice(&fill);
+        want.push(b'z');
+        assert_eq!(buf.data(), &want[..]);
+        assert!(buf.heap_capacity() > FIRST_READ);
+        buf.take(want.len());
+        assert_eq!(buf.heap_capacity(), 0);
+        assert!(buf.data().is_empty());
+    }
+
+    #[tokio::test]
     async fn idle_only_without_outstanding_operations() {
         let (mut client, mut server) = tokio::io::duplex(64);
-        let mut buf = Vec::new();
+        let mut buf = ReadBuf::default();
         let idle = Some(Duration::from_millis(50));
         client.write_all(b"x").await.unwrap();
         assert!(matches!(

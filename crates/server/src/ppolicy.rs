@@ -24,17 +24,31 @@ pub const RESTRICTED: &str =
     "Operations are restricted to bind/unbind/abandon/StartTLS/modify password";
 
 /// Where an operation leaves its password policy response control, success or not (an error result
-/// carries no controls of its own). Shared by the clones of one request's controls.
+/// carries no controls of its own). Shared by the clones of one request's controls. Only a request with
+/// the password policy control gets a slot ([`PolicySink::new`]); the default one, which the other
+/// requests carry, allocates nothing and keeps nothing (no operation sets it: it is passed to the checks
+/// only when the control was sent).
 #[derive(Debug, Clone, Default)]
-pub struct PolicySink(Arc<Mutex<Option<Control>>>);
+pub struct PolicySink(Option<Arc<Mutex<Option<Control>>>>);
 
 impl PolicySink {
+    /// A sink that keeps the control set into it.
+    pub fn new() -> PolicySink {
+        PolicySink(Some(Arc::default()))
+    }
+
     pub fn set(&self, control: Control) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(control);
+        if let Some(slot) = &self.0 {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(control);
+        }
     }
 
     pub fn take(&self) -> Option<Control> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.0
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 

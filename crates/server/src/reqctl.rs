@@ -120,7 +120,10 @@ impl RequestControls {
                 }
                 CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
-                CONTROL_PASSWORD_POLICY => out.password_policy = true,
+                CONTROL_PASSWORD_POLICY => {
+                    out.password_policy = true;
+                    out.policy_sink = crate::ppolicy::PolicySink::new();
+                }
                 CONTROL_ASSERTION => {
                     let value =
                         value.ok_or_else(|| protocol_error("assertion control value is absent"))?;

@@ -51,7 +51,11 @@ pub(super) fn evaluate_node<E: Subject + ?Sized>(
             }
         }
         Node::Equality { target, rule, norm } => any_value(schema, target, entry, extra, |v| {
-            normalize(schema, *rule, v).map(|n| n == *norm)
+            // The usual string value is compared in place; anything else through its normal form.
+            match rule.ascii_normal_form_is(v, norm) {
+                Some(equal) => Some(equal),
+                None => normalize(schema, *rule, v).map(|n| n == *norm),
+            }
         }),
         Node::ObjectClassEquality {
             target,

@@ -74,6 +74,40 @@ pub fn encode_search_result_entry_parts(
     }
 }
 
+/// A SearchResultDone without referral or controls (the usual end of a search), appended to `out`: the
+/// same bytes as encoding `LdapMessage { op: SearchResultDone(result), controls: [] }`, without building
+/// the message first.
+pub fn encode_search_result_done_raw(
+    out: &mut Vec<u8>,
+    message_id: i32,
+    code: u32,
+    matched_dn: &[u8],
+    message: &[u8],
+) {
+    let code_len = encoded_len(integer_len(i64::from(code)));
+    let op_len = code_len + encoded_len(matched_dn.len()) + encoded_len(message.len());
+    let message_len = encoded_len(integer_len(i64::from(message_id))) + encoded_len(op_len);
+    out.reserve(encoded_len(message_len));
+    let mut headers = Headers::new();
+    headers.header(tag::SEQUENCE, message_len);
+    headers.integer(tag::INTEGER, i64::from(message_id));
+    headers.header(op_tag::SEARCH_RESULT_DONE, op_len);
+    headers.integer(tag::ENUMERATED, i64::from(code));
+    headers.header(tag::OCTET_STRING, matched_dn.len());
+    if matched_dn.is_empty() {
+        // The usual result: every header in one copy.
+        headers.header(tag::OCTET_STRING, message.len());
+        out.extend_from_slice(headers.as_bytes());
+    } else {
+        out.extend_from_slice(headers.as_bytes());
+        out.extend_from_slice(matched_dn);
+        let mut headers = Headers::new();
+        headers.header(tag::OCTET_STRING, message.len());
+        out.extend_from_slice(headers.as_bytes());
+    }
+    out.extend_from_slice(message);
+}
+
 /// Encodes one PartialAttribute TLV.
 pub fn encode_partial_attribute(out: &mut Vec<u8>, name: &str, values: &[&[u8]]) {
     let set_len: usize = values.iter().map(|v| encoded_len(v.len())).sum();

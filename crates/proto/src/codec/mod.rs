@@ -9,8 +9,8 @@ mod frame;
 pub(crate) mod tests;
 
 pub use frame::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
-    frame_len, FrameError,
+    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
+    encode_search_result_entry_raw, frame_len, FrameError,
 };
 
 /// Limits applied while decoding a request, so hostile input costs bounded work and stack.

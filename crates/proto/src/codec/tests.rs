@@ -864,6 +864,33 @@ fn raw_entry_encoding_matches_the_generic_encoder() {
 }
 
 #[test]
+fn raw_search_done_matches_the_generic_encoder() {
+    let mut g = Gen::new(7741);
+    for i in 0..300 {
+        let mut result = random_result(&mut g);
+        result.referral.clear();
+        if i == 0 {
+            result.message = "m".repeat(70_000);
+        }
+        let message_id = [0, 1, 127, 128, 255, 65536, i32::MAX][i % 7];
+        let mut raw = vec![0xaa];
+        encode_search_result_done_raw(
+            &mut raw,
+            message_id,
+            result.code.code(),
+            &result.matched_dn,
+            result.message.as_bytes(),
+        );
+        let mut generic = vec![0xaa];
+        msg(message_id, ProtocolOp::SearchResultDone(result)).encode(&mut generic);
+        assert_eq!(raw, generic);
+    }
+    let mut out = Vec::new();
+    encode_search_result_done_raw(&mut out, 5, 0, b"", b"");
+    assert_eq!(hex(&out), "30 0c 02 01 05 65 07 0a 01 00 04 00 04 00");
+}
+
+#[test]
 fn random_input_never_panics_any_parser() {
     let mut g = Gen::new(1);
     const ALPHABET: &[u8] = b"()&|!=*~<>:\\#+,;\" abcdn0123456789.-\n\r\0\xff\xc3\xa9";

@@ -195,6 +195,50 @@ impl MatchingRule {
         }
     }
 
+    /// Whether `value`'s normal form under this rule is `norm`, for the usual value of the string rules:
+    /// non-empty ASCII without a space, whose normal form is the value itself, in lower case under the
+    /// case-ignoring rules (`prep::prepare` leaves nothing else to do). The same answer as comparing
+    /// `normalize(value)` with `norm`, without building the normal form; None for any other rule or
+    /// value (the caller normalizes then).
+    pub fn ascii_normal_form_is(self, value: &[u8], norm: &[u8]) -> Option<bool> {
+        use MatchingRule::*;
+        let fold = match self {
+            CaseIgnoreMatch
+            | CaseIgnoreOrderingMatch
+            | CaseIgnoreSubstringsMatch
+            | DirectoryStringFirstComponentMatch
+            | CaseIgnoreIA5Match
+            | CaseIgnoreIA5SubstringsMatch => true,
+            CaseExactMatch
+            | CaseExactOrderingMatch
+            | CaseExactSubstringsMatch
+            | CaseExactIA5Match
+            | CaseExactIA5SubstringsMatch => false,
+            _ => return None,
+        };
+        let plain = |b: &u8| b.is_ascii() && *b != b' ';
+        if value.is_empty() {
+            return None;
+        }
+        if value.len() != norm.len() {
+            // Such a value's normal form has its length.
+            return value.iter().all(plain).then_some(false);
+        }
+        // One pass: every byte is checked, and compared.
+        let mut equal = true;
+        for (v, n) in value.iter().zip(norm) {
+            if !plain(v) {
+                return None;
+            }
+            equal &= if fold {
+                v.to_ascii_lowercase() == *n
+            } else {
+                v == n
+            };
+        }
+        Some(equal)
+    }
+
     /// Orders two normal forms produced by `normalize` of this rule.
     pub fn compare(self, a_norm: &[u8], b_norm: &[u8]) -> Ordering {
         use MatchingRule::*;

@@ -716,3 +716,66 @@ fn substrings_as_slapd_prepares_them() {
         b"555"
     );
 }
+
+#[test]
+fn ascii_normal_form_is_what_normalize_says() {
+    let values: &[&[u8]] = &[
+        b"user0001234",
+        b"User0001234",
+        b"USER0001234",
+        b"a",
+        b"A",
+        b"",
+        b" ",
+        b"a b",
+        b" a",
+        b"a ",
+        b"a\tb",
+        b"\x01",
+        b"caf\xc3\xa9",
+        b"CAF\xc3\x89",
+        b"\xff",
+        b"x=y,+<>#;\"\\",
+        b"0123456789",
+    ];
+    let rules = [
+        CaseIgnoreMatch,
+        CaseIgnoreOrderingMatch,
+        CaseIgnoreSubstringsMatch,
+        DirectoryStringFirstComponentMatch,
+        CaseIgnoreIA5Match,
+        CaseIgnoreIA5SubstringsMatch,
+        CaseExactMatch,
+        CaseExactOrderingMatch,
+        CaseExactSubstringsMatch,
+        CaseExactIA5Match,
+        CaseExactIA5SubstringsMatch,
+        IntegerMatch,
+        OctetStringMatch,
+        DistinguishedNameMatch,
+        TelephoneNumberMatch,
+    ];
+    let mut fast = 0;
+    for rule in rules {
+        // Every normal form of every value, and a few that are no value's normal form.
+        let mut norms: Vec<Vec<u8>> = values
+            .iter()
+            .filter_map(|v| rule.normalize(v).ok())
+            .collect();
+        norms.extend([
+            b"".to_vec(),
+            b"USER0001234".to_vec(),
+            b"user000123".to_vec(),
+        ]);
+        for value in values {
+            for norm in &norms {
+                let slow = rule.normalize(value).ok().map(|n| n == *norm);
+                if let Some(answer) = rule.ascii_normal_form_is(value, norm) {
+                    fast += 1;
+                    assert_eq!(Some(answer), slow, "{} {value:?} {norm:?}", rule.name());
+                }
+            }
+        }
+    }
+    assert!(fast > 500, "the fast path was taken {fast} times");
+}

@@ -109,6 +109,9 @@ pub struct Acl {
     value_attrs: Vec<String>,
     /// The ldapi socket paths this server listens on, for `peername.path`.
     ldapi_paths: Vec<String>,
+    /// Where each rule's `by` clauses start in a checker's one list of `<who>` answers, and their count.
+    by_starts: Vec<usize>,
+    by_count: usize,
 }
 
 /// What an access check is about: an entry (and, when a rule has a filter, its attributes).
@@ -193,12 +196,34 @@ impl Acl {
                 _ => None,
             })
             .collect();
-        Ok(Acl {
+        Ok(Acl::with_rules(
             rules,
             needs_entry,
             value_attrs,
             ldapi_paths,
-        })
+        ))
+    }
+
+    fn with_rules(
+        rules: Vec<Rule>,
+        needs_entry: bool,
+        value_attrs: Vec<String>,
+        ldapi_paths: Vec<String>,
+    ) -> Acl {
+        let mut by_starts = Vec::with_capacity(rules.len());
+        let mut by_count = 0;
+        for rule in &rules {
+            by_starts.push(by_count);
+            by_count += rule.bys.len();
+        }
+        Acl {
+            rules,
+            needs_entry,
+            value_attrs,
+            ldapi_paths,
+            by_starts,
+            by_count,
+        }
     }
 
     /// Debian's default list.
@@ -206,12 +231,7 @@ impl Acl {
         match Acl::compile(schema, &[], Vec::new()) {
             Ok(acl) => acl,
             // The built-in rules name only built-in schema elements.
-            Err(_) => Acl {
-                rules: Vec::new(),
-                needs_entry: false,
-                value_attrs: Vec::new(),
-                ldapi_paths: Vec::new(),
-            },
+            Err(_) => Acl::with_rules(Vec::new(), false, Vec::new(), Vec::new()),
         }
     }
 
@@ -259,11 +279,8 @@ impl Acl {
         who: &'a Who,
         groups: &'a dyn Groups,
     ) -> Checker<'a> {
-        let static_who = self
-            .rules
-            .iter()
-            .map(|r| r.bys.iter().map(|_| OnceCell::new()).collect())
-            .collect();
+        // One list for every rule's clauses (one allocation per checker, not one per rule).
+        let static_who = (0..self.by_count).map(|_| OnceCell::new()).collect();
         Checker {
             acl: self,
             schema,
@@ -280,7 +297,9 @@ pub struct Checker<'a> {
     schema: &'a Schema,
     who: &'a Who,
     groups: &'a dyn Groups,
-    static_who: Vec<Vec<OnceCell<bool>>>,
+    /// The answer of each rule's `by` clause whose `<who>` does not depend on the entry, once asked
+    /// (rule `r`'s clauses from `Acl::by_starts[r]`).
+    static_who: Vec<OnceCell<bool>>,
 }
 
 impl<'a> Checker<'a> {
@@ -468,9 +487,16 @@ impl<'a> Checker<'a> {
             return false;
         }
         let fixed = self
-            .static_who
+            .acl
+            .by_starts
             .get(rule)
-            .and_then(|r| r.get(index))
+            .filter(|_| {
+                self.acl
+                    .rules
+                    .get(rule)
+                    .is_some_and(|r| index < r.bys.len())
+            })
+            .and_then(|start| self.static_who.get(start + index))
             .map(|cell| *cell.get_or_init(|| by.who.iter().all(|w| self.who_matches(w))));
         fixed.unwrap_or_else(|| by.who.iter().all(|w| self.who_matches(w)))
     }

@@ -47,10 +47,14 @@ struct Memo {
     /// The access list's address inside `state`'s databases.
     acl: usize,
     seeds: Vec<(u64, bool, Seed)>,
+    /// Privileges on the pseudo-attribute `entry` of search bases, by DN (`SearchAccess::base_entry`).
+    bases: Vec<(Arc<NormDn>, Mask)>,
 }
 
 /// Kinds of entries a memo keeps decisions for; a search meeting more kinds decides the rest itself.
 const MEMO_SEEDS: usize = 16;
+/// Search bases a memo keeps the `entry` decision for.
+const MEMO_BASES: usize = 4;
 
 /// What a view's construction decides.
 #[derive(Clone, Copy)]
@@ -159,6 +163,16 @@ impl<'a> SearchAccess<'a> {
     }
 
     fn remember(&self, bits: u64, is_self: bool, seed: Seed) {
+        self.with_memo_for_update(|memo| {
+            if memo.seeds.len() < MEMO_SEEDS {
+                memo.seeds.push((bits, is_self, seed));
+            }
+        });
+    }
+
+    /// Runs `update` on the connection's memo, started over first when it is for another snapshot,
+    /// access list or identity; nothing when the search keeps no memo.
+    fn with_memo_for_update(&self, update: impl FnOnce(&mut Memo)) {
         let Some(key) = &self.memo else { return };
         let acl = self.acl_address();
         let mut memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
@@ -168,11 +182,37 @@ impl<'a> SearchAccess<'a> {
                 who: Arc::downgrade(key.who),
                 acl,
                 seeds: Vec::new(),
+                bases: Vec::new(),
             };
         }
-        if memo.seeds.len() < MEMO_SEEDS {
-            memo.seeds.push((bits, is_self, seed));
+        update(&mut memo);
+    }
+
+    /// The requester's privileges on the pseudo-attribute `entry` of the entry at `ndn`, decided from
+    /// its DN alone: for access lists whose rules do not look at an entry's attributes
+    /// ([`super::Acl::needs_entry`] false; the caller decides with the entry otherwise). A search
+    /// decides this for its base; the connection's memo keeps it, under the same conditions as the
+    /// views' first decisions, so a connection searching one base again and again decides it once.
+    pub fn base_entry(&self, ndn: &Arc<NormDn>) -> Mask {
+        debug_assert!(!self.checker.acl().needs_entry());
+        if let Some(key) = self.memo.as_ref() {
+            let memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
+            if memo.is_for(key, self.acl_address()) {
+                // The same base DN is usually the same allocation (`Directory::normalize_shared`).
+                let same = |dn: &Arc<NormDn>| Arc::ptr_eq(dn, ndn) || **dn == **ndn;
+                if let Some((_, mask)) = memo.bases.iter().find(|(dn, _)| same(dn)) {
+                    return *mask;
+                }
+            }
         }
+        let target = Target { ndn, entry: None };
+        let mask = self.checker.decide(target, AttrRef::Entry).mask;
+        self.with_memo_for_update(|memo| {
+            if memo.bases.len() < MEMO_BASES {
+                memo.bases.push((Arc::clone(ndn), mask));
+            }
+        });
+        mask
     }
 
     pub fn checker(&self) -> &Checker<'a> {
@@ -233,6 +273,10 @@ impl<'a> SearchAccess<'a> {
             return Rc::clone(view);
         }
         let view = Rc::new(self.build(Signature::Bits(bits, is_self), Some(views.len())));
+        if views.capacity() == 0 {
+            // Made at its size rather than grown: most searches meet one or two kinds of entries.
+            *views = Vec::with_capacity(2);
+        }
         views.push((bits, is_self, Rc::clone(&view)));
         view
     }

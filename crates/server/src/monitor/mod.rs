@@ -72,9 +72,10 @@ impl Monitor {
 
     /// Whether a request's raw base DN may lie in cn=Monitor: a cheap test before any refresh.
     pub fn may_hold(raw_dn: &[u8]) -> bool {
-        raw_dn
-            .windows(7)
-            .any(|w| w.eq_ignore_ascii_case(b"monitor"))
+        // The first byte alone rules out most windows (only M and m become m with 0x20 set).
+        raw_dn.windows(7).any(|w| {
+            w.first().is_some_and(|b| b | 0x20 == b'm') && w.eq_ignore_ascii_case(b"monitor")
+        })
     }
 
     /// Writes the difference between `entries` and what the store holds: new entries added (parents
@@ -210,4 +211,32 @@ fn changes(old: &MonitorEntry, new: &MonitorEntry) -> Vec<Change> {
         }
     }
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Monitor;
+
+    #[test]
+    fn may_hold_finds_monitor_anywhere_in_any_case() {
+        for dn in [
+            &b"cn=Monitor"[..],
+            b"cn=Connections,CN=MONITOR",
+            b"cn=x,cn=monitor",
+            b"monitor",
+            b"mmonitor",
+            b"cn=mOnItOr,dc=example",
+        ] {
+            assert!(Monitor::may_hold(dn), "{dn:?}");
+        }
+        for dn in [
+            &b""[..],
+            b"dc=example,dc=com",
+            b"cn=monito",
+            b"cn=m,ou=onitor",
+            b"uid=mmm",
+        ] {
+            assert!(!Monitor::may_hold(dn), "{dn:?}");
+        }
+    }
 }

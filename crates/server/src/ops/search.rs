@@ -14,8 +14,9 @@ use canopy_directory::search::{decoded, Candidate, Query};
 use canopy_directory::{Directory, ReadTxn, Referral};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
-    encode_partial_attribute, encode_search_result_entry_parts, encode_search_result_entry_raw,
-    Control, Filter, LdapResult, PagedResults, ProtocolOp, ResultCode, SearchRequest,
+    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
+    encode_search_result_entry_raw, Control, Filter, LdapMessage, LdapResult, PagedResults,
+    ProtocolOp, ResultCode, SearchRequest,
 };
 use canopy_schema::NormDn;
 
@@ -176,7 +177,8 @@ impl<'a> Sink<'a> {
             Sink::Buffer { messages, .. } if *messages >= INLINE_RETURNED => Err(Stop::Overflow),
             Sink::Buffer { out, messages } => {
                 if out.capacity() == 0 {
-                    out.reserve(1024);
+                    // Made at its size rather than grown.
+                    *out = Vec::with_capacity(1024);
                 }
                 encode(out);
                 *messages += 1;
@@ -251,7 +253,10 @@ impl From<OpError> for Stop {
 pub fn run(job: SearchJob) -> Outcome {
     let mut sink = Sink::queue(&job.tx);
     // Abandoned or disconnected (None): what is still batched is dropped with the rest.
-    if let Some((done, code)) = finish(&job, &mut sink) {
+    if let Some((result, controls)) = finish(&job, &mut sink) {
+        let code = result.code;
+        let mut done = Vec::new();
+        encode_done(&job, result, controls, &mut done);
         if sink.push(done).is_ok() && sink.flush(true).is_ok() {
             return job.outcome(Some(code));
         }
@@ -267,23 +272,20 @@ pub fn try_inline(job: &SearchJob) -> Option<(Vec<u8>, Outcome)> {
         out: Vec::new(),
         messages: 0,
     };
-    let (done, code) = finish(job, &mut sink)?;
+    let (result, controls) = finish(job, &mut sink)?;
     match sink {
         Sink::Buffer { mut out, .. } => {
-            if out.is_empty() {
-                out = done;
-            } else {
-                out.extend_from_slice(&done);
-            }
+            let code = result.code;
+            encode_done(job, result, controls, &mut out);
             Some((out, job.outcome(Some(code))))
         }
         Sink::Queue { .. } => None,
     }
 }
 
-/// Executes and encodes the final SearchResultDone; None when nothing more is to be sent (abandoned, or
-/// an inline attempt overflowed).
-fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)> {
+/// Executes the search: the result and controls of its SearchResultDone, or None when nothing more is to
+/// be sent (abandoned, or an inline attempt overflowed).
+fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(LdapResult, Vec<Control>)> {
     job.tally.reset();
     let mut done_controls = Vec::new();
     let result = match execute(job, sink, &mut done_controls) {
@@ -292,15 +294,28 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(Vec<u8>, ResultCode)>
         Err(Stop::Referral(r)) => r.into_result(),
         Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
-    let code = result.code;
-    Some((
-        encode(
+    Some((result, done_controls))
+}
+
+/// Appends the SearchResultDone to `out`: without referral or controls (the usual case) straight from
+/// its fields, otherwise through the generic encoder (the same bytes either way).
+fn encode_done(job: &SearchJob, result: LdapResult, controls: Vec<Control>, out: &mut Vec<u8>) {
+    if result.referral.is_empty() && controls.is_empty() {
+        encode_search_result_done_raw(
+            out,
             job.message_id,
-            ProtocolOp::SearchResultDone(result),
-            done_controls,
-        ),
-        code,
-    ))
+            result.code.code(),
+            &result.matched_dn,
+            result.message.as_bytes(),
+        );
+    } else {
+        LdapMessage {
+            message_id: job.message_id,
+            op: ProtocolOp::SearchResultDone(result),
+            controls,
+        }
+        .encode(out);
+    }
 }
 
 #[derive(Clone)]
@@ -522,7 +537,7 @@ fn search_part(
 
     // The filter as it is tested, prepared once: the plan takes it too when it plans the same filter
     // under the same schema (no dynlist planning filter, nothing rewritten for slapd's view).
-    let filter = as_slapd_sees(schema, &expanded);
+    let (filter, mentioned) = as_slapd_sees_with_mentions(schema, &expanded);
     let prepared = PreparedFilter::new(schema, &filter);
     let plans_tested = planning.is_none()
         && matches!(filter, Cow::Borrowed(_))
@@ -576,7 +591,6 @@ fn search_part(
     };
 
     // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let mentioned = mentions_of(schema, &filter);
     let need_computed =
         mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
     // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
@@ -584,6 +598,10 @@ fn search_part(
     // Access decisions are made once per kind of entry (see acl::view), not once per entry.
     // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
     let secret_in_filter = mentioned.secret;
+    // Without `val=` rules and without a password attribute in the filter, a view that lets every plain
+    // attribute be searched hides nothing the filter tests: no hidden filter to make (`hidden_filter`
+    // would find the same through a decision per attribute).
+    let plain_filter = !secret_in_filter && !access.checker().acl().has_value_rules();
     let mut hidden_filters = HiddenFilters::default();
     let mut expander = dynlist.map(|config| {
         let in_filter = |attr: &str| {
@@ -686,6 +704,7 @@ fn search_part(
             continue;
         };
         let hidden = match &view {
+            Some(view) if plain_filter && view.plain_allows(privileges::SEARCH) => None,
             Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
             None => None,
         };
@@ -887,6 +906,66 @@ fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
     found
 }
 
+/// [`as_slapd_sees`] and [`mentions_of`] of the result, from one schema lookup per filter item: a filter
+/// is rewritten only when it asserts a value of subschemaSubentry, which the same lookup tells.
+fn as_slapd_sees_with_mentions<'f>(
+    schema: &canopy_schema::Schema,
+    filter: &'f Filter,
+) -> (Cow<'f, Filter>, Mentions) {
+    let mut found = Mentions {
+        computed: false,
+        secret: false,
+    };
+    let mut subschema_values = false;
+    items(filter, &mut |item| {
+        let Some(desc) = tested_desc(item) else {
+            found.computed = true;
+            found.secret = true;
+            return;
+        };
+        let name = desc.split(';').next().unwrap_or(desc);
+        let at = schema.attribute_type(name);
+        let canonical = at.map(|at| at.name()).unwrap_or(name);
+        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
+        found.secret |= at
+            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+        // `filter_view::never_holds`, with the type already looked up.
+        subschema_values |= crate::filter_view::asserted_attribute(item).is_some()
+            && at.is_some_and(|at| at.name().eq_ignore_ascii_case("subschemaSubentry"));
+    });
+    if subschema_values {
+        let seen = as_slapd_sees(schema, filter);
+        let mentioned = mentions_of(schema, &seen);
+        (seen, mentioned)
+    } else {
+        (Cow::Borrowed(filter), found)
+    }
+}
+
+/// Visits the items of a filter (what is not AND, OR, NOT or Undefined).
+fn items<'f>(filter: &'f Filter, visit: &mut dyn FnMut(&'f Filter)) {
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().for_each(|f| items(f, visit)),
+        Filter::Not(inner) => items(inner, visit),
+        Filter::Undefined => {}
+        item => visit(item),
+    }
+}
+
+/// The attribute description an item tests (None: an extensible match without a type).
+fn tested_desc(item: &Filter) -> Option<&str> {
+    match item {
+        Filter::Equality(attr, _)
+        | Filter::GreaterOrEqual(attr, _)
+        | Filter::LessOrEqual(attr, _)
+        | Filter::Approx(attr, _)
+        | Filter::Present(attr) => Some(attr),
+        Filter::Substrings(sub) => Some(&sub.attr),
+        Filter::Extensible(mra) => mra.attr.as_deref(),
+        Filter::And(_) | Filter::Or(_) | Filter::Not(_) | Filter::Undefined => None,
+    }
+}
+
 /// Whether `test` holds for an attribute description of the filter (None: an extensible match without
 /// a type).
 fn mentions(filter: &Filter, test: &mut dyn FnMut(Option<&str>) -> bool) -> bool {
@@ -1016,26 +1095,27 @@ fn base_access(
     dir: &Database,
     access: &SearchAccess<'_>,
     txn: &ReadTxn,
-    base: &NormDn,
+    base: &Arc<NormDn>,
     base_id: u64,
 ) -> Result<(), LdapError> {
     if access.is_root() {
         return Ok(());
     }
-    // Only rules with a filter look at the base's attributes: decode it for them alone.
-    let entry = if access.checker().acl().needs_entry() {
+    // Only rules with a filter look at the base's attributes: decode it for them alone. Without such
+    // rules the decision rests on the DN and is remembered per connection.
+    let mask = if access.checker().acl().needs_entry() {
         let Some(bytes) = dir.stored(txn, base_id)? else {
             return Ok(());
         };
-        Some(decoded(&Directory::parse_stored(bytes)?, true)?)
+        let entry = decoded(&Directory::parse_stored(bytes)?, true)?;
+        let target = Target {
+            ndn: base,
+            entry: Some(&entry),
+        };
+        access.checker().decide(target, AttrRef::Entry).mask
     } else {
-        None
+        access.base_entry(base)
     };
-    let target = Target {
-        ndn: base,
-        entry: entry.as_ref(),
-    };
-    let mask = access.checker().decide(target, AttrRef::Entry).mask;
     if mask & privileges::SEARCH != 0 {
         Ok(())
     } else if mask & privileges::DISCLOSE != 0 {
@@ -1159,6 +1239,48 @@ fn send_special(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_walk_sees_and_mentions_as_the_two_walks() {
+        let schema = canopy_schema::Schema::builtin();
+        for text in [
+            "(uid=user0001234)",
+            "(objectClass=*)",
+            "(&(uid=a)(cn=b))",
+            "(userPassword=x)",
+            "(userPassword;x-tag=x)",
+            "(name=x)",
+            "(hasSubordinates=TRUE)",
+            "(entryDN=uid=a,dc=example,dc=com)",
+            "(subschemaSubentry=cn=Subschema)",
+            "(|(subschemaSubentry=cn=Subschema)(uid=a))",
+            "(!(subschemaSubentry~=cn=Subschema))",
+            "(subschemaSubentry=*)",
+            "(subschemaSubentry:distinguishedNameMatch:=cn=Subschema)",
+            "(subschemaSubentry:caseIgnoreMatch:=cn=Subschema)",
+            "(&(subschemaSubentry=cn=Subschema)(userPassword=*))",
+            "(:caseIgnoreMatch:=x)",
+            "(unknownAttr=x)",
+            "(authPassword=*)",
+            "(&(cn>=a)(sn<=b)(mail=*x*))",
+        ] {
+            let filter = Filter::parse(text).unwrap();
+            let (seen, mentioned) = as_slapd_sees_with_mentions(&schema, &filter);
+            let want = as_slapd_sees(&schema, &filter);
+            let want_mentioned = mentions_of(&schema, &want);
+            assert_eq!(*seen, *want, "{text}");
+            assert_eq!(
+                matches!(seen, Cow::Borrowed(_)),
+                matches!(want, Cow::Borrowed(_)),
+                "{text}"
+            );
+            assert_eq!(
+                (mentioned.computed, mentioned.secret),
+                (want_mentioned.computed, want_mentioned.secret),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn cookies_name_their_part() {
