@@ -152,56 +152,82 @@ async fn serve(stream: tokio::net::TcpStream, canned: Arc<Canned>) {
     });
     let out = tokio::spawn(write_responses(Arc::clone(&line), rx));
     let limits = DecodeLimits::default();
-    let mut buf: Vec<u8> = Vec::new();
-    let mut start = 0usize;
+    // The server's read buffer (`limits::ReadBuf`): requests that fit a small array the connection
+    // keeps are read and decoded in place; a larger one moves the bytes to a heap buffer.
+    let mut small = [0u8; FIRST_READ];
+    let mut small_len = 0usize;
+    let mut heap: Vec<u8> = Vec::new();
     'connection: loop {
-        loop {
-            let available = buf.get(start..).unwrap_or(&[]);
-            let len = match frame_len(available, MAX_PDU) {
-                Ok(Some(len)) => len,
-                Ok(None) => break,
-                Err(_) => {
-                    let _ = line.send(&tx, notice("malformed PDU")).await;
-                    break 'connection;
-                }
+        let mut start = 0usize;
+        {
+            let data: &[u8] = if heap.is_empty() {
+                small.get(..small_len).unwrap_or(&[])
+            } else {
+                &heap
             };
-            let frame = available.get(..len).unwrap_or(&[]);
-            start += len;
-            let message = match LdapMessage::decode(frame, &limits) {
-                Ok(message) => message,
-                Err(error) => {
-                    let _ = line.send(&tx, notice(&error.to_string())).await;
+            loop {
+                let available = data.get(start..).unwrap_or(&[]);
+                let len = match frame_len(available, MAX_PDU) {
+                    Ok(Some(len)) => len,
+                    Ok(None) => break,
+                    Err(_) => {
+                        let _ = line.send(&tx, notice("malformed PDU")).await;
+                        break 'connection;
+                    }
+                };
+                let frame = available.get(..len).unwrap_or(&[]);
+                start += len;
+                let message = match LdapMessage::decode(frame, &limits) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        let _ = line.send(&tx, notice(&error.to_string())).await;
+                        break 'connection;
+                    }
+                };
+                let Some(responses) = answer(&canned, message) else {
                     break 'connection;
-                }
-            };
-            let Some(responses) = answer(&canned, message) else {
-                break 'connection;
-            };
-            for response in responses {
-                if line.send(&tx, response).await.is_err() {
-                    break 'connection;
+                };
+                for response in responses {
+                    if line.send(&tx, response).await.is_err() {
+                        break 'connection;
+                    }
                 }
             }
         }
-        if start >= buf.len() {
-            buf = Vec::new();
-            start = 0;
+        if !heap.is_empty() {
+            if start >= heap.len() {
+                heap = Vec::new();
+            } else if start > 0 {
+                heap.drain(..start);
+            }
+        } else if start >= small_len {
+            small_len = 0;
         } else if start > 0 {
-            buf.drain(..start);
-            start = 0;
+            small.copy_within(start..small_len, 0);
+            small_len -= start;
         }
-        let read = if buf.is_empty() {
-            let mut first = [0u8; FIRST_READ];
-            let read = reader.read(&mut first).await;
-            if let Ok(n) = read {
-                buf.extend_from_slice(first.get(..n).unwrap_or(&[]));
+        let read = match small
+            .get_mut(small_len..)
+            .filter(|free| heap.is_empty() && !free.is_empty())
+        {
+            Some(free) => {
+                let read = reader.read(free).await;
+                if let Ok(n) = read {
+                    small_len += n;
+                }
+                read
             }
-            read
-        } else {
-            if buf.capacity() - buf.len() < READ_GROWTH / 4 {
-                buf.reserve(READ_GROWTH);
+            None => {
+                if heap.is_empty() {
+                    heap.reserve(FIRST_READ + READ_GROWTH);
+                    heap.extend_from_slice(small.get(..small_len).unwrap_or(&[]));
+                    small_len = 0;
+                }
+                if heap.capacity() - heap.len() < READ_GROWTH / 4 {
+                    heap.reserve(READ_GROWTH);
+                }
+                reader.read_buf(&mut heap).await
             }
-            reader.read_buf(&mut buf).await
         };
         match read {
             Ok(0) | Err(_) => break,

@@ -146,6 +146,19 @@ fn searches_binds_writes_and_bad_input() {
         "{got:?}"
     );
 
+    // A request larger than the connection's small read array (its bytes move to a heap buffer),
+    // then a small one on the same connection.
+    let long_value = "x".repeat(3000);
+    let filter = format!("(|(uid=user0000042)(description={long_value}))");
+    let big = ldap(
+        "ldapsearch",
+        port,
+        &["-LLL", "-b", "dc=example,dc=com", &filter, "dn"],
+        None,
+    );
+    assert!(big.status.success(), "{big:?}");
+    assert_eq!(dns(&big).len(), 1, "{big:?}");
+
     // The server is still answering others.
     let again = ldap("ldapsearch", port, &["-LLL", "-b", "", "-s", "base"], None);
     assert!(again.status.success(), "{again:?}");
