@@ -290,20 +290,25 @@ def render(r, perf_dir):
                 continue
             c, s = w[op]["canopy"], w[op]["slapd"]
             lb = {x: "≥ " if w[op][x].get("lower_bound") else "" for x in SERVERS}
-            out.append("| %s | %s%s | %s%s | %s | %s / %s |" % (
-                op, lb["canopy"], fmt(c["throughput"]), lb["slapd"], fmt(s["throughput"]),
+            # Cells run more than once show the median, then every run.
+            each = {x: " (%s)" % ", ".join(fmt(run["throughput"]) for run in w[op][x]["runs"])
+                    if len(w[op][x].get("runs", [])) > 1 else "" for x in SERVERS}
+            out.append("| %s | %s%s%s | %s%s%s | %s | %s / %s |" % (
+                op, lb["canopy"], fmt(c["throughput"]), each["canopy"], lb["slapd"],
+                fmt(s["throughput"]), each["slapd"],
                 ratio(c["throughput"], s["throughput"]),
                 fmt(c["cpu_us"], 1), fmt(s["cpu_us"], 1)))
         out += ["", "add: objectClass person entries `cn=benchNNNNNNN,ou=Accounting` for two 10 s samples; "
                 "modify: replace `sn` (indexed eq, sub) of a random one of the first %s added, one 10 s "
-                "sample; modify-description: the same with `description` (not indexed, the attribute "
-                "`canopy bench`'s modify workload replaces); delete: "
+                "sample per run, RUNS runs per server alternating which goes first, the median and "
+                "then every run; modify-description: the same with `description` (not indexed, the "
+                "attribute `canopy bench`'s modify workload replaces); delete: "
                 "the added entries in order, one 10 s sample (≥: the server deleted all of them before "
                 "the sample ended, so the rate is a lower bound). For delete, `-R` is the number that "
                 "server added minus one." % fmt(w["modified_range"]), "", "```sh"]
         out += r["commands"].get("ldclt_writes", []) + ["```", ""]
         out += runs_charts(perf_dir, "compare", [
-            ("ldclt " + op, {x: [w[op][x]] for x in SERVERS})
+            ("ldclt " + op, {x: w[op][x].get("runs") or [w[op][x]] for x in SERVERS})
             for op in ("add", "modify", "modify-description", "delete") if op in w])
         wm = (r.get("workloads") or {}).get("modify")
         if wm and "modify-description" in w:
