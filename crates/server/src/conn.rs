@@ -566,12 +566,6 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // next request, an abandon among them, once an inline search has answered): it alone gets a
             // flag of its own, registered; an inline attempt shares one that nothing ever sets.
             let cancel = never_abandoned();
-            let register = |cancel: &Arc<AtomicBool>| {
-                pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id, Arc::clone(cancel));
-            };
             let shared_who = session
                 .shared_who
                 .get_or_insert_with(|| Arc::new(who.clone()));
@@ -579,7 +573,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // must wait is boxed, so that `dispatch`'s future (boxed for every request) keeps no job
             // across a wait.
             let attempt = {
-                let mut job = ops::search::SearchJob {
+                let job = ops::search::SearchJob {
                     state: state.clone(),
                     who: Arc::clone(shared_who),
                     views: Arc::clone(session.views.get_or_insert_with(Default::default)),
@@ -594,18 +588,8 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 // A sync search runs on a blocking thread of its own until it ends, is abandoned or
                 // its connection closes (crate::syncprov).
                 if let (Some(permit), Some(request)) = (sync_permit, job.ctl.sync.clone()) {
-                    job.cancel = Arc::new(AtomicBool::new(false));
-                    register(&job.cancel);
-                    let pending = pending.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let state = job.state.clone();
-                        let outcome = crate::syncprov::run(job, request);
-                        finish_search(&state, completion, outcome);
-                        pending
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&id);
-                        drop(permit);
+                    run_blocking(job, permit, pending, completion, move |job| {
+                        crate::syncprov::run(job, request)
                     });
                     return Flow::Continue;
                 }
@@ -626,20 +610,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let Some(permit) = take_permit(held, permits).await else {
                 return Flow::Close;
             };
-            let mut job = *job;
-            job.cancel = Arc::new(AtomicBool::new(false));
-            register(&job.cancel);
-            let pending = pending.clone();
-            tokio::task::spawn_blocking(move || {
-                let state = job.state.clone();
-                let outcome = ops::search::run(job);
-                finish_search(&state, completion, outcome);
-                pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
-                drop(permit);
-            });
+            run_blocking(*job, permit, pending, completion, ops::search::run);
             Flow::Continue
         }
         op @ (ProtocolOp::AddRequest(_)
@@ -677,6 +648,34 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             Flow::Close
         }
     }
+}
+
+/// Runs a search that outlives the request's dispatch on a blocking thread: with a cancel flag of its
+/// own, registered under its message ID so that an abandon finds it, and `permit` held until it ends.
+fn run_blocking(
+    mut job: ops::search::SearchJob,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    pending: &Pending,
+    completion: Option<Completion>,
+    run: impl FnOnce(ops::search::SearchJob) -> ops::search::Outcome + Send + 'static,
+) {
+    let id = job.message_id;
+    job.cancel = Arc::new(AtomicBool::new(false));
+    pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, Arc::clone(&job.cancel));
+    let pending = pending.clone();
+    tokio::task::spawn_blocking(move || {
+        let state = job.state.clone();
+        let outcome = run(job);
+        finish_search(&state, completion, outcome);
+        pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        drop(permit);
+    });
 }
 
 fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::search::Outcome) {

@@ -895,15 +895,25 @@ fn mentions_of(schema: &canopy_schema::Schema, filter: &Filter) -> Mentions {
             found.secret = true;
             return true;
         };
-        let name = desc.split(';').next().unwrap_or(desc);
-        let at = schema.attribute_type(name);
-        let canonical = at.map(|at| at.name()).unwrap_or(name);
-        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
-        found.secret |= at
-            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+        mention(schema, desc, &mut found);
         found.computed && found.secret
     });
     found
+}
+
+/// Adds what the attribute `desc` (of a filter item) is to `found`; its type, when the schema knows it.
+fn mention<'s>(
+    schema: &'s canopy_schema::Schema,
+    desc: &str,
+    found: &mut Mentions,
+) -> Option<&'s canopy_schema::AttributeType> {
+    let name = desc.split(';').next().unwrap_or(desc);
+    let at = schema.attribute_type(name);
+    let canonical = at.map(|at| at.name()).unwrap_or(name);
+    found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
+    found.secret |=
+        at.is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+    at
 }
 
 /// [`as_slapd_sees`] and [`mentions_of`] of the result, from one schema lookup per filter item: a filter
@@ -923,12 +933,7 @@ fn as_slapd_sees_with_mentions<'f>(
             found.secret = true;
             return;
         };
-        let name = desc.split(';').next().unwrap_or(desc);
-        let at = schema.attribute_type(name);
-        let canonical = at.map(|at| at.name()).unwrap_or(name);
-        found.computed |= COMPUTED.iter().any(|c| c.eq_ignore_ascii_case(canonical));
-        found.secret |= at
-            .is_some_and(|at| at.has_subtypes() || section_of_type(schema, at) == Section::Secret);
+        let at = mention(schema, desc, &mut found);
         // `filter_view::never_holds`, with the type already looked up.
         subschema_values |= crate::filter_view::asserted_attribute(item).is_some()
             && at.is_some_and(|at| at.name().eq_ignore_ascii_case("subschemaSubentry"));
