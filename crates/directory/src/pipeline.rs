@@ -115,6 +115,16 @@ pub trait WriteHook: Send + Sync {
         false
     }
 
+    /// Whether the hook also sees changes received from a provider (`Origin::Replica`). Hooks that
+    /// derive state from a change or police it (memberof, refint, unique, constraint, ppolicy) answer
+    /// false: what they would compute arrives with the change, made by the provider's hooks, and a
+    /// replicated change they refused would stop replication (slapd's unique and constraint skip a
+    /// syncrepl session's writes the same way). The default, true, is for hooks that record every
+    /// change (session log, change feed, access and audit logs).
+    fn replicated(&self) -> bool {
+        true
+    }
+
     /// Recomputes from scratch what the hook keeps (offline: `canopy reindex`, after `canopy import`),
     /// in one transaction over the whole database; the number of entries it changed.
     fn rebuild(&self, dir: &Directory, txn: &mut WriteTxn<'_>) -> Result<u64, LdapError> {
@@ -192,8 +202,10 @@ impl Pipeline {
         txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
+        let replica = change.origin == Origin::Replica;
         self.hooks
             .iter()
+            .filter(|hook| !replica || hook.replicated())
             .try_for_each(|hook| hook.prepare(dir, txn, change))?;
         stamp_attributes(dir, change);
         Ok(())
@@ -205,8 +217,10 @@ impl Pipeline {
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
+        let replica = event.origin == Origin::Replica;
         self.hooks
             .iter()
+            .filter(|hook| !replica || hook.replicated())
             .try_for_each(|hook| hook.commit(dir, txn, event))
     }
 }

@@ -390,17 +390,30 @@ impl Directory {
     }
 
     /// Replaces the stored entry `id` (`old`) with `new`, keeping its index keys in step: for hooks that
-    /// change other entries inside a write. The DN must not change.
+    /// change other entries inside a write. The DN must not change. In a multi-provider database a
+    /// rewrite that gave the entry a new entryCSN (the hook's `Stamp::touch`) stamps the attributes it
+    /// changed with that CSN, as a write of the entry itself would, so the change survives a merge
+    /// with a concurrent version from a peer (docs/design/replication.md).
     pub fn rewrite(
         &self,
         txn: &mut WriteTxn<'_>,
         id: u64,
         old: &Entry,
-        new: &Entry,
+        mut new: Entry,
     ) -> Result<(), LdapError> {
-        self.put(txn, id, new)?;
-        self.reindex(txn, id, Some(old), Some(new))?;
-        self.publish_rewrite(txn, id, old, new);
+        if self.multiprovider() {
+            let csn = new
+                .get("entryCSN")
+                .and_then(|a| a.values.first())
+                .filter(|csn| old.get("entryCSN").and_then(|a| a.values.first()) != Some(*csn))
+                .and_then(|v| String::from_utf8(v.clone()).ok());
+            if let Some(csn) = csn {
+                crate::attrcsn::stamp_write(Some(old), &mut new, &csn);
+            }
+        }
+        self.put(txn, id, &new)?;
+        self.reindex(txn, id, Some(old), Some(&new))?;
+        self.publish_rewrite(txn, id, old, &new);
         Ok(())
     }
 

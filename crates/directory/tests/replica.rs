@@ -676,3 +676,208 @@ async fn old_tombstones_are_purged_by_age() {
     assert_eq!(records(&dir), 0);
     assert_eq!(receive(&dir, vec![stale]).await.added, 1);
 }
+
+/// A multi-provider server with ID `sid` running the memberof overlay.
+fn provider_with_memberof(path: &std::path::Path, sid: u16) -> Directory {
+    use canopy_directory::overlay::memberof::{self, MemberOf, MEMBEROF_SCHEMA};
+    let mut schema = canopy_schema::Schema::builtin();
+    schema.load_text(MEMBEROF_SCHEMA, "memberof").unwrap();
+    let pipeline = Pipeline::standard().then(std::sync::Arc::new(MemberOf::new(
+        memberof::Config::new(support::ADMIN),
+    )));
+    let dir = support::open_with(
+        path,
+        schema,
+        vec![support::index("entryUUID", false, false)],
+        pipeline,
+    );
+    dir.set_server_id(sid);
+    dir.set_multiprovider(true);
+    dir
+}
+
+#[tokio::test]
+async fn an_overlays_change_to_another_entry_survives_a_concurrent_write() {
+    // Server 1 adds a group naming the person (memberof writes memberOf into the person, a change by
+    // the overlay, not by the client); server 2 then changes the person's description, so its version
+    // has the higher entryCSN. Both changes must survive the exchange on both servers: memberOf is
+    // stamped with the group add's CSN in the person's canopyAttrCSN.
+    let tmp = tempfile::tempdir().unwrap();
+    let a = provider_with_memberof(&tmp.path().join("a"), 1);
+    let b = provider_with_memberof(&tmp.path().join("b"), 2);
+    support::add(
+        &a,
+        SUFFIX,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("o", "E"),
+            ("dc", "example"),
+        ],
+    )
+    .await
+    .unwrap();
+    support::add(
+        &a,
+        PERSON,
+        &[("objectClass", "person"), ("cn", "p"), ("sn", "P")],
+    )
+    .await
+    .unwrap();
+    let base = vec![put_of(&a, SUFFIX), put_of(&a, PERSON)];
+    assert_eq!(receive(&b, base).await.added, 2);
+    let group = "cn=g,dc=example,dc=com";
+    support::add(
+        &a,
+        group,
+        &[
+            ("objectClass", "groupOfNames"),
+            ("cn", "g"),
+            ("member", PERSON),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(values(&a, PERSON, "memberOf"), vec![group]);
+    let csn = values(&a, PERSON, "entryCSN").remove(0);
+    assert!(
+        values(&a, PERSON, "canopyAttrCSN")
+            .iter()
+            .any(|v| v.starts_with(&csn) && v.split(' ').any(|n| n == "memberof")),
+        "memberOf not stamped with the group add's CSN: {:?}",
+        values(&a, PERSON, "canopyAttrCSN")
+    );
+    support::modify(
+        &b,
+        PERSON,
+        ModifyOperation::Replace,
+        "description",
+        &["from b".to_string()],
+    )
+    .await
+    .unwrap();
+    let from_a = vec![put_of(&a, group), put_of(&a, PERSON)];
+    let from_b = vec![put_of(&b, PERSON)];
+    receive(&a, from_b).await;
+    receive(&b, from_a).await;
+    for (name, dir) in [("a", &a), ("b", &b)] {
+        assert_eq!(
+            values(dir, PERSON, "memberOf"),
+            vec![group],
+            "server {name}"
+        );
+        assert_eq!(
+            values(dir, PERSON, "description"),
+            vec!["from b"],
+            "server {name}"
+        );
+    }
+    assert_eq!(content(&a), content(&b));
+}
+
+#[tokio::test]
+async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
+    // A consumer running unique (mail) and memberof (dangling members refused): what its provider
+    // sends is applied as sent. A group arrives before its member, two people share a mail (two
+    // providers accepted them concurrently), and nothing is computed here: memberOf is the
+    // provider's. Had the overlays run, the batch would fail and replication would stop.
+    use canopy_directory::overlay::memberof::{self, Dangling, MemberOf, MEMBEROF_SCHEMA};
+    use canopy_directory::overlay::unique::{self, Domain, Unique};
+    let mut schema = canopy_schema::Schema::builtin();
+    schema.load_text(MEMBEROF_SCHEMA, "memberof").unwrap();
+    let mut mo = memberof::Config::new(support::ADMIN);
+    mo.dangling = Dangling::Error(canopy_proto::ResultCode::ConstraintViolation);
+    let pipeline = Pipeline::standard()
+        .then(std::sync::Arc::new(Unique::new(unique::Config {
+            domains: vec![Domain::parse("ldap:///dc=example,dc=com?mail?sub").unwrap()],
+        })))
+        .then(std::sync::Arc::new(MemberOf::new(mo)));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = support::open_with(
+        tmp.path(),
+        schema,
+        vec![
+            support::index("entryUUID", false, false),
+            support::index("mail", false, false),
+        ],
+        pipeline,
+    );
+    let suffix = sent(
+        &dir,
+        SUFFIX,
+        1,
+        CSN1,
+        &[
+            ("objectClass", "organization"),
+            ("objectClass", "dcObject"),
+            ("o", "E"),
+            ("dc", "example"),
+        ],
+    );
+    let person = |n: u8, cn: &str, memberof: Option<&str>| {
+        let mut attrs = vec![
+            ("objectClass", "inetOrgPerson"),
+            ("cn", cn),
+            ("sn", cn),
+            ("mail", "same@example.com"),
+        ];
+        attrs.extend(memberof.map(|g| ("memberOf", g)));
+        sent(&dir, &format!("cn={cn},{SUFFIX}"), n, CSN1, &attrs)
+    };
+    let group_dn = format!("cn=g,{SUFFIX}");
+    let group = sent(
+        &dir,
+        &group_dn,
+        2,
+        CSN1,
+        &[
+            ("objectClass", "groupOfNames"),
+            ("cn", "g"),
+            ("member", &format!("cn=m,{SUFFIX}")),
+        ],
+    );
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 1,
+            changes: vec![suffix, group, person(3, "x", None)],
+            cookie: cookie(CSN1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(applied.added, 3);
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 1,
+            changes: vec![person(4, "m", Some(group_dn.as_str()))],
+            cookie: cookie(CSN2),
+        })
+        .await
+        .unwrap();
+    assert_eq!(applied.added, 1);
+    assert_eq!(
+        values(&dir, &format!("cn=m,{SUFFIX}"), "memberOf"),
+        vec![group_dn.clone()]
+    );
+    assert!(values(&dir, &format!("cn=x,{SUFFIX}"), "memberOf").is_empty());
+    // The member's entryCSN is the provider's: nothing here rewrote it.
+    assert_eq!(
+        values(&dir, &format!("cn=m,{SUFFIX}"), "entryCSN"),
+        vec![CSN1]
+    );
+    // A local write still goes through both overlays.
+    let local = support::add(
+        &dir,
+        &format!("cn=y,{SUFFIX}"),
+        &[
+            ("objectClass", "inetOrgPerson"),
+            ("cn", "y"),
+            ("sn", "y"),
+            ("mail", "same@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        local.unwrap_err().code,
+        canopy_proto::ResultCode::ConstraintViolation
+    );
+}

@@ -139,7 +139,7 @@ impl MemberOf {
             return Ok(());
         }
         event.stamp.touch(&mut new, &self.config.modifier);
-        dir.rewrite(txn, id, &old, &new)
+        dir.rewrite(txn, id, &old, new)
     }
 }
 
@@ -181,6 +181,11 @@ fn remove_dn(dir: &Directory, values: &mut Vec<Vec<u8>>, ndn: &NormDn) -> bool {
 impl WriteHook for MemberOf {
     fn name(&self) -> &'static str {
         "memberof"
+    }
+
+    /// A replicated change arrives with what this overlay made of it on the provider.
+    fn replicated(&self) -> bool {
+        false
     }
 
     /// Works from the members a write starts and ends (the changes, or the difference of the two
@@ -306,7 +311,7 @@ impl WriteHook for MemberOf {
                     values: want,
                 });
             }
-            dir.rewrite(txn, id, &old, &new)?;
+            dir.rewrite(txn, id, &old, new)?;
             changed += 1;
         }
         Ok(changed)

@@ -265,7 +265,7 @@ impl Refint {
             tracing::info!(dn = %old.dn, "refint: a required attribute keeps a dangling value");
         }
         event.stamp.touch(&mut new, &self.config.modifier);
-        dir.rewrite(txn, id, &old, &new)
+        dir.rewrite(txn, id, &old, new)
     }
 }
 
@@ -296,6 +296,11 @@ fn required<'s>(dir: &'s Directory, entry: &Entry) -> Vec<&'s AttributeType> {
 impl WriteHook for Refint {
     fn name(&self) -> &'static str {
         "refint"
+    }
+
+    /// A replicated change arrives with what this overlay made of it on the provider.
+    fn replicated(&self) -> bool {
+        false
     }
 
     /// Acts on deletes and renames only.

@@ -355,6 +355,11 @@ impl WriteHook for Unique {
         "unique"
     }
 
+    /// A replicated change arrives with what this overlay made of it on the provider.
+    fn replicated(&self) -> bool {
+        false
+    }
+
     /// An add or a modify is checked before it is stored, against everything the transaction holds.
     fn prepare(
         &self,

@@ -1152,6 +1152,96 @@ fn different_attributes_changed_across_a_cut_both_survive() {
 }
 
 #[test]
+fn overlays_act_where_the_write_is_made_and_their_changes_merge() {
+    if !canopy_target() {
+        return;
+    }
+    // Two providers running memberof and unique (mail), the link cut: server 0 adds a group naming
+    // alice (its memberof writes alice's memberOf), server 1 then changes alice's description (a
+    // later CSN), and each adds a person with the same new mail. After the heal both servers hold
+    // both people (unique polices client writes, not replicated ones, as slapd's does) and alice
+    // has the new memberOf and the new description: the overlay's change to alice is stamped with
+    // the group add's CSN, so the merge keeps it beside the later description.
+    let overlays = "[[overlay]]\nname = \"memberof\"\n\
+                    [[overlay]]\nname = \"unique\"\nuri = [\"ldap:///ou=people,dc=example,dc=com?mail?sub\"]\n";
+    let proxies: Mutex<Vec<Proxy>> = Mutex::new(Vec::new());
+    let servers = canopy_mesh_with(
+        2,
+        &|_, _, port| {
+            let proxy = Proxy::start(port);
+            let url = proxy.url();
+            proxies.lock().unwrap().push(proxy);
+            url
+        },
+        &|i, urls| format!("{}{overlays}", canopy_e2e::mesh::mesh_toml(i, urls)),
+    );
+    let proxies = proxies.into_inner().unwrap();
+    converge(&servers, "the base loaded on server 0");
+    let alice = format!("uid=alice,ou=people,{SUFFIX}");
+    let team = format!("cn=team,ou=groups,{SUFFIX}");
+    for proxy in &proxies {
+        proxy.cut();
+    }
+    servers[0]
+        .add(
+            &Bind::Root,
+            &format!("dn: {team}\nobjectClass: groupOfNames\ncn: team\nmember: {alice}\n"),
+        )
+        .expect_code(0, "the group on server 0");
+    assert!(values_of(&servers[0], &alice, "memberOf").contains(&team));
+    servers[1]
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: {alice}\nchangetype: modify\nreplace: description\ndescription: from 1\n"
+            ),
+        )
+        .expect_code(0, "alice's description on server 1");
+    for (i, server) in servers.iter().enumerate() {
+        server
+            .add(
+                &Bind::Root,
+                &format!(
+                    "dn: uid=new{i},ou=people,{SUFFIX}\nobjectClass: inetOrgPerson\nuid: new{i}\n\
+                     cn: new{i}\nsn: new{i}\nmail: shared@example.com\n"
+                ),
+            )
+            .expect_code(0, "a person with the shared mail");
+    }
+    // While cut, unique still refuses a client's duplicate on each server.
+    servers[0]
+        .add(
+            &Bind::Root,
+            &format!(
+                "dn: uid=dup,ou=people,{SUFFIX}\nobjectClass: inetOrgPerson\nuid: dup\ncn: dup\n\
+                 sn: dup\nmail: shared@example.com\n"
+            ),
+        )
+        .expect_code(19, "a client's duplicate mail");
+    for proxy in &proxies {
+        proxy.heal();
+    }
+    converge(&servers, "after the cut healed");
+    for (i, server) in servers.iter().enumerate() {
+        assert!(
+            values_of(server, &alice, "memberOf").contains(&team),
+            "server {i}: alice lost the memberOf server 0's memberof wrote"
+        );
+        assert_eq!(
+            values_of(server, &alice, "description"),
+            ["from 1"],
+            "server {i}"
+        );
+        for n in 0..2 {
+            assert!(
+                exists(server, &format!("uid=new{n},ou=people,{SUFFIX}")),
+                "server {i}: uid=new{n} missing"
+            );
+        }
+    }
+}
+
+#[test]
 fn tombstone_purge_removes_old_conflict_records() {
     if !canopy_target() {
         return;

@@ -168,6 +168,11 @@ impl WriteHook for Constraint {
         "constraint"
     }
 
+    /// A replicated change arrives with what this overlay made of it on the provider.
+    fn replicated(&self) -> bool {
+        false
+    }
+
     fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {
         self.rules.iter().try_for_each(|rule| {
             rule.check(schema, suffix)

@@ -260,7 +260,7 @@ impl PPolicy {
                 // A modify like any other (slapd's is an internal modify by the root DN): a new
                 // modifyTimestamp and entryCSN, so the state replicates.
                 stamp.touch(&mut next, &modifier);
-                dir.rewrite(txn, id, &entry, &next)?;
+                dir.rewrite(txn, id, &entry, next)?;
                 // Outside the pipeline: the contextCSN learns of it here (the feed in `rewrite`).
                 dir.raise_context_with(txn, stamp)?;
             }

@@ -123,6 +123,11 @@ impl WriteHook for PPolicy {
         "ppolicy"
     }
 
+    /// A replicated change arrives with what this overlay made of it on the provider.
+    fn replicated(&self) -> bool {
+        false
+    }
+
     fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {
         let _ = suffix;
         if let Some(default) = &self.config.default {
