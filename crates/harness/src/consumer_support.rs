@@ -109,6 +109,35 @@ pub fn wait_log(server: &Server, needle: &str, limit: Duration) -> bool {
     false
 }
 
+/// A fake provider on a free loopback port, for consumers facing a broken or hostile peer: it serves
+/// `sessions` connections one after the other; on each it reads the bind, answers success (message
+/// 1), reads the sync search and sends `answer` as it is, then waits (at most 5 s) for the consumer
+/// to close. The thread returns how many sessions it served.
+pub fn fake_provider(sessions: usize, answer: Vec<u8>) -> (u16, std::thread::JoinHandle<usize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    let thread = std::thread::spawn(move || {
+        let mut served = 0;
+        for stream in listener.incoming().take(sessions) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            // BindResponse, success, for message 1.
+            let _ = stream.write_all(&[
+                0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
+            ]);
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(&answer);
+            let _ = stream.read(&mut buf);
+            served += 1;
+        }
+        served
+    });
+    (port, thread)
+}
+
 /// Runs openssl in `dir`; panics with its output when it fails.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let mut cmd = std::process::Command::new("openssl");

@@ -1344,34 +1344,13 @@ fn sync_entry(dn: &str) -> Vec<u8> {
 
 #[test]
 fn a_change_outside_the_suffix_is_refused_and_shown() {
-    use std::io::{Read, Write as _};
     if !canopy_target() {
         return;
     }
     // A peer (a fake provider) that sends an entry of another suffix: the batch is refused, the
     // session fails with a clear line and lastError, nothing is applied, and it is retried.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let fake = std::thread::spawn(move || {
-        let mut served = 0;
-        for stream in listener.incoming().take(2) {
-            let Ok(mut stream) = stream else { continue };
-            stream
-                .set_read_timeout(Some(Duration::from_secs(5)))
-                .unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            // BindResponse success for message 1.
-            let _ = stream.write_all(&[
-                0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
-            ]);
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(&sync_entry("cn=x,dc=elsewhere,dc=org"));
-            let _ = stream.read(&mut buf);
-            served += 1;
-        }
-        served
-    });
+    let (port, fake) =
+        canopy_e2e::consumer_support::fake_provider(2, sync_entry("cn=x,dc=elsewhere,dc=org"));
     let toml = format!(
         "server_id = 1\nmultiprovider = true\n[[syncrepl]]\nrid = 6\nprovider = \"ldap://127.0.0.1:{port}\"\n\
          searchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nretry = \"1 +\"\ntimeout = 5\n"

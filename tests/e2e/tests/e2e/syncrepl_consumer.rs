@@ -6,13 +6,11 @@
 //! awaited by polling contextCSN with a time bound. Canopy-only (skipped when the target is slapd: the
 //! consumer under test is Canopy's, the provider is always slapd).
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::time::Duration;
 
 use canopy_e2e::consumer_support::{
-    canopy_consumer, context_csn, relaunch_same_port, slapd_provider, syncrepl_table,
-    wait_converged, wait_log,
+    canopy_consumer, context_csn, fake_provider, relaunch_same_port, slapd_provider,
+    syncrepl_table, wait_converged, wait_log,
 };
 use canopy_e2e::*;
 
@@ -300,30 +298,13 @@ fn garbage_from_provider_is_logged_and_retried() {
     if !canopy_target() {
         return;
     }
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(false).unwrap();
-    let fake = std::thread::spawn(move || {
-        let mut served = 0;
-        for stream in listener.incoming().take(2) {
-            let Ok(mut stream) = stream else { continue };
-            stream
-                .set_read_timeout(Some(Duration::from_secs(5)))
-                .unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            // BindResponse success for message 1.
-            let _ = stream.write_all(&[
-                0x30, 0x0c, 0x02, 0x01, 0x01, 0x61, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00,
-            ]);
-            let _ = stream.read(&mut buf);
-            // A SearchResultEntry for message 2 whose contents are garbage.
-            let _ = stream.write_all(&[0x30, 0x08, 0x02, 0x01, 0x02, 0x64, 0x03, 0xff, 0xff, 0xff]);
-            let _ = stream.write_all(b"\x00\x01garbage garbage garbage");
-            served += 1;
-        }
-        served
-    });
+    // A SearchResultEntry for message 2 whose contents are garbage, then more garbage.
+    let garbage = [
+        &[0x30, 0x08, 0x02, 0x01, 0x02, 0x64, 0x03, 0xff, 0xff, 0xff][..],
+        b"\x00\x01garbage garbage garbage",
+    ]
+    .concat();
+    let (port, fake) = fake_provider(2, garbage);
     let toml = format!(
         "[[syncrepl]]\nrid = 6\nprovider = \"ldap://127.0.0.1:{port}\"\nsearchbase = \"{SUFFIX}\"\ntype = \"refreshAndPersist\"\nretry = \"1 +\"\ntimeout = 5\n"
     );
