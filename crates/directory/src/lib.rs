@@ -27,6 +27,7 @@ pub mod search;
 pub mod syncprov;
 pub mod usage;
 pub mod verify;
+mod view;
 pub mod write;
 
 /// The store's types the frontend names, under the backend's name so that `canopy-server` never
@@ -44,4 +45,5 @@ pub use pipeline::{after_commit, Event, Kind, Origin, Pipeline, Proposed, WriteH
 pub use referral::Referral;
 pub use replica::{Applied, ReplicaBatch, ReplicaChange};
 pub use usage::Usage;
+pub use view::{InWrite, Snapshot, View};
 pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

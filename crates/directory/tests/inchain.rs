@@ -16,7 +16,7 @@ use canopy_directory::candidates::resolve;
 use canopy_directory::inchain::IN_CHAIN;
 use canopy_directory::overlay::memberof::{self, MemberOf, MEMBEROF_SCHEMA};
 use canopy_directory::{Directory, Pipeline, Unrestricted, WriteOp, WriteRequest};
-use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_mdb::StoreConfig;
 use canopy_proto::{Filter, MatchingRuleAssertion, PartialAttribute};
 use canopy_schema::Schema;
 
@@ -72,7 +72,7 @@ fn matches(dir: &Directory, filter: &Filter, allow_all: bool) -> (BTreeSet<Strin
         .is_some();
     let test = PreparedFilter::new(dir.schema(), &expanded);
     let mut out = BTreeSet::new();
-    for item in txn.entries().unwrap() {
+    for item in dir.stored_entries(&txn).unwrap() {
         let (_, bytes) = item.unwrap();
         let stored = Directory::parse_stored(bytes).unwrap();
         if test.evaluate(&StoredView::new(&stored), &[]).is_true() {

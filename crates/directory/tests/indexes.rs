@@ -28,7 +28,7 @@ fn spec(attr: &str, sub: bool, pres: bool) -> IndexSpec {
 /// Every index holds exactly the (key, ID) pairs the stored entries give, over every key the
 /// sequence's values can produce (`universe`, an entry holding all of them).
 fn check(dir: &Directory, universe: &Entry, step: &str) {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let mut entries = Vec::new();
     for item in txn.entries().unwrap() {
         let (id, bytes) = item.unwrap();

@@ -132,7 +132,7 @@ fn verified(dir: &Directory, checked: bool) {
 /// The entries holding `mail` exactly `value`, by a scan, and the planner's candidates for it (None:
 /// every entry), both in one snapshot. A plan may only use a complete index.
 fn lookup(dir: &Directory, value: &str) -> (Vec<u64>, Option<Vec<u64>>) {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let filter = Filter::Equality("mail".into(), value.as_bytes().to_vec());
     let plan = plan(dir.schema(), &dir.indexes(&txn), &filter);
     let candidates = canopy_directory::candidates::resolve(&txn, &plan).unwrap();
@@ -337,7 +337,8 @@ async fn a_drop_during_the_build_cancels_it_and_empties_the_table() {
     dir.drop_index("MAIL").unwrap();
     assert!(dir.index_status().iter().all(|s| s.spec.attr != "mail"));
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),
@@ -354,7 +355,8 @@ async fn a_drop_during_the_build_cancels_it_and_empties_the_table() {
     .await
     .unwrap();
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),
@@ -416,7 +418,8 @@ async fn the_store_follows_the_configuration_at_start() {
     drop(txn);
     dir.start_index_builds().unwrap();
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),

@@ -124,7 +124,7 @@ fn exists(dir: &Directory, dn: &str) -> bool {
 }
 
 fn meta(dir: &Directory, key: &[u8]) -> Option<Vec<u8>> {
-    dir.read().unwrap().get_meta(key).unwrap()
+    dir.store().read().unwrap().get_meta(key).unwrap()
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use canopy_core::{Entry, LdapError};
 use canopy_directory::{
     structural, Directory, ModifyDn, OpError, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
 };
-use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_mdb::StoreConfig;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, Rdn};
 use canopy_schema::Schema;
 
@@ -177,7 +177,7 @@ pub async fn rename_with(
 pub fn entries(dir: &Directory) -> Vec<Entry> {
     let txn = dir.read().unwrap();
     let mut out = Vec::new();
-    for item in txn.entries().unwrap() {
+    for item in dir.stored_entries(&txn).unwrap() {
         let (_, bytes) = item.unwrap();
         out.push(Directory::parse_stored(bytes).unwrap().to_entry().unwrap());
     }

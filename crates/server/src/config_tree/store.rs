@@ -14,8 +14,8 @@ use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_directory::{
-    structural, Action, Directory, Guard, OpError, Stamp, StoreConfig, WriteOp, WriteRequest,
-    WriteTxn,
+    structural, Action, Directory, Guard, InWrite, OpError, Stamp, StoreConfig, WriteOp,
+    WriteRequest,
 };
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
@@ -568,7 +568,7 @@ impl Guard for ServerWrite {
         ""
     }
 
-    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+    fn authorize(&self, _: &Directory, _: InWrite<'_>, _: Action<'_>) -> Result<(), LdapError> {
         Ok(())
     }
 
