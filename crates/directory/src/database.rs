@@ -1,6 +1,7 @@
 //! One database: its store, schema, indexes and suffix, DN normalization, lookups, and answers kept per
 //! snapshot.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use canopy_core::index::IndexSpec;
@@ -91,6 +92,56 @@ impl Memo {
     }
 }
 
+/// Where and how a database keeps its data, for [`Directory::open`] (the store's settings; the indexes
+/// come from the configuration).
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// The database directory (holds LMDB's `data.mdb` and `lock.mdb`); created if missing.
+    pub path: PathBuf,
+    /// The initial memory-map size. Address space only, not disk; the map grows by itself.
+    pub initial_map_size: usize,
+    /// fsync every group commit. `false`: a crash may lose the last commits (never the database's
+    /// consistency); for imports and tests.
+    pub durable: bool,
+    /// LMDB reader-table slots: the most read transactions open at once across every process.
+    pub max_readers: u32,
+    /// Pages written in place in the map (as `slapadd -q` opens its database): for offline loads only.
+    pub write_map: bool,
+}
+
+impl OpenOptions {
+    /// The defaults for a database in `path`: 1 GiB initial map, durable, 1024 readers.
+    pub fn new(path: impl Into<PathBuf>) -> OpenOptions {
+        let StoreConfig {
+            path,
+            initial_map_size,
+            durable,
+            max_readers,
+            write_map,
+            indexes: _,
+        } = StoreConfig::new(path);
+        OpenOptions {
+            path,
+            initial_map_size,
+            durable,
+            max_readers,
+            write_map,
+        }
+    }
+
+    /// The store's settings, with a table for each of `indexes`.
+    fn store_config(self, indexes: &[IndexSpec]) -> StoreConfig {
+        StoreConfig {
+            path: self.path,
+            indexes: indexes.iter().map(|s| s.attr.clone()).collect(),
+            initial_map_size: self.initial_map_size,
+            durable: self.durable,
+            max_readers: self.max_readers,
+            write_map: self.write_map,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("suffix {0:?}: {1}")]
@@ -104,13 +155,13 @@ pub enum OpenError {
 }
 
 impl Directory {
-    /// Opens the database of `suffix` in the store `store_config` names, with the write hooks of
-    /// `pipeline` (see [`Pipeline::standard`]).
+    /// Opens the database of `suffix` where `options` says, with the write hooks of `pipeline` (see
+    /// [`Pipeline::standard`]).
     pub fn open(
         schema: Arc<Schema>,
         suffix: &str,
         indexes: Vec<IndexSpec>,
-        mut store_config: StoreConfig,
+        options: OpenOptions,
         pipeline: Pipeline,
     ) -> Result<Directory, OpenError> {
         let suffix_dn = Dn::parse(suffix.as_bytes())
@@ -126,8 +177,7 @@ impl Directory {
         pipeline
             .check(&schema, &suffix_n)
             .map_err(|(hook, e)| OpenError::Overlay(hook, e))?;
-        store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
-        let store = Store::open(store_config)?;
+        let store = Store::open(options.store_config(&indexes))?;
         let indexes = Indexes::open(&schema, &indexes, &store.read()?)?;
         Ok(Directory {
             inner: Arc::new(Inner {

@@ -15,6 +15,7 @@ pub mod context;
 mod database;
 pub mod dynlist;
 pub mod error;
+mod figures;
 pub mod inchain;
 pub mod indexing;
 mod keys;
@@ -30,14 +31,9 @@ pub mod verify;
 mod view;
 pub mod write;
 
-/// The store's types the frontend names, under the backend's name so that `canopy-server` never
-/// depends on `canopy-mdb`: the snapshot an operation reads in (`ReadTxn`) and the write's own
-/// transaction a [`write::Guard`] reads in (`WriteTxn`), both only handed back to `Directory`'s
-/// methods (`ReadOps` is their common bound); the settings a database opens with (`StoreConfig`);
-/// and the figures the exporter and cn=Monitor show (`Stats`, `Histogram`, `Store`).
-pub use canopy_mdb::{Histogram, ReadOps, ReadTxn, Stats, Store, StoreConfig, WriteTxn};
-pub use database::{Directory, OpenError};
+pub use database::{Directory, OpenError, OpenOptions};
 pub use error::{store_error, OpError};
+pub use figures::{Distribution, Figures};
 pub use indexing::{IndexError, IndexState, IndexStatus};
 pub use keys::dn_key;
 pub use opattrs::Stamp;

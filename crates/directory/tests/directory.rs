@@ -9,8 +9,9 @@ use std::sync::Arc;
 use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
+use canopy_directory::OpenOptions;
 use canopy_directory::{dn_key, Action, Directory, Guard, Pipeline, WriteOp, WriteRequest};
-use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, ResultCode};
 use canopy_schema::Schema;
 use support::{add, delete, rename, ADMIN};
@@ -30,7 +31,7 @@ fn open(dir: &std::path::Path) -> Directory {
         index("ou", true),
         index("cn", true),
     ];
-    let mut store = StoreConfig::new(dir.to_path_buf());
+    let mut store = OpenOptions::new(dir.to_path_buf());
     store.durable = false;
     Directory::open(
         schema,

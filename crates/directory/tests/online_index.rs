@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::index::{plan, IndexSpec, Plan};
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, IndexState, Pipeline};
-use canopy_mdb::{RawTable, ReadOps, StoreConfig};
+use canopy_mdb::{RawTable, ReadOps};
 use canopy_proto::{Filter, ModifyOperation};
 use canopy_schema::Schema;
 use support::{add, delete, index, modify, Rng, SUFFIX};
@@ -28,7 +29,7 @@ fn mail_index() -> IndexSpec {
 }
 
 fn open(path: &std::path::Path, indexes: Vec<IndexSpec>) -> Directory {
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(
         Arc::new(Schema::builtin()),

@@ -468,7 +468,7 @@ impl Directory {
     /// not record, or records with other kinds, is emptied and built online; a recorded index the
     /// configuration no longer names is dropped. A database of an earlier version, which records no
     /// definitions, has its configured indexes recorded complete (every write kept them).
-    pub fn start_index_builds(&self) -> Result<(), StoreError> {
+    pub fn start_index_builds(&self) -> Result<(), crate::OpenError> {
         let state = self.index_state();
         let _admin = state.admin();
         let wanted: Vec<IndexSpec> = state
