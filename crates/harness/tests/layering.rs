@@ -679,7 +679,7 @@ fn the_frontend_goes_through_the_backend() {
                 file.display()
             ));
         }
-        for name in store_reads(&text) {
+        for name in store_reads(text) {
             direct.push(format!("{} calls the store's {name}", file.display()));
         }
     }
