@@ -95,3 +95,47 @@ impl<T: sealed::Txn> View for T {}
 pub(crate) fn txn<V: View>(view: &V) -> &V::Txn {
     sealed::Txn::txn(view)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{Directory, OpenOptions, Pipeline};
+
+    /// Dropping a `Snapshot` ends its read the way dropping the store's transaction does: the next
+    /// snapshot of the same commit reuses it instead of beginning another.
+    #[test]
+    fn a_dropped_snapshot_goes_back_to_the_pool() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut options = OpenOptions::new(tmp.path());
+        options.durable = false;
+        let schema = Arc::new(canopy_schema::Schema::builtin());
+        let dir = Directory::open(
+            schema,
+            "dc=example,dc=com",
+            Vec::new(),
+            options,
+            Pipeline::standard(),
+        )
+        .unwrap();
+        let begun = || dir.store().stats().unwrap().read_txns_begun;
+        dir.store()
+            .write(|txn| txn.put_meta(b"probe", b"1"))
+            .unwrap()
+            .unwrap();
+        // (The figures read in a snapshot of their own: taken only while no other is open.)
+        drop(dir.read().unwrap());
+        let before = begun();
+        let id = dir.read().unwrap().id();
+        for _ in 0..10 {
+            let snapshot = dir.read().unwrap();
+            assert_eq!(snapshot.id(), id);
+        }
+        assert_eq!(begun(), before, "every dropped snapshot was reused");
+        // Two at once never share one transaction: the second begins its own.
+        let (a, b) = (dir.read().unwrap(), dir.read().unwrap());
+        assert_eq!(a.id(), b.id());
+        drop((a, b));
+        assert_eq!(begun(), before + 1);
+    }
+}
