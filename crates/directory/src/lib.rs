@@ -2,8 +2,9 @@
 //!
 //! It owns base lookup, alias and referral resolution, candidate planning and the candidate scan,
 //! computed attributes and the write path with its ordered chain of hooks (`pipeline`). It is the only
-//! place that opens LMDB transactions for the server (`Directory::read`, `Directory::write`); offline tools
-//! reach the store through [`Directory::store`].
+//! place that opens LMDB transactions for the server (`Directory::read`, `Directory::write`), and it hands
+//! them out as its own types ([`Snapshot`], [`InWrite`], bound by [`View`]), so that the frontend names no
+//! storage type; offline tools and tests reach the store itself through [`Directory::store`].
 //!
 //! It must never: know who is asking beyond what a [`write::Guard`] decides, encode a response for a
 //! client, read the configuration file, or run on an async runtime other than to await a write's commit.
