@@ -56,7 +56,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
     };
     let who = requester(config, question, &normalize)?;
     let ndn = normalize(&question.entry)?;
-    let txn = dir.read()?;
+    let txn = dir.store().read()?;
     let id = txn
         .get_id(&dn_key(&ndn))?
         .ok_or_else(|| anyhow!("no entry {:?} in the database", question.entry))?;

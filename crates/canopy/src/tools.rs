@@ -95,7 +95,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
     let _lock = crate::service::lock_data_dir(&config.data_dir, "import")?;
     let dir = canopy_server::open_directory_for_import(config, sync)?;
     {
-        let txn = dir.read()?;
+        let txn = dir.store().read()?;
         if txn.entry_count()? > 0 {
             bail!(
                 "{}: the database is not empty; import loads an empty database (remove it or use ldapadd)",
@@ -438,7 +438,7 @@ pub fn export(config: &Config, file: Option<&Path>, glue: bool) -> Result<()> {
 
 fn export_one(config: &Config, out: &mut dyn Write) -> Result<()> {
     let dir = canopy_server::open_directory(config, false)?;
-    let txn = dir.read()?;
+    let txn = dir.store().read()?;
     // dn2id order puts every parent before its children, so the output imports again as it is.
     let members = txn.subtree(&dn_key(dir.suffix()))?;
     let suffix_id = txn.get_id(&dn_key(dir.suffix()))?;
@@ -483,7 +483,7 @@ pub fn reindex(config: &Config) -> Result<()> {
     let schema = dir.schema().clone();
     let specs = dir.configured_indexes();
     let backend = dir.backend().clone();
-    let total = dir.read()?.entry_count()?;
+    let total = dir.store().read()?.entry_count()?;
     let mut progress = Progress::new("reindex", Unit::Entries, Some(total));
     let count = dir
         .store()

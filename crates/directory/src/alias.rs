@@ -1,8 +1,9 @@
 //! Alias entries (RFC 4512 §2.6) and search dereferencing (RFC 4511 §4.5.1.3): finding the base object
 //! through aliases, and the extra scopes aliases inside a search's scope lead to.
 
+use crate::view::Snapshot;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub enum Deref {
 }
 
 /// Follows `aliasedObjectName` from an alias entry until a non-alias entry.
-pub fn deref(dir: &Directory, txn: &ReadTxn, start: &[u8]) -> Result<Deref, LdapError> {
+pub fn deref(dir: &Directory, txn: &Snapshot, start: &[u8]) -> Result<Deref, LdapError> {
     let mut current = Directory::parse_stored(start)?;
     let mut visited: Vec<NormDn> = Vec::new();
     if let Ok(ndn) = current.ndn() {
@@ -90,7 +91,7 @@ pub struct Base {
 /// the name continues below the alias's target, as slapd does.
 pub fn find_base(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     mut dn: Arc<Dn>,
     mut ndn: Arc<NormDn>,
     finding: bool,
@@ -168,18 +169,19 @@ impl Reach {
 /// Entry IDs of a scope, the way an unindexed search walks it.
 pub fn scope_ids(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     root: &NormDn,
     root_id: u64,
     subtree: bool,
 ) -> Result<Vec<u64>, LdapError> {
     if !subtree {
-        return txn.children(root_id).map_err(store_error);
+        return txn.txn().children(root_id).map_err(store_error);
     }
     if root == dir.suffix() {
-        return txn.entry_ids().map_err(store_error);
+        return txn.txn().entry_ids().map_err(store_error);
     }
     Ok(txn
+        .txn()
         .subtree(&dn_key(root))
         .map_err(store_error)?
         .into_iter()
@@ -190,7 +192,7 @@ pub fn scope_ids(
 /// Entries of `class` inside a scope (children only when not `subtree`), as (ID, stored bytes).
 fn members<'t>(
     dir: &Directory,
-    txn: &'t ReadTxn,
+    txn: &'t Snapshot,
     root: &NormDn,
     root_id: u64,
     subtree: bool,
@@ -202,7 +204,7 @@ fn members<'t>(
     };
     let mut out = Vec::new();
     for id in ids {
-        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+        let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? else {
             continue;
         };
         let stored = Directory::parse_stored(bytes)?;
@@ -224,7 +226,7 @@ fn members<'t>(
 /// themselves). Dangling and circular aliases lead nowhere, and a base that is an alias stays one.
 pub fn reach(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     base: &NormDn,
     base_id: u64,
     scope: SearchScope,
@@ -262,7 +264,7 @@ pub fn reach(
 /// IDs of referral objects inside a scope, for continuation references.
 pub fn referral_ids(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     base: &NormDn,
     base_id: u64,
     subtree: bool,
@@ -272,7 +274,7 @@ pub fn referral_ids(
     }
     let mut out = Vec::new();
     for id in scope_ids(dir, txn, base, base_id, subtree)? {
-        if let Some(bytes) = txn.get_entry(id).map_err(store_error)? {
+        if let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? {
             if is_referral(&Directory::parse_stored(bytes)?) {
                 out.push(id);
             }

@@ -19,7 +19,8 @@ const LAST_BUDGET: usize = 1 << 20;
 
 /// Evaluates an index plan to a sorted ID list, a superset of the entries the filter matches; None means
 /// "everything" (unindexed). Works in a read snapshot and inside a write (the overlays' lookups).
-pub fn resolve(txn: &impl ReadOps, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
+pub fn resolve(txn: &impl crate::View, plan: &Plan) -> Result<Option<Vec<u64>>, LdapError> {
+    let txn = crate::view::txn(txn);
     let mut budget = FIRST_BUDGET;
     loop {
         match resolve_within(txn, plan, budget)? {

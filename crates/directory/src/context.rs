@@ -14,7 +14,8 @@ const CONTEXT_CSN: &[u8] = b"contextCSN";
 
 impl Directory {
     /// The contextCSN of this database as `txn` sees it (empty before the first stamped write).
-    pub fn context_csn(&self, txn: &impl ReadOps) -> Result<CsnSet, LdapError> {
+    pub fn context_csn(&self, txn: &impl crate::View) -> Result<CsnSet, LdapError> {
+        let txn = crate::view::txn(txn);
         let Some(bytes) = txn.get_meta(CONTEXT_CSN).map_err(store_error)? else {
             return Ok(CsnSet::new());
         };

@@ -1,12 +1,13 @@
 //! One database: its store, schema, indexes and suffix, DN normalization, lookups, and answers kept per
 //! snapshot.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, ReadTxn, Store, StoreConfig, StoreError};
+use canopy_mdb::{ReadOps, Store, StoreConfig, StoreError};
 use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -14,6 +15,7 @@ use crate::error::store_error;
 use crate::indexing::Indexes;
 use crate::keys::dn_key;
 use crate::pipeline::Pipeline;
+use crate::view::{Snapshot, View};
 
 /// The database of one naming context.
 #[derive(Clone)]
@@ -90,6 +92,56 @@ impl Memo {
     }
 }
 
+/// Where and how a database keeps its data, for [`Directory::open`] (the store's settings; the indexes
+/// come from the configuration).
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// The database directory (holds LMDB's `data.mdb` and `lock.mdb`); created if missing.
+    pub path: PathBuf,
+    /// The initial memory-map size. Address space only, not disk; the map grows by itself.
+    pub initial_map_size: usize,
+    /// fsync every group commit. `false`: a crash may lose the last commits (never the database's
+    /// consistency); for imports and tests.
+    pub durable: bool,
+    /// LMDB reader-table slots: the most read transactions open at once across every process.
+    pub max_readers: u32,
+    /// Pages written in place in the map (as `slapadd -q` opens its database): for offline loads only.
+    pub write_map: bool,
+}
+
+impl OpenOptions {
+    /// The defaults for a database in `path`: 1 GiB initial map, durable, 1024 readers.
+    pub fn new(path: impl Into<PathBuf>) -> OpenOptions {
+        let StoreConfig {
+            path,
+            initial_map_size,
+            durable,
+            max_readers,
+            write_map,
+            indexes: _,
+        } = StoreConfig::new(path);
+        OpenOptions {
+            path,
+            initial_map_size,
+            durable,
+            max_readers,
+            write_map,
+        }
+    }
+
+    /// The store's settings, with a table for each of `indexes`.
+    fn store_config(self, indexes: &[IndexSpec]) -> StoreConfig {
+        StoreConfig {
+            path: self.path,
+            indexes: indexes.iter().map(|s| s.attr.clone()).collect(),
+            initial_map_size: self.initial_map_size,
+            durable: self.durable,
+            max_readers: self.max_readers,
+            write_map: self.write_map,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("suffix {0:?}: {1}")]
@@ -103,13 +155,13 @@ pub enum OpenError {
 }
 
 impl Directory {
-    /// Opens the database of `suffix` in the store `store_config` names, with the write hooks of
-    /// `pipeline` (see [`Pipeline::standard`]).
+    /// Opens the database of `suffix` where `options` says, with the write hooks of `pipeline` (see
+    /// [`Pipeline::standard`]).
     pub fn open(
         schema: Arc<Schema>,
         suffix: &str,
         indexes: Vec<IndexSpec>,
-        mut store_config: StoreConfig,
+        options: OpenOptions,
         pipeline: Pipeline,
     ) -> Result<Directory, OpenError> {
         let suffix_dn = Dn::parse(suffix.as_bytes())
@@ -125,8 +177,7 @@ impl Directory {
         pipeline
             .check(&schema, &suffix_n)
             .map_err(|(hook, e)| OpenError::Overlay(hook, e))?;
-        store_config.indexes = indexes.iter().map(|s| s.attr.clone()).collect();
-        let store = Store::open(store_config)?;
+        let store = Store::open(options.store_config(&indexes))?;
         let indexes = Indexes::open(&schema, &indexes, &store.read()?)?;
         Ok(Directory {
             inner: Arc::new(Inner {
@@ -293,16 +344,16 @@ impl Directory {
 
     /// The ID of the entry `ndn` when it exists and is neither an alias nor a referral object, as
     /// remembered for the snapshot `txn` reads ([`Directory::remember_plain`]); None when not known.
-    pub(crate) fn known_plain(&self, txn: &ReadTxn, ndn: &NormDn) -> Option<u64> {
+    pub(crate) fn known_plain(&self, txn: &Snapshot, ndn: &NormDn) -> Option<u64> {
         let mut memo = self.memo();
-        let memo = memo.of(txn.snapshot_id())?;
+        let memo = memo.of(txn.id())?;
         memo.plain.iter().find(|(n, _)| n == ndn).map(|(_, id)| *id)
     }
 
     /// Notes that in the snapshot of `txn`, entry `id` named `ndn` is neither an alias nor a referral.
-    pub(crate) fn remember_plain(&self, txn: &ReadTxn, ndn: &NormDn, id: u64) {
+    pub(crate) fn remember_plain(&self, txn: &Snapshot, ndn: &NormDn, id: u64) {
         let mut memo = self.memo();
-        if let Some(memo) = memo.of(txn.snapshot_id()) {
+        if let Some(memo) = memo.of(txn.id()) {
             if memo.plain.len() >= PLAIN_MEMO {
                 memo.plain.remove(0);
             }
@@ -314,10 +365,11 @@ impl Directory {
     /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
     pub fn class_ids(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         class: &'static str,
     ) -> Result<Option<Vec<u64>>, LdapError> {
-        let snapshot = txn.snapshot_id();
+        let snapshot = txn.id();
+        let txn = txn.txn();
         if let Some(memo) = self.memo().of(snapshot) {
             if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
                 return Ok(Some(ids.clone()));
@@ -397,12 +449,18 @@ impl Directory {
         self.inner.suffix.is_suffix_of(ndn)
     }
 
-    pub fn read(&self) -> Result<ReadTxn, LdapError> {
-        self.inner.store.read().map_err(store_error)
+    /// A snapshot of the committed database, for one operation's reads.
+    pub fn read(&self) -> Result<Snapshot, LdapError> {
+        self.inner
+            .store
+            .read()
+            .map(Snapshot::new)
+            .map_err(store_error)
     }
 
     /// The error for a missing entry: noSuchObject with the nearest existing ancestor as matchedDN.
-    pub fn no_such_object(&self, txn: &impl ReadOps, ndn: &NormDn, dn: &Dn) -> LdapError {
+    pub fn no_such_object(&self, txn: &impl View, ndn: &NormDn, dn: &Dn) -> LdapError {
+        let txn = crate::view::txn(txn);
         let err = LdapError::new(ResultCode::NoSuchObject, "");
         let mut up = ndn.parent();
         let mut depth = 1;
@@ -421,13 +479,15 @@ impl Directory {
     }
 
     /// The ID of the entry named `ndn`, if it exists.
-    pub fn id_of(&self, txn: &impl ReadOps, ndn: &NormDn) -> Result<Option<u64>, LdapError> {
+    pub fn id_of(&self, txn: &impl View, ndn: &NormDn) -> Result<Option<u64>, LdapError> {
+        let txn = crate::view::txn(txn);
         txn.get_id(&dn_key(ndn)).map_err(store_error)
     }
 
     /// Reads the entry named `ndn` (decoded) in any transaction; None when it does not exist or cannot be
     /// read. For the access rules' group and entry lookups, which never fail an operation.
-    pub fn entry_at(&self, txn: &impl ReadOps, ndn: &NormDn) -> Option<canopy_core::Entry> {
+    pub fn entry_at(&self, txn: &impl View, ndn: &NormDn) -> Option<canopy_core::Entry> {
+        let txn = crate::view::txn(txn);
         let id = txn.get_id(&dn_key(ndn)).ok().flatten()?;
         let bytes = txn.get_entry(id).ok().flatten()?;
         Directory::parse_stored(bytes).ok()?.to_entry().ok()
@@ -435,30 +495,27 @@ impl Directory {
 
     /// The stored bytes of entry `id` in `txn` (a snapshot, or a write's own transaction); None when
     /// there is none.
-    pub fn stored<'t, T: ReadOps>(
-        &self,
-        txn: &'t T,
-        id: u64,
-    ) -> Result<Option<&'t [u8]>, LdapError> {
-        txn.get_entry(id).map_err(store_error)
+    pub fn stored<'t, V: View>(&self, txn: &'t V, id: u64) -> Result<Option<&'t [u8]>, LdapError> {
+        crate::view::txn(txn).get_entry(id).map_err(store_error)
     }
 
     /// Every stored entry of the snapshot `txn` in ID order (the order they were added): ID and
     /// stored bytes.
     pub fn stored_entries<'t>(
         &self,
-        txn: &'t ReadTxn,
+        txn: &'t Snapshot,
     ) -> Result<impl Iterator<Item = Result<(u64, &'t [u8]), LdapError>> + 't, LdapError> {
-        let entries = txn.entries().map_err(store_error)?;
+        let entries = txn.txn().entries().map_err(store_error)?;
         Ok(entries.map(|item| item.map_err(store_error)))
     }
 
     /// Looks up an entry by normalized DN: its ID and stored bytes.
     pub fn lookup<'t>(
         &self,
-        txn: &'t ReadTxn,
+        txn: &'t Snapshot,
         ndn: &NormDn,
     ) -> Result<Option<(u64, &'t [u8])>, LdapError> {
+        let txn = txn.txn();
         let Some(id) = txn.get_id(&dn_key(ndn)).map_err(store_error)? else {
             return Ok(None);
         };

@@ -13,11 +13,12 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+use crate::view::Snapshot;
 use canopy_core::filter::PreparedFilter;
 use canopy_core::index::plan;
 use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::LdapError;
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, Filter, ResultCode};
 use canopy_schema::NormDn;
 
@@ -42,7 +43,7 @@ impl Directory {
     /// assertions (borrowed unchanged when it has none).
     pub fn expand_in_chain<'f>(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         filter: &'f Filter,
         allow: &mut Allow<'_>,
     ) -> Result<Cow<'f, Filter>, LdapError> {
@@ -54,7 +55,7 @@ impl Directory {
 
     fn expand(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         filter: &Filter,
         allow: &mut Allow<'_>,
     ) -> Result<Filter, LdapError> {
@@ -97,7 +98,7 @@ impl Directory {
     /// The OR of `(attr=Y)` for the target and every entry that reaches it and is held by another.
     fn chain(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         attr: &str,
         target: Dn,
         target_ndn: NormDn,
@@ -144,13 +145,13 @@ enum Holders {
 }
 
 impl Holders {
-    fn new(dir: &Directory, txn: &ReadTxn, attr: &str) -> Result<Holders, LdapError> {
+    fn new(dir: &Directory, txn: &Snapshot, attr: &str) -> Result<Holders, LdapError> {
         let probe = Filter::Equality(attr.to_string(), b"cn=probe".to_vec());
         if resolve(txn, &plan(dir.schema(), &dir.indexes(txn), &probe))?.is_some() {
             return Ok(Holders::Indexed);
         }
         let mut map: HashMap<NormDn, Vec<u64>> = HashMap::new();
-        for item in txn.entries().map_err(store_error)? {
+        for item in txn.txn().entries().map_err(store_error)? {
             let (id, bytes) = item.map_err(store_error)?;
             let stored = Directory::parse_stored(bytes)?;
             for value in values(dir, &stored, attr) {
@@ -166,7 +167,7 @@ impl Holders {
     fn of(
         &self,
         dir: &Directory,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         attr: &str,
         ndn: &NormDn,
         dn: &Dn,
@@ -182,7 +183,7 @@ impl Holders {
         let test = PreparedFilter::new(dir.schema(), &equality);
         let mut out = Vec::new();
         for id in ids {
-            let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? else {
                 continue;
             };
             let stored = Directory::parse_stored(bytes)?;

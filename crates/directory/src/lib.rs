@@ -2,8 +2,9 @@
 //!
 //! It owns base lookup, alias and referral resolution, candidate planning and the candidate scan,
 //! computed attributes and the write path with its ordered chain of hooks (`pipeline`). It is the only
-//! place that opens LMDB transactions for the server (`Directory::read`, `Directory::write`); offline tools
-//! reach the store through [`Directory::store`].
+//! place that opens LMDB transactions for the server (`Directory::read`, `Directory::write`), and it hands
+//! them out as its own types ([`Snapshot`], [`InWrite`], bound by [`View`]), so that the frontend names no
+//! storage type; offline tools and tests reach the store itself through [`Directory::store`].
 //!
 //! It must never: know who is asking beyond what a [`write::Guard`] decides, encode a response for a
 //! client, read the configuration file, or run on an async runtime other than to await a write's commit.
@@ -15,6 +16,7 @@ pub mod context;
 mod database;
 pub mod dynlist;
 pub mod error;
+mod figures;
 pub mod inchain;
 pub mod indexing;
 mod keys;
@@ -27,16 +29,12 @@ pub mod search;
 pub mod syncprov;
 pub mod usage;
 pub mod verify;
+mod view;
 pub mod write;
 
-/// The store's types the frontend names, under the backend's name so that `canopy-server` never
-/// depends on `canopy-mdb`: the snapshot an operation reads in (`ReadTxn`) and the write's own
-/// transaction a [`write::Guard`] reads in (`WriteTxn`), both only handed back to `Directory`'s
-/// methods (`ReadOps` is their common bound); the settings a database opens with (`StoreConfig`);
-/// and the figures the exporter and cn=Monitor show (`Stats`, `Histogram`, `Store`).
-pub use canopy_mdb::{Histogram, ReadOps, ReadTxn, Stats, Store, StoreConfig, WriteTxn};
-pub use database::{Directory, OpenError};
+pub use database::{Directory, OpenError, OpenOptions};
 pub use error::{store_error, OpError};
+pub use figures::{Distribution, Figures};
 pub use indexing::{IndexError, IndexState, IndexStatus};
 pub use keys::dn_key;
 pub use opattrs::Stamp;
@@ -44,4 +42,5 @@ pub use pipeline::{after_commit, Event, Kind, Origin, Pipeline, Proposed, WriteH
 pub use referral::Referral;
 pub use replica::{Applied, ReplicaBatch, ReplicaChange};
 pub use usage::Usage;
+pub use view::{InWrite, Snapshot, View};
 pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

@@ -1,9 +1,9 @@
 //! RFC 3296 referral objects: the referral result (RFC 4511 §4.1.10) for operations at or below one, and
 //! continuation references (§4.5.3) for those inside a search's scope, with URLs adjusted as slapd does.
 
+use crate::view::Snapshot;
 use canopy_core::wire::{attributes, StoredEntry};
 use canopy_core::LdapError;
-use canopy_mdb::ReadTxn;
 use canopy_proto::url::{percent_decode_lossy, percent_encode};
 use canopy_proto::{Dn, LdapResult, ResultCode, SearchScope};
 use canopy_schema::NormDn;
@@ -71,7 +71,7 @@ pub type Nearest<'t> = (usize, u64, &'t [u8]);
 /// The nearest entry at or above `ndn` in the naming context.
 pub fn nearest<'t>(
     dir: &Directory,
-    txn: &'t ReadTxn,
+    txn: &'t Snapshot,
     ndn: &NormDn,
 ) -> Result<Option<Nearest<'t>>, LdapError> {
     let mut candidate = Some(ndn.clone());
@@ -94,7 +94,7 @@ pub fn nearest<'t>(
 /// whose entry exists already is left to fail as such.
 pub fn governing(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     dn: &Dn,
     ndn: &NormDn,
     manage_dsa_it: bool,

@@ -115,9 +115,10 @@ impl Directory {
     /// The cookie a consumer stored with the last batch it applied.
     pub fn replica_cookie(
         &self,
-        txn: &impl ReadOps,
+        txn: &impl crate::View,
         rid: u16,
     ) -> Result<Option<Cookie>, LdapError> {
+        let txn = crate::view::txn(txn);
         let Some(bytes) = txn.get_meta(&cookie_key(rid)).map_err(crate::store_error)? else {
             return Ok(None);
         };
@@ -146,7 +147,7 @@ impl Directory {
     /// provider did not name.
     pub fn replica_scope(
         &self,
-        txn: &impl ReadOps,
+        txn: &impl crate::View,
         base: &NormDn,
         one_level: bool,
     ) -> Result<Vec<[u8; 16]>, LdapError> {
@@ -161,10 +162,11 @@ impl Directory {
     /// deletes at the end of a present phase only what its provider had seen (docs/replication.md).
     pub fn replica_scope_csns(
         &self,
-        txn: &impl ReadOps,
+        txn: &impl crate::View,
         base: &NormDn,
         one_level: bool,
     ) -> Result<Vec<HeldCsn>, LdapError> {
+        let txn = crate::view::txn(txn);
         let depth = base.rdns().len();
         let mut held = Vec::new();
         for (_, id) in txn.subtree(&dn_key(base)).map_err(crate::store_error)? {

@@ -2,11 +2,12 @@
 //! indexes or the scope, and the scan that streams in-scope stored entries and continuation references
 //! out. The frontend tests its filter under access control and encodes what it sends.
 
+use crate::view::Snapshot;
 use canopy_core::filter::PreparedFilter;
 use canopy_core::index::{plan, plan_prepared};
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_mdb::ReadOps;
 use canopy_proto::{DerefAliases, Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 use std::sync::Arc;
@@ -97,7 +98,7 @@ impl Directory {
     /// under ManageDsaIT); aliases on the way are followed when the query dereferences in finding.
     pub fn search_base(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         dn: Arc<Dn>,
         ndn: Arc<NormDn>,
         query: &Query<'_>,
@@ -117,7 +118,7 @@ impl Directory {
     /// the scope; the places aliases lead to; the referral objects to send as references.
     pub fn plan_scan<'b>(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         query: &Query<'_>,
         base: &'b Base,
     ) -> Result<Scan<'b>, LdapError> {
@@ -128,7 +129,7 @@ impl Directory {
     /// (`prepared` must be that filter's): the frontend prepares it once for the plan and the test.
     pub fn plan_scan_prepared<'b>(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         query: &Query<'_>,
         base: &'b Base,
         prepared: &PreparedFilter<'_>,
@@ -138,7 +139,7 @@ impl Directory {
 
     fn plan_scan_with<'b>(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         query: &Query<'_>,
         base: &'b Base,
         prepared: Option<&PreparedFilter<'_>>,
@@ -189,7 +190,7 @@ impl Directory {
     /// (then `unindexed`, unless the scope is the base alone).
     fn candidates(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         query: &Query<'_>,
         base: &Base,
         prepared: Option<&PreparedFilter<'_>>,
@@ -217,10 +218,11 @@ impl Directory {
     /// contextCSN): computed, never stored.
     pub fn computed_attributes(
         &self,
-        txn: &impl ReadOps,
+        txn: &impl crate::View,
         id: u64,
         dn: &[u8],
     ) -> Result<Vec<Attribute>, LdapError> {
+        let txn = crate::view::txn(txn);
         let has = txn.has_children(id).map_err(store_error)?;
         let mut attrs = computed(has, dn);
         // The suffix entry shows the database's contextCSN, as slapd's does (kept in the meta table).
@@ -286,10 +288,10 @@ impl Scan<'_> {
     }
 
     /// How many candidates the scan examines (slapd's size.unchecked counts these).
-    pub fn candidate_count(&self, txn: &ReadTxn) -> Result<u64, LdapError> {
+    pub fn candidate_count(&self, txn: &Snapshot) -> Result<u64, LdapError> {
         match &self.candidates {
             Candidates::Ids(ids) => Ok(ids.len() as u64),
-            Candidates::All { .. } => txn.entry_count().map_err(store_error),
+            Candidates::All { .. } => txn.txn().entry_count().map_err(store_error),
         }
     }
 
@@ -305,13 +307,16 @@ impl Scan<'_> {
     /// The examined candidates in ID order; with `with_ndn`, every entry's normalized DN is made.
     pub fn examine<'t>(
         &'t self,
-        txn: &'t ReadTxn,
+        txn: &'t Snapshot,
         with_ndn: bool,
     ) -> Result<impl Iterator<Item = Result<Candidate<'t>, LdapError>> + 't, LdapError> {
         let items: Box<dyn Iterator<Item = Item<'t>>> = match &self.candidates {
-            Candidates::Ids(ids) => Box::new(txn.candidate_entries(ids).map_err(store_error)?),
+            Candidates::Ids(ids) => {
+                Box::new(txn.txn().candidate_entries(ids).map_err(store_error)?)
+            }
             Candidates::All { from } => Box::new(
-                txn.entries_from(*from)
+                txn.txn()
+                    .entries_from(*from)
                     .map_err(store_error)?
                     .map(|item| item.map(|(id, bytes)| (id, Some(bytes)))),
             ),

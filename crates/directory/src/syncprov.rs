@@ -142,7 +142,12 @@ pub enum LogReplay {
 impl Directory {
     /// The session log records new to `since`, or [`LogReplay::TooOld`] when records the cookie has not
     /// seen were trimmed (or the log is off).
-    pub fn replay_log(&self, txn: &impl ReadOps, since: &CsnSet) -> Result<LogReplay, LdapError> {
+    pub fn replay_log(
+        &self,
+        txn: &impl crate::View,
+        since: &CsnSet,
+    ) -> Result<LogReplay, LdapError> {
+        let txn = crate::view::txn(txn);
         let trimmed = self.log_trimmed(txn)?;
         if trimmed.csns().iter().any(|csn| since.is_new(csn)) {
             return Ok(LogReplay::TooOld);
@@ -160,7 +165,8 @@ impl Directory {
     }
 
     /// The highest CSNs trimmed from the session log.
-    pub fn log_trimmed(&self, txn: &impl ReadOps) -> Result<CsnSet, LdapError> {
+    pub fn log_trimmed(&self, txn: &impl crate::View) -> Result<CsnSet, LdapError> {
+        let txn = crate::view::txn(txn);
         let Some(bytes) = txn.get_meta(TRIMMED).map_err(store_error)? else {
             return Ok(CsnSet::new());
         };

@@ -2,9 +2,10 @@
 //! in use (the live configuration, cn=schema). Through an index when a complete one can answer, else
 //! one scan of the database, logged.
 
+use crate::view::Snapshot;
 use canopy_core::index::{plan, TAG_EQUALITY, TAG_PRESENT};
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::{ReadOps, ReadTxn};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Filter, ResultCode};
 
 use crate::database::Directory;
@@ -44,12 +45,14 @@ impl Directory {
             .cloned();
         let candidates = match spec {
             Some(spec) if spec.pres => Some(
-                txn.index_get(&spec.attr, &[TAG_PRESENT])
+                txn.txn()
+                    .index_get(&spec.attr, &[TAG_PRESENT])
                     .map_err(store_error)?,
             ),
             // Every value has an equality key (values were checked against the syntax when stored).
             Some(spec) if spec.eq && at.equality.is_some() => Some(
-                txn.index_prefix(&spec.attr, &[TAG_EQUALITY])
+                txn.txn()
+                    .index_prefix(&spec.attr, &[TAG_EQUALITY])
                     .map_err(store_error)?,
             ),
             _ => None,
@@ -100,7 +103,7 @@ impl Directory {
     /// The first entry among `candidates` (every entry when None) for which `uses` holds.
     fn first_user(
         &self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         candidates: Option<Vec<u64>>,
         element: &str,
         uses: &dyn Fn(&Entry) -> bool,
@@ -111,14 +114,14 @@ impl Directory {
             None => {
                 tracing::info!(
                     element,
-                    entries = txn.entry_count().unwrap_or(0),
+                    entries = txn.txn().entry_count().unwrap_or(0),
                     "schema usage check: no complete index answers it, reading every entry"
                 );
-                txn.entry_ids().map_err(store_error)?
+                txn.txn().entry_ids().map_err(store_error)?
             }
         };
         for id in ids {
-            let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? else {
                 continue;
             };
             let entry = Directory::parse_stored(bytes)?

@@ -20,6 +20,7 @@ use crate::keys::dn_key;
 use crate::opattrs::Stamp;
 use crate::pipeline::{Event, Kind, Origin, Proposed};
 use crate::referral::{is_referral, referral_for};
+use crate::view::InWrite;
 
 mod splice;
 
@@ -41,7 +42,7 @@ pub trait Guard: Send + Sync {
     fn authorize(
         &self,
         dir: &Directory,
-        txn: &WriteTxn<'_>,
+        txn: InWrite<'_>,
         action: Action<'_>,
     ) -> Result<(), LdapError>;
 
@@ -57,7 +58,7 @@ pub trait Guard: Send + Sync {
     fn before_change(
         &self,
         dir: &Directory,
-        txn: &WriteTxn<'_>,
+        txn: InWrite<'_>,
         id: Option<u64>,
         entry: &Entry,
     ) -> Result<(), LdapError> {
@@ -66,7 +67,7 @@ pub trait Guard: Send + Sync {
     }
 
     /// The request's read of the entry `id` as this write leaves it (RFC 4527's post-read), named `dn`.
-    fn after_change(&self, dir: &Directory, txn: &WriteTxn<'_>, id: u64, dn: &Dn) {
+    fn after_change(&self, dir: &Directory, txn: InWrite<'_>, id: u64, dn: &Dn) {
         let _ = (dir, txn, id, dn);
     }
 
@@ -84,7 +85,7 @@ pub trait Guard: Send + Sync {
     }
 
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
-    fn conceal(&self, dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
+    fn conceal(&self, dir: &Directory, txn: InWrite<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
         error
     }
@@ -121,7 +122,7 @@ impl Guard for Unrestricted {
         &self.dn
     }
 
-    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+    fn authorize(&self, _: &Directory, _: InWrite<'_>, _: Action<'_>) -> Result<(), LdapError> {
         Ok(())
     }
 
@@ -469,7 +470,7 @@ impl Directory {
         }
         Ok(ctx
             .guard
-            .conceal(self, txn, self.no_such_object(txn, ndn, dn))
+            .conceal(self, InWrite::new(txn), self.no_such_object(txn, ndn, dn))
             .into())
     }
 
@@ -582,7 +583,8 @@ impl Directory {
     /// slapd's order (back-mdb's add): an existing entry first, then the parent (missing, the access
     /// rules, an alias), then the store.
     fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), OpError> {
-        ctx.guard.before_change(self, txn, None, &entry)?;
+        ctx.guard
+            .before_change(self, InWrite::new(txn), None, &entry)?;
         let key = dn_key(&entry.ndn);
         if txn.get_id(&key).map_err(failed)?.is_some() {
             return Err(LdapError::new(ResultCode::EntryAlreadyExists, "").into());
@@ -596,7 +598,8 @@ impl Directory {
                 None => return Err(self.missing(txn, &entry.ndn, &entry.dn, ctx)?),
             }
         };
-        ctx.guard.authorize(self, txn, Action::Add(&entry))?;
+        ctx.guard
+            .authorize(self, InWrite::new(txn), Action::Add(&entry))?;
         if parent_id != 0 {
             self.under_parent(txn, parent_id, &mut entry.dn)?;
         }
@@ -607,7 +610,8 @@ impl Directory {
         txn.add_child(parent_id, id).map_err(failed)?;
         self.reindex(txn, id, None, Some(&entry))?;
         self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?;
-        ctx.guard.after_change(self, txn, id, &entry.dn);
+        ctx.guard
+            .after_change(self, InWrite::new(txn), id, &entry.dn);
         Ok(())
     }
 
@@ -671,8 +675,10 @@ impl Directory {
         ctx: Ctx<'_>,
     ) -> Result<(), OpError> {
         let (id, entry) = self.load(txn, ndn, dn, ctx)?;
-        ctx.guard.authorize(self, txn, Action::Delete(&entry))?;
-        ctx.guard.before_change(self, txn, Some(id), &entry)?;
+        ctx.guard
+            .authorize(self, InWrite::new(txn), Action::Delete(&entry))?;
+        ctx.guard
+            .before_change(self, InWrite::new(txn), Some(id), &entry)?;
         self.referral_object(txn, id, dn, ctx)?;
         if txn.has_children(id).map_err(failed)? {
             return Err(LdapError::new(
@@ -716,9 +722,10 @@ impl Directory {
         }
         let (id, old) = self.load(txn, ndn, dn, ctx)?;
         self.referral_object(txn, id, dn, ctx)?;
-        ctx.guard.before_change(self, txn, Some(id), &old)?;
         ctx.guard
-            .authorize(self, txn, Action::Modify(&old, changes))?;
+            .before_change(self, InWrite::new(txn), Some(id), &old)?;
+        ctx.guard
+            .authorize(self, InWrite::new(txn), Action::Modify(&old, changes))?;
         let options = ModifyOptions {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
             allow_no_user_modification: ctx.guard.server_internal(),
@@ -730,7 +737,8 @@ impl Directory {
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?;
-        ctx.guard.after_change(self, txn, id, &entry.dn);
+        ctx.guard
+            .after_change(self, InWrite::new(txn), id, &entry.dn);
         Ok(())
     }
 
@@ -862,14 +870,15 @@ impl Directory {
         let moving = m.new_superior.is_some();
         ctx.guard.authorize(
             self,
-            txn,
+            InWrite::new(txn),
             Action::RenameFrom {
                 ndn: &m.ndn,
                 moving,
             },
         )?;
         let (id, old) = self.load(txn, &m.ndn, &m.dn, ctx)?;
-        ctx.guard.before_change(self, txn, Some(id), &old)?;
+        ctx.guard
+            .before_change(self, InWrite::new(txn), Some(id), &old)?;
         let moved_to = m.new_superior.as_ref().map(|(_, ndn)| ndn);
         let rdn_attrs: Vec<&str> = m.new_rdn.avas.iter().map(|a| a.attr.as_str()).collect();
         let action = Action::Rename {
@@ -877,7 +886,7 @@ impl Directory {
             new_parent: moved_to,
             rdn_attrs: &rdn_attrs,
         };
-        ctx.guard.authorize(self, txn, action)?;
+        ctx.guard.authorize(self, InWrite::new(txn), action)?;
         self.referral_object(txn, id, &m.dn, ctx)?;
         // A new superior that is the old parent is no move.
         let new_superior = m
@@ -983,7 +992,7 @@ impl Directory {
                 shown
             }
         };
-        ctx.guard.after_change(self, txn, id, &shown);
+        ctx.guard.after_change(self, InWrite::new(txn), id, &shown);
         Ok(())
     }
 

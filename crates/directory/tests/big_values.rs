@@ -80,7 +80,7 @@ async fn member(dir: &Directory, op: ModifyOperation, who: &[String]) -> Result<
 
 /// The group's stored bytes, and whether they are what encoding the decoded entry gives.
 fn stored_is_canonical(dir: &Directory) -> bool {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let id = txn
         .get_id(&canopy_directory::dn_key(
             &dir.normalize(GROUP.as_bytes()).unwrap().1,
@@ -172,7 +172,7 @@ async fn spliced_into(big: usize) {
         .unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     // The member index answers for an added value.
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let (_, ndn) = dir.normalize(person(big + 2).as_bytes()).unwrap();
     let key = [&[0x02u8][..], ndn.as_str().as_bytes()].concat();
     assert_eq!(txn.index_get("member", &key).unwrap().len(), 1);

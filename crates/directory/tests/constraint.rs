@@ -9,8 +9,8 @@ use std::sync::Arc;
 use canopy_core::index::IndexSpec;
 use canopy_core::LdapError;
 use canopy_directory::overlay::constraint::{Constraint, Rule};
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, OpenError, Pipeline, WriteOp};
-use canopy_mdb::StoreConfig;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
@@ -27,7 +27,7 @@ fn open_with(
         .map(|line| Rule::parse(line).unwrap_or_else(|e| panic!("{line}: {e}")))
         .collect();
     let pipeline = Pipeline::standard().then(Arc::new(Constraint::new(rules)));
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(
         Arc::new(Schema::builtin()),

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
+use canopy_directory::OpenOptions;
 use canopy_directory::{dn_key, Action, Directory, Guard, Pipeline, WriteOp, WriteRequest};
-use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, ResultCode};
 use canopy_schema::Schema;
 use support::{add, delete, rename, ADMIN};
@@ -30,7 +31,7 @@ fn open(dir: &std::path::Path) -> Directory {
         index("ou", true),
         index("cn", true),
     ];
-    let mut store = StoreConfig::new(dir.to_path_buf());
+    let mut store = OpenOptions::new(dir.to_path_buf());
     store.durable = false;
     Directory::open(
         schema,
@@ -53,7 +54,7 @@ impl Guard for NoDeletes {
     fn authorize(
         &self,
         _: &Directory,
-        _: &WriteTxn<'_>,
+        _: canopy_directory::InWrite<'_>,
         action: Action<'_>,
     ) -> Result<(), LdapError> {
         match action {
@@ -75,7 +76,7 @@ async fn add_ou(dir: &Directory, name: &str, parent: &str) -> Result<(), LdapErr
 /// Every entry reachable through dn2id has a stored DN that normalizes to its key, its parent lists it as a
 /// child, and the set of DNs equals the model's.
 fn check(dir: &Directory, model: &BTreeMap<String, ()>) {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let members = txn.subtree(&dn_key(dir.suffix())).unwrap();
     let mut seen = Vec::new();
     for (key, id) in &members {

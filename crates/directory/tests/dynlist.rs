@@ -10,6 +10,7 @@ use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry};
 use canopy_directory::dynlist::{Dynlist, Expander, Requester};
 use canopy_directory::overlay::memberof::MEMBEROF_SCHEMA;
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, Pipeline};
 use canopy_proto::Filter;
 use canopy_schema::{NormDn, Schema};
@@ -63,7 +64,7 @@ fn open(path: &std::path::Path, indexed: bool) -> Directory {
     } else {
         Vec::new()
     };
-    let mut store = canopy_mdb::StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(
         Arc::new(schema),

@@ -15,8 +15,8 @@ use canopy_core::LdapError;
 use canopy_directory::candidates::resolve;
 use canopy_directory::inchain::IN_CHAIN;
 use canopy_directory::overlay::memberof::{self, MemberOf, MEMBEROF_SCHEMA};
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, Pipeline, Unrestricted, WriteOp, WriteRequest};
-use canopy_mdb::{ReadOps, StoreConfig};
 use canopy_proto::{Filter, MatchingRuleAssertion, PartialAttribute};
 use canopy_schema::Schema;
 
@@ -39,7 +39,7 @@ fn open(path: &std::path::Path, indexed: bool) -> Directory {
         Vec::new()
     };
     let pipeline = Pipeline::standard().then(Arc::new(MemberOf::new(memberof::Config::new(ADMIN))));
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(Arc::new(schema), SUFFIX, indexes, store, pipeline).unwrap()
 }
@@ -72,7 +72,7 @@ fn matches(dir: &Directory, filter: &Filter, allow_all: bool) -> (BTreeSet<Strin
         .is_some();
     let test = PreparedFilter::new(dir.schema(), &expanded);
     let mut out = BTreeSet::new();
-    for item in txn.entries().unwrap() {
+    for item in dir.stored_entries(&txn).unwrap() {
         let (_, bytes) = item.unwrap();
         let stored = Directory::parse_stored(bytes).unwrap();
         if test.evaluate(&StoredView::new(&stored), &[]).is_true() {

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use canopy_core::index::{entry_keys, IndexSpec};
 use canopy_core::Entry;
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, Pipeline, WriteOp};
-use canopy_mdb::{ReadOps, StoreConfig};
+use canopy_mdb::ReadOps;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 use support::{add, write, SUFFIX};
@@ -28,7 +29,7 @@ fn spec(attr: &str, sub: bool, pres: bool) -> IndexSpec {
 /// Every index holds exactly the (key, ID) pairs the stored entries give, over every key the
 /// sequence's values can produce (`universe`, an entry holding all of them).
 fn check(dir: &Directory, universe: &Entry, step: &str) {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let mut entries = Vec::new();
     for item in txn.entries().unwrap() {
         let (id, bytes) = item.unwrap();
@@ -93,7 +94,7 @@ impl Rng {
 #[tokio::test]
 async fn indexes_follow_every_modify() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut store = StoreConfig::new(tmp.path().to_path_buf());
+    let mut store = OpenOptions::new(tmp.path().to_path_buf());
     store.durable = false;
     let specs = vec![
         spec("objectClass", false, false),

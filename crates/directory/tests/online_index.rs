@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use canopy_core::index::{plan, IndexSpec, Plan};
+use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, IndexState, Pipeline};
-use canopy_mdb::{RawTable, ReadOps, StoreConfig};
+use canopy_mdb::{RawTable, ReadOps};
 use canopy_proto::{Filter, ModifyOperation};
 use canopy_schema::Schema;
 use support::{add, delete, index, modify, Rng, SUFFIX};
@@ -28,7 +29,7 @@ fn mail_index() -> IndexSpec {
 }
 
 fn open(path: &std::path::Path, indexes: Vec<IndexSpec>) -> Directory {
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(
         Arc::new(Schema::builtin()),
@@ -132,7 +133,7 @@ fn verified(dir: &Directory, checked: bool) {
 /// The entries holding `mail` exactly `value`, by a scan, and the planner's candidates for it (None:
 /// every entry), both in one snapshot. A plan may only use a complete index.
 fn lookup(dir: &Directory, value: &str) -> (Vec<u64>, Option<Vec<u64>>) {
-    let txn = dir.read().unwrap();
+    let txn = dir.store().read().unwrap();
     let filter = Filter::Equality("mail".into(), value.as_bytes().to_vec());
     let plan = plan(dir.schema(), &dir.indexes(&txn), &filter);
     let candidates = canopy_directory::candidates::resolve(&txn, &plan).unwrap();
@@ -337,7 +338,8 @@ async fn a_drop_during_the_build_cancels_it_and_empties_the_table() {
     dir.drop_index("MAIL").unwrap();
     assert!(dir.index_status().iter().all(|s| s.spec.attr != "mail"));
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),
@@ -354,7 +356,8 @@ async fn a_drop_during_the_build_cancels_it_and_empties_the_table() {
     .await
     .unwrap();
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),
@@ -416,7 +419,8 @@ async fn the_store_follows_the_configuration_at_start() {
     drop(txn);
     dir.start_index_builds().unwrap();
     assert_eq!(
-        dir.read()
+        dir.store()
+            .read()
             .unwrap()
             .raw_len(RawTable::Index("mail"))
             .unwrap(),

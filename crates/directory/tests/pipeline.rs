@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::{Entry, LdapError};
+use canopy_directory::OpenOptions;
 use canopy_directory::{
     structural, Directory, Event, Pipeline, Proposed, Stamp, WriteHook, WriteOp,
 };
-use canopy_mdb::{ReadOps, StoreConfig, WriteTxn};
+use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
 
@@ -78,7 +79,7 @@ impl WriteHook for Probe {
 }
 
 fn open(path: &std::path::Path, pipeline: Pipeline) -> Directory {
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     let schema = Arc::new(Schema::builtin());
     Directory::open(schema, "dc=example,dc=com", Vec::new(), store, pipeline).unwrap()
@@ -124,7 +125,7 @@ fn exists(dir: &Directory, dn: &str) -> bool {
 }
 
 fn meta(dir: &Directory, key: &[u8]) -> Option<Vec<u8>> {
-    dir.read().unwrap().get_meta(key).unwrap()
+    dir.store().read().unwrap().get_meta(key).unwrap()
 }
 
 #[tokio::test]

@@ -657,7 +657,7 @@ async fn old_tombstones_are_purged_by_age() {
         .await
         .unwrap();
     let records = |dir: &Directory| {
-        let txn = dir.read().unwrap();
+        let txn = dir.store().read().unwrap();
         ["tomb/", "tombdn/", "renamed/"]
             .iter()
             .map(|p| txn.meta_prefix(p.as_bytes()).unwrap().len())

@@ -10,8 +10,8 @@ use std::time::Duration;
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::syncprov::{LogReplay, Next, SyncProv};
+use canopy_directory::OpenOptions;
 use canopy_directory::{structural, Directory, Kind, ModifyDn, Pipeline, Stamp, WriteOp};
-use canopy_mdb::StoreConfig;
 use canopy_proto::sync::{Csn, CsnSet};
 use canopy_proto::{Dn, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
@@ -19,7 +19,7 @@ use canopy_schema::Schema;
 use support::{write, ADMIN};
 
 fn open(path: &std::path::Path, sessionlog: u64) -> Directory {
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     let schema = Arc::new(Schema::builtin());
     let pipeline = Pipeline::standard().then(Arc::new(SyncProv::new(sessionlog)));

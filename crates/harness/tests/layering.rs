@@ -494,10 +494,140 @@ fn store_reads_are_found() {
     assert!(store_reads("db.id_of(&txn, ndn)").is_empty());
 }
 
+/// The store's types that the frontend must never name, whatever the path: the storage names the
+/// backend once re-exported for it.
+const STORE_TYPES: &[&str] = &[
+    "ReadTxn",
+    "ReadOps",
+    "WriteTxn",
+    "StoreConfig",
+    "Store",
+    "Stats",
+    "TableStats",
+    "Histogram",
+    "StoreError",
+];
+
+/// Every type-like (CamelCase) name `canopy-mdb` exports, read from its `lib.rs` (`pub use` lists and
+/// items), so a type added to the store later is covered too.
+fn store_type_names(lib: &str) -> Vec<String> {
+    let mut names: Vec<String> = STORE_TYPES.iter().map(|n| n.to_string()).collect();
+    let mut exports = String::new();
+    let mut in_use = false;
+    for line in lib.lines() {
+        let line = line.trim();
+        if line.starts_with("pub use ") {
+            in_use = true;
+        }
+        for item in ["pub struct ", "pub enum ", "pub trait ", "pub type "] {
+            if let Some(rest) = line.strip_prefix(item) {
+                exports.push_str(rest.split(['<', ' ', '(', '{', ';']).next().unwrap_or(""));
+                exports.push(' ');
+            }
+        }
+        if in_use {
+            // The last segment of each path: `a::b::{C, D}` gives C and D, `a::B` gives B.
+            let tail = line.rsplit("::").next().unwrap_or(line);
+            exports.push_str(tail);
+            exports.push(' ');
+            in_use = !line.ends_with(';');
+        }
+    }
+    for word in exports.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        let camel = word.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && word.chars().any(|c| c.is_ascii_lowercase());
+        if camel && !names.iter().any(|n| n == word) {
+            names.push(word.to_string());
+        }
+    }
+    names
+}
+
+/// The types `text` defines (`struct`, `enum`, `trait`, `type`).
+fn defined_types(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let line = line
+            .strip_prefix("pub(crate) ")
+            .or_else(|| line.strip_prefix("pub "))
+            .unwrap_or(line);
+        for item in ["struct ", "enum ", "trait ", "type "] {
+            if let Some(rest) = line.strip_prefix(item) {
+                let name = rest
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next();
+                out.extend(name.filter(|n| !n.is_empty()).map(String::from));
+            }
+        }
+    }
+    out
+}
+
+/// The names of `names` that `text` uses as Rust identifiers outside comments: bare (`ReadTxn`, in a
+/// `use` list) or under the backend's or the store's path (`canopy_directory::Store`). Another
+/// crate's item of the same name under its own path (`MetricType::Histogram`) is not the store's,
+/// nor is a type of the frontend's own (`own`) unless named under one of those two paths.
+fn store_types_named(text: &str, names: &[String], own: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split(" //").next().unwrap_or(code);
+        let bytes = code.as_bytes();
+        for name in names {
+            let mut from = 0;
+            while let Some(at) = code[from..].find(name.as_str()).map(|i| i + from) {
+                from = at + name.len();
+                let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+                let before = at.checked_sub(1).map(|i| bytes[i]);
+                if before.is_some_and(ident) || bytes.get(from).copied().is_some_and(ident) {
+                    continue;
+                }
+                let path = code[..at].strip_suffix("::").map(|head| {
+                    head.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or("")
+                });
+                let ours = match path {
+                    Some(head) => matches!(head, "canopy_directory" | "canopy_mdb"),
+                    None => !own.contains(name),
+                };
+                if ours && !found.contains(name) {
+                    found.push(name.clone());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn store_type_names_are_read_and_found() {
+    let lib = "mod read;\npub use read::{\n    RawPairs, ReadOps, ReadTxn,\n};\npub use store::{Stats, Store};\npub use keys::FORMAT_VERSION;\npub struct Gate;\n";
+    let names = store_type_names(lib);
+    for name in ["ReadTxn", "ReadOps", "RawPairs", "Store", "Gate"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n == "FORMAT_VERSION"));
+    assert_eq!(
+        store_types_named(
+            "use canopy_directory::{Directory, ReadTxn};\nfn f(s: &canopy_directory::Stats) {}\nlet h = MetricType::Histogram;\n// a Store in prose\nlet x: StoreConfigured = 1; // WriteTxn\nlet g = Gate::new(canopy_mdb::Store::open());",
+            &names,
+            &defined_types("pub(crate) struct Gate {}\nenum Store {}"),
+        ),
+        ["ReadTxn", "Stats", "Store"]
+    );
+    assert!(store_types_named("let t: Snapshot = dir.read()?;", &names, &[]).is_empty());
+}
+
 /// The frontend reaches storage only through the backend (`canopy-directory`): `canopy-server`
-/// does not depend on `canopy-mdb`, none of its files names that crate (the snapshot and write
-/// transaction types it passes around are the backend's re-exports), and none calls the store's
-/// read methods itself (`Directory::stored`, `lookup`, `id_of`, `stored_entries` read for it).
+/// does not depend on `canopy-mdb`, none of its files names that crate or one of its types (it holds a
+/// `Snapshot` or an `InWrite`, opens with `OpenOptions`, reads `Figures`: the backend's own types), and
+/// none takes the store from a `Directory` (`.store()`) or calls the store's read methods itself
+/// (`Directory::stored`, `lookup`, `id_of`, `stored_entries` read for it).
 #[test]
 fn the_frontend_goes_through_the_backend() {
     let metadata = cargo_metadata();
@@ -526,13 +656,30 @@ fn the_frontend_goes_through_the_backend() {
         "too few server sources under {}",
         root.display()
     );
+    let mdb_lib = workspace_root().join("crates/mdb/src/lib.rs");
+    let mdb_lib =
+        std::fs::read_to_string(&mdb_lib).unwrap_or_else(|e| panic!("{}: {e}", mdb_lib.display()));
+    let types = store_type_names(&mdb_lib);
+    let texts: Vec<(&PathBuf, String)> = files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f).unwrap_or_default()))
+        .collect();
+    let own: Vec<String> = texts.iter().flat_map(|(_, t)| defined_types(t)).collect();
     let mut direct = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
+    for (file, text) in &texts {
         if text.contains("canopy_mdb") {
             direct.push(format!("{} names canopy_mdb", file.display()));
         }
-        for name in store_reads(&text) {
+        for name in store_types_named(text, &types, &own) {
+            direct.push(format!("{} names the store's type {name}", file.display()));
+        }
+        if text.contains(".store()") {
+            direct.push(format!(
+                "{} takes the store from a Directory",
+                file.display()
+            ));
+        }
+        for name in store_reads(text) {
             direct.push(format!("{} calls the store's {name}", file.display()));
         }
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
 use canopy_directory::overlay::ppolicy::PPolicy;
-use canopy_directory::WriteTxn;
+use canopy_directory::InWrite;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
 use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
 use canopy_proto::{Control, Dn, ResultCode};
@@ -533,7 +533,7 @@ impl Guard for AccessGuard {
     fn before_change(
         &self,
         _dir: &Directory,
-        txn: &WriteTxn<'_>,
+        txn: InWrite<'_>,
         id: Option<u64>,
         entry: &Entry,
     ) -> Result<(), LdapError> {
@@ -543,16 +543,16 @@ impl Guard for AccessGuard {
         }
         let seen = match id {
             Some(id) => {
-                let bytes = self.db.stored(txn, id)?.ok_or_else(|| {
+                let bytes = self.db.stored(&txn, id)?.ok_or_else(|| {
                     LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
                 })?;
-                load(&self.db, txn, &self.who, id, bytes)?
+                load(&self.db, &txn, &self.who, id, bytes)?
             }
             None => {
                 // An add: the entry as it will be stored (the writer stamps it just after).
                 let mut stamped = entry.clone();
                 Stamp::now().fill(&mut stamped);
-                unstored(&self.db, txn, &self.who, &stamped)
+                unstored(&self.db, &txn, &self.who, &stamped)
             }
         };
         if let Some(filter) = &ctl.assertion {
@@ -566,17 +566,17 @@ impl Guard for AccessGuard {
         Ok(())
     }
 
-    fn after_change(&self, _dir: &Directory, txn: &WriteTxn<'_>, id: u64, dn: &Dn) {
+    fn after_change(&self, _dir: &Directory, txn: InWrite<'_>, id: u64, dn: &Dn) {
         let Some(attrs) = &self.ctl.post_read else {
             return;
         };
         // The change stands: a failure to read it back loses the control, never the change.
         let read = || -> Result<Option<Control>, LdapError> {
-            let Some(bytes) = self.db.stored(txn, id)? else {
+            let Some(bytes) = self.db.stored(&txn, id)? else {
                 return Ok(None);
             };
             let dn = dn.to_string();
-            let seen = load_named(&self.db, txn, &self.who, id, bytes, dn.as_bytes())?;
+            let seen = load_named(&self.db, &txn, &self.who, id, bytes, dn.as_bytes())?;
             Ok(Some(read_control(
                 self.db.schema(),
                 CONTROL_POST_READ,
@@ -594,20 +594,20 @@ impl Guard for AccessGuard {
     fn authorize(
         &self,
         _dir: &Directory,
-        txn: &WriteTxn<'_>,
+        txn: InWrite<'_>,
         action: Action<'_>,
     ) -> Result<(), LdapError> {
         let (db, who) = (&self.db, &self.who);
         match action {
-            Action::Add(entry) => check_add(db, txn, who, entry),
-            Action::Delete(entry) => check_delete(db, txn, who, entry),
-            Action::Modify(entry, changes) => check_modify(db, txn, who, entry, changes),
-            Action::RenameFrom { ndn, moving } => check_rename_from(db, txn, who, ndn, moving),
+            Action::Add(entry) => check_add(db, &txn, who, entry),
+            Action::Delete(entry) => check_delete(db, &txn, who, entry),
+            Action::Modify(entry, changes) => check_modify(db, &txn, who, entry, changes),
+            Action::RenameFrom { ndn, moving } => check_rename_from(db, &txn, who, ndn, moving),
             Action::Rename {
                 entry,
                 new_parent,
                 rdn_attrs,
-            } => check_rename(db, txn, who, entry, new_parent, rdn_attrs),
+            } => check_rename(db, &txn, who, entry, new_parent, rdn_attrs),
         }?;
         match &self.verdict {
             None => Ok(()),
@@ -615,7 +615,7 @@ impl Guard for AccessGuard {
         }
     }
 
-    fn conceal(&self, _dir: &Directory, txn: &WriteTxn<'_>, error: LdapError) -> LdapError {
-        hide_matched(&self.db, txn, &self.who, error)
+    fn conceal(&self, _dir: &Directory, txn: InWrite<'_>, error: LdapError) -> LdapError {
+        hide_matched(&self.db, &txn, &self.who, error)
     }
 }

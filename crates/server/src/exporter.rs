@@ -15,17 +15,13 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use canopy_directory::Histogram;
+use canopy_directory::{Distribution, Figures};
 
 use crate::metrics::OpType;
 use crate::state::State;
 
 /// A gauge of a store: name, help and how to read it from the store's figures.
-type Figure = (
-    &'static str,
-    &'static str,
-    fn(&canopy_directory::Stats) -> i64,
-);
+type Figure = (&'static str, &'static str, fn(&Figures) -> i64);
 
 /// Reads everything at scrape time: nothing is copied on the hot path.
 struct StateCollector(State);
@@ -59,14 +55,14 @@ fn gauge(
 fn histogram(
     family: &mut prometheus_client::encoding::MetricEncoder<'_>,
     labels: &[(&str, &str)],
-    h: &Histogram,
-    divisor: f64,
+    h: &Distribution,
 ) -> Result<(), fmt::Error> {
     // The encoder accumulates the buckets itself.
-    let (sum, count, buckets) = h.snapshot(divisor);
     family
         .encode_family(&labels)?
-        .encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets, None)
+        .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            h.sum, h.count, &h.buckets, None,
+        )
 }
 
 impl Collector for StateCollector {
@@ -198,13 +194,13 @@ impl Collector for StateCollector {
 
         // The LMDB databases (cn=Monitor's own small store is left out): one family per figure, one
         // sample per database.
-        let stores: Vec<(String, canopy_directory::Stats, &canopy_directory::Store)> = state
+        let stores: Vec<(String, Figures, &canopy_directory::Directory)> = state
             .databases
             .iter()
             .filter(|db| !db.is_monitor() && !db.is_config())
             .filter_map(|db| {
-                let stats = db.store().stats().ok()?;
-                Some((db.suffix_dn().to_string(), stats, db.store()))
+                let figures = db.figures().ok()?;
+                Some((db.suffix_dn().to_string(), figures, db.backend()))
             })
             .collect();
         let figures: [Figure; 5] = [
@@ -259,8 +255,7 @@ impl Collector for StateCollector {
             histogram(
                 &mut family,
                 &[("suffix", suffix.as_str())],
-                store.commit_histograms().0,
-                1.0,
+                &store.group_commit_sizes(),
             )?;
         }
         let mut family = encoder.encode_descriptor(
@@ -273,8 +268,7 @@ impl Collector for StateCollector {
             histogram(
                 &mut family,
                 &[("suffix", suffix.as_str())],
-                store.commit_histograms().1,
-                1e6,
+                &store.group_commit_seconds(),
             )?;
         }
         Ok(())

@@ -47,8 +47,7 @@ pub mod tls;
 use std::sync::Arc;
 
 use canopy_core::index::IndexSpec;
-use canopy_directory::StoreConfig;
-use canopy_directory::{Directory, OpenError};
+use canopy_directory::{Directory, OpenError, OpenOptions};
 use canopy_schema::Schema;
 
 pub use config::{Config, ConfigError, ListenUrl};
@@ -239,9 +238,8 @@ pub(crate) fn open_directory_in(
     write_map: bool,
 ) -> Result<(Database, Option<logdb::Pending>), StartError> {
     let specs = index_specs(&schema, config)?;
-    let store_config = StoreConfig {
+    let options = OpenOptions {
         path: config.data_dir.clone(),
-        indexes: Vec::new(),
         initial_map_size: 1 << 30,
         durable,
         max_readers: 1024,
@@ -268,7 +266,7 @@ pub(crate) fn open_directory_in(
         config.syncprov_sessionlog,
     )));
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
-    let backend = Directory::open(schema, &config.suffix, specs, store_config, pipeline)?;
+    let backend = Directory::open(schema, &config.suffix, specs, options, pipeline)?;
     backend.set_server_id(config.server_id);
     backend.set_multiprovider(config.multiprovider);
     let ppolicy =
@@ -438,9 +436,8 @@ fn open_monitor(
         }
     }
     let index = IndexSpec::equality;
-    let store_config = StoreConfig {
+    let options = OpenOptions {
         path,
-        indexes: Vec::new(),
         initial_map_size: 16 << 20,
         durable: false,
         max_readers: 1024,
@@ -453,7 +450,7 @@ fn open_monitor(
         schema,
         monitor::SUFFIX,
         vec![index("objectClass"), index("cn")],
-        store_config,
+        options,
         canopy_directory::Pipeline::standard(),
     )?;
     // The first database's root DN reads cn=Monitor, which no rule restricts.
@@ -489,7 +486,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     for db in &list {
         db.backend()
             .start_index_builds()
-            .map_err(|e| StartError::Open(OpenError::Store(e)))?;
+            .map_err(StartError::Open)?;
     }
     let root_ndn = normalize_root(&schema, &config.root_dn)?;
     // `[[syncrepl]]` consumers feed the first database, which then refers client writes to `updateref`.

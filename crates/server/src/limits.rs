@@ -12,7 +12,7 @@ use canopy_proto::{ExtendedResponse, LdapMessage, LdapResult, ProtocolOp, Result
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use canopy_core::LdapError;
-use canopy_directory::ReadTxn;
+use canopy_directory::Snapshot;
 use canopy_schema::NormDn;
 
 use crate::access::Who;
@@ -161,7 +161,7 @@ impl WhoSpec {
 
     /// Whether `who` is covered. DNs are normalized with the schema; a DN that does not normalize matches
     /// nobody.
-    fn matches(&self, dir: &Directory, who: &Who, txn: &ReadTxn) -> Result<bool, LdapError> {
+    fn matches(&self, dir: &Directory, who: &Who, txn: &Snapshot) -> Result<bool, LdapError> {
         let norm = |dn: &str| dir.normalize(dn.as_bytes()).ok().map(|(_, ndn)| ndn);
         let Some(me) = &who.ndn else {
             return Ok(matches!(self, WhoSpec::All | WhoSpec::Anonymous));
@@ -182,7 +182,7 @@ impl WhoSpec {
 /// Whether `me` is among the `member` values of the entry `group`.
 fn is_member(
     dir: &Directory,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     group: &NormDn,
     me: &NormDn,
 ) -> Result<bool, LdapError> {
@@ -282,7 +282,7 @@ impl SearchLimits {
         limits: &Limits,
         dir: &Directory,
         who: &Who,
-        txn: &ReadTxn,
+        txn: &Snapshot,
     ) -> Result<SearchLimits, LdapError> {
         if who.root {
             return Ok(SearchLimits::UNLIMITED);

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use canopy_core::index::IndexSpec;
 use canopy_directory::overlay::accesslog::{self, AccessLog, LogWriter};
-use canopy_directory::StoreConfig;
-use canopy_directory::{Directory, OpenError, Pipeline};
+use canopy_directory::{Directory, OpenError, OpenOptions, Pipeline};
 use canopy_schema::{NormDn, Schema};
 
 use crate::acl::Acl;
@@ -66,10 +65,10 @@ impl Pending {
         durable: bool,
     ) -> Result<LogDb, OpenError> {
         let path = path(&view.data_dir);
-        let store_config = StoreConfig {
+        let options = OpenOptions {
             durable,
             initial_map_size: 256 << 20,
-            ..StoreConfig::new(path.clone())
+            ..OpenOptions::new(path.clone())
         };
         let pipeline = Pipeline::standard().then(Arc::new(
             canopy_directory::syncprov::SyncProv::ordered(view.syncprov_sessionlog),
@@ -83,7 +82,7 @@ impl Pending {
                 index("entryCSN"),
                 index("reqStart"),
             ],
-            store_config,
+            options,
             pipeline,
         )?;
         backend.set_server_id(data.server_id());

@@ -212,7 +212,8 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
             if !overlays.is_empty() {
                 attrs.push(("monitorOverlay", overlays.clone()));
             }
-            if let Ok(stats) = db.store().stats() {
+            let figures = db.figures();
+            if let Ok(stats) = &figures {
                 let page = (stats.page_size.max(1)) as usize;
                 attrs.push(("objectClass", one("olmMDBDatabase")));
                 attrs.push(("olmDbDirectory", one(db.directory().display())));
@@ -222,7 +223,7 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
                 attrs.push(("olmMDBReadersUsed", one(stats.readers)));
                 attrs.push(("olmMDBEntries", one(stats.entries)));
             }
-            if let Some(at) = db.store().last_commit() {
+            if let Some(at) = figures.as_ref().ok().and_then(|s| s.last_commit) {
                 attrs.push(("monitorTimestamp", one(generalized(at))));
             }
             let indexes = index_lines(db.backend());

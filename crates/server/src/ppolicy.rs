@@ -146,7 +146,7 @@ pub fn check_add(
 fn check_entry(
     dir: &Database,
     pp: &canopy_directory::overlay::ppolicy::PPolicy,
-    txn: &canopy_directory::ReadTxn,
+    txn: &canopy_directory::Snapshot,
     entry: &Entry,
     who: &Who,
     new: Option<&[u8]>,

@@ -5,7 +5,7 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::{computed, decoded};
 use canopy_directory::Directory;
-use canopy_directory::ReadOps;
+use canopy_directory::View;
 use canopy_proto::{
     encode_partial_attribute, encode_read_entry_response, Control, Filter, ResultCode,
 };
@@ -17,7 +17,7 @@ use crate::filter_view::as_slapd_sees;
 use crate::select::Selection;
 
 /// Reads a stored entry for `who`: the attributes it may read.
-pub fn load<T: ReadOps>(
+pub fn load<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -28,7 +28,7 @@ pub fn load<T: ReadOps>(
 }
 
 /// Reads a stored entry for `who`: the attributes (computed ones too) it holds `need` on.
-pub fn load_for<T: ReadOps>(
+pub fn load_for<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -44,7 +44,7 @@ pub fn load_for<T: ReadOps>(
 
 /// [`load`], with the computed attributes (entryDN) of the entry named `dn` instead of its stored DN: a
 /// renamed entry as slapd's post-read shows it.
-pub fn load_named<T: ReadOps>(
+pub fn load_named<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -66,7 +66,7 @@ pub fn load_named<T: ReadOps>(
 }
 
 /// An entry not yet stored (an add), as `who` sees it.
-pub fn unstored<T: ReadOps>(dir: &impl Guarded, txn: &T, who: &Who, entry: &Entry) -> Seen {
+pub fn unstored<T: View>(dir: &impl Guarded, txn: &T, who: &Who, entry: &Entry) -> Seen {
     let computed = computed(false, entry.dn.to_string().as_bytes());
     Seen::proposed(dir, txn, who, entry.clone(), computed)
 }

@@ -13,7 +13,7 @@ use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::Query;
 use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
-use canopy_directory::{Kind, Origin, ReadTxn};
+use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
     SyncStateKind, CONTROL_SYNC_DONE, CONTROL_SYNC_STATE, RESULT_SYNC_REFRESH_REQUIRED, SYNC_INFO,
@@ -461,7 +461,7 @@ impl<'a> Sync<'a> {
     /// The refresh phase in the snapshot `txn`.
     fn refresh(
         &mut self,
-        txn: &ReadTxn,
+        txn: &Snapshot,
         found: &canopy_directory::alias::Base,
         since: &CsnSet,
         known: Known,

@@ -63,7 +63,7 @@ struct Group<'s> {
 }
 
 /// The expansion of the entries one operation reads, in its snapshot.
-pub struct Expander<'a, T: ReadOps> {
+pub struct Expander<'a, T: crate::View> {
     dir: &'a Directory,
     txn: &'a T,
     config: &'a Dynlist,
@@ -82,7 +82,7 @@ pub struct Expander<'a, T: ReadOps> {
     graph: Option<nested::Graph>,
 }
 
-impl<'a, T: ReadOps> Expander<'a, T> {
+impl<'a, T: crate::View> Expander<'a, T> {
     /// An expander for one operation; `memberof`: whether it reads or tests a memberOf attribute
     /// (computing it costs a test of every dynamic group per entry).
     pub fn new(dir: &'a Directory, txn: &'a T, config: &'a Dynlist, memberof: bool) -> Self {
@@ -264,7 +264,11 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         each: &mut dyn FnMut(&mut dyn Requester, &NormDn, &StoredEntry<'_>),
     ) -> Result<(), LdapError> {
         let txn = self.txn;
-        let Some(base_id) = txn.get_id(&dn_key(&search.base)).map_err(store_error)? else {
+        let Some(base_id) = txn
+            .txn()
+            .get_id(&dn_key(&search.base))
+            .map_err(store_error)?
+        else {
             return Ok(());
         };
         let plan =
@@ -275,8 +279,8 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                 Some(ids) => (ids, true),
                 None => {
                     let ids = match search.scope {
-                        SearchScope::SingleLevel => txn.children(base_id),
-                        _ => txn.subtree_ids(&dn_key(&search.base)),
+                        SearchScope::SingleLevel => txn.txn().children(base_id),
+                        _ => txn.txn().subtree_ids(&dn_key(&search.base)),
                     };
                     (ids.map_err(store_error)?, false)
                 }
@@ -286,7 +290,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             if search.scope == SearchScope::SubordinateSubtree && id == base_id {
                 continue;
             }
-            let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
+            let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? else {
                 continue;
             };
             let stored = Directory::parse_stored(bytes)?;
@@ -294,7 +298,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             if check_scope && !Url::holds(&search.base, search.scope, &ndn) {
                 continue;
             }
-            let children = txn.has_children(id).map_err(store_error)?;
+            let children = txn.txn().has_children(id).map_err(store_error)?;
             let extra = computed(children, stored.dn);
             if is_referral(self.dir.schema(), &stored) {
                 continue;
@@ -320,7 +324,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         let schema = self.dir.schema();
         let mut values: Vec<(String, Vec<u8>)> = Vec::new();
         let children = match self.dir.id_of(self.txn, ndn)? {
-            Some(id) => self.txn.has_children(id).map_err(store_error)?,
+            Some(id) => self.txn.txn().has_children(id).map_err(store_error)?,
             None => false,
         };
         let extra = computed(children, stored.dn);
@@ -365,7 +369,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             let filter = class_filter(&set.group_class);
             let ids = self.ids_for(&filter)?;
             for id in ids {
-                let Some(bytes) = self.txn.get_entry(id).map_err(store_error)? else {
+                let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
                     continue;
                 };
                 let stored = Directory::parse_stored(bytes)?;
@@ -406,7 +410,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
         let prepared = PreparedFilter::new(self.dir.schema(), &filter);
         let mut found = Vec::new();
         for id in self.ids_for(&filter)? {
-            let Some(bytes) = self.txn.get_entry(id).map_err(store_error)? else {
+            let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
                 continue;
             };
             let stored = Directory::parse_stored(bytes)?;
@@ -424,6 +428,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
             Some(ids) => Ok(ids),
             None => self
                 .txn
+                .txn()
                 .subtree_ids(&dn_key(self.dir.suffix()))
                 .map_err(store_error),
         }

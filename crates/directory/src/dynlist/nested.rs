@@ -41,7 +41,7 @@ pub(super) struct Graph {
     by_ndn: HashMap<NormDn, usize>,
 }
 
-impl<'a, T: ReadOps> Expander<'a, T> {
+impl<'a, T: crate::View> Expander<'a, T> {
     /// Whether a set nests groups.
     pub(super) fn nests(&self, set: usize) -> bool {
         self.config.sets[set].members.iter().any(|m| m.nested)
@@ -77,7 +77,7 @@ impl<'a, T: ReadOps> Expander<'a, T> {
                 let static_filter =
                     canopy_core::filter::PreparedFilter::new(schema, &class_filter(static_class));
                 for id in self.ids_for(&filter)? {
-                    let Some(bytes) = self.txn.get_entry(id).map_err(store_error)? else {
+                    let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
                         continue;
                     };
                     let stored = Directory::parse_stored(bytes)?;

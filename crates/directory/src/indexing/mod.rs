@@ -231,7 +231,8 @@ impl Indexes {
 impl Directory {
     /// The complete indexes, as the planner may use them in the snapshot (or write) `txn`: an index
     /// still building, or completed after `txn` began, is not among them.
-    pub fn indexes(&self, txn: &impl ReadOps) -> Arc<[IndexSpec]> {
+    pub fn indexes(&self, txn: &impl crate::View) -> Arc<[IndexSpec]> {
+        let txn = crate::view::txn(txn);
         self.index_state().current().usable_at(txn.txn_id())
     }
 
@@ -253,7 +254,8 @@ impl Directory {
 
     /// The candidate plan of `(objectClass=CLASS)` with the indexes `txn` may use; `alias` and
     /// `referral`, which every search checks, are planned once per index change.
-    pub fn class_plan(&self, txn: &impl ReadOps, class: &str) -> Arc<Plan> {
+    pub fn class_plan(&self, txn: &impl crate::View, class: &str) -> Arc<Plan> {
+        let txn = crate::view::txn(txn);
         let set = self.index_state().current();
         if txn.txn_id() >= set.newest {
             match class {
@@ -466,7 +468,7 @@ impl Directory {
     /// not record, or records with other kinds, is emptied and built online; a recorded index the
     /// configuration no longer names is dropped. A database of an earlier version, which records no
     /// definitions, has its configured indexes recorded complete (every write kept them).
-    pub fn start_index_builds(&self) -> Result<(), StoreError> {
+    pub fn start_index_builds(&self) -> Result<(), crate::OpenError> {
         let state = self.index_state();
         let _admin = state.admin();
         let wanted: Vec<IndexSpec> = state

@@ -97,9 +97,13 @@ impl Directory {
         if !ctx.guard.manage_dsa_it() && is_referral(&stored) {
             return Err(referral_for(&stored, dn, 0, None, None).into());
         }
-        ctx.guard.before_change(self, txn, Some(id), &old)?;
         ctx.guard
-            .authorize(self, txn, Action::Modify(&old, changes))?;
+            .before_change(self, crate::InWrite::new(txn), Some(id), &old)?;
+        ctx.guard.authorize(
+            self,
+            crate::InWrite::new(txn),
+            Action::Modify(&old, changes),
+        )?;
         let mut new = old.clone();
         let added: Vec<Vec<u8>> = changes
             .iter()
@@ -137,7 +141,8 @@ impl Directory {
         // Index keys of the difference: the added values, and what hooks changed.
         self.reindex(txn, id, Some(&old), Some(&new))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&new), changes)?;
-        ctx.guard.after_change(self, txn, id, &new.dn);
+        ctx.guard
+            .after_change(self, crate::InWrite::new(txn), id, &new.dn);
         SPLICED.fetch_add(1, Ordering::Relaxed);
         Ok(Some(()))
     }

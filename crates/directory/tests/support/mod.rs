@@ -8,10 +8,10 @@ use std::sync::Arc;
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::index::IndexSpec;
 use canopy_core::{Entry, LdapError};
+use canopy_directory::OpenOptions;
 use canopy_directory::{
     structural, Directory, ModifyDn, OpError, Pipeline, Stamp, Unrestricted, WriteOp, WriteRequest,
 };
-use canopy_mdb::{ReadOps, StoreConfig};
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, Rdn};
 use canopy_schema::Schema;
 
@@ -25,7 +25,7 @@ pub fn open_with(
     indexes: Vec<IndexSpec>,
     pipeline: Pipeline,
 ) -> Directory {
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(Arc::new(schema), SUFFIX, indexes, store, pipeline).unwrap()
 }
@@ -55,7 +55,7 @@ pub fn open(path: &std::path::Path, indexed: &[&str], pipeline: Pipeline) -> Dir
             approx: false,
         })
         .collect();
-    let mut store = StoreConfig::new(path.to_path_buf());
+    let mut store = OpenOptions::new(path.to_path_buf());
     store.durable = false;
     Directory::open(
         Arc::new(Schema::builtin()),
@@ -177,7 +177,7 @@ pub async fn rename_with(
 pub fn entries(dir: &Directory) -> Vec<Entry> {
     let txn = dir.read().unwrap();
     let mut out = Vec::new();
-    for item in txn.entries().unwrap() {
+    for item in dir.stored_entries(&txn).unwrap() {
         let (_, bytes) = item.unwrap();
         out.push(Directory::parse_stored(bytes).unwrap().to_entry().unwrap());
     }

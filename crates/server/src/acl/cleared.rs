@@ -8,7 +8,7 @@
 
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Attribute, Entry};
-use canopy_directory::ReadOps;
+use canopy_directory::View;
 
 use super::ops::retain_allowed;
 use super::view::{EntryView, SearchAccess};
@@ -66,7 +66,7 @@ pub struct Seen {
 
 impl Seen {
     /// `entry` and its `computed` attributes as `who` sees them with `need`: the rest are removed.
-    pub fn through<T: ReadOps>(
+    pub fn through<T: View>(
         db: &impl Guarded,
         txn: &T,
         who: &Who,
@@ -89,7 +89,7 @@ impl Seen {
 
     /// An entry about to be added as `who` sees it: the attributes it may read, and the computed
     /// attributes the new entry will have.
-    pub fn proposed<T: ReadOps>(
+    pub fn proposed<T: View>(
         db: &impl Guarded,
         txn: &T,
         who: &Who,

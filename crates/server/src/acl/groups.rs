@@ -8,19 +8,19 @@ use canopy_core::filter::evaluate;
 use canopy_core::Entry;
 use canopy_directory::dynlist::Url;
 use canopy_directory::Directory;
-use canopy_directory::ReadOps;
+use canopy_directory::View;
 use canopy_proto::Dn;
 use canopy_schema::NormDn;
 
 use super::Groups;
 
 /// Group membership for `group=` access clauses, read in the operation's own transaction.
-pub struct GroupReader<'t, T: ReadOps> {
+pub struct GroupReader<'t, T: View> {
     pub dir: &'t Directory,
     pub txn: &'t T,
 }
 
-impl<T: ReadOps> Groups for GroupReader<'_, T> {
+impl<T: View> Groups for GroupReader<'_, T> {
     fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool {
         let Some(entry) = self.dir.entry_at(self.txn, group) else {
             return false;

@@ -1,7 +1,7 @@
 //! The access checks of each operation, as slapd's back-mdb makes them, with slapd's result codes.
 
 use canopy_core::{Entry, LdapError};
-use canopy_directory::ReadOps;
+use canopy_directory::View;
 use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::NormDn;
 
@@ -14,7 +14,7 @@ fn denied(text: &str) -> LdapError {
 }
 
 /// Loads an entry for rules with filters; None when the ACL needs only DNs or the entry is missing.
-pub fn entry_for_rules<T: ReadOps>(dir: &impl Guarded, txn: &T, ndn: &NormDn) -> Option<Entry> {
+pub fn entry_for_rules<T: View>(dir: &impl Guarded, txn: &T, ndn: &NormDn) -> Option<Entry> {
     if !dir.acl().needs_entry() {
         return None;
     }
@@ -22,7 +22,7 @@ pub fn entry_for_rules<T: ReadOps>(dir: &impl Guarded, txn: &T, ndn: &NormDn) ->
 }
 
 /// Runs `f` with a checker for `who` reading groups in `txn`.
-pub fn with_checker<T: ReadOps, R>(
+pub fn with_checker<T: View, R>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -35,7 +35,7 @@ pub fn with_checker<T: ReadOps, R>(
 
 /// `need` on the `children` of the parent of `ndn`. The suffix has no parent in the database: only the
 /// root DN adds or deletes it, as in slapd.
-fn parent_children<T: ReadOps>(
+fn parent_children<T: View>(
     dir: &impl Guarded,
     txn: &T,
     checker: &Checker<'_>,
@@ -59,7 +59,7 @@ fn parent_children<T: ReadOps>(
 }
 
 /// Add: `add` on the parent's `children` and on the new entry's `entry` (slapd 2.5).
-pub fn check_add<T: ReadOps>(
+pub fn check_add<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -69,7 +69,7 @@ pub fn check_add<T: ReadOps>(
 }
 
 /// Delete: `delete` on the parent's `children` and on the entry's `entry`.
-pub fn check_delete<T: ReadOps>(
+pub fn check_delete<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -79,7 +79,7 @@ pub fn check_delete<T: ReadOps>(
 }
 
 /// `need` (add or delete) on the parent's `children` and on the entry's `entry`.
-fn check_entry_change<T: ReadOps>(
+fn check_entry_change<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -105,7 +105,7 @@ fn check_entry_change<T: ReadOps>(
 
 /// Modify: `add` for added values, `delete` for deleted ones, both for replace and increment, on each
 /// attribute touched.
-pub fn check_modify<T: ReadOps>(
+pub fn check_modify<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -164,7 +164,7 @@ fn each_value(
 /// `add` on the new parent's `children`, and `add` on the new naming attributes.
 /// The first access check of a rename, made before slapd looks at the entry: `write` (a rename in
 /// place) or `delete` (a move) on the parent's `children`.
-pub fn check_rename_from<T: ReadOps>(
+pub fn check_rename_from<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -181,7 +181,7 @@ pub fn check_rename_from<T: ReadOps>(
     })
 }
 
-pub fn check_rename<T: ReadOps>(
+pub fn check_rename<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -231,7 +231,7 @@ pub fn check_rename<T: ReadOps>(
 }
 
 /// Whether `who` has `need` on `attr` of `entry` (a single check, outside searches).
-pub fn allows<T: ReadOps>(
+pub fn allows<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -250,7 +250,7 @@ pub fn allows<T: ReadOps>(
 
 /// The attributes of `entry` that `who` holds `need` on; the rest are removed. Attributes under `val=`
 /// rules keep only the values `need` is granted on.
-pub fn retain_allowed<T: ReadOps>(
+pub fn retain_allowed<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -291,7 +291,7 @@ pub fn retain_allowed<T: ReadOps>(
 
 /// An error about an entry the requester may not know of: without `disclose` on it, noSuchObject
 /// (no matched DN), else `error` itself.
-pub fn unless_disclosed<T: ReadOps>(
+pub fn unless_disclosed<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,
@@ -306,7 +306,7 @@ pub fn unless_disclosed<T: ReadOps>(
 }
 
 /// noSuchObject reveals its matched DN only to those with `disclose` on that entry, as slapd does.
-pub fn hide_matched<T: ReadOps>(
+pub fn hide_matched<T: View>(
     dir: &impl Guarded,
     txn: &T,
     who: &Who,

@@ -14,8 +14,8 @@ use canopy_core::index::IndexSpec;
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_directory::{
-    structural, Action, Directory, Guard, OpError, Stamp, StoreConfig, WriteOp, WriteRequest,
-    WriteTxn,
+    structural, Action, Directory, Guard, InWrite, OpError, OpenOptions, Stamp, WriteOp,
+    WriteRequest,
 };
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::Schema;
@@ -86,9 +86,8 @@ impl ConfigTree {
         let path = config.data_dir.join("config");
         std::fs::create_dir_all(&path).map_err(|e| internal("create", e))?;
         let index = IndexSpec::equality("objectClass");
-        let store_config = StoreConfig {
+        let options = OpenOptions {
             path,
-            indexes: Vec::new(),
             initial_map_size: 16 << 20,
             durable: true,
             max_readers: 1024,
@@ -98,7 +97,7 @@ impl ConfigTree {
             schema.clone(),
             SUFFIX,
             vec![index],
-            store_config,
+            options,
             canopy_directory::Pipeline::standard(),
         )?;
         let stored = read_tree(&directory)?;
@@ -568,7 +567,7 @@ impl Guard for ServerWrite {
         ""
     }
 
-    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+    fn authorize(&self, _: &Directory, _: InWrite<'_>, _: Action<'_>) -> Result<(), LdapError> {
         Ok(())
     }
 
@@ -625,9 +624,8 @@ pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartErro
         return Ok(None);
     }
     let schema = Arc::new(crate::load_schema(config)?);
-    let store_config = StoreConfig {
+    let options = OpenOptions {
         path,
-        indexes: Vec::new(),
         initial_map_size: 16 << 20,
         durable: false,
         max_readers: 1024,
@@ -637,7 +635,7 @@ pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartErro
         schema,
         SUFFIX,
         Vec::new(),
-        store_config,
+        options,
         canopy_directory::Pipeline::standard(),
     )?;
     let stored = read_tree(&directory)?;

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::LdapError;
 use canopy_directory::opattrs::civil;
-use canopy_directory::WriteTxn;
+use canopy_directory::InWrite;
 use canopy_directory::{
     structural, Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest,
 };
@@ -161,7 +161,7 @@ impl Guard for ServerWrite {
         &self.dn
     }
 
-    fn authorize(&self, _: &Directory, _: &WriteTxn<'_>, _: Action<'_>) -> Result<(), LdapError> {
+    fn authorize(&self, _: &Directory, _: InWrite<'_>, _: Action<'_>) -> Result<(), LdapError> {
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use canopy_schema::NormDn;
 use crate::access::Who;
 use crate::acl::ops::{allows, with_checker};
 use crate::acl::{privileges, AttrRef, Target};
-use canopy_directory::{Directory, ReadTxn, WriteOp};
+use canopy_directory::{Directory, Snapshot, WriteOp};
 
 use crate::databases::Database;
 use crate::sasl::{self, mapping, scram, store, Exchange};
@@ -188,7 +188,7 @@ fn bind_secrets(state: &State, ndn: &NormDn, link: &Link) -> Result<store::Curre
 
 fn auth_allowed(
     dir: &Database,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     ndn: &NormDn,
     link: &Link,
 ) -> Result<bool, LdapError> {

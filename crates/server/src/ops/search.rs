@@ -11,7 +11,7 @@ use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, S
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::search::{decoded, Candidate, Query};
-use canopy_directory::{Directory, ReadTxn, Referral};
+use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
@@ -326,7 +326,7 @@ struct Limits {
 }
 
 /// The limits of this search: the identity's (crate::limits), lowered by the client's request.
-fn limits(job: &SearchJob, dir: &Database, who: &Who, txn: &ReadTxn) -> Result<Limits, LdapError> {
+fn limits(job: &SearchJob, dir: &Database, who: &Who, txn: &Snapshot) -> Result<Limits, LdapError> {
     let mine = crate::limits::SearchLimits::of(dir.limits(), dir.backend(), who, txn)?;
     let mut size = mine.size;
     if job.paged.is_some() && mine.paged_total == PagedTotal::Disabled {
@@ -1099,7 +1099,7 @@ fn encode_readable_values(
 fn base_access(
     dir: &Database,
     access: &SearchAccess<'_>,
-    txn: &ReadTxn,
+    txn: &Snapshot,
     base: &Arc<NormDn>,
     base_id: u64,
 ) -> Result<(), LdapError> {

@@ -3,7 +3,7 @@
 //! verifies against.
 
 use canopy_core::LdapError;
-use canopy_directory::ReadTxn;
+use canopy_directory::Snapshot;
 use canopy_proto::{Change, ModifyOperation, PartialAttribute, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -148,7 +148,7 @@ pub fn current(state: &State, ndn: &NormDn) -> Result<Current, LdapError> {
 }
 
 /// [`current`] within a read transaction the caller holds.
-pub fn current_in(dir: &Database, txn: &ReadTxn, ndn: &NormDn) -> Result<Current, LdapError> {
+pub fn current_in(dir: &Database, txn: &Snapshot, ndn: &NormDn) -> Result<Current, LdapError> {
     let mut out = Current::default();
     if !dir.holds(ndn) {
         return Ok(out);

@@ -165,7 +165,7 @@ impl LogWriter {
         let pending: Vec<(Vec<u8>, Record)> = {
             let txn = data.read()?;
             let mut pending = Vec::new();
-            for pair in txn.raw_pairs(RawTable::Meta).map_err(store_error)? {
+            for pair in txn.txn().raw_pairs(RawTable::Meta).map_err(store_error)? {
                 let (key, value) = pair.map_err(store_error)?;
                 if !key.starts_with(OUTBOX_PREFIX) {
                     continue;
@@ -256,7 +256,8 @@ async fn apply(log: &Directory, records: &[(Vec<u8>, Record)]) -> Result<(), Lda
 async fn ensure_container(log: &Directory) -> Result<(), LdapError> {
     let exists = {
         let txn = log.read()?;
-        txn.get_id(&crate::keys::dn_key(log.suffix()))
+        txn.txn()
+            .get_id(&crate::keys::dn_key(log.suffix()))
             .map_err(store_error)?
             .is_some()
     };
@@ -314,7 +315,7 @@ pub async fn purge(log: &Directory, age: Duration) -> Result<usize, LdapError> {
     let old: Vec<[u8; 16]> = {
         let txn = log.read()?;
         let mut old = Vec::new();
-        for item in txn.entries().map_err(store_error)? {
+        for item in txn.txn().entries().map_err(store_error)? {
             let (_, bytes) = item.map_err(store_error)?;
             let entry = Directory::parse_stored(bytes)?
                 .to_entry()

@@ -11,7 +11,7 @@ pub mod policy;
 pub mod time;
 
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_mdb::WriteTxn;
 pub use canopy_proto::ppolicy::{PasswordPolicyResponse, PolicyError, Warning};
 use canopy_proto::ModifyOperation;
 use canopy_schema::{NormDn, Schema};
@@ -103,9 +103,10 @@ impl PPolicy {
     pub fn policy_of(
         &self,
         dir: &Directory,
-        txn: &impl ReadOps,
+        txn: &impl crate::View,
         entry: &Entry,
     ) -> Result<Option<Policy>, LdapError> {
+        let txn = crate::view::txn(txn);
         policy::effective(dir, txn, entry, self.default_ndn(dir).as_ref())
     }
 }

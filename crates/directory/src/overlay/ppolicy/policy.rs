@@ -2,7 +2,6 @@
 //! `pwdPolicySubentry`, else the overlay's default (draft-behera-ldap-password-policy-10 §5.2).
 
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::ReadOps;
 use canopy_schema::NormDn;
 
 use crate::database::Directory;
@@ -143,10 +142,11 @@ pub(crate) fn first<'e>(entry: &'e Entry, name: &str) -> Option<&'e [u8]> {
 /// neither names a `pwdPolicy` entry (slapd then applies no policy).
 pub fn effective(
     dir: &Directory,
-    txn: &impl ReadOps,
+    txn: &impl crate::View,
     entry: &Entry,
     default: Option<&NormDn>,
 ) -> Result<Option<Policy>, LdapError> {
+    let txn = crate::view::txn(txn);
     let own = first(entry, "pwdPolicySubentry")
         .and_then(|raw| dir.normalize(raw).ok())
         .map(|(_, ndn)| ndn);
