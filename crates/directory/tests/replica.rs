@@ -778,9 +778,10 @@ async fn an_overlays_change_to_another_entry_survives_a_concurrent_write() {
 #[tokio::test]
 async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
     // A consumer running unique (mail) and memberof (dangling members refused): what its provider
-    // sends is applied as sent. A group arrives before its member, two people share a mail (two
-    // providers accepted them concurrently), and nothing is computed here: memberOf is the
-    // provider's. Had the overlays run, the batch would fail and replication would stop.
+    // sends is applied as sent. A group arrives before its member and two people share a mail (two
+    // providers accepted them concurrently): had the checks run, the batch would fail and
+    // replication would stop. memberof still derives memberOf for the members of a received group
+    // (a slapd provider does not send those changes), leaving their entryCSN as it was.
     use canopy_directory::overlay::memberof::{self, Dangling, MemberOf, MEMBEROF_SCHEMA};
     use canopy_directory::overlay::unique::{self, Domain, Unique};
     let mut schema = canopy_schema::Schema::builtin();
@@ -859,9 +860,39 @@ async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
         vec![group_dn.clone()]
     );
     assert!(values(&dir, &format!("cn=x,{SUFFIX}"), "memberOf").is_empty());
-    // The member's entryCSN is the provider's: nothing here rewrote it.
+    // The member's entryCSN is the provider's.
     assert_eq!(
         values(&dir, &format!("cn=m,{SUFFIX}"), "entryCSN"),
+        vec![CSN1]
+    );
+    // A group received naming x, whose own version from this provider will not follow: x's memberOf
+    // is derived here, and x keeps the provider's entryCSN.
+    let other = format!("cn=h,{SUFFIX}");
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 1,
+            changes: vec![sent(
+                &dir,
+                &other,
+                5,
+                CSN3,
+                &[
+                    ("objectClass", "groupOfNames"),
+                    ("cn", "h"),
+                    ("member", &format!("cn=x,{SUFFIX}")),
+                ],
+            )],
+            cookie: cookie(CSN3),
+        })
+        .await
+        .unwrap();
+    assert_eq!(applied.added, 1);
+    assert_eq!(
+        values(&dir, &format!("cn=x,{SUFFIX}"), "memberOf"),
+        vec![other]
+    );
+    assert_eq!(
+        values(&dir, &format!("cn=x,{SUFFIX}"), "entryCSN"),
         vec![CSN1]
     );
     // A local write still goes through both overlays.

@@ -12,9 +12,18 @@ pub const SYNCPROV: &str = "overlay syncprov\nsyncprov-checkpoint 100 1\nsyncpro
 /// Starts Debian's slapd with the syncprov overlay (and `index entryCSN,entryUUID eq`, which the
 /// harness's slapd.conf has) and loads base.ldif.
 pub fn slapd_provider() -> Server {
+    slapd_provider_with("")
+}
+
+/// [`slapd_provider`] with `overlays` lines (slapd.conf's `overlay NAME` and options) before syncprov.
+pub fn slapd_provider_with(overlays: &str) -> Server {
     let mut server = Server::prepare(Target::Slapd);
     let dir = server.dir().to_path_buf();
-    let conf = crate::slapd_conf::render_with_overlays(&dir, &dir.join("data"), SYNCPROV);
+    let conf = crate::slapd_conf::render_with_overlays(
+        &dir,
+        &dir.join("data"),
+        &format!("{overlays}{SYNCPROV}"),
+    );
     std::fs::write(dir.join("slapd.conf"), conf).unwrap();
     server.launch();
     server.load_base();

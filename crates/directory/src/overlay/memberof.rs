@@ -16,7 +16,7 @@ use canopy_schema::NormDn;
 
 use super::{dn_value, has_class, load, values_of};
 use crate::database::Directory;
-use crate::pipeline::{Event, Kind, Proposed, WriteHook};
+use crate::pipeline::{Event, Kind, Origin, Proposed, WriteHook};
 
 /// slapd's definition of memberOf, loaded into the schema when the overlay is configured.
 pub const MEMBEROF_SCHEMA: &str = "attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' \
@@ -93,7 +93,8 @@ impl MemberOf {
     }
 
     /// Rewrites the entry `ndn` with `change` applied to its values of `attr`, stamped as changed by
-    /// the overlay; nothing when the entry is missing or `change` leaves it as it was.
+    /// the overlay (for a received change, derived in a plain consumer: left with its entryCSN, as
+    /// slapd's memberof leaves it); nothing when the entry is missing or `change` leaves it as it was.
     #[allow(clippy::too_many_arguments)]
     fn update(
         &self,
@@ -138,7 +139,9 @@ impl MemberOf {
             tracing::info!(dn = %new.dn, %error.message, "memberof: left unchanged");
             return Ok(());
         }
-        event.stamp.touch(&mut new, &self.config.modifier);
+        if event.origin == Origin::Local {
+            event.stamp.touch(&mut new, &self.config.modifier);
+        }
         dir.rewrite(txn, id, &old, new)
     }
 }
@@ -183,9 +186,13 @@ impl WriteHook for MemberOf {
         "memberof"
     }
 
-    /// A replicated change arrives with what this overlay made of it on the provider.
+    /// A received change: in a plain consumer, memberOf is derived here as slapd's memberof derives
+    /// it on its consumers (a slapd provider does not send its memberof's changes to other entries):
+    /// nothing is refused, and the members rewritten keep their entryCSN, so nothing new is published.
+    /// In a multi-provider database the writer's server derived and stamped it, and the merge carries
+    /// it: nothing is done here (a local derivation would make the peers' merges disagree).
     fn replicated(&self) -> bool {
-        false
+        true
     }
 
     /// Works from the members a write starts and ends (the changes, or the difference of the two
@@ -201,7 +208,7 @@ impl WriteHook for MemberOf {
         txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
-        if self.config.dangling == Dangling::Ignore {
+        if self.config.dangling == Dangling::Ignore || change.origin == Origin::Replica {
             return Ok(());
         }
         let Some(new) = change.new.as_deref_mut() else {
@@ -323,6 +330,9 @@ impl WriteHook for MemberOf {
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
+        if event.origin == Origin::Replica && dir.multiprovider() {
+            return Ok(());
+        }
         let old_top = event.old.map(|e| &e.ndn);
         let new_top = event.new.map(|e| &e.ndn);
         let renamed = matches!((old_top, new_top), (Some(a), Some(b)) if a != b);

@@ -292,6 +292,40 @@ fn provider_gone_mid_refresh_comes_back() {
     converged(&p, &c, "after the provider came back");
 }
 
+/// A slapd provider and a canopy consumer both running memberof: slapd's memberof does not send its
+/// changes to the members (they are not replicated, each server derives them), so the consumer's
+/// memberof derives memberOf for the members of the groups it receives, without a CSN of its own;
+/// the entries' entryCSNs stay the provider's, so the full contents still compare equal.
+#[test]
+fn memberof_on_a_consumer_of_slapd_derives_the_members() {
+    if !canopy_target() {
+        return;
+    }
+    let p = canopy_e2e::consumer_support::slapd_provider_with("overlay memberof\n");
+    let c = canopy_consumer(&format!(
+        "[[overlay]]\nname = \"memberof\"\ndangling = \"error\"\n{}",
+        syncrepl_table(&p, 7, "type = \"refreshAndPersist\"")
+    ));
+    converged(&p, &c, "the refresh");
+    let alice = format!("uid=alice,ou=people,{SUFFIX}");
+    let team = format!("cn=team,ou=groups,{SUFFIX}");
+    p.add(
+        &Bind::Root,
+        &format!("dn: {team}\nobjectClass: groupOfNames\ncn: team\nmember: {alice}\n"),
+    )
+    .expect_code(0, "the group on the provider");
+    let member_of = |s: &Server| -> Vec<String> {
+        s.read(&Bind::Root, &alice, &["memberOf"]).records()[0].values("memberOf")
+    };
+    assert!(member_of(&p).contains(&team), "slapd's own memberof");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !member_of(&c).contains(&team) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(member_of(&c).contains(&team), "{}", c.log());
+    converged(&p, &c, "after the group");
+}
+
 /// A fake provider: accepts connections, answers the bind, then sends bytes that are not LDAP.
 #[test]
 fn garbage_from_provider_is_logged_and_retried() {
