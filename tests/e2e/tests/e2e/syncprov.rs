@@ -397,7 +397,8 @@ fn refresh_obeys_the_size_limit() {
 
 /// With the memberof overlay, a persistent search hears of the members whose memberOf a group's write
 /// changed, not only of the group (tests/e2e/py/sync_memberof.py): canopy's consumers take memberOf as
-/// it comes (their memberof skips replicated changes). Canopy only: slapd 2.5's memberof marks its
+/// it comes (their own memberof, if any, derives the same values without a CSN). Canopy only: slapd
+/// 2.5's memberof marks its
 /// internal modifies of members not to be replicated (each consumer's own memberof computes them), so
 /// slapd notifies the group alone (docs/compatibility.md).
 #[test]
