@@ -912,3 +912,73 @@ async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
         canopy_proto::ResultCode::ConstraintViolation
     );
 }
+
+#[tokio::test]
+async fn refint_repairs_received_deletes_in_a_plain_consumer_only() {
+    // A consumer running refint on seeAlso receives the delete of an entry another entry names. A
+    // plain consumer repairs the referrer as slapd's refint does on a consumer (its provider may be a
+    // slapd, which does not send refint's changes), keeping the referrer's entryCSN; a multi-provider
+    // peer leaves it to the writer's server, whose stamped repair the merge carries.
+    use canopy_directory::overlay::refint::{self, Refint};
+    for multiprovider in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let pipeline =
+            Pipeline::standard().then(std::sync::Arc::new(Refint::new(refint::Config::new(vec![
+                "seeAlso".to_string(),
+            ]))));
+        let dir = open(tmp.path(), &["objectClass", "entryUUID"], pipeline);
+        dir.set_server_id(2);
+        dir.set_multiprovider(multiprovider);
+        let target = format!("cn=t,{SUFFIX}");
+        let referrer = format!("cn=r,{SUFFIX}");
+        // The suffix entry of `base`, then the two people.
+        let mut changes = vec![base(&dir).remove(1)];
+        changes.push(sent(
+            &dir,
+            &target,
+            8,
+            CSN1,
+            &[("objectClass", "person"), ("cn", "t"), ("sn", "T")],
+        ));
+        changes.push(sent(
+            &dir,
+            &referrer,
+            9,
+            CSN1,
+            &[
+                ("objectClass", "person"),
+                ("cn", "r"),
+                ("sn", "R"),
+                ("seeAlso", &target),
+            ],
+        ));
+        let applied = dir
+            .apply_replica(ReplicaBatch {
+                rid: 1,
+                changes,
+                cookie: cookie(CSN1),
+            })
+            .await
+            .unwrap();
+        assert_eq!(applied.added, 3, "multiprovider {multiprovider}");
+        dir.apply_replica(ReplicaBatch {
+            rid: 1,
+            changes: vec![gone(8)],
+            cookie: cookie(CSN2),
+        })
+        .await
+        .unwrap();
+        assert!(entry(&dir, &target).is_none());
+        let see_also = values(&dir, &referrer, "seeAlso");
+        if multiprovider {
+            assert_eq!(
+                see_also,
+                vec![target.clone()],
+                "left to the writer's server"
+            );
+        } else {
+            assert!(see_also.is_empty(), "repaired here: {see_also:?}");
+        }
+        assert_eq!(values(&dir, &referrer, "entryCSN"), vec![CSN1]);
+    }
+}
