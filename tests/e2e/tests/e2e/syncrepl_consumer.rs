@@ -292,18 +292,22 @@ fn provider_gone_mid_refresh_comes_back() {
     converged(&p, &c, "after the provider came back");
 }
 
-/// A slapd provider and a canopy consumer both running memberof: slapd's memberof does not send its
-/// changes to the members (they are not replicated, each server derives them), so the consumer's
-/// memberof derives memberOf for the members of the groups it receives, without a CSN of its own;
-/// the entries' entryCSNs stay the provider's, so the full contents still compare equal.
+/// A slapd provider and a canopy consumer both running memberof and refint: slapd's overlays do not
+/// send their changes to other entries (they are never replicated, each server derives them), so the
+/// consumer's overlays derive memberOf for the members of the groups it receives and repair the
+/// groups naming an entry it sees deleted, without a CSN of their own; the entries' entryCSNs stay
+/// the provider's, so the full contents still compare equal.
 #[test]
-fn memberof_on_a_consumer_of_slapd_derives_the_members() {
+fn memberof_and_refint_on_a_consumer_of_slapd_derive_what_slapd_does_not_send() {
     if !canopy_target() {
         return;
     }
-    let p = canopy_e2e::consumer_support::slapd_provider_with("overlay memberof\n");
+    let p = canopy_e2e::consumer_support::slapd_provider_with(
+        "overlay memberof\noverlay refint\nrefint_attributes member\n",
+    );
     let c = canopy_consumer(&format!(
-        "[[overlay]]\nname = \"memberof\"\ndangling = \"error\"\n{}",
+        "[[overlay]]\nname = \"memberof\"\ndangling = \"error\"\n\
+         [[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n{}",
         syncrepl_table(&p, 7, "type = \"refreshAndPersist\"")
     ));
     converged(&p, &c, "the refresh");
@@ -324,6 +328,23 @@ fn memberof_on_a_consumer_of_slapd_derives_the_members() {
     }
     assert!(member_of(&c).contains(&team), "{}", c.log());
     converged(&p, &c, "after the group");
+    // bob is deleted on the provider; slapd's refint takes him out of cn=engineering in the
+    // background, and the consumer, which receives only the delete, does the same.
+    let bob = format!("uid=bob,ou=people,{SUFFIX}");
+    let engineering = format!("cn=engineering,ou=groups,{SUFFIX}");
+    p.modify(&Bind::Root, &format!("dn: {bob}\nchangetype: delete\n"))
+        .expect_code(0, "bob's delete");
+    let members =
+        |s: &Server| s.read(&Bind::Root, &engineering, &["member"]).records()[0].values("member");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while (members(&p).contains(&bob) || members(&c).contains(&bob))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!members(&p).contains(&bob), "slapd's own refint");
+    assert!(!members(&c).contains(&bob), "{}", c.log());
+    converged(&p, &c, "after the delete");
 }
 
 /// A fake provider: accepts connections, answers the bind, then sends bytes that are not LDAP.
