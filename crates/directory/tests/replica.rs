@@ -364,16 +364,10 @@ fn content(dir: &Directory) -> Content {
 
 const PERSON: &str = "cn=p,dc=example,dc=com";
 
-/// Three servers hold the same two entries; each then modifies the person on its own.
-async fn three_versions(
-    tmp: &std::path::Path,
-    writes: [&[(ModifyOperation, &str, &str)]; 3],
-) -> (Vec<Directory>, Vec<ReplicaChange>, Vec<ReplicaChange>) {
-    let servers: Vec<Directory> = (1..=3)
-        .map(|sid| provider(&tmp.join(format!("s{sid}")), sid))
-        .collect();
+/// Adds the suffix entry and PERSON (a person, cn p, sn P, and `extra`) as a client would.
+async fn add_suffix_and_person(dir: &Directory, extra: &[(&str, &str)]) {
     support::add(
-        &servers[0],
+        dir,
         SUFFIX,
         &[
             ("objectClass", "organization"),
@@ -384,18 +378,20 @@ async fn three_versions(
     )
     .await
     .unwrap();
-    support::add(
-        &servers[0],
-        PERSON,
-        &[
-            ("objectClass", "person"),
-            ("cn", "p"),
-            ("sn", "P"),
-            ("description", "zero"),
-        ],
-    )
-    .await
-    .unwrap();
+    let mut attrs = vec![("objectClass", "person"), ("cn", "p"), ("sn", "P")];
+    attrs.extend_from_slice(extra);
+    support::add(dir, PERSON, &attrs).await.unwrap();
+}
+
+/// Three servers hold the same two entries; each then modifies the person on its own.
+async fn three_versions(
+    tmp: &std::path::Path,
+    writes: [&[(ModifyOperation, &str, &str)]; 3],
+) -> (Vec<Directory>, Vec<ReplicaChange>, Vec<ReplicaChange>) {
+    let servers: Vec<Directory> = (1..=3)
+        .map(|sid| provider(&tmp.join(format!("s{sid}")), sid))
+        .collect();
+    add_suffix_and_person(&servers[0], &[("description", "zero")]).await;
     let base = vec![put_of(&servers[0], SUFFIX), put_of(&servers[0], PERSON)];
     for server in &servers[1..] {
         assert_eq!(receive(server, base.clone()).await.added, 2);
@@ -630,25 +626,7 @@ async fn old_tombstones_are_purged_by_age() {
     let dir = open(tmp.path(), &["objectClass", "entryUUID"], pipeline);
     dir.set_server_id(1);
     dir.set_multiprovider(true);
-    support::add(
-        &dir,
-        SUFFIX,
-        &[
-            ("objectClass", "organization"),
-            ("objectClass", "dcObject"),
-            ("o", "E"),
-            ("dc", "example"),
-        ],
-    )
-    .await
-    .unwrap();
-    support::add(
-        &dir,
-        PERSON,
-        &[("objectClass", "person"), ("cn", "p"), ("sn", "P")],
-    )
-    .await
-    .unwrap();
+    add_suffix_and_person(&dir, &[]).await;
     let stale = put_of(&dir, PERSON);
     support::rename_with(&dir, PERSON, "cn=q", false, None)
         .await
@@ -705,25 +683,7 @@ async fn an_overlays_change_to_another_entry_survives_a_concurrent_write() {
     let tmp = tempfile::tempdir().unwrap();
     let a = provider_with_memberof(&tmp.path().join("a"), 1);
     let b = provider_with_memberof(&tmp.path().join("b"), 2);
-    support::add(
-        &a,
-        SUFFIX,
-        &[
-            ("objectClass", "organization"),
-            ("objectClass", "dcObject"),
-            ("o", "E"),
-            ("dc", "example"),
-        ],
-    )
-    .await
-    .unwrap();
-    support::add(
-        &a,
-        PERSON,
-        &[("objectClass", "person"), ("cn", "p"), ("sn", "P")],
-    )
-    .await
-    .unwrap();
+    add_suffix_and_person(&a, &[]).await;
     let base = vec![put_of(&a, SUFFIX), put_of(&a, PERSON)];
     assert_eq!(receive(&b, base).await.added, 2);
     let group = "cn=g,dc=example,dc=com";
