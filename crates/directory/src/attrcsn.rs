@@ -33,7 +33,8 @@ fn whole(desc: &str) -> bool {
 /// The CSN of the last change of each attribute (lower-case description) and of the DN ([`DN`]).
 pub type Stamps = BTreeMap<String, String>;
 
-fn csn_of(entry: &Entry) -> Option<String> {
+/// The entry's entryCSN as text.
+pub(crate) fn csn_of(entry: &Entry) -> Option<String> {
     let value = entry.get("entryCSN")?.values.first()?;
     String::from_utf8(value.clone()).ok()
 }

@@ -38,7 +38,7 @@ pub use figures::{Distribution, Figures};
 pub use indexing::{IndexError, IndexState, IndexStatus};
 pub use keys::dn_key;
 pub use opattrs::Stamp;
-pub use pipeline::{after_commit, Event, Kind, Origin, Pipeline, Proposed, WriteHook};
+pub use pipeline::{after_commit, Event, Kind, OnReplica, Origin, Pipeline, Proposed, WriteHook};
 pub use referral::Referral;
 pub use replica::{Applied, ReplicaBatch, ReplicaChange};
 pub use usage::Usage;

@@ -55,6 +55,20 @@ pub struct Proposed<'a> {
     pub origin: Origin,
 }
 
+/// What a hook does with a change received from a provider (`Origin::Replica`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnReplica {
+    /// Runs as for a local change: the hooks that record every change (session log, change feed,
+    /// access and audit logs).
+    Run,
+    /// Skipped: what the hook would make of the change arrived with it (unique, constraint, ppolicy).
+    Skip,
+    /// Runs in a plain consumer only, to derive what a slapd provider does not send (its memberof's and
+    /// refint's changes to other entries are never replicated); skipped between multi-provider peers,
+    /// where the writer's server derived and stamped it and the merge carries it.
+    InPlainConsumer,
+}
+
 /// A change as stored, as [`WriteHook::commit`] sees it.
 pub struct Event<'a> {
     pub kind: Kind,
@@ -65,6 +79,17 @@ pub struct Event<'a> {
     pub stamp: &'a Stamp,
     pub requester: &'a str,
     pub origin: Origin,
+}
+
+impl Event<'_> {
+    /// Gives `entry`, which a hook rewrites because of this change, the change's modifiersName,
+    /// modifyTimestamp and entryCSN, when the change is local; a derivation from a received change
+    /// leaves them as the provider made them (slapd's overlays' internal modifies touch none).
+    pub fn touch(&self, entry: &mut Entry, modifier: &str) {
+        if self.origin == Origin::Local {
+            self.stamp.touch(entry, modifier);
+        }
+    }
 }
 
 /// One step of the pipeline. Both methods run on the writer thread inside the write's nested
@@ -115,14 +140,12 @@ pub trait WriteHook: Send + Sync {
         false
     }
 
-    /// Whether the hook also sees changes received from a provider (`Origin::Replica`). Hooks that
-    /// derive state from a change or police it (memberof, refint, unique, constraint, ppolicy) answer
-    /// false: what they would compute arrives with the change, made by the provider's hooks, and a
-    /// replicated change they refused would stop replication (slapd's unique and constraint skip a
-    /// syncrepl session's writes the same way). The default, true, is for hooks that record every
-    /// change (session log, change feed, access and audit logs).
-    fn replicated(&self) -> bool {
-        true
+    /// Whether the hook sees changes received from a provider (`Origin::Replica`), and where: see
+    /// [`OnReplica`]. A refusal of a received change would stop replication at it for good, so hooks
+    /// that police a change skip them (slapd's unique and constraint skip a syncrepl session's writes
+    /// the same way). The default runs the hook on them.
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::Run
     }
 
     /// Recomputes from scratch what the hook keeps (offline: `canopy reindex`, after `canopy import`),
@@ -202,10 +225,10 @@ impl Pipeline {
         txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
-        let replica = change.origin == Origin::Replica;
+        let origin = change.origin;
         self.hooks
             .iter()
-            .filter(|hook| !replica || hook.replicated())
+            .filter(|hook| runs(dir, hook.as_ref(), origin))
             .try_for_each(|hook| hook.prepare(dir, txn, change))?;
         stamp_attributes(dir, change);
         Ok(())
@@ -217,11 +240,19 @@ impl Pipeline {
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
-        let replica = event.origin == Origin::Replica;
         self.hooks
             .iter()
-            .filter(|hook| !replica || hook.replicated())
+            .filter(|hook| runs(dir, hook.as_ref(), event.origin))
             .try_for_each(|hook| hook.commit(dir, txn, event))
+    }
+}
+
+/// Whether `hook` acts on a change of `origin` in `dir`.
+fn runs(dir: &Directory, hook: &dyn WriteHook, origin: Origin) -> bool {
+    match (origin, hook.on_replica()) {
+        (Origin::Local, _) | (Origin::Replica, OnReplica::Run) => true,
+        (Origin::Replica, OnReplica::Skip) => false,
+        (Origin::Replica, OnReplica::InPlainConsumer) => !dir.multiprovider(),
     }
 }
 
@@ -254,11 +285,7 @@ fn stamp_attributes(dir: &Directory, change: &mut Proposed<'_>) {
             return;
         }
         // The entry's own entryCSN: the stamp's, or the one an import supplied.
-        let csn = new
-            .get("entryCSN")
-            .and_then(|a| a.values.first())
-            .and_then(|v| String::from_utf8(v.clone()).ok())
-            .unwrap_or_else(|| change.stamp.csn.clone());
+        let csn = crate::attrcsn::csn_of(new).unwrap_or_else(|| change.stamp.csn.clone());
         crate::attrcsn::stamp_write(old, new, &csn);
     }
 }

@@ -403,11 +403,8 @@ impl Directory {
         mut new: Entry,
     ) -> Result<(), LdapError> {
         if self.multiprovider() {
-            let csn = new
-                .get("entryCSN")
-                .and_then(|a| a.values.first())
-                .filter(|csn| old.get("entryCSN").and_then(|a| a.values.first()) != Some(*csn))
-                .and_then(|v| String::from_utf8(v.clone()).ok());
+            let csn = crate::attrcsn::csn_of(&new)
+                .filter(|csn| crate::attrcsn::csn_of(old).as_ref() != Some(csn));
             if let Some(csn) = csn {
                 crate::attrcsn::stamp_write(Some(old), &mut new, &csn);
             }

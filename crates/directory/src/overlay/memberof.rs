@@ -16,7 +16,7 @@ use canopy_schema::NormDn;
 
 use super::{dn_value, has_class, load, values_of};
 use crate::database::Directory;
-use crate::pipeline::{Event, Kind, Origin, Proposed, WriteHook};
+use crate::pipeline::{Event, Kind, OnReplica, Origin, Proposed, WriteHook};
 
 /// slapd's definition of memberOf, loaded into the schema when the overlay is configured.
 pub const MEMBEROF_SCHEMA: &str = "attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' \
@@ -139,9 +139,7 @@ impl MemberOf {
             tracing::info!(dn = %new.dn, %error.message, "memberof: left unchanged");
             return Ok(());
         }
-        if event.origin == Origin::Local {
-            event.stamp.touch(&mut new, &self.config.modifier);
-        }
+        event.touch(&mut new, &self.config.modifier);
         dir.rewrite(txn, id, &old, new)
     }
 }
@@ -190,9 +188,10 @@ impl WriteHook for MemberOf {
     /// it on its consumers (a slapd provider does not send its memberof's changes to other entries):
     /// nothing is refused, and the members rewritten keep their entryCSN, so nothing new is published.
     /// In a multi-provider database the writer's server derived and stamped it, and the merge carries
-    /// it: nothing is done here (a local derivation would make the peers' merges disagree).
-    fn replicated(&self) -> bool {
-        true
+    /// it, so the pipeline does not call it there (a local derivation would make the peers' merges
+    /// disagree).
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::InPlainConsumer
     }
 
     /// Works from the members a write starts and ends (the changes, or the difference of the two
@@ -330,9 +329,6 @@ impl WriteHook for MemberOf {
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
-        if event.origin == Origin::Replica && dir.multiprovider() {
-            return Ok(());
-        }
         let old_top = event.old.map(|e| &e.ndn);
         let new_top = event.new.map(|e| &e.ndn);
         let renamed = matches!((old_top, new_top), (Some(a), Some(b)) if a != b);

@@ -19,7 +19,7 @@ use super::{candidates, dn_value, entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
 use crate::keys::dn_key;
-use crate::pipeline::{Event, Kind, Origin, WriteHook};
+use crate::pipeline::{Event, Kind, OnReplica, WriteHook};
 
 /// slapd's modifiersName for the entries refint changes, unless `modifiersname` names another.
 pub const MODIFIERS_NAME: &str = "cn=Referential Integrity Overlay";
@@ -264,9 +264,7 @@ impl Refint {
             }
             tracing::info!(dn = %old.dn, "refint: a required attribute keeps a dangling value");
         }
-        if event.origin == Origin::Local {
-            event.stamp.touch(&mut new, &self.config.modifier);
-        }
+        event.touch(&mut new, &self.config.modifier);
         dir.rewrite(txn, id, &old, new)
     }
 }
@@ -303,9 +301,9 @@ impl WriteHook for Refint {
     /// A received delete or rename: in a plain consumer the referrers are repaired here, as slapd's
     /// refint repairs them on its consumers (a slapd provider does not send its refint's changes),
     /// keeping their entryCSN, so nothing new is published. In a multi-provider database the writer's
-    /// server repaired and stamped them, and the merge carries that: nothing is done here.
-    fn replicated(&self) -> bool {
-        true
+    /// server repaired and stamped them, and the merge carries that: the pipeline does not call it.
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::InPlainConsumer
     }
 
     /// Acts on deletes and renames only.
@@ -321,9 +319,6 @@ impl WriteHook for Refint {
         txn: &mut WriteTxn<'_>,
         event: &Event<'_>,
     ) -> Result<(), LdapError> {
-        if event.origin == Origin::Replica && dir.multiprovider() {
-            return Ok(());
-        }
         let targets = match (event.kind, event.old, event.new) {
             (Kind::Delete, Some(old), _) => {
                 let target = Target {

@@ -23,7 +23,7 @@ use super::{candidates, entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
 use crate::keys::dn_key;
-use crate::pipeline::{Event, Kind, Proposed, WriteHook};
+use crate::pipeline::{Event, Kind, OnReplica, Proposed, WriteHook};
 
 /// How far below its base a domain reaches. slapd refuses base scope: a domain of one entry is always
 /// unique.
@@ -356,8 +356,8 @@ impl WriteHook for Unique {
     }
 
     /// A replicated change arrives with what this overlay made of it on the provider.
-    fn replicated(&self) -> bool {
-        false
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::Skip
     }
 
     /// An add or a modify is checked before it is stored, against everything the transaction holds.

@@ -23,7 +23,7 @@ use regex::bytes::Regex;
 
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::pipeline::{Kind, Proposed, WriteHook};
+use crate::pipeline::{Kind, OnReplica, Proposed, WriteHook};
 use crate::search::computed;
 use parse::LdapUrl;
 
@@ -169,8 +169,8 @@ impl WriteHook for Constraint {
     }
 
     /// A replicated change arrives with what this overlay made of it on the provider.
-    fn replicated(&self) -> bool {
-        false
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::Skip
     }
 
     fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {

@@ -17,7 +17,7 @@ use canopy_proto::ModifyOperation;
 use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
-use crate::pipeline::{Kind, Proposed, WriteHook};
+use crate::pipeline::{Kind, OnReplica, Proposed, WriteHook};
 pub use policy::Policy;
 pub use time::Instant;
 
@@ -125,8 +125,8 @@ impl WriteHook for PPolicy {
     }
 
     /// A replicated change arrives with what this overlay made of it on the provider.
-    fn replicated(&self) -> bool {
-        false
+    fn on_replica(&self) -> OnReplica {
+        OnReplica::Skip
     }
 
     fn check(&self, schema: &Schema, suffix: &NormDn) -> Result<(), String> {
