@@ -296,7 +296,9 @@ impl Store {
             .max_readers(cfg.max_readers.max(1));
         let mut flags = EnvFlags::empty();
         if !cfg.durable {
-            // NO_SYNC only trades crash durability of recent commits; it cannot corrupt.
+            // NO_SYNC: a process crash loses nothing (the writes are in the page cache), but a machine
+            // crash can lose recent commits and, on a file system that does not keep write order, leave
+            // a meta page pointing at pages never written (LMDB's MDB_NOSYNC; docs/design/storage.md).
             flags |= EnvFlags::NO_SYNC;
         }
         if cfg.write_map {
