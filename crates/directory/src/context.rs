@@ -42,6 +42,34 @@ impl Directory {
     }
 }
 
+impl Directory {
+    /// Sets the contextCSN of every server ID in `csns` to the value there, lower or higher than the
+    /// held one (the other IDs keep theirs): a plain consumer's full refresh, which leaves exactly the
+    /// provider's state (`ReplicaBatch::reset_context`). Whether anything changed.
+    pub fn reset_context_csn(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        csns: &CsnSet,
+    ) -> Result<bool, LdapError> {
+        let have = self.context_csn(txn)?;
+        let mut next = CsnSet::default();
+        for csn in have.csns() {
+            if csns.get(csn.sid()).is_none() {
+                next.observe(csn);
+            }
+        }
+        for csn in csns.csns() {
+            next.observe(csn);
+        }
+        if next.csns() == have.csns() {
+            return Ok(false);
+        }
+        txn.put_meta(CONTEXT_CSN, &encode(&next))
+            .map_err(store_error)?;
+        Ok(true)
+    }
+}
+
 fn encode(set: &CsnSet) -> Vec<u8> {
     let texts: Vec<&str> = set.csns().iter().map(Csn::as_str).collect();
     texts.join(";").into_bytes()

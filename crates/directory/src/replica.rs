@@ -50,6 +50,25 @@ pub struct ReplicaBatch {
     pub rid: u16,
     pub changes: Vec<ReplicaChange>,
     pub cookie: Option<Cookie>,
+    /// The DNs (hashed by [`dn_hash`]) the provider sent during the refresh under way: a delete of
+    /// this batch spares an entry at one of them, and what is below it (a refreshDeletes set or a
+    /// present phase must never delete what the provider has just sent, issue 30).
+    pub sent: std::sync::Arc<HashSet<u64>>,
+    /// The batch ends a full refresh (one started without a cookie) of a plain consumer: the cookie's
+    /// CSNs replace the contextCSN's for their server IDs, even lower ones, since the database now
+    /// holds the provider's state and nothing newer (an offline import before the first refresh
+    /// stamps a contextCSN later than the provider's, which would hide its changes from cascaded
+    /// consumers).
+    pub reset_context: bool,
+}
+
+/// The hash of a normalized DN that [`ReplicaBatch::sent`] holds: 8 bytes per entry of a refresh
+/// instead of the DN (a collision keeps one entry that should have gone: 2^-64).
+pub fn dn_hash(ndn: &NormDn) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    ndn.as_str().hash(&mut h);
+    h.finish()
 }
 
 /// What a batch did.
@@ -61,6 +80,13 @@ pub struct Applied {
     pub deleted: u64,
     /// Changes not applied: already held (a change back around the ring) or lost a conflict.
     pub skipped: u64,
+    /// Received entries whose DN an entry of another entryUUID held here (a consumer loaded from
+    /// the same LDIF as its provider, an add of one DN on two providers): the received one took
+    /// its place.
+    pub replaced: u64,
+    /// Deletes not applied because the provider sent an entry at that DN (or below it) in the
+    /// refresh under way ([`ReplicaBatch::sent`]).
+    pub spared: u64,
     /// Received entries merged attribute by attribute with the held version (both carried
     /// per-attribute CSNs, docs/design/replication.md) into an entry that neither version was,
     /// and stored.
@@ -103,6 +129,8 @@ enum Outcome {
 struct Reconciled {
     merged: bool,
     fallback: bool,
+    /// The DN was held here by an entry of another entryUUID, which the received one replaced.
+    replaced: bool,
 }
 
 /// Meta key prefixes of the multi-provider records: tombstones by entryUUID and by DN, and the old
@@ -209,14 +237,14 @@ impl Directory {
         let mut applied = Applied::default();
         let mut pending: Vec<&ReplicaChange> = Vec::new();
         for change in &batch.changes {
-            self.apply_one(txn, change, stamp, &mut applied, &mut pending)?;
+            self.apply_one(txn, change, &batch.sent, stamp, &mut applied, &mut pending)?;
         }
         // Orphans whose parent came later in the batch, until no more progress.
         loop {
             let before = pending.len();
             let round = std::mem::take(&mut pending);
             for change in round {
-                self.apply_one(txn, change, stamp, &mut applied, &mut pending)?;
+                self.apply_one(txn, change, &batch.sent, stamp, &mut applied, &mut pending)?;
             }
             if pending.is_empty() || pending.len() == before {
                 break;
@@ -257,7 +285,11 @@ impl Directory {
             }
             txn.put_meta(&cookie_key(batch.rid), &cookie.to_bytes())
                 .map_err(failed)?;
-            if self.raise_context_csn(txn, &cookie.csns)? {
+            if batch.reset_context && !self.multiprovider() {
+                if self.reset_context_csn(txn, &cookie.csns)? {
+                    self.publish_context(&cookie.csns);
+                }
+            } else if self.raise_context_csn(txn, &cookie.csns)? {
                 self.publish_context(&cookie.csns);
             }
         }
@@ -265,10 +297,12 @@ impl Directory {
         Ok(applied)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn apply_one<'c>(
         &self,
         txn: &mut WriteTxn<'_>,
         change: &'c ReplicaChange,
+        sent: &HashSet<u64>,
         stamp: &Stamp,
         applied: &mut Applied,
         pending: &mut Vec<&'c ReplicaChange>,
@@ -281,6 +315,9 @@ impl Directory {
                     applied.merged += u64::from(how.merged);
                 }
                 applied.merge_fallbacks += u64::from(how.fallback);
+                if !matches!(outcome, Outcome::Skipped | Outcome::Orphan) {
+                    applied.replaced += u64::from(how.replaced);
+                }
                 match outcome {
                     Outcome::Added => applied.added += 1,
                     Outcome::Modified => applied.modified += 1,
@@ -290,7 +327,9 @@ impl Directory {
                 }
             }
             ReplicaChange::Delete { uuid } => {
-                applied.deleted += self.delete_replica(txn, uuid, stamp)?;
+                let (deleted, spared) = self.delete_replica(txn, uuid, stamp, sent)?;
+                applied.deleted += deleted;
+                applied.spared += spared;
             }
         }
         Ok(())
@@ -491,7 +530,6 @@ impl Directory {
                 }
             }
         }
-        let csn = entry_csn(received);
         let mut rehomed;
         let parent_id = match self.parent_of(txn, &received.ndn)? {
             Some(id) => id,
@@ -518,20 +556,29 @@ impl Directory {
         };
         let key = dn_key(&received.ndn);
         let at_dn = txn.get_id(&key).map_err(failed)?;
-        // Rule 2: the DN is held by an entry of another UUID: the higher entryCSN keeps it.
+        // Rule 2: the DN is held by an entry of another UUID. A plain consumer takes the provider's
+        // entry, whatever the CSNs (the provider is the authority; slapd turns the failed add into a
+        // modify the same way). Between multi-provider peers the higher (entryCSN, entryUUID) keeps
+        // it, on every server alike.
         let mut at_dn = at_dn;
         if let Some(other) = at_dn.filter(|other| Some(*other) != by_uuid) {
-            let holder = self.load_id(txn, other)?;
-            if !newer(csn.as_ref(), holder.as_ref().and_then(entry_csn).as_ref()) {
-                tracing::info!(dn = %received.dn,
-                    "syncrepl: conflict: an entry of another entryUUID with a newer entryCSN holds this DN; the received one loses");
-                if let Some(id) = by_uuid {
-                    self.remove_subtree(txn, id, stamp, false)?;
+            if self.multiprovider() {
+                let holder = self.load_id(txn, other)?;
+                if !wins(received, holder.as_ref()) {
+                    tracing::info!(dn = %received.dn,
+                        "syncrepl: conflict: an entry of another entryUUID with a newer entryCSN holds this DN; the received one loses");
+                    if let Some(id) = by_uuid {
+                        self.remove_subtree(txn, id, stamp, false)?;
+                    }
+                    return Ok(Outcome::Skipped);
                 }
-                return Ok(Outcome::Skipped);
+                tracing::info!(dn = %received.dn,
+                    "syncrepl: conflict: the entry of another entryUUID holding this DN is older and gives way");
+            } else {
+                tracing::debug!(dn = %received.dn,
+                    "syncrepl: an entry of another entryUUID held here takes the provider's entryUUID and contents");
             }
-            tracing::info!(dn = %received.dn,
-                "syncrepl: conflict: the entry of another entryUUID holding this DN is older and gives way");
+            how.replaced = true;
             if by_uuid.is_some() {
                 // The received entry is renamed onto the DN: the holder goes, with what is below it.
                 self.remove_subtree(txn, other, stamp, false)?;
@@ -586,17 +633,44 @@ impl Directory {
         Ok(Outcome::Renamed)
     }
 
-    /// Deletes the entry of `uuid` and whatever is below it, deepest first; the number deleted.
+    /// Deletes the entry of `uuid` and whatever is below it, deepest first, unless it or an entry
+    /// below it is at a DN of `sent` (the provider sent an entry for that DN in the refresh under
+    /// way: it is kept, logged); the numbers deleted and spared.
     fn delete_replica(
         &self,
         txn: &mut WriteTxn<'_>,
         uuid: &[u8; 16],
         stamp: &Stamp,
-    ) -> Result<u64, LdapError> {
+        sent: &HashSet<u64>,
+    ) -> Result<(u64, u64), LdapError> {
         let Some(id) = self.find_uuid(txn, uuid)? else {
-            return Ok(0);
+            return Ok((0, 0));
         };
-        self.remove_subtree(txn, id, stamp, true)
+        if !sent.is_empty() {
+            let Some(entry) = self.load_id(txn, id)? else {
+                return Ok((0, 0));
+            };
+            let hit = if sent.contains(&dn_hash(&entry.ndn)) {
+                Some(entry.dn.to_string())
+            } else {
+                let mut hit = None;
+                for (_, member) in txn.subtree(&dn_key(&entry.ndn)).map_err(failed)? {
+                    if let Some(below) = self.load_id(txn, member)? {
+                        if sent.contains(&dn_hash(&below.ndn)) {
+                            hit = Some(below.dn.to_string());
+                            break;
+                        }
+                    }
+                }
+                hit
+            };
+            if let Some(kept) = hit {
+                tracing::warn!(dn = %entry.dn, sent = %kept,
+                    "syncrepl: a delete from the provider spared: the provider sent an entry at this DN (or below it) in this refresh");
+                return Ok((0, 1));
+            }
+        }
+        Ok((self.remove_subtree(txn, id, stamp, true)?, 0))
     }
 
     /// Removes the entry `id` and everything below it, deepest first, leaving tombstones when
@@ -647,6 +721,20 @@ impl Directory {
 
 fn tomb_uuid_key(uuid: &[u8; 16]) -> Vec<u8> {
     format!("{TOMB_UUID}{}", uuid_to_text(uuid)).into_bytes()
+}
+
+/// Whether the received entry beats `holder`, an entry of another entryUUID at the same DN: the higher
+/// entryCSN, and on equal ones (two imports of one export) the higher entryUUID, so that every server
+/// of a group picks the same one whatever the order the versions reach it in.
+fn wins(received: &Entry, holder: Option<&Entry>) -> bool {
+    let Some(holder) = holder else {
+        return true;
+    };
+    let (mine, theirs) = (entry_csn(received), entry_csn(holder));
+    if mine.as_ref().map(Csn::as_str) == theirs.as_ref().map(Csn::as_str) {
+        return entry_uuid(received) > entry_uuid(holder);
+    }
+    newer(mine.as_ref(), theirs.as_ref())
 }
 
 /// Whether `csn` is newer than `held` (an entry without an entryCSN is older than any with one).

@@ -108,6 +108,7 @@ async fn batches_apply_by_uuid_with_the_cookie() {
             rid: 7,
             changes: base(&dir),
             cookie: cookie(CSN1),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -156,6 +157,7 @@ async fn batches_apply_by_uuid_with_the_cookie() {
                 ),
             ],
             cookie: cookie(CSN3),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -178,6 +180,7 @@ async fn batches_apply_by_uuid_with_the_cookie() {
             rid: 7,
             changes: vec![gone(4), gone(99)],
             cookie: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -208,6 +211,7 @@ async fn a_failing_batch_leaves_nothing() {
             rid: 7,
             changes,
             cookie: cookie(CSN1),
+            ..Default::default()
         })
         .await;
     assert!(result.is_err());
@@ -230,6 +234,7 @@ async fn a_failing_batch_leaves_nothing() {
             rid: 7,
             changes: orphan.clone(),
             cookie: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -239,6 +244,7 @@ async fn a_failing_batch_leaves_nothing() {
             rid: 7,
             changes: orphan,
             cookie: cookie(CSN1),
+            ..Default::default()
         })
         .await;
     assert!(refused.is_err());
@@ -265,6 +271,7 @@ async fn entries_are_found_without_a_complete_uuid_index() {
         rid: 7,
         changes: base(&dir),
         cookie: cookie(CSN1),
+        ..Default::default()
     })
     .await
     .unwrap();
@@ -298,6 +305,7 @@ async fn entries_are_found_without_a_complete_uuid_index() {
                 ],
             )],
             cookie: cookie(CSN2),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -328,6 +336,7 @@ async fn receive(dir: &Directory, changes: Vec<ReplicaChange>) -> canopy_directo
         rid: 1,
         changes,
         cookie: None,
+        ..Default::default()
     })
     .await
     .unwrap()
@@ -802,6 +811,7 @@ async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
             rid: 1,
             changes: vec![suffix, group, person(3, "x", None)],
             cookie: cookie(CSN1),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -811,6 +821,7 @@ async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
             rid: 1,
             changes: vec![person(4, "m", Some(group_dn.as_str()))],
             cookie: cookie(CSN2),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -843,6 +854,7 @@ async fn replicated_changes_skip_the_overlays_that_police_or_derive() {
                 ],
             )],
             cookie: cookie(CSN3),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -917,6 +929,7 @@ async fn refint_repairs_received_deletes_in_a_plain_consumer_only() {
                 rid: 1,
                 changes,
                 cookie: cookie(CSN1),
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -925,6 +938,7 @@ async fn refint_repairs_received_deletes_in_a_plain_consumer_only() {
             rid: 1,
             changes: vec![gone(8)],
             cookie: cookie(CSN2),
+            ..Default::default()
         })
         .await
         .unwrap();

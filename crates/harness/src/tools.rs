@@ -58,7 +58,7 @@ impl Server {
         run(cmd, None)
     }
 
-    fn offline_tool_with_config(&self, canopy_cmd: &str, slap_tool: &str) -> Command {
+    pub(crate) fn offline_tool_with_config(&self, canopy_cmd: &str, slap_tool: &str) -> Command {
         let mut cmd = self.offline_tool(canopy_cmd, slap_tool);
         if self.target == Target::Canopy {
             if let Some(path) = self.write_config() {

@@ -410,7 +410,14 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
                 "merged: {} (schema fallbacks {})",
                 s.merged, s.merge_fallbacks
             ),
+            format!("replaced: {} spared: {}", s.replaced, s.spared),
         ];
+        if let Some((at, deleted, held)) = s.mass_delete {
+            description.push(format!(
+                "massDelete: {} a present phase deleted {deleted} of {held} entries",
+                generalized(at)
+            ));
+        }
         if let Some(at) = s.last_success {
             description.push(format!("lastSuccess: {}", generalized(at)));
             let age = now.duration_since(at).map(|d| d.as_secs()).unwrap_or(0);

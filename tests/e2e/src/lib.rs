@@ -10,7 +10,7 @@ pub mod expect;
 pub mod python;
 
 pub use canopy_harness::{
-    client, consumer_support, ldif, mesh, replication, server, slapd_conf, tempdir, tools,
+    client, consumer_support, ldif, mesh, preload, replication, server, slapd_conf, tempdir, tools,
 };
 
 pub use bulk::{bulk_base, bulk_ldif, Bulk, BULK};

@@ -64,6 +64,8 @@ mod syncrepl_canopy;
 mod syncrepl_consumer;
 #[path = "e2e/syncrepl_delta.rs"]
 mod syncrepl_delta;
+#[path = "e2e/syncrepl_preload.rs"]
+mod syncrepl_preload;
 #[path = "e2e/tls.rs"]
 mod tls;
 #[path = "e2e/tools.rs"]

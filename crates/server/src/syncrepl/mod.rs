@@ -37,6 +37,14 @@ pub struct Status {
     /// and merges the schema refused, so that the newer version won whole (docs/design/replication.md).
     pub merged: u64,
     pub merge_fallbacks: u64,
+    /// Received entries that took the place of an entry of another entryUUID at their DN (a
+    /// consumer loaded from the same data as its provider), and deletes of a refresh spared because
+    /// the provider had just sent their DN (docs/replication.md, Starting a replica).
+    pub replaced: u64,
+    pub spared: u64,
+    /// The last present phase that deleted more than half the entries in scope: when, how many,
+    /// of how many held.
+    pub mass_delete: Option<(SystemTime, u64, u64)>,
     /// Connections made since the start.
     pub connects: u64,
     /// When a change from the future (a peer's clock ahead) was last logged: once a minute at most.

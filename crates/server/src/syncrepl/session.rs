@@ -59,6 +59,16 @@ struct Run<'a> {
     held: Option<Cookie>,
     /// Counts of the current refresh: added, modified, renamed, deleted.
     counts: [u64; 4],
+    /// Of the current refresh: entries that replaced one of another entryUUID at their DN, and
+    /// deletes spared because the provider sent their DN.
+    replaced: u64,
+    spared: u64,
+    /// The DNs (hashed) the provider sent during this refresh: no delete of this refresh (present
+    /// phase, refreshDeletes) removes an entry at one of them.
+    sent: std::sync::Arc<HashSet<u64>>,
+    /// The refresh started without a cookie (a first start, a reload): its cookies set the
+    /// contextCSN rather than raise it ([`ReplicaBatch::reset_context`]).
+    full: bool,
     started: Instant,
     progressed: bool,
 }
@@ -93,6 +103,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         sid: None,
         csns: stored.map(|s| s.csns).unwrap_or_default(),
     };
+    let full = sent.csns.csns().is_empty();
     tracing::info!(rid = c.rid, provider = %c.provider, cookie = %sent.to_text(),
         mode = ?c.mode, "syncrepl: connected; refresh starts");
     handle.update(|s| s.state = "refreshing");
@@ -129,6 +140,10 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         refreshing: true,
         held: None,
         counts: [0; 4],
+        replaced: 0,
+        spared: 0,
+        sent: Default::default(),
+        full,
         started: Instant::now(),
         progressed: false,
     };
@@ -219,6 +234,10 @@ impl Run<'_> {
             SyncStateKind::Add | SyncStateKind::Modify => {
                 let built = self.build(entry)?;
                 self.present.insert(state.uuid);
+                if self.refreshing {
+                    std::sync::Arc::make_mut(&mut self.sent)
+                        .insert(canopy_directory::replica::dn_hash(&built.ndn));
+                }
                 self.batch.push(ReplicaChange::Put {
                     uuid: state.uuid,
                     entry: built,
@@ -271,8 +290,19 @@ impl Run<'_> {
             }
             SyncInfo::RefreshDelete { cookie, done } => {
                 let cookie = parse(cookie)?;
-                // Deletes came as such: the present set means nothing.
-                self.present.clear();
+                if self.full && self.refreshing && done {
+                    // A refresh without a cookie sent everything the provider holds (RFC 4533
+                    // assumes the consumer empty and slapd ends it with refreshDeletes): what is
+                    // held here and was not sent is not on the provider (a preloaded consumer).
+                    self.delete_absent(cookie).await?;
+                    self.refresh_ended();
+                    return Ok(());
+                }
+                // Deletes came as such: the present set means nothing (except in a refresh without
+                // a cookie, whose end needs it).
+                if !self.full {
+                    self.present.clear();
+                }
                 self.flush(cookie).await?;
                 if done {
                     self.refresh_ended();
@@ -332,7 +362,7 @@ impl Run<'_> {
             .as_deref()
             .map(|b| Cookie::parse(b).map_err(|e| format!("a cookie that does not parse: {e}")))
             .transpose()?;
-        if done.refresh_deletes || !self.refreshing {
+        if !self.refreshing || (done.refresh_deletes && !self.full) {
             self.flush(cookie).await?;
         } else {
             self.delete_absent(cookie).await?;
@@ -377,13 +407,29 @@ impl Run<'_> {
         } else {
             None
         };
+        let total = held.len() as u64;
         for uuid in held {
             if !self.present.contains(&uuid) && Some(uuid) != base_uuid {
                 self.batch.push(ReplicaChange::Delete { uuid });
             }
         }
         self.present.clear();
-        self.flush(cookie).await
+        let before = self.counts[3];
+        self.flush(cookie).await?;
+        let deleted = self.counts[3] - before;
+        if deleted >= 2 && deleted * 2 > total {
+            // A refresh that empties most of the database is what a misconfigured provider
+            // (wrong searchbase, a filter, an empty server) looks like: loud, and on cn=Monitor.
+            let message = format!(
+                "the present phase of this refresh deleted {deleted} of the {total} entries held in scope: \
+                 the provider does not hold them (check its searchbase, filter and access rules if that is unexpected)"
+            );
+            tracing::warn!(rid = c.rid, provider = %c.provider, deleted, held = total,
+                "syncrepl: {message}");
+            self.handle
+                .update(|s| s.mass_delete = Some((SystemTime::now(), deleted, total)));
+        }
+        Ok(())
     }
 
     fn refresh_ended(&mut self) {
@@ -392,7 +438,13 @@ impl Run<'_> {
         let [a, m, r, d] = self.counts;
         let cookie = self.handle.status().cookie;
         tracing::info!(rid = c.rid, provider = %c.provider, added = a, modified = m, renamed = r,
-            deleted = d, seconds = self.started.elapsed().as_secs_f64(), %cookie, "syncrepl: refresh ended");
+            deleted = d, replaced = self.replaced, spared = self.spared,
+            seconds = self.started.elapsed().as_secs_f64(), %cookie, "syncrepl: refresh ended");
+        if self.replaced > 0 {
+            tracing::info!(rid = c.rid, provider = %c.provider, entries = self.replaced,
+                "syncrepl: entries held here under another entryUUID (loaded from the same data?) took the provider's entryUUID and contents");
+        }
+        self.sent = Default::default();
         let persisting = c.mode == SyncMode::RefreshAndPersist;
         self.handle.update(|s| {
             s.state = if persisting {
@@ -428,6 +480,12 @@ impl Run<'_> {
             rid: c.rid,
             changes: std::mem::take(&mut self.batch),
             cookie: cookie.clone(),
+            sent: if self.refreshing {
+                self.sent.clone()
+            } else {
+                Default::default()
+            },
+            reset_context: self.full && self.refreshing,
         };
         let applied = self.db.apply_replica(batch).await.map_err(|e| {
             format!(
@@ -442,6 +500,8 @@ impl Run<'_> {
             applied.deleted,
         ];
         self.batch = applied.deferred;
+        self.replaced += applied.replaced;
+        self.spared += applied.spared;
         for (total, n) in self.counts.iter_mut().zip(counts) {
             *total += n;
         }
@@ -480,8 +540,11 @@ impl Run<'_> {
         let persisting = !self.refreshing;
         let (skipped, merged, fallbacks) =
             (applied.skipped, applied.merged, applied.merge_fallbacks);
+        let (replaced, spared) = (applied.replaced, applied.spared);
         self.handle.update(|s| {
             s.skipped += skipped;
+            s.replaced += replaced;
+            s.spared += spared;
             s.merged += merged;
             s.merge_fallbacks += fallbacks;
             for (total, n) in s.counts.iter_mut().zip(counts) {

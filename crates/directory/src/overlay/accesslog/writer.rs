@@ -247,6 +247,7 @@ async fn apply(log: &Directory, records: &[(Vec<u8>, Record)]) -> Result<(), Lda
         rid: 0,
         changes,
         cookie,
+        ..Default::default()
     })
     .await?;
     Ok(())
@@ -301,6 +302,7 @@ async fn ensure_container(log: &Directory) -> Result<(), LdapError> {
         rid: 0,
         changes: vec![ReplicaChange::Put { uuid, entry }],
         cookie: None,
+        ..Default::default()
     })
     .await?;
     Ok(())
@@ -343,6 +345,7 @@ pub async fn purge(log: &Directory, age: Duration) -> Result<usize, LdapError> {
                 .map(|uuid| ReplicaChange::Delete { uuid: *uuid })
                 .collect(),
             cookie: None,
+            ..Default::default()
         })
         .await?;
     }

@@ -435,6 +435,7 @@ impl Follow<'_> {
                 rid: c.rid,
                 changes: change.into_iter().collect(),
                 cookie: Some(cookie.clone()),
+                ..Default::default()
             };
             let applied = match self.db.apply_replica(batch).await {
                 Ok(applied) => applied,

@@ -1,0 +1,173 @@
+//! Replicas that already hold data when replication starts (the usual migration path, issue 30):
+//! a consumer loaded from the same LDIF as its provider, or from an older subset of it, each entry
+//! with its own entryUUID; a consumer loaded from the provider's export (entryUUIDs and entryCSNs
+//! kept); a slapd provider that deleted entries the preloaded consumer still holds; and three
+//! multi-provider servers each loaded from the same LDIF. Every server must end with the provider's
+//! entries (or, for the mesh, the same entries everywhere) and then carry later changes.
+//! Canopy-only (skipped when the target is slapd: the consumers under test are canopy's).
+
+use std::time::Duration;
+
+use canopy_e2e::consumer_support::{syncrepl_table, wait_converged, SYNCPROV};
+use canopy_e2e::mesh::wait_mesh_converged;
+use canopy_e2e::preload::{preloaded, preloaded_mesh, write_ldif};
+use canopy_e2e::*;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+const PERSIST: &str = "type = \"refreshAndPersist\"\n";
+
+fn canopy_target() -> bool {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: canopy consumers");
+        return false;
+    }
+    true
+}
+
+#[track_caller]
+fn converged(provider: &Server, consumer: &Server, what: &str) {
+    if let Err(diff) = wait_converged(provider, consumer, CONVERGE) {
+        panic!(
+            "{what}: no convergence within {CONVERGE:?}:\n{diff}\nconsumer log:\n{}",
+            consumer.log()
+        );
+    }
+}
+
+fn entries(server: &Server) -> usize {
+    server
+        .search(&Bind::Root, &["-b", SUFFIX, "(objectClass=*)", "1.1"])
+        .records()
+        .len()
+}
+
+/// A change on the provider after the first refresh: it must reach the consumer too.
+fn later_change(provider: &Server, tag: &str) {
+    provider
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: uid=u1,ou=people,{SUFFIX}\nchangetype: modify\nreplace: description\ndescription: later {tag}\n\n\
+                 dn: uid=new{tag},ou=people,{SUFFIX}\nchangetype: add\nobjectClass: inetOrgPerson\nuid: new{tag}\ncn: N\nsn: N\n"
+            ),
+        )
+        .expect_code(0, "a later change on the provider");
+}
+
+/// Provider and consumer loaded from one LDIF (the consumer's from `consumer_skip`, 0 = the same).
+fn preloaded_pair(consumer_skip: usize) {
+    let dir = tempdir::TempDir::new("preload");
+    let full = write_ldif(dir.path(), "full.ldif", 60, 0);
+    let part = write_ldif(dir.path(), "part.ldif", 60, consumer_skip);
+    let mut a = preloaded(Target::Canopy, "", Some(&full));
+    a.start_preloaded();
+    // Imported later: every entry's entryCSN here is newer than the provider's.
+    std::thread::sleep(Duration::from_millis(20));
+    let mut b = preloaded(
+        Target::Canopy,
+        &syncrepl_table(&a, 1, PERSIST),
+        Some(if consumer_skip == 0 { &full } else { &part }),
+    );
+    b.start_preloaded();
+    converged(&a, &b, "a preloaded consumer");
+    assert_eq!(entries(&b), entries(&a), "{}", b.log());
+    later_change(&a, "1");
+    converged(&a, &b, "a later change");
+}
+
+#[test]
+fn consumer_loaded_from_the_same_ldif_takes_the_providers_entries() {
+    if canopy_target() {
+        preloaded_pair(0);
+    }
+}
+
+#[test]
+fn consumer_loaded_from_an_older_subset_takes_the_providers_entries() {
+    if canopy_target() {
+        preloaded_pair(4);
+    }
+}
+
+#[test]
+fn consumer_loaded_from_the_providers_export_resumes() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("preload");
+    let full = write_ldif(dir.path(), "full.ldif", 60, 0);
+    let mut a = preloaded(Target::Canopy, "", Some(&full));
+    a.start_preloaded();
+    let export = a.export();
+    assert_eq!(export.code, 0, "{export:?}");
+    let exported = dir.path().join("export.ldif");
+    std::fs::write(&exported, &export.stdout).unwrap();
+    // Changes after the export: the consumer's refresh brings just these.
+    later_change(&a, "2");
+    let mut b = preloaded(
+        Target::Canopy,
+        &syncrepl_table(&a, 1, PERSIST),
+        Some(&exported),
+    );
+    b.start_preloaded();
+    converged(&a, &b, "a consumer loaded from an export");
+    later_change(&a, "3");
+    converged(&a, &b, "a later change");
+}
+
+#[test]
+fn slapd_provider_and_a_preloaded_consumer() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("preload");
+    let full = write_ldif(dir.path(), "full.ldif", 40, 0);
+    let mut a = preloaded(Target::Slapd, "", None);
+    let conf = slapd_conf::render_with_overlays(a.dir(), &a.data_dir(), SYNCPROV);
+    std::fs::write(a.dir().join("slapd.conf"), conf).unwrap();
+    a.import(&full).expect_code(0, "slapadd");
+    a.start_preloaded();
+    // Deleted on the provider before the consumer starts: the consumer must lose them too.
+    for i in [3, 7] {
+        a.modify(
+            &Bind::Root,
+            &format!("dn: uid=u{i},ou=people,{SUFFIX}\nchangetype: delete\n"),
+        )
+        .expect_code(0, "delete on the provider");
+    }
+    let mut b = preloaded(
+        Target::Canopy,
+        &syncrepl_table(&a, 1, PERSIST),
+        Some(&full),
+    );
+    b.start_preloaded();
+    converged(&a, &b, "a preloaded consumer of slapd");
+    later_change(&a, "4");
+    converged(&a, &b, "a later change from slapd");
+}
+
+#[test]
+fn three_providers_loaded_from_the_same_ldif_converge() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("preload");
+    let full = write_ldif(dir.path(), "full.ldif", 210, 0);
+    let servers = preloaded_mesh(3, &full);
+    let all: Vec<&Server> = servers.iter().collect();
+    let report = |e: String| -> ! {
+        let logs: Vec<String> = servers.iter().map(|s| s.log()).collect();
+        panic!("{e}\nlogs:\n{}", logs.join("\n=====\n"))
+    };
+    if let Err(e) = wait_mesh_converged(&all, Duration::from_secs(90)) {
+        report(e);
+    }
+    assert_eq!(entries(&servers[2]), 214, "every entry kept");
+    for (i, s) in servers.iter().enumerate() {
+        later_change(s, &format!("m{i}"));
+    }
+    if let Err(e) = wait_mesh_converged(&all, Duration::from_secs(90)) {
+        report(e);
+    }
+    assert_eq!(entries(&servers[0]), 217, "every entry kept");
+}
