@@ -278,17 +278,24 @@ fn serve(
             }
             Next::Change(change) => {
                 // A local change advances the cookie (local CSNs ascend in commit order) unless the
-                // refresh's snapshot already held it. A replicated one is sent with the cookie as it
-                // was: its entryCSN says nothing of the order it arrived in (a refresh sends entries
-                // in no CSN order), so it can neither be skipped nor advance the cookie; a consumer
-                // that sees it twice applies it twice, harmlessly.
-                if let (Origin::Local, Some(csn)) = (change.origin, &change.csn) {
-                    if !context.is_new(csn) {
-                        continue;
+                // refresh's snapshot already held it. A replicated one is sent without a cookie: its
+                // entryCSN says nothing of the order it arrived in (a refresh sends entries in no CSN
+                // order), so it can neither be skipped nor advance the cookie; the newcookie that
+                // follows its batch (above) covers it. The cookie as it was would not do: slapd's
+                // consumer drops a change whose cookie is not newer than its own ("CSN too old"),
+                // which lost every change at a slapd below a Canopy consumer (issue 30). A consumer
+                // that sees a change twice applies it twice, harmlessly.
+                let cookie = match (change.origin, &change.csn) {
+                    (Origin::Local, Some(csn)) => {
+                        if !context.is_new(csn) {
+                            continue;
+                        }
+                        running.observe(csn);
+                        Some(sync.cookie(&running))
                     }
-                    running.observe(csn);
-                }
-                let cookie = sync.cookie(&running);
+                    (Origin::Local, None) => Some(sync.cookie(&running)),
+                    _ => None,
+                };
                 let result = match schema_changed(state) {
                     false => sync.change(&change, cookie),
                     // The schema changed live (cn=config) since the search started: the change is
@@ -553,7 +560,7 @@ impl<'a> Sync<'a> {
     }
 
     /// One change of the persist phase.
-    fn change(&mut self, change: &Change, cookie: Vec<u8>) -> Result<(), Stop> {
+    fn change(&mut self, change: &Change, cookie: Option<Vec<u8>>) -> Result<(), Stop> {
         let Some(uuid) = change.uuid else {
             return Ok(());
         };
@@ -567,7 +574,7 @@ impl<'a> Sync<'a> {
         if change.kind == Kind::Delete {
             if held {
                 if let Some(dn) = gone_dn {
-                    self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, Some(cookie))?;
+                    self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, cookie)?;
                 }
             }
             return Ok(());
@@ -599,10 +606,10 @@ impl<'a> Sync<'a> {
                 SyncStateKind::Modify
             };
             let attrs = self.selected(entry, seen.computed());
-            self.entry(&entry.dn.to_string(), attrs, state, uuid, Some(cookie))?;
+            self.entry(&entry.dn.to_string(), attrs, state, uuid, cookie)?;
         } else if held {
             let dn = gone_dn.unwrap_or_else(|| entry.dn.to_string());
-            self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, Some(cookie))?;
+            self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, cookie)?;
         }
         Ok(())
     }

@@ -198,3 +198,46 @@ fn over_ldaps_with_sasl_plain_as_a_replicator() {
     writes(&a, "5");
     same();
 }
+
+/// Canopy → Canopy → slapd (issue 30): the middle sends the changes it received without a cookie and
+/// the raised cookie after them, so slapd at the end of the cascade takes every change (with the
+/// cookie as it was, slapd dropped each one as "CSN too old").
+#[test]
+fn cascade_canopy_canopy_slapd() {
+    if !canopy_target() {
+        return;
+    }
+    let limits = format!(
+        "{}\n[[limits.rules]]\nwho = \"dn.exact:{}\"\nsize = \"unlimited\"\ntime = \"unlimited\"\n",
+        access_toml(&PROVIDER_ACCESS),
+        replication::REPLICATOR_DN
+    );
+    let a = Server::start_canopy_with_config(&limits);
+    let b = canopy_consumer(&format!("{limits}{}", syncrepl_table(&a, 1, PERSIST)));
+    let c = Server::start_slapd_with(&replication::syncrepl_directive(
+        2,
+        &b,
+        "refreshAndPersist",
+    ));
+    let same = |what: &str| {
+        if let Err(e) = a.converges_with(&c, CONVERGE, replication::REPLICA_IGNORES) {
+            panic!(
+                "{what}: {e}\nmiddle log:\n{}\nslapd log:\n{}",
+                b.log(),
+                c.log()
+            );
+        }
+    };
+    same("initial refresh through the cascade");
+    writes(&a, "6");
+    for i in 0..10 {
+        a.modify(
+            &Bind::Root,
+            &format!(
+                "dn: uid=bob,ou=people,{SUFFIX}\nchangetype: modify\nreplace: description\ndescription: w{i}\n"
+            ),
+        )
+        .expect_code(0, "modify");
+    }
+    same("persist through a canopy middle to slapd");
+}
