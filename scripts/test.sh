@@ -7,8 +7,10 @@
 #   4. runs the end-to-end suite against Debian's slapd, proving the expected files are OpenLDAP's
 #      behaviour (skip with CANOPY_SKIP_SLAPD_REFERENCE=1 outside CI);
 #   5. runs the crash test (kill -9 during acknowledged writes, five times);
-#   6. runs the differential conformance test against slapd (filters and generated write sequences);
-#   7. fuzzes every cargo-fuzz target briefly (fuzz/run.sh; CANOPY_FUZZ_SECONDS per target, default 20).
+#   6. runs the randomized replication harness on seeds 1-10 (every topology, with and without slapd;
+#      CANOPY_REPL_SEEDS overrides; scripts/soak-replication runs many more);
+#   7. runs the differential conformance test against slapd (filters and generated write sequences);
+#   8. fuzzes every cargo-fuzz target briefly (fuzz/run.sh; CANOPY_FUZZ_SECONDS per target, default 20).
 # Every step runs even after a failure; the exit status is non-zero if any step failed.
 # CANOPY_E2E_TARGET=slapd runs steps 3 and 5 against slapd instead of canopy (docs/testing.md).
 set -uo pipefail
@@ -101,6 +103,15 @@ if [ "$target" != slapd ] && { [ "${CI:-}" = true ] || [ -z "${CANOPY_SKIP_SLAPD
 fi
 step "crash test (target: $target)" \
     cargo test -p canopy-e2e --test e2e -- --ignored crash --nocapture
+if [ "$target" = canopy ]; then
+    # Generated replication scenarios (docs/testing.md): topologies of canopy and slapd, preloaded
+    # replicas, writes, kill -9, network cuts and SIGSTOP; every server must converge without losing an
+    # acknowledged write. Under CI=true a missing slapd fails the step.
+    repl_seeds="${CANOPY_REPL_SEEDS:-1-10}"
+    step "replication model (seeds $repl_seeds)" \
+        env CANOPY_REPL_SEEDS="$repl_seeds" cargo test -p canopy-e2e --test replication_model -- \
+            --ignored --nocapture
+fi
 if [ "$target" = canopy ]; then
     # Differential conformance: the hand-written corpus, seeds 1-3 x 2000 random filters and
     # x 1000 generated write sequences, canopy against Debian's slapd on the same data; any difference

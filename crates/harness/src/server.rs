@@ -79,6 +79,8 @@ pub struct Server {
     pub(crate) log_filter: Option<String>,
     /// slapd's configuration directory (`-F`), in place of DIR/slapd.conf (`-f`), for slapd and its tools.
     slapd_d: Option<PathBuf>,
+    /// slapd's `-d` level (such as `sync`, to see its replication in the log); `none` when None.
+    pub(crate) slapd_debug: Option<String>,
 }
 
 pub(crate) enum StartError {
@@ -461,6 +463,7 @@ impl Server {
             extra_listen: Vec::new(),
             log_filter: None,
             slapd_d: None,
+            slapd_debug: None,
         }
     }
 
@@ -766,7 +769,8 @@ impl Server {
                 let mut cmd = Command::new(SLAPD);
                 // -d keeps slapd in the foreground as our child; level "none" logs only messages
                 // of no particular level, i.e. errors such as a failed bind of the port.
-                cmd.arg("-d").arg("none").arg("-h").arg(format!(
+                let level = self.slapd_debug.as_deref().unwrap_or("none");
+                cmd.arg("-d").arg(level).arg("-h").arg(format!(
                     "{}/ {}",
                     self.ldap_url(),
                     self.ldapi_url()
