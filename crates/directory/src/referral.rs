@@ -28,6 +28,9 @@ impl Referral {
 
 const REFERRAL_OID: &str = "2.16.840.1.113730.3.2.6";
 const ALIAS_OID: &str = "2.5.6.1";
+/// slapd's glue class: a placeholder a slapd consumer makes for a missing parent, or for an entry it
+/// could not delete because children remain; it replicates such entries like any other.
+const GLUE_OID: &str = "1.3.6.1.4.1.4203.666.3.4";
 
 /// Whether a stored entry lists `name` (or its OID) among its object classes. Searches ask this of every
 /// candidate, so the scan stops at the objectClass attribute (stored among the first).
@@ -44,6 +47,11 @@ fn has_class(stored: &StoredEntry<'_>, name: &str, oid: &str) -> bool {
 
 pub fn is_referral(stored: &StoredEntry<'_>) -> bool {
     has_class(stored, "referral", REFERRAL_OID)
+}
+
+/// A glue entry (slapd's `glue` class): searches pass over it unless ManageDsaIT asks, as slapd's do.
+pub fn is_glue(stored: &StoredEntry<'_>) -> bool {
+    has_class(stored, "glue", GLUE_OID)
 }
 
 pub fn is_alias(stored: &StoredEntry<'_>) -> bool {

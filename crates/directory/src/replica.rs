@@ -87,6 +87,8 @@ pub struct Applied {
     /// Deletes not applied because the provider sent an entry at that DN (or below it) in the
     /// refresh under way ([`ReplicaBatch::sent`]).
     pub spared: u64,
+    /// Glue entries made for parents the provider never sent.
+    pub glued: u64,
     /// Received entries merged attribute by attribute with the held version (both carried
     /// per-attribute CSNs, docs/design/replication.md) into an entry that neither version was,
     /// and stored.
@@ -204,7 +206,8 @@ impl Directory {
             let entry = Directory::parse_stored(bytes)?
                 .to_entry()
                 .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-            if one_level && entry.ndn.rdns().len() > depth + 1 {
+            // Glue entries are this server's own placeholders, which no provider names.
+            if (one_level && entry.ndn.rdns().len() > depth + 1) || glue(&entry) {
                 continue;
             }
             if let Some(uuid) = entry_uuid(&entry) {
@@ -263,7 +266,21 @@ impl Directory {
             }
             kept.push(change);
         }
-        let pending = kept;
+        let mut pending = kept;
+        if batch.cookie.is_some() && !pending.is_empty() {
+            // The cookie claims these entries, and their parents never came: slapd's provider does
+            // not send its glue entries, and a subset (a filter, access rules) may leave a parent
+            // out. As slapd's consumer does, a glue entry stands in for each missing ancestor (the
+            // real one takes its place if it comes: it has no entryCSN, so it loses every conflict).
+            for change in &pending {
+                if let ReplicaChange::Put { entry, .. } = change {
+                    applied.glued += self.glue_ancestors(txn, entry, stamp)?;
+                }
+            }
+            for change in std::mem::take(&mut pending) {
+                self.apply_one(txn, change, &batch.sent, stamp, &mut applied, &mut pending)?;
+            }
+        }
         if let Some(cookie) = &batch.cookie {
             if let Some(ReplicaChange::Put { entry, .. }) = pending.first() {
                 return Err(LdapError::new(
@@ -469,7 +486,12 @@ impl Directory {
                 ),
             ));
         }
-        check_entry(self.schema(), received)?;
+        // slapd's glue entries (a placeholder parent; an entry its consumer could not delete) carry
+        // nothing but objectClass glue, not even their RDN's value: stored as received, as slapd's
+        // consumer stores them without a schema check (issue 30).
+        if !glue(received) {
+            check_entry(self.schema(), received)?;
+        }
         if self.multiprovider()
             && txn
                 .get_meta(&tomb_uuid_key(uuid))
@@ -631,6 +653,69 @@ impl Directory {
         }
         self.hooks_commit(txn, stamp, Kind::Rename, id, Some(&old), Some(&entry))?;
         Ok(Outcome::Renamed)
+    }
+
+    /// Adds a glue entry (objectClass glue, a new entryUUID, no entryCSN) for every missing ancestor
+    /// of `entry` inside the suffix, highest first; how many.
+    fn glue_ancestors(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        entry: &Entry,
+        stamp: &Stamp,
+    ) -> Result<u64, LdapError> {
+        let mut missing = Vec::new();
+        let (mut dn, mut ndn) = (entry.dn.clone(), entry.ndn.clone());
+        while ndn != *self.suffix() {
+            let Some(parent) = ndn.parent() else {
+                break;
+            };
+            if !self.holds(&parent) {
+                break;
+            }
+            dn = canopy_proto::Dn {
+                rdns: dn.rdns.get(1..).unwrap_or_default().to_vec(),
+            };
+            ndn = parent;
+            if txn.get_id(&dn_key(&ndn)).map_err(failed)?.is_some() {
+                break;
+            }
+            missing.push((dn.clone(), ndn.clone()));
+        }
+        let mut made = 0;
+        for (dn, ndn) in missing.into_iter().rev() {
+            let Some(parent_id) = self.parent_of(txn, &ndn)? else {
+                break;
+            };
+            let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+            let mut glue = Entry {
+                dn: dn.clone(),
+                ndn: ndn.clone(),
+                attrs: vec![
+                    Attribute {
+                        desc: "objectClass".to_string(),
+                        values: vec![b"top".to_vec(), b"glue".to_vec()],
+                    },
+                    Attribute {
+                        desc: "structuralObjectClass".to_string(),
+                        values: vec![b"glue".to_vec()],
+                    },
+                    Attribute {
+                        desc: "entryUUID".to_string(),
+                        values: vec![uuid.into_bytes()],
+                    },
+                ],
+            };
+            let id = txn.next_id().map_err(failed)?;
+            self.hooks_prepare(txn, stamp, Kind::Add, id, None, Some(&mut glue))?;
+            self.put(txn, id, &glue)?;
+            txn.put_dn(&dn_key(&ndn), id).map_err(failed)?;
+            txn.add_child(parent_id, id).map_err(failed)?;
+            self.reindex(txn, id, None, Some(&glue))?;
+            self.hooks_commit(txn, stamp, Kind::Add, id, None, Some(&glue))?;
+            tracing::info!(dn = %dn, "syncrepl: a glue entry stands for a parent the provider did not send");
+            made += 1;
+        }
+        Ok(made)
     }
 
     /// Deletes the entry of `uuid` and whatever is below it, deepest first, unless it or an entry
@@ -862,6 +947,15 @@ impl Directory {
         };
         Ok(Some((entry.dn, entry.ndn, id)))
     }
+}
+
+/// Whether `entry` is one of slapd's glue entries (objectClass glue).
+fn glue(entry: &Entry) -> bool {
+    entry.get("objectClass").is_some_and(|a| {
+        a.values
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(b"glue") || v == b"1.3.6.1.4.1.4203.666.3.4")
+    })
 }
 
 /// An entry's entryUUID as 16 bytes.

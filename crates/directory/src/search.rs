@@ -17,7 +17,7 @@ use crate::candidates::resolve;
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
-use crate::referral::{continuation, is_alias, is_referral};
+use crate::referral::{continuation, is_alias, is_glue, is_referral};
 
 /// The DN of the subschema subentry, which every entry names in `subschemaSubentry`.
 pub const SUBSCHEMA_DN: &str = "cn=Subschema";
@@ -75,6 +75,10 @@ pub struct Scan<'b> {
     /// Referral objects and aliases by ID from the objectClass index (once per snapshot), else None.
     referrals: Option<Vec<u64>>,
     aliases: Option<Vec<u64>>,
+    /// Glue entries (slapd's placeholders, received by replication) are passed over unless the
+    /// search has ManageDsaIT; by ID from the objectClass index when there is one.
+    hide_glue: bool,
+    glue: Option<Vec<u64>>,
 }
 
 /// One examined candidate.
@@ -173,6 +177,12 @@ impl Directory {
         } else {
             None
         };
+        let hide_glue = !query.manage_dsa_it;
+        let glue = if hide_glue {
+            self.class_ids(txn, "glue")?
+        } else {
+            None
+        };
         Ok(Scan {
             candidates,
             unindexed,
@@ -183,6 +193,8 @@ impl Directory {
             searching,
             referrals,
             aliases,
+            hide_glue,
+            glue,
         })
     }
 
@@ -358,6 +370,9 @@ impl Scan<'_> {
             // Sent whatever the filter and the page size say; a page resumes after its last entry, so
             // references past it come again on the next page, as slapd sends them.
             return Ok(Candidate::Reference(continuation(&stored, self.scope)));
+        }
+        if self.hide_glue && is_kind(self.glue.as_deref(), id, &stored, is_glue) {
+            return Ok(Candidate::Passed);
         }
         // Dereferenced aliases stand for their targets; a base alias not dereferenced when finding stays.
         if self.searching

@@ -239,15 +239,184 @@ async fn a_failing_batch_leaves_nothing() {
         .await
         .unwrap();
     assert_eq!(applied.deferred.len(), 1);
-    let refused = dir
+    // With a cookie, which claims it, glue entries stand for the missing ancestors, as slapd's
+    // consumer makes them (slapd's provider never sends its own glue entries).
+    let applied = dir
         .apply_replica(ReplicaBatch {
             rid: 7,
             changes: orphan,
             cookie: cookie(CSN1),
             ..Default::default()
         })
-        .await;
-    assert!(refused.is_err());
+        .await
+        .unwrap();
+    assert_eq!((applied.glued, applied.added), (2, 1));
+    assert_eq!(
+        values(&dir, "ou=nowhere,dc=example,dc=com", "objectClass"),
+        vec!["top", "glue"]
+    );
+    assert_eq!(values(&dir, SUFFIX, "structuralObjectClass"), vec!["glue"]);
+    // The real parent, when it comes, takes the glue entry's place; the child stays below it.
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![sent(
+                &dir,
+                "ou=nowhere,dc=example,dc=com",
+                6,
+                CSN2,
+                &[("objectClass", "organizationalUnit"), ("ou", "nowhere")],
+            )],
+            cookie: cookie(CSN2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((applied.replaced, applied.modified), (1, 1));
+    assert_eq!(
+        values(&dir, "ou=nowhere,dc=example,dc=com", "entryUUID"),
+        vec![uuid(6)]
+    );
+    assert_eq!(
+        values(&dir, "cn=x,ou=nowhere,dc=example,dc=com", "entryUUID"),
+        vec![uuid(5)]
+    );
+}
+
+/// A glue entry slapd sends (objectClass glue and nothing else, not even its RDN's value) is stored.
+#[tokio::test]
+async fn a_glue_entry_from_slapd_is_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
+    let mut changes = base(&dir);
+    changes.push(sent(
+        &dir,
+        "ou=glued,dc=example,dc=com",
+        9,
+        CSN2,
+        &[("objectClass", "glue")],
+    ));
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes,
+            cookie: cookie(CSN2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(applied.added, 5);
+    assert_eq!(
+        values(&dir, "ou=glued,dc=example,dc=com", "entryUUID"),
+        vec![uuid(9)]
+    );
+}
+
+/// A plain consumer loaded from the same data as its provider (every entry under another entryUUID,
+/// with a newer entryCSN): each received entry takes the held one's place, children stay.
+#[tokio::test]
+async fn a_plain_consumer_takes_the_providers_entry_at_a_held_dn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
+    // "Loaded here": the same DNs, UUIDs 101.., newer CSNs.
+    let local: Vec<ReplicaChange> = base(&dir)
+        .into_iter()
+        .map(|c| match c {
+            ReplicaChange::Put { entry, .. } => {
+                let n = 100 + u8::try_from(entry.ndn.rdns().len()).unwrap() * 10 + 1;
+                let mut attrs: Vec<(String, String)> = Vec::new();
+                for a in &entry.attrs {
+                    if ["entryUUID", "entryCSN"].contains(&a.desc.as_str()) {
+                        continue;
+                    }
+                    for v in &a.values {
+                        attrs.push((a.desc.clone(), String::from_utf8(v.clone()).unwrap()));
+                    }
+                }
+                let borrowed: Vec<(&str, &str)> = attrs
+                    .iter()
+                    .map(|(a, v)| (a.as_str(), v.as_str()))
+                    .collect();
+                let n = if entry.dn.to_string().starts_with("ou=b") {
+                    n + 1
+                } else {
+                    n
+                };
+                sent(&dir, &entry.dn.to_string(), n, CSN3, &borrowed)
+            }
+            other => other,
+        })
+        .collect();
+    dir.apply_replica(ReplicaBatch {
+        rid: 8,
+        changes: local,
+        cookie: None,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: base(&dir),
+            cookie: cookie(CSN1),
+            reset_context: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((applied.replaced, applied.skipped), (4, 0));
+    assert_eq!(values(&dir, SUFFIX, "entryUUID"), vec![uuid(1)]);
+    assert_eq!(
+        values(&dir, "cn=leaf,ou=a,dc=example,dc=com", "entryUUID"),
+        vec![uuid(3)]
+    );
+    assert_eq!(entries(&dir).len(), 4);
+    // The full refresh set the contextCSN to the provider's, below what the held data had.
+    let txn = dir.read().unwrap();
+    assert_eq!(dir.context_csn(&txn).unwrap().csns()[0].as_str(), CSN1);
+}
+
+/// No delete of a refresh removes an entry at a DN the provider sent in it, nor its ancestors.
+#[tokio::test]
+async fn a_delete_spares_what_the_refresh_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open(
+        tmp.path(),
+        &["objectClass", "entryUUID"],
+        Pipeline::standard(),
+    );
+    dir.apply_replica(ReplicaBatch {
+        rid: 7,
+        changes: base(&dir),
+        cookie: cookie(CSN1),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let (_, leaf) = dir.normalize(b"cn=leaf,ou=a,dc=example,dc=com").unwrap();
+    let sent: std::collections::HashSet<u64> = [canopy_directory::replica::dn_hash(&leaf)].into();
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![gone(2), gone(4)],
+            cookie: cookie(CSN2),
+            sent: std::sync::Arc::new(sent),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // ou=a holds the sent leaf: spared; ou=b goes.
+    assert_eq!((applied.deleted, applied.spared), (1, 1));
+    assert_eq!(entries(&dir).len(), 3);
 }
 
 #[tokio::test]

@@ -135,11 +135,7 @@ fn slapd_provider_and_a_preloaded_consumer() {
         )
         .expect_code(0, "delete on the provider");
     }
-    let mut b = preloaded(
-        Target::Canopy,
-        &syncrepl_table(&a, 1, PERSIST),
-        Some(&full),
-    );
+    let mut b = preloaded(Target::Canopy, &syncrepl_table(&a, 1, PERSIST), Some(&full));
     b.start_preloaded();
     converged(&a, &b, "a preloaded consumer of slapd");
     later_change(&a, "4");
@@ -170,4 +166,54 @@ fn three_providers_loaded_from_the_same_ldif_converge() {
         report(e);
     }
     assert_eq!(entries(&servers[0]), 217, "every entry kept");
+}
+
+/// slapd replicates the glue entries its consumers make (a placeholder parent, an entry it could
+/// not delete while children remain): objectClass glue and nothing else, not even the RDN's value. A
+/// canopy consumer stores them, hides them from searches without ManageDsaIT as slapd does, keeps the
+/// entries below them, and goes on with the changes behind them (issue 30).
+#[test]
+fn glue_entries_from_slapd() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("glue");
+    let ldif = dir.path().join("glue.ldif");
+    std::fs::write(
+        &ldif,
+        format!(
+            "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\no: Example Corp\ndc: example\n\n\
+             dn: ou=glued,{SUFFIX}\nobjectClass: glue\n\n\
+             dn: cn=kid,ou=glued,{SUFFIX}\nobjectClass: person\ncn: kid\nsn: K\n\n\
+             dn: cn=other,{SUFFIX}\nobjectClass: person\ncn: other\nsn: O\n"
+        ),
+    )
+    .unwrap();
+    let mut a = preloaded(Target::Slapd, "", None);
+    let conf = slapd_conf::render_with_overlays(a.dir(), &a.data_dir(), SYNCPROV);
+    std::fs::write(a.dir().join("slapd.conf"), conf).unwrap();
+    a.import(&ldif).expect_code(0, "slapadd with a glue entry");
+    a.start_preloaded();
+    let b = canopy_consumer_of(&a);
+    converged(&a, &b, "a refresh carrying a glue entry");
+    // Changes behind the glue entry arrive too.
+    a.modify(
+        &Bind::Root,
+        &format!("dn: cn=other,{SUFFIX}\nchangetype: delete\n"),
+    )
+    .expect_code(0, "delete on the provider");
+    converged(&a, &b, "a delete after the glue entry");
+    let glue = b.search(
+        &Bind::Root,
+        &["-b", SUFFIX, "-M", "(objectClass=glue)", "entryUUID"],
+    );
+    assert_eq!(glue.records().len(), 1, "glue with ManageDsaIT: {glue:?}");
+    let hidden = b.search(&Bind::Root, &["-b", SUFFIX, "(objectClass=glue)"]);
+    assert_eq!(hidden.records().len(), 0, "glue hidden: {hidden:?}");
+}
+
+fn canopy_consumer_of(provider: &Server) -> Server {
+    let mut b = preloaded(Target::Canopy, &syncrepl_table(provider, 1, PERSIST), None);
+    b.start_preloaded();
+    b
 }
