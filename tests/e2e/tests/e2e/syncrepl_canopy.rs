@@ -214,11 +214,7 @@ fn cascade_canopy_canopy_slapd() {
     );
     let a = Server::start_canopy_with_config(&limits);
     let b = canopy_consumer(&format!("{limits}{}", syncrepl_table(&a, 1, PERSIST)));
-    let c = Server::start_slapd_with(&replication::syncrepl_directive(
-        2,
-        &b,
-        "refreshAndPersist",
-    ));
+    let c = Server::start_slapd_with(&replication::syncrepl_directive(2, &b, "refreshAndPersist"));
     let same = |what: &str| {
         if let Err(e) = a.converges_with(&c, CONVERGE, replication::REPLICA_IGNORES) {
             panic!(
