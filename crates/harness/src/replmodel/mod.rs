@@ -7,7 +7,9 @@
 //! and replay it.
 
 mod directory;
+mod events;
 mod generate;
+mod model;
 mod run;
 mod setup;
 
