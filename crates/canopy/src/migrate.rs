@@ -182,6 +182,9 @@ struct Model {
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
     tls_verify: Option<Remark>,
     server_id: Option<i64>,
+    /// `rootdn` and `rootpw` of slapd's `database config`: Canopy's cn=config root.
+    config_root_dn: Option<String>,
+    config_root_pw: Option<String>,
     monitor: bool,
     idle_timeout: Option<i64>,
     pdu_anonymous: Option<i64>,
@@ -536,7 +539,16 @@ fn config_directive(m: &mut Model, d: &Directive, name: &str) {
     match name {
         // slapd's defaults for cn=config: no rules but the root DN's, and that is cn=config itself.
         "access" if value == "to * by * none" => m.note(d, "slapd's default for cn=config"),
-        "rootdn" if value == "cn=config" => m.note(d, "slapd's default for cn=config"),
+        "rootdn" | "rootpw" if d.args.len() == 1 => {
+            // Canopy's live configuration tree has its own root (config_root_dn and
+            // config_root_password), as slapd's cn=config database has.
+            let arg = d.args[0].clone();
+            if name == "rootdn" {
+                m.config_root_dn = Some(arg);
+            } else {
+                m.config_root_pw = Some(arg);
+            }
+        }
         "access" | "rootdn" | "rootpw" | "limits" => m.leave(
             d,
             "protects slapd's cn=config database: Canopy's configuration is its TOML file, \
@@ -1519,6 +1531,12 @@ impl Model {
             out.push_str("durable = false\n");
         }
         let _ = writeln!(out, "monitor = {}", self.monitor);
+        // slapd's config database has no password unless given one; its root DN is cn=config.
+        if let Some(pw) = &self.config_root_pw {
+            let dn = self.config_root_dn.as_deref().unwrap_or("cn=config");
+            let _ = writeln!(out, "config_root_dn = {}", q(dn));
+            let _ = writeln!(out, "config_root_password = {}", q(pw));
+        }
         if let Some(id) = self.server_id {
             let _ = writeln!(out, "server_id = {id}");
         }

@@ -452,3 +452,24 @@ fn accesslog_and_delta_syncrepl() {
     assert!(m.notes.iter().any(|n| n.reason.contains("log database")));
     parse(&m.toml);
 }
+
+/// `rootpw` of `database config` (and its `rootdn`, cn=config by default) becomes the root of Canopy's
+/// live configuration tree: OpenLDAP's scripts bind as cn=config with it (issue 31).
+#[test]
+fn config_database_root_becomes_the_config_root() {
+    let conf = "database config\nrootpw secret\ndatabase mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n";
+    let m = translate(&directives(conf));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert_eq!(c.config_root_dn.as_deref(), Some("cn=config"));
+    assert_eq!(c.config_root_password.as_deref(), Some("secret"));
+    let m = translate(&directives(
+        "database config\nrootdn cn=boss,cn=config\nrootpw {SSHA}xyz\ndatabase mdb\nsuffix dc=x\n",
+    ));
+    let c = parse(&m.toml);
+    assert_eq!(c.config_root_dn.as_deref(), Some("cn=boss,cn=config"));
+    assert_eq!(c.config_root_password.as_deref(), Some("{SSHA}xyz"));
+    // Without a password the config database has no root to bind as, in slapd as here.
+    let c = parse(&translate(&directives("database config\ndatabase mdb\nsuffix dc=x\n")).toml);
+    assert_eq!(c.config_root_password, None);
+}
