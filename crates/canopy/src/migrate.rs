@@ -1507,6 +1507,12 @@ impl Model {
             }
         }
         out.push('\n');
+        // slapd's config database has no password unless given one; its root DN is cn=config.
+        if let Some(pw) = &self.config_root_pw {
+            let dn = self.config_root_dn.as_deref().unwrap_or("cn=config");
+            let _ = writeln!(out, "config_root_dn = {}", q(dn));
+            let _ = writeln!(out, "config_root_password = {}", q(pw));
+        }
         let Some(first) = self.databases.first() else {
             out.push_str("# No `database mdb` section was found: Canopy's defaults apply.\n");
             return out;
@@ -1531,12 +1537,6 @@ impl Model {
             out.push_str("durable = false\n");
         }
         let _ = writeln!(out, "monitor = {}", self.monitor);
-        // slapd's config database has no password unless given one; its root DN is cn=config.
-        if let Some(pw) = &self.config_root_pw {
-            let dn = self.config_root_dn.as_deref().unwrap_or("cn=config");
-            let _ = writeln!(out, "config_root_dn = {}", q(dn));
-            let _ = writeln!(out, "config_root_password = {}", q(pw));
-        }
         if let Some(id) = self.server_id {
             let _ = writeln!(out, "server_id = {id}");
         }

@@ -473,3 +473,12 @@ fn config_database_root_becomes_the_config_root() {
     let c = parse(&translate(&directives("database config\ndatabase mdb\nsuffix dc=x\n")).toml);
     assert_eq!(c.config_root_password, None);
 }
+
+/// A slapd.d with only the config database (databases come later over LDAP, as in OpenLDAP's
+/// test049): the config root is still carried over.
+#[test]
+fn config_root_without_a_data_database() {
+    let m = translate(&directives("database config\nrootpw secret\n"));
+    let c = parse(&m.toml);
+    assert_eq!(c.config_root_password.as_deref(), Some("secret"));
+}
