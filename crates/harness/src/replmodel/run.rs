@@ -153,6 +153,7 @@ fn execute(s: &Scenario) -> Result<Done, String> {
     for proxy in &cluster.proxies {
         proxy.heal();
     }
+    transcript.push_str(&closing_writes(s, &cluster, &mut model));
     let mut violations = Vec::new();
     let (texts, converged) = wait_converged(&cluster.servers, converge_limit());
     transcript.push_str(&format!("final: {converged}\n"));
@@ -176,6 +177,42 @@ fn execute(s: &Scenario) -> Result<Done, String> {
     let logs = log_excerpts(s, &cluster, &violations);
     drop(cluster);
     Ok((transcript, violations, logs))
+}
+
+/// One more acknowledged write on every writable server once everything is back, as an operator's
+/// next change would be: a slapd provider killed with -9 restarts with its last checkpointed
+/// contextCSN and refuses newer consumers until its next write (docs/replication.md, Recovery).
+/// Each server changes the description of an entry only it writes: the suffix for a single
+/// provider, its first own unit in a multi-provider group.
+fn closing_writes(s: &Scenario, c: &Cluster, model: &mut Model) -> String {
+    let mut out = String::new();
+    for i in (0..s.nodes.len()).filter(|&i| s.nodes[i].writable) {
+        let dn = if s.is_mesh() {
+            let Some((unit, _)) = s.owners.iter().find(|(_, o)| *o == i) else {
+                continue;
+            };
+            match model.get(unit) {
+                Some(held) => held.entry.dn.clone(),
+                None => continue,
+            }
+        } else {
+            crate::server::SUFFIX.to_string()
+        };
+        let write = Write::Modify {
+            dn,
+            mods: vec![super::model::Mod {
+                kind: super::model::ModKind::Replace,
+                attr: "description".into(),
+                values: vec![format!("closing write of s{i}")],
+            }],
+        };
+        out.push_str(&format!(
+            "closing: s{i}: {} -> {}\n",
+            write.describe(),
+            run_write(&c.servers[i], model, &write)
+        ));
+    }
+    out
 }
 
 fn signal(server: &Server, sig: &str) {
