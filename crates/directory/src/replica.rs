@@ -300,7 +300,18 @@ impl Directory {
                     }
                 }
             }
-            txn.put_meta(&cookie_key(batch.rid), &cookie.to_bytes())
+            // Merged per server ID with the stored one: a provider's cookie may carry only the CSN of
+            // the change it comes with (slapd's, and Canopy's for a local change), and the stored
+            // cookie must still speak for every server ID (a full refresh starts it afresh).
+            let mut stored = cookie.clone();
+            if !batch.reset_context {
+                if let Some(old) = self.replica_cookie(txn, batch.rid)? {
+                    for csn in old.csns.csns() {
+                        stored.csns.observe(csn);
+                    }
+                }
+            }
+            txn.put_meta(&cookie_key(batch.rid), &stored.to_bytes())
                 .map_err(failed)?;
             if batch.reset_context && !self.multiprovider() {
                 if self.reset_context_csn(txn, &cookie.csns)? {

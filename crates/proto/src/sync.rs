@@ -455,6 +455,19 @@ impl CsnSet {
         self.get(csn.sid()).is_none_or(|have| csn > have)
     }
 
+    /// [`CsnSet::is_new`] for a cookie that holds CSNs of other server IDs but none of ID 0: a CSN of
+    /// server ID 0 is then not new. ID 0 writes in no multi-provider group (every writer there has
+    /// its own non-zero ID, slapd's as Canopy's), so such a CSN comes from before the cookie's
+    /// history began (an offline import, a former single provider): the cookie's holder received
+    /// that entry in its first refresh, and a slapd peer's cookie never names ID 0 for it.
+    /// Found by the replication harness (a slapd peer re-added entries it had deleted).
+    pub fn is_new_to(&self, csn: &Csn) -> bool {
+        if csn.sid() == 0 && self.get(0).is_none() && !self.is_empty() {
+            return false;
+        }
+        self.is_new(csn)
+    }
+
     /// True when this set has seen everything `other` has.
     pub fn covers(&self, other: &CsnSet) -> bool {
         other.0.iter().all(|c| !self.is_new(c))

@@ -285,13 +285,20 @@ fn serve(
                 // consumer drops a change whose cookie is not newer than its own ("CSN too old"),
                 // which lost every change at a slapd below a Canopy consumer (issue 30). A consumer
                 // that sees a change twice applies it twice, harmlessly.
+                // A local change's cookie carries its own CSN alone, as slapd's syncprov sends it: a
+                // slapd consumer checks the cookie's first CSN against what it holds for that CSN's
+                // server ID, so a whole set (sorted by server ID) made it compare another server's
+                // CSN and drop the change as "CSN too old" in a group with slapd. Consumers merge
+                // cookies per server ID.
                 let cookie = match (change.origin, &change.csn) {
                     (Origin::Local, Some(csn)) => {
                         if !context.is_new(csn) {
                             continue;
                         }
                         running.observe(csn);
-                        Some(sync.cookie(&running))
+                        let mut own = canopy_proto::sync::CsnSet::new();
+                        own.observe(csn);
+                        Some(sync.cookie(&own))
                     }
                     (Origin::Local, None) => Some(sync.cookie(&running)),
                     _ => None,
@@ -528,7 +535,7 @@ impl<'a> Sync<'a> {
             };
             let csn = text_of(&full, "entryCSN").and_then(|t| Csn::parse(&t));
             let changed = match &csn {
-                Some(csn) => since.is_empty() || since.is_new(csn),
+                Some(csn) => since.is_empty() || since.is_new_to(csn),
                 None => true,
             };
             if changed {

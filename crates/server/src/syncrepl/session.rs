@@ -389,11 +389,13 @@ impl Run<'_> {
         // Multi-provider (a writable database with consumers): an entry whose change the provider
         // had not seen when it named what it holds (entryCSN new to its cookie) was written here or
         // by another peer since; it is kept (docs/design/replication.md).
+        // An entryCSN of server ID 0 that the cookie does not name predates the group: the peer
+        // had it, and not naming it means it deleted it (`CsnSet::is_new_to`).
         let multiprovider = !self.db.is_shadow();
         let held: Vec<[u8; 16]> = held
             .into_iter()
             .filter(|(_, csn)| match (multiprovider, &cookie, csn) {
-                (true, Some(cookie), Some(csn)) => !cookie.csns.is_new(csn),
+                (true, Some(cookie), Some(csn)) => !cookie.csns.is_new_to(csn),
                 _ => true,
             })
             .map(|(uuid, _)| uuid)
