@@ -93,6 +93,20 @@ fn base(dir: &Directory) -> Vec<ReplicaChange> {
     ]
 }
 
+/// A consumer's database (entryUUID indexed) holding [`base`], applied with the cookie of CSN1.
+async fn consumer_with_base(path: &std::path::Path) -> Directory {
+    let dir = open(path, &["objectClass", "entryUUID"], Pipeline::standard());
+    dir.apply_replica(ReplicaBatch {
+        rid: 7,
+        changes: base(&dir),
+        cookie: cookie(CSN1),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    dir
+}
+
 #[tokio::test]
 async fn batches_apply_by_uuid_with_the_cookie() {
     let tmp = tempfile::tempdir().unwrap();
@@ -389,19 +403,7 @@ async fn a_plain_consumer_takes_the_providers_entry_at_a_held_dn() {
 #[tokio::test]
 async fn a_delete_spares_what_the_refresh_sent() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(
-        tmp.path(),
-        &["objectClass", "entryUUID"],
-        Pipeline::standard(),
-    );
-    dir.apply_replica(ReplicaBatch {
-        rid: 7,
-        changes: base(&dir),
-        cookie: cookie(CSN1),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let dir = consumer_with_base(tmp.path()).await;
     let (_, leaf) = dir.normalize(b"cn=leaf,ou=a,dc=example,dc=com").unwrap();
     let sent: std::collections::HashSet<u64> = [canopy_directory::replica::dn_hash(&leaf)].into();
     let applied = dir
@@ -431,19 +433,7 @@ async fn without_an_entryuuid_index_the_consumer_is_refused() {
 #[tokio::test]
 async fn entries_are_found_without_a_complete_uuid_index() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = open(
-        tmp.path(),
-        &["objectClass", "entryUUID"],
-        Pipeline::standard(),
-    );
-    dir.apply_replica(ReplicaBatch {
-        rid: 7,
-        changes: base(&dir),
-        cookie: cookie(CSN1),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let dir = consumer_with_base(tmp.path()).await;
     drop(dir);
     // A start without it in the configuration drops the index.
     let dir = open(tmp.path(), &["objectClass"], Pipeline::standard());

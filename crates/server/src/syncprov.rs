@@ -178,6 +178,37 @@ fn serve(
     let rid = cookie.as_ref().and_then(|c| c.rid).unwrap_or(0);
     let mut sync = Sync::new(job, db, (*found.ndn).clone(), rid, size);
     let since = cookie.map(|c| c.csns).unwrap_or_default();
+    // A cookie ahead of this database for a server ID it knows: this database went back (restored
+    // from a backup, or a consumer whose first refresh set its contextCSN to its own provider's,
+    // below the import's it had served from). Changes it holds may sort below that cookie, so no
+    // refresh by cookie would send them: the consumer must reload (e-syncRefreshRequired; it asks
+    // again without a cookie). slapd refuses such a consumer until its next write instead. Not
+    // between multi-provider peers, whose cookies run ahead legitimately (a peer's own writes, a
+    // third server's changes that reached the peer first).
+    let ahead = (!db.multiprovider())
+        .then(|| {
+            since
+                .csns()
+                .iter()
+                .find(|c| context.get(c.sid()).is_some_and(|ours| *c > ours))
+        })
+        .flatten();
+    if let Some(ahead) = ahead {
+        tracing::info!(cookie = %ahead.as_str(),
+            "sync search: the consumer's cookie is ahead of this database; it must reload");
+        let result = LdapResult::new(
+            ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+            "the consumer's cookie is ahead of this database: refresh without a cookie",
+        );
+        return Ok(Some((
+            encode(
+                job.message_id,
+                ProtocolOp::SearchResultDone(result),
+                Vec::new(),
+            ),
+            ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+        )));
+    }
     let known = if since.is_empty() {
         Known::Nothing
     } else if since.covers(&context) {

@@ -8,6 +8,7 @@
 pub mod bulk;
 pub mod expect;
 pub mod python;
+pub mod replicas;
 
 pub use canopy_harness::{
     client, consumer_support, ldif, mesh, preload, replication, server, slapd_conf, tempdir, tools,

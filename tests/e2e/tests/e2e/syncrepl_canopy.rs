@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use canopy_e2e::consumer_support::{
-    canopy_consumer, relaunch_same_port, syncrepl_table, tls_material, wait_converged,
+    canopy_consumer, relaunch_same_port, syncrepl_table, tls_material,
 };
 use canopy_e2e::replication::{access_toml, PROVIDER_ACCESS, REPLICATOR_PW};
 use canopy_e2e::*;
@@ -18,21 +18,12 @@ const CONVERGE: Duration = Duration::from_secs(60);
 const PERSIST: &str = "type = \"refreshAndPersist\"\n";
 
 fn canopy_target() -> bool {
-    if Target::from_env() == Target::Slapd {
-        println!("skipped for slapd: Canopy replicating to Canopy");
-        return false;
-    }
-    true
+    canopy_e2e::replicas::canopy_only("Canopy replicating to Canopy")
 }
 
 #[track_caller]
 fn converged(provider: &Server, consumer: &Server, what: &str) {
-    if let Err(diff) = wait_converged(provider, consumer, CONVERGE) {
-        panic!(
-            "{what}: no convergence within {CONVERGE:?}:\n{diff}\nconsumer log:\n{}",
-            consumer.log()
-        );
-    }
+    canopy_e2e::replicas::assert_converged(provider, consumer, CONVERGE, what);
 }
 
 /// Adds a unit with people and a sub-unit, modifies, renames within the unit and under a new superior,
