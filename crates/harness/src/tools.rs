@@ -43,6 +43,23 @@ impl Server {
         run(cmd, None)
     }
 
+    /// [`Server::import_to`] with slapadd's `-S sid`, the server ID of the entryCSNs it makes (canopy's
+    /// import takes `server_id` from its configuration): in a multi-provider group slapd replicates
+    /// no delete of an entry whose entryCSN has server ID 0, which no peer writes with.
+    pub fn import_to_as(&self, suffix: &str, ldif: &Path, sid: u16) -> Out {
+        if self.target == Target::Canopy {
+            return self.import_to(suffix, ldif);
+        }
+        let mut cmd = self.offline_tool_with_config("import", "slapadd");
+        cmd.arg("-b")
+            .arg(suffix)
+            .arg("-S")
+            .arg(sid.to_string())
+            .arg("-l")
+            .arg(ldif);
+        run(cmd, None)
+    }
+
     /// `export` of the database whose suffix is `suffix` (`-b SUFFIX` for both tools).
     pub fn export_of(&self, suffix: &str) -> Out {
         let mut cmd = self.offline_tool_with_config("export", "slapcat");

@@ -172,7 +172,14 @@ pub fn start(s: &Scenario) -> Result<Cluster, String> {
         };
         let path = scratch.path().join(format!("s{i}.ldif"));
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        let out = servers[i].import_to(SUFFIX, &path);
+        // A slapd peer's own loads carry its server ID, as an administrator loads a peer (slapadd
+        // -S): slapd never deletes, on a peer's word, an entry whose entryCSN has server ID 0
+        // (seed 29: a delete made on a Canopy peer stayed undone on slapd).
+        let out = if s.is_mesh() {
+            servers[i].import_to_as(SUFFIX, &path, i as u16 + 1)
+        } else {
+            servers[i].import_to(SUFFIX, &path)
+        };
         if out.code != 0 {
             return Err(format!(
                 "offline load of s{i} ({}) exited {}:\n{}\n{}",
