@@ -7,7 +7,7 @@
 #   4. runs the end-to-end suite against Debian's slapd, proving the expected files are OpenLDAP's
 #      behaviour (skip with CANOPY_SKIP_SLAPD_REFERENCE=1 outside CI);
 #   5. runs the crash test (kill -9 during acknowledged writes, five times);
-#   6. runs the randomized replication harness on seeds 1-10 (every topology, with and without slapd;
+#   6. runs the randomized replication harness on seeds 1-20 (each topology twice, with and without slapd;
 #      CANOPY_REPL_SEEDS overrides; scripts/soak-replication runs many more);
 #   7. runs the differential conformance test against slapd (filters and generated write sequences);
 #   8. fuzzes every cargo-fuzz target briefly (fuzz/run.sh; CANOPY_FUZZ_SECONDS per target, default 20).
@@ -107,7 +107,7 @@ if [ "$target" = canopy ]; then
     # Generated replication scenarios (docs/testing.md): topologies of canopy and slapd, preloaded
     # replicas, writes, kill -9, network cuts and SIGSTOP; every server must converge without losing an
     # acknowledged write. Under CI=true a missing slapd fails the step.
-    repl_seeds="${CANOPY_REPL_SEEDS:-1-10}"
+    repl_seeds="${CANOPY_REPL_SEEDS:-1-20}"
     step "replication model (seeds $repl_seeds)" \
         env CANOPY_REPL_SEEDS="$repl_seeds" cargo test -p canopy-e2e --test replication_model -- \
             --ignored --nocapture
