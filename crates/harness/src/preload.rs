@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::server::{Server, Target, SUFFIX};
 
 /// Writes `DIR/NAME` with the suffix, `ou=people` and `ou=groups`, `people` persons and a group
-/// naming the first few; `skip` leaves out every entry whose index is a multiple of it (an older
+/// naming `ou=people` and the first few persons; `skip` leaves out every entry whose index is a multiple of it (an older
 /// copy), 0 keeps all. The path.
 pub fn write_ldif(dir: &Path, name: &str, people: usize, skip: usize) -> PathBuf {
     let mut text = format!(
@@ -25,7 +25,7 @@ pub fn write_ldif(dir: &Path, name: &str, people: usize, skip: usize) -> PathBuf
         ));
     }
     text.push_str(&format!(
-        "dn: cn=staff,ou=groups,{SUFFIX}\nobjectClass: groupOfNames\ncn: staff\n"
+        "dn: cn=staff,ou=groups,{SUFFIX}\nobjectClass: groupOfNames\ncn: staff\nmember: ou=people,{SUFFIX}\n"
     ));
     for i in 1..people.min(6) {
         text.push_str(&format!("member: uid=u{i},ou=people,{SUFFIX}\n"));

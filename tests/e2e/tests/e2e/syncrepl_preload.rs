@@ -251,3 +251,51 @@ fn a_cookie_ahead_of_the_provider_asks_for_a_reload() {
     );
     assert_eq!((out.code, out.records().len()), (0, 1), "{out:?}");
 }
+
+/// A refresh that deletes most of what a consumer held (here: a consumer loaded with 60 people whose
+/// provider holds none of them) still applies, but warns loudly and shows it on cn=Monitor, with
+/// the counts.
+#[test]
+fn a_refresh_that_deletes_most_entries_is_reported() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("preload");
+    let small = write_ldif(dir.path(), "small.ldif", 0, 0);
+    let big = write_ldif(dir.path(), "big.ldif", 60, 0);
+    let mut a = preloaded(Target::Canopy, "", Some(&small));
+    a.start_preloaded();
+    let mut b = preloaded(Target::Canopy, &syncrepl_table(&a, 1, PERSIST), Some(&big));
+    b.start_preloaded();
+    converged(
+        &a,
+        &b,
+        "a consumer whose provider holds almost nothing it held",
+    );
+    assert!(
+        b.log().contains(
+            "the present phase of this refresh deleted 60 of the 64 entries held in scope"
+        ),
+        "{}",
+        b.log()
+    );
+    let monitor = b.search(
+        &Bind::Root,
+        &[
+            "-b",
+            "cn=Replication,cn=Monitor",
+            "(cn=Consumer 001)",
+            "description",
+        ],
+    );
+    assert!(
+        monitor
+            .stdout
+            .contains("a present phase deleted 60 of 64 entries"),
+        "{monitor:?}"
+    );
+    assert!(
+        monitor.stdout.contains("replaced: 4 spared: 0"),
+        "{monitor:?}"
+    );
+}
