@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::server::{Server, Target, SUFFIX};
 
 /// Writes `DIR/NAME` with the suffix, `ou=people` and `ou=groups`, `people` persons and a group
-/// naming `ou=people` and the first few persons; `skip` leaves out every entry whose index is a multiple of it (an older
-/// copy), 0 keeps all. The path.
+/// naming `ou=people` and the first few persons; `skip` leaves out every person whose index is a
+/// multiple of it (an older copy), 0 keeps all. The path.
 pub fn write_ldif(dir: &Path, name: &str, people: usize, skip: usize) -> PathBuf {
     let mut text = format!(
         "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\no: Example Corp\ndc: example\n\n\
