@@ -478,15 +478,22 @@ impl Run<'_> {
                 .and_then(canopy_proto::sync::Csn::parse),
             ReplicaChange::Delete { .. } => None,
         });
+        // Only batches with deletes need the DNs sent: a batch may outlive this call on the writer
+        // thread a moment, and the next insert would then copy the whole set.
+        let deletes = self
+            .batch
+            .iter()
+            .any(|c| matches!(c, ReplicaChange::Delete { .. }));
+        let sent = if self.refreshing && deletes {
+            self.sent.clone()
+        } else {
+            Default::default()
+        };
         let batch = ReplicaBatch {
             rid: c.rid,
             changes: std::mem::take(&mut self.batch),
             cookie: cookie.clone(),
-            sent: if self.refreshing {
-                self.sent.clone()
-            } else {
-                Default::default()
-            },
+            sent,
             reset_context: self.full && self.refreshing,
         };
         let applied = self.db.apply_replica(batch).await.map_err(|e| {
