@@ -182,8 +182,9 @@ struct Model {
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
     tls_verify: Option<Remark>,
     server_id: Option<i64>,
-    /// `rootdn` and `rootpw` of slapd's `database config`: Canopy's cn=config root.
-    config_root_dn: Option<String>,
+    /// `rootdn` (with its directive, for the report) and `rootpw` of slapd's `database config`:
+    /// Canopy's cn=config root.
+    config_root_dn: Option<(String, Directive)>,
     config_root_pw: Option<String>,
     monitor: bool,
     idle_timeout: Option<i64>,
@@ -544,7 +545,7 @@ fn config_directive(m: &mut Model, d: &Directive, name: &str) {
             // config_root_password), as slapd's cn=config database has.
             let arg = d.args[0].clone();
             if name == "rootdn" {
-                m.config_root_dn = Some(arg);
+                m.config_root_dn = Some((arg, d.clone()));
             } else {
                 m.config_root_pw = Some(arg);
             }
@@ -1348,6 +1349,16 @@ fn fold_log_databases(m: &mut Model) {
 
 /// Cross-database decisions once everything is read.
 fn finish(m: &mut Model) {
+    if m.config_root_pw.is_none() {
+        if let Some((_, d)) = m.config_root_dn.take() {
+            m.leave(
+                &d,
+                "a root DN of slapd's cn=config without a rootpw (bound only through SASL): Canopy's \
+                 cn=config is open to root over ldapi, and config_root_dn needs config_root_password \
+                 (docs/configuration.md)",
+            );
+        }
+    }
     fold_log_databases(m);
     check_access(m);
     let asks = m
@@ -1509,7 +1520,10 @@ impl Model {
         out.push('\n');
         // slapd's config database has no password unless given one; its root DN is cn=config.
         if let Some(pw) = &self.config_root_pw {
-            let dn = self.config_root_dn.as_deref().unwrap_or("cn=config");
+            let dn = self
+                .config_root_dn
+                .as_ref()
+                .map_or("cn=config", |(dn, _)| dn.as_str());
             let _ = writeln!(out, "config_root_dn = {}", q(dn));
             let _ = writeln!(out, "config_root_password = {}", q(pw));
         }

@@ -472,6 +472,12 @@ fn config_database_root_becomes_the_config_root() {
     // Without a password the config database has no root to bind as, in slapd as here.
     let c = parse(&translate(&directives("database config\ndatabase mdb\nsuffix dc=x\n")).toml);
     assert_eq!(c.config_root_password, None);
+    // A root DN without one (bound through SASL in slapd) is reported, not dropped in silence.
+    let m = translate(&directives(
+        "database config\nrootdn cn=admin,cn=config\ndatabase mdb\nsuffix dc=x\n",
+    ));
+    assert_eq!(m.left_out.len(), 1, "{:?}", m.left_out);
+    assert_eq!(parse(&m.toml).config_root_dn, None);
 }
 
 /// A slapd.d with only the config database (databases come later over LDAP, as in OpenLDAP's
