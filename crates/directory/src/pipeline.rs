@@ -234,6 +234,20 @@ impl Pipeline {
         Ok(())
     }
 
+    /// [`Pipeline::commit`] for the hook named `name` alone (for a record only that hook keeps).
+    pub(crate) fn commit_only(
+        &self,
+        name: &str,
+        dir: &Directory,
+        txn: &mut WriteTxn<'_>,
+        event: &Event<'_>,
+    ) -> Result<(), LdapError> {
+        self.hooks
+            .iter()
+            .filter(|hook| hook.name() == name)
+            .try_for_each(|hook| hook.commit(dir, txn, event))
+    }
+
     pub(crate) fn commit(
         &self,
         dir: &Directory,

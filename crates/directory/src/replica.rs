@@ -640,6 +640,9 @@ impl Directory {
             self.put(txn, id, &entry)?;
             self.reindex(txn, id, Some(&old), Some(&entry))?;
             self.hooks_commit(txn, stamp, Kind::Modify, id, Some(&old), Some(&entry))?;
+            if entry_uuid(&old) != entry_uuid(&entry) {
+                self.announce_replaced(txn, stamp, &old)?;
+            }
             return Ok(Outcome::Modified);
         }
         // A rename (and perhaps a move): the new DN is free (rule 2 removed an older holder).
@@ -727,6 +730,31 @@ impl Directory {
             made += 1;
         }
         Ok(made)
+    }
+
+    /// The entry `old` was replaced in place by one of another entryUUID (rule 2): its entryUUID
+    /// is gone from this server, which the session log and the persistent searches learn as a
+    /// delete, after the change of the new one (found by the multi-provider mesh test: a peer that
+    /// held the old entry under another DN, where no change of the new one reaches it, kept it
+    /// for ever). Only syncprov keeps the record: for the other hooks nothing was deleted (the DN
+    /// is still there), and no tombstone is left (the loser of rule 2 may compete again).
+    fn announce_replaced(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        stamp: &Stamp,
+        old: &Entry,
+    ) -> Result<(), LdapError> {
+        let event = Event {
+            kind: Kind::Delete,
+            id: 0,
+            old: Some(old),
+            new: None,
+            changes: &[],
+            stamp,
+            requester: "",
+            origin: Origin::Replica,
+        };
+        self.pipeline().commit_only("syncprov", self, txn, &event)
     }
 
     /// Deletes the entry of `uuid` and whatever is below it, deepest first, unless it or an entry

@@ -511,22 +511,16 @@ impl<'a> Sync<'a> {
         since: &CsnSet,
         known: Known,
     ) -> Result<(), Stop> {
-        let present = match known {
+        // The session log's deletes go after the entries: an entry replaced in place by one of
+        // another entryUUID at its DN (rule 2, docs/design/replication.md) is logged as a delete
+        // of the old entryUUID, and a consumer that took that delete first would delete the
+        // subtree below the DN before the new entry came to take its place.
+        let (mut present, deleted) = match known {
             Known::Current => return Ok(()),
-            Known::Nothing => None,
-            Known::Present => Some(Vec::new()),
-            Known::Log(deleted) => {
-                for chunk in deleted.chunks(ID_SET_SIZE) {
-                    self.info(&SyncInfo::SyncIdSet {
-                        cookie: None,
-                        refresh_deletes: true,
-                        uuids: chunk.to_vec(),
-                    })?;
-                }
-                None
-            }
+            Known::Nothing => (None, Vec::new()),
+            Known::Present => (Some(Vec::new()), Vec::new()),
+            Known::Log(deleted) => (None, deleted),
         };
-        let mut present = present;
         let every = Filter::Present("objectClass".into());
         let query = Query {
             scope: self.job.req.scope,
@@ -592,6 +586,13 @@ impl<'a> Sync<'a> {
                 cookie: None,
                 refresh_deletes: false,
                 uuids,
+            })?;
+        }
+        for chunk in deleted.chunks(ID_SET_SIZE) {
+            self.info(&SyncInfo::SyncIdSet {
+                cookie: None,
+                refresh_deletes: true,
+                uuids: chunk.to_vec(),
             })?;
         }
         Ok(())
