@@ -1350,13 +1350,17 @@ fn fold_log_databases(m: &mut Model) {
 /// Cross-database decisions once everything is read.
 fn finish(m: &mut Model) {
     if m.config_root_pw.is_none() {
-        if let Some((_, d)) = m.config_root_dn.take() {
-            m.leave(
+        match m.config_root_dn.take() {
+            Some((dn, d)) if dn.eq_ignore_ascii_case("cn=config") => {
+                m.note(&d, "slapd's default for cn=config")
+            }
+            Some((_, d)) => m.leave(
                 &d,
                 "a root DN of slapd's cn=config without a rootpw (bound only through SASL): Canopy's \
                  cn=config is open to root over ldapi, and config_root_dn needs config_root_password \
                  (docs/configuration.md)",
-            );
+            ),
+            None => {}
         }
     }
     fold_log_databases(m);
