@@ -196,17 +196,9 @@ fn serve(
     if let Some(ahead) = ahead {
         tracing::info!(cookie = %ahead.as_str(),
             "sync search: the consumer's cookie is ahead of this database; it must reload");
-        let result = LdapResult::new(
-            ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+        return Ok(Some(refresh_required(
+            job,
             "the consumer's cookie is ahead of this database: refresh without a cookie",
-        );
-        return Ok(Some((
-            encode(
-                job.message_id,
-                ProtocolOp::SearchResultDone(result),
-                Vec::new(),
-            ),
-            ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
         )));
     }
     let known = if since.is_empty() {
@@ -281,17 +273,9 @@ fn serve(
             Next::Dropped => {
                 *entries = sync.entries;
                 state.metrics.sync_dropped.fetch_add(1, Ordering::Relaxed);
-                let result = LdapResult::new(
-                    ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
+                return Ok(Some(refresh_required(
+                    job,
                     "the consumer fell behind; refresh with the last cookie",
-                );
-                return Ok(Some((
-                    encode(
-                        job.message_id,
-                        ProtocolOp::SearchResultDone(result),
-                        Vec::new(),
-                    ),
-                    ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED),
                 )));
             }
             Next::Change(change) if change.context.is_some() => {
@@ -652,6 +636,18 @@ impl<'a> Sync<'a> {
         }
         Ok(())
     }
+}
+
+/// The SearchResultDone that ends a sync search with e-syncRefreshRequired (4096), and its code.
+fn refresh_required(job: &SearchJob, message: &str) -> (Vec<u8>, ResultCode) {
+    let code = ResultCode::Unknown(RESULT_SYNC_REFRESH_REQUIRED);
+    let result = LdapResult::new(code, message);
+    let done = encode(
+        job.message_id,
+        ProtocolOp::SearchResultDone(result),
+        Vec::new(),
+    );
+    (done, code)
 }
 
 /// The consumer's cookie as slapd's syncprov takes one: a cookie that does not parse is no cookie (a full
