@@ -109,8 +109,27 @@ impl LogRecord {
         out
     }
 
+    /// The record's key: its CSN, then a 0 byte and its entryUUID. One write may log several
+    /// records under one CSN (the deletes of a replicated batch, which carry no CSN of their own
+    /// and share the write's stamp; a subtree delete): the entryUUID keeps each one (found by the
+    /// replication harness, seed 92: a cascaded consumer kept three of four deletes' entries).
+    /// Keys still sort by CSN first.
+    fn key(&self) -> Vec<u8> {
+        let mut key = Vec::with_capacity(41 + 16);
+        key.extend_from_slice(self.csn.as_str().as_bytes());
+        key.push(0);
+        key.extend_from_slice(&self.uuid);
+        key
+    }
+
+    /// The CSN of a record's key (keys written before the entryUUID was added are the CSN alone).
+    fn key_csn(key: &[u8]) -> Option<Csn> {
+        let text = key.split(|&b| b == 0).next()?;
+        Csn::parse(std::str::from_utf8(text).ok()?)
+    }
+
     fn decode(key: &[u8], value: &[u8]) -> Option<LogRecord> {
-        let csn = Csn::parse(std::str::from_utf8(key).ok()?)?;
+        let csn = LogRecord::key_csn(key)?;
         let (&kind, rest) = value.split_first()?;
         let uuid: [u8; 16] = rest.get(..16)?.try_into().ok()?;
         let len = u32::from_be_bytes(rest.get(16..20)?.try_into().ok()?) as usize;
@@ -318,11 +337,11 @@ impl WriteHook for SyncProv {
                     old_dn: old.dn.to_string(),
                     new_dn: event.new.map(|e| e.dn.to_string()),
                 };
-                txn.put_synclog(csn.as_str().as_bytes(), &record.encode())
+                txn.put_synclog(&record.key(), &record.encode())
                     .map_err(store_error)?;
                 if let Some(key) = txn.trim_synclog(self.sessionlog).map_err(store_error)? {
                     let mut trimmed = dir.log_trimmed(txn)?;
-                    if let Some(gone) = std::str::from_utf8(&key).ok().and_then(Csn::parse) {
+                    if let Some(gone) = LogRecord::key_csn(&key) {
                         trimmed.observe(&gone);
                     }
                     let texts: Vec<&str> = trimmed.csns().iter().map(Csn::as_str).collect();

@@ -421,6 +421,46 @@ async fn a_delete_spares_what_the_refresh_sent() {
     assert_eq!(entries(&dir).len(), 3);
 }
 
+/// The deletes of one received batch share the write's stamp (they carry no CSN of their own): the
+/// session log keeps each one, so a cascaded consumer replaying it hears of all of them (the
+/// replication harness's seed 92 kept three of four).
+#[tokio::test]
+async fn every_delete_of_a_batch_reaches_the_session_log() {
+    use canopy_directory::syncprov::{LogReplay, SyncProv};
+    let tmp = tempfile::tempdir().unwrap();
+    let pipeline = Pipeline::standard().then(std::sync::Arc::new(SyncProv::new(5)));
+    let dir = open(tmp.path(), &["objectClass", "entryUUID"], pipeline);
+    dir.apply_replica(ReplicaBatch {
+        rid: 7,
+        changes: base(&dir),
+        cookie: cookie(CSN1),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let before = dir.context_csn(&dir.read().unwrap()).unwrap();
+    let applied = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![gone(3), gone(4)],
+            cookie: cookie(CSN2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(applied.deleted, 2);
+    let txn = dir.read().unwrap();
+    let LogReplay::Complete(records) = dir.replay_log(&txn, &before).unwrap() else {
+        panic!("the log reaches back to the cookie");
+    };
+    let mut gone_dns: Vec<&str> = records.iter().map(|r| r.old_dn.as_str()).collect();
+    gone_dns.sort();
+    assert_eq!(
+        gone_dns,
+        ["cn=leaf,ou=a,dc=example,dc=com", "ou=b,dc=example,dc=com"]
+    );
+}
+
 #[tokio::test]
 async fn without_an_entryuuid_index_the_consumer_is_refused() {
     let tmp = tempfile::tempdir().unwrap();

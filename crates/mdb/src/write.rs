@@ -238,7 +238,7 @@ impl<'a> WriteTxn<'a> {
         self.guard(|txn, t| t.meta.put(txn, key, value))
     }
 
-    /// Appends a record to the session log under `key` (a CSN: keys order as their bytes).
+    /// Appends a record to the session log under `key` (keys order as their bytes: the caller's start with a CSN).
     pub fn put_synclog(&mut self, key: &[u8], record: &[u8]) -> Result<(), StoreError> {
         check_key(key, self.max_key)?;
         self.guard(|txn, t| t.synclog.put(txn, key, record))
