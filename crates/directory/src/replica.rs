@@ -552,12 +552,24 @@ impl Directory {
                         },
                     }
                 }
-                // Rule 1 (and loops): the newer entryCSN wins; an equal one is a change seen already.
+                // Rule 1 (and loops): the newer entryCSN wins; between peers an equal one is a
+                // change seen already. A plain consumer ignores only an older one, as slapd's does:
+                // an equal entryCSN with other contents is the provider's entry changed without a
+                // new CSN (a slapd provider that is itself a consumer turns an entry its present
+                // phase could not delete into glue that way; found by the replication harness,
+                // seed 87).
                 held => {
-                    if !newer(
-                        entry_csn(received).as_ref(),
-                        held.as_ref().and_then(entry_csn).as_ref(),
-                    ) {
+                    let (theirs, ours) = (entry_csn(received), held.as_ref().and_then(entry_csn));
+                    let skip = if self.multiprovider() {
+                        !newer(theirs.as_ref(), ours.as_ref())
+                    } else {
+                        newer(ours.as_ref(), theirs.as_ref())
+                            || (theirs == ours
+                                && held
+                                    .as_ref()
+                                    .is_none_or(|held| attrcsn::same(held, received)))
+                    };
+                    if skip {
                         return Ok(Outcome::Skipped);
                     }
                 }

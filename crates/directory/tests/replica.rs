@@ -330,6 +330,66 @@ async fn a_glue_entry_from_slapd_is_stored() {
     );
 }
 
+/// A slapd middle server whose present phase could not delete a non-leaf entry turns it into glue
+/// without a new entryCSN and sends it so: a plain consumer takes an equal entryCSN with other
+/// contents (slapd's consumer ignores only an older one), and skips an equal one it already holds.
+#[tokio::test]
+async fn an_equal_entrycsn_with_other_contents_is_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = consumer_with_base(tmp.path()).await;
+    let again = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: base(&dir),
+            cookie: cookie(CSN1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((again.modified, again.skipped), (0, 4));
+    let glued = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![sent(
+                &dir,
+                "ou=a,dc=example,dc=com",
+                2,
+                CSN1,
+                &[("objectClass", "top"), ("objectClass", "glue")],
+            )],
+            cookie: cookie(CSN1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(glued.modified, 1);
+    assert_eq!(
+        values(&dir, "ou=a,dc=example,dc=com", "objectClass"),
+        vec!["top".to_string(), "glue".to_string()]
+    );
+    // An older one is still ignored.
+    let older = dir
+        .apply_replica(ReplicaBatch {
+            rid: 7,
+            changes: vec![sent(
+                &dir,
+                "ou=b,dc=example,dc=com",
+                4,
+                "20261124000000.000001Z#000000#000#000000",
+                &[
+                    ("objectClass", "organizationalUnit"),
+                    ("ou", "b"),
+                    ("description", "old"),
+                ],
+            )],
+            cookie: cookie(CSN1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((older.modified, older.skipped), (0, 1));
+}
+
 /// A plain consumer loaded from the same data as its provider (every entry under another entryUUID,
 /// with a newer entryCSN): each received entry takes the held one's place, children stay.
 #[tokio::test]

@@ -193,8 +193,15 @@ pub fn describe_event(e: &Event) -> String {
 }
 
 /// The scenario of `seed`. The shape is `seed % 5` and slapd takes a role when `seed / 5` is odd,
-/// so any ten consecutive seeds cover every shape with and without slapd.
+/// so any ten consecutive seeds cover every shape with and without slapd. With
+/// `CANOPY_E2E_TARGET=slapd` every server is slapd (the same topology, loads and events as far as
+/// they do not depend on the servers' kinds): what the reference does with a scenario.
 pub fn generate(seed: u64) -> Scenario {
+    generate_for(seed, Target::from_env() == Target::Slapd)
+}
+
+/// [`generate`], with every server slapd when `all_slapd`.
+pub fn generate_for(seed: u64, all_slapd: bool) -> Scenario {
     let mut rng = Rng::new(seed);
     let mut names = Names::default();
     let shape = match seed % 5 {
@@ -213,7 +220,7 @@ pub fn generate(seed: u64) -> Scenario {
     let mesh = matches!(shape, Shape::Mesh(_));
     let nodes: Vec<NodeSpec> = (0..n)
         .map(|i| NodeSpec {
-            target: if slapd == Some(i) {
+            target: if all_slapd || slapd == Some(i) {
                 Target::Slapd
             } else {
                 Target::Canopy

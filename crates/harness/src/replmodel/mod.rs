@@ -99,9 +99,14 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
 
 /// The commands that run `seed` again.
 pub fn replay_commands(seed: u64) -> String {
+    let env = if crate::server::Target::from_env() == crate::server::Target::Slapd {
+        "CANOPY_E2E_TARGET=slapd "
+    } else {
+        ""
+    };
     format!(
-        "CANOPY_REPL_SEED={seed} cargo test -p canopy-e2e --test replication_model -- --ignored --nocapture\n  \
-         scripts/soak-replication --seed {seed}"
+        "{env}CANOPY_REPL_SEED={seed} cargo test -p canopy-e2e --test replication_model -- --ignored --nocapture\n  \
+         {env}scripts/soak-replication --seed {seed}"
     )
 }
 

@@ -133,7 +133,11 @@ pub fn start(s: &Scenario) -> Result<Cluster, String> {
             let mut server = Server::prepare_target(n.target);
             server.port = free_port();
             match n.target {
-                Target::Canopy => server.log_filter = Some("info".to_string()),
+                // `CANOPY_LOG` (a tracing filter) for more, e.g. `info,canopy_server::syncrepl=trace`.
+                Target::Canopy => {
+                    server.log_filter =
+                        Some(std::env::var("CANOPY_LOG").unwrap_or_else(|_| "info".to_string()))
+                }
                 Target::Slapd => server.slapd_debug = Some("sync".to_string()),
             }
             server

@@ -227,6 +227,9 @@ impl Run<'_> {
                 Cookie::parse(bytes).map_err(|e| format!("a cookie that does not parse: {e}"))
             })
             .transpose()?;
+        tracing::trace!(state = ?state.state, dn = %String::from_utf8_lossy(&entry.dn),
+            uuid = %canopy_proto::sync::uuid_to_text(&state.uuid), cookie = cookie.is_some(),
+            "syncrepl: received");
         match state.state {
             SyncStateKind::Present => {
                 self.present.insert(state.uuid);
