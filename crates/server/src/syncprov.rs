@@ -178,6 +178,28 @@ fn serve(
     let rid = cookie.as_ref().and_then(|c| c.rid).unwrap_or(0);
     let mut sync = Sync::new(job, db, (*found.ndn).clone(), rid, size);
     let since = cookie.map(|c| c.csns).unwrap_or_default();
+    // A plain consumer that never finished a refresh from its provider holds what it was loaded
+    // with, not the provider's content: serving that to consumers of its own would pass on entries
+    // under entryUUIDs the provider does not know, which its next refresh replaces and deletes
+    // (found by the replication harness, seed 97: a slapd consumer below a middle server loaded
+    // with other data lost 94 entries). Its consumers retry until the first refresh has ended.
+    if std::ptr::eq(db, state.databases.first()) && !db.multiprovider() {
+        let consumers = &state.syncrepl;
+        let refreshed = consumers.iter().any(|h| h.refreshed())
+            || consumers.iter().try_fold(false, |found, h| {
+                Ok::<_, LdapError>(found || db.replica_cookie(&txn, h.consumer.rid)?.is_some())
+            })?;
+        if !consumers.is_empty() && !refreshed {
+            tracing::info!(
+                "sync search refused: this consumer has not finished a refresh from its provider yet"
+            );
+            return Err(LdapError::new(
+                ResultCode::Busy,
+                "this server has not finished its first refresh from its provider: try again later",
+            )
+            .into());
+        }
+    }
     // A cookie ahead of this database for a server ID it knows: this database went back (restored
     // from a backup, or a consumer whose first refresh set its contextCSN to its own provider's,
     // below the import's it had served from). Changes it holds may sort below that cookie, so no
@@ -380,21 +402,27 @@ impl<'a> Sync<'a> {
 
     /// The entryUUIDs the session log's records tell a consumer to delete: entries deleted in the scope
     /// and entries renamed out of it.
+    ///
+    /// Deepest first: children before their parents (`refresh` sends each syncIdSet reversed).
     fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<[u8; 16]> {
-        let mut out = Vec::new();
+        let mut out: Vec<(usize, [u8; 16])> = Vec::new();
         for record in records {
-            if !self.dn_in_scope(&record.old_dn) {
+            let Ok((_, old)) = self.db.normalize(record.old_dn.as_bytes()) else {
+                continue;
+            };
+            if !self.in_scope(&old) {
                 continue;
             }
             let stays = record
                 .new_dn
                 .as_deref()
                 .is_some_and(|new| self.dn_in_scope(new));
-            if !stays && !out.contains(&record.uuid) {
-                out.push(record.uuid);
+            if !stays && !out.iter().any(|(_, uuid)| *uuid == record.uuid) {
+                out.push((old.rdns().len(), record.uuid));
             }
         }
-        out
+        out.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
+        out.into_iter().map(|(_, uuid)| uuid).collect()
     }
 
     fn dn_in_scope(&self, dn: &str) -> bool {
@@ -572,11 +600,17 @@ impl<'a> Sync<'a> {
                 uuids,
             })?;
         }
+        // `deleted` runs deepest first. slapd's consumer deletes a syncIdSet's entries in the
+        // reverse of their order (it lists them head first) and turns a parent it meets before its
+        // children into glue, which stays and which it never tells its own consumers of (found by
+        // the replication harness, seed 87: a cascade's bottom server kept four such units). So
+        // each message holds its part reversed, parents first, and slapd meets children first.
+        // (Canopy's consumer takes any order: a parent's delete removes what is left below it.)
         for chunk in deleted.chunks(ID_SET_SIZE) {
             self.info(&SyncInfo::SyncIdSet {
                 cookie: None,
                 refresh_deletes: true,
-                uuids: chunk.to_vec(),
+                uuids: chunk.iter().rev().copied().collect(),
             })?;
         }
         Ok(())

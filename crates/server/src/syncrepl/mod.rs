@@ -77,6 +77,15 @@ impl Handle {
         self.schema.send_modify(|n| *n += 1);
     }
 
+    /// Whether a refresh from the provider ended since this server started.
+    pub fn refreshed(&self) -> bool {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last_success
+            .is_some()
+    }
+
     pub fn status(&self) -> Status {
         self.status
             .lock()

@@ -299,3 +299,49 @@ fn a_refresh_that_deletes_most_entries_is_reported() {
         "{monitor:?}"
     );
 }
+
+/// A consumer that has not finished a refresh from its provider holds what it was loaded with, not
+/// the provider's content: it answers its own consumers' sync searches with busy (51) until its
+/// first refresh ends, and plain searches as usual (found by the replication harness, seed 97: a
+/// slapd consumer below such a middle server took its entries, then lost 94 of them).
+#[test]
+fn a_consumer_serves_sync_searches_after_its_first_refresh() {
+    if !canopy_target() {
+        return;
+    }
+    let dir = tempdir::TempDir::new("preload");
+    let full = write_ldif(dir.path(), "full.ldif", 20, 0);
+    // The provider is prepared (its port chosen) but not started yet.
+    let mut a = preloaded(Target::Canopy, "", Some(&full));
+    let mut b = preloaded(Target::Canopy, &syncrepl_table(&a, 1, PERSIST), Some(&full));
+    b.start_preloaded();
+    let sync = ["-b", SUFFIX, "-E", "!sync=ro", "(uid=u1)", "1.1"];
+    let out = b.search(&Bind::Root, &sync);
+    assert_eq!(out.code, 51, "{out:?}");
+    assert!(
+        out.stderr.contains("has not finished its first refresh"),
+        "{out:?}"
+    );
+    assert_eq!(
+        entries(&b),
+        entries_in(&full),
+        "plain searches are answered"
+    );
+    a.start_preloaded();
+    converged(&a, &b, "a preloaded consumer");
+    let out = b.search(&Bind::Root, &sync);
+    assert_eq!((out.code, out.records().len()), (0, 1), "{out:?}");
+    // After a restart it has a cookie: served at once, the provider down or not.
+    a.kill9();
+    b.restart();
+    let out = b.search(&Bind::Root, &sync);
+    assert_eq!((out.code, out.records().len()), (0, 1), "{out:?}");
+}
+
+fn entries_in(ldif: &std::path::Path) -> usize {
+    std::fs::read_to_string(ldif)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("dn:"))
+        .count()
+}
