@@ -286,6 +286,7 @@ impl Run<'_> {
                 })
                 .transpose()
         };
+        tracing::trace!(info = %describe(&info), "syncrepl: received");
         match info {
             SyncInfo::NewCookie(bytes) => {
                 let cookie = parse(Some(bytes))?;
@@ -644,5 +645,32 @@ mod tests {
             canopy_proto::sync::Csn::parse("29991231000000.000000Z#000000#000#000000").unwrap();
         assert!(csn_ahead(&future).unwrap() > 1_000_000);
         assert_eq!(csn_age(&future), Some(0.0));
+    }
+}
+
+/// A Sync Info message in a log line: its kind, its cookie, the count of a syncIdSet's entryUUIDs.
+fn describe(info: &SyncInfo) -> String {
+    let text = |c: &Option<Vec<u8>>| {
+        c.as_deref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    match info {
+        SyncInfo::NewCookie(c) => format!("newCookie {}", String::from_utf8_lossy(c)),
+        SyncInfo::RefreshDelete { cookie, done } => {
+            format!("refreshDelete done={done} cookie={}", text(cookie))
+        }
+        SyncInfo::RefreshPresent { cookie, done } => {
+            format!("refreshPresent done={done} cookie={}", text(cookie))
+        }
+        SyncInfo::SyncIdSet {
+            cookie,
+            refresh_deletes,
+            uuids,
+        } => format!(
+            "syncIdSet refreshDeletes={refresh_deletes} uuids={} cookie={}",
+            uuids.len(),
+            text(cookie)
+        ),
     }
 }
