@@ -58,9 +58,17 @@ enum Known {
     /// A cookie whose CSNs cover the contextCSN: nothing changed.
     Current,
     /// Changes since the cookie, the deletes from the session log.
-    Log(Vec<[u8; 16]>),
+    Log(Vec<Gone>),
     /// Changes since the cookie; the rest of the scope named present (the log does not reach back).
     Present,
+}
+
+/// An entry the session log tells a consumer to delete: its entryUUID, the CSN of the delete (or of
+/// the rename out of the scope), and the depth of its DN then.
+struct Gone {
+    uuid: [u8; 16],
+    csn: Csn,
+    depth: usize,
 }
 
 struct Sync<'a> {
@@ -400,12 +408,13 @@ impl<'a> Sync<'a> {
         .to_bytes()
     }
 
-    /// The entryUUIDs the session log's records tell a consumer to delete: entries deleted in the scope
-    /// and entries renamed out of it.
+    /// The entries the session log's records tell a consumer to delete: entries deleted in the scope
+    /// and entries renamed out of it, each once (at its last record).
     ///
-    /// Deepest first: children before their parents (`refresh` sends each syncIdSet reversed).
-    fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<[u8; 16]> {
-        let mut out: Vec<(usize, [u8; 16])> = Vec::new();
+    /// In CSN order, and deepest first among those of one CSN (one write, or one batch a consumer
+    /// applied): children before their parents (`refresh` sends one syncIdSet per CSN, reversed).
+    fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<Gone> {
+        let mut out: Vec<Gone> = Vec::new();
         for record in records {
             let Ok((_, old)) = self.db.normalize(record.old_dn.as_bytes()) else {
                 continue;
@@ -417,12 +426,17 @@ impl<'a> Sync<'a> {
                 .new_dn
                 .as_deref()
                 .is_some_and(|new| self.dn_in_scope(new));
-            if !stays && !out.iter().any(|(_, uuid)| *uuid == record.uuid) {
-                out.push((old.rdns().len(), record.uuid));
+            if !stays {
+                out.retain(|gone| gone.uuid != record.uuid);
+                out.push(Gone {
+                    uuid: record.uuid,
+                    csn: record.csn.clone(),
+                    depth: old.rdns().len(),
+                });
             }
         }
-        out.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
-        out.into_iter().map(|(_, uuid)| uuid).collect()
+        out.sort_by(|a, b| a.csn.cmp(&b.csn).then(b.depth.cmp(&a.depth)));
+        out
     }
 
     fn dn_in_scope(&self, dn: &str) -> bool {
@@ -600,18 +614,30 @@ impl<'a> Sync<'a> {
                 uuids,
             })?;
         }
-        // `deleted` runs deepest first. slapd's consumer deletes a syncIdSet's entries in the
-        // reverse of their order (it lists them head first) and turns a parent it meets before its
-        // children into glue, which stays and which it never tells its own consumers of (found by
-        // the replication harness, seed 87: a cascade's bottom server kept four such units). So
-        // each message holds its part reversed, parents first, and slapd meets children first.
-        // (Canopy's consumer takes any order: a parent's delete removes what is left below it.)
-        for chunk in deleted.chunks(ID_SET_SIZE) {
+        // One syncIdSet per CSN, as slapd's provider sends them, with a cookie naming the CSN in
+        // `delcsn` (the consumer's own CSNs otherwise): slapd's consumer deletes under that CSN, so
+        // its session log hands the deletes on to its own consumers (without it, under its older
+        // cookie's CSN, which they have seen: found by the replication harness, seed 107).
+        // slapd's consumer deletes a syncIdSet's entries in the reverse of their order (it lists
+        // them head first) and turns a parent it meets before its children into glue, which stays
+        // and which it never tells its own consumers of (seed 87): each message lists parents
+        // first. (Canopy's consumer takes any order: a parent's delete removes what is below it.)
+        let mut rest = &deleted[..];
+        while let Some(first) = rest.first() {
+            let same = rest
+                .iter()
+                .take(ID_SET_SIZE)
+                .take_while(|gone| gone.csn == first.csn)
+                .count();
+            let (set, after) = rest.split_at(same);
+            let mut cookie = self.cookie(since);
+            cookie.extend_from_slice(format!(",delcsn={}", first.csn.as_str()).as_bytes());
             self.info(&SyncInfo::SyncIdSet {
-                cookie: None,
+                cookie: Some(cookie),
                 refresh_deletes: true,
-                uuids: chunk.iter().rev().copied().collect(),
+                uuids: set.iter().rev().map(|gone| gone.uuid).collect(),
             })?;
+            rest = after;
         }
         Ok(())
     }

@@ -129,18 +129,24 @@ fn up_and_down(kind: &str, sessionlog: u64) {
     );
 }
 
-/// A slapd consumer that is itself a provider (syncprov), away while a subtree is deleted: its
-/// refresh names the deleted entries in one syncIdSet, which slapd's consumer takes last first. A
-/// parent it meets before its children becomes glue, and stays (found by the replication harness,
-/// seed 87: the cascade's bottom server then kept them).
+/// A slapd consumer that is itself a provider (syncprov) for a canopy consumer below it, both away
+/// while a subtree is deleted. The middle server's refresh names the deleted entries in syncIdSets:
+/// - slapd's consumer takes a syncIdSet last first, and a parent it meets before its children
+///   becomes glue, which stays (found by the replication harness, seed 87);
+/// - it deletes under the CSN of the set's cookie (`delcsn`); without one, under its older cookie's
+///   CSN, which its own consumers have seen, so its session log never hands the deletes on
+///   (seed 107).
 #[test]
-fn a_slapd_middle_server_away_while_a_subtree_is_deleted() {
+fn a_cascade_through_a_slapd_middle_server_away_while_a_subtree_is_deleted() {
     let provider = provider(100);
-    let mut consumer = Server::start_slapd_with(&format!(
+    let mut middle = Server::start_slapd_with(&format!(
         "{}\n{}",
-        syncrepl_directive(1, &provider, "refreshOnly"),
+        syncrepl_directive(1, &provider, "refreshAndPersist"),
         canopy_e2e::consumer_support::SYNCPROV
     ));
+    let mut bottom = canopy_e2e::consumer_support::canopy_consumer(
+        &canopy_e2e::consumer_support::syncrepl_table(&middle, 2, "type = \"refreshAndPersist\"\n"),
+    );
     change(
         &provider,
         "dn: ou=tree,dc=example,dc=com\nchangetype: add\nobjectClass: organizationalUnit\nou: tree\n\n\
@@ -148,8 +154,10 @@ fn a_slapd_middle_server_away_while_a_subtree_is_deleted() {
          dn: cn=a,ou=sub,ou=tree,dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: a\nsn: A\n\n\
          dn: cn=b,ou=tree,dc=example,dc=com\nchangetype: add\nobjectClass: person\ncn: b\nsn: B\n",
     );
-    converge(&provider, &consumer, "initial refresh");
-    consumer.kill9();
+    converge(&provider, &middle, "the middle server's first refresh");
+    converge(&provider, &bottom, "the bottom server's first refresh");
+    bottom.kill9();
+    middle.kill9();
     change(
         &provider,
         "dn: cn=docs,ou=apollo,ou=projects,dc=example,dc=com\nchangetype: delete\n\n\
@@ -160,20 +168,27 @@ fn a_slapd_middle_server_away_while_a_subtree_is_deleted() {
          dn: cn=b,ou=tree,dc=example,dc=com\nchangetype: delete\n\n\
          dn: ou=tree,dc=example,dc=com\nchangetype: delete\n",
     );
-    consumer.restart();
+    canopy_e2e::consumer_support::relaunch_same_port(&mut middle);
     converge(
         &provider,
-        &consumer,
-        "a subtree deleted while the consumer was away",
+        &middle,
+        "a subtree deleted while the middle server was away",
     );
-    let glue = consumer.search(
+    let glue = middle.search(
         &Bind::Root,
         &["-M", "-b", SUFFIX, "(objectClass=glue)", "1.1"],
     );
     assert_eq!(
         (glue.code, glue.records().len()),
         (0, 0),
-        "glue left on the consumer: {glue:?}"
+        "glue left on the middle server: {glue:?}"
+    );
+    // The bottom server refreshes from the middle one's session log.
+    bottom.restart();
+    converge(
+        &provider,
+        &bottom,
+        "the deletes passed on by the middle server",
     );
 }
 
