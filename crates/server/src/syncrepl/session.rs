@@ -629,25 +629,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_days() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        let old =
-            canopy_proto::sync::Csn::parse("20000101000000.000000Z#000000#000#000000").unwrap();
-        assert!(csn_age(&old).unwrap() > 8.0e8);
-        assert_eq!(csn_ahead(&old), None);
-        let future =
-            canopy_proto::sync::Csn::parse("29991231000000.000000Z#000000#000#000000").unwrap();
-        assert!(csn_ahead(&future).unwrap() > 1_000_000);
-        assert_eq!(csn_age(&future), Some(0.0));
-    }
-}
-
 /// A Sync Info message in a log line: its kind, its cookie, the count of a syncIdSet's entryUUIDs.
 fn describe(info: &SyncInfo) -> String {
     let text = |c: &Option<Vec<u8>>| {
@@ -672,5 +653,24 @@ fn describe(info: &SyncInfo) -> String {
             uuids.len(),
             text(cookie)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        let old =
+            canopy_proto::sync::Csn::parse("20000101000000.000000Z#000000#000#000000").unwrap();
+        assert!(csn_age(&old).unwrap() > 8.0e8);
+        assert_eq!(csn_ahead(&old), None);
+        let future =
+            canopy_proto::sync::Csn::parse("29991231000000.000000Z#000000#000#000000").unwrap();
+        assert!(csn_ahead(&future).unwrap() > 1_000_000);
+        assert_eq!(csn_age(&future), Some(0.0));
     }
 }
