@@ -415,6 +415,7 @@ impl<'a> Sync<'a> {
     /// applied): children before their parents (`refresh` sends one syncIdSet per CSN, reversed).
     fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<Gone> {
         let mut out: Vec<Gone> = Vec::new();
+        let mut at: std::collections::HashMap<[u8; 16], usize> = std::collections::HashMap::new();
         for record in records {
             let Ok((_, old)) = self.db.normalize(record.old_dn.as_bytes()) else {
                 continue;
@@ -427,12 +428,18 @@ impl<'a> Sync<'a> {
                 .as_deref()
                 .is_some_and(|new| self.dn_in_scope(new));
             if !stays {
-                out.retain(|gone| gone.uuid != record.uuid);
-                out.push(Gone {
+                let gone = Gone {
                     uuid: record.uuid,
                     csn: record.csn.clone(),
                     depth: old.rdns().len(),
-                });
+                };
+                match at.get(&record.uuid) {
+                    Some(&i) => out[i] = gone,
+                    None => {
+                        at.insert(record.uuid, out.len());
+                        out.push(gone);
+                    }
+                }
             }
         }
         out.sort_by(|a, b| a.csn.cmp(&b.csn).then(b.depth.cmp(&a.depth)));
