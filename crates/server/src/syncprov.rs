@@ -409,40 +409,42 @@ impl<'a> Sync<'a> {
     }
 
     /// The entries the session log's records tell a consumer to delete: entries deleted in the scope
-    /// and entries renamed out of it, each once (at its last record).
+    /// and entries renamed out of it, each once, unless its last record brings it back into the scope.
     ///
     /// In CSN order, and deepest first among those of one CSN (one write, or one batch a consumer
     /// applied): children before their parents (`refresh` sends one syncIdSet per CSN, reversed).
     fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<Gone> {
-        let mut out: Vec<Gone> = Vec::new();
-        let mut at: std::collections::HashMap<[u8; 16], usize> = std::collections::HashMap::new();
+        // The last record of each entryUUID decides: renamed within the scope after all, it stays.
+        let mut last: std::collections::HashMap<[u8; 16], Option<Gone>> =
+            std::collections::HashMap::new();
         for record in records {
             let Ok((_, old)) = self.db.normalize(record.old_dn.as_bytes()) else {
                 continue;
             };
-            if !self.in_scope(&old) {
-                continue;
-            }
             let stays = record
                 .new_dn
                 .as_deref()
                 .is_some_and(|new| self.dn_in_scope(new));
-            if !stays {
-                let gone = Gone {
-                    uuid: record.uuid,
-                    csn: record.csn.clone(),
-                    depth: old.rdns().len(),
-                };
-                match at.get(&record.uuid) {
-                    Some(&i) => out[i] = gone,
-                    None => {
-                        at.insert(record.uuid, out.len());
-                        out.push(gone);
-                    }
+            if !self.in_scope(&old) {
+                // Renamed into the scope: sent as an entry, not a delete.
+                if stays {
+                    last.insert(record.uuid, None);
                 }
+                continue;
             }
+            let gone = (!stays).then(|| Gone {
+                uuid: record.uuid,
+                csn: record.csn.clone(),
+                depth: old.rdns().len(),
+            });
+            last.insert(record.uuid, gone);
         }
-        out.sort_by(|a, b| a.csn.cmp(&b.csn).then(b.depth.cmp(&a.depth)));
+        let mut out: Vec<Gone> = last.into_values().flatten().collect();
+        out.sort_by(|a, b| {
+            (a.csn.cmp(&b.csn))
+                .then(b.depth.cmp(&a.depth))
+                .then(a.uuid.cmp(&b.uuid))
+        });
         out
     }
 

@@ -537,3 +537,43 @@ fn persist_updates_carry_each_changes_own_state() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines, want, "{}", out.stderr);
 }
+
+/// An entry renamed out of a consumer's scope and back since its cookie is sent as an entry and not
+/// named in the deletes (sent after the entries, a delete would remove it from the consumer).
+#[test]
+fn renamed_out_of_the_scope_and_back() {
+    let provider = provider(100);
+    let base = "ou=apollo,ou=projects,dc=example,dc=com";
+    let sync = |control: &str| {
+        provider.tool(
+            "ldapsearch",
+            &Bind::Root,
+            &["-o", "ldif-wrap=no", "-b", base, "-E", control, "1.1"],
+            None,
+        )
+    };
+    let first = sync("sync=ro");
+    let cookie = first
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("# cookie: "))
+        .unwrap_or_else(|| panic!("no cookie: {first:?}"))
+        .to_string();
+    change(
+        &provider,
+        &format!(
+            "dn: cn=docs,{base}\nchangetype: modrdn\nnewrdn: cn=docs\ndeleteoldrdn: 0\nnewsuperior: ou=projects,dc=example,dc=com\n\n\
+             dn: cn=docs,ou=projects,dc=example,dc=com\nchangetype: modrdn\nnewrdn: cn=docs\ndeleteoldrdn: 0\nnewsuperior: {base}\n"
+        ),
+    );
+    let out = sync(&format!("sync=ro/{cookie}"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("dn: cn=docs,{base}")),
+        "{out:?}"
+    );
+    assert!(
+        !out.stdout.contains("syncUUIDs"),
+        "a delete was sent: {out:?}"
+    );
+}
