@@ -496,3 +496,48 @@ async fn concurrent_failures_count_once_each_and_lock() {
     assert_eq!(values(&dir, user, "pwdHistory").len(), 2);
     let _ = ADMIN;
 }
+
+/// `pwdAttribute` given as an OID (slapd's own tests write `2.5.4.35`) governs userPassword as its
+/// name does: a failed bind is recorded.
+#[tokio::test]
+async fn pwd_attribute_by_oid() {
+    let dir_path = tempfile::tempdir().unwrap();
+    let (dir, pp) = open(dir_path.path());
+    add(
+        &dir,
+        "dc=example,dc=com",
+        &[("objectClass", "domain"), ("dc", "example")],
+    )
+    .await
+    .unwrap();
+    add(
+        &dir,
+        "cn=pp,dc=example,dc=com",
+        &[
+            ("objectClass", "device"),
+            ("objectClass", "pwdPolicy"),
+            ("cn", "pp"),
+            ("pwdAttribute", "2.5.4.35"),
+            ("pwdLockout", "TRUE"),
+            ("pwdMaxFailure", "2"),
+        ],
+    )
+    .await
+    .unwrap();
+    let user = "uid=u,dc=example,dc=com";
+    add(
+        &dir,
+        user,
+        &[
+            ("objectClass", "account"),
+            ("objectClass", "simpleSecurityObject"),
+            ("uid", "u"),
+            ("userPassword", "{SSHA}first"),
+        ],
+    )
+    .await
+    .unwrap();
+    let (_, ndn) = dir.normalize(user.as_bytes()).unwrap();
+    pp.bind(&dir, &ndn, false).await.unwrap().unwrap();
+    assert_eq!(values(&dir, user, "pwdFailureTime").len(), 1);
+}

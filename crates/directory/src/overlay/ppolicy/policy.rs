@@ -151,7 +151,16 @@ pub fn effective(
         .and_then(|raw| dir.normalize(raw).ok())
         .map(|(_, ndn)| ndn);
     for ndn in own.iter().chain(default) {
-        if let Some(policy) = dir.entry_at(txn, ndn).as_ref().and_then(Policy::from_entry) {
+        if let Some(mut policy) = dir.entry_at(txn, ndn).as_ref().and_then(Policy::from_entry) {
+            // `pwdAttribute` names its type by a NAME or an OID (slapd's own tests write
+            // `2.5.4.35`): the schema's canonical name, which entries' attributes carry.
+            if let Some(canonical) = dir
+                .schema()
+                .attribute_type(&policy.attribute)
+                .and_then(|t| t.names.first())
+            {
+                policy.attribute = canonical.clone();
+            }
             return Ok(Some(policy));
         }
     }
