@@ -60,7 +60,9 @@ impl Rules {
     pub fn compile(config: &Sasl) -> Result<Rules, String> {
         let mut regexps = Vec::new();
         for (i, rule) in config.authz_regexp.iter().enumerate() {
-            let regex = Regex::new(&format!("^(?:{})$", rule.pattern))
+            // Case-insensitive, as slapd compiles them (REG_ICASE): a SASL name's case is the
+            // client's, and DNs compare without it.
+            let regex = Regex::new(&format!("(?i)^(?:{})$", rule.pattern))
                 .map_err(|e| format!("[[sasl.authz_regexp]] #{}: {e}", i + 1))?;
             if rule.replace.starts_with("ldap:") {
                 parse_url(&rule.replace)
@@ -122,6 +124,9 @@ fn parse_url(text: &str) -> Result<Option<Target>, String> {
     let filter = percent_decode(parts.next().unwrap_or(""))?;
     let filter = if filter.is_empty() {
         "(objectClass=*)".to_string()
+    } else if !filter.trim_start().starts_with('(') {
+        // `uid=$1` without parentheses, which slapd's filter parser takes as `(uid=$1)`.
+        format!("({})", filter.trim())
     } else {
         filter
     };
@@ -231,6 +236,23 @@ mod tests {
                 base: "ou=people,dc=example,dc=com".into(),
                 subtree: true,
                 filter: "(mail=carol@example.com)".into()
+            }
+        );
+    }
+
+    /// slapd compiles its rules case-insensitively and takes a URL filter without parentheses.
+    #[test]
+    fn case_and_bare_filters_as_slapd() {
+        let r = rules(
+            "UID=([^,]*),CN=PLAIN,CN=AUTH",
+            "ldap:///ou=people,dc=example,dc=com??sub?uid=$1",
+        );
+        assert_eq!(
+            r.target("PLAIN", "Dave"),
+            Target::Search {
+                base: "ou=people,dc=example,dc=com".into(),
+                subtree: true,
+                filter: "(uid=Dave)".into()
             }
         );
     }
