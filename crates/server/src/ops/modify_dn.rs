@@ -51,19 +51,24 @@ pub async fn modify_dn(
     who.require_authenticated()?;
     dir.check_writable()?;
     // A write never crosses databases: slapd's frontend refuses a new superior that another
-    // database (or none) holds, before the backend looks at either entry.
-    if let Some((_, parent)) = &new_superior {
-        let same = state
+    // database (or none) holds, and a new DN that another database holds (a rename onto the
+    // suffix of a database glued below), before the backend looks at either entry.
+    let elsewhere = |target: &canopy_schema::NormDn| {
+        !state
             .databases
-            .route(parent)
-            .is_some_and(|other| std::ptr::eq(other, dir));
-        if !same {
-            return Err(LdapError::new(
-                ResultCode::AffectsMultipleDsas,
-                "cannot rename between DSAs",
-            )
-            .into());
-        }
+            .route(target)
+            .is_some_and(|other| std::ptr::eq(other, dir))
+    };
+    if new_superior
+        .as_ref()
+        .is_some_and(|(_, parent)| elsewhere(parent))
+        || new_ndn.as_ref().is_some_and(elsewhere)
+    {
+        return Err(LdapError::new(
+            ResultCode::AffectsMultipleDsas,
+            "cannot rename between DSAs",
+        )
+        .into());
     }
     let op = ModifyDn {
         dn,

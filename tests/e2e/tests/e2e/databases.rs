@@ -347,6 +347,14 @@ fn writes_stay_in_their_database() {
         None,
     );
     out.expect_code(71, "the other root DN moving an entry of the main database");
+    // Renamed in place onto the glued database's suffix: the new DN is that database's.
+    let out = s.tool(
+        "ldapmodrdn",
+        &Bind::Root,
+        &["-r", &format!("ou=people,{SUFFIX}"), "ou=glued"],
+        None,
+    );
+    out.expect_code(71, "renamed onto the glued database's suffix");
     // Renames inside one database still work, the glued one included.
     let out = s.tool("ldapmodrdn", &Bind::Root, &["-r", &g1, "cn=g9"], None);
     out.expect_code(0, "rename inside the glued database");
