@@ -728,9 +728,12 @@ impl Directory {
             allow_no_user_modification: ctx.guard.server_internal(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
-        check_entry(self.schema(), &entry)?;
         let kind = Kind::Modify;
+        // The overlays first, then the schema, as slapd's overlays see a change before its backend
+        // checks the result: a constraint broken by a value that also removes the RDN's is 19,
+        // not 64. The prepare hooks only read the transaction.
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
+        check_entry(self.schema(), &entry)?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?;
@@ -958,9 +961,10 @@ impl Directory {
             .map(|ava| rdn_change(ModifyOperation::Add, ava))
             .collect();
         apply_rdn_changes(self, &mut entry, &additions, false)?;
-        check_entry(self.schema(), &entry)?;
         let kind = Kind::Rename;
+        // The overlays first, then the schema (as `modify`).
         self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), &[])?;
+        check_entry(self.schema(), &entry)?;
         self.put(txn, id, &entry)?;
         self.reindex(txn, id, Some(&old), Some(&entry))?;
         if !same_dn {

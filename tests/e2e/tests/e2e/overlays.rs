@@ -756,6 +756,19 @@ fn constraint() {
             None,
         ),
     );
+    let renamed = format!("mail=zed.z@example.com,ou=people,{SUFFIX}");
+    modify(
+        &mut t,
+        "the RDN's mail replaced by one outside the pattern",
+        &renamed,
+        "replace: mail\nmail: zed@example.org\n",
+    );
+    modify(
+        &mut t,
+        "the RDN's mail replaced by another within it",
+        &renamed,
+        "replace: mail\nmail: zed.y@example.com\n",
+    );
     t.section(
         "the entries written",
         &s.search(
