@@ -140,7 +140,7 @@ pub fn referral_for(
     let urls = values(stored, "ref")
         .into_iter()
         .map(|url| {
-            let url = String::from_utf8_lossy(url);
+            let url = url_of(url);
             match &requested {
                 Some(name) => adjust(&url, name, &[], suffix, true),
                 None => adjust(&url, &entry_dn, &prefix, suffix, false),
@@ -163,16 +163,15 @@ pub fn continuation(stored: &StoredEntry<'_>, scope: SearchScope) -> Vec<String>
     let entry_dn = stored_dn(stored);
     values(stored, "ref")
         .into_iter()
-        .map(|url| {
-            adjust(
-                &String::from_utf8_lossy(url),
-                &entry_dn,
-                &[],
-                Some(suffix),
-                false,
-            )
-        })
+        .map(|url| adjust(&url_of(url), &entry_dn, &[], Some(suffix), false))
         .collect()
+}
+
+/// The URL of a `ref` value: what comes before the first space, as slapd trims a labeled value
+/// (`ldap://b.example.net/ Server B`, RFC 2079's labeledURI form).
+fn url_of(value: &[u8]) -> String {
+    let url = value.split(|&b| b == b' ').next().unwrap_or(value);
+    String::from_utf8_lossy(url).into_owned()
 }
 
 /// Rewrites an LDAP URL for a target: the URL's DN (`entry_dn`, the referral object's own DN, when the
@@ -234,6 +233,15 @@ mod tests {
             expected,
             "{url} {entry}"
         );
+    }
+
+    #[test]
+    fn labels_are_trimmed() {
+        assert_eq!(
+            url_of(b"ldap://b.example.net/ Server B"),
+            "ldap://b.example.net/"
+        );
+        assert_eq!(url_of(b"ldap://b.example.net/"), "ldap://b.example.net/");
     }
 
     #[test]
