@@ -1,5 +1,5 @@
 //! RFC 4514 string to DN, with the leniencies of OpenLDAP's parser (spaces around separators,
-//! quoted values).
+//! quoted values, RFC 1779's `;` between RDNs).
 
 use canopy_ber::Reader;
 
@@ -20,7 +20,8 @@ impl Dn {
             rdns.push(p.rdn()?);
             match p.peek() {
                 None => return Ok(Dn { rdns }),
-                Some(b',') => p.pos += 1,
+                // `;` as RFC 1779 wrote it, which OpenLDAP still takes (`cn=a;dc=b`).
+                Some(b',' | b';') => p.pos += 1,
                 Some(_) => return Err(p.error("expected ',' between RDNs")),
             }
         }
@@ -115,7 +116,7 @@ impl Parser<'_> {
             self.pos += 2;
         }
         self.skip_spaces();
-        if !matches!(self.peek(), None | Some(b',' | b'+')) {
+        if !matches!(self.peek(), None | Some(b',' | b'+' | b';')) {
             return Err(self.error("invalid character in hex string"));
         }
         let mut reader = Reader::new(&ber);
@@ -149,7 +150,7 @@ impl Parser<'_> {
             }
         }
         self.skip_spaces();
-        if !matches!(self.peek(), None | Some(b',' | b'+')) {
+        if !matches!(self.peek(), None | Some(b',' | b'+' | b';')) {
             return Err(self.error("unexpected character after quoted value"));
         }
         self.utf8(out)
@@ -161,14 +162,12 @@ impl Parser<'_> {
         let mut keep = 0;
         loop {
             match self.peek() {
-                None | Some(b',' | b'+') => break,
+                None | Some(b',' | b'+' | b';') => break,
                 Some(b'\\') => {
                     self.escape(&mut out)?;
                     keep = out.len();
                 }
-                Some(b'"' | b';' | b'<' | b'>' | 0) => {
-                    return Err(self.error("character must be escaped"))
-                }
+                Some(b'"' | b'<' | b'>' | 0) => return Err(self.error("character must be escaped")),
                 Some(c) => {
                     out.push(c);
                     self.pos += 1;

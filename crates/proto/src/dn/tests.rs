@@ -129,6 +129,13 @@ fn parse_table() {
             "cn=#0402fffe",
         ),
         ("x-attr-1=v", dn(&[&[("x-attr-1", b"v")]]), "x-attr-1=v"),
+        // RFC 1779's `;` between RDNs, which OpenLDAP takes; an escaped one stays in the value.
+        (
+            "CN = a ; dc=b;dc=c",
+            dn(&[&[("CN", b"a")], &[("dc", b"b")], &[("dc", b"c")]]),
+            "CN=a,dc=b,dc=c",
+        ),
+        ("cn=a\\;b", dn(&[&[("cn", b"a;b")]]), "cn=a\\3Bb"),
     ];
     for (input, expected, display) in cases {
         let parsed = Dn::parse(input.as_bytes()).unwrap_or_else(|e| panic!("{input:?}: {e}"));
@@ -150,7 +157,7 @@ fn parse_errors() {
         (b"cn=a,", 5),
         (b"cn=a, ", 6),
         (b",cn=a", 0),
-        (b"cn=a;dc=b", 4),
+        (b"cn=a;;dc=b", 5),
         (b"cn=a<b", 4),
         (b"cn=a\"b", 4),
         (b"cn=a\\", 4),

@@ -224,3 +224,76 @@ fn filters_on_unreadable_and_computed_attributes() {
     }
     t.check();
 }
+
+/// Values of DN syntax are stored in the pretty form slapd gives them (spaces around the separators
+/// dropped, the types' and values' case kept), whatever spelling the client used: on add, on
+/// modify's add and replace, and the DN the client wrote for the entry itself.
+#[test]
+fn dn_values_are_stored_pretty() {
+    let s = Server::start();
+    let mut t = Transcript::new("features_dn_values");
+    let dn = format!("cn=Pretty , ou=people,{SUFFIX}");
+    t.section(
+        "add with spaced DN values",
+        &s.add(
+            &Bind::Root,
+            &format!(
+                "dn: {dn}\nobjectClass: person\ncn: Pretty\nsn: P\n\
+                 seeAlso: UID=Alice , OU=People,DC=example, dc=com\n\
+                 seeAlso: cn=a\\2Cb+sn=x,dc=example,dc=com\n"
+            ),
+        ),
+    );
+    let read = |t: &mut Transcript, title: &str| {
+        t.section(
+            title,
+            &s.search(
+                &Bind::Root,
+                &[
+                    "-b",
+                    &format!("ou=people,{SUFFIX}"),
+                    "(cn=Pretty)",
+                    "seeAlso",
+                ],
+            ),
+        );
+    };
+    read(&mut t, "as stored");
+    t.section(
+        "modify: add and replace",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: cn=Pretty,ou=people,{SUFFIX}\nchangetype: modify\n\
+                 add: seeAlso\nseeAlso: uid=bob ,  ou=people , dc=example,dc=com\n"
+            ),
+        ),
+    );
+    read(&mut t, "after the add");
+    t.section(
+        "replace",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: cn=Pretty,ou=people,{SUFFIX}\nchangetype: modify\n\
+                 replace: seeAlso\nseeAlso: CN = Carol ; OU=people\n"
+            ),
+        ),
+    );
+    read(&mut t, "after the replace");
+    // The legacy `;` separator in a request's DN too.
+    t.section(
+        "a base DN written with ';'",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-s",
+                "base",
+                "-b",
+                "UID=alice ; ou=people;dc=example,dc=com",
+                "1.1",
+            ],
+        ),
+    );
+    t.check();
+}
