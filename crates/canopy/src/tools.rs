@@ -152,6 +152,10 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         // Dropping `done_rx` on an early return stops the workers, and through them the reader.
         let mut ids: HashMap<String, u64> = HashMap::new();
         let mut waiting: BTreeMap<u64, Vec<Result<Prepared>>> = BTreeMap::new();
+        // Entries whose parent has not come yet, by the parent's normalized DN, with their place
+        // in the file: loaded when it comes, as slapadd takes children before their parents.
+        let mut orphans: HashMap<String, Vec<(u64, Prepared)>> = HashMap::new();
+        let mut place = 0u64;
         let mut next_chunk = 0u64;
         let mut next_id = 1u64;
         for (seq, chunk) in done_rx {
@@ -160,33 +164,52 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                 next_chunk += 1;
                 for prepared in chunk {
                     let entry = prepared?;
+                    place += 1;
                     let parent = match &entry.parent {
                         None => 0,
-                        Some(parent) => *ids.get(parent).ok_or_else(|| {
-                            anyhow!(
-                                "{}: entry {:?}: parent not found (parents must come first)",
-                                file.display(),
-                                entry.shown
-                            )
-                        })?,
+                        Some(parent) => match ids.get(parent) {
+                            Some(&id) => id,
+                            None => {
+                                orphans
+                                    .entry(parent.clone())
+                                    .or_default()
+                                    .push((place, entry));
+                                continue;
+                            }
+                        },
                     };
-                    if ids.contains_key(&entry.ndn) {
-                        bail!("{}: entry {:?} appears twice", file.display(), entry.shown);
-                    }
-                    loader.add(
-                        next_id,
-                        &entry.dn_key,
-                        Some(parent),
-                        &entry.bytes,
-                        &entry.keys(),
-                    )?;
-                    ids.insert(entry.ndn, next_id);
-                    next_id += 1;
-                    if next_id & 255 == 0 {
-                        progress.set(read.load(Ordering::Relaxed));
+                    // The entry, then whatever waited for it, and for those, and so on.
+                    let mut ready = vec![(parent, entry)];
+                    while let Some((parent, entry)) = ready.pop() {
+                        if ids.contains_key(&entry.ndn) {
+                            bail!("{}: entry {:?} appears twice", file.display(), entry.shown);
+                        }
+                        loader.add(
+                            next_id,
+                            &entry.dn_key,
+                            Some(parent),
+                            &entry.bytes,
+                            &entry.keys(),
+                        )?;
+                        if let Some(children) = orphans.remove(&entry.ndn) {
+                            ready.extend(children.into_iter().map(|(_, c)| (next_id, c)));
+                        }
+                        ids.insert(entry.ndn, next_id);
+                        next_id += 1;
+                        if next_id & 255 == 0 {
+                            progress.set(read.load(Ordering::Relaxed));
+                        }
                     }
                 }
             }
+        }
+        // A parent that never came: the first such entry in the file is named.
+        if let Some((_, entry)) = orphans.into_values().flatten().min_by_key(|(at, _)| *at) {
+            bail!(
+                "{}: entry {:?}: parent not found (not in the file)",
+                file.display(),
+                entry.shown
+            );
         }
         Ok(next_id - 1)
     })?;
@@ -610,6 +633,24 @@ mod tests {
         assert_eq!(dns[1], "ou=People,dc=example,dc=com");
     }
 
+    /// Children before their parents, in any order and across chunks, as slapadd takes them.
+    #[test]
+    fn children_may_come_before_their_parents() {
+        let mut input = records(CHUNK * 3);
+        // The people unit and the suffix last, a child of a child first.
+        let unit = input.remove(1);
+        let suffix = input.remove(0);
+        input.insert(
+            0,
+            "dn: cn=x,uid=u5,ou=People,dc=example,dc=com\nobjectClass: device\ncn: x\n".to_string(),
+        );
+        input.push(unit);
+        input.push(suffix);
+        let dns = import_text("reversed", &input).unwrap();
+        assert_eq!(dns.len(), input.len());
+        assert_eq!(dns[0], "dc=example,dc=com");
+    }
+
     #[test]
     fn the_first_bad_record_in_file_order_is_reported() {
         let check = |name: &str, edit: &dyn Fn(&mut Vec<String>), expected: &str| {
@@ -620,16 +661,22 @@ mod tests {
         };
         let orphan = "dn: uid=x,ou=Nowhere,dc=example,dc=com\nobjectClass: account\nuid: x\n";
         let change = "dn: uid=u7,ou=People,dc=example,dc=com\nchangetype: delete\n";
-        // A missing parent early beats a change record and a duplicate later, whichever chunk they are in.
+        // A parent that never comes is known only at the end: what is wrong in the file before
+        // that is reported first, whichever chunk it is in.
         check(
             "orphan-first",
             &|r| {
                 r.insert(300, orphan.to_string());
                 r.insert(700, change.to_string());
-                let again = r[5].clone();
-                r.push(again);
             },
-            "uid=x,ou=Nowhere,dc=example,dc=com\": parent not found",
+            "import takes entries, not changes",
+        );
+        check(
+            "orphan-alone",
+            &|r| {
+                r.insert(300, orphan.to_string());
+            },
+            "uid=x,ou=Nowhere,dc=example,dc=com\": parent not found (not in the file)",
         );
         check(
             "change-first",
