@@ -112,7 +112,9 @@ impl AttrDesc {
         self.options.iter().all(|wanted| {
             let mut have = stored.split(';').filter(|o| !o.is_empty());
             if wanted.ends_with('-') {
-                have.any(|o| o.starts_with(wanted.as_str()))
+                // `lang-en-` matches `lang-en` itself too (RFC 3866 §3.3).
+                let tag = wanted.trim_end_matches('-');
+                have.any(|o| o.starts_with(wanted.as_str()) || o == tag)
             } else {
                 have.any(|o| o == wanted)
             }
@@ -265,6 +267,10 @@ mod tests {
         assert!(d.options_match("lang-en"));
         assert!(d.options_match("lang-en-us;x"));
         assert!(!d.options_match(""));
+        let d = AttrDesc::parse_for_filter(&schema, "cn;lang-en-").unwrap();
+        assert!(d.options_match("lang-en"));
+        assert!(d.options_match("lang-en-us"));
+        assert!(!d.options_match("lang-enx"));
         let d = AttrDesc::parse(&schema, "cn;lang-en").unwrap();
         assert!(d.options_match("lang-en"));
         assert!(!d.options_match("lang-en-us"));

@@ -41,9 +41,10 @@ impl Selection {
                         }
                     }
                 }
-                // Unknown names select nothing, as RFC 4511 §4.5.1.8 says.
+                // Unknown names select nothing, as RFC 4511 §4.5.1.8 says. A language range
+                // (`name;lang-en-`, RFC 3866 §3.3) selects every tag it begins, as in slapd.
                 other => {
-                    if let Ok(desc) = AttrDesc::parse(schema, other) {
+                    if let Ok(desc) = AttrDesc::parse_for_filter(schema, other) {
                         selection.named.push(desc);
                     }
                 }
@@ -82,11 +83,12 @@ impl Selection {
         let Some(have_type) = schema.attribute_type(&have.type_name) else {
             return false;
         };
+        let have_options = have.options.join(";");
         self.named.iter().any(|want| {
             schema
                 .attribute_type(&want.type_name)
                 .is_some_and(|want_type| schema.is_subtype_of(have_type, want_type))
-                && want.options.iter().all(|o| have.options.contains(o))
+                && want.options_match(&have_options)
         })
     }
 

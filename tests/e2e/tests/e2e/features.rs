@@ -297,3 +297,40 @@ fn dn_values_are_stored_pretty() {
     );
     t.check();
 }
+
+/// Attribute selection with language tags (RFC 3866): a type selects its subtypes with every option,
+/// a tag selects the attributes carrying it, a range (`name;lang-en-`) every tag it begins.
+#[test]
+fn language_tags_and_ranges_select_attributes() {
+    let s = Server::start();
+    let mut t = Transcript::new("features_language");
+    let dn = format!("cn=Lang,ou=people,{SUFFIX}");
+    t.section(
+        "add",
+        &s.add(
+            &Bind::Root,
+            &format!(
+                "dn: {dn}\nobjectClass: person\nobjectClass: extensibleObject\ncn: Lang\n\
+                 cn;lang-en-us: Billy Ray\nsn: Ray\nsn;lang-en-gb;lang-en-us: Billy Ray\n\
+                 name;lang-en-us: Billy Bob\nname;lang-fr: Guillaume\nname;lang-en: Bill\n"
+            ),
+        ),
+    );
+    for attrs in [
+        "name",
+        "name;lang-en-us",
+        "name;lang-en-",
+        "name;lang-",
+        "sn;lang-en-us",
+        "cn;lang-fr",
+    ] {
+        t.section(
+            &format!("select {attrs}"),
+            &s.search(
+                &Bind::Root,
+                &["-s", "base", "-b", &dn, "(objectClass=*)", attrs],
+            ),
+        );
+    }
+    t.check();
+}
