@@ -187,6 +187,8 @@ struct Model {
     config_root_dn: Option<(String, Directive)>,
     config_root_pw: Option<String>,
     monitor: bool,
+    /// The `access` lines of `database monitor`, translated.
+    monitor_access: Vec<String>,
     idle_timeout: Option<i64>,
     pdu_anonymous: Option<i64>,
     pdu_bound: Option<i64>,
@@ -564,12 +566,29 @@ fn config_directive(m: &mut Model, d: &Directive, name: &str) {
 
 fn monitor_directive(m: &mut Model, d: &Directive, name: &str) {
     match name {
-        "rootdn" | "rootpw" => m.note(d, "cn=Monitor is readable by the root DN of the first database and the ldapi root peer"),
-        "access" => m.leave(
+        "rootdn" | "rootpw" => m.note(
             d,
-            "Canopy's cn=Monitor is readable by the root DN and the ldapi root peer only; its access is not configurable",
+            "cn=Monitor is readable by the root DN of the first database and the ldapi root peer",
         ),
-        _ => m.leave(d, "a setting of slapd's monitor database that Canopy does not have"),
+        "access" => {
+            let words = &d.args;
+            if words.first().map(|w| w.eq_ignore_ascii_case("to")) != Some(true) {
+                return m.leave(d, "expected `to <what> by <who> <access>`");
+            }
+            if let Some(feature) = unsupported_access(words) {
+                return m.leave(d, format!("Canopy's access rules do not support {feature}; the rule is left out of monitor_access, which may grant or deny more than slapd did: review the list"));
+            }
+            let rule = words
+                .iter()
+                .map(|w| requote(w))
+                .collect::<Vec<_>>()
+                .join(" ");
+            m.monitor_access.push(rule);
+        }
+        _ => m.leave(
+            d,
+            "a setting of slapd's monitor database that Canopy does not have",
+        ),
     }
 }
 
@@ -1555,6 +1574,24 @@ impl Model {
             out.push_str("durable = false\n");
         }
         let _ = writeln!(out, "monitor = {}", self.monitor);
+        if self.monitor {
+            // As for every database, slapd appends the frontend's rules to the monitor's own, and
+            // with none at all lets everyone read.
+            let mut rules: Vec<&String> = self
+                .monitor_access
+                .iter()
+                .chain(&self.frontend_access)
+                .collect();
+            let default_rule = "to * by * read".to_string();
+            if rules.is_empty() {
+                rules.push(&default_rule);
+            }
+            out.push_str("monitor_access = [\n");
+            for r in rules {
+                let _ = writeln!(out, "  {},", q(r));
+            }
+            out.push_str("]\n");
+        }
         if let Some(id) = self.server_id {
             let _ = writeln!(out, "server_id = {id}");
         }

@@ -58,8 +58,13 @@ pub struct Config {
     pub access_log: Option<String>,
     /// The access log's line format.
     pub log_format: LogFormat,
-    /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only).
+    /// Serve the `cn=Monitor` database (readable by the root DN and the ldapi root peer only, unless
+    /// `monitor_access` says otherwise).
     pub monitor: bool,
+    /// Access rules of cn=Monitor, in the language of `access` (slapd's `access` lines of `database
+    /// monitor`, followed by the frontend's). Empty: the root DN and the ldapi root peer only. The first
+    /// database's root DN reads it whatever they say.
+    pub monitor_access: Vec<String>,
     /// The first database refuses client writes (slapd's `readonly on`).
     pub read_only: bool,
     /// More databases: `[[database]]` tables, numbered 2, 3, ... (`dbconfig.rs`).
@@ -241,6 +246,7 @@ impl Default for Config {
             access_log: None,
             log_format: LogFormat::Text,
             monitor: true,
+            monitor_access: Vec::new(),
             read_only: false,
             database: Vec::new(),
             whole: None,

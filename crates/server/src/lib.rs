@@ -444,7 +444,11 @@ fn open_monitor(
         write_map: false,
     };
     let mut monitor_config = config.clone();
-    monitor_config.access = vec![monitor::ACCESS.to_string()];
+    monitor_config.access = if config.monitor_access.is_empty() {
+        vec![monitor::ACCESS.to_string()]
+    } else {
+        config.monitor_access.clone()
+    };
     let acl = access_list(&schema, &monitor_config)?;
     let backend = Directory::open(
         schema,

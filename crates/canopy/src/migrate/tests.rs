@@ -165,6 +165,9 @@ fn two_databases_translate_in_canopy_order() {
     assert_eq!(c.limits.rules[0].who, "anonymous");
     assert_eq!(c.limits.rules[1].who, "dn.exact:cn=rep,dc=example,dc=com");
     assert!(c.monitor);
+    // No rule of its own, none in the frontend (the root DSE's is Canopy's anyway): slapd lets
+    // everyone read cn=Monitor.
+    assert_eq!(c.monitor_access, vec!["to * by * read".to_string()]);
     assert_eq!(c.overlay.len(), 2);
     assert_eq!(c.overlay[0].name, "memberof");
     assert_eq!(
@@ -487,4 +490,21 @@ fn config_root_without_a_data_database() {
     let m = translate(&directives("database config\nrootpw secret\n"));
     let c = parse(&m.toml);
     assert_eq!(c.config_root_password.as_deref(), Some("secret"));
+}
+
+/// `database monitor`'s access lines become `monitor_access`, followed by the frontend's, as slapd
+/// appends the frontend's rules to every database's.
+#[test]
+fn monitor_access_is_translated() {
+    let text = "access to * by users read\ndatabase mdb\nsuffix dc=x\n\
+                database monitor\naccess to dn.subtree=\"cn=Monitor\" by dn.exact=\"cn=mon,dc=x\" read by * none\n";
+    let m = translate(&directives(text));
+    let c = parse(&m.toml);
+    assert_eq!(
+        c.monitor_access,
+        vec![
+            "to dn.subtree=cn=Monitor by dn.exact=cn=mon,dc=x read by * none".to_string(),
+            "to * by users read".to_string(),
+        ]
+    );
 }

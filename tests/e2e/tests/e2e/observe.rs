@@ -209,6 +209,28 @@ fn monitor_has_back_monitor_shape_and_follows_operations() {
     );
 }
 
+/// cn=Monitor under access rules of its own (slapd's `access` lines of `database monitor`,
+/// Canopy's `monitor_access`): here users read it, anonymous clients do not.
+#[test]
+fn monitor_under_configured_rules() {
+    let rule = "to * by users read by * none";
+    let s = Server::start_with_overlays(
+        &format!("database monitor\naccess {rule}\n"),
+        &format!("monitor_access = ['''{rule}''']\n"),
+    );
+    let base = ["-b", "cn=Monitor", "-s", "base", "(objectClass=*)", "1.1"];
+    let user = s.search(&Bind::user("alice"), &base);
+    user.expect_code(0, "a user reads cn=Monitor");
+    assert_eq!(user.records().len(), 1, "{}", user.stdout);
+    let anonymous = s.search(&Bind::Anonymous, &base);
+    assert!(
+        anonymous.code == 32 || (anonymous.code == 0 && anonymous.records().is_empty()),
+        "anonymous reads cn=Monitor: {} {}",
+        anonymous.code,
+        anonymous.stdout
+    );
+}
+
 #[test]
 fn monitor_is_for_the_root_dn_and_the_root_peer_only() {
     let s = start_with_monitor();
