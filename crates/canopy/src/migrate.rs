@@ -177,6 +177,8 @@ struct Model {
     frontend_limits: Limits,
     schema_files: Vec<String>,
     password_hash: Option<String>,
+    /// slapd's default referral (`referral`).
+    referral: Option<String>,
     authz_regexp: Vec<(String, String)>,
     tls: Vec<(&'static str, String)>,
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
@@ -834,6 +836,7 @@ fn global_directive(m: &mut Model, d: &Directive, name: &str, section: Section) 
                 m.schema_files.push(one);
             }
         }
+        "referral" if single => m.referral = Some(one),
         "passwordhash" => {
             if let Some(first) = d.args.first() {
                 m.password_hash = Some(first.clone());
@@ -1569,6 +1572,9 @@ impl Model {
         }
         if let Some(h) = &self.password_hash {
             let _ = writeln!(out, "password_hash = {}", q(h));
+        }
+        if let Some(url) = &self.referral {
+            let _ = writeln!(out, "referral = {}", q(url));
         }
         if !self.databases.is_empty() && self.databases.iter().all(|db| db.nosync) {
             out.push_str("durable = false\n");

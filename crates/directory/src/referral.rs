@@ -167,6 +167,21 @@ pub fn continuation(stored: &StoredEntry<'_>, scope: SearchScope) -> Vec<String>
         .collect()
 }
 
+/// slapd's default referral (`referral` in slapd.conf) for a name outside every naming context: the
+/// URL with the target DN put in when it names none, and the search's scope.
+pub fn default_referral(url: &str, dn: &str, scope: Option<SearchScope>) -> Referral {
+    let suffix = scope.map(|s| match s {
+        SearchScope::BaseObject => "??base",
+        SearchScope::SingleLevel => "??one",
+        SearchScope::WholeSubtree => "??sub",
+        SearchScope::SubordinateSubtree => "??subordinate",
+    });
+    Referral {
+        matched: String::new(),
+        urls: vec![adjust(url, dn, &[], suffix, false)],
+    }
+}
+
 /// The URL of a `ref` value: what comes before the first space, as slapd trims a labeled value
 /// (`ldap://b.example.net/ Server B`, RFC 2079's labeledURI form).
 fn url_of(value: &[u8]) -> String {
@@ -233,6 +248,18 @@ mod tests {
             expected,
             "{url} {entry}"
         );
+    }
+
+    #[test]
+    fn default_referrals_name_the_target() {
+        let r = default_referral(
+            "ldap://localhost:9/",
+            "dc=example,dc=com",
+            Some(SearchScope::WholeSubtree),
+        );
+        assert_eq!(r.urls, ["ldap://localhost:9/dc=example,dc=com??sub"]);
+        let r = default_referral("ldap://h/o=x", "cn=a b,o=y", None);
+        assert_eq!(r.urls, ["ldap://h/o=x"]);
     }
 
     #[test]

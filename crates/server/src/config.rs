@@ -85,6 +85,10 @@ pub struct Config {
     pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
     /// The referral a consumer database answers client writes with (slapd's `updateref`).
     pub updateref: Option<String>,
+    /// The referral for names outside every naming context (slapd's `referral`): an LDAP URL, to which
+    /// the target DN is added when it names none; none: noSuchObject (32), and for an add
+    /// unwillingToPerform (53), as slapd without one.
+    pub referral: Option<String>,
     /// The root DN of the cn=config database (`olcRootDN` of `olcDatabase={0}config`); none: only
     /// `config_access` decides who reads and changes cn=config (docs/configuration.md).
     pub config_root_dn: Option<String>,
@@ -254,6 +258,7 @@ impl Default for Config {
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
             syncrepl: Vec::new(),
             updateref: None,
+            referral: None,
             config_root_dn: None,
             config_root_password: None,
             config_access: Vec::new(),
@@ -380,6 +385,13 @@ impl Config {
         crate::authz::Rules::compile(&self.sasl)?;
         log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
+        if let Some(url) = &self.referral {
+            if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
+                return Err(format!(
+                    "referral: {url:?} is not an ldap:// or ldaps:// URL"
+                ));
+            }
+        }
         if self.multiprovider && self.server_id == 0 {
             return Err(
                 "multiprovider = true needs a server_id of 1-4095, distinct on every server of the group"

@@ -92,4 +92,20 @@ impl ServerState {
     pub fn outside_naming_context(&self, _ndn: &NormDn) -> LdapError {
         LdapError::new(ResultCode::NoSuchObject, "")
     }
+
+    /// The answer for `dn` outside every naming context: slapd's default referral (`referral`) when one
+    /// is configured, naming `dn` (and the search's `scope`), else `otherwise`.
+    pub fn outside(
+        &self,
+        dn: &str,
+        scope: Option<canopy_proto::SearchScope>,
+        otherwise: LdapError,
+    ) -> canopy_directory::OpError {
+        match &self.config.referral {
+            Some(url) => canopy_directory::OpError::Referral(
+                canopy_directory::referral::default_referral(url, dn, scope),
+            ),
+            None => otherwise.into(),
+        }
+    }
 }

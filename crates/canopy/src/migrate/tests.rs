@@ -508,3 +508,13 @@ fn monitor_access_is_translated() {
         ]
     );
 }
+
+/// slapd's default referral becomes `referral`.
+#[test]
+fn default_referral_is_translated() {
+    let text = "referral \"ldap://localhost:29011/\"\ndatabase mdb\nsuffix dc=x\n";
+    let m = translate(&directives(text));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert_eq!(c.referral.as_deref(), Some("ldap://localhost:29011/"));
+}

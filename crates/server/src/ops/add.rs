@@ -36,11 +36,14 @@ pub async fn add(
     }
     let mut entry = build_entry(&schema, dn, ndn, &req.attributes)?;
     let Some(dir) = dir else {
-        return Err(LdapError::new(
-            ResultCode::UnwillingToPerform,
-            "no global superior knowledge",
-        )
-        .into());
+        return Err(state.outside(
+            &entry.dn.to_string(),
+            None,
+            LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "no global superior knowledge",
+            ),
+        ));
     };
     dir.pretty(&mut entry.dn);
     let who = dir.requester(who);

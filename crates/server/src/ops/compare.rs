@@ -48,7 +48,7 @@ pub fn compare(
         return decide(schema, &seen, req);
     }
     let Some(dir) = state.databases.route(&ndn) else {
-        return Err(state.outside_naming_context(&ndn).into());
+        return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     let who = dir.requester(who);
     let who = who.as_ref();

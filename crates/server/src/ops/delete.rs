@@ -22,7 +22,7 @@ pub async fn delete(
         );
     }
     let Some(dir) = state.databases.route(&ndn) else {
-        return Err(state.outside_naming_context(&ndn).into());
+        return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     who.require_authenticated()?;
     crate::config_change::update(state, dir, WriteOp::Delete { dn, ndn }, who, &ctl.write()).await

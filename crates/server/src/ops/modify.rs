@@ -21,7 +21,7 @@ pub async fn modify(
     let schema = state.databases.schema();
     canopy_core::modify::check_changes(schema, &req.changes)?;
     let Some(dir) = state.databases.route(&ndn) else {
-        return Err(state.outside_naming_context(&ndn).into());
+        return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     let who = dir.requester(who);
     let who = who.as_ref();

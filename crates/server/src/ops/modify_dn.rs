@@ -46,7 +46,7 @@ pub async fn modify_dn(
         }
     }
     let Some(dir) = state.databases.route(&ndn) else {
-        return Err(state.outside_naming_context(&ndn).into());
+        return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     who.require_authenticated()?;
     dir.check_writable()?;

@@ -375,7 +375,13 @@ fn execute(
         return send_special(job, sink, &selection, &entry);
     }
     let Some(dir) = state.databases.route(&base) else {
-        return Err(state.outside_naming_context(&base).into());
+        return Err(state
+            .outside(
+                &base_dn.to_string(),
+                Some(job.req.scope),
+                state.outside_naming_context(&base),
+            )
+            .into());
     };
     let mut glued = state.databases.glued(dir, &base, job.req.scope);
     // Outer databases before the ones they hold, each in configuration order.

@@ -334,3 +334,35 @@ fn language_tags_and_ranges_select_attributes() {
     }
     t.check();
 }
+
+/// slapd's default referral (`referral`, translated by `canopy migrate`): a name outside every
+/// naming context gets a referral (10) to it, naming the target DN (and a search's scope), where
+/// it would get noSuchObject (32), or unwillingToPerform (53) for an add. Canopy-only: slapd takes
+/// the directive in its global section, which the harness's slapd.conf does not open.
+#[test]
+fn default_referral_for_names_outside_every_naming_context() {
+    if !canopy_e2e::replicas::canopy_only("the harness writes no global slapd directive") {
+        return;
+    }
+    let s = Server::start_canopy_with_config("referral = \"ldap://127.0.0.1:9/\"\n");
+    let search = s.tool(
+        "ldapsearch",
+        &Bind::Root,
+        &["-b", "dc=other,dc=org", "(objectClass=*)", "1.1"],
+        None,
+    );
+    assert_eq!(search.code, 10, "{search:?}");
+    let text = format!("{}{}", search.stdout, search.stderr);
+    assert!(
+        text.contains("ldap://127.0.0.1:9/dc=other,dc=org??sub"),
+        "{text}"
+    );
+    let add = s.add(
+        &Bind::Root,
+        "dn: o=x,dc=other,dc=org\nobjectClass: organization\no: x\n",
+    );
+    assert_eq!(add.code, 10, "{add:?}");
+    // Inside a naming context nothing changes.
+    let missing = s.search(&Bind::Root, &["-b", &format!("ou=nowhere,{SUFFIX}"), "1.1"]);
+    assert_eq!(missing.code, 32, "{missing:?}");
+}
