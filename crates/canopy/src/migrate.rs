@@ -572,21 +572,7 @@ fn monitor_directive(m: &mut Model, d: &Directive, name: &str) {
             d,
             "cn=Monitor is readable by the root DN of the first database and the ldapi root peer",
         ),
-        "access" => {
-            let words = &d.args;
-            if words.first().map(|w| w.eq_ignore_ascii_case("to")) != Some(true) {
-                return m.leave(d, "expected `to <what> by <who> <access>`");
-            }
-            if let Some(feature) = unsupported_access(words) {
-                return m.leave(d, format!("Canopy's access rules do not support {feature}; the rule is left out of monitor_access, which may grant or deny more than slapd did: review the list"));
-            }
-            let rule = words
-                .iter()
-                .map(|w| requote(w))
-                .collect::<Vec<_>>()
-                .join(" ");
-            m.monitor_access.push(rule);
-        }
+        "access" => access(m, d, Rules::Monitor),
         _ => m.leave(
             d,
             "a setting of slapd's monitor database that Canopy does not have",
@@ -760,7 +746,7 @@ fn database_directive(m: &mut Model, d: &Directive, name: &str) -> bool {
         "rootpw" if single => m.databases[db_index].root_pw = Some(one),
         "directory" if single => m.databases[db_index].directory = Some(one),
         "index" => index(m, d),
-        "access" => access(m, d, Some(db_index)),
+        "access" => access(m, d, Rules::Database(db_index)),
         "limits" => limits(m, d, Some(db_index)),
         "sizelimit" | "timelimit" => search_limit(m, d, name, Some(db_index)),
         "readonly" => match d.args.as_slice() {
@@ -809,7 +795,7 @@ fn database_directive(m: &mut Model, d: &Directive, name: &str) -> bool {
 /// applies after (rules) or in the absence of (limits) each database's own.
 fn frontend_directive(m: &mut Model, d: &Directive, name: &str) -> bool {
     match name {
-        "access" => access(m, d, None),
+        "access" => access(m, d, Rules::Frontend),
         "limits" => limits(m, d, None),
         "sizelimit" | "timelimit" => search_limit(m, d, name, None),
         _ => return false,
@@ -1030,7 +1016,15 @@ fn unsupported_access(words: &[String]) -> Option<String> {
     None
 }
 
-fn access(m: &mut Model, d: &Directive, db: Option<usize>) {
+/// Which list an `access` line goes to.
+#[derive(Clone, Copy)]
+enum Rules {
+    Frontend,
+    Database(usize),
+    Monitor,
+}
+
+fn access(m: &mut Model, d: &Directive, to: Rules) {
     let words: Vec<String> = d.args.clone();
     if words.first().map(|w| w.eq_ignore_ascii_case("to")) != Some(true) {
         return m.leave(d, "expected `to <what> by <who> <access>`");
@@ -1042,17 +1036,18 @@ fn access(m: &mut Model, d: &Directive, db: Option<usize>) {
         .join(" ");
     if let Some(feature) = unsupported_access(&words) {
         m.leave(d, format!("Canopy's access rules do not support {feature}; the rule is left out, which may grant or deny more than slapd did: review the list"));
-        if let Some(i) = db {
+        if let Rules::Database(i) = to {
             m.databases[i].dropped_access.push(rule);
         }
         return;
     }
-    match db {
-        Some(i) => {
+    match to {
+        Rules::Database(i) => {
             m.databases[i].access.push(rule);
             m.databases[i].access_origin.push(remark(d));
         }
-        None => {
+        Rules::Monitor => m.monitor_access.push(rule),
+        Rules::Frontend => {
             // Rules for the root DSE and cn=Subschema: Canopy serves both to everyone, as these rules do.
             let special = words
                 .get(1)
@@ -1581,22 +1576,12 @@ impl Model {
         }
         let _ = writeln!(out, "monitor = {}", self.monitor);
         if self.monitor {
-            // As for every database, slapd appends the frontend's rules to the monitor's own, and
-            // with none at all lets everyone read.
-            let mut rules: Vec<&String> = self
-                .monitor_access
-                .iter()
-                .chain(&self.frontend_access)
-                .collect();
-            let default_rule = "to * by * read".to_string();
-            if rules.is_empty() {
-                rules.push(&default_rule);
-            }
-            out.push_str("monitor_access = [\n");
-            for r in rules {
-                let _ = writeln!(out, "  {},", q(r));
-            }
-            out.push_str("]\n");
+            access_list(
+                &mut out,
+                "monitor_access",
+                &self.monitor_access,
+                &self.frontend_access,
+            );
         }
         if let Some(id) = self.server_id {
             let _ = writeln!(out, "server_id = {id}");
@@ -1749,18 +1734,7 @@ impl Model {
         if !first {
             let _ = writeln!(out, "subordinate = {}", db.subordinate);
         }
-        // slapd appends the frontend's rules to each database's; with none at all it allows everyone to
-        // read everything (Canopy's default list would hide userPassword).
-        let mut rules: Vec<&String> = db.access.iter().chain(&self.frontend_access).collect();
-        let default_rule = "to * by * read".to_string();
-        if rules.is_empty() {
-            rules.push(&default_rule);
-        }
-        out.push_str("access = [\n");
-        for r in rules {
-            let _ = writeln!(out, "  {},", q(r));
-        }
-        out.push_str("]\n");
+        access_list(out, "access", &db.access, &self.frontend_access);
         for r in &db.dropped_access {
             let _ = writeln!(out, "# left out (see the top of this file): {r}");
         }
@@ -1780,6 +1754,22 @@ impl Model {
             let _ = writeln!(out, "updateref = {}", q(url));
         }
     }
+}
+
+/// `key = [...]`: a database's own rules, then the frontend's, as slapd appends them to each
+/// database's; with none at all slapd lets everyone read everything (Canopy's default list would
+/// hide userPassword).
+fn access_list(out: &mut String, key: &str, own: &[String], frontend: &[String]) {
+    let default_rule = "to * by * read".to_string();
+    let mut rules: Vec<&String> = own.iter().chain(frontend).collect();
+    if rules.is_empty() {
+        rules.push(&default_rule);
+    }
+    let _ = writeln!(out, "{key} = [");
+    for r in rules {
+        let _ = writeln!(out, "  {},", q(r));
+    }
+    out.push_str("]\n");
 }
 
 fn limit_keys(out: &mut String, limits: &Limits) {

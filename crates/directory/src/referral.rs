@@ -131,12 +131,7 @@ pub fn referral_for(
     let entry_dn = stored_dn(stored);
     let prefix = dn.rdns.get(..below).unwrap_or(&[]).to_vec();
     // The search is to go on there as it was asked here, in the URL's scope terms (RFC 4516).
-    let suffix = scope.map(|s| match s {
-        SearchScope::BaseObject => "??base",
-        SearchScope::SingleLevel => "??one",
-        SearchScope::WholeSubtree => "??sub",
-        SearchScope::SubordinateSubtree => "??subordinate",
-    });
+    let suffix = scope.map(scope_part);
     let urls = values(stored, "ref")
         .into_iter()
         .map(|url| {
@@ -167,15 +162,20 @@ pub fn continuation(stored: &StoredEntry<'_>, scope: SearchScope) -> Vec<String>
         .collect()
 }
 
-/// slapd's default referral (`referral` in slapd.conf) for a name outside every naming context: the
-/// URL with the target DN put in when it names none, and the search's scope.
-pub fn default_referral(url: &str, dn: &str, scope: Option<SearchScope>) -> Referral {
-    let suffix = scope.map(|s| match s {
+/// A search's scope as the end of an LDAP URL (RFC 4516).
+fn scope_part(scope: SearchScope) -> &'static str {
+    match scope {
         SearchScope::BaseObject => "??base",
         SearchScope::SingleLevel => "??one",
         SearchScope::WholeSubtree => "??sub",
         SearchScope::SubordinateSubtree => "??subordinate",
-    });
+    }
+}
+
+/// slapd's default referral (`referral` in slapd.conf) for a name outside every naming context: the
+/// URL with the target DN put in when it names none, and the search's scope.
+pub fn default_referral(url: &str, dn: &str, scope: Option<SearchScope>) -> Referral {
+    let suffix = scope.map(scope_part);
     Referral {
         matched: String::new(),
         urls: vec![adjust(url, dn, &[], suffix, false)],
