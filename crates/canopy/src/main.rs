@@ -266,6 +266,15 @@ fn run() -> Result<()> {
             | Command::Migrate { .. }
     );
     if offline_tool {
+        if let Some(aside) = canopy_server::config_tree::set_aside_stale(&config)
+            .context("reading the live configuration (cn=config in DATA/config)")?
+        {
+            eprintln!(
+                "canopy: the stored cn=config belonged to removed databases and does not run with \
+                 the configuration file: moved to {}",
+                aside.display()
+            );
+        }
         if let Some((live, _)) = canopy_server::config_tree::read_live(&config)
             .context("reading the live configuration (cn=config in DATA/config)")?
         {

@@ -87,6 +87,115 @@ struct Prepare<'a> {
     specs: Vec<canopy_core::index::IndexSpec>,
 }
 
+/// The IDs of an import, given as slapadd's back-mdb gives them: in file order, except that an entry
+/// whose parent has not come yet first reserves IDs for its missing ancestors (top down), which they
+/// take when they come. The entries load in ID order, each as soon as every lower ID has loaded, so a
+/// parent always loads before its children and the bulk loader's IDs ascend.
+struct Ids {
+    /// The suffix's normalized DN, where the chain of ancestors ends.
+    suffix: String,
+    /// Every normalized DN given an ID, with whether it is reserved (its entry has not come yet).
+    given: HashMap<String, (u64, bool)>,
+    /// Entries come but not loaded yet, by ID: (place in the file, parent's ID, entry).
+    pending: BTreeMap<u64, (u64, u64, Prepared)>,
+    next_id: u64,
+    next_load: u64,
+    /// The entry that came twice, once [`Ids::arrive`] refused one.
+    twice: String,
+}
+
+impl Ids {
+    fn new(suffix: &str) -> Ids {
+        Ids {
+            suffix: suffix.to_string(),
+            given: HashMap::new(),
+            pending: BTreeMap::new(),
+            next_id: 1,
+            next_load: 1,
+            twice: String::new(),
+        }
+    }
+
+    /// Takes the entry at `place` in the file; false (and `twice` set) when its DN came before.
+    fn arrive(&mut self, place: u64, entry: Prepared) -> bool {
+        let parent = match &entry.parent {
+            None => 0,
+            Some(parent) => self.id_of(parent),
+        };
+        let id = match self.given.get_mut(&entry.ndn) {
+            Some((id, reserved @ true)) => {
+                *reserved = false;
+                *id
+            }
+            Some(_) => {
+                self.twice = entry.shown;
+                return false;
+            }
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.given.insert(entry.ndn.clone(), (id, false));
+                id
+            }
+        };
+        self.pending.insert(id, (place, parent, entry));
+        true
+    }
+
+    /// The ID of `ndn`, reserved (with its missing ancestors first) when it has none yet.
+    fn id_of(&mut self, ndn: &str) -> u64 {
+        if let Some((id, _)) = self.given.get(ndn) {
+            return *id;
+        }
+        if ndn != self.suffix {
+            if let Some(parent) = parent_ndn(ndn) {
+                self.id_of(parent);
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.given.insert(ndn.to_string(), (id, true));
+        id
+    }
+
+    /// The next entry to load, (ID, parent's ID, entry), once every lower ID has loaded.
+    fn next_ready(&mut self) -> Option<(u64, u64, Prepared)> {
+        let (_, parent, entry) = self.pending.remove(&self.next_load)?;
+        let id = self.next_load;
+        self.next_load += 1;
+        Some((id, parent, entry))
+    }
+
+    /// At the end: the first entry in the file whose parent never came.
+    fn first_orphan(&self) -> Option<&str> {
+        let reserved: std::collections::HashSet<u64> = self
+            .given
+            .values()
+            .filter(|(_, reserved)| *reserved)
+            .map(|(id, _)| *id)
+            .collect();
+        self.pending
+            .values()
+            .filter(|(_, parent, _)| reserved.contains(parent))
+            .min_by_key(|(place, _, _)| *place)
+            .map(|(_, _, entry)| entry.shown.as_str())
+    }
+}
+
+/// The parent of a normalized DN: what follows its first comma that is not escaped.
+fn parent_ndn(ndn: &str) -> Option<&str> {
+    let bytes = ndn.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b',' => return ndn.get(i + 1..),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
 /// checks, encoding, index keys) and writing the database run on separate threads: one reader, one
 /// builder per core, and this thread, which puts the built entries back in file order, gives them
@@ -150,14 +259,10 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         drop(work_rx);
         drop(done_tx);
         // Dropping `done_rx` on an early return stops the workers, and through them the reader.
-        let mut ids: HashMap<String, u64> = HashMap::new();
         let mut waiting: BTreeMap<u64, Vec<Result<Prepared>>> = BTreeMap::new();
-        // Entries whose parent has not come yet, by the parent's normalized DN, with their place
-        // in the file: loaded when it comes, as slapadd takes children before their parents.
-        let mut orphans: HashMap<String, Vec<(u64, Prepared)>> = HashMap::new();
+        let mut ids = Ids::new(prepare.dir.suffix().as_str());
         let mut place = 0u64;
         let mut next_chunk = 0u64;
-        let mut next_id = 1u64;
         for (seq, chunk) in done_rx {
             waiting.insert(seq, chunk);
             while let Some(chunk) = waiting.remove(&next_chunk) {
@@ -165,52 +270,25 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                 for prepared in chunk {
                     let entry = prepared?;
                     place += 1;
-                    let parent = match &entry.parent {
-                        None => 0,
-                        Some(parent) => match ids.get(parent) {
-                            Some(&id) => id,
-                            None => {
-                                orphans
-                                    .entry(parent.clone())
-                                    .or_default()
-                                    .push((place, entry));
-                                continue;
-                            }
-                        },
-                    };
-                    // The entry, then whatever waited for it, and for those, and so on.
-                    let mut ready = vec![(parent, entry)];
-                    while let Some((parent, entry)) = ready.pop() {
-                        if ids.contains_key(&entry.ndn) {
-                            bail!("{}: entry {:?} appears twice", file.display(), entry.shown);
-                        }
-                        loader.add(
-                            next_id,
-                            &entry.dn_key,
-                            Some(parent),
-                            &entry.bytes,
-                            &entry.keys(),
-                        )?;
-                        if let Some(children) = orphans.remove(&entry.ndn) {
-                            ready.extend(children.into_iter().map(|(_, c)| (next_id, c)));
-                        }
-                        ids.insert(entry.ndn, next_id);
-                        next_id += 1;
-                        if next_id & 255 == 0 {
+                    if !ids.arrive(place, entry) {
+                        bail!("{}: entry {:?} appears twice", file.display(), ids.twice);
+                    }
+                    while let Some((id, parent, entry)) = ids.next_ready() {
+                        loader.add(id, &entry.dn_key, Some(parent), &entry.bytes, &entry.keys())?;
+                        if id & 255 == 0 {
                             progress.set(read.load(Ordering::Relaxed));
                         }
                     }
                 }
             }
         }
-        // A parent that never came: the first such entry in the file is named.
-        if let Some((_, entry)) = orphans.into_values().flatten().min_by_key(|(at, _)| *at) {
+        if let Some(shown) = ids.first_orphan() {
             bail!(
-                "{}: entry {:?}: parent not found (not in the file)",
-                file.display(),
-                entry.shown
+                "{}: entry {shown:?}: parent not found (not in the file)",
+                file.display()
             );
         }
+        let next_id = ids.next_id;
         Ok(next_id - 1)
     })?;
     // Synced below, as the fresh copy of the data file (rewrite_data_file).
@@ -476,8 +554,8 @@ fn export_one(config: &Config, out: &mut dyn Write) -> Result<()> {
         };
         let stored = StoredEntry::parse(bytes)?;
         let mut lines: Vec<(&str, &[u8])> = Vec::new();
-        for section in [stored.user, stored.secret, stored.operational] {
-            for attr in attributes(section) {
+        for span in stored.in_order([true; 3]) {
+            for attr in attributes(span?.2) {
                 let (desc, values) = attr?;
                 for value in values {
                     lines.push((desc, value));

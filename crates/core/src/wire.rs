@@ -10,8 +10,8 @@ use canopy_schema::{NormDn, Schema};
 use crate::entry::{Attribute, Entry};
 use crate::filter::{Subject, Values};
 
-/// Format version byte, first byte of every stored entry.
-pub const FORMAT_VERSION: u8 = 1;
+/// Format version byte, first byte of every stored entry. Version 1 (no order list) is still read.
+pub const FORMAT_VERSION: u8 = 2;
 
 /// Which section an attribute is stored in. The split follows the default access policy: the common answer
 /// (user attributes a reader may see) is one contiguous run of bytes.
@@ -29,7 +29,7 @@ pub enum Section {
 pub enum WireError {
     #[error("stored entry is corrupt: {0}")]
     Corrupt(&'static str),
-    #[error("stored entry has format version {0}, this build reads {FORMAT_VERSION}")]
+    #[error("stored entry has format version {0}, this build reads 1 and {FORMAT_VERSION}")]
     Version(u8),
 }
 
@@ -58,8 +58,10 @@ pub fn section_of_type(schema: &Schema, at: &canopy_schema::AttributeType) -> Se
 }
 
 /// Encodes an entry. Layout: version u8; ndn RDN count u16 LE, each RDN as u16 LE length + bytes (leftmost
-/// first); dn u32 LE length + bytes; user and secret section lengths u32 LE each; then the user, secret and
-/// operational sections, each a concatenation of PartialAttribute TLVs.
+/// first); dn u32 LE length + bytes; user and secret section lengths u32 LE each; the order list (u16 LE
+/// count, then one section byte per attribute in written order, empty when every user attribute comes
+/// before every secret one and those before every operational one); then the user, secret and operational
+/// sections, each a concatenation of PartialAttribute TLVs.
 pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     encode_entry_spliced(schema, entry, None, out);
 }
@@ -94,6 +96,13 @@ pub fn encode_entry_spliced(
         .iter()
         .map(|a| section_of(schema, &a.desc))
         .collect();
+    let tags: Vec<u8> = sections.iter().map(|s| section_tag(*s)).collect();
+    if tags.is_sorted() {
+        put_u16(out, 0);
+    } else {
+        put_u16(out, tags.len());
+        out.extend_from_slice(&tags);
+    }
     for (index, section) in [Section::User, Section::Secret, Section::Operational]
         .iter()
         .enumerate()
@@ -157,6 +166,15 @@ fn encode_spliced_attribute(
     hole
 }
 
+/// The byte that names a section in the order list; the sections' stored order is the tags' order.
+fn section_tag(section: Section) -> u8 {
+    match section {
+        Section::User => 0,
+        Section::Secret => 1,
+        Section::Operational => 2,
+    }
+}
+
 fn put_u16(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&(n.min(u16::MAX as usize) as u16).to_le_bytes());
 }
@@ -174,6 +192,9 @@ pub struct StoredEntry<'a> {
     pub user: &'a [u8],
     pub secret: &'a [u8],
     pub operational: &'a [u8],
+    /// The section (0 user, 1 secret, 2 operational) of each attribute in the order the entry was
+    /// written; empty when that order is the sections' own (see [`StoredEntry::in_order`]).
+    pub order: &'a [u8],
 }
 
 struct Cursor<'a> {
@@ -203,7 +224,7 @@ impl<'a> StoredEntry<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<StoredEntry<'a>, WireError> {
         let mut c = Cursor { buf: bytes };
         let version = c.take(1)?[0];
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != 1 {
             return Err(WireError::Version(version));
         }
         let rdn_count = c.u16()?;
@@ -219,6 +240,15 @@ impl<'a> StoredEntry<'a> {
         let dn = c.take(dn_len)?;
         let user_len = c.u32()?;
         let secret_len = c.u32()?;
+        let order = if version == 1 {
+            &[][..]
+        } else {
+            let n = c.u16()?;
+            c.take(n)?
+        };
+        if order.iter().any(|&tag| tag > 2) {
+            return Err(WireError::Corrupt("order list"));
+        }
         let user = c.take(user_len)?;
         let secret = c.take(secret_len)?;
         Ok(StoredEntry {
@@ -228,6 +258,57 @@ impl<'a> StoredEntry<'a> {
             user,
             secret,
             operational: c.buf,
+            order,
+        })
+    }
+
+    /// Whether the entry was written with every user attribute before every secret one, so that the two
+    /// sections one after the other are the answer in written order.
+    pub fn secret_follows_user(&self) -> bool {
+        let mut secret_seen = false;
+        for &tag in self.order {
+            match tag {
+                0 if secret_seen => return false,
+                1 => secret_seen = true,
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// The attributes of the sections `wanted` selects (by section number: user, secret, operational),
+    /// in the order the entry was written, as slapd keeps it: (section number, description, the whole
+    /// TLV, the contents of its SET of values). A corrupt TLV ends its section.
+    pub fn in_order(
+        &self,
+        wanted: [bool; 3],
+    ) -> impl Iterator<Item = Result<(usize, &'a str, &'a [u8], &'a [u8]), WireError>> {
+        let mut spans = [self.user, self.secret, self.operational].map(attribute_spans);
+        let order = self.order;
+        let mut next = 0;
+        let mut section = 0;
+        std::iter::from_fn(move || loop {
+            let index = if order.is_empty() {
+                section
+            } else {
+                *order.get(next)? as usize
+            };
+            if index > 2 {
+                return None;
+            }
+            let item = spans[index].next();
+            if order.is_empty() {
+                if item.is_none() {
+                    section += 1;
+                    continue;
+                }
+            } else {
+                next += 1;
+            }
+            let Some(item) = item else { continue };
+            if wanted[index] {
+                return Some(item.map(|(desc, tlv, set)| (index, desc, tlv, set)));
+            }
         })
     }
 
@@ -270,8 +351,9 @@ impl<'a> StoredEntry<'a> {
     pub fn to_entry(&self) -> Result<Entry, WireError> {
         let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
         let mut attrs = Vec::new();
-        for section in [self.user, self.secret, self.operational] {
-            for attr in attributes(section) {
+        for span in self.in_order([true; 3]) {
+            let (_, _, tlv, _) = span?;
+            for attr in attributes(tlv) {
                 let (desc, values) = attr?;
                 attrs.push(Attribute {
                     desc: desc.to_string(),
@@ -299,20 +381,18 @@ impl<'a> StoredEntry<'a> {
         let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
         let mut attrs = Vec::new();
         let mut left_out = None;
-        for section in [self.user, self.secret, self.operational] {
-            for span in attribute_spans(section) {
-                let (name, tlv, set) = span?;
-                if name == desc && left_out.is_none() {
-                    left_out = Some((attrs.len(), set));
-                    continue;
-                }
-                for attr in attributes(tlv) {
-                    let (name, values) = attr?;
-                    attrs.push(Attribute {
-                        desc: name.to_string(),
-                        values: values.iter().map(|v| v.to_vec()).collect(),
-                    });
-                }
+        for span in self.in_order([true; 3]) {
+            let (_, name, tlv, set) = span?;
+            if name == desc && left_out.is_none() {
+                left_out = Some((attrs.len(), set));
+                continue;
+            }
+            for attr in attributes(tlv) {
+                let (name, values) = attr?;
+                attrs.push(Attribute {
+                    desc: name.to_string(),
+                    values: values.iter().map(|v| v.to_vec()).collect(),
+                });
             }
         }
         let entry = Entry {
@@ -578,5 +658,103 @@ mod splice_tests {
                 added.len()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    fn entry(schema: &Schema, descs: &[&str]) -> Entry {
+        let dn = Dn::parse(b"cn=o,dc=example,dc=com").unwrap();
+        Entry {
+            ndn: schema.normalize_dn(&dn).unwrap(),
+            dn,
+            attrs: descs
+                .iter()
+                .map(|desc| Attribute {
+                    desc: desc.to_string(),
+                    values: vec![format!("{desc} value").into_bytes()],
+                })
+                .collect(),
+        }
+    }
+
+    fn names<'a>(stored: &StoredEntry<'a>, wanted: [bool; 3]) -> Vec<(usize, &'a str)> {
+        stored
+            .in_order(wanted)
+            .map(|item| item.map(|(section, desc, _, _)| (section, desc)).unwrap())
+            .collect()
+    }
+
+    /// The attributes come back in the order they were written, whatever their sections, as slapd keeps
+    /// them (issue 31: a userPassword in the middle of an entry, a ref before objectClass).
+    #[test]
+    fn written_order_survives_the_sections() {
+        let schema = Schema::builtin();
+        let written = [
+            "ref",
+            "objectClass",
+            "cn",
+            "userPassword",
+            "description",
+            "entryCSN",
+        ];
+        let original = entry(&schema, &written);
+        let mut bytes = Vec::new();
+        encode_entry(&schema, &original, &mut bytes);
+        let stored = StoredEntry::parse(&bytes).unwrap();
+        assert_eq!(stored.order, &[2, 0, 0, 1, 0, 2]);
+        assert!(!stored.secret_follows_user());
+        assert_eq!(stored.to_entry().unwrap(), original);
+        assert_eq!(
+            names(&stored, [true, false, true]),
+            [
+                (2, "ref"),
+                (0, "objectClass"),
+                (0, "cn"),
+                (0, "description"),
+                (2, "entryCSN")
+            ]
+        );
+        assert_eq!(
+            names(&stored, [true, true, false]),
+            [
+                (0, "objectClass"),
+                (0, "cn"),
+                (1, "userPassword"),
+                (0, "description")
+            ]
+        );
+        let (without, left_out) = stored.to_entry_without("userPassword").unwrap();
+        assert_eq!(left_out.map(|(at, _)| at), Some(3));
+        assert_eq!(without.attrs.len(), 5);
+    }
+
+    /// An entry written in the sections' own order keeps an empty order list, and a version 1 entry
+    /// (written before the list existed) still reads.
+    #[test]
+    fn section_order_needs_no_list_and_version_1_reads() {
+        let schema = Schema::builtin();
+        let original = entry(&schema, &["objectClass", "cn", "userPassword", "entryUUID"]);
+        let mut bytes = Vec::new();
+        encode_entry(&schema, &original, &mut bytes);
+        let stored = StoredEntry::parse(&bytes).unwrap();
+        assert!(stored.order.is_empty());
+        assert!(stored.secret_follows_user());
+        // Version 1 is version 2 without the order list's count.
+        let at =
+            bytes.len() - stored.user.len() - stored.secret.len() - stored.operational.len() - 2;
+        let mut old = bytes.clone();
+        old[0] = 1;
+        old.drain(at..at + 2);
+        let parsed = StoredEntry::parse(&old).unwrap();
+        assert_eq!(parsed.to_entry().unwrap(), original);
+        let mut future = bytes;
+        future[0] = 3;
+        assert_eq!(
+            StoredEntry::parse(&future).unwrap_err(),
+            WireError::Version(3)
+        );
     }
 }

@@ -9,7 +9,7 @@
 pub mod export;
 pub mod store;
 
-pub use store::{differences, read_live, ConfigTree};
+pub use store::{differences, read_live, set_aside_stale, ConfigTree};
 
 use canopy_proto::ResultCode;
 

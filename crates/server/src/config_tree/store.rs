@@ -83,6 +83,7 @@ impl ConfigTree {
         schema: Arc<Schema>,
         first_root_password: &[u8],
     ) -> Result<(ConfigTree, Config, Vec<u8>), StartError> {
+        set_aside_stale(config)?;
         let path = config.data_dir.join("config");
         std::fs::create_dir_all(&path).map_err(|e| internal("create", e))?;
         let index = IndexSpec::equality("objectClass");
@@ -619,6 +620,46 @@ pub(crate) fn changes(old: &ConfigEntry, new: &ConfigEntry) -> Vec<Change> {
 /// LMDB allows): `config` (the file) with the stored live settings in place, and the first database's
 /// root password; None when the data directory has no store yet.
 pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartError> {
+    match live_from_store(config)? {
+        None => Ok(None),
+        Some(Ok(live)) => Ok(Some(live)),
+        Some(Err(message)) => Err(StartError::Invalid(format!(
+            "the stored cn=config cannot run: {message}"
+        ))),
+    }
+}
+
+/// Sets aside a store left behind by databases whose files were removed (`rm DATA/*.mdb` before an
+/// import from LDIF, as OpenLDAP's scripts and many reload procedures do) when it cannot run with the
+/// file: `DATA/config` becomes `DATA/config.stale-<seconds>` and the file seeds a new store. A store
+/// that still runs with the file is kept (its live settings apply to the new data), and nothing is moved
+/// while the first database's `data.mdb` exists. Returns where the store went.
+pub fn set_aside_stale(config: &Config) -> Result<Option<std::path::PathBuf>, StartError> {
+    let dir = config.data_dir.join("config");
+    if !dir.join("data.mdb").exists() || config.data_dir.join("data.mdb").exists() {
+        return Ok(None);
+    }
+    let Some(Err(message)) = live_from_store(config)? else {
+        return Ok(None);
+    };
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = config.data_dir.join(format!("config.stale-{seconds}"));
+    std::fs::rename(&dir, &aside).map_err(|e| internal("setting aside", e))?;
+    tracing::warn!(
+        store = %aside.display(),
+        reason = %message,
+        "the stored cn=config belonged to databases whose files are gone and does not run with the \
+         configuration file: set aside, the file seeds a new one"
+    );
+    Ok(Some(aside))
+}
+
+/// The live configuration a store holds, or why it cannot run with `config` (None without a store).
+fn live_from_store(
+    config: &Config,
+) -> Result<Option<Result<(Config, Vec<u8>), String>>, StartError> {
     let path = config.data_dir.join("config");
     if !path.join("data.mdb").exists() {
         return Ok(None);
@@ -644,9 +685,9 @@ pub fn read_live(config: &Config) -> Result<Option<(Config, Vec<u8>)>, StartErro
     }
     let base = without_deleted(config, &config.data_dir.join("config"), false)
         .map_err(|e| internal(DELETED, e))?;
-    to_config(&base, &super::align_databases(&base, &stored))
-        .map(Some)
-        .map_err(|r| StartError::Invalid(format!("the stored cn=config cannot run: {}", r.message)))
+    Ok(Some(
+        to_config(&base, &super::align_databases(&base, &stored)).map_err(|r| r.message),
+    ))
 }
 
 /// The live settings that differ between the file's configuration and the store's: (entry, attribute).

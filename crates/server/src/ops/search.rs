@@ -1022,18 +1022,20 @@ fn encode_stored(
             Some(false) => {
                 encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
             }
-            // The root DN reads the whole password section as it is stored.
-            Some(true) if readable.is_none() => {
+            // The root DN reads the whole password section as it is stored, where the entry was
+            // written with its passwords last.
+            Some(true) if readable.is_none() && stored.secret_follows_user() => {
                 let parts = [stored.user, stored.secret];
                 encode_search_result_entry_parts(out, job.message_id, stored.dn, &parts);
             }
-            // Others attribute by attribute: reading userPassword never means reading the SCRAM secrets
-            // in authPassword (acl::Checker::decide_with).
+            // Others attribute by attribute, in written order: reading userPassword never means
+            // reading the SCRAM secrets in authPassword (acl::Checker::decide_with).
             Some(true) | None => {
                 let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
-                attrs.extend_from_slice(stored.user);
-                for (desc, tlv) in attribute_tlvs(stored.secret).filter_map(Result::ok) {
-                    if reads(desc) {
+                for (section, desc, tlv, _) in
+                    stored.in_order([true, true, false]).filter_map(Result::ok)
+                {
+                    if section == 0 || readable.is_none() || reads(desc) {
                         attrs.extend_from_slice(tlv);
                     }
                 }
@@ -1043,25 +1045,19 @@ fn encode_stored(
         return;
     }
     let mut attrs = Vec::with_capacity(512);
-    let sections: [&[u8]; 3] = [stored.user, stored.secret, stored.operational];
-    for (index, section) in sections.iter().enumerate() {
-        for item in attribute_tlvs(section) {
-            let Ok((desc, tlv)) = item else { continue };
-            if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
-                continue;
+    for item in stored.in_order([true; 3]) {
+        let Ok((index, desc, tlv, _)) = item else {
+            continue;
+        };
+        if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
+            continue;
+        }
+        match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
+            Some((access, view)) => {
+                encode_readable_values(&mut attrs, tlv, desc, access, view, job.req.types_only)
             }
-            match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
-                Some((access, view)) => encode_readable_values(
-                    &mut attrs,
-                    section,
-                    desc,
-                    access,
-                    view,
-                    job.req.types_only,
-                ),
-                None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
-                None => attrs.extend_from_slice(tlv),
-            }
+            None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
+            None => attrs.extend_from_slice(tlv),
         }
     }
     for attr in computed {

@@ -1617,3 +1617,94 @@ fn a_syncrepl_consumer_replicates_under_a_schema_added_live() {
     out.expect_code(0, "search the consumer");
     assert!(out.stdout.contains("dn: ou=carrier"), "{}", out.stdout);
 }
+
+/// A reload that removes the database files (`rm -f DATA/*`, which leaves the `config` directory) and
+/// imports data under another suffix, as OpenLDAP's test001 does: the store left behind cannot describe
+/// the new database, so the import and the next start set it aside and the file seeds a new one. A
+/// store that still runs with the file keeps its live settings; while the database files are there, a
+/// changed suffix is refused as before.
+#[test]
+fn a_store_left_by_removed_database_files_gives_way_to_the_file() {
+    if !canopy_only("canopy's store of cn=config in the data directory") {
+        return;
+    }
+    let mut s = Server::start_with_config_tree();
+    change(
+        &s,
+        &format!("dn: {FRONTEND}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 42\n"),
+    )
+    .expect_code(0, "a live change");
+    s.terminate();
+    let remove_files = |data: &std::path::Path| {
+        for entry in std::fs::read_dir(data).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+    };
+    let moved = |suffix: &str| {
+        format!(
+            "suffix = \"{suffix}\"\nroot_dn = \"cn=admin,{suffix}\"\n\
+             config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+        )
+    };
+    let ldif = s.dir().join("moved.ldif");
+    std::fs::write(
+        &ldif,
+        "dn: o=moved\nobjectClass: organization\no: moved\n\n\
+         dn: ou=people,o=moved\nobjectClass: organizationalUnit\nou: people\n",
+    )
+    .unwrap();
+
+    // With the database files still there, another suffix is refused: the store describes that data.
+    s.edit_canopy_config(&moved("o=moved"));
+    let refused = s.canopy_tool("import", &[ldif.to_str().unwrap()]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("cannot run"), "{}", refused.stderr);
+
+    // The same file over removed files: the store runs with it and keeps the live setting.
+    s.edit_canopy_config(&moved(SUFFIX));
+    remove_files(&s.data_dir());
+    s.restart();
+    assert_eq!(
+        values(&s, FRONTEND, "olcSizeLimit"),
+        ["42"],
+        "the store kept"
+    );
+    s.terminate();
+
+    // Removed files and another suffix: the import sets the store aside and loads the new tree.
+    remove_files(&s.data_dir());
+    s.edit_canopy_config(&moved("o=moved"));
+    let out = s.canopy_tool("import", &[ldif.to_str().unwrap()]);
+    out.expect_code(0, "import under the new suffix");
+    assert!(out.stderr.contains("moved to"), "{}", out.stderr);
+    let aside: Vec<_> = std::fs::read_dir(s.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("config.stale-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "the old store is kept aside: {aside:?}");
+    s.restart();
+    let found = s.search(
+        &Bind::Simple("cn=admin,o=moved".into(), ROOT_PW.into()),
+        &["-b", "o=moved", "(ou=people)", "1.1"],
+    );
+    found.expect_code(0, "search the new suffix");
+    assert!(
+        found.stdout.contains("dn: ou=people,o=moved"),
+        "{}",
+        found.stdout
+    );
+    assert_eq!(
+        values(&s, MDB1, "olcSuffix"),
+        ["o=moved"],
+        "the new store is the file's"
+    );
+    assert_ne!(
+        values(&s, FRONTEND, "olcSizeLimit"),
+        ["42"],
+        "the file's settings, not the old store's"
+    );
+}
