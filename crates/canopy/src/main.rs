@@ -8,6 +8,7 @@ mod aclcheck;
 mod backup;
 mod configcmd;
 mod migrate;
+mod modify;
 mod policycheck;
 mod progress;
 mod service;
@@ -59,6 +60,16 @@ enum Command {
         /// Skip the fsync at the end (for throwaway databases).
         #[arg(long)]
         no_sync: bool,
+    },
+    /// Apply LDIF change records (add, delete, modify, modrdn; a record without changetype adds its
+    /// entry) from FILE or standard input to a database, offline (like slapmodify).
+    Modify {
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        which: Which,
+        /// Go on after a record that fails (the command still fails at the end), like slapmodify -c.
+        #[arg(short = 'c', long = "continue")]
+        keep_going: bool,
     },
     /// Write the database as LDIF (like slapcat), to FILE or standard output.
     Export {
@@ -322,6 +333,14 @@ fn run() -> Result<()> {
         } => {
             let (view, _lock) = which.select(&config, Some("import"))?;
             tools::import(&view, &file, !no_sync)
+        }
+        Command::Modify {
+            file,
+            which,
+            keep_going,
+        } => {
+            let (view, _lock) = which.select(&config, Some("modify"))?;
+            modify::modify(&view, file.as_deref(), keep_going)
         }
         Command::Export {
             file,

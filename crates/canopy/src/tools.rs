@@ -505,7 +505,7 @@ impl Prepare<'_> {
 }
 
 /// LDIF lines to PartialAttributes, keeping the order of first appearance.
-fn group(attrs: Vec<(String, Vec<u8>)>) -> Vec<PartialAttribute> {
+pub(crate) fn group(attrs: Vec<(String, Vec<u8>)>) -> Vec<PartialAttribute> {
     let mut out: Vec<PartialAttribute> = Vec::new();
     for (name, value) in attrs {
         match out.iter_mut().find(|a| a.name.eq_ignore_ascii_case(&name)) {

@@ -1,5 +1,6 @@
-//! The offline tools beside the server: import (`canopy import` / `slapadd`) and export
-//! (`canopy export` / `slapcat`), run as real commands on the server's data directory.
+//! The offline tools beside the server: import (`canopy import` / `slapadd`), modify (`canopy modify`
+//! / `slapmodify`) and export (`canopy export` / `slapcat`), run as real commands on the server's data
+//! directory.
 
 use crate::client::{run, Out};
 use crate::server::{canopy_command, Server, Target, ROOT_PW};
@@ -14,6 +15,21 @@ impl Server {
             "import is an offline tool: stop the server first"
         );
         let mut cmd = self.offline_tool("import", "slapadd");
+        match self.target {
+            Target::Slapd => cmd.arg("-l").arg(ldif),
+            Target::Canopy => cmd.arg(ldif),
+        };
+        run(cmd, None)
+    }
+
+    /// Applies the change records of `ldif` to the database while the server is stopped (`canopy
+    /// modify` / `slapmodify`).
+    pub fn modify_offline(&self, ldif: &Path) -> Out {
+        assert!(
+            !self.is_running(),
+            "modify is an offline tool: stop the server first"
+        );
+        let mut cmd = self.offline_tool_with_config("modify", "slapmodify");
         match self.target {
             Target::Slapd => cmd.arg("-l").arg(ldif),
             Target::Canopy => cmd.arg(ldif),

@@ -212,3 +212,83 @@ fn import_keeps_slapadd_s_entry_and_attribute_order() {
     );
     assert_eq!(names(&format!("cn=far,{deep}")), "ref objectClass cn");
 }
+
+/// `canopy modify` (slapmodify): change records applied offline, then served. Every kind of record,
+/// and a record that fails stops the tool with an error while the changes before it stay, as each is
+/// its own write.
+#[test]
+fn modify_offline_applies_change_records() {
+    let mut s = Server::start();
+    s.terminate();
+    let dir = tempdir::TempDir::new("slapmodify");
+    let changes = dir.path().join("changes.ldif");
+    std::fs::write(
+        &changes,
+        format!(
+            "dn: uid=alice,ou=people,{SUFFIX}\nchangetype: modify\nreplace: description\n\
+             description: changed offline\n-\nadd: mail\nmail: alice2@example.com\n-\ndelete: loginShell\n\n\
+             dn: uid=zed,ou=people,{SUFFIX}\nchangetype: add\nobjectClass: inetOrgPerson\nuid: zed\n\
+             cn: Zed\nsn: Z\n\n\
+             dn: uid=bob,ou=people,{SUFFIX}\nchangetype: delete\n\n\
+             dn: uid=nobody,ou=people,{SUFFIX}\nchangetype: modify\nreplace: description\ndescription: x\n\n\
+             dn: uid=dave,ou=people,{SUFFIX}\nchangetype: delete\n"
+        ),
+    )
+    .unwrap();
+    let out = s.modify_offline(&changes);
+    assert_ne!(
+        out.code, 0,
+        "a missing entry fails the tool: {}",
+        out.stdout
+    );
+    // slapmodify refuses modrdn ("request 0x6c not supported"); canopy modify takes it.
+    let canopy = Target::from_env() == Target::Canopy;
+    if canopy {
+        let rename = dir.path().join("rename.ldif");
+        std::fs::write(
+            &rename,
+            format!(
+                "dn: uid=carol,ou=people,{SUFFIX}\nchangetype: modrdn\nnewrdn: uid=caroline\n\
+                 deleteoldrdn: 1\n"
+            ),
+        )
+        .unwrap();
+        s.modify_offline(&rename).expect_code(0, "modrdn offline");
+    }
+    s.restart();
+    let read = |filter: &str, attrs: &[&str]| {
+        let mut args = vec!["-b", SUFFIX, filter];
+        args.extend_from_slice(attrs);
+        let out = s.search(&Bind::Root, &args);
+        out.expect_code(0, filter);
+        out.ldif()
+    };
+    let alice = read("(uid=alice)", &["description", "mail", "loginShell"]);
+    assert!(alice.contains("description: changed offline"), "{alice}");
+    assert!(alice.contains("mail: alice2@example.com"), "{alice}");
+    assert!(!alice.contains("loginShell"), "{alice}");
+    let zed = read("(uid=zed)", &["cn", "entryUUID", "creatorsName"]);
+    assert!(zed.contains("cn: Zed"), "added: {zed}");
+    assert!(
+        zed.contains("entryUUID: "),
+        "with its operational attributes: {zed}"
+    );
+    assert!(!read("(uid=bob)", &["1.1"]).contains("dn:"), "deleted");
+    if canopy {
+        assert!(
+            read("(uid=caroline)", &["uid"]).contains("dn: uid=caroline,"),
+            "renamed"
+        );
+    }
+    assert!(
+        read("(uid=dave)", &["1.1"]).contains("dn:"),
+        "after the failed record nothing more is applied"
+    );
+    // Indexes follow: the new value is found through the mail index. Not on slapd: after
+    // slapmodify of this record (three changes in one), 2.5.13 finds nothing for the added value,
+    // although a record adding only the mail value is found (checked by hand on this machine).
+    if canopy {
+        let by_mail = read("(mail=alice2@example.com)", &["mail"]);
+        assert!(by_mail.contains("dn: uid=alice"), "{by_mail}");
+    }
+}
