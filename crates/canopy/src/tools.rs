@@ -76,7 +76,8 @@ struct Prepare<'a> {
     dir: &'a canopy_server::Database,
     who: Who,
     stamp: Stamp,
-    file: &'a Path,
+    /// The input as error messages name it.
+    name: &'a str,
     suffix: &'a str,
     /// The suffixes of the databases inside this one's: their entries are not this database's.
     inner: Vec<(canopy_schema::NormDn, String)>,
@@ -196,11 +197,132 @@ fn parent_ndn(ndn: &str) -> Option<&str> {
     None
 }
 
+/// Loads an LDIF file into an empty database, and the entries of the databases glued below it into
+/// theirs, as slapadd does without `-g` (each of those must be empty too).
+pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
+    let name = file.display().to_string();
+    let glued = config.glued_views();
+    if glued.is_empty() {
+        return import_one(config, file, &name, sync);
+    }
+    let parts = split_by_database(config, &glued, file, &name)?;
+    import_one(config, parts.own.path(), &name, sync)?;
+    for (view, part) in glued.iter().zip(&parts.glued) {
+        if part.count == 0 {
+            continue;
+        }
+        let shown = format!("{name} (the entries of {:?})", view.suffix);
+        import_one(view, part.path(), &shown, sync)?;
+    }
+    Ok(())
+}
+
+/// One database's share of an LDIF file, in a temporary file beside its data.
+struct Part {
+    path: std::path::PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    count: usize,
+}
+
+impl Part {
+    fn create(data_dir: &Path) -> Result<Part> {
+        crate::service::create_private_dir(data_dir)?;
+        let path = data_dir.join(format!(".import-{}.ldif", std::process::id()));
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Part {
+            path,
+            out: std::io::BufWriter::new(file),
+            count: 0,
+        })
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The records of an LDIF file split between a database and those glued below it.
+struct Parts {
+    own: Part,
+    /// In the order of `Config::glued_views`.
+    glued: Vec<Part>,
+}
+
+/// Writes each record of `file` into the part of the database that holds its DN: the glued database
+/// with the longest suffix containing it, else `config`'s own. Records whose DN does not parse stay in
+/// the own part, where the import reports them in file order.
+fn split_by_database(config: &Config, glued: &[Config], file: &Path, name: &str) -> Result<Parts> {
+    let schema = canopy_server::load_schema(config)?;
+    let normalize = |raw: &[u8]| {
+        canopy_proto::Dn::parse(raw)
+            .ok()
+            .and_then(|dn| schema.normalize_dn(&dn).ok())
+    };
+    let suffixes: Vec<_> = glued
+        .iter()
+        .map(|view| {
+            normalize(view.suffix.as_bytes())
+                .with_context(|| format!("the suffix {:?} does not parse", view.suffix))
+        })
+        .collect::<Result<_>>()?;
+    let mut parts = Parts {
+        own: Part::create(&config.data_dir)?,
+        glued: glued
+            .iter()
+            .map(|view| Part::create(&view.data_dir))
+            .collect::<Result<_>>()?,
+    };
+    let input = std::fs::File::open(file).with_context(|| format!("opening {name}"))?;
+    let mut buf = Vec::with_capacity(4096);
+    for record in LdifReader::new(BufReader::with_capacity(1 << 20, input)) {
+        let record = record.map_err(|e| anyhow!("{name}: {e}"))?;
+        let (dn, attrs) = match &record {
+            LdifRecord::Content { dn, attrs }
+            | LdifRecord::Change {
+                dn,
+                change: LdifChange::Add(attrs),
+                ..
+            } => (dn, attrs),
+            LdifRecord::Change { dn, .. } => bail!(
+                "{name}: entry {}: import takes entries, not changes",
+                String::from_utf8_lossy(dn)
+            ),
+        };
+        let part = normalize(dn)
+            .and_then(|ndn| {
+                (0..suffixes.len())
+                    .filter(|&i| suffixes[i].is_suffix_of(&ndn))
+                    .max_by_key(|&i| suffixes[i].rdns().len())
+            })
+            .map_or(&mut parts.own, |i| &mut parts.glued[i]);
+        let lines: Vec<(&str, &[u8])> = attrs
+            .iter()
+            .map(|(a, v)| (a.as_str(), v.as_slice()))
+            .collect();
+        buf.clear();
+        write_ldif_entry(&mut buf, dn, &lines);
+        buf.push(b'\n');
+        part.out.write_all(&buf)?;
+        part.count += 1;
+    }
+    for part in std::iter::once(&mut parts.own).chain(parts.glued.iter_mut()) {
+        part.out.flush()?;
+    }
+    Ok(parts)
+}
+
 /// Loads an LDIF file into an empty database. Reading the file, building entries (normalising, schema
 /// checks, encoding, index keys) and writing the database run on separate threads: one reader, one
 /// builder per core, and this thread, which puts the built entries back in file order, gives them
 /// their IDs and hands them to the bulk loader (whose own thread writes).
-pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
+fn import_one(config: &Config, file: &Path, name: &str, sync: bool) -> Result<()> {
     let _lock = crate::service::lock_data_dir(&config.data_dir, "import")?;
     let dir = canopy_server::open_directory_for_import(config, sync)?;
     {
@@ -212,7 +334,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             );
         }
     }
-    let input = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let input = std::fs::File::open(file).with_context(|| format!("opening {}", name))?;
     let size = input.metadata().map(|m| m.len()).ok();
     let read = Arc::new(AtomicU64::new(0));
     let counted = Counted {
@@ -231,7 +353,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
             link: Default::default(),
         },
         stamp: Stamp::now_for(config.server_id),
-        file,
+        name,
         suffix: &config.suffix,
         inner: config
             .suffixes_inside()
@@ -251,7 +373,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         let (done_tx, done_rx) = mpsc::sync_channel::<(u64, Vec<Result<Prepared>>)>(workers * 4);
         // Shared by the workers and dropped with the last of them, which stops the reader.
         let work_rx = Arc::new(Mutex::new(work_rx));
-        scope.spawn(move || read_records(reader, file, &work_tx));
+        scope.spawn(move || read_records(reader, name, &work_tx));
         for _ in 0..workers {
             let (work_rx, done_tx, prepare) = (Arc::clone(&work_rx), done_tx.clone(), &prepare);
             scope.spawn(move || build_entries(prepare, &work_rx, &done_tx));
@@ -271,7 +393,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
                     let entry = prepared?;
                     place += 1;
                     if !ids.arrive(place, entry) {
-                        bail!("{}: entry {:?} appears twice", file.display(), ids.twice);
+                        bail!("{}: entry {:?} appears twice", name, ids.twice);
                     }
                     while let Some((id, parent, entry)) = ids.next_ready() {
                         loader.add(id, &entry.dn_key, Some(parent), &entry.bytes, &entry.keys())?;
@@ -285,7 +407,7 @@ pub fn import(config: &Config, file: &Path, sync: bool) -> Result<()> {
         if let Some(shown) = ids.first_orphan() {
             bail!(
                 "{}: entry {shown:?}: parent not found (not in the file)",
-                file.display()
+                name
             );
         }
         let next_id = ids.next_id;
@@ -354,14 +476,14 @@ fn rewrite_data_file(data_dir: &Path, sync: bool) -> Result<()> {
 /// that cannot be imported (sent along, so that it is reported in its place) or when the workers stop.
 fn read_records<R: std::io::BufRead>(
     reader: LdifReader<R>,
-    file: &Path,
+    name: &str,
     work: &SyncSender<(u64, Vec<Record>)>,
 ) {
     let mut seq = 0u64;
     let mut chunk: Vec<Record> = Vec::with_capacity(CHUNK);
     for record in reader {
         let record = match record {
-            Err(e) => Err(anyhow!("{}: {e}", file.display())),
+            Err(e) => Err(anyhow!("{}: {e}", name)),
             Ok(LdifRecord::Content { dn, attrs }) => Ok((dn, attrs)),
             Ok(LdifRecord::Change {
                 dn,
@@ -370,7 +492,7 @@ fn read_records<R: std::io::BufRead>(
             }) => Ok((dn, attrs)),
             Ok(LdifRecord::Change { dn, .. }) => Err(anyhow!(
                 "{}: entry {}: import takes entries, not changes",
-                file.display(),
+                name,
                 String::from_utf8_lossy(&dn)
             )),
         };
@@ -444,24 +566,23 @@ impl Prepare<'_> {
 
     /// Normalises, checks, stamps and encodes one entry and computes its index keys.
     fn entry(&self, raw_dn: &[u8], mut attrs: Vec<(String, Vec<u8>)>) -> Result<Prepared> {
-        let (dir, file) = (self.dir, self.file);
+        let (dir, name) = (self.dir, self.name);
         self.note_csns(&mut attrs);
         let schema = dir.schema();
         let shown = String::from_utf8_lossy(raw_dn).to_string();
-        let fail =
-            |e: canopy_core::LdapError| anyhow!("{}: entry {shown:?}: {}", file.display(), e);
+        let fail = |e: canopy_core::LdapError| anyhow!("{}: entry {shown:?}: {}", name, e);
         let (dn, ndn) = dir.normalize(raw_dn).map_err(fail)?;
         if !dir.holds(&ndn) {
             bail!(
                 "{}: entry {shown:?} is outside the suffix {}",
-                file.display(),
+                name,
                 self.suffix
             );
         }
         if let Some((_, other)) = self.inner.iter().find(|(s, _)| s.is_suffix_of(&ndn)) {
             bail!(
                 "{}: entry {shown:?} belongs to the database of suffix {other:?}: import it with -b {other:?}",
-                file.display(),
+                name,
             );
         }
         let parent = if ndn == *dir.suffix() {

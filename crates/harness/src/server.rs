@@ -249,6 +249,28 @@ impl Server {
     /// (slapd: `database mdb` sections; canopy: `[[database]]` tables; see
     /// [`crate::slapd_conf::ExtraDatabase`]), creates their directories, then loads base.ldif.
     pub fn start_with_databases(extra: &[crate::slapd_conf::ExtraDatabase]) -> Server {
+        let mut server = Server::prepare_with_databases(extra);
+        server.launch();
+        server.load_base();
+        server
+    }
+
+    /// The databases of [`Server::start_with_databases`], empty, loaded offline from `ldif` into the
+    /// main database (`canopy import -b` / `slapadd -b` of the suffix, which also fill the databases
+    /// glued below it), then started.
+    pub fn start_with_databases_imported(
+        extra: &[crate::slapd_conf::ExtraDatabase],
+        ldif: &Path,
+    ) -> Server {
+        let mut server = Server::prepare_with_databases(extra);
+        server
+            .import_to(SUFFIX, ldif)
+            .expect_code(0, "offline load of the main database");
+        server.launch();
+        server
+    }
+
+    fn prepare_with_databases(extra: &[crate::slapd_conf::ExtraDatabase]) -> Server {
         let target = Target::from_env();
         let mut server = Server::prepare(target);
         let data = server.data_dir();
@@ -267,8 +289,6 @@ impl Server {
                 server.config = Some(tables);
             }
         }
-        server.launch();
-        server.load_base();
         server
     }
 

@@ -383,9 +383,7 @@ fn execute(
             )
             .into());
     };
-    let mut glued = state.databases.glued(dir, &base, job.req.scope);
-    // Outer databases before the ones they hold, each in configuration order.
-    glued.sort_by_key(|(db, _)| db.suffix().rdns().len());
+    let glued = glued_in_order(state.databases.glued(dir, &base, job.req.scope));
     // A paged search across glued databases goes on where its cookie says: which part, after which ID.
     let resume = job
         .paged
@@ -992,6 +990,27 @@ fn mentions(filter: &Filter, test: &mut dyn FnMut(Option<&str>) -> bool) -> bool
         Filter::Extensible(mra) => test(mra.attr.as_deref()),
         Filter::Undefined => false,
     }
+}
+
+/// The glued parts of a search in configuration order, as slapd's glue visits its subordinates, except
+/// that a database held inside another glued one follows it (each outer database, then the ones it
+/// holds, outer before inner).
+fn glued_in_order(
+    glued: Vec<(&Database, canopy_proto::SearchScope)>,
+) -> Vec<(&Database, canopy_proto::SearchScope)> {
+    let outermost = |db: &Database| {
+        (0..glued.len())
+            .filter(|&i| glued[i].0.suffix().is_suffix_of(db.suffix()))
+            .min_by_key(|&i| glued[i].0.suffix().rdns().len())
+            .unwrap_or(0)
+    };
+    let keys: Vec<(usize, usize)> = glued
+        .iter()
+        .map(|(db, _)| (outermost(db), db.suffix().rdns().len()))
+        .collect();
+    let mut order: Vec<usize> = (0..glued.len()).collect();
+    order.sort_by_key(|&i| keys[i]);
+    order.into_iter().map(|i| glued[i]).collect()
 }
 
 /// Encodes an entry access control cleared, with the attributes the requester may read.

@@ -487,6 +487,77 @@ fn offline_tools_per_database_and_restart() {
     assert_eq!(dns(&apart).len(), 2, "{}", apart.stdout);
 }
 
+/// An import into the main database fills the databases glued below it with their entries, as slapadd
+/// does without `-g` (OpenLDAP's test011): the superior's export, loaded into empty databases, gives
+/// each database its own entries again.
+#[test]
+fn import_routes_entries_into_glued_databases() {
+    let mut s = Server::start_with_databases(&databases());
+    fill(&s);
+    s.terminate();
+    let main = s.export_of(SUFFIX);
+    main.expect_code(0, "export of the main database with its glued ones");
+    let ldif = s.dir().join("main-and-glued.ldif");
+    std::fs::write(&ldif, &main.stdout).unwrap();
+    let fresh = Server::start_with_databases_imported(&databases(), &ldif);
+    let glued = fresh.export_of(GLUED);
+    glued.expect_code(0, "export of the glued database");
+    assert_eq!(sorted(dns(&glued)), sorted(glued_dns()), "{}", glued.stdout);
+    let hidden = fresh.export_of(HIDDEN);
+    assert_eq!(dns(&hidden), [HIDDEN.to_lowercase()], "{}", hidden.stdout);
+    let all = fresh.search(&Bind::Root, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    all.expect_code(0, "the whole glued tree");
+    let mut want = base_dns();
+    want.extend(glued_dns());
+    want.push(HIDDEN.to_lowercase());
+    assert_eq!(sorted(dns(&all)), sorted(want), "{}", all.stdout);
+    // The database kept apart is not glued: the superior's export leaves it out, so its suffix
+    // entry is not found (it is another database's, and that one is empty).
+    let apart = fresh.search(
+        &Bind::Root,
+        &["-b", APART, "-s", "base", "(objectClass=*)", "1.1"],
+    );
+    assert_eq!(apart.code, 32, "{}", apart.stdout);
+}
+
+/// A subtree search visits the glued databases in configuration order, a deeper suffix configured
+/// first included (OpenLDAP's test011: its IT division, inside ou=People, before ou=Groups).
+#[test]
+fn glued_databases_answer_in_configuration_order() {
+    let deep = format!("ou=it,ou=people,{SUFFIX}");
+    let shallow = format!("ou=teams,{SUFFIX}");
+    let glued = |suffix: &str| ExtraDatabase {
+        suffix: suffix.into(),
+        root_dn: Some(ROOT_DN.into()),
+        subordinate: Some(true),
+        ..Default::default()
+    };
+    let s = Server::start_with_databases(&[glued(&deep), glued(&shallow)]);
+    let entries = format!(
+        "{}{}{}{}",
+        unit(&shallow, "teams"),
+        person(&format!("cn=t1,{shallow}"), "t1"),
+        unit(&deep, "it"),
+        person(&format!("cn=i1,{deep}"), "i1"),
+    );
+    s.add(&Bind::Root, &entries)
+        .expect_code(0, "fill both glued databases");
+    let all = s.search(&Bind::Root, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+    all.expect_code(0, "the whole tree");
+    let got = dns(&all);
+    assert_eq!(
+        got[got.len() - 4..],
+        [
+            deep.to_lowercase(),
+            format!("cn=i1,{deep}").to_lowercase(),
+            shallow.to_lowercase(),
+            format!("cn=t1,{shallow}").to_lowercase(),
+        ],
+        "{}",
+        all.stdout
+    );
+}
+
 /// False (with the reason printed) when the suite runs against slapd.
 fn canopy_target(what: &str) -> bool {
     if Target::from_env() == Target::Slapd {
@@ -612,11 +683,13 @@ fn canopy_numbers_databases_for_its_tools() {
     s.canopy_tool("verify", &["-b", OTHER])
         .expect_code(0, "verify after reindex");
 
-    // An entry of an inner database is not imported into the outer one.
+    // An import into a database that holds entries is refused, whichever database the file's
+    // entries belong to.
     let ldif = s.dir().join("inner.ldif");
     std::fs::write(&ldif, person(&format!("cn=x,{GLUED}"), "x")).unwrap();
     let out = s.canopy_tool("import", &["-n", "1", &ldif.to_string_lossy()]);
     assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("not empty"), "{}", out.stderr);
 
     // Restore of one database, offline.
     s.canopy_tool("restore", &["-n", "3", "--force", &backup_text])
