@@ -156,6 +156,8 @@ struct Database {
     syncrepl: Vec<Vec<(String, Val)>>,
     updateref: Option<String>,
     nosync: bool,
+    /// `multiprovider on` (or `mirrormode on`): writes taken beside the consumers.
+    multiprovider: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -784,7 +786,8 @@ fn database_directive(m: &mut Model, d: &Directive, name: &str) -> bool {
         },
         "mirrormode" | "multiprovider" => match d.args.first().and_then(|v| boolean(v)) {
             Some(false) => m.note(d, "off, as in Canopy"),
-            _ => m.leave(d, "multi-provider replication is not in Canopy yet (issue 11 is single-provider)"),
+            Some(true) => m.databases[db_index].multiprovider = true,
+            None => m.leave(d, "expected TRUE or FALSE"),
         },
         _ => return false,
     }
@@ -865,7 +868,7 @@ fn global_directive(m: &mut Model, d: &Directive, name: &str, section: Section) 
                 if let Ok(n) = id.parse::<i64>() {
                     m.server_id.get_or_insert(n);
                 }
-                m.leave(d, "server IDs with URLs are for multi-provider replication, which Canopy does not have yet; the first number is used")
+                m.leave(d, "server IDs with URLs (one line per server of a group, slapd picking the one whose URL it listens on): Canopy takes one server_id per server, and the first number is used; set each server's own")
             }
             _ => m.leave(d, "expected a number"),
         },
@@ -1586,6 +1589,9 @@ impl Model {
         if let Some(id) = self.server_id {
             let _ = writeln!(out, "server_id = {id}");
         }
+        if self.databases.first().is_some_and(|db| db.multiprovider) {
+            out.push_str("multiprovider = true\n");
+        }
         // [limits]: the first database's, else the frontend's.
         let limits = self.effective_limits(first);
         let mut section = String::new();
@@ -1814,6 +1820,16 @@ fn finish_replication(m: &mut Model) {
             });
             db.syncrepl.clear();
             db.updateref = None;
+        }
+        if db.multiprovider {
+            left.push(Remark {
+                origin: db.origin.clone(),
+                text: "multiprovider on".into(),
+                reason: "Canopy's multi-provider replication is the first database's \
+                         (docs/replication.md); this database's is left out"
+                    .into(),
+            });
+            db.multiprovider = false;
         }
     }
     m.left_out.extend(left);

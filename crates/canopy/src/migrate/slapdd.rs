@@ -131,6 +131,8 @@ fn directive_name(attr: &str) -> String {
     let bare = lower.strip_prefix("olc").unwrap_or(&lower);
     match bare {
         "dbnosync" => "dbnosync".to_string(),
+        // The accesslog overlay's olcAccessLog* are slapd.conf's log* (slapo-accesslog(5)).
+        _ if bare.starts_with("accesslog") => format!("log{}", &bare["accesslog".len()..]),
         _ => bare.strip_prefix("db").unwrap_or(bare).to_string(),
     }
 }
@@ -153,6 +155,7 @@ fn single_valued(directive: &str) -> bool {
             | "refintmodifiersname"
             | "uniquebase"
             | "auditlogfile"
+            | "logdb"
             | "modulepath"
             | "pidfile"
             | "argsfile"
@@ -310,5 +313,8 @@ mod tests {
         assert_eq!(directive_name("olcRootDN"), "rootdn");
         assert_eq!(directive_name("olcDbNoSync"), "dbnosync");
         assert_eq!(directive_name("olcMemberOfDangling"), "memberofdangling");
+        assert_eq!(directive_name("olcAccessLogDB"), "logdb");
+        assert_eq!(directive_name("olcAccessLogOps"), "logops");
+        assert_eq!(directive_name("olcAccessLogPurge"), "logpurge");
     }
 }

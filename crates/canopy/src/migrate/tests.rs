@@ -35,7 +35,7 @@ fn without_replication(toml: &str) -> String {
                 continue;
             }
         }
-        if line.starts_with("server_id =") || line.starts_with("updateref =") {
+        if line.starts_with("updateref =") {
             continue;
         }
         out.push(line);
@@ -517,4 +517,30 @@ fn default_referral_is_translated() {
     assert!(m.left_out.is_empty(), "{:?}", m.left_out);
     let c = parse(&m.toml);
     assert_eq!(c.referral.as_deref(), Some("ldap://localhost:29011/"));
+}
+
+/// `multiprovider on` (and its old name `mirrormode on`) on the database with the consumers becomes
+/// Canopy's `multiprovider = true`; on another database, whose consumers Canopy leaves out, it is left
+/// out with them (issue 31: OpenLDAP's delta multi-provider scripts).
+#[test]
+fn multiprovider_is_translated() {
+    let conf = format!("serverID 1\n{DELTA}multiprovider on\n");
+    let m = translate(&directives(&conf));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert!(c.multiprovider, "{}", m.toml);
+    let mirror =
+        format!("serverID 2\n{DELTA}").replace("syncrepl rid", "mirrormode TRUE\nsyncrepl rid");
+    let m = translate(&directives(&mirror));
+    assert!(parse(&m.toml).multiprovider, "{}", m.toml);
+    let apart = "database mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n\
+                 database mdb\nsuffix dc=y\nsyncrepl rid=1 provider=ldap://127.0.0.1:9 searchbase=dc=y\n\
+                 multiprovider on\n";
+    let m = translate(&directives(apart));
+    assert!(!parse(&m.toml).multiprovider, "{}", m.toml);
+    assert!(
+        m.left_out.iter().any(|r| r.text == "multiprovider on"),
+        "{:?}",
+        m.left_out
+    );
 }
