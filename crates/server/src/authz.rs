@@ -89,21 +89,28 @@ impl Rules {
     /// default (the entry whose uid is the name).
     pub fn target(&self, mechanism: &str, name: &str) -> Target {
         let subject = format!("uid={name},cn={},cn=auth", mechanism.to_ascii_lowercase());
-        for (regex, replace) in &self.regexps {
-            if let Some(caps) = regex.captures(&subject) {
-                let mut out = String::new();
-                caps.expand(replace, &mut out);
-                return match parse_url(&out) {
-                    Ok(Some(search)) => search,
-                    _ => Target::Dn(out),
-                };
-            }
-        }
-        Target::Search {
+        self.rewrite(&subject).unwrap_or_else(|| Target::Search {
             base: String::new(),
             subtree: true,
             filter: format!("(uid={})", escape_filter_value(name)),
-        }
+        })
+    }
+
+    /// The target of the first rule that matches `subject` (a DN as slapd builds it for the rules:
+    /// `uid=NAME,cn=MECH,cn=auth`, or EXTERNAL's normalized certificate subject or peer
+    /// credentials); None when no rule matches.
+    pub fn rewrite(&self, subject: &str) -> Option<Target> {
+        let (regex, replace) = self
+            .regexps
+            .iter()
+            .find(|(regex, _)| regex.is_match(subject))?;
+        let caps = regex.captures(subject)?;
+        let mut out = String::new();
+        caps.expand(replace, &mut out);
+        Some(match parse_url(&out) {
+            Ok(Some(search)) => search,
+            _ => Target::Dn(out),
+        })
     }
 }
 

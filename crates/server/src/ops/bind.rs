@@ -487,6 +487,12 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
         .schema()
         .normalize_dn(&dn)
         .map_err(|_| LdapError::new(ResultCode::Other, "peer DN"))?;
+    // The identity goes through the authz-regexp rules, as any SASL identity in slapd; mapped to an
+    // entry, it binds as that entry's normalized DN.
+    let (dn_text, ndn, mapped) = match crate::sasl::mapping::map_external(state, &ndn)? {
+        Some((_, mapped)) => (mapped.to_string(), mapped, true),
+        None => (dn_text, ndn, false),
+    };
     if let Some(authz) = credentials.filter(|c| !c.is_empty()) {
         let requested = authz.strip_prefix(b"dn:").unwrap_or(authz);
         let same = state
@@ -501,7 +507,7 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
     }
     Ok(Who {
         // A certificate subject binds as its normalized DN, as slapd's does.
-        dn: if link.tls_subject().is_some() {
+        dn: if mapped || link.tls_subject().is_some() {
             ndn.to_string()
         } else {
             dn_text

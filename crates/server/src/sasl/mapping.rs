@@ -42,13 +42,28 @@ pub fn resolve_user(
     mechanism: &str,
     name: &str,
 ) -> Result<Option<(Dn, NormDn)>, LdapError> {
-    let dir = &state.databases;
     if name.is_empty() {
         return Ok(None);
     }
-    match state.sasl_rules.target(mechanism, name) {
+    resolve_target(state, state.sasl_rules.target(mechanism, name))
+}
+
+/// The entry an EXTERNAL identity (a verified certificate's subject or ldapi peer credentials, as a
+/// normalized DN) is mapped to by the first `authz-regexp` rule that matches it: slapd runs every SASL
+/// identity through the rules. None when no rule matches or the rule's target names no single entry;
+/// the identity then stays as it is, as in slapd.
+pub fn map_external(state: &State, ndn: &NormDn) -> Result<Option<(Dn, NormDn)>, LdapError> {
+    match state.sasl_rules.rewrite(ndn.as_str()) {
+        None => Ok(None),
+        Some(target) => resolve_target(state, target),
+    }
+}
+
+/// The entry a rule's target names: a DN that exists, or the one entry a search finds.
+fn resolve_target(state: &State, target: Target) -> Result<Option<(Dn, NormDn)>, LdapError> {
+    match target {
         Target::Dn(text) => {
-            let Ok((dn, ndn)) = dir.normalize(text.as_bytes()) else {
+            let Ok((dn, ndn)) = state.databases.normalize(text.as_bytes()) else {
                 return Ok(None);
             };
             Ok(exists(state, &ndn)?.then_some((dn, ndn)))

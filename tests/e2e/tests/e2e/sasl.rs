@@ -377,3 +377,50 @@ fn external_proxy_follows_the_rules() {
     ok.expect_code(0, "EXTERNAL proxy allowed by a rule");
     assert_eq!(ok.stdout.trim(), format!("dn:{}", user_dn("bob")));
 }
+
+/// EXTERNAL identities go through the authz-regexp rules too, as every SASL identity does in slapd
+/// (OpenLDAP's test068 maps a certificate subject to an entry by its mail): ldapi peer credentials
+/// mapped to an entry bind as that entry (its normalized DN), a rule whose search finds nothing leaves
+/// the identity as it was, and a peer no rule matches keeps its own DN.
+#[test]
+fn authz_regexp_maps_external_identities() {
+    if !canopy_target("authz_regexp") {
+        return;
+    }
+    let uid = process_uid();
+    let config = format!(
+        "[[sasl.authz_regexp]]\nmatch = \"gidNumber=[0-9]+\\\\+uidNumber={uid},cn=peercred,cn=external,cn=auth\"\n\
+         replace = \"ldap:///ou=people,dc=example,dc=com??sub?(uid=alice)\"\n"
+    );
+    let s = Server::start_canopy_with_config(&config);
+    let out = s.whoami(Via::Ldapi, &Bind::External);
+    out.expect_code(0, "EXTERNAL over ldapi");
+    assert_eq!(out.stdout.trim(), format!("dn:{}", user_dn("alice")));
+    // Mapped to a search that finds nothing: the peer credentials stay the identity.
+    let config = format!(
+        "[[sasl.authz_regexp]]\nmatch = \"gidNumber=[0-9]+\\\\+uidNumber={uid},cn=peercred,cn=external,cn=auth\"\n\
+         replace = \"ldap:///ou=people,dc=example,dc=com??sub?(uid=nobody-at-all)\"\n"
+    );
+    let s = Server::start_canopy_with_config(&config);
+    let out = s.whoami(Via::Ldapi, &Bind::External);
+    out.expect_code(0, "EXTERNAL over ldapi, not mapped");
+    assert!(
+        out.stdout
+            .contains(&format!("uidNumber={uid},cn=peercred,cn=external,cn=auth")),
+        "{}",
+        out.stdout
+    );
+}
+
+/// This process's user ID (the peer credentials the server sees over ldapi).
+fn process_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
