@@ -1409,7 +1409,10 @@ fn finish(m: &mut Model) {
         .iter()
         .map(|db| db.suffix.as_deref().map(norm_dn))
         .collect();
-    let inside = |a: &str, b: &str| a.len() > b.len() && a.ends_with(&format!(",{b}"));
+    // An empty suffix (slapd's `suffix ""`) holds every name no other database holds.
+    let inside = |a: &str, b: &str| {
+        (b.is_empty() && !a.is_empty()) || (a.len() > b.len() && a.ends_with(&format!(",{b}")))
+    };
     // The top-level keys must be a database inside no other (Canopy refuses the first database inside a
     // later one; slapd wants the inner database first). Move the first such database to the front.
     if let Some(outer) = suffixes.iter().position(|s| {

@@ -585,7 +585,10 @@ impl Prepare<'_> {
                 name,
             );
         }
-        let parent = if ndn == *dir.suffix() {
+        // The suffix entry, and in a database whose suffix is empty the top entries, hang from the
+        // root (ID 0).
+        let top = ndn == *dir.suffix() || (dir.suffix().is_root() && ndn.rdns().len() == 1);
+        let parent = if top {
             None
         } else {
             Some(

@@ -101,6 +101,11 @@ pub fn find_base(
     if let Some(id) = dir.known_plain(txn, &ndn) {
         return Ok(Base { dn, ndn, id });
     }
+    // The root of a database whose suffix is empty: a virtual entry (ID 0) whose children are the
+    // top entries, as back-mdb's "DIT root".
+    if ndn.is_root() && dir.suffix().is_root() {
+        return Ok(Base { dn, ndn, id: 0 });
+    }
     let requested = Arc::clone(&dn);
     let mut via_alias = false;
     for _ in 0..MAX_CHAIN {

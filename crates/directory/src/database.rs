@@ -309,6 +309,16 @@ impl Directory {
         &self.inner.suffix_dn
     }
 
+    /// The ID of the entry `ndn` names: 0 for the root of a database whose suffix is empty (slapd's
+    /// "DIT root" of `suffix ""`: a virtual entry above the top entries, which are its children), None
+    /// when no entry has that name.
+    pub fn id_in(&self, txn: &impl ReadOps, ndn: &NormDn) -> Result<Option<u64>, StoreError> {
+        if ndn.is_root() && self.suffix().is_root() {
+            return Ok(Some(0));
+        }
+        txn.get_id(&dn_key(ndn))
+    }
+
     /// Parses and normalizes a DN from a request, with the result codes slapd gives. The returned `Dn` is
     /// slapd's "pretty" form: attribute types by their canonical schema name, values as the client wrote them.
     pub fn normalize(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
@@ -478,10 +488,9 @@ impl Directory {
         err
     }
 
-    /// The ID of the entry named `ndn`, if it exists.
+    /// The ID of the entry named `ndn`, if it exists ([`Directory::id_in`] in any transaction).
     pub fn id_of(&self, txn: &impl View, ndn: &NormDn) -> Result<Option<u64>, LdapError> {
-        let txn = crate::view::txn(txn);
-        txn.get_id(&dn_key(ndn)).map_err(store_error)
+        self.id_in(crate::view::txn(txn), ndn).map_err(store_error)
     }
 
     /// Reads the entry named `ndn` (decoded) in any transaction; None when it does not exist or cannot be

@@ -426,7 +426,7 @@ impl Directory {
             return Ok(Some(0));
         }
         let parent = ndn.parent().unwrap_or_else(NormDn::root);
-        txn.get_id(&dn_key(&parent)).map_err(failed)
+        self.id_in(txn, &parent).map_err(failed)
     }
 
     fn hooks_prepare(
@@ -702,7 +702,7 @@ impl Directory {
                 rdns: dn.rdns.get(1..).unwrap_or_default().to_vec(),
             };
             ndn = parent;
-            if txn.get_id(&dn_key(&ndn)).map_err(failed)?.is_some() {
+            if self.id_in(txn, &ndn).map_err(failed)?.is_some() {
                 break;
             }
             missing.push((dn.clone(), ndn.clone()));
@@ -960,7 +960,7 @@ impl Directory {
         let Some(parent) = ndn.parent() else {
             return Ok(false);
         };
-        if txn.get_id(&dn_key(&parent)).map_err(failed)?.is_some() {
+        if self.id_in(txn, &parent).map_err(failed)?.is_some() {
             return Ok(false);
         }
         let Some(deleted) = self.tomb_dn(txn, &parent)? else {

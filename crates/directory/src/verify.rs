@@ -439,7 +439,7 @@ impl Directory {
             return Ok(None);
         };
         let parent_key = dn_key(&parent);
-        match txn.get_id(&parent_key)? {
+        match self.id_in(txn, &parent)? {
             Some(parent_id) => Ok(Some(parent_id)),
             None => {
                 sink.found(

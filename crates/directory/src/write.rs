@@ -590,7 +590,7 @@ impl Directory {
             0
         } else {
             let parent_ndn = entry.ndn.parent().unwrap_or_else(NormDn::root);
-            match txn.get_id(&dn_key(&parent_ndn)).map_err(failed)? {
+            match self.id_in(txn, &parent_ndn).map_err(failed)? {
                 Some(id) => id,
                 None => return Err(self.missing(txn, &entry.ndn, &entry.dn, ctx)?),
             }
@@ -620,6 +620,10 @@ impl Directory {
         parent_id: u64,
         moving: bool,
     ) -> Result<Dn, LdapError> {
+        // The virtual root of a database whose suffix is empty (`Directory::id_in`).
+        if parent_id == 0 && self.suffix().is_root() {
+            return Ok(Dn::default());
+        }
         let bytes = txn
             .get_entry(parent_id)
             .map_err(failed)?
@@ -698,7 +702,7 @@ impl Directory {
             return Ok(0);
         }
         let parent = ndn.parent().unwrap_or_else(NormDn::root);
-        txn.get_id(&dn_key(&parent))
+        self.id_in(txn, &parent)
             .map_err(failed)?
             .ok_or_else(|| LdapError::new(ResultCode::Other, "entry without a parent"))
     }
@@ -864,7 +868,7 @@ impl Directory {
         }
         let old_parent_ndn = m.ndn.parent().unwrap_or_else(NormDn::root);
         // A missing parent is noSuchObject without a matched DN, as back-mdb answers.
-        let Some(old_parent_id) = txn.get_id(&dn_key(&old_parent_ndn)).map_err(failed)? else {
+        let Some(old_parent_id) = self.id_in(txn, &old_parent_ndn).map_err(failed)? else {
             return Err(LdapError::new(ResultCode::NoSuchObject, "").into());
         };
         let moving = m.new_superior.is_some();
@@ -906,8 +910,8 @@ impl Directory {
                 if m.ndn.is_suffix_of(sup_ndn) {
                     return Err(missing().into());
                 }
-                let sup_id = txn
-                    .get_id(&dn_key(sup_ndn))
+                let sup_id = self
+                    .id_in(txn, sup_ndn)
                     .map_err(failed)?
                     .ok_or_else(missing)?;
                 (sup_ndn.clone(), sup_id)

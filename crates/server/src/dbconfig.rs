@@ -194,7 +194,9 @@ pub fn check(
         if rdns.is_empty() {
             return Err(at(
                 table,
-                "suffix: empty (the root DSE is not a database)".into(),
+                "suffix: empty: a database with the empty suffix holds every name the others do \
+                 not, so it must be the top-level (first) one"
+                    .into(),
             ));
         }
         if let Some(root) = db.root_dn.as_deref().filter(|r| !r.is_empty()) {

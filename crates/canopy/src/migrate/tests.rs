@@ -544,3 +544,21 @@ fn multiprovider_is_translated() {
         m.left_out
     );
 }
+
+/// A database with the empty suffix (OpenLDAP's test027) holds every other name: it becomes the
+/// top-level database, and the one slapd listed first becomes a `[[database]]` kept apart (issue 31).
+#[test]
+fn an_empty_suffix_becomes_the_top_level_database() {
+    let conf =
+        "database mdb\nsuffix \"dc=example,dc=com\"\nrootdn \"cn=Manager,dc=example,dc=com\"\n\
+                directory /srv/a\n\
+                database mdb\nsuffix \"\"\nrootdn \"cn=Manager,c=US\"\ndirectory /srv/b\n";
+    let m = translate(&directives(conf));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert_eq!(c.suffix, "");
+    assert_eq!(c.root_dn, "cn=Manager,c=US");
+    assert_eq!(c.database.len(), 1, "{}", m.toml);
+    assert_eq!(c.database[0].suffix, "dc=example,dc=com");
+    assert_eq!(c.database[0].subordinate, Some(false), "{}", m.toml);
+}

@@ -558,6 +558,107 @@ fn glued_databases_answer_in_configuration_order() {
     );
 }
 
+/// A database with the empty suffix (slapd's `suffix ""`, OpenLDAP's test027) holds every name the other
+/// databases do not: its top entries (`c=US`, ...) hang from a virtual root, searched with base "" in
+/// every scope but base (which is the root DSE), written, deleted and renamed by its root DN.
+#[test]
+fn a_database_with_the_empty_suffix() {
+    let target = Target::from_env();
+    let manager = Bind::Simple("cn=Manager,c=US".into(), "secret".into());
+    let countries = |codes: &[&str]| -> String {
+        codes
+            .iter()
+            .map(|c| {
+                format!(
+                    "dn: c={c}\nobjectClass: country\nc: {c}\n\n\
+                     dn: o=Org,c={c}\nobjectClass: organization\no: Org\n\n"
+                )
+            })
+            .collect()
+    };
+    let dir = tempdir::TempDir::new("empty-suffix");
+    let ldif = dir.path().join("countries.ldif");
+    std::fs::write(&ldif, countries(&["US", "UK", "DE"])).unwrap();
+    let config = match target {
+        Target::Slapd => {
+            let conf = canopy_harness::slapd_conf::render(
+                std::path::Path::new("@DIR@"),
+                std::path::Path::new("@DIR@/data"),
+            );
+            format!(
+                "{conf}\ndatabase mdb\nsuffix \"\"\nrootdn \"cn=Manager,c=US\"\nrootpw secret\n\
+                 directory @DIR@/empty\naccess to * by * read\n"
+            )
+        }
+        Target::Canopy => format!(
+            "suffix = \"\"\nroot_dn = \"cn=Manager,c=US\"\nroot_password = \"secret\"\n\
+             access = [\"to * by * read\"]\n\n[[database]]\nsuffix = \"{SUFFIX}\"\n\
+             root_dn = \"{ROOT_DN}\"\nroot_password = \"{ROOT_PW}\"\nsubordinate = false\n"
+        ),
+    };
+    let s = Server::start_configured(target, &config, &["data", "empty"], &[("", &ldif)]);
+    let names = |scope: &str| {
+        let out = s.search(
+            &Bind::Anonymous,
+            &["-b", "", "-s", scope, "(objectClass=*)", "1.1"],
+        );
+        out.expect_code(0, &format!("{scope} search of the empty suffix"));
+        sorted(dns(&out))
+    };
+    let every = |codes: &[&str]| {
+        sorted(
+            codes
+                .iter()
+                .flat_map(|c| [format!("c={c}"), format!("o=org,c={c}")])
+                .map(|d| d.to_lowercase())
+                .collect(),
+        )
+    };
+    assert_eq!(names("sub"), every(&["US", "UK", "DE"]));
+    assert_eq!(names("children"), every(&["US", "UK", "DE"]));
+    assert_eq!(
+        names("one"),
+        sorted(vec!["c=de".into(), "c=uk".into(), "c=us".into()])
+    );
+    // Base scope is the root DSE, which names both databases.
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "namingContexts"],
+    );
+    let mut contexts: Vec<String> = dse
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("namingContexts:"))
+        .map(|v| v.trim().to_lowercase())
+        .collect();
+    contexts.sort();
+    assert_eq!(contexts, ["", SUFFIX], "{}", dse.stdout);
+    // Writes: a new top entry, deletes, a rename of a top entry and a move between them.
+    s.add(&manager, &countries(&["FR"]))
+        .expect_code(0, "add below the root");
+    s.modify(
+        &manager,
+        "dn: o=Org,c=DE\nchangetype: delete\n\ndn: c=DE\nchangetype: delete\n\n\
+         dn: c=UK\nchangetype: modrdn\nnewrdn: c=GB\ndeleteoldrdn: 1\n\n\
+         dn: o=Org,c=FR\nchangetype: modrdn\nnewrdn: o=Moved\ndeleteoldrdn: 1\nnewsuperior: c=US\n",
+    )
+    .expect_code(0, "delete, rename and move");
+    let mut want = every(&["US", "GB"]);
+    want.extend(["c=fr".to_string(), "o=moved,c=us".to_string()]);
+    assert_eq!(names("sub"), sorted(want));
+    // The other database is apart: not in the empty suffix's searches, but served on its own.
+    let main = s.search(&Bind::Anonymous, &["-b", SUFFIX, "-s", "base", "1.1"]);
+    assert_eq!(main.code, 32, "nothing loaded there: {}", main.stdout);
+    if target == Target::Canopy {
+        // Top entries whose parent is the virtual root are consistent for the fsck.
+        let mut s = s;
+        s.terminate();
+        let out = s.canopy_tool("verify", &[]);
+        out.expect_code(0, "verify of the empty suffix's database");
+        assert!(out.stderr.contains(" 0 problems"), "{}", out.stderr);
+    }
+}
+
 /// False (with the reason printed) when the suite runs against slapd.
 fn canopy_target(what: &str) -> bool {
     if Target::from_env() == Target::Slapd {
