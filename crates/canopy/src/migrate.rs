@@ -205,7 +205,7 @@ struct Model {
 const BUILT_IN_SCHEMA: [&str; 4] = ["core", "cosine", "inetorgperson", "nis"];
 
 /// Modules whose work Canopy does without them.
-const BUILT_IN_MODULES: [&str; 15] = [
+const BUILT_IN_MODULES: [&str; 16] = [
     "back_mdb",
     "accesslog",
     "back_monitor",
@@ -214,6 +214,7 @@ const BUILT_IN_MODULES: [&str; 15] = [
     "unique",
     "constraint",
     "dynlist",
+    "homedir",
     "auditlog",
     "ppolicy",
     "syncprov",
@@ -257,7 +258,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 29] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 37] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -291,6 +292,14 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 29] = [
         Kind::Line,
     ),
     ("dynlistattrset", "dynlist", "attrset", Kind::Line),
+    ("homedirskeletonpath", "homedir", "skeleton-path", Kind::Str),
+    ("skeletonpath", "homedir", "skeleton-path", Kind::Str),
+    ("homedirminuidnumber", "homedir", "min-uidnumber", Kind::Str),
+    ("minimumuidnumber", "homedir", "min-uidnumber", Kind::Str),
+    ("homedirregexp", "homedir", "regexp", Kind::Line),
+    ("homedirdeletestyle", "homedir", "delete-style", Kind::Str),
+    ("homedirarchivepath", "homedir", "archive-path", Kind::Str),
+    ("archivepath", "homedir", "archive-path", Kind::Str),
     ("auditlog", "auditlog", "file", Kind::Str),
     ("auditlogfile", "auditlog", "file", Kind::Str),
     ("ppolicydefault", "ppolicy", "default", Kind::Str),

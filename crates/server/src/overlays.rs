@@ -7,6 +7,7 @@ use canopy_directory::dynlist::Dynlist;
 use canopy_directory::overlay::accesslog;
 use canopy_directory::overlay::auditlog::AuditLog;
 use canopy_directory::overlay::constraint::{self, Constraint};
+use canopy_directory::overlay::homedir::{self, Homedir};
 use canopy_directory::overlay::memberof::{self, Dangling, MemberOf};
 use canopy_directory::overlay::ppolicy::{self, PPolicy};
 use canopy_directory::overlay::refint::{self, Refint};
@@ -25,7 +26,7 @@ pub struct OverlayConfig {
 }
 
 /// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 8] = [
+pub const KNOWN: [&str; 9] = [
     "memberof",
     "refint",
     "unique",
@@ -34,6 +35,7 @@ pub const KNOWN: [&str; 8] = [
     "ppolicy",
     "auditlog",
     "accesslog",
+    "homedir",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -205,6 +207,7 @@ fn hook(
             let file = file.ok_or("auditlog needs file = \"/path/to/audit.ldif\"")?;
             Ok(Arc::new(AuditLog::new(file.into())))
         }
+        "homedir" => Ok(Arc::new(Homedir::new(homedir_config(&overlay.options)?))),
         other => Err(format!(
             "unknown overlay {other:?} (known: {})",
             KNOWN.join(", ")
@@ -458,6 +461,64 @@ fn unique_config(options: &toml::Table) -> Result<unique::Config, String> {
     }
     if config.domains.is_empty() {
         return Err("no domain: set uri (or attributes)".into());
+    }
+    Ok(config)
+}
+
+/// slapd's `homedir-skeleton-path`, `homedir-min-uidnumber`, `homedir-regexp` (lines of a regular
+/// expression and a path), `homedir-delete-style` and `homedir-archive-path`, without the prefix.
+fn homedir_config(options: &toml::Table) -> Result<homedir::Config, String> {
+    let mut config = homedir::Config {
+        skeleton: None,
+        min_uid: 0,
+        rules: Vec::new(),
+        delete_style: homedir::DeleteStyle::Ignore,
+        archive: None,
+    };
+    for (key, value) in options {
+        match key.as_str() {
+            "skeleton-path" => config.skeleton = Some(string(key, value)?.into()),
+            "min-uidnumber" => {
+                let number = match value {
+                    toml::Value::Integer(n) => u64::try_from(*n).ok(),
+                    toml::Value::String(s) => s.trim().parse().ok(),
+                    _ => None,
+                };
+                config.min_uid =
+                    number.ok_or_else(|| format!("{key}: expected a number from 0 up"))?;
+            }
+            "regexp" => {
+                for line in strings(key, value)? {
+                    config.rules.push(homedir::Config::rule(&line)?);
+                }
+            }
+            "delete-style" => {
+                config.delete_style = match string(key, value)?.to_ascii_uppercase().as_str() {
+                    "IGNORE" => homedir::DeleteStyle::Ignore,
+                    "DELETE" => homedir::DeleteStyle::Delete,
+                    "ARCHIVE" => homedir::DeleteStyle::Archive,
+                    other => {
+                        return Err(format!("{key}: {other:?} is not IGNORE, DELETE or ARCHIVE"))
+                    }
+                }
+            }
+            "archive-path" => config.archive = Some(string(key, value)?.into()),
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (homedir takes skeleton-path, min-uidnumber, regexp, \
+                     delete-style, archive-path)"
+                ))
+            }
+        }
+    }
+    if config.rules.is_empty() {
+        return Err("no regexp: without one no homeDirectory value is acted on".into());
+    }
+    if config.delete_style == homedir::DeleteStyle::Archive && config.archive.is_none() {
+        // slapo-homedir(5): ARCHIVE without an archive path functions as IGNORE.
+        tracing::warn!(
+            "homedir: delete-style ARCHIVE without archive-path: deleted accounts' homes are left"
+        );
     }
     Ok(config)
 }

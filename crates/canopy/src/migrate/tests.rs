@@ -562,3 +562,25 @@ fn an_empty_suffix_becomes_the_top_level_database() {
     assert_eq!(c.database[0].suffix, "dc=example,dc=com");
     assert_eq!(c.database[0].subordinate, Some(false), "{}", m.toml);
 }
+
+/// slapd's homedir overlay and its options, as OpenLDAP's test085 writes them (issue 31).
+#[test]
+fn homedir_is_translated() {
+    let conf = "moduleload homedir.la\ndatabase mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n\
+                overlay homedir\nhomedir-min-uidnumber 1000\nhomedir-skeleton-path /etc/skel\n\
+                homedir-regexp ^(/home/[-_/a-z0-9]+)$ /export$1\nhomedir-delete-style ARCHIVE\n\
+                homedir-archive-path /var/archive\n";
+    let m = translate(&directives(conf));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    for line in [
+        "name = \"homedir\"\n",
+        "min-uidnumber = \"1000\"\n",
+        "skeleton-path = \"/etc/skel\"\n",
+        "regexp = [\"^(/home/[-_/a-z0-9]+)$ /export$1\"]\n",
+        "delete-style = \"ARCHIVE\"\n",
+        "archive-path = \"/var/archive\"\n",
+    ] {
+        assert!(m.toml.contains(line), "{line}{}", m.toml);
+    }
+    parse(&m.toml);
+}

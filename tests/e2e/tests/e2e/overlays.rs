@@ -954,3 +954,97 @@ fn memberof_big_group_survives_kill_9() {
         .zip((0..7000).map(big_member))
         .all(|(got, want)| got.eq_ignore_ascii_case(&want)));
 }
+
+/// Waits (at most 10 s) until `done` holds: homedir works after the change is acknowledged.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// homedir (OpenLDAP's test085): an account's home is made from the skeleton when it is added, moved
+/// when its homeDirectory changes, and archived in a tar file when it is deleted.
+#[test]
+fn homedir_follows_accounts() {
+    let scratch = canopy_e2e::tempdir::TempDir::new("homedir");
+    let root = scratch.path();
+    for dir in ["skel", "home", "archive"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("skel/.profile"), "# profile\n").unwrap();
+    let meta = std::fs::metadata(root).unwrap();
+    let (uid, gid) = (
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        std::os::unix::fs::MetadataExt::gid(&meta),
+    );
+    let (skel, archive) = (root.join("skel"), root.join("archive"));
+    let regexp = format!("^(/home/[-_/a-z0-9]+)$ {}$1", root.display());
+    let slapd = format!(
+        "overlay homedir\nhomedir-min-uidnumber {uid}\nhomedir-skeleton-path {}\n\
+         homedir-regexp {regexp}\nhomedir-delete-style ARCHIVE\nhomedir-archive-path {}\n",
+        skel.display(),
+        archive.display()
+    );
+    let canopy = format!(
+        "[[overlay]]\nname = \"homedir\"\nmin-uidnumber = {uid}\nskeleton-path = \"{}\"\n\
+         regexp = [\"{regexp}\"]\ndelete-style = \"ARCHIVE\"\narchive-path = \"{}\"\n",
+        skel.display(),
+        archive.display()
+    );
+    let s = Server::start_with_overlays(&slapd, &canopy);
+    let dn = format!("uid=user1,ou=people,{SUFFIX}");
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {dn}\nobjectClass: account\nobjectClass: posixAccount\nuid: user1\ncn: One\n\
+             uidNumber: {uid}\ngidNumber: {gid}\nhomeDirectory: /home/user1\n"
+        ),
+    )
+    .expect_code(0, "add an account");
+    let home = root.join("home/user1");
+    eventually("the home made from the skeleton", || {
+        home.join(".profile").exists()
+    });
+    s.modify(
+        &Bind::Root,
+        &format!("dn: {dn}\nchangetype: modify\nreplace: homeDirectory\nhomeDirectory: /home/user1_new\n"),
+    )
+    .expect_code(0, "move the home");
+    let moved = root.join("home/user1_new");
+    eventually("the home moved", || {
+        !home.exists() && moved.join(".profile").exists()
+    });
+    s.modify(&Bind::Root, &format!("dn: {dn}\nchangetype: delete\n"))
+        .expect_code(0, "delete the account");
+    let archived = || {
+        std::fs::read_dir(&archive)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with("user1_new-") && name.ends_with("-0.tar")
+            })
+    };
+    eventually("the home archived and removed", || {
+        archived() && !moved.exists()
+    });
+    // An account below the minimum uidNumber is never touched.
+    if uid > 0 {
+        s.add(
+            &Bind::Root,
+            &format!(
+                "dn: uid=sys,ou=people,{SUFFIX}\nobjectClass: account\nobjectClass: posixAccount\n\
+                 uid: sys\ncn: Sys\nuidNumber: {}\ngidNumber: {gid}\nhomeDirectory: /home/sys\n",
+                uid - 1
+            ),
+        )
+        .expect_code(0, "add a system account");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(!root.join("home/sys").exists());
+    }
+}
