@@ -689,3 +689,97 @@ fn the_frontend_goes_through_the_backend() {
         direct.join("\n")
     );
 }
+
+/// The repository's paths that a backticked word of a document names: words ending in `.rs` or
+/// beginning with a top-level directory of the repository (`crates/`, `docs/`, `bench/`, `tests/`,
+/// `scripts/`). Runtime names (`DATA/config/`, meta keys) are none of these.
+fn named_paths(text: &str) -> Vec<&str> {
+    const TOP: [&str; 5] = ["crates/", "docs/", "bench/", "tests/", "scripts/"];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| {
+            !word.starts_with('.')
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+                && (word.ends_with(".rs") || TOP.iter().any(|t| word.starts_with(t)))
+        })
+        .collect()
+}
+
+/// Every file and directory of the repository (without `target` and `.git`), relative, with `/`.
+fn repository_paths(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(items) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for item in items.flatten() {
+        let path = item.path();
+        let name = item.file_name().to_string_lossy().into_owned();
+        if name == "target" || name == ".git" {
+            continue;
+        }
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        if path.is_dir() {
+            out.push(format!("{relative}/"));
+            repository_paths(root, &path, out);
+        } else {
+            out.push(relative);
+        }
+    }
+}
+
+#[test]
+fn named_paths_are_found() {
+    let text = "`crates/server/src/conn.rs` and `conn.rs`, `ops/`, `docs/nothing-here.md`, `DATA/config/`, `tomb/`, \
+                `Directory::write`, `a b.rs`, a `.rs` file";
+    assert_eq!(
+        named_paths(text),
+        [
+            "crates/server/src/conn.rs",
+            "conn.rs",
+            "docs/nothing-here.md"
+        ],
+        "words that are not repository paths are skipped"
+    );
+    let tree = [
+        "crates/".to_string(),
+        "crates/server/src/conn.rs".to_string(),
+    ];
+    assert_eq!(missing_paths(text, &tree), ["docs/nothing-here.md"]);
+}
+
+/// The paths `text` names that `tree` (relative paths, directories ending in `/`) does not hold.
+fn missing_paths<'t>(text: &'t str, tree: &[String]) -> Vec<&'t str> {
+    let exists = |name: &str| {
+        let name = name.trim_end_matches('/');
+        tree.iter().any(|p| {
+            let p = p.trim_end_matches('/');
+            p == name || p.ends_with(&format!("/{name}"))
+        })
+    };
+    named_paths(text)
+        .into_iter()
+        .filter(|name| !exists(name))
+        .collect()
+}
+
+/// ARCHITECTURE.md is a contract: every source file and repository path it names in backticks exists
+/// (a path given relative to its crate or directory, such as `conn.rs` or `ops/search.rs`, matches the
+/// end of a path).
+#[test]
+fn architecture_names_only_paths_that_exist() {
+    let root = workspace_root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut paths = Vec::new();
+    repository_paths(&root, &root, &mut paths);
+    let missing = missing_paths(&text, &paths);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
