@@ -183,6 +183,10 @@ fn put_u32(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&(n.min(u32::MAX as usize) as u32).to_le_bytes());
 }
 
+/// One attribute of a stored entry in place: (section number, description, the whole TLV, the contents
+/// of its SET of values).
+pub type Span<'a> = (usize, &'a str, &'a [u8], &'a [u8]);
+
 /// A stored entry viewed in place, without copying.
 #[derive(Debug, Clone, Copy)]
 pub struct StoredEntry<'a> {
@@ -279,10 +283,7 @@ impl<'a> StoredEntry<'a> {
     /// The attributes of the sections `wanted` selects (by section number: user, secret, operational),
     /// in the order the entry was written, as slapd keeps it: (section number, description, the whole
     /// TLV, the contents of its SET of values). A corrupt TLV ends its section.
-    pub fn in_order(
-        &self,
-        wanted: [bool; 3],
-    ) -> impl Iterator<Item = Result<(usize, &'a str, &'a [u8], &'a [u8]), WireError>> {
+    pub fn in_order(&self, wanted: [bool; 3]) -> impl Iterator<Item = Result<Span<'a>, WireError>> {
         let mut spans = [self.user, self.secret, self.operational].map(attribute_spans);
         let order = self.order;
         let mut next = 0;

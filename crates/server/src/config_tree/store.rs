@@ -656,10 +656,11 @@ pub fn set_aside_stale(config: &Config) -> Result<Option<std::path::PathBuf>, St
     Ok(Some(aside))
 }
 
+/// The live configuration and the first database's root password, or why the store cannot run.
+type Live = Result<(Config, Vec<u8>), String>;
+
 /// The live configuration a store holds, or why it cannot run with `config` (None without a store).
-fn live_from_store(
-    config: &Config,
-) -> Result<Option<Result<(Config, Vec<u8>), String>>, StartError> {
+fn live_from_store(config: &Config) -> Result<Option<Live>, StartError> {
     let path = config.data_dir.join("config");
     if !path.join("data.mdb").exists() {
         return Ok(None);
