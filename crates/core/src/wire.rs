@@ -353,14 +353,11 @@ impl<'a> StoredEntry<'a> {
         let dn = Dn::parse(self.dn).map_err(|_| WireError::Corrupt("dn"))?;
         let mut attrs = Vec::new();
         for span in self.in_order([true; 3]) {
-            let (_, _, tlv, _) = span?;
-            for attr in attributes(tlv) {
-                let (desc, values) = attr?;
-                attrs.push(Attribute {
-                    desc: desc.to_string(),
-                    values: values.iter().map(|v| v.to_vec()).collect(),
-                });
-            }
+            let (_, desc, _, set) = span?;
+            attrs.push(Attribute {
+                desc: desc.to_string(),
+                values: set_values(set)?,
+            });
         }
         Ok(Entry {
             dn,
@@ -368,6 +365,19 @@ impl<'a> StoredEntry<'a> {
             attrs,
         })
     }
+}
+
+/// The values of a stored SET of values (its contents), copied.
+fn set_values(set: &[u8]) -> Result<Vec<Vec<u8>>, WireError> {
+    let mut reader = Reader::new(set);
+    let mut values = Vec::new();
+    while !reader.is_empty() {
+        let value = reader
+            .read_octet_string(canopy_ber::tag::OCTET_STRING)
+            .map_err(|_| WireError::Corrupt("attribute TLV"))?;
+        values.push(value.to_vec());
+    }
+    Ok(values)
 }
 
 /// An entry decoded but for one attribute: the entry without it, and where it stood in the attribute
@@ -383,18 +393,15 @@ impl<'a> StoredEntry<'a> {
         let mut attrs = Vec::new();
         let mut left_out = None;
         for span in self.in_order([true; 3]) {
-            let (_, name, tlv, set) = span?;
+            let (_, name, _, set) = span?;
             if name == desc && left_out.is_none() {
                 left_out = Some((attrs.len(), set));
                 continue;
             }
-            for attr in attributes(tlv) {
-                let (name, values) = attr?;
-                attrs.push(Attribute {
-                    desc: name.to_string(),
-                    values: values.iter().map(|v| v.to_vec()).collect(),
-                });
-            }
+            attrs.push(Attribute {
+                desc: name.to_string(),
+                values: set_values(set)?,
+            });
         }
         let entry = Entry {
             dn,
