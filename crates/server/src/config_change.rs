@@ -45,7 +45,9 @@ pub async fn update(
     ctl: &WriteControls,
 ) -> Result<Vec<Control>, OpError> {
     match dir.is_config() {
-        true => write(state, dir, who, op, ctl).await,
+        // Boxed: the configuration's path is large and rare, and would otherwise size every
+        // write's future.
+        true => Box::pin(write(state, dir, who, op, ctl)).await,
         false => dir.update(op, who, ctl).await,
     }
 }
