@@ -100,11 +100,10 @@ impl Rules {
     /// `uid=NAME,cn=MECH,cn=auth`, or EXTERNAL's normalized certificate subject or peer
     /// credentials); None when no rule matches.
     pub fn rewrite(&self, subject: &str) -> Option<Target> {
-        let (regex, replace) = self
+        let (caps, replace) = self
             .regexps
             .iter()
-            .find(|(regex, _)| regex.is_match(subject))?;
-        let caps = regex.captures(subject)?;
+            .find_map(|(regex, replace)| Some((regex.captures(subject)?, replace)))?;
         let mut out = String::new();
         caps.expand(replace, &mut out);
         Some(match parse_url(&out) {

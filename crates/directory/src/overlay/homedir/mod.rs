@@ -61,8 +61,10 @@ impl Config {
 
     /// The local path of a homeDirectory value: the first rule that matches it, expanded.
     fn local_path(&self, value: &str) -> Option<PathBuf> {
-        let (regex, path) = self.rules.iter().find(|(r, _)| r.is_match(value))?;
-        let caps = regex.captures(value)?;
+        let (caps, path) = self
+            .rules
+            .iter()
+            .find_map(|(regex, path)| Some((regex.captures(value)?, path)))?;
         // `$1_new` would name a group "1_new" in the regex crate; slapd's `$N` is one digit.
         let template = regex_digits(path);
         let mut out = String::new();
