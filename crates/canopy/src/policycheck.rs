@@ -9,10 +9,12 @@ use canopy_server::Config;
 
 /// Prints the policy and state of `user`.
 pub fn policy_check(config: &Config, user: &str) -> Result<()> {
-    let dir = canopy_server::open_directory(config, false)?;
-    let Some(pp) = dir.ppolicy() else {
+    let pp = canopy_server::overlays::ppolicy(&config.overlay, &config.root_dn)
+        .map_err(|e| anyhow!("{e}"))?;
+    let Some(pp) = pp else {
         bail!("no ppolicy overlay is configured ([[overlay]] name = \"ppolicy\")");
     };
+    let dir = canopy_server::open_directory(config, false)?;
     let (_, ndn) = dir
         .normalize(user.as_bytes())
         .map_err(|e| anyhow!("--user {user:?}: {}", e.message))?;

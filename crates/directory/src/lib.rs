@@ -41,6 +41,7 @@ pub use opattrs::Stamp;
 pub use pipeline::{after_commit, Event, Kind, OnReplica, Origin, Pipeline, Proposed, WriteHook};
 pub use referral::Referral;
 pub use replica::{Applied, ReplicaBatch, ReplicaChange};
+pub use syncprov::{Change as FedChange, LogRecord, LogReplay, Next, FEED_QUEUE};
 pub use usage::Usage;
 pub use view::{InWrite, Snapshot, View};
 pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};

@@ -690,6 +690,101 @@ fn the_frontend_goes_through_the_backend() {
     );
 }
 
+/// Names of overlays (slapd's and Canopy's) and of the server's own databases that the operations'
+/// code and the connection never name: they reach every database through its backend and the hooks
+/// their database lists (`state::Backend`, `databases::FrontHook`, the read hook's expander).
+const PARTICULAR: &[&str] = &[
+    "accesslog",
+    "auditlog",
+    "autoca",
+    "config_change",
+    "config_tree",
+    "constraint",
+    "dyngroup",
+    "dynlist",
+    "homedir",
+    "is_config",
+    "is_monitor",
+    "logdb",
+    "memberof",
+    "monitor",
+    "pcache",
+    "ppolicy",
+    "refint",
+    "remoteauth",
+    "retcode",
+    "rwm",
+    "seqmod",
+    "sssvlv",
+    "syncprov",
+    "translucent",
+    "unique",
+    "valsort",
+];
+
+/// The particular names ([`PARTICULAR`]) that the code of `text` uses, outside comments: an
+/// identifier, path segment or word of a string that is one of them, or contains one of those with an
+/// underscore (`crate::ppolicy::check`, `dir.is_monitor()`, `"cn=Monitor"`, `config_tree::X`).
+fn particular_names(text: &str) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let code = line.split(" // ").next().unwrap_or(line);
+        for word in code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let word = word.to_ascii_lowercase();
+            for &name in PARTICULAR {
+                let hit = if name.contains('_') {
+                    word.contains(name)
+                } else {
+                    word.split('_').any(|part| part == name)
+                };
+                if hit && !found.contains(&name) {
+                    found.push(name);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn particular_names_are_found() {
+    let text = "// ppolicy in a comment\nlet x = crate::ppolicy::check(dir); // memberof\n\
+                if dir.is_monitor() { refresh(\"cn=Monitor\") }\nlet y = unique_values;\n\
+                let z = community.collect();";
+    assert_eq!(
+        particular_names(text),
+        ["ppolicy", "is_monitor", "monitor", "unique"]
+    );
+    assert!(particular_names("let expander = dir.expander(&txn);").is_empty());
+}
+
+/// The operations (`crates/server/src/ops/`) and the connection (`conn.rs`) name no particular overlay
+/// and no particular database: cn=config and cn=Monitor are reached through their `Backend`, the
+/// overlays through the hooks their database lists (issue 32, ARCHITECTURE.md).
+#[test]
+fn operations_name_no_overlay_and_no_special_database() {
+    let server = workspace_root().join("crates/server/src");
+    let mut files = vec![server.join("conn.rs")];
+    rust_files(&server.join("ops"), &mut files);
+    assert!(files.len() > 8, "too few operation sources: {files:?}");
+    let mut named = Vec::new();
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for name in particular_names(&text) {
+            named.push(format!("{} names {name}", file.display()));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "the frontend's operations name particular overlays or databases:\n{}",
+        named.join("\n")
+    );
+}
+
 /// The repository's paths that a backticked word of a document names: words ending in `.rs` or
 /// beginning with a top-level directory of the repository (`crates/`, `docs/`, `bench/`, `tests/`,
 /// `scripts/`). Runtime names (`DATA/config/`, meta keys) are none of these.

@@ -36,19 +36,19 @@ fn refusal_error(refusal: Refusal) -> LdapError {
     LdapError::new(refusal.code, refusal.message)
 }
 
-/// Runs a client's write in `dir`: through [`write`] for cn=config, else as an ordinary update.
-pub async fn update(
-    state: &State,
-    dir: &Database,
-    op: WriteOp,
-    who: &Who,
-    ctl: &WriteControls,
-) -> Result<Vec<Control>, OpError> {
-    match dir.is_config() {
-        // Boxed: the configuration's path is large and rare, and would otherwise size every
-        // write's future.
-        true => Box::pin(write(state, dir, who, op, ctl)).await,
-        false => dir.update(op, who, ctl).await,
+/// cn=config's backend: a client's write goes through [`write`].
+pub struct ConfigBackend;
+
+impl crate::state::Backend for ConfigBackend {
+    fn update<'a>(
+        &'a self,
+        state: &'a State,
+        dir: &'a Database,
+        op: WriteOp,
+        who: &'a Who,
+        ctl: &'a WriteControls,
+    ) -> crate::state::Pending<'a, Result<Vec<Control>, OpError>> {
+        Box::pin(write(state, dir, who, op, ctl))
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 
 use crate::access::Who;
 use crate::completion::{code_of, Completion};
+use crate::databases::{FrontHook, Restriction};
 use crate::limits;
 use crate::metrics::ConnInfo;
 use crate::ops::bind::Outcome;
@@ -73,8 +74,9 @@ pub async fn serve_transport<S>(
     let mut shared_who: Option<Arc<Who>> = None;
     // Made at the connection's first search (acl/view.rs `ViewMemo`).
     let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
-    // Bound with pwdReset (password policy): only a change of one's own password until it is made.
-    let must_change = Arc::new(AtomicBool::new(false));
+    // Restricted by a frontend hook at the bind (pwdReset): only what the hook allows until lifted.
+    let restricted = Arc::new(AtomicBool::new(false));
+    let mut restricted_by: Option<Arc<dyn FrontHook>> = None;
     // Requests are decoded from the buffer in place; one that fits its small array needs no heap
     // buffer, and a heap buffer is released once every request in it is taken (limits::ReadBuf).
     let mut buf = limits::ReadBuf::default();
@@ -135,7 +137,8 @@ pub async fn serve_transport<S>(
                 views: &mut views,
                 sasl: &mut sasl,
                 link: &link,
-                must_change: &must_change,
+                restricted: &restricted,
+                restricted_by: &mut restricted_by,
                 conn: &conn,
                 op_number: &mut op_number,
             };
@@ -377,8 +380,11 @@ struct Session<'a> {
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
-    /// The session was bound with pwdReset and has not changed its password since.
-    must_change: &'a Arc<AtomicBool>,
+    /// A frontend hook restricted the session at its bind (pwdReset) and the restriction holds: a
+    /// request the hook allows (`Restriction::Lifts`) clears the flag once it succeeds.
+    restricted: &'a Arc<AtomicBool>,
+    /// The hook that restricted the session.
+    restricted_by: &'a mut Option<Arc<dyn FrontHook>>,
     /// The connection's record in the monitor and the number of the next operation.
     conn: &'a Arc<ConnInfo>,
     op_number: &'a mut u64,
@@ -426,7 +432,10 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 max_filter_depth: state.config.limits.max_filter_depth,
             };
             match RequestControls::parse(&message.controls, kind, &limits).and_then(|ctl| {
-                crate::ppolicy::require_overlay(&state.databases, &message.controls).map(|()| ctl)
+                state
+                    .databases
+                    .require_hooks(&message.controls)
+                    .map(|()| ctl)
             }) {
                 Ok(ctl) => ctl,
                 Err(e) => {
@@ -441,24 +450,18 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
         }
         None => RequestControls::default(),
     };
-    let mut own_password_change = false;
-    if session.must_change.load(Ordering::Relaxed) {
-        match restricted_after_reset(&message.op, who, state) {
+    // A session a frontend hook restricted at its bind (pwdReset) asks that hook first.
+    let mut lifts_restriction = false;
+    let restricted_by = session
+        .restricted_by
+        .as_ref()
+        .filter(|_| session.restricted.load(Ordering::Relaxed));
+    if let Some(hook) = restricted_by {
+        match hook.restriction(&message.op, who, &state.databases, ctl.password_policy) {
             Restriction::Allowed => {}
-            Restriction::OwnPassword => own_password_change = true,
-            Restriction::Refused => {
-                // slapd's refusal of a modify carries changeAfterReset; that of any other
-                // operation carries no control (checked against slapd 2.5 in e2e).
-                let modify = matches!(message.op, ProtocolOp::ModifyRequest(_));
-                let controls = if ctl.password_policy && modify {
-                    vec![crate::ppolicy::response_control(
-                        None,
-                        Some(canopy_directory::overlay::ppolicy::PolicyError::ChangeAfterReset),
-                    )]
-                } else {
-                    Vec::new()
-                };
-                if let Some(op) = error_response(&message.op, crate::ppolicy::restricted()) {
+            Restriction::Lifts => lifts_restriction = true,
+            Restriction::Refused(error, controls) => {
+                if let Some(op) = error_response(&message.op, error) {
                     out.send(encode(id, op, controls)).await;
                 }
                 return Flow::Continue;
@@ -475,7 +478,8 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 ..Who::anonymous()
             };
             let exchange = session.sasl.take();
-            session.must_change.store(false, Ordering::Relaxed);
+            session.restricted.store(false, Ordering::Relaxed);
+            *session.restricted_by = None;
             let mut policy = ops::bind::PolicyOutcome::default();
             // Boxed, as the other rare large futures here: `dispatch`'s own future, moved into a box
             // for every request, stays small.
@@ -488,8 +492,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 &mut policy,
             ))
             .await;
-            if outcome.is_ok() && policy.must_change {
-                session.must_change.store(true, Ordering::Relaxed);
+            if let (true, Some(hook)) = (outcome.is_ok(), policy.restricted_by.take()) {
+                *session.restricted_by = Some(hook);
+                session.restricted.store(true, Ordering::Relaxed);
             }
             let (result, server_sasl_creds) = match outcome {
                 Ok(Outcome::Done(new, creds)) => {
@@ -552,7 +557,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 };
                 Some(permit)
             };
-            refresh_monitor(state, &req.base).await;
+            state.prepare_read(&req.base).await;
             // A sync search (RFC 4533) holds a permit until it ends: taken before its job is made.
             let (held, sync_permit) = if ctl.sync.is_some() {
                 let Some(permit) = take_permit(held, permits).await else {
@@ -586,10 +591,10 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                     tally: Default::default(),
                 };
                 // A sync search runs on a blocking thread of its own until it ends, is abandoned or
-                // its connection closes (crate::syncprov).
+                // its connection closes (ops/sync.rs).
                 if let (Some(permit), Some(request)) = (sync_permit, job.ctl.sync.clone()) {
                     run_blocking(job, permit, pending, completion, move |job| {
-                        crate::syncprov::run(job, request)
+                        ops::sync::run(job, request)
                     });
                     return Flow::Continue;
                 }
@@ -625,18 +630,18 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let state = state.clone();
             let who = who.clone();
             let tx = out.responses().clone();
-            let must_change = session.must_change.clone();
+            let restricted = session.restricted.clone();
             tokio::spawn(async move {
                 if let ProtocolOp::CompareRequest(req) = &op {
-                    refresh_monitor(&state, &req.dn).await;
+                    state.prepare_read(&req.dn).await;
                 }
                 // On the heap: the operations' futures together are tens of kilobytes, which the
                 // task would otherwise copy on each change of its stage (a fifth of a modify's
                 // instructions went to those copies).
                 let (response, mut controls) = Box::pin(run_update(&state, &who, op, &ctl)).await;
                 let code = code_of(&response);
-                if own_password_change && succeeded(&response) {
-                    must_change.store(false, Ordering::Relaxed);
+                if lifts_restriction && succeeded(&response) {
+                    restricted.store(false, Ordering::Relaxed);
                 }
                 controls.extend(ctl.policy_sink.take());
                 let _ = tx.send(encode(id, response, controls)).await;
@@ -693,15 +698,6 @@ fn finish_search(state: &State, completion: Option<Completion>, outcome: ops::se
     }
 }
 
-/// Brings cn=Monitor up to date before a read whose base may lie in it.
-async fn refresh_monitor(state: &State, raw_base: &[u8]) {
-    if state.monitor.is_some() && crate::monitor::Monitor::may_hold(raw_base) {
-        if let Err(error) = Box::pin(crate::monitor_tree::refresh(state)).await {
-            tracing::warn!(%error, "cn=Monitor refresh failed");
-        }
-    }
-}
-
 /// Runs an update, compare or extended operation: its response and response controls.
 async fn run_update(
     state: &State,
@@ -750,41 +746,6 @@ async fn run_update(
         }
     };
     (op(result), controls)
-}
-
-/// What a session bound with pwdReset may do with an operation (slapd's ppolicy restriction).
-enum Restriction {
-    Allowed,
-    /// A change of the session's own password, which lifts the restriction once it succeeds.
-    OwnPassword,
-    Refused,
-}
-
-fn restricted_after_reset(op: &ProtocolOp, who: &Who, state: &State) -> Restriction {
-    match op {
-        ProtocolOp::BindRequest(_) | ProtocolOp::UnbindRequest | ProtocolOp::AbandonRequest(_) => {
-            Restriction::Allowed
-        }
-        ProtocolOp::ExtendedRequest(req) if req.name == EXOP_START_TLS => Restriction::Allowed,
-        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_WHO_AM_I => {
-            Restriction::Allowed
-        }
-        ProtocolOp::ExtendedRequest(req) if req.name == canopy_proto::oid::EXOP_PASSWORD_MODIFY => {
-            Restriction::OwnPassword
-        }
-        ProtocolOp::ModifyRequest(req) => {
-            let own = state
-                .databases
-                .normalize(&req.dn)
-                .is_ok_and(|(_, ndn)| crate::ppolicy::allowed_after_reset(who, &ndn, &req.changes));
-            if own {
-                Restriction::OwnPassword
-            } else {
-                Restriction::Refused
-            }
-        }
-        _ => Restriction::Refused,
-    }
 }
 
 fn succeeded(response: &ProtocolOp) -> bool {

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
+pub use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::dynlist::Dynlist;
-use canopy_directory::overlay::ppolicy::PPolicy;
-use canopy_directory::InWrite;
+use canopy_directory::{InWrite, Snapshot};
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
-use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ};
-use canopy_proto::{Control, Dn, ResultCode};
+use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
+use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::access::Who;
@@ -26,6 +26,135 @@ use crate::acl::{Acl, Guarded};
 use crate::limits::Limits;
 use crate::readentry::{check_assertion, load, load_named, read_control, unstored};
 
+/// A future returned through a trait object (a [`FrontHook`]'s, a `state::Backend`'s).
+pub type Pending<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// An overlay's part in the frontend, as slapd's overlays wrap the backend's calls: what it checks of
+/// an operation as the client sent it (passwords still in cleartext), before the write reaches the
+/// backend, what it adds to a simple bind, and what a session it restricted may still do. The
+/// operations call every hook of their database ([`Database::front_hooks`]) and name none. Every
+/// default does nothing.
+pub trait FrontHook: Send + Sync {
+    /// Whether the hook serves the request control `oid` (a critical one that no database's hook
+    /// serves is an unavailable critical extension).
+    fn serves_control(&self, _oid: &str) -> bool {
+        false
+    }
+
+    /// An entry about to be added to `dir` by `who`; a refusal may leave its control in `slot`.
+    fn check_add(
+        &self,
+        _dir: &Database,
+        _who: &Who,
+        _entry: &Entry,
+        _slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    /// A modify of `ndn` in `dir` with `changes`.
+    fn check_modify(
+        &self,
+        _dir: &Database,
+        _who: &Who,
+        _ndn: &NormDn,
+        _changes: &[Change],
+        _slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    /// A new password for `ndn` set by the Password Modify operation (`with_old`: the old one was given).
+    fn check_password(
+        &self,
+        _dir: &Database,
+        _who: &Who,
+        _ndn: &NormDn,
+        _new: &[u8],
+        _with_old: bool,
+        _slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    /// A simple bind as `ndn` whose password did (`verified`) or did not match, before it is
+    /// answered; `requested`: the client sent the hook's control. None when the hook has no terms
+    /// for this entry.
+    fn bind<'a>(
+        &'a self,
+        _dir: &'a Database,
+        _ndn: &'a NormDn,
+        _verified: bool,
+        _requested: bool,
+    ) -> Pending<'a, Result<Option<BindTerms>, LdapError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// What a session whose bind this hook restricted ([`BindTerms::restricts`]) may do with `op`;
+    /// `requested`: the request carries the hook's control.
+    fn restriction(
+        &self,
+        _op: &ProtocolOp,
+        _who: &Who,
+        _databases: &Databases,
+        _requested: bool,
+    ) -> Restriction {
+        Restriction::Allowed
+    }
+}
+
+/// What a [`FrontHook`] makes of a simple bind.
+#[derive(Debug, Default)]
+pub struct BindTerms {
+    /// Response controls of the bind, success or not.
+    pub controls: Vec<Control>,
+    /// The bind fails (invalidCredentials) although its password matched.
+    pub refused: bool,
+    /// The session may only do what [`FrontHook::restriction`] allows until it lifts the restriction.
+    pub restricts: bool,
+}
+
+/// What a restricted session may do with a request.
+pub enum Restriction {
+    Allowed,
+    /// Allowed, and its success lifts the restriction.
+    Lifts,
+    /// Refused with this error and these response controls.
+    Refused(LdapError, Vec<Control>),
+}
+
+/// Where an operation leaves a response control, success or not (an error result carries no controls
+/// of its own): the password policy's. Shared by the clones of one request's controls. Only a request
+/// with the control gets a slot ([`ControlSlot::new`]); the default one, which the other requests
+/// carry, allocates nothing and keeps nothing (no operation sets it: it is passed to the checks only
+/// when the control was sent).
+#[derive(Debug, Clone, Default)]
+pub struct ControlSlot(Option<std::sync::Arc<std::sync::Mutex<Option<Control>>>>);
+
+impl ControlSlot {
+    /// A slot that keeps the control set into it.
+    pub fn new() -> ControlSlot {
+        ControlSlot(Some(Default::default()))
+    }
+
+    pub fn set(&self, control: Control) {
+        if let Some(slot) = &self.0 {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(control);
+        }
+    }
+
+    pub fn take(&self) -> Option<Control> {
+        self.0
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+/// Request controls that only a frontend hook serves.
+const HOOK_CONTROLS: [&str; 1] = [CONTROL_PASSWORD_POLICY];
+
 /// One database as the frontend sees it: the backend, the access rules that guard it, and how its
 /// entries are expanded when read (the dynlist overlay).
 #[derive(Clone)]
@@ -33,8 +162,8 @@ pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
     dynlist: Option<Arc<Dynlist>>,
-    /// The ppolicy overlay, which binds and password changes consult.
-    ppolicy: Option<Arc<PPolicy>>,
+    /// The overlays' parts in the frontend, in configuration order.
+    front_hooks: Arc<[Arc<dyn FrontHook>]>,
     /// Clients may not write it: every update is unwillingToPerform.
     read_only: bool,
     /// cn=Monitor: written by the server itself, not a naming context of the root DSE.
@@ -56,6 +185,15 @@ pub struct Database {
     shadow: Option<Option<String>>,
 }
 
+/// Which backend serves a database beyond its store (`state::Backends`): none for a stored
+/// database, the server's own for cn=config and cn=Monitor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Stored,
+    Config,
+    Monitor,
+}
+
 /// A database's root DN and password.
 #[derive(Clone)]
 struct Root {
@@ -70,7 +208,7 @@ impl Database {
             backend,
             acl: Arc::new(acl),
             dynlist: None,
-            ppolicy: None,
+            front_hooks: Arc::new([]),
             read_only: false,
             monitor: false,
             config: false,
@@ -131,6 +269,17 @@ impl Database {
     /// cn=config, which the root DSE lists as configContext rather than as a naming context.
     pub fn is_config(&self) -> bool {
         self.config
+    }
+
+    /// The engine whose backend serves this database.
+    pub fn engine(&self) -> Engine {
+        if self.config {
+            Engine::Config
+        } else if self.monitor {
+            Engine::Monitor
+        } else {
+            Engine::Stored
+        }
     }
 
     /// This database as an accesslog overlay's log database.
@@ -243,19 +392,89 @@ impl Database {
         self
     }
 
-    /// The dynlist overlay's settings, when it is configured.
-    pub fn dynlist(&self) -> Option<&Dynlist> {
-        self.dynlist.as_deref()
+    /// The read hook's expansion of the entries an operation reads (the dynlist overlay's dynamic
+    /// entries and memberOf), or None: no read hook, or ManageDsaIT asks for entries as stored (as
+    /// slapd). `asked(attr)`: the answer asks for `attr`; `tested(attr)`: the filter tests it (slapd
+    /// 2.5 lists the members of nested groups when memberOf and the member attribute are both asked
+    /// for, or memberOf is tested: docs/overlays.md).
+    pub fn expander<'a>(
+        &'a self,
+        txn: &'a Snapshot,
+        manage_dsa_it: bool,
+        asked: &dyn Fn(&str) -> bool,
+        tested: &dyn Fn(&str) -> bool,
+    ) -> Option<Expander<'a, Snapshot>> {
+        let config = self.dynlist.as_deref().filter(|_| !manage_dsa_it)?;
+        let memberof = config.memberof_attrs().any(|attr| asked(attr) || tested(attr));
+        let nested_members =
+            config.nested_member_attrs().any(asked) || config.memberof_attrs().any(tested);
+        Some(
+            Expander::new(&self.backend, txn, config, memberof)
+                .with_nested_members(nested_members),
+        )
     }
 
-    /// This database with its ppolicy overlay's settings (the same as its pipeline's hook).
-    pub fn with_ppolicy(mut self, ppolicy: Option<Arc<PPolicy>>) -> Database {
-        self.ppolicy = ppolicy;
+    /// The filter a search plans its candidates with when the read hook's expansion may make more
+    /// entries match `filter` than their stored form does (a superset); None when the plan is the
+    /// filter's own.
+    pub fn planning_filter(
+        &self,
+        schema: &Schema,
+        filter: &canopy_proto::Filter,
+        manage_dsa_it: bool,
+    ) -> Option<canopy_proto::Filter> {
+        let config = self.dynlist.as_deref().filter(|_| !manage_dsa_it)?;
+        config.planning_filter(schema, filter)
+    }
+
+    /// This database with the overlays' parts in the frontend.
+    pub fn with_front_hooks(mut self, hooks: Vec<Arc<dyn FrontHook>>) -> Database {
+        self.front_hooks = hooks.into();
         self
     }
 
-    pub fn ppolicy(&self) -> Option<&PPolicy> {
-        self.ppolicy.as_deref()
+    /// The overlays' parts in the frontend, in configuration order.
+    pub fn front_hooks(&self) -> impl Iterator<Item = &Arc<dyn FrontHook>> {
+        self.front_hooks.iter()
+    }
+
+    /// Every hook's check of an entry about to be added.
+    pub fn check_add(
+        &self,
+        who: &Who,
+        entry: &Entry,
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        self.front_hooks
+            .iter()
+            .try_for_each(|hook| hook.check_add(self, who, entry, slot))
+    }
+
+    /// Every hook's check of a modify.
+    pub fn check_modify(
+        &self,
+        who: &Who,
+        ndn: &NormDn,
+        changes: &[Change],
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        self.front_hooks
+            .iter()
+            .try_for_each(|hook| hook.check_modify(self, who, ndn, changes, slot))
+    }
+
+    /// Every hook's check of a password set by the Password Modify operation.
+    pub fn check_password(
+        &self,
+        who: &Who,
+        ndn: &NormDn,
+        new: &[u8],
+        with_old: bool,
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        self.front_hooks
+            .iter()
+            .try_for_each(|hook| hook.check_password(self, who, ndn, new, with_old, slot))
     }
 
     pub fn backend(&self) -> &Directory {
@@ -365,6 +584,25 @@ pub struct Databases {
 }
 
 impl Databases {
+    /// A critical request control that only a frontend hook serves, where no database's hook serves
+    /// it, is an unavailable critical extension, as slapd answers without the overlay's module.
+    pub fn require_hooks(&self, controls: &[Control]) -> Result<(), LdapError> {
+        for control in controls.iter().filter(|c| c.critical) {
+            let oid = control.oid.as_str();
+            let served = || {
+                self.iter()
+                    .any(|db| db.front_hooks().any(|hook| hook.serves_control(oid)))
+            };
+            if HOOK_CONTROLS.contains(&oid) && !served() {
+                return Err(LdapError::new(
+                    ResultCode::UnavailableCriticalExtension,
+                    "critical extension is unavailable",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The registry of `list`; the first is the default database. Panics on an empty list, which
     /// configuration loading never produces.
     pub fn new(list: Vec<Database>) -> Databases {

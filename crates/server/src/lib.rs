@@ -40,7 +40,6 @@ pub mod select;
 pub mod session;
 pub mod special;
 pub mod state;
-pub mod syncprov;
 pub mod syncrepl;
 pub mod tls;
 
@@ -271,10 +270,14 @@ pub(crate) fn open_directory_in(
     backend.set_multiprovider(config.multiprovider);
     let ppolicy =
         overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
+    let front_hooks: Vec<Arc<dyn databases::FrontHook>> = ppolicy
+        .into_iter()
+        .map(|pp| Arc::new(ppolicy::PolicyHook(pp)) as Arc<dyn databases::FrontHook>)
+        .collect();
     Ok((
         Database::new(backend, acl)
             .with_dynlist(dynlist)
-            .with_ppolicy(ppolicy),
+            .with_front_hooks(front_hooks),
         accesslog,
     ))
 }
@@ -523,8 +526,16 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         }
         false => None,
     };
+    let mut backends = state::Backends::default();
+    if monitor.is_some() {
+        backends = backends.with(
+            databases::Engine::Monitor,
+            Arc::new(monitor_tree::MonitorBackend),
+        );
+    }
     Ok(Arc::new(ServerState {
         databases: Databases::new(list),
+        backends,
         monitor,
         tls,
         config,
@@ -565,6 +576,10 @@ pub async fn build_live_state(
     list.push(db);
     state.databases = Databases::new(list);
     state.config_tree = Some(Arc::new(tree));
+    state.backends = std::mem::take(&mut state.backends).with(
+        databases::Engine::Config,
+        Arc::new(config_change::ConfigBackend),
+    );
     if let (Some(control), Some(filter)) = (
         &log_control,
         config::log_filter(&running.log_level)

@@ -11,6 +11,32 @@ use crate::metrics::OpType;
 use crate::monitor::{generalized, MonitorEntry, SUFFIX};
 use crate::state::ServerState;
 
+/// cn=Monitor's backend: its entries are computed and stored before a read that may find them;
+/// clients never write it, and it has no sync provider.
+pub struct MonitorBackend;
+
+impl crate::state::Backend for MonitorBackend {
+    fn read_needs_preparing(&self, raw_base: &[u8]) -> bool {
+        crate::monitor::Monitor::may_hold(raw_base)
+    }
+
+    fn prepare_read<'a>(&'a self, state: &'a crate::state::State) -> crate::state::Pending<'a, ()> {
+        Box::pin(async move {
+            if let Err(error) = refresh(state).await {
+                tracing::warn!(%error, "cn=Monitor refresh failed");
+            }
+        })
+    }
+
+    fn provides_sync(&self) -> bool {
+        false
+    }
+
+    fn scans_by_design(&self) -> bool {
+        true
+    }
+}
+
 /// Brings the monitor database up to date (a no-op when it is not configured).
 pub async fn refresh(state: &ServerState) -> Result<(), LdapError> {
     match &state.monitor {

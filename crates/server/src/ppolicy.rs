@@ -1,59 +1,34 @@
-//! The password policy in the frontend (docs/password-policy.md): the response controls of binds and
-//! password changes, the checks a change needs the cleartext for (before it is hashed), and the
-//! restriction of a session bound with pwdReset to changing its own password.
+//! The password policy in the frontend (docs/password-policy.md), the ppolicy overlay's
+//! [`FrontHook`]: the response controls of binds and password changes, the checks a change needs the
+//! cleartext for (before it is hashed), and the restriction of a session bound with pwdReset to
+//! changing its own password.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use canopy_core::{Entry, LdapError};
 use canopy_directory::overlay::ppolicy::bind::Verdict;
 use canopy_directory::overlay::ppolicy::change::{self, PasswordChange};
 use canopy_directory::overlay::ppolicy::{
-    Config, Instant, PasswordPolicyResponse, PolicyError, Warning,
+    Config, Instant, PPolicy, PasswordPolicyResponse, PolicyError, Warning,
 };
 use canopy_proto::oid::{
     CONTROL_NETSCAPE_PASSWORD_EXPIRED, CONTROL_NETSCAPE_PASSWORD_EXPIRING, CONTROL_PASSWORD_POLICY,
+    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
-use canopy_proto::{Change, Control, ModifyOperation, ResultCode};
+use canopy_proto::{Change, Control, ModifyOperation, ProtocolOp, ResultCode};
 use canopy_schema::NormDn;
 
 use crate::access::Who;
-use crate::databases::{Database, Databases};
+use crate::databases::{
+    BindTerms, ControlSlot, Database, Databases, FrontHook, Pending, Restriction,
+};
 
 /// The text slapd answers an operation a reset password forbids.
 pub const RESTRICTED: &str =
     "Operations are restricted to bind/unbind/abandon/StartTLS/modify password";
 
-/// Where an operation leaves its password policy response control, success or not (an error result
-/// carries no controls of its own). Shared by the clones of one request's controls. Only a request with
-/// the password policy control gets a slot ([`PolicySink::new`]); the default one, which the other
-/// requests carry, allocates nothing and keeps nothing (no operation sets it: it is passed to the checks
-/// only when the control was sent).
-#[derive(Debug, Clone, Default)]
-pub struct PolicySink(Option<Arc<Mutex<Option<Control>>>>);
-
-impl PolicySink {
-    /// A sink that keeps the control set into it.
-    pub fn new() -> PolicySink {
-        PolicySink(Some(Arc::default()))
-    }
-
-    pub fn set(&self, control: Control) {
-        if let Some(slot) = &self.0 {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(control);
-        }
-    }
-
-    pub fn take(&self) -> Option<Control> {
-        self.0
-            .as_ref()?
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-    }
-}
-
 /// The password policy response control.
-pub fn response_control(warning: Option<Warning>, error: Option<PolicyError>) -> Control {
+fn response_control(warning: Option<Warning>, error: Option<PolicyError>) -> Control {
     Control {
         oid: CONTROL_PASSWORD_POLICY.into(),
         critical: false,
@@ -63,7 +38,7 @@ pub fn response_control(warning: Option<Warning>, error: Option<PolicyError>) ->
 
 /// The controls of a bind's response: the policy control when the client asked for it, else slapd's
 /// Netscape expired/expiring controls when `send_netscape_controls` is on.
-pub fn bind_controls(verdict: &Verdict, requested: bool, config: &Config) -> Vec<Control> {
+fn bind_controls(verdict: &Verdict, requested: bool, config: &Config) -> Vec<Control> {
     if requested {
         return vec![response_control(verdict.warning, verdict.error)];
     }
@@ -93,17 +68,15 @@ pub fn bind_controls(verdict: &Verdict, requested: bool, config: &Config) -> Vec
 /// when the change only deletes) and whether the old one was given. Checked against the entry's
 /// policy on a snapshot, before the value is hashed; a refusal leaves its control in `sink` when the
 /// client asked for one.
-pub fn check_change(
+fn check_change(
+    pp: &PPolicy,
     dir: &Database,
     who: &Who,
     ndn: &NormDn,
     new: Option<&[u8]>,
     with_old: bool,
-    sink: Option<&PolicySink>,
+    sink: Option<&ControlSlot>,
 ) -> Result<(), LdapError> {
-    let Some(pp) = dir.ppolicy() else {
-        return Ok(());
-    };
     let txn = dir.read()?;
     let Some(entry) = dir.entry_at(&txn, ndn) else {
         return Ok(());
@@ -112,15 +85,13 @@ pub fn check_change(
 }
 
 /// [`check_change`] for an entry about to be added (its own pwdPolicySubentry counts).
-pub fn check_add(
+fn check_add(
+    pp: &PPolicy,
     dir: &Database,
     who: &Who,
     entry: &Entry,
-    sink: Option<&PolicySink>,
+    sink: Option<&ControlSlot>,
 ) -> Result<(), LdapError> {
-    let Some(pp) = dir.ppolicy() else {
-        return Ok(());
-    };
     let Some(new) = entry
         .get("userPassword")
         .and_then(|a| a.values.first())
@@ -145,13 +116,13 @@ pub fn check_add(
 #[allow(clippy::too_many_arguments)]
 fn check_entry(
     dir: &Database,
-    pp: &canopy_directory::overlay::ppolicy::PPolicy,
+    pp: &PPolicy,
     txn: &canopy_directory::Snapshot,
     entry: &Entry,
     who: &Who,
     new: Option<&[u8]>,
     with_old: bool,
-    sink: Option<&PolicySink>,
+    sink: Option<&ControlSlot>,
 ) -> Result<(), LdapError> {
     let Some(policy) = pp.policy_of(dir.backend(), txn, entry)? else {
         return Ok(());
@@ -173,7 +144,7 @@ fn check_entry(
 
 /// The password a modify sets, and whether it names the old one first (a delete with values before
 /// the add or replace: slapd's "safe modify"). None when the modify does not touch userPassword.
-pub fn modify_password(changes: &[Change]) -> Option<(Option<Vec<u8>>, bool)> {
+fn modify_password(changes: &[Change]) -> Option<(Option<Vec<u8>>, bool)> {
     let is_password = |c: &Change| {
         let name = c.modification.name.split(';').next().unwrap_or_default();
         name.eq_ignore_ascii_case("userPassword") || name == "2.5.4.35"
@@ -202,7 +173,7 @@ pub fn modify_password(changes: &[Change]) -> Option<(Option<Vec<u8>>, bool)> {
 
 /// Whether a session bound with pwdReset may run a modify of `target` with `changes`: only a change
 /// of its own password.
-pub fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bool {
+fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bool {
     who.ndn.as_ref() == Some(target)
         && changes.iter().all(|c| {
             let name = c.modification.name.split(';').next().unwrap_or_default();
@@ -210,22 +181,112 @@ pub fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bo
         })
 }
 
-/// A critical password policy control where no database runs the overlay is an unavailable critical
-/// extension, as slapd answers without its ppolicy module.
-pub fn require_overlay(databases: &Databases, controls: &[Control]) -> Result<(), LdapError> {
-    let critical = controls
-        .iter()
-        .any(|c| c.oid == CONTROL_PASSWORD_POLICY && c.critical);
-    if critical && !databases.iter().any(|db| db.ppolicy().is_some()) {
-        return Err(LdapError::new(
-            ResultCode::UnavailableCriticalExtension,
-            "critical extension is unavailable",
-        ));
-    }
-    Ok(())
+/// The refusal of any other operation in such a session.
+fn restricted() -> LdapError {
+    LdapError::new(ResultCode::InsufficientAccessRights, RESTRICTED)
 }
 
-/// The refusal of any other operation in such a session.
-pub fn restricted() -> LdapError {
-    LdapError::new(ResultCode::InsufficientAccessRights, RESTRICTED)
+/// The ppolicy overlay in the frontend: the same settings as its hook in the database's pipeline.
+pub struct PolicyHook(pub Arc<PPolicy>);
+
+impl FrontHook for PolicyHook {
+    fn serves_control(&self, oid: &str) -> bool {
+        oid == CONTROL_PASSWORD_POLICY
+    }
+
+    fn check_add(
+        &self,
+        dir: &Database,
+        who: &Who,
+        entry: &Entry,
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        check_add(&self.0, dir, who, entry, slot)
+    }
+
+    fn check_modify(
+        &self,
+        dir: &Database,
+        who: &Who,
+        ndn: &NormDn,
+        changes: &[Change],
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        match modify_password(changes) {
+            Some((new, with_old)) => {
+                check_change(&self.0, dir, who, ndn, new.as_deref(), with_old, slot)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn check_password(
+        &self,
+        dir: &Database,
+        who: &Who,
+        ndn: &NormDn,
+        new: &[u8],
+        with_old: bool,
+        slot: Option<&ControlSlot>,
+    ) -> Result<(), LdapError> {
+        check_change(&self.0, dir, who, ndn, Some(new), with_old, slot)
+    }
+
+    /// The policy's bookkeeping of a simple bind, written before the answer; an account the policy
+    /// refuses (locked, expired) fails as a wrong password does, with the policy's control.
+    fn bind<'a>(
+        &'a self,
+        dir: &'a Database,
+        ndn: &'a NormDn,
+        verified: bool,
+        requested: bool,
+    ) -> Pending<'a, Result<Option<BindTerms>, LdapError>> {
+        Box::pin(async move {
+            let Some(verdict) = self.0.bind(dir.backend(), ndn, verified).await? else {
+                return Ok(None);
+            };
+            Ok(Some(BindTerms {
+                controls: bind_controls(&verdict, requested, self.0.config()),
+                refused: verified && !verdict.accepted,
+                restricts: verdict.must_change,
+            }))
+        })
+    }
+
+    /// A session bound with pwdReset may bind, unbind, abandon, start TLS, ask who it is and change its
+    /// own password. slapd's refusal of a modify carries changeAfterReset; that of any other operation
+    /// carries no control (checked against slapd 2.5 in e2e).
+    fn restriction(
+        &self,
+        op: &ProtocolOp,
+        who: &Who,
+        databases: &Databases,
+        requested: bool,
+    ) -> Restriction {
+        match op {
+            ProtocolOp::BindRequest(_)
+            | ProtocolOp::UnbindRequest
+            | ProtocolOp::AbandonRequest(_) => Restriction::Allowed,
+            ProtocolOp::ExtendedRequest(req)
+                if req.name == EXOP_START_TLS || req.name == EXOP_WHO_AM_I =>
+            {
+                Restriction::Allowed
+            }
+            ProtocolOp::ExtendedRequest(req) if req.name == EXOP_PASSWORD_MODIFY => {
+                Restriction::Lifts
+            }
+            ProtocolOp::ModifyRequest(req)
+                if databases
+                    .normalize(&req.dn)
+                    .is_ok_and(|(_, ndn)| allowed_after_reset(who, &ndn, &req.changes)) =>
+            {
+                Restriction::Lifts
+            }
+            ProtocolOp::ModifyRequest(_) if requested => Restriction::Refused(
+                restricted(),
+                vec![response_control(None, Some(PolicyError::ChangeAfterReset))],
+            ),
+            _ => Restriction::Refused(restricted(), Vec::new()),
+        }
+    }
 }

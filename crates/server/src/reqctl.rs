@@ -12,7 +12,7 @@ use canopy_proto::{
 
 use canopy_proto::sync::{SyncRequest, CONTROL_SYNC_REQUEST};
 
-use crate::databases::WriteControls;
+use crate::databases::{ControlSlot, WriteControls};
 
 /// The controls Canopy acts on, decoded.
 #[derive(Debug, Clone, Default)]
@@ -28,8 +28,8 @@ pub struct RequestControls {
     /// draft-behera-ldap-password-policy-10: the client asks for the password policy response control.
     pub password_policy: bool,
     /// Where the operation leaves that response control.
-    pub policy_sink: crate::ppolicy::PolicySink,
-    /// RFC 4533: a sync search (crate::syncprov).
+    pub policy_sink: ControlSlot,
+    /// RFC 4533: a sync search (ops/sync.rs).
     pub sync: Option<SyncRequest>,
 }
 
@@ -122,7 +122,7 @@ impl RequestControls {
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
-                    out.policy_sink = crate::ppolicy::PolicySink::new();
+                    out.policy_sink = ControlSlot::new();
                 }
                 CONTROL_ASSERTION => {
                     let value =

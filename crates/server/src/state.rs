@@ -4,15 +4,24 @@
 //! cn=config (`config_change`) builds a whole new snapshot and swaps it in [`Live`]; each
 //! operation takes the current snapshot once when it is dispatched ([`ServerState::current`]) and
 //! reads only that one, so it never sees half of a change.
+//!
+//! Every database is reached through its backend: a stored database through its store directly, and
+//! the server's own databases (cn=config, cn=Monitor) through the [`Backend`] registered for their
+//! [`Engine`] in [`Backends`], as slapd's back-config and back-monitor sit beside back-mdb. The
+//! frontend's operations call [`ServerState::update`] and [`ServerState::prepare_read`] and never
+//! name a particular database.
 
 use std::sync::Arc;
 
 use canopy_core::LdapError;
-use canopy_proto::ResultCode;
+use canopy_directory::{OpError, WriteOp};
+use canopy_proto::{Control, ResultCode};
 use canopy_schema::NormDn;
 
+use crate::access::Who;
 use crate::config::Config;
-use crate::databases::Databases;
+pub use crate::databases::Pending;
+use crate::databases::{Database, Databases, Engine, WriteControls};
 use crate::limits::Connections;
 
 #[derive(Clone)]
@@ -51,6 +60,79 @@ pub struct ServerState {
     pub live: Arc<Live>,
     /// Sets the server log's filter (a tracing directive such as `info`): cn=config's olcLogLevel.
     pub log_control: Option<LogControl>,
+    /// The backends of the server's own databases, by the engine a database names.
+    pub backends: Backends,
+}
+
+/// What a database does on the frontend's calls where it is more than its store: cn=config validates
+/// and swaps in the configuration a write describes, cn=Monitor computes its entries before a read.
+/// The defaults are those of a stored database.
+pub trait Backend: Send + Sync {
+    /// Whether a read based at `raw_base` (as the client sent it, before normalization) may need
+    /// [`Backend::prepare_read`]: a cheap test made before every search and compare.
+    fn read_needs_preparing(&self, _raw_base: &[u8]) -> bool {
+        false
+    }
+
+    /// Brings the entries a read may find up to date.
+    fn prepare_read<'a>(&'a self, _state: &'a State) -> Pending<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// Runs a client's write of `dir`, which this backend serves.
+    fn update<'a>(
+        &'a self,
+        _state: &'a State,
+        dir: &'a Database,
+        op: WriteOp,
+        who: &'a Who,
+        ctl: &'a WriteControls,
+    ) -> Pending<'a, Result<Vec<Control>, OpError>> {
+        Box::pin(dir.update(op, who, ctl))
+    }
+
+    /// Whether a sync search (RFC 4533) may follow the database.
+    fn provides_sync(&self) -> bool {
+        true
+    }
+
+    /// Whether scanning is the database's normal way of answering a search (a small tree rebuilt in
+    /// memory), so an unindexed search is not worth a log line.
+    fn scans_by_design(&self) -> bool {
+        false
+    }
+}
+
+/// The backends registered for the server's own engines; a stored database has none.
+#[derive(Clone, Default)]
+pub struct Backends {
+    config: Option<Arc<dyn Backend>>,
+    monitor: Option<Arc<dyn Backend>>,
+}
+
+impl Backends {
+    /// These backends with `backend` serving the databases of `engine`.
+    pub fn with(mut self, engine: Engine, backend: Arc<dyn Backend>) -> Backends {
+        match engine {
+            Engine::Config => self.config = Some(backend),
+            Engine::Monitor => self.monitor = Some(backend),
+            Engine::Stored => {}
+        }
+        self
+    }
+
+    /// The backend serving the databases of `engine`: None for stored databases.
+    pub fn of(&self, engine: Engine) -> Option<&dyn Backend> {
+        match engine {
+            Engine::Config => self.config.as_deref(),
+            Engine::Monitor => self.monitor.as_deref(),
+            Engine::Stored => None,
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &dyn Backend> {
+        self.config.iter().chain(&self.monitor).map(|b| b.as_ref())
+    }
 }
 
 /// What the binary gives the server to change its log filter while serving.
@@ -86,6 +168,35 @@ impl ServerState {
     pub fn current(self: &Arc<Self>) -> State {
         let current = self.live.current.read().unwrap_or_else(|e| e.into_inner());
         current.clone().unwrap_or_else(|| self.clone())
+    }
+
+    /// The backend serving `dir` beyond its store, if any.
+    pub fn backend(&self, dir: &Database) -> Option<&dyn Backend> {
+        self.backends.of(dir.engine())
+    }
+
+    /// Brings every database a read based at `raw_base` may find up to date (cn=Monitor's entries).
+    pub async fn prepare_read(self: &Arc<Self>, raw_base: &[u8]) {
+        for backend in self.backends.all() {
+            if backend.read_needs_preparing(raw_base) {
+                backend.prepare_read(self).await;
+            }
+        }
+    }
+
+    /// Runs a client's write of `dir` through its backend: the store's write pipeline for a stored
+    /// database (not boxed: the common path), the registered backend's `update` otherwise.
+    pub async fn update(
+        self: &Arc<Self>,
+        dir: &Database,
+        op: WriteOp,
+        who: &Who,
+        ctl: &WriteControls,
+    ) -> Result<Vec<Control>, OpError> {
+        match self.backend(dir) {
+            Some(backend) => backend.update(self, dir, op, who, ctl).await,
+            None => dir.update(op, who, ctl).await,
+        }
     }
 
     /// slapd answers noSuchObject, without a matched DN, for names outside every naming context.

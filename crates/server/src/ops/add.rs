@@ -55,17 +55,14 @@ pub async fn add(
         req.attributes.iter().map(|a| a.name.as_str()),
     )?;
     add_restrictions(&schema, &req.attributes, false)?;
-    if dir.ppolicy().is_some() {
-        // The policy checks the password as sent, before it is hashed.
-        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
-        crate::ppolicy::check_add(dir, who, &entry, sink)?;
-    }
+    // The overlays' checks see the password as sent, before it is hashed.
+    dir.check_add(who, &entry, ctl.password_policy.then_some(&ctl.policy_sink))?;
     hash_passwords(state, &mut entry.attrs).await?;
     canopy_core::check::check_entry(dir.schema(), &entry)?;
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
-    crate::config_change::update(state, dir, WriteOp::Add(entry), who, &ctl.write()).await
+    state.update(dir, WriteOp::Add(entry), who, &ctl.write()).await
 }
 
 /// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.

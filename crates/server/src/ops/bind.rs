@@ -1,6 +1,8 @@
 //! RFC 4511 §4.2 Bind: anonymous, simple (root DN or an entry's userPassword), SASL EXTERNAL on ldapi,
 //! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512) with failed-bind back-off.
 
+use std::sync::Arc;
+
 use canopy_core::LdapError;
 use canopy_password::scram::ScramHash;
 use canopy_proto::{
@@ -13,7 +15,7 @@ use crate::acl::ops::{allows, with_checker};
 use crate::acl::{privileges, AttrRef, Target};
 use canopy_directory::{Directory, Snapshot, WriteOp};
 
-use crate::databases::Database;
+use crate::databases::{Database, FrontHook};
 use crate::sasl::{self, mapping, scram, store, Exchange};
 use crate::session::Link;
 use crate::state::State;
@@ -27,12 +29,12 @@ pub enum Outcome {
     Continue(Exchange, Vec<u8>),
 }
 
-/// What a simple bind adds under a password policy: its response controls, and whether the session
-/// may only change its own password (pwdReset).
-#[derive(Debug, Default)]
+/// What a simple bind adds through its database's frontend hooks: response controls, and the hook
+/// that restricts the session from now on (pwdReset), if any.
+#[derive(Default)]
 pub struct PolicyOutcome {
     pub controls: Vec<Control>,
-    pub must_change: bool,
+    pub restricted_by: Option<Arc<dyn FrontHook>>,
 }
 
 /// Runs a bind. `pending` is the SASL exchange in progress on the connection, if any; a bind with
@@ -43,7 +45,7 @@ pub async fn bind(
     req: BindRequest,
     link: &Link,
     pending: Option<Exchange>,
-    ppolicy_requested: bool,
+    requested: bool,
     policy: &mut PolicyOutcome,
 ) -> Result<Outcome, LdapError> {
     if req.version != 3 {
@@ -54,7 +56,7 @@ pub async fn bind(
     }
     match req.auth {
         BindAuth::Simple(password) => {
-            simple(state, &req.name, password, link, ppolicy_requested, policy)
+            simple(state, &req.name, password, link, requested, policy)
                 .await
                 .map(|who| Outcome::Done(who, None))
         }
@@ -70,7 +72,7 @@ async fn simple(
     name: &[u8],
     password: Vec<u8>,
     link: &Link,
-    ppolicy_requested: bool,
+    requested: bool,
     policy: &mut PolicyOutcome,
 ) -> Result<Who, LdapError> {
     if name.is_empty() {
@@ -100,7 +102,7 @@ async fn simple(
     let root = state.databases.is_root_dn(&ndn);
     let verified = check_password(state, &ndn, password, link).await?;
     if !root {
-        bind_policy(state, &ndn, verified.is_some(), ppolicy_requested, policy).await?;
+        bind_hooks(state, &ndn, verified.is_some(), requested, policy).await?;
     }
     let Some(entry_dn) = verified else {
         return Err(refuse(state, ndn.as_str(), link).await);
@@ -116,10 +118,10 @@ async fn simple(
     })
 }
 
-/// The password policy's bookkeeping of a simple bind on `ndn` (the password matched: `verified`),
-/// written before the answer; an account the policy refuses (locked, expired) fails as a wrong
-/// password does, with the policy's control.
-async fn bind_policy(
+/// The frontend hooks' part in a simple bind on `ndn` (the password matched: `verified`), made before
+/// the answer (a password policy's bookkeeping); a bind a hook refuses (a locked or expired account)
+/// fails as a wrong password does, with the hook's controls.
+async fn bind_hooks(
     state: &State,
     ndn: &NormDn,
     verified: bool,
@@ -129,17 +131,18 @@ async fn bind_policy(
     let Some(dir) = state.databases.route(ndn) else {
         return Ok(());
     };
-    let Some(pp) = dir.ppolicy() else {
-        return Ok(());
-    };
-    let Some(verdict) = pp.bind(dir.backend(), ndn, verified).await? else {
-        return Ok(());
-    };
-    policy.controls = crate::ppolicy::bind_controls(&verdict, requested, pp.config());
-    if verified && !verdict.accepted {
-        return Err(LdapError::new(ResultCode::InvalidCredentials, ""));
+    for hook in dir.front_hooks() {
+        let Some(terms) = hook.bind(dir, ndn, verified, requested).await? else {
+            continue;
+        };
+        policy.controls.extend(terms.controls);
+        if terms.refused {
+            return Err(LdapError::new(ResultCode::InvalidCredentials, ""));
+        }
+        if terms.restricts {
+            policy.restricted_by = Some(Arc::clone(hook));
+        }
     }
-    policy.must_change = verdict.must_change;
     Ok(())
 }
 

@@ -18,7 +18,6 @@ use crate::readentry::{check_assertion, load_for};
 use crate::reqctl::RequestControls;
 use crate::special;
 use crate::state::State;
-use canopy_directory::dynlist::Expander;
 
 /// Computed attributes slapd adds only to search results: a compare of them is unwillingToPerform.
 const NOT_COMPARABLE: [&str; 2] = ["entryDN", "subschemaSubentry"];
@@ -69,17 +68,17 @@ pub fn compare(
         let refused = LdapError::new(ResultCode::InsufficientAccessRights, "");
         return Err(unless_disclosed(dir, &txn, who, &full, refused).into());
     }
-    // dynlist: a dynamic group compares with every member its URLs find. slapd tests the asserted
-    // member against the URLs without access control (only search results are the requester's);
-    // access to the group itself was decided above, on the entry as stored.
+    // The read hook's expansion: a dynamic group compares with every member its URLs find. slapd
+    // tests the asserted member against the URLs without access control (only search results are
+    // the requester's); access to the group itself was decided above, on the entry as stored.
     let expanded;
-    let bytes = match dir.dynlist().filter(|_| !ctl.manage_dsa_it) {
-        Some(config) => {
+    let none = |_: &str| false;
+    let bytes = match dir.expander(&txn, ctl.manage_dsa_it, &none, &none) {
+        Some(mut expander) => {
             let groups = GroupReader { dir, txn: &txn };
             let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));
             let mut requester = SearchRequester::new(&access, true, false);
             let stored = Directory::parse_stored(bytes)?;
-            let mut expander = Expander::new(dir.backend(), &txn, config, false);
             match expander.expand(&ndn, &stored, &mut requester)? {
                 Some(bytes) => {
                     expanded = bytes;

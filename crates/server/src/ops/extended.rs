@@ -134,15 +134,8 @@ async fn password_modify(
         Some(p) if !p.is_empty() => p,
         _ => canopy_password::generate_password().into_bytes(),
     };
-    let sink = ctl.password_policy.then_some(&ctl.policy_sink);
-    crate::ppolicy::check_change(
-        dir,
-        who,
-        &ndn,
-        Some(&new_password),
-        req.old_passwd.is_some(),
-        sink,
-    )?;
+    let slot = ctl.password_policy.then_some(&ctl.policy_sink);
+    dir.check_password(who, &ndn, &new_password, req.old_passwd.is_some(), slot)?;
     // The new password is hashed in the default scheme with SCRAM secrets beside it; here even a value
     // that starts with `{...}` is a password, not a stored hash.
     let hashed = crate::sasl::store::hash_cleartext(state, new_password.clone()).await?;

@@ -8,6 +8,7 @@ pub mod extended;
 pub mod modify;
 pub mod modify_dn;
 pub mod search;
+pub mod sync;
 
 use canopy_core::LdapError;
 use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};

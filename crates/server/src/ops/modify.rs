@@ -35,11 +35,9 @@ pub async fn modify(
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }
-    // The password policy (an overlay before the backend in slapd) checks a new password as sent.
-    if let Some((new, with_old)) = crate::ppolicy::modify_password(&req.changes) {
-        let sink = ctl.password_policy.then_some(&ctl.policy_sink);
-        crate::ppolicy::check_change(dir, who, &ndn, new.as_deref(), with_old, sink)?;
-    }
+    // The overlays' checks (before the backend in slapd) see a new password as sent.
+    let slot = ctl.password_policy.then_some(&ctl.policy_sink);
+    dir.check_modify(who, &ndn, &req.changes, slot)?;
     // Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.
     crate::sasl::store::prepare_modify(state, &ndn, &mut req.changes).await?;
     let op = WriteOp::Modify {
@@ -47,5 +45,5 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    crate::config_change::update(state, dir, op, who, &ctl.write()).await
+    state.update(dir, op, who, &ctl.write()).await
 }

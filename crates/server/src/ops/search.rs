@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::search::{decoded, Candidate, Query};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
@@ -24,7 +23,7 @@ use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
 use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
-use crate::databases::Database;
+use crate::databases::{Database, Requester};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -530,10 +529,10 @@ fn search_part(
         access.allows_attr(&view, attr, privileges::SEARCH)
     };
     let expanded = dir.expand_in_chain(&txn, &job.req.filter, &mut allow)?;
-    // dynlist: entries are expanded as they are read (not with ManageDsaIT, as slapd); the plan takes
-    // the dynamic entries an assertion may match once expanded (docs/design/read-path.md).
-    let dynlist = dir.dynlist().filter(|_| !job.ctl.manage_dsa_it);
-    let planning = dynlist.and_then(|d| d.planning_filter(schema, &expanded));
+    // The read hook expands entries as they are read (not with ManageDsaIT, as slapd); the plan takes
+    // the entries an assertion may match once expanded (docs/design/read-path.md).
+    let manage = job.ctl.manage_dsa_it;
+    let planning = dir.planning_filter(schema, &expanded, manage);
     let query = Query {
         filter: planning.as_ref().unwrap_or(&expanded),
         ..query
@@ -551,8 +550,9 @@ fn search_part(
     } else {
         dir.plan_scan(&txn, &query, &found)?
     };
-    // cn=Monitor is small and rebuilt in memory: scanning it is its normal way of working.
-    if scan.unindexed() && !dir.is_monitor() {
+    // A database that scans by design (a small tree rebuilt in memory) logs no unindexed search.
+    let by_design = || job.state.backend(dir).is_some_and(|b| b.scans_by_design());
+    if scan.unindexed() && !by_design() {
         let filter = crate::redact::filter_for_log(schema, &job.req.filter);
         tracing::info!(%filter, "unindexed search: scanning the scope");
         job.tally.unindexed.set(true);
@@ -607,30 +607,20 @@ fn search_part(
     // would find the same through a decision per attribute).
     let plain_filter = !secret_in_filter && !access.checker().acl().has_value_rules();
     let mut hidden_filters = HiddenFilters::default();
-    let mut expander = dynlist.map(|config| {
-        let in_filter = |attr: &str| {
-            mentions(&filter, &mut |desc| {
-                desc.is_none_or(|d| {
-                    let name = d.split(';').next().unwrap_or(d);
-                    schema
-                        .attribute_type(name)
-                        .map(|at| at.name())
-                        .unwrap_or(name)
-                        .eq_ignore_ascii_case(attr)
-                })
+    let in_filter = |attr: &str| {
+        mentions(&filter, &mut |desc| {
+            desc.is_none_or(|d| {
+                let name = d.split(';').next().unwrap_or(d);
+                schema
+                    .attribute_type(name)
+                    .map(|at| at.name())
+                    .unwrap_or(name)
+                    .eq_ignore_ascii_case(attr)
             })
-        };
-        let memberof = config
-            .memberof_attrs()
-            .any(|attr| selection.wants(schema, attr) || in_filter(attr));
-        // slapd 2.5 lists the members of nested groups when memberOf and the member attribute are
-        // both asked for, or memberOf is tested (docs/overlays.md).
-        let nested_members = config
-            .nested_member_attrs()
-            .any(|attr| selection.wants(schema, attr))
-            || config.memberof_attrs().any(in_filter);
-        Expander::new(dir.backend(), &txn, config, memberof).with_nested_members(nested_members)
-    });
+        })
+    };
+    let asked = |attr: &str| selection.wants(schema, attr);
+    let mut expander = dir.expander(&txn, manage, &asked, &in_filter);
     let mut requester = SearchRequester::new(&access, root, needs_entry);
     let mut sent = 0usize;
     let mut examined = 0u64;

@@ -1,4 +1,4 @@
-//! RFC 4533 sync searches, the provider half (slapd's syncprov overlay, built in): refreshOnly and
+//! RFC 4533 sync searches, the provider half (slapd's syncprov, built in): refreshOnly and
 //! refreshAndPersist from a cookie, with the session log's deletes or the present phase, then the
 //! persist phase that follows the database's change feed (docs/replication.md).
 //!
@@ -12,7 +12,7 @@ use std::time::Duration;
 use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::Query;
-use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
+use canopy_directory::{FedChange, LogReplay, Next, FEED_QUEUE};
 use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
@@ -27,8 +27,8 @@ use canopy_schema::{NormDn, Schema};
 use crate::acl::ops::hide_matched;
 use crate::databases::Database;
 use crate::filter_view::as_slapd_sees;
-use crate::ops::search::{Outcome, SearchJob};
-use crate::ops::{encode, error_result};
+use super::search::{Outcome, SearchJob};
+use super::{encode, error_result};
 use crate::readentry::load;
 use crate::select::Selection;
 
@@ -141,7 +141,7 @@ fn serve(
         return Err(state.outside_naming_context(&base).into());
     };
     // cn=Monitor has no syncprov; a read-only database that does (the accesslog's log) serves.
-    if db.is_monitor() {
+    if state.backend(db).is_some_and(|b| !b.provides_sync()) {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
             "this database is not a sync provider",
@@ -413,7 +413,7 @@ impl<'a> Sync<'a> {
     ///
     /// In CSN order, and deepest first among those of one CSN (one write, or one batch a consumer
     /// applied): children before their parents (`refresh` sends one syncIdSet per CSN, reversed).
-    fn deleted(&self, records: &[canopy_directory::syncprov::LogRecord]) -> Vec<Gone> {
+    fn deleted(&self, records: &[canopy_directory::LogRecord]) -> Vec<Gone> {
         // The last record of each entryUUID decides: renamed within the scope after all, it stays.
         let mut last: std::collections::HashMap<[u8; 16], Option<Gone>> =
             std::collections::HashMap::new();
@@ -652,7 +652,7 @@ impl<'a> Sync<'a> {
     }
 
     /// One change of the persist phase.
-    fn change(&mut self, change: &Change, cookie: Option<Vec<u8>>) -> Result<(), Stop> {
+    fn change(&mut self, change: &FedChange, cookie: Option<Vec<u8>>) -> Result<(), Stop> {
         let Some(uuid) = change.uuid else {
             return Ok(());
         };
