@@ -1,5 +1,7 @@
 //! Tests of the translation: slapd.conf texts in, TOML out, read back by Canopy's own configuration parser.
 
+use super::access::requote;
+use super::render::q;
 use super::*;
 
 fn directives(text: &str) -> Vec<Directive> {
