@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
-pub use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::dynlist::Dynlist;
-use canopy_directory::{InWrite, Snapshot};
+pub use canopy_directory::dynlist::{Expander, Requester};
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
+use canopy_directory::{InWrite, Snapshot};
 use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
 use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
@@ -405,12 +405,13 @@ impl Database {
         tested: &dyn Fn(&str) -> bool,
     ) -> Option<Expander<'a, Snapshot>> {
         let config = self.dynlist.as_deref().filter(|_| !manage_dsa_it)?;
-        let memberof = config.memberof_attrs().any(|attr| asked(attr) || tested(attr));
+        let memberof = config
+            .memberof_attrs()
+            .any(|attr| asked(attr) || tested(attr));
         let nested_members =
             config.nested_member_attrs().any(asked) || config.memberof_attrs().any(tested);
         Some(
-            Expander::new(&self.backend, txn, config, memberof)
-                .with_nested_members(nested_members),
+            Expander::new(&self.backend, txn, config, memberof).with_nested_members(nested_members),
         )
     }
 

@@ -62,7 +62,9 @@ pub async fn add(
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
-    state.update(dir, WriteOp::Add(entry), who, &ctl.write()).await
+    state
+        .update(dir, WriteOp::Add(entry), who, &ctl.write())
+        .await
 }
 
 /// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.

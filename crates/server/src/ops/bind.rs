@@ -55,11 +55,9 @@ pub async fn bind(
         ));
     }
     match req.auth {
-        BindAuth::Simple(password) => {
-            simple(state, &req.name, password, link, requested, policy)
-                .await
-                .map(|who| Outcome::Done(who, None))
-        }
+        BindAuth::Simple(password) => simple(state, &req.name, password, link, requested, policy)
+            .await
+            .map(|who| Outcome::Done(who, None)),
         BindAuth::Sasl {
             mechanism,
             credentials,

@@ -25,5 +25,7 @@ pub async fn delete(
         return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     who.require_authenticated()?;
-    state.update(dir, WriteOp::Delete { dn, ndn }, who, &ctl.write()).await
+    state
+        .update(dir, WriteOp::Delete { dn, ndn }, who, &ctl.write())
+        .await
 }

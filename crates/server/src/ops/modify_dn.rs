@@ -77,7 +77,9 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    state.update(dir, WriteOp::ModifyDn(op), who, &ctl.write()).await
+    state
+        .update(dir, WriteOp::ModifyDn(op), who, &ctl.write())
+        .await
 }
 
 fn unwilling(text: &str) -> LdapError {

@@ -24,11 +24,11 @@ use canopy_proto::{
 };
 use canopy_schema::{NormDn, Schema};
 
+use super::search::{Outcome, SearchJob};
+use super::{encode, error_result};
 use crate::acl::ops::hide_matched;
 use crate::databases::Database;
 use crate::filter_view::as_slapd_sees;
-use super::search::{Outcome, SearchJob};
-use super::{encode, error_result};
 use crate::readentry::load;
 use crate::select::Selection;
 
