@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod referral;
 pub mod replica;
 pub mod search;
+pub mod search_loop;
 pub mod syncprov;
 pub mod usage;
 pub mod verify;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
-use canopy_directory::search::{decoded, Candidate, Query};
+use canopy_directory::search::{decoded, Query};
+use canopy_directory::search_loop::{Reader, Room};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
@@ -606,7 +607,6 @@ fn search_part(
     // attribute be searched hides nothing the filter tests: no hidden filter to make (`hidden_filter`
     // would find the same through a decision per attribute).
     let plain_filter = !secret_in_filter && !access.checker().acl().has_value_rules();
-    let mut hidden_filters = HiddenFilters::default();
     let in_filter = |attr: &str| {
         mentions(&filter, &mut |desc| {
             desc.is_none_or(|d| {
@@ -621,125 +621,201 @@ fn search_part(
     };
     let asked = |attr: &str| selection.wants(schema, attr);
     let mut expander = dir.expander(&txn, manage, &asked, &in_filter);
-    let mut requester = SearchRequester::new(&access, root, needs_entry);
-    let mut sent = 0usize;
-    let mut examined = 0u64;
-    // Where a page ending now resumes: after the last entry sent in this part.
-    let mut last_sent = part.resume_after;
-    // The candidates' normalized DNs are made only when the access rules need them (or dynlist's
-    // requester does); otherwise the view reads whether an entry is the requester's own from its
-    // stored RDNs.
-    let with_ndn = !root && (access.needs_ndn() || needs_entry);
-    for candidate in scan.examine(&txn, with_ndn)? {
-        let candidate = candidate?;
-        examined += 1;
-        if sink.over_budget(examined) {
+    // The candidates' normalized DNs are made only when the access rules need them (or the read
+    // hook's requester does); otherwise the view reads whether an entry is the requester's own from
+    // its stored RDNs.
+    let mut reader = SearchReader {
+        job,
+        sink,
+        selection,
+        access: &access,
+        requester: SearchRequester::new(&access, root, needs_entry),
+        schema,
+        filter: &filter,
+        prepared: &prepared,
+        hidden_filters: HiddenFilters::default(),
+        with_ndn: !root && (access.needs_ndn() || needs_entry),
+        needs_entry,
+        need_computed,
+        every_entry,
+        plain_filter,
+        secret_in_filter,
+        deadline: limits.deadline,
+        view: None,
+    };
+    // Entries sent on earlier pages and parts count against the size limit, as they do in slapd.
+    let room = Room {
+        size: limits
+            .size
+            .map(|limit| limit.saturating_sub(run.before + run.sent)),
+        page: page_size.map(|size| size.saturating_sub(run.sent)),
+    };
+    let ended = scan.run(
+        dir.backend(),
+        &txn,
+        expander.as_mut(),
+        &mut reader,
+        room,
+        part.resume_after,
+    )?;
+    if ended.page_full {
+        let resume = ended.last_sent.unwrap_or(0);
+        let cookie = make_cookie(part.index, resume, run.before + run.sent + ended.sent);
+        done_controls.push(paged_control(cookie));
+        return Ok(Flow::Done);
+    }
+    run.sent += ended.sent;
+    Ok(Flow::Continue)
+}
+
+/// The frontend's [`Reader`] of a search: access decided per entry through the requester's views,
+/// the one exact filter test, and the encoding into the sink.
+struct SearchReader<'r, 's, 'k> {
+    job: &'r SearchJob,
+    sink: &'r mut Sink<'k>,
+    selection: &'r Selection,
+    access: &'r SearchAccess<'r>,
+    requester: SearchRequester<'r>,
+    schema: &'s canopy_schema::Schema,
+    /// The filter as it is tested (slapd's view of it), and prepared once.
+    filter: &'r Filter,
+    prepared: &'r PreparedFilter<'s>,
+    hidden_filters: HiddenFilters<'s>,
+    with_ndn: bool,
+    /// Access rules that test the entry's attributes: the entry is decoded for them.
+    needs_entry: bool,
+    need_computed: bool,
+    /// `(objectClass=*)` with nothing computed: every entry the requester may see matches.
+    every_entry: bool,
+    /// No `val=` rules and no password attribute in the filter.
+    plain_filter: bool,
+    secret_in_filter: bool,
+    deadline: Option<Instant>,
+    /// The access view of the entry judged last (None for the root DN, which sees everything).
+    view: Option<std::rc::Rc<EntryView>>,
+}
+
+impl Requester for SearchReader<'_, '_, '_> {
+    fn finds(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        filter: &PreparedFilter<'_>,
+        computed: &[Attribute],
+    ) -> bool {
+        self.requester.finds(ndn, stored, filter, computed)
+    }
+
+    fn reads(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, desc: &str) -> bool {
+        self.requester.reads(ndn, stored, desc)
+    }
+}
+
+impl Reader for SearchReader<'_, '_, '_> {
+    type Error = Stop;
+
+    fn needs_ndn(&self) -> bool {
+        self.with_ndn
+    }
+
+    fn needs_computed(&self) -> bool {
+        self.need_computed
+    }
+
+    fn examined(&mut self, count: u64) -> Result<(), Stop> {
+        if self.sink.over_budget(count) {
             return Err(Stop::Overflow);
         }
-        if examined.is_multiple_of(64) {
-            if job.cancel.load(Ordering::Relaxed) {
+        if count.is_multiple_of(64) {
+            if self.job.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Silent);
             }
-            sink.flush(false)?;
-            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.sink.flush(false)?;
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(LdapError::new(ResultCode::TimeLimitExceeded, "").into());
             }
         }
-        let (id, stored, ndn) = match candidate {
-            Candidate::Passed => continue,
-            Candidate::Reference(urls) => {
-                let reference = ProtocolOp::SearchResultReference(urls);
-                sink.push(encode(job.message_id, reference, Vec::new()))?;
-                job.tally.reference();
-                continue;
-            }
-            Candidate::Entry { id, stored, ndn } => (id, stored, ndn),
-        };
+        Ok(())
+    }
+
+    fn reference(&mut self, urls: Vec<String>) -> Result<(), Stop> {
+        let reference = ProtocolOp::SearchResultReference(urls);
+        self.sink
+            .push(encode(self.job.message_id, reference, Vec::new()))?;
+        self.job.tally.reference();
+        Ok(())
+    }
+
+    fn expanding(&mut self) -> Result<(), Stop> {
+        // An expansion runs searches of its own: not on the connection's task.
+        match self.sink.is_inline() {
+            true => Err(Stop::Overflow),
+            false => Ok(()),
+        }
+    }
+
+    fn judge(&mut self, ndn: Option<&NormDn>, stored: &StoredEntry<'_>) -> Result<(), Stop> {
+        if self.access.is_root() {
+            self.view = None;
+            return Ok(());
+        }
         // Access to the entry is decided on the entry as stored: slapd's `dnattr` and `group`
         // clauses do not see the members a dynamic group gains when it is read.
-        let full = if needs_entry {
-            Some(decoded(&stored, true)?)
+        let full = if self.needs_entry {
+            Some(decoded(stored, true)?)
         } else {
             None
         };
-        let view = if root {
-            None
-        } else {
-            Some(match &ndn {
-                Some(ndn) => access.view(ndn, full.as_ref()),
-                None => match access.view_stored(&stored) {
-                    Some(view) => view,
-                    None => access.view(&stored.ndn().map_err(|_| unreadable())?, full.as_ref()),
-                },
-            })
-        };
-        let expanded_bytes;
-        let stored = match &mut expander {
-            Some(expander) => {
-                let name = match &ndn {
-                    Some(ndn) => Cow::Borrowed(ndn),
-                    None => Cow::Owned(stored.ndn().map_err(|_| unreadable())?),
-                };
-                // An expansion runs searches of its own: not on the connection's task.
-                if sink.is_inline() && expander.applies(&name, &stored) {
-                    return Err(Stop::Overflow);
-                }
-                match expander.expand(&name, &stored, &mut requester)? {
-                    Some(bytes) => {
-                        expanded_bytes = bytes;
-                        Directory::parse_stored(&expanded_bytes)?
-                    }
-                    None => stored,
-                }
-            }
-            None => stored,
-        };
-        let Some(cleared) = access.clear(&stored, view.as_deref()) else {
-            continue;
-        };
-        let hidden = match &view {
-            Some(view) if plain_filter && view.plain_allows(privileges::SEARCH) => None,
-            Some(view) => hidden_filter(&mut hidden_filters, &access, view, schema, &filter),
+        let access = self.access;
+        self.view = Some(match ndn {
+            Some(ndn) => access.view(ndn, full.as_ref()),
+            None => match access.view_stored(stored) {
+                Some(view) => view,
+                None => access.view(&stored.ndn().map_err(|_| unreadable())?, full.as_ref()),
+            },
+        });
+        Ok(())
+    }
+
+    fn clears(&mut self, shown: &StoredEntry<'_>) -> bool {
+        self.access.clear(shown, self.view.as_deref()).is_some()
+    }
+
+    fn matches(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> bool {
+        let access = self.access;
+        let hidden = match &self.view {
+            Some(view) if self.plain_filter && view.plain_allows(privileges::SEARCH) => None,
+            Some(view) => hidden_filter(
+                &mut self.hidden_filters,
+                access,
+                view,
+                self.schema,
+                self.filter,
+            ),
             None => None,
         };
-        let computed = if every_entry && hidden.is_none() {
-            Vec::new()
-        } else {
-            // Tested in place: the candidate's attributes are borrowed from the stored bytes.
-            let mut subject = StoredView::new(&stored);
-            if let Some(view) = &view {
-                searchable_only(&access, view, &stored, secret_in_filter, &mut subject);
-            }
-            let computed = if need_computed {
-                dir.computed_attributes(&txn, id, stored.dn)?
-            } else {
-                Vec::new()
-            };
-            let test = hidden.unwrap_or(&prepared);
-            if test.evaluate(&subject, &computed) != Ternary::True {
-                continue;
-            }
-            computed
-        };
-        if limits
-            .size
-            .is_some_and(|limit| run.before + run.sent + sent >= limit)
-        {
-            return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
+        if self.every_entry && hidden.is_none() {
+            return true;
         }
-        if page_size.is_some_and(|size| run.sent + sent >= size) {
-            let resume = last_sent.unwrap_or(0);
-            let cookie = make_cookie(part.index, resume, run.before + run.sent + sent);
-            done_controls.push(paged_control(cookie));
-            return Ok(Flow::Done);
+        // Tested in place: the candidate's attributes are borrowed from the stored bytes.
+        let mut subject = StoredView::new(shown);
+        if let Some(view) = &self.view {
+            searchable_only(access, view, shown, self.secret_in_filter, &mut subject);
         }
-        sink.push_encoded(|out| encode_stored(job, selection, &cleared, &computed, out))?;
-        job.tally.entry();
-        sent += 1;
-        last_sent = Some(id);
+        let test = hidden.unwrap_or(self.prepared);
+        test.evaluate(&subject, computed) == Ternary::True
     }
-    run.sent += sent;
-    Ok(Flow::Continue)
+
+    fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Stop> {
+        let Some(cleared) = self.access.clear(shown, self.view.as_deref()) else {
+            return Ok(());
+        };
+        let (job, selection) = (self.job, self.selection);
+        self.sink
+            .push_encoded(|out| encode_stored(job, selection, &cleared, computed, out))?;
+        job.tally.entry();
+        Ok(())
+    }
 }
 
 /// The requester of a search as the dynlist expansion asks about it: the URL searches of a dynamic
