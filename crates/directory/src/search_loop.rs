@@ -9,7 +9,8 @@ use canopy_core::{Attribute, LdapError};
 use canopy_proto::ResultCode;
 use canopy_schema::NormDn;
 
-use crate::dynlist::{Expander, Requester};
+use crate::dynlist::Expander;
+pub use crate::dynlist::Requester;
 use crate::search::{Candidate, Scan};
 use crate::{Directory, Snapshot};
 
@@ -36,15 +37,25 @@ pub trait Reader: Requester {
     /// Before the read hook expands an entry, which runs searches of its own.
     fn expanding(&mut self) -> Result<(), Self::Error>;
 
-    /// Decides access to the entry `stored` (named `ndn` when the scan made it) as it is stored:
-    /// `dnattr` and `group` clauses do not see what an expansion adds.
-    fn judge(&mut self, ndn: Option<&NormDn>, stored: &StoredEntry<'_>) -> Result<(), Self::Error>;
+    /// Decides access to the entry `id`, `stored` (named `ndn` when the scan made it) as it is
+    /// stored: `dnattr` and `group` clauses do not see what an expansion adds.
+    fn judge(
+        &mut self,
+        id: u64,
+        ndn: Option<&NormDn>,
+        stored: &StoredEntry<'_>,
+    ) -> Result<(), Self::Error>;
 
     /// Whether the requester may see the judged entry at all, as `shown`.
     fn clears(&mut self, shown: &StoredEntry<'_>) -> bool;
 
-    /// Whether the filter matches `shown` as the requester may search it.
-    fn matches(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> bool;
+    /// Whether the filter matches `shown` as the requester may search it (and the entry is to be
+    /// sent: a reader may take a match its own way instead).
+    fn matches(
+        &mut self,
+        shown: &StoredEntry<'_>,
+        computed: &[Attribute],
+    ) -> Result<bool, Self::Error>;
 
     /// Sends the judged entry as `shown`.
     fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Self::Error>;
@@ -95,7 +106,7 @@ impl Scan<'_> {
                 }
                 Candidate::Entry { id, stored, ndn } => (id, stored, ndn),
             };
-            reader.judge(ndn.as_ref(), &stored)?;
+            reader.judge(id, ndn.as_ref(), &stored)?;
             let expanded_bytes;
             let shown = match expander.as_deref_mut() {
                 Some(expander) => {
@@ -124,7 +135,7 @@ impl Scan<'_> {
             } else {
                 Vec::new()
             };
-            if !reader.matches(&shown, &computed) {
+            if !reader.matches(&shown, &computed)? {
                 continue;
             }
             if room.size.is_some_and(|size| sent >= size) {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
-pub use canopy_directory::dynlist::{Expander, Requester};
+pub use canopy_directory::dynlist::Expander;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
 use canopy_directory::{InWrite, Snapshot};
 use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};

@@ -10,7 +10,7 @@ use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::search::{decoded, Query};
-use canopy_directory::search_loop::{Reader, Room};
+use canopy_directory::search_loop::{Reader, Requester, Room};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
@@ -24,7 +24,7 @@ use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
 use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
-use crate::databases::{Database, Requester};
+use crate::databases::Database;
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -754,7 +754,12 @@ impl Reader for SearchReader<'_, '_, '_> {
         }
     }
 
-    fn judge(&mut self, ndn: Option<&NormDn>, stored: &StoredEntry<'_>) -> Result<(), Stop> {
+    fn judge(
+        &mut self,
+        _id: u64,
+        ndn: Option<&NormDn>,
+        stored: &StoredEntry<'_>,
+    ) -> Result<(), Stop> {
         if self.access.is_root() {
             self.view = None;
             return Ok(());
@@ -781,7 +786,7 @@ impl Reader for SearchReader<'_, '_, '_> {
         self.access.clear(shown, self.view.as_deref()).is_some()
     }
 
-    fn matches(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> bool {
+    fn matches(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<bool, Stop> {
         let access = self.access;
         let hidden = match &self.view {
             Some(view) if self.plain_filter && view.plain_allows(privileges::SEARCH) => None,
@@ -795,7 +800,7 @@ impl Reader for SearchReader<'_, '_, '_> {
             None => None,
         };
         if self.every_entry && hidden.is_none() {
-            return true;
+            return Ok(true);
         }
         // Tested in place: the candidate's attributes are borrowed from the stored bytes.
         let mut subject = StoredView::new(shown);
@@ -803,7 +808,7 @@ impl Reader for SearchReader<'_, '_, '_> {
             searchable_only(access, view, shown, self.secret_in_filter, &mut subject);
         }
         let test = hidden.unwrap_or(self.prepared);
-        test.evaluate(&subject, computed) == Ternary::True
+        Ok(test.evaluate(&subject, computed) == Ternary::True)
     }
 
     fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Stop> {

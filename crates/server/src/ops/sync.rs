@@ -9,9 +9,11 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use canopy_core::filter::{evaluate, Ternary};
+use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
+use canopy_core::wire::StoredEntry;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::search::Query;
+use canopy_directory::search_loop::{Reader, Requester, Room};
 use canopy_directory::{FedChange, LogReplay, Next, FEED_QUEUE};
 use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
@@ -27,6 +29,7 @@ use canopy_schema::{NormDn, Schema};
 use super::search::{Outcome, SearchJob};
 use super::{encode, error_result};
 use crate::acl::ops::hide_matched;
+use crate::acl::Seen;
 use crate::databases::Database;
 use crate::filter_view::as_slapd_sees;
 use crate::readentry::load;
@@ -374,6 +377,140 @@ fn serve(
     }
 }
 
+/// The backend's search loop as a refresh runs it: each entry loaded as the consumer's identity may
+/// read it, the filter tested on that, and an entry changed since the cookie sent, an unchanged one
+/// named in the present phase's syncIdSets instead.
+struct Refresh<'r, 'a> {
+    sync: &'r mut Sync<'a>,
+    txn: &'r Snapshot,
+    since: &'r CsnSet,
+    /// The present phase's entryUUIDs not yet sent, when the refresh has one.
+    present: &'r mut Option<Vec<[u8; 16]>>,
+    /// The entry judged last, as the consumer may read it, and its entryUUID once it matched.
+    judged: Option<(Seen, Option<[u8; 16]>)>,
+}
+
+impl Requester for Refresh<'_, '_> {
+    fn finds(
+        &mut self,
+        _ndn: &NormDn,
+        _stored: &StoredEntry<'_>,
+        _filter: &PreparedFilter<'_>,
+        _computed: &[canopy_core::Attribute],
+    ) -> bool {
+        // A refresh reads entries as stored: no read hook expands them.
+        false
+    }
+
+    fn reads(&mut self, _ndn: &NormDn, _stored: &StoredEntry<'_>, _desc: &str) -> bool {
+        false
+    }
+}
+
+impl Reader for Refresh<'_, '_> {
+    type Error = Stop;
+
+    fn needs_ndn(&self) -> bool {
+        false
+    }
+
+    fn needs_computed(&self) -> bool {
+        // The loaded entry carries its own.
+        false
+    }
+
+    fn examined(&mut self, count: u64) -> Result<(), Stop> {
+        if count.is_multiple_of(64) && self.sync.job.cancel.load(Ordering::Relaxed) {
+            return Err(Stop::Silent);
+        }
+        Ok(())
+    }
+
+    fn reference(&mut self, _urls: Vec<String>) -> Result<(), Stop> {
+        // A sync search runs with ManageDsaIT: referral objects are entries.
+        Ok(())
+    }
+
+    fn expanding(&mut self) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn judge(
+        &mut self,
+        id: u64,
+        _ndn: Option<&NormDn>,
+        _stored: &StoredEntry<'_>,
+    ) -> Result<(), Stop> {
+        let db = self.sync.db;
+        self.judged = match db.stored(self.txn, id)? {
+            Some(bytes) => Some((load(db, self.txn, &self.sync.job.who, id, bytes)?, None)),
+            None => None,
+        };
+        Ok(())
+    }
+
+    fn clears(&mut self, _shown: &StoredEntry<'_>) -> bool {
+        // Nothing readable: not the requester's to replicate.
+        self.judged
+            .as_ref()
+            .is_some_and(|(seen, _)| !seen.entry().attrs.is_empty())
+    }
+
+    fn matches(
+        &mut self,
+        shown: &StoredEntry<'_>,
+        _computed: &[canopy_core::Attribute],
+    ) -> Result<bool, Stop> {
+        let Some((seen, uuid_of)) = &mut self.judged else {
+            return Ok(false);
+        };
+        if !self.sync.matches(seen.entry(), seen.computed()) {
+            return Ok(false);
+        }
+        let full = shown
+            .to_entry()
+            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+        let Some(uuid) = text_of(&full, "entryUUID").and_then(|t| uuid_from_text(&t)) else {
+            return Ok(false);
+        };
+        let csn = text_of(&full, "entryCSN").and_then(|t| Csn::parse(&t));
+        let changed = match &csn {
+            Some(csn) => self.since.is_empty() || self.since.is_new_to(csn),
+            None => true,
+        };
+        if changed {
+            *uuid_of = Some(uuid);
+            return Ok(true);
+        }
+        if let Some(list) = self.present.as_mut() {
+            list.push(uuid);
+            if list.len() >= ID_SET_SIZE {
+                let uuids = std::mem::take(list);
+                self.sync.info(&SyncInfo::SyncIdSet {
+                    cookie: None,
+                    refresh_deletes: false,
+                    uuids,
+                })?;
+            }
+        }
+        Ok(false)
+    }
+
+    fn send(
+        &mut self,
+        _shown: &StoredEntry<'_>,
+        _computed: &[canopy_core::Attribute],
+    ) -> Result<(), Stop> {
+        let Some((seen, Some(uuid))) = self.judged.take() else {
+            return Ok(());
+        };
+        let entry = seen.entry();
+        let attrs = self.sync.selected(entry, seen.computed());
+        self.sync
+            .entry(&entry.dn.to_string(), attrs, SyncStateKind::Add, uuid, None)
+    }
+}
+
 impl<'a> Sync<'a> {
     /// A session's state on `db`, with the filter and attribute selection read under its schema.
     fn new(
@@ -569,53 +706,20 @@ impl<'a> Sync<'a> {
         };
         let db = self.db;
         let scan = db.plan_scan(txn, &query, found)?;
-        let mut examined = 0u64;
-        for candidate in scan.examine(txn, false)? {
-            examined += 1;
-            if examined.is_multiple_of(64) && self.job.cancel.load(Ordering::Relaxed) {
-                return Err(Stop::Silent);
-            }
-            let canopy_directory::search::Candidate::Entry { id, stored, .. } = candidate? else {
-                continue;
-            };
-            let Some(bytes) = db.stored(txn, id)? else {
-                continue;
-            };
-            let seen = load(db, txn, &self.job.who, id, bytes)?;
-            let entry = seen.entry();
-            // Nothing readable: not the requester's to replicate.
-            if entry.attrs.is_empty() || !self.matches(entry, seen.computed()) {
-                continue;
-            }
-            let full = stored
-                .to_entry()
-                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-            let Some(uuid) = text_of(&full, "entryUUID").and_then(|t| uuid_from_text(&t)) else {
-                continue;
-            };
-            let csn = text_of(&full, "entryCSN").and_then(|t| Csn::parse(&t));
-            let changed = match &csn {
-                Some(csn) => since.is_empty() || since.is_new_to(csn),
-                None => true,
-            };
-            if changed {
-                if self.size.is_some_and(|limit| self.entries >= limit) {
-                    return Err(LdapError::new(ResultCode::SizeLimitExceeded, "").into());
-                }
-                let attrs = self.selected(entry, seen.computed());
-                self.entry(&entry.dn.to_string(), attrs, SyncStateKind::Add, uuid, None)?;
-            } else if let Some(list) = &mut present {
-                list.push(uuid);
-                if list.len() >= ID_SET_SIZE {
-                    let uuids = std::mem::take(list);
-                    self.info(&SyncInfo::SyncIdSet {
-                        cookie: None,
-                        refresh_deletes: false,
-                        uuids,
-                    })?;
-                }
-            }
-        }
+        let room = Room {
+            size: self
+                .size
+                .map(|limit| usize::try_from(limit.saturating_sub(self.entries)).unwrap_or(0)),
+            page: None,
+        };
+        let mut reader = Refresh {
+            sync: self,
+            txn,
+            since,
+            present: &mut present,
+            judged: None,
+        };
+        scan.run(db.backend(), txn, None, &mut reader, room, None)?;
         if let Some(uuids) = present.filter(|l| !l.is_empty()) {
             self.info(&SyncInfo::SyncIdSet {
                 cookie: None,

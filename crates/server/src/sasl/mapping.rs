@@ -3,11 +3,12 @@
 //! names.
 
 use canopy_core::filter::PreparedFilter;
-use canopy_core::wire::StoredView;
-use canopy_core::LdapError;
+use canopy_core::wire::{StoredEntry, StoredView};
+use canopy_core::{Attribute, LdapError};
 use canopy_directory::alias::Base;
-use canopy_directory::search::{Candidate, Query};
-use canopy_proto::{DerefAliases, Dn, Filter, SearchScope};
+use canopy_directory::search::Query;
+use canopy_directory::search_loop::{Reader, Requester, Room};
+use canopy_proto::{DerefAliases, Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
 use crate::authz::Target;
@@ -133,22 +134,103 @@ fn find_unique(
         id: base_id,
     };
     let scan = dir.plan_scan(&txn, &query, &base)?;
-    let prepared = PreparedFilter::new(dir.schema(), &filter);
-    let mut found = None;
-    for candidate in scan.examine(&txn, true)? {
-        let Candidate::Entry { stored, ndn, .. } = candidate? else {
-            continue;
-        };
-        if !prepared.evaluate(&StoredView::new(&stored), &[]).is_true() {
-            continue;
-        }
-        if found.is_some() {
-            return Ok(None);
-        }
-        let dn = Dn::parse(stored.dn).unwrap_or_default();
-        found = ndn.map(|ndn| (dn, ndn));
+    let mut reader = Mapping {
+        filter: PreparedFilter::new(dir.schema(), &filter),
+        judged: None,
+        found: None,
+    };
+    // A second entry found makes the mapping ambiguous: no identity, as slapd's.
+    let room = Room {
+        size: Some(1),
+        page: None,
+    };
+    match scan.run(dir.backend(), &txn, None, &mut reader, room, None) {
+        Ok(_) => Ok(reader.found),
+        Err(e) if e.code == ResultCode::SizeLimitExceeded => Ok(None),
+        Err(e) => Err(e),
     }
-    Ok(found)
+}
+
+/// The backend's search loop as an identity mapping runs it: with the server's own access (all), the
+/// filter tested on each entry as stored, and the entries it finds kept.
+struct Mapping<'s> {
+    filter: PreparedFilter<'s>,
+    /// The normalized DN of the entry judged last.
+    judged: Option<NormDn>,
+    found: Option<(Dn, NormDn)>,
+}
+
+impl Requester for Mapping<'_> {
+    fn finds(
+        &mut self,
+        _ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        filter: &PreparedFilter<'_>,
+        computed: &[Attribute],
+    ) -> bool {
+        filter
+            .evaluate(&StoredView::new(stored), computed)
+            .is_true()
+    }
+
+    fn reads(&mut self, _ndn: &NormDn, _stored: &StoredEntry<'_>, _desc: &str) -> bool {
+        true
+    }
+}
+
+impl Reader for Mapping<'_> {
+    type Error = LdapError;
+
+    fn needs_ndn(&self) -> bool {
+        true
+    }
+
+    fn needs_computed(&self) -> bool {
+        false
+    }
+
+    fn examined(&mut self, _count: u64) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    fn reference(&mut self, _urls: Vec<String>) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    fn expanding(&mut self) -> Result<(), LdapError> {
+        Ok(())
+    }
+
+    fn judge(
+        &mut self,
+        _id: u64,
+        ndn: Option<&NormDn>,
+        _stored: &StoredEntry<'_>,
+    ) -> Result<(), LdapError> {
+        self.judged = ndn.cloned();
+        Ok(())
+    }
+
+    fn clears(&mut self, _shown: &StoredEntry<'_>) -> bool {
+        self.judged.is_some()
+    }
+
+    fn matches(
+        &mut self,
+        shown: &StoredEntry<'_>,
+        computed: &[Attribute],
+    ) -> Result<bool, LdapError> {
+        Ok(self
+            .filter
+            .evaluate(&StoredView::new(shown), computed)
+            .is_true())
+    }
+
+    fn send(&mut self, shown: &StoredEntry<'_>, _computed: &[Attribute]) -> Result<(), LdapError> {
+        let dn = Dn::parse(shown.dn).unwrap_or_default();
+        self.found = self.judged.take().map(|ndn| (dn, ndn));
+        Ok(())
+    }
 }
 
 /// Whether `authc` may act as `authz` under the `[[sasl.proxy]]` rules.
