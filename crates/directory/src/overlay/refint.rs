@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use canopy_core::check::{check_entry, with_superclasses};
+use canopy_core::check::check_entry;
+use canopy_core::classes::with_superclasses;
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Dn, Filter};
