@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use canopy_core::filter::{evaluate, Ternary};
 use canopy_core::{Entry, LdapError};
+use canopy_directory::feed::{Change, Next, FEED_QUEUE};
 use canopy_directory::search::Query;
-use canopy_directory::syncprov::{Change, LogReplay, Next, FEED_QUEUE};
+use canopy_directory::syncprov::LogReplay;
 use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
