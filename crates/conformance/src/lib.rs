@@ -10,6 +10,7 @@ pub mod generate;
 pub mod mutate;
 pub mod rawber;
 pub mod report;
+pub mod rng;
 pub mod run;
 pub mod sequence;
 pub mod servers;

@@ -3,7 +3,7 @@
 //! assertions on operational attributes, whose values are not in the data files.
 
 use crate::data::Pool;
-use crate::generate::Rng;
+use crate::rng::Rng;
 
 /// Turns a value from the data into a nearby assertion value (often unchanged).
 pub fn mutate(rng: &mut Rng, value: Vec<u8>) -> Vec<u8> {

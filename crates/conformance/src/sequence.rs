@@ -7,7 +7,7 @@
 
 use crate::case::{Case, ChangeRecord, Identity, Request};
 use crate::corpus::{ASSERTION, MANAGE_DSA_IT, POST_READ, PRE_READ, SUFFIX};
-use crate::generate::Rng;
+use crate::rng::Rng;
 use canopy_proto::{
     Change, Control, Filter, LdifChange, ModifyOperation, PartialAttribute, SearchScope,
 };

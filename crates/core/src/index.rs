@@ -7,8 +7,7 @@ use std::ops::Bound;
 use canopy_proto::Filter;
 use canopy_schema::{AttributeType, MatchingRule, Schema};
 
-use crate::check::values::OBJECT_CLASS_OID;
-use crate::check::with_superclasses;
+use crate::classes::{with_superclasses, OBJECT_CLASS_OID};
 use crate::desc::split_stored;
 use crate::entry::Entry;
 use crate::filter::{normalize, Node, PreparedFilter, Target};

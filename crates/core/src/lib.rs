@@ -4,6 +4,7 @@
 //! never: open a transaction, decide access, or do I/O (no async runtime).
 
 pub mod check;
+pub mod classes;
 pub mod desc;
 pub mod entry;
 pub mod error;

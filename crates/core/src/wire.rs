@@ -8,7 +8,6 @@ use canopy_proto::{encode_partial_attribute, Dn};
 use canopy_schema::{NormDn, Schema};
 
 use crate::entry::{Attribute, Entry};
-use crate::filter::{Subject, Values};
 
 /// Format version byte, first byte of every stored entry. Version 1 (no order list) is still read.
 pub const FORMAT_VERSION: u8 = 2;
@@ -515,11 +514,22 @@ impl<'a> StoredView<'a> {
     pub fn descriptions(&self) -> impl Iterator<Item = &'a str> {
         every_attribute(self.stored).map(|(desc, _)| desc)
     }
+
+    /// Each attribute not left out: its description and a reader over its SET of values, not read
+    /// yet.
+    pub fn attribute_sets(&self) -> impl Iterator<Item = (&'a str, Reader<'a>)> + '_ {
+        every_attribute(self.stored).filter(|(desc, _)| !self.hidden.contains(desc))
+    }
+
+    /// The stored entry viewed.
+    pub fn stored(&self) -> &StoredEntry<'a> {
+        &self.stored
+    }
 }
 
-/// (description, values) of each PartialAttribute of every section; a TLV that does not read ends its
-/// section.
-fn every_attribute(stored: StoredEntry<'_>) -> impl Iterator<Item = (&str, Values<'_>)> {
+/// (description, reader over the SET of values) of each PartialAttribute of every section; a TLV
+/// that does not read ends its section.
+fn every_attribute(stored: StoredEntry<'_>) -> impl Iterator<Item = (&str, Reader<'_>)> {
     [stored.user, stored.secret, stored.operational]
         .into_iter()
         .flat_map(|section| {
@@ -528,19 +538,9 @@ fn every_attribute(stored: StoredEntry<'_>) -> impl Iterator<Item = (&str, Value
                 if reader.is_empty() {
                     return None;
                 }
-                let (desc, set) = read_attribute_header(&mut reader).ok()?;
-                Some((desc, Values::Stored(set)))
+                read_attribute_header(&mut reader).ok()
             })
         })
-}
-
-impl Subject for StoredView<'_> {
-    fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)> {
-        every_attribute(self.stored).filter(|(desc, _)| !self.hidden.contains(desc))
-    }
-    fn dn(&self) -> Option<std::borrow::Cow<'_, Dn>> {
-        Dn::parse(self.stored.dn).ok().map(std::borrow::Cow::Owned)
-    }
 }
 
 #[cfg(test)]

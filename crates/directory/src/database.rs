@@ -1,10 +1,13 @@
 //! One database: its store, schema, indexes and suffix, DN normalization, lookups, and answers kept per
-//! snapshot.
+//! snapshot; and its write pipeline (`pipeline`), which is part of it: a database holds its hooks and
+//! every hook is handed the database.
+
+pub mod pipeline;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use canopy_core::index::IndexSpec;
+use canopy_core::index::{IndexSpec, Plan};
 use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_mdb::{ReadOps, Store, StoreConfig, StoreError};
@@ -12,10 +15,11 @@ use canopy_proto::{Dn, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::error::store_error;
-use crate::indexing::Indexes;
+use crate::feed::Feed;
+use crate::indexes::{class_plan, Indexes};
 use crate::keys::dn_key;
-use crate::pipeline::Pipeline;
 use crate::view::{Snapshot, View};
+use pipeline::Pipeline;
 
 /// The database of one naming context.
 #[derive(Clone)]
@@ -43,7 +47,7 @@ impl WeakDirectory {
 
 pub(crate) struct Inner {
     store: Store,
-    /// The index sets (complete, maintained, wanted) and the builds (crate::indexing).
+    /// The index sets (complete, maintained, wanted) and the builds (crate::indexes, crate::indexing).
     indexes: Indexes,
     suffix: NormDn,
     suffix_dn: Dn,
@@ -54,8 +58,8 @@ pub(crate) struct Inner {
     server_id: std::sync::atomic::AtomicU16,
     /// Multi-provider conflict records (tombstones, renamed DNs) are kept: `multiprovider = true`.
     multiprovider: std::sync::atomic::AtomicBool,
-    /// Persistent sync searches following this database's changes (crate::syncprov).
-    feed: Arc<crate::syncprov::Feed>,
+    /// Persistent sync searches following this database's changes (crate::feed).
+    feed: Arc<Feed>,
     /// The schema every write must fit once the schema changed live (`Directory::fence_schema`):
     /// a write made through a handle of another schema uses only what this one defines.
     write_schema: std::sync::RwLock<Option<Arc<Schema>>>,
@@ -206,25 +210,14 @@ impl Directory {
         }
     }
 
-    /// Makes `schema` the one every later write must fit (a schema changed live, docs/design/
-    /// config-tree.md): from the next write on, a write made through a handle of another schema (an
-    /// operation of an older snapshot) is refused when it would store an attribute type or object
-    /// class `schema` does not define. Runs on the writer thread, so every write queued before it
-    /// is committed when this returns: a usage check that reads afterwards sees them all.
-    pub async fn fence_schema(&self, schema: Arc<Schema>) -> Result<(), LdapError> {
-        self.run_write(move |dir, _txn, _stamp| {
-            *dir.inner
-                .write_schema
-                .write()
-                .unwrap_or_else(|e| e.into_inner()) = Some(schema.clone());
-            Ok::<(), LdapError>(())
-        })
-        .await
-    }
-
     /// Undoes a [`Directory::fence_schema`] whose change was refused: `schema` (the running one)
     /// is the one writes must fit again.
     pub fn unfence_schema(&self, schema: Arc<Schema>) {
+        self.set_write_schema(schema);
+    }
+
+    /// Makes `schema` the one writes must fit, from the next write on.
+    pub(crate) fn set_write_schema(&self, schema: Arc<Schema>) {
         *self
             .inner
             .write_schema
@@ -289,7 +282,7 @@ impl Directory {
     }
 
     /// The change feed persistent sync searches subscribe to.
-    pub fn feed(&self) -> &Arc<crate::syncprov::Feed> {
+    pub fn feed(&self) -> &Arc<Feed> {
         &self.inner.feed
     }
 
@@ -393,6 +386,25 @@ impl Directory {
             memo.classes.push((class, ids.clone()));
         }
         Ok(Some(ids))
+    }
+
+    /// The candidate plan of `(objectClass=CLASS)` with the indexes `txn` may use; `alias` and
+    /// `referral`, which every search checks, are planned once per index change.
+    pub fn class_plan(&self, txn: &impl crate::View, class: &str) -> Arc<Plan> {
+        let txn = crate::view::txn(txn);
+        let set = self.inner.indexes.current();
+        if txn.txn_id() >= set.newest {
+            match class {
+                "alias" => return Arc::clone(&set.alias_plan),
+                "referral" => return Arc::clone(&set.referral_plan),
+                _ => {}
+            }
+        }
+        Arc::new(class_plan(
+            self.schema(),
+            &set.usable_at(txn.txn_id()),
+            class,
+        ))
     }
 
     fn normalize_anew(&self, raw: &[u8]) -> Result<(Dn, NormDn), LdapError> {
@@ -543,5 +555,47 @@ impl Directory {
             tracing::error!(error = %e, "corrupt entry");
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dropping a `Snapshot` ends its read the way dropping the store's transaction does: the next
+    /// snapshot of the same commit reuses it instead of beginning another.
+    #[test]
+    fn a_dropped_snapshot_goes_back_to_the_pool() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut options = OpenOptions::new(tmp.path());
+        options.durable = false;
+        let schema = Arc::new(canopy_schema::Schema::builtin());
+        let dir = Directory::open(
+            schema,
+            "dc=example,dc=com",
+            Vec::new(),
+            options,
+            Pipeline::standard(),
+        )
+        .unwrap();
+        let begun = || dir.store().stats().unwrap().read_txns_begun;
+        dir.store()
+            .write(|txn| txn.put_meta(b"probe", b"1"))
+            .unwrap()
+            .unwrap();
+        // (The figures read in a snapshot of their own: taken only while no other is open.)
+        drop(dir.read().unwrap());
+        let before = begun();
+        let id = dir.read().unwrap().id();
+        for _ in 0..10 {
+            let snapshot = dir.read().unwrap();
+            assert_eq!(snapshot.id(), id);
+        }
+        assert_eq!(begun(), before, "every dropped snapshot was reused");
+        // Two at once never share one transaction: the second begins its own.
+        let (a, b) = (dir.read().unwrap(), dir.read().unwrap());
+        assert_eq!(a.id(), b.id());
+        drop((a, b));
+        assert_eq!(begun(), before + 1);
     }
 }

@@ -1,10 +1,9 @@
-//! What a database operation fails with, and the one mapping of storage errors to LDAP result codes.
+//! What a database operation fails with (an error, or a referral elsewhere), and the one mapping of
+//! storage errors to LDAP result codes.
 
 use canopy_core::LdapError;
 use canopy_mdb::StoreError;
-use canopy_proto::ResultCode;
-
-use crate::referral::Referral;
+use canopy_proto::{LdapResult, ResultCode};
 
 /// Why an operation did not succeed: an error, or a referral elsewhere (RFC 4511 §4.1.10).
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +38,22 @@ impl OpError {
 impl From<Referral> for OpError {
     fn from(r: Referral) -> OpError {
         OpError::Referral(r)
+    }
+}
+
+/// A referral answer: the referral object's DN and its adjusted URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Referral {
+    pub matched: String,
+    pub urls: Vec<String>,
+}
+
+impl Referral {
+    pub fn into_result(self) -> LdapResult {
+        let mut result = LdapResult::new(ResultCode::Referral, "");
+        result.matched_dn = self.matched.into_bytes();
+        result.referral = self.urls;
+        result
     }
 }
 

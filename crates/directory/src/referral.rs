@@ -5,26 +5,11 @@ use crate::view::Snapshot;
 use canopy_core::wire::{attributes, StoredEntry};
 use canopy_core::LdapError;
 use canopy_proto::url::{percent_decode_lossy, percent_encode};
-use canopy_proto::{Dn, LdapResult, ResultCode, SearchScope};
+use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
 
 use crate::database::Directory;
-
-/// A referral answer: the referral object's DN and its adjusted URLs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Referral {
-    pub matched: String,
-    pub urls: Vec<String>,
-}
-
-impl Referral {
-    pub fn into_result(self) -> LdapResult {
-        let mut result = LdapResult::new(ResultCode::Referral, "");
-        result.matched_dn = self.matched.into_bytes();
-        result.referral = self.urls;
-        result
-    }
-}
+use crate::error::Referral;
 
 const REFERRAL_OID: &str = "2.16.840.1.113730.3.2.6";
 const ALIAS_OID: &str = "2.5.6.1";

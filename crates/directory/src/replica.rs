@@ -16,9 +16,9 @@ use canopy_schema::NormDn;
 use crate::attrcsn::{self, Merge};
 use crate::database::Directory;
 use crate::error::OpError;
+use crate::event::{Event, Kind, Origin, Proposed};
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
-use crate::pipeline::{Event, Kind, Origin, Proposed};
 use crate::write::failed;
 
 /// The first byte of an equality index key (docs/design/index-keys.md).

@@ -12,13 +12,13 @@ use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
-use canopy_schema::NormDn;
+use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
+use crate::event::{Event, Kind, Origin, Proposed};
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
-use crate::pipeline::{Event, Kind, Origin, Proposed};
 use crate::referral::{is_referral, referral_for};
 use crate::view::InWrite;
 
@@ -261,6 +261,19 @@ impl Directory {
         .await
     }
 
+    /// Makes `schema` the one every later write must fit (a schema changed live, docs/design/
+    /// config-tree.md): from the next write on, a write made through a handle of another schema (an
+    /// operation of an older snapshot) is refused when it would store an attribute type or object
+    /// class `schema` does not define. Runs on the writer thread, so every write queued before it
+    /// is committed when this returns: a usage check that reads afterwards sees them all.
+    pub async fn fence_schema(&self, schema: Arc<Schema>) -> Result<(), LdapError> {
+        self.run_write(move |dir, _txn, _stamp| {
+            dir.set_write_schema(schema.clone());
+            Ok::<(), LdapError>(())
+        })
+        .await
+    }
+
     /// Runs `work` in a nested transaction on the writer thread with a stamp taken there, and returns
     /// its result once the group commit holding it is durable. Storage calls inside `work` must map
     /// their errors through this module (`rewrite`), so a full map is noticed and `work` runs again
@@ -281,11 +294,11 @@ impl Directory {
             self.store().write_then(
                 move |txn: &mut WriteTxn<'_>| {
                     MAP_FULL.with(|seen| seen.set(false));
-                    crate::pipeline::clear_after_commit();
+                    crate::event::clear_after_commit();
                     // Taken here, on the writer thread: CSNs ascend in commit order.
                     let stamp = Stamp::now_for(dir.server_id());
                     let result = work(&dir, txn, &stamp);
-                    let actions = crate::pipeline::take_after_commit();
+                    let actions = crate::event::take_after_commit();
                     match MAP_FULL.with(|seen| seen.get()) {
                         true => Err(Retry::MapFull),
                         false => result.map(|value| (value, actions)).map_err(Retry::Ldap),

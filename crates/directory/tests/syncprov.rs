@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use canopy_core::check::entry_from_attributes_with;
 use canopy_core::{Entry, LdapError};
-use canopy_directory::syncprov::{LogReplay, Next, SyncProv};
+use canopy_directory::feed::Next;
+use canopy_directory::syncprov::{LogReplay, SyncProv};
 use canopy_directory::OpenOptions;
 use canopy_directory::{structural, Directory, Kind, ModifyDn, Pipeline, Stamp, WriteOp};
 use canopy_proto::sync::{Csn, CsnSet};
@@ -206,7 +207,7 @@ async fn the_feed_publishes_committed_changes_in_order() {
 }
 
 /// The entry a change carries, decoded.
-fn carried(change: &canopy_directory::syncprov::Change) -> Option<Entry> {
+fn carried(change: &canopy_directory::feed::Change) -> Option<Entry> {
     let bytes = change.entry.as_ref()?.bytes();
     Some(Directory::parse_stored(bytes).unwrap().to_entry().unwrap())
 }

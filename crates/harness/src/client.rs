@@ -1,7 +1,8 @@
-//! Runs real clients (ldap-utils, or any command such as a python-ldap script) against a server,
-//! with a timeout, and returns their exit code and output.
+//! Real clients (ldap-utils, or any command such as a python-ldap script): how they bind, which
+//! listener they talk to, and running one with a timeout for its exit code and output. The
+//! [`Server`](crate::Server) methods that run them against a server are in `server.rs`.
 
-use crate::server::{Server, ROOT_DN, ROOT_PW, SUFFIX};
+use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -58,7 +59,8 @@ impl Bind {
         Bind::Simple(user_dn(uid), format!("{uid}-pw"))
     }
 
-    fn args(&self) -> Vec<String> {
+    /// The ldap-utils options that bind this way.
+    pub(crate) fn args(&self) -> Vec<String> {
         match self {
             Bind::Anonymous => vec!["-x".into()],
             Bind::Root => vec![
@@ -90,70 +92,6 @@ pub fn user_dn(uid: &str) -> String {
 pub enum Via {
     Ldap,
     Ldapi,
-}
-
-impl Server {
-    pub fn url(&self, via: Via) -> String {
-        match via {
-            Via::Ldap => self.ldap_url(),
-            Via::Ldapi => self.ldapi_url(),
-        }
-    }
-
-    /// Runs an ldap-utils tool over ldap:// (ldapi:// for SASL EXTERNAL).
-    pub fn tool(&self, tool: &str, bind: &Bind, args: &[&str], stdin: Option<&str>) -> Out {
-        let via = if *bind == Bind::External {
-            Via::Ldapi
-        } else {
-            Via::Ldap
-        };
-        self.tool_via(via, tool, bind, args, stdin)
-    }
-
-    pub fn tool_via(
-        &self,
-        via: Via,
-        tool: &str,
-        bind: &Bind,
-        args: &[&str],
-        stdin: Option<&str>,
-    ) -> Out {
-        let mut cmd = Command::new(tool);
-        cmd.arg("-H")
-            .arg(self.url(via))
-            .args(bind.args())
-            .args(args);
-        run(cmd, stdin)
-    }
-
-    /// `ldapsearch -LLL` without line wrapping.
-    pub fn search(&self, bind: &Bind, args: &[&str]) -> Out {
-        let mut all = vec!["-LLL", "-o", "ldif-wrap=no"];
-        all.extend_from_slice(args);
-        self.tool("ldapsearch", bind, &all, None)
-    }
-
-    /// `ldapsearch -LLL` of one entry (scope base), all user attributes unless `attrs` says.
-    pub fn read(&self, bind: &Bind, dn: &str, attrs: &[&str]) -> Out {
-        let mut args = vec!["-b", dn, "-s", "base", "(objectClass=*)"];
-        args.extend_from_slice(attrs);
-        self.search(bind, &args)
-    }
-
-    /// `ldapmodify` with LDIF on stdin.
-    pub fn modify(&self, bind: &Bind, ldif: &str) -> Out {
-        self.tool("ldapmodify", bind, &[], Some(ldif))
-    }
-
-    /// `ldapadd` with LDIF on stdin.
-    pub fn add(&self, bind: &Bind, ldif: &str) -> Out {
-        self.tool("ldapadd", bind, &[], Some(ldif))
-    }
-
-    /// `ldapwhoami` over the given listener.
-    pub fn whoami(&self, via: Via, bind: &Bind) -> Out {
-        self.tool_via(via, "ldapwhoami", bind, &[], None)
-    }
 }
 
 /// Where the clients come from, for messages about one that cannot be run.

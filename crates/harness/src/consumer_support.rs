@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};
+use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
+use crate::server::{Server, Target};
 
 /// The syncprov lines of a provider: checkpoint and session log as in the man page's example.
 pub const SYNCPROV: &str = "overlay syncprov\nsyncprov-checkpoint 100 1\nsyncprov-sessionlog 100\n";

@@ -6,6 +6,7 @@
 //! through processes and sockets, never through Canopy's own crates. The target comes from
 //! `CANOPY_E2E_TARGET` (`canopy`, the default, or `slapd`); see docs/testing.md.
 
+pub mod base;
 pub mod client;
 pub mod consumer_support;
 pub mod ldif;
@@ -18,8 +19,9 @@ pub mod slapd_conf;
 pub mod tempdir;
 pub mod tools;
 
+pub use base::{CONFIG_ROOT_DN, CONFIG_ROOT_PW, ROOT_DN, ROOT_PW, SUFFIX};
 pub use client::{user_dn, Bind, Out, Via};
-pub use server::{Server, Target, CONFIG_ROOT_DN, CONFIG_ROOT_PW, ROOT_DN, ROOT_PW, SUFFIX};
+pub use server::{Server, Target};
 
 use std::path::PathBuf;
 

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
 use crate::replication::{contents, context_csn, first_difference};
-use crate::server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};
+use crate::server::{Server, Target};
 
 /// The rid of the consumer on server `i` of the mesh that replicates from server `j` (both from 0).
 pub fn mesh_rid(i: usize, j: usize) -> usize {

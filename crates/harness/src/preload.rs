@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::server::{Server, Target, SUFFIX};
+use crate::base::SUFFIX;
+use crate::server::{Server, Target};
 
 /// Writes `DIR/NAME` with the suffix, `ou=people` and `ou=groups`, `people` persons and a group
 /// naming `ou=people` and the first few persons; `skip` leaves out every person whose index is a

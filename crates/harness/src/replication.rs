@@ -5,8 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::base::SUFFIX;
 use crate::client::Bind;
-use crate::server::{Server, Target, SUFFIX};
+use crate::server::{Server, Target};
 
 /// The identity consumers bind as in these tests: a base.ldif user that [`PROVIDER_ACCESS`] lets read
 /// everything, passwords included (a replicator should not be the root DN).

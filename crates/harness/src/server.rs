@@ -1,6 +1,8 @@
 //! Starts the server under test (canopy or Debian's slapd) in a scratch directory on a free
 //! loopback port plus an ldapi socket, waits until it answers, and kills it on drop.
 
+use crate::base::{CONFIG_ROOT_DN, CONFIG_ROOT_PW, ROOT_PW, SUFFIX};
+use crate::client::{run, Bind, Out, Via};
 use crate::tempdir::TempDir;
 use std::fs::File;
 use std::net::{TcpListener, TcpStream};
@@ -9,14 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const SUFFIX: &str = "dc=example,dc=com";
-pub const ROOT_DN: &str = "cn=admin,dc=example,dc=com";
-pub const ROOT_PW: &str = "secret";
 pub const SLAPD: &str = "/usr/sbin/slapd";
-/// The root DN of the cn=config database (slapd's `olcRootDN` of `olcDatabase={0}config`, canopy's
-/// `config_root_dn`) in [`Server::start_with_config_tree`].
-pub const CONFIG_ROOT_DN: &str = "cn=admin,cn=config";
-pub const CONFIG_ROOT_PW: &str = "config-secret";
 
 /// How long a server may take to answer after being started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -134,7 +129,7 @@ impl Server {
         server.config = Some(toml.to_string());
         server.extra_listen = extra.to_vec();
         server.launch();
-        server.load_base_via(crate::Via::Ldapi);
+        server.load_base_via(Via::Ldapi);
         server
     }
 
@@ -349,7 +344,7 @@ impl Server {
             .arg("cn=config")
             .arg("-l")
             .arg(&init);
-        crate::client::run(cmd, None).expect_code(0, "slapadd of the cn=config tree");
+        run(cmd, None).expect_code(0, "slapadd of the cn=config tree");
         server.slapd_d = Some(tree);
         for (suffix, ldif) in loads {
             server
@@ -388,10 +383,10 @@ impl Server {
                     .arg(SUFFIX)
                     .arg("-l")
                     .arg("/dev/null");
-                crate::client::run(cmd, None).expect_code(0, "slapadd of nothing");
+                run(cmd, None).expect_code(0, "slapadd of nothing");
                 let mut cmd = Command::new("/usr/sbin/slaptest");
                 cmd.arg("-f").arg(&source).arg("-F").arg(&tree);
-                crate::client::run(cmd, None).expect_code(0, "slaptest -F (slapd.conf to slapd.d)");
+                run(cmd, None).expect_code(0, "slaptest -F (slapd.conf to slapd.d)");
                 server.slapd_d = Some(tree);
             }
             Target::Canopy => {
@@ -428,7 +423,7 @@ impl Server {
     /// Imports `ldif` offline into a fresh database of `target`, then starts the server on it.
     /// A failed import is returned (with the tool's output) instead of panicking, so callers
     /// can tell a setup failure from a test failure; starting may still panic.
-    pub fn start_imported_target(target: Target, ldif: &Path) -> Result<Server, crate::Out> {
+    pub fn start_imported_target(target: Target, ldif: &Path) -> Result<Server, Out> {
         let mut server = Server::prepare(target);
         let out = server.import(ldif);
         if out.code != 0 {
@@ -440,7 +435,7 @@ impl Server {
 
     /// [`Server::start_imported_target`] without an fsync per commit (slapd's `dbnosync`, canopy's
     /// `durable = false`): for runs that compare answers and never crash the server on purpose.
-    pub fn start_imported_target_nosync(target: Target, ldif: &Path) -> Result<Server, crate::Out> {
+    pub fn start_imported_target_nosync(target: Target, ldif: &Path) -> Result<Server, Out> {
         let mut server = Server::prepare(target);
         match target {
             Target::Slapd => {
@@ -579,16 +574,16 @@ impl Server {
 
     /// Loads the base directory through ldapadd as the root DN.
     pub fn load_base(&self) {
-        self.load_base_via(crate::Via::Ldap);
+        self.load_base_via(Via::Ldap);
     }
 
     /// Loads the base directory through ldapadd as the root DN (simple bind) over `via`.
-    pub fn load_base_via(&self, via: crate::Via) {
+    pub fn load_base_via(&self, via: Via) {
         let base = crate::base_ldif();
         let out = self.tool_via(
             via,
             "ldapadd",
-            &crate::Bind::Root,
+            &Bind::Root,
             &["-f", &base.to_string_lossy()],
             None,
         );
@@ -763,7 +758,7 @@ impl Server {
             "base",
             "1.1",
         ]);
-        let out = crate::client::run(cmd, None);
+        let out = run(cmd, None);
         if out.code == 0 {
             Ok(())
         } else {
@@ -820,6 +815,71 @@ impl Server {
                 cmd
             }
         }
+    }
+}
+
+/// Real clients (ldap-utils) against the server.
+impl Server {
+    pub fn url(&self, via: Via) -> String {
+        match via {
+            Via::Ldap => self.ldap_url(),
+            Via::Ldapi => self.ldapi_url(),
+        }
+    }
+
+    /// Runs an ldap-utils tool over ldap:// (ldapi:// for SASL EXTERNAL).
+    pub fn tool(&self, tool: &str, bind: &Bind, args: &[&str], stdin: Option<&str>) -> Out {
+        let via = if *bind == Bind::External {
+            Via::Ldapi
+        } else {
+            Via::Ldap
+        };
+        self.tool_via(via, tool, bind, args, stdin)
+    }
+
+    pub fn tool_via(
+        &self,
+        via: Via,
+        tool: &str,
+        bind: &Bind,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Out {
+        let mut cmd = Command::new(tool);
+        cmd.arg("-H")
+            .arg(self.url(via))
+            .args(bind.args())
+            .args(args);
+        run(cmd, stdin)
+    }
+
+    /// `ldapsearch -LLL` without line wrapping.
+    pub fn search(&self, bind: &Bind, args: &[&str]) -> Out {
+        let mut all = vec!["-LLL", "-o", "ldif-wrap=no"];
+        all.extend_from_slice(args);
+        self.tool("ldapsearch", bind, &all, None)
+    }
+
+    /// `ldapsearch -LLL` of one entry (scope base), all user attributes unless `attrs` says.
+    pub fn read(&self, bind: &Bind, dn: &str, attrs: &[&str]) -> Out {
+        let mut args = vec!["-b", dn, "-s", "base", "(objectClass=*)"];
+        args.extend_from_slice(attrs);
+        self.search(bind, &args)
+    }
+
+    /// `ldapmodify` with LDIF on stdin.
+    pub fn modify(&self, bind: &Bind, ldif: &str) -> Out {
+        self.tool("ldapmodify", bind, &[], Some(ldif))
+    }
+
+    /// `ldapadd` with LDIF on stdin.
+    pub fn add(&self, bind: &Bind, ldif: &str) -> Out {
+        self.tool("ldapadd", bind, &[], Some(ldif))
+    }
+
+    /// `ldapwhoami` over the given listener.
+    pub fn whoami(&self, via: Via, bind: &Bind) -> Out {
+        self.tool_via(via, "ldapwhoami", bind, &[], None)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The slapd.conf that makes Debian's slapd the reference: same suffix, schema, indexes and access
 //! rules as canopy's defaults, with back-mdb in the server's scratch directory.
 
-use crate::server::{ROOT_DN, ROOT_PW, SUFFIX};
+use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
 use std::path::{Path, PathBuf};
 
 /// Indexes as (attribute, kinds): canopy's defaults, docs/configuration.md. Indexes change only

@@ -2,8 +2,9 @@
 //! / `slapmodify`) and export (`canopy export` / `slapcat`), run as real commands on the server's data
 //! directory.
 
+use crate::base::ROOT_PW;
 use crate::client::{run, Out};
-use crate::server::{canopy_command, Server, Target, ROOT_PW};
+use crate::server::{canopy_command, Server, Target};
 use std::path::Path;
 use std::process::Command;
 

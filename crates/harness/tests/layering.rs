@@ -1,7 +1,9 @@
 //! Workspace shape checks, run by `cargo test --workspace`: crate dependencies point down the layer
-//! order, only test crates depend on test crates, and every `.rs` file opens with a `//!` line.
+//! order, only test crates depend on test crates, no two modules of a crate use each other around a
+//! loop, and every `.rs` file opens with a `//!` line.
 
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -345,32 +347,198 @@ fn module_of(src: &Path, file: &Path) -> String {
         .to_string()
 }
 
-/// The `crate::module` paths a source text uses, outside comments.
-fn crate_uses(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
-        let mut rest = line;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.push(name);
+/// The crate roots among the top-level modules of `src/` (`lib.rs`, `main.rs`, and `bin/`, whose files
+/// are roots of their own): a root declares every module and re-exports from them, so what it uses
+/// is no edge.
+const CRATE_ROOTS: &[&str] = &["lib", "main", "bin"];
+
+/// Whether `c` can be part of a Rust identifier.
+fn ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The identifier `text` starts with (empty if none).
+fn leading_ident(text: &str) -> &str {
+    let end = text.find(|c| !ident_char(c)).unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The items of a `{...}` use group whose opening brace is already consumed, split at its top-level
+/// commas, up to the matching closing brace.
+fn group_items(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..at]);
+                break;
             }
-            rest = after;
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..at]);
+                start = at + 1;
+            }
+            _ => {}
         }
+    }
+    items.into_iter().map(str::trim).collect()
+}
+
+/// The first segment of every `crate::` path in a source text, outside comment lines: the module or
+/// root item the path starts from (`crate::acl::ops` → `acl`, `crate::{a::X, Y}` → `a` and `Y`).
+fn crate_uses(text: &str) -> Vec<String> {
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    let code = code.join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        let part_of_a_name = rest[..at].ends_with(ident_char);
+        rest = &rest[at + "crate::".len()..];
+        if part_of_a_name {
+            continue;
+        }
+        let firsts = match rest.strip_prefix('{') {
+            Some(group) => group_items(group).into_iter().map(leading_ident).collect(),
+            None => vec![leading_ident(rest)],
+        };
+        out.extend(
+            firsts
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .map(String::from),
+        );
     }
     out
 }
 
+/// The names of the `pub` and `pub(crate)` items a source text defines, at any depth.
+fn pub_items(text: &str) -> Vec<&str> {
+    const KINDS: [&str; 9] = [
+        "fn", "struct", "enum", "const", "static", "trait", "type", "mod", "union",
+    ];
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let Some(rest) = line
+            .strip_prefix("pub ")
+            .or_else(|| line.strip_prefix("pub(crate) "))
+        else {
+            continue;
+        };
+        let mut words = rest
+            .split_whitespace()
+            .skip_while(|w| ["async", "unsafe", "extern", "\"C\""].contains(w));
+        let (Some(mut kind), Some(mut name)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if kind == "const" && (name == "fn" || name == "unsafe") {
+            kind = "fn";
+            name = words.find(|w| *w != "fn").unwrap_or("");
+        }
+        if KINDS.contains(&kind) {
+            names.push(leading_ident(name));
+        }
+    }
+    names
+}
+
+/// Which module each name a crate root brings in with `use` comes from: `pub use database::{Directory,
+/// OpenOptions}` maps both names to `database`, so a module's `crate::Directory` is a use of
+/// `database`. A glob (`pub use message::*`) brings in the `pub` items of that module (`texts`: each
+/// module's sources joined). Uses of other crates are skipped.
+fn root_names(root: &str, texts: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    let mut lines = root.lines().map(str::trim).filter(|l| !l.starts_with("//"));
+    while let Some(line) = lines.next() {
+        let Some(start) = ["use ", "pub use ", "pub(crate) use "]
+            .iter()
+            .find_map(|keyword| line.strip_prefix(keyword))
+        else {
+            continue;
+        };
+        let mut statement = start.to_string();
+        while !statement.contains(';') {
+            match lines.next() {
+                Some(more) => statement.push_str(more),
+                None => break,
+            }
+        }
+        let path = statement.split(';').next().unwrap_or_default().trim();
+        let path = path
+            .strip_prefix("crate::")
+            .or_else(|| path.strip_prefix("self::"))
+            .unwrap_or(path);
+        let module = leading_ident(path);
+        let Some(text) = texts.get(module) else {
+            continue;
+        };
+        for leaf in path[module.len()..].split(['{', '}', ',']) {
+            let leaf = leaf.trim();
+            if leaf.ends_with('*') {
+                for name in pub_items(text) {
+                    names.insert(name.to_string(), module.to_string());
+                }
+                continue;
+            }
+            let name = match leaf.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => leaf.rsplit("::").next().unwrap_or_default(),
+            };
+            if !name.is_empty() && name != "self" {
+                names.insert(name.to_string(), module.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Who uses whom among the top-level modules of the crate whose sources are `src`: each module to
+/// the modules its files name under `crate::`, directly or through a name the crate root re-exports.
+/// The crate root itself is no module here.
+fn module_edges(src: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    let mut root = String::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        let module = module_of(src, file);
+        if CRATE_ROOTS.contains(&module.as_str()) {
+            root.push_str(&text);
+        } else {
+            texts.entry(module).or_default().push_str(&text);
+        }
+    }
+    let reexported = root_names(&root, &texts);
+    let mut edges = BTreeMap::new();
+    for (module, text) in &texts {
+        let mut uses: Vec<String> = Vec::new();
+        for first in crate_uses(text) {
+            let used = if texts.contains_key(&first) {
+                Some(&first)
+            } else {
+                reexported.get(&first)
+            };
+            if let Some(used) = used.filter(|u| *u != module && !uses.contains(u)) {
+                uses.push(used.clone());
+            }
+        }
+        edges.insert(module.clone(), uses);
+    }
+    edges
+}
+
 /// Cycles among the top-level modules of a crate, each as `a -> b -> a`, given who uses whom.
-fn module_cycles(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<String> {
-    use std::collections::BTreeSet;
+fn module_cycles(edges: &BTreeMap<String, Vec<String>>) -> Vec<String> {
     let mut cycles = BTreeSet::new();
     fn walk(
-        edges: &std::collections::BTreeMap<String, Vec<String>>,
+        edges: &BTreeMap<String, Vec<String>>,
         path: &mut Vec<String>,
         cycles: &mut BTreeSet<String>,
     ) {
@@ -397,34 +565,43 @@ fn module_cycles(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Vec
     cycles.into_iter().collect()
 }
 
-/// The frontend's modules form layers too: no two of them use each other, directly or around a loop
-/// (the import loops the architecture issue found: candidates ↔ directory, ops ↔ readentry,
-/// limits ↔ state, config ↔ sasl).
+/// Every crate's modules form layers: no two top-level modules of one crate use each other, directly
+/// or around a loop (what both need belongs in the lower one, or in a small module of its own). Checked
+/// in every workspace member's `src/`, tests included, each loop reported as `crate: a -> b -> a`.
 #[test]
-fn server_modules_have_no_import_loops() {
-    let src = workspace_root().join("crates/server/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    assert!(
-        files.len() > 20,
-        "too few server sources found: {}",
-        files.len()
-    );
-    let mut edges: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for file in &files {
-        let module = module_of(&src, file);
-        let text = std::fs::read_to_string(file).expect("read a server source");
-        let uses = edges.entry(module.clone()).or_default();
-        for used in crate_uses(&text) {
-            if used != module && !uses.contains(&used) {
-                uses.push(used);
-            }
+fn modules_have_no_import_loops() {
+    let metadata = cargo_metadata();
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let mut modules = BTreeMap::new();
+    let mut cycles = Vec::new();
+    for package in &packages {
+        let name = package["name"].as_str().unwrap_or("?");
+        let manifest = PathBuf::from(package["manifest_path"].as_str().unwrap_or_default());
+        let Some(src) = manifest.parent().map(|dir| dir.join("src")) else {
+            continue;
+        };
+        let edges = module_edges(&src);
+        modules.insert(name.to_string(), edges.len());
+        for cycle in module_cycles(&edges) {
+            cycles.push(format!("{name}: {cycle}"));
         }
     }
-    let cycles = module_cycles(&edges);
+    // A misread package list or source tree would pass vacuously.
+    for (expected, at_least) in [
+        ("canopy-core", 5),
+        ("canopy-directory", 15),
+        ("canopy-server", 20),
+        ("canopy-e2e", 3),
+    ] {
+        let found = modules.get(expected).copied().unwrap_or(0);
+        assert!(
+            found >= at_least,
+            "{expected}: {found} modules found, expected at least {at_least}"
+        );
+    }
     assert!(
         cycles.is_empty(),
-        "import loops among crates/server's modules:\n{}",
+        "import loops among a crate's modules:\n{}",
         cycles.join("\n")
     );
 }
@@ -435,18 +612,48 @@ fn module_loops_are_found() {
         ("a", vec!["b"]),
         ("b", vec!["c"]),
         ("c", vec!["a"]),
-        ("d", vec!["a"]),
+        ("d", vec!["a", "e"]),
+        ("e", vec!["d"]),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
     .collect();
-    assert_eq!(module_cycles(&edges), ["a -> b -> c -> a"]);
+    assert_eq!(module_cycles(&edges), ["a -> b -> c -> a", "d -> e -> d"]);
     assert_eq!(
         crate_uses(
-            "use crate::acl::ops;\n// crate::no\nlet x = crate::state::State::x(crate::ops::f());"
+            "use crate::acl::ops;\n// crate::no\nlet x = crate::state::State::x(crate::ops::f());\n\
+             use crate::{\n    error::{E, F},\n    Directory,\n};\nlet y = other_crate::z; $crate::m!();"
         ),
-        ["acl", "state", "ops"]
+        ["acl", "state", "ops", "error", "Directory", "m"]
     );
+}
+
+#[test]
+fn root_reexports_are_resolved() {
+    let texts: BTreeMap<String, String> = ["database", "error", "message", "view"]
+        .into_iter()
+        .map(|m| (m.to_string(), String::new()))
+        .chain([(
+            "message".to_string(),
+            "pub struct Message;\npub(crate) const fn tag() {}\nfn private() {}\n".to_string(),
+        )])
+        .collect();
+    let root =
+        "//! The root.\nmod database;\npub use database::{Directory, OpenOptions as Options};\n\
+                pub use error::{self, nested::{OpError}};\npub use message::*;\n\
+                use std::sync::Arc;\npub use canopy_core::Entry;\n// use view::Snapshot;\n";
+    let names = root_names(root, &texts);
+    let want: BTreeMap<String, String> = [
+        ("Directory", "database"),
+        ("Options", "database"),
+        ("OpError", "error"),
+        ("Message", "message"),
+        ("tag", "message"),
+    ]
+    .into_iter()
+    .map(|(n, m)| (n.to_string(), m.to_string()))
+    .collect();
+    assert_eq!(names, want);
 }
 
 /// The store's read methods (`canopy_mdb::ReadOps`) with names no other type of the server uses: a

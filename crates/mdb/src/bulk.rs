@@ -30,7 +30,8 @@ use crate::tables::Table;
 use crate::error::StoreError;
 use crate::keys::{check_key, decode_id, id_key, META_NEXT_ID};
 use crate::read::ReadOps;
-use crate::store::{stats_of, Shared, Stats};
+use crate::shared::Shared;
+use crate::stats::{stats_of, Stats};
 use crate::tables::META;
 
 /// A batch is handed to the flusher once it holds this many bytes... (16 MiB: the last batch, which
@@ -229,7 +230,7 @@ impl BulkLoader {
             restore_sync: false,
         };
         {
-            let rtxn = crate::store::read_shared(&shared)?;
+            let rtxn = crate::read::read_shared(&shared)?;
             loader.last_id = rtxn.last_id()?.unwrap_or(0);
             loader.next_id_floor = match rtxn.get_meta(META_NEXT_ID)? {
                 Some(raw) => decode_id(META, &raw)?,

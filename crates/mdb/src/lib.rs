@@ -21,7 +21,9 @@ mod histogram;
 mod keys;
 mod pool;
 mod read;
+mod shared;
 mod snapshot;
+mod stats;
 mod store;
 mod tables;
 mod write;
@@ -36,7 +38,8 @@ pub use read::{
     CandidateEntries, EntryIter, EntryRangeIter, RawPairs, RawTable, ReadOps, ReadTxn, SubtreeIter,
 };
 pub use snapshot::{copy_compact, describe, in_use_by, Described, DATA_FILE, LOCK_FILE};
-pub use store::{Stats, Store, StoreConfig, TableStats};
+pub use stats::{Stats, TableStats};
+pub use store::{Store, StoreConfig};
 pub use write::WriteTxn;
 
 #[cfg(test)]

@@ -2,16 +2,17 @@
 
 use std::mem::ManuallyDrop;
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use heed::types::Bytes;
-use heed::{RoIter, RoPrefix, RoTxn};
+use heed::{MdbError, RoIter, RoPrefix, RoTxn};
 
 use crate::chunk::{assemble, is_head, unescape, Arena, MARK};
 use crate::error::StoreError;
 use crate::keys::{decode_id, id_key};
 use crate::pool::Snapshot;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::tables::{Tables, DN2CHILDREN, DN2ID, ID2ENTRY};
 
 pub(crate) mod sealed {
@@ -634,6 +635,33 @@ impl Drop for ReadTxn {
         let snapshot = unsafe { ManuallyDrop::take(&mut self.snapshot) };
         // A snapshot the pool does not keep is aborted here, outside the pool's lock.
         drop(self.shared.pool.put(snapshot, &self.shared.env));
+    }
+}
+
+/// A read transaction of `shared`: an idle snapshot of the newest commit from the pool, or a new
+/// one (adopting the map size first when another process grew the map).
+pub(crate) fn read_shared(shared: &Arc<Shared>) -> Result<ReadTxn, StoreError> {
+    if let Some(snapshot) = shared.pool.take(&shared.env) {
+        return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
+    }
+    let mut adopted = false;
+    loop {
+        // Read before the transaction begins: see `Snapshot::new`.
+        let epoch = shared.pool.epoch();
+        let pass = shared.gate.pass();
+        match shared.env.clone().static_read_txn() {
+            Ok(txn) => {
+                shared.pool.begun.fetch_add(1, Ordering::Relaxed);
+                let snapshot = Snapshot::new(txn, epoch, pass);
+                return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
+            }
+            Err(heed::Error::Mdb(MdbError::MapResized)) if !adopted => {
+                drop(pass);
+                shared.adopt_map_size()?;
+                adopted = true;
+            }
+            Err(err) => return Err(err.into()),
+        }
     }
 }
 

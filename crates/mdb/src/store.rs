@@ -1,25 +1,25 @@
-//! The store: opening the environment, read snapshots, the write queue, map growth and statistics.
+//! The store: opening the environment, read snapshots, the write queue and statistics.
 
 use std::fs;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle, ThreadId};
-use std::time::Duration;
 
-use heed::{Env, EnvFlags, EnvOpenOptions, MdbError, WithoutTls};
+use heed::{EnvFlags, EnvOpenOptions};
 
 use crate::bulk::BulkLoader;
 use crate::error::StoreError;
-use crate::gate::{Exclusive, Gate};
-use crate::pool::{Pool, Snapshot};
-use crate::read::ReadTxn;
-use crate::tables::{create_tables, max_dbs, Tables};
+use crate::gate::Gate;
+use crate::histogram::Histogram;
+use crate::pool::Pool;
+use crate::read::{read_shared, ReadTxn};
+use crate::shared::{round_map_size, Counters, Shared, MIB};
+use crate::stats::{stats_of, Stats};
+use crate::tables::{create_tables, max_dbs};
+use crate::write::WriteTxn;
 use crate::writer::{run_writer, Job, Request};
-use crate::WriteTxn;
-
-const MIB: usize = 1 << 20;
 
 /// How to open a [`Store`].
 #[derive(Debug, Clone)]
@@ -54,206 +54,6 @@ impl StoreConfig {
             write_map: false,
         }
     }
-}
-
-/// Size and activity figures of a store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stats {
-    /// Entries in id2entry.
-    pub entries: u64,
-    /// Current memory-map size in bytes.
-    pub map_size: usize,
-    /// Bytes up to and including the last page ever used (the high-water mark of the file).
-    pub map_used: usize,
-    /// Size of data.mdb on disk.
-    pub file_size: u64,
-    pub page_size: u32,
-    /// Reader-table slots in use or used before, across every process (LMDB's me_numreaders).
-    pub readers: u32,
-    pub max_readers: u32,
-    /// Per table: pages and records.
-    pub tables: Vec<TableStats>,
-    /// Group commits done by this process's writer thread.
-    pub groups_committed: u64,
-    /// Write requests in those groups (including closures that returned `Err`).
-    pub ops_committed: u64,
-    /// The largest number of write requests committed together.
-    pub max_group_size: u64,
-    /// Times this process grew the map.
-    pub map_grows: u64,
-    /// Read transactions this process began; the other snapshots handed out were reused.
-    pub read_txns_begun: u64,
-    /// Idle read transactions kept for reuse now (each holds a reader slot).
-    pub read_txns_idle: usize,
-}
-
-/// Page figures of one table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableStats {
-    pub name: String,
-    pub depth: u32,
-    pub branch_pages: usize,
-    pub leaf_pages: usize,
-    pub overflow_pages: usize,
-    /// Records (for dup-sort tables: key/ID pairs).
-    pub entries: usize,
-}
-
-pub(crate) struct Counters {
-    pub(crate) groups: AtomicU64,
-    pub(crate) ops: AtomicU64,
-    pub(crate) max_group: AtomicU64,
-    pub(crate) grows: AtomicU64,
-    /// Write requests per committed group.
-    pub(crate) batch_sizes: crate::Histogram,
-    /// Microseconds each group's commit (its fsync, when durable) took.
-    pub(crate) commit_us: crate::Histogram,
-    /// When the last group committed, in microseconds since the epoch (0: never).
-    pub(crate) last_commit: AtomicU64,
-}
-
-impl Default for Counters {
-    fn default() -> Self {
-        Counters {
-            groups: AtomicU64::new(0),
-            ops: AtomicU64::new(0),
-            max_group: AtomicU64::new(0),
-            grows: AtomicU64::new(0),
-            batch_sizes: crate::Histogram::new(crate::BATCH_SIZES),
-            commit_us: crate::Histogram::new(crate::COMMIT_US),
-            last_commit: AtomicU64::new(0),
-        }
-    }
-}
-
-/// State shared by handles, read transactions, the writer thread and the bulk loader.
-pub(crate) struct Shared {
-    pub(crate) env: Env<WithoutTls>,
-    pub(crate) tables: Tables,
-    pub(crate) gate: Arc<Gate>,
-    /// The longest caller key (DN key, index key, meta key) accepted.
-    pub(crate) max_key: usize,
-    /// The least free space kept before each group commit (besides a quarter of the map).
-    pub(crate) min_free: usize,
-    pub(crate) durable: bool,
-    pub(crate) counters: Counters,
-    /// Set while a bulk loader exists.
-    pub(crate) bulk_active: AtomicBool,
-    /// The named tables the environment was opened for (LMDB's `max_dbs`).
-    pub(crate) max_dbs: u32,
-    /// Held while an index table is created: LMDB allows one table-opening transaction at a time.
-    pub(crate) creating: std::sync::Mutex<()>,
-    /// Idle read transactions of the newest snapshot.
-    pub(crate) pool: Pool,
-}
-
-/// A pending or running map resize: the gate held exclusively and the read pool closed.
-pub(crate) struct Resizing<'a> {
-    _exclusive: Exclusive<'a>,
-    pool: &'a Pool,
-}
-
-impl Drop for Resizing<'_> {
-    fn drop(&mut self) {
-        self.pool.reopen();
-    }
-}
-
-impl Shared {
-    pub(crate) fn page_size(&self) -> usize {
-        usize::try_from(self.env.unnamed_database_stat().page_size).unwrap_or(4096)
-    }
-
-    /// (map size, bytes up to the last used page) of the last committed state.
-    pub(crate) fn usage(&self) -> (usize, usize) {
-        let info = self.env.info();
-        let used = info
-            .last_page_number
-            .saturating_add(1)
-            .saturating_mul(self.page_size());
-        (info.map_size, used)
-    }
-
-    /// Grows the map when fewer than `extra` bytes plus the headroom rule are free. Returns false when
-    /// growth was needed but readers did not drain within `wait`.
-    pub(crate) fn ensure_headroom(&self, extra: usize, wait: Duration) -> bool {
-        let (map, used) = self.usage();
-        let free = map.saturating_sub(used);
-        let want = (map / 4).max(self.min_free).saturating_add(extra);
-        if free >= want {
-            return true;
-        }
-        self.grow(used.saturating_add(want), wait)
-    }
-
-    /// Takes the gate exclusively (no transaction of this process open), waiting up to `wait` for the
-    /// transactions in use. Idle pooled transactions are aborted first and none is kept until the
-    /// returned guard drops, so they never hold a resize up.
-    pub(crate) fn exclusive(&self, wait: Duration) -> Option<Resizing<'_>> {
-        self.pool.close();
-        match self.gate.exclusive(wait) {
-            Some(exclusive) => Some(Resizing {
-                _exclusive: exclusive,
-                pool: &self.pool,
-            }),
-            None => {
-                self.pool.reopen();
-                None
-            }
-        }
-    }
-
-    /// After a commit of this process: idle snapshots older than it are aborted.
-    pub(crate) fn committed(&self) {
-        self.pool.drop_stale(&self.env);
-    }
-
-    /// Grows the map geometrically to at least `needed` bytes (and at least double).
-    pub(crate) fn grow(&self, needed: usize, wait: Duration) -> bool {
-        let Some(_exclusive) = self.exclusive(wait) else {
-            tracing::debug!("map growth postponed: read transactions still open");
-            return false;
-        };
-        // Re-read under the gate: another thread may have grown it meanwhile.
-        let (map, _) = self.usage();
-        if map >= needed && needed != 0 {
-            return true;
-        }
-        let mut new_size = map.max(MIB).saturating_mul(2);
-        while new_size < needed {
-            new_size = new_size.saturating_mul(2);
-        }
-        let new_size = round_map_size(new_size);
-        // SAFETY: the exclusive gate is held, so no transaction of this process is open: read
-        // transactions (in use or idle in the pool), group-commit transactions and bulk-load
-        // transactions all hold passes.
-        match unsafe { self.env.resize(new_size) } {
-            Ok(()) => {
-                self.counters.grows.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(old = map, new = new_size, "grew the LMDB map");
-                true
-            }
-            Err(err) => {
-                tracing::error!(%err, "could not grow the LMDB map");
-                false
-            }
-        }
-    }
-
-    /// After MDB_MAP_RESIZED (another process grew the map): adopt the size recorded in the file.
-    pub(crate) fn adopt_map_size(&self) -> Result<(), StoreError> {
-        let Some(_exclusive) = self.exclusive(Duration::from_secs(2)) else {
-            return Err(StoreError::Lmdb(MdbError::MapResized));
-        };
-        // SAFETY: as in `grow`. Size 0 makes LMDB take the size from the meta page.
-        unsafe { self.env.resize(0) }?;
-        Ok(())
-    }
-}
-
-/// Rounds up to a whole MiB, a multiple of every OS page size LMDB runs with.
-fn round_map_size(size: usize) -> usize {
-    size.max(MIB).div_ceil(MIB).saturating_mul(MIB)
 }
 
 struct StoreInner {
@@ -459,7 +259,7 @@ impl Store {
     }
 
     /// Write requests per committed group, and how long each group's commit took (µs).
-    pub fn commit_histograms(&self) -> (&crate::Histogram, &crate::Histogram) {
+    pub fn commit_histograms(&self) -> (&Histogram, &Histogram) {
         let counters = &self.shared().counters;
         (&counters.batch_sizes, &counters.commit_us)
     }
@@ -478,67 +278,5 @@ impl Store {
     }
 }
 
-pub(crate) fn read_shared(shared: &Arc<Shared>) -> Result<ReadTxn, StoreError> {
-    if let Some(snapshot) = shared.pool.take(&shared.env) {
-        return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
-    }
-    let mut adopted = false;
-    loop {
-        // Read before the transaction begins: see `Snapshot::new`.
-        let epoch = shared.pool.epoch();
-        let pass = shared.gate.pass();
-        match shared.env.clone().static_read_txn() {
-            Ok(txn) => {
-                shared.pool.begun.fetch_add(1, Ordering::Relaxed);
-                let snapshot = Snapshot::new(txn, epoch, pass);
-                return Ok(ReadTxn::new(snapshot, Arc::clone(shared)));
-            }
-            Err(heed::Error::Mdb(MdbError::MapResized)) if !adopted => {
-                drop(pass);
-                shared.adopt_map_size()?;
-                adopted = true;
-            }
-            Err(err) => return Err(err.into()),
-        }
-    }
-}
-
-pub(crate) fn stats_of(shared: &Arc<Shared>) -> Result<Stats, StoreError> {
-    use crate::read::sealed::Access;
-    use crate::ReadOps;
-    let rtxn = read_shared(shared)?;
-    let mut tables = Vec::new();
-    for (name, table) in shared.tables.named() {
-        let stat = table.stat(rtxn.ro_txn())?;
-        tables.push(TableStats {
-            name,
-            depth: stat.depth,
-            branch_pages: stat.branch_pages,
-            leaf_pages: stat.leaf_pages,
-            overflow_pages: stat.overflow_pages,
-            entries: stat.entries,
-        });
-    }
-    let entries = rtxn.entry_count()?;
-    // Counted after this snapshot went back, so that it shows among the idle ones when kept.
-    drop(rtxn);
-    let info = shared.env.info();
-    let (map_size, map_used) = shared.usage();
-    let counters = &shared.counters;
-    Ok(Stats {
-        entries,
-        map_size,
-        map_used,
-        file_size: shared.env.real_disk_size()?,
-        page_size: shared.env.unnamed_database_stat().page_size,
-        readers: info.number_of_readers,
-        max_readers: info.maximum_number_of_readers,
-        tables,
-        groups_committed: counters.groups.load(Ordering::Relaxed),
-        ops_committed: counters.ops.load(Ordering::Relaxed),
-        max_group_size: counters.max_group.load(Ordering::Relaxed),
-        map_grows: counters.grows.load(Ordering::Relaxed),
-        read_txns_begun: shared.pool.begun.load(Ordering::Relaxed),
-        read_txns_idle: shared.pool.idle(),
-    })
-}
+#[cfg(test)]
+mod tests;

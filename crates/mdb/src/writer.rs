@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
 use crate::gate::Pass;
-use crate::store::Shared;
-use crate::WriteTxn;
+use crate::shared::Shared;
+use crate::write::WriteTxn;
 
 /// Bounds one group so that the first request's latency stays bounded under a flood.
 const MAX_GROUP: usize = 1024;

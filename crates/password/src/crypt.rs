@@ -3,12 +3,9 @@
 use sha_crypt::{Sha256Params, Sha512Params};
 use subtle::ConstantTimeEq;
 
+use crate::crypt_alphabet::CRYPT_ALPHABET;
 use crate::des_crypt::{self, DES_CHARS, SEGMENT_CHARS};
 use crate::{md5_crypt, random_bytes, PasswordError};
-
-/// The crypt(3) base-64 alphabet, used for salts and hashes alike.
-pub(crate) const CRYPT_ALPHABET: &[u8; 64] =
-    b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// glibc's bounds for `rounds=`; values outside are clamped, not rejected, and we do the same.
 const ROUNDS_MIN: u64 = 1_000;

@@ -6,7 +6,7 @@
 
 use subtle::ConstantTimeEq;
 
-use crate::crypt::CRYPT_ALPHABET;
+use crate::crypt_alphabet::CRYPT_ALPHABET;
 
 /// Length of one DES crypt result: 2 salt characters and 11 for the 64-bit block.
 pub(crate) const DES_CHARS: usize = 13;

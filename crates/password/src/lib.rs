@@ -24,6 +24,7 @@
 
 mod argon;
 mod crypt;
+mod crypt_alphabet;
 mod des_crypt;
 mod digest;
 mod md5_crypt;

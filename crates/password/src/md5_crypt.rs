@@ -4,7 +4,7 @@
 use md5::{Digest, Md5};
 use subtle::ConstantTimeEq;
 
-use crate::crypt::CRYPT_ALPHABET;
+use crate::crypt_alphabet::CRYPT_ALPHABET;
 use crate::PasswordError;
 
 const MAGIC: &[u8] = b"$1$";

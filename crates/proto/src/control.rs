@@ -2,7 +2,7 @@
 
 use canopy_ber::{tag, Reader, Writer};
 
-use crate::codec::{DecodeError, DecodeLimits};
+use crate::decoding::{DecodeError, DecodeLimits};
 use crate::filter::Filter;
 
 /// RFC 4511 §4.5.2 SearchResultEntry, the form of a read-entry response control's value.
@@ -114,7 +114,7 @@ pub fn encode_read_entry_response(dn: &[u8], attrs: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::{hex, unhex};
+    use crate::testutil::{hex, unhex};
 
     #[test]
     fn paged_results_vectors() {

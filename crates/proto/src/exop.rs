@@ -2,7 +2,7 @@
 
 use canopy_ber::{tag, Reader, Writer};
 
-use crate::codec::DecodeError;
+use crate::decoding::DecodeError;
 
 const USER_IDENTITY: u8 = 0x80;
 const OLD_PASSWD: u8 = 0x81;
@@ -64,7 +64,7 @@ pub fn encode_passwd_modify_response(gen_passwd: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::{hex, unhex};
+    use crate::testutil::{hex, unhex};
 
     #[test]
     fn passwd_modify_request_vectors() {

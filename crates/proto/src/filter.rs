@@ -52,4 +52,4 @@ pub(crate) mod string;
 pub const MAX_PARSE_DEPTH: usize = 64;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -5,6 +5,7 @@
 
 pub mod codec;
 pub mod control;
+pub mod decoding;
 pub mod dn;
 pub mod exop;
 pub mod filter;
@@ -16,14 +17,19 @@ pub mod result;
 pub mod sync;
 pub mod url;
 
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod testutil;
+
 pub use codec::{
     encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
-    encode_search_result_entry_raw, frame_len, Answer, DecodeError, DecodeLimits, FrameError,
-    RequestKind,
+    encode_search_result_entry_raw, frame_len, FrameError,
 };
 pub use control::{
     decode_assertion, encode_assertion, encode_read_entry_response, PagedResults, ReadEntryRequest,
 };
+pub use decoding::{Answer, DecodeError, DecodeLimits, RequestKind};
 pub use dn::{Ava, Dn, DnError, Rdn};
 pub use exop::{encode_passwd_modify_response, PasswdModifyRequest};
 pub use filter::{Filter, FilterError, MatchingRuleAssertion, SubstringFilter};

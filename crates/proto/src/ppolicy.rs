@@ -4,7 +4,7 @@
 
 use canopy_ber::{tag, Reader, Writer};
 
-use crate::codec::DecodeError;
+use crate::decoding::DecodeError;
 
 /// The warning of a response: seconds before the password expires, or grace logins left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::fmt;
 
 use canopy_ber::{tag, Reader, Writer};
 
-use crate::codec::DecodeError;
+use crate::decoding::DecodeError;
 
 /// RFC 4533 §2.2 Sync Request control.
 pub const CONTROL_SYNC_REQUEST: &str = "1.3.6.1.4.1.4203.1.9.1.1";
@@ -579,7 +579,7 @@ impl Cookie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::{hex, unhex};
+    use crate::testutil::{hex, unhex};
 
     const A: &str = "20261125053916.123456Z#000000#000#000000";
     const B: &str = "20261125053917.000001Z#000002#001#000000";

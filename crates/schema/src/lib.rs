@@ -8,17 +8,25 @@
 //! configuration, or do I/O beyond loading the schema files it is given.
 
 mod certificate;
+mod definition;
 mod dn;
 mod error;
 mod matching;
 mod model;
+mod norm_dn;
 mod parse;
+mod prep;
 mod schema;
 mod syntax;
+mod values;
 pub mod x509;
 
-pub use dn::NormDn;
+#[cfg(test)]
+mod tests;
+
 pub use error::{InvalidValue, SchemaError};
 pub use matching::{MatchKind, MatchingRule};
-pub use model::{AttributeType, ObjectClass, ObjectClassKind, Syntax, Usage};
+pub use model::{AttributeType, ObjectClass, ObjectClassKind, Usage};
+pub use norm_dn::NormDn;
 pub use schema::Schema;
+pub use syntax::Syntax;

@@ -1,5 +1,7 @@
-//! The schema elements of RFC 4512 §4.1 as resolved by the loader, and their description strings.
+//! The attribute types and object classes of RFC 4512 §4.1 as resolved by the loader, and their
+//! description strings (syntaxes are in `syntax.rs`).
 
+use crate::definition::{push_desc, push_extensions, push_names, push_oids};
 use crate::matching::MatchingRule;
 
 /// RFC 4512 AttributeUsage.
@@ -237,37 +239,6 @@ impl ObjectClass {
     }
 }
 
-/// An LDAP syntax (RFC 4512 §4.1.5).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Syntax {
-    pub oid: String,
-    pub desc: String,
-    /// `X-` extensions in definition order, e.g. `("X-NOT-HUMAN-READABLE", ["TRUE"])` or a loaded
-    /// syntax's `("X-SUBST", ["1.3.6.1.4.1.1466.115.121.1.15"])`.
-    pub extensions: Vec<(String, Vec<String>)>,
-}
-
-impl Syntax {
-    /// RFC 4512 SyntaxDescription.
-    pub fn definition(&self) -> String {
-        let mut out = format!("( {}", self.oid);
-        push_desc(&mut out, Some(&self.desc));
-        push_extensions(&mut out, &self.extensions);
-        out.push_str(" )");
-        out
-    }
-
-    /// The syntax named by an `X-SUBST` extension: OpenLDAP's way of saying "check values of this
-    /// syntax as values of that one".
-    pub fn substitute(&self) -> Option<&str> {
-        self.extensions
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case("X-SUBST"))
-            .and_then(|(_, values)| values.first())
-            .map(String::as_str)
-    }
-}
-
 fn same_names(a: &[String], b: &[String]) -> bool {
     let mut a: Vec<String> = a.iter().map(|s| s.to_ascii_lowercase()).collect();
     let mut b: Vec<String> = b.iter().map(|s| s.to_ascii_lowercase()).collect();
@@ -283,74 +254,5 @@ fn eq_ignore_case_opt(a: Option<&str>, b: Option<&str>) -> bool {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
         (None, None) => true,
         _ => false,
-    }
-}
-
-/// RFC 4512 qdstring escaping: `'` and `\` as `\27` and `\5C`.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for c in s.chars() {
-        match c {
-            '\'' => out.push_str("\\27"),
-            '\\' => out.push_str("\\5C"),
-            _ => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-fn push_names(out: &mut String, names: &[String]) {
-    match names {
-        [] => {}
-        [one] => {
-            out.push_str(" NAME ");
-            out.push_str(&quote(one));
-        }
-        many => {
-            out.push_str(" NAME (");
-            for name in many {
-                out.push(' ');
-                out.push_str(&quote(name));
-            }
-            out.push_str(" )");
-        }
-    }
-}
-
-fn push_desc(out: &mut String, desc: Option<&str>) {
-    if let Some(desc) = desc {
-        out.push_str(" DESC ");
-        out.push_str(&quote(desc));
-    }
-}
-
-fn push_oids(out: &mut String, keyword: &str, oids: &[String]) {
-    match oids {
-        [] => {}
-        [one] => out.push_str(&format!(" {keyword} {one}")),
-        many => out.push_str(&format!(" {keyword} ( {} )", many.join(" $ "))),
-    }
-}
-
-fn push_extensions(out: &mut String, extensions: &[(String, Vec<String>)]) {
-    for (name, values) in extensions {
-        out.push(' ');
-        out.push_str(name);
-        match values.as_slice() {
-            [one] => {
-                out.push(' ');
-                out.push_str(&quote(one));
-            }
-            many => {
-                out.push_str(" (");
-                for v in many {
-                    out.push(' ');
-                    out.push_str(&quote(v));
-                }
-                out.push_str(" )");
-            }
-        }
     }
 }

@@ -1,10 +1,11 @@
 //! The schema: lookup tables, loading of definitions with reference resolution, and the built-in set.
 
 use crate::error::SchemaError;
-use crate::matching::values::{is_descr, is_numeric_oid};
 use crate::matching::MatchingRule;
-use crate::model::{AttributeType, Declared, ObjectClass, Syntax, Usage};
+use crate::model::{AttributeType, Declared, ObjectClass, Usage};
 use crate::parse::{self, DescError, Directive, Statement};
+use crate::syntax::Syntax;
+use crate::values::{is_descr, is_numeric_oid};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;

@@ -1,9 +1,41 @@
-//! LDAP syntaxes (RFC 4517 §3.3, RFC 4523, RFC 4530, RFC 2252's older ones, OpenLDAP's CSN) and
-//! their value validators.
+//! LDAP syntaxes (RFC 4517 §3.3, RFC 4523, RFC 4530, RFC 2252's older ones, OpenLDAP's CSN): their
+//! definitions and their value validators.
 
-use crate::matching::values;
-use crate::matching::Fold;
-use crate::model::Syntax;
+use crate::definition::{push_desc, push_extensions};
+use crate::norm_dn::parse_dn_value;
+use crate::prep::Fold;
+use crate::values;
+
+/// An LDAP syntax (RFC 4512 §4.1.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Syntax {
+    pub oid: String,
+    pub desc: String,
+    /// `X-` extensions in definition order, e.g. `("X-NOT-HUMAN-READABLE", ["TRUE"])` or a loaded
+    /// syntax's `("X-SUBST", ["1.3.6.1.4.1.1466.115.121.1.15"])`.
+    pub extensions: Vec<(String, Vec<String>)>,
+}
+
+impl Syntax {
+    /// RFC 4512 SyntaxDescription.
+    pub fn definition(&self) -> String {
+        let mut out = format!("( {}", self.oid);
+        push_desc(&mut out, Some(&self.desc));
+        push_extensions(&mut out, &self.extensions);
+        out.push_str(" )");
+        out
+    }
+
+    /// The syntax named by an `X-SUBST` extension: OpenLDAP's way of saying "check values of this
+    /// syntax as values of that one".
+    pub fn substitute(&self) -> Option<&str> {
+        self.extensions
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("X-SUBST"))
+            .and_then(|(_, values)| values.first())
+            .map(String::as_str)
+    }
+}
 
 /// How values of a syntax are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,12 +239,11 @@ pub(crate) fn validate_with(check: Option<Check>, value: &[u8]) -> bool {
         Check::Boolean => values::boolean(value).is_ok(),
         Check::GeneralizedTime => values::generalized_time(value).is_ok(),
         Check::UtcTime => is_utc_time(value),
-        Check::Dn => crate::dn::parse_dn_value(value).is_ok(),
-        Check::Rdn => crate::dn::parse_dn_value(value).is_ok_and(|dn| dn.rdns.len() == 1),
+        Check::Dn => parse_dn_value(value).is_ok(),
+        Check::Rdn => parse_dn_value(value).is_ok_and(|dn| dn.rdns.len() == 1),
         Check::NameAndOptionalUid => {
             let (dn, uid) = values::split_optional_uid(value);
-            crate::dn::parse_dn_value(dn).is_ok()
-                && uid.is_none_or(|u| values::bit_string(u).is_ok())
+            parse_dn_value(dn).is_ok() && uid.is_none_or(|u| values::bit_string(u).is_ok())
         }
         Check::Oid => values::oid(value).is_ok(),
         Check::BitString => values::bit_string(value).is_ok(),

@@ -608,3 +608,23 @@ pub(crate) fn dummy_hash(config: &Config) -> Result<Vec<u8>, StartError> {
         .map(String::into_bytes)
         .map_err(|e| StartError::Sasl(format!("password_hash: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constraint_on_an_unknown_attribute_stops_the_database_from_opening() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            "data_dir = {:?}\n[[overlay]]\nname = \"constraint\"\nconstraints = [\"mial size 10\"]\n",
+            tmp.path().display()
+        );
+        let config = Config::parse(&text, "c.toml").unwrap();
+        let err = open_directory(&config, false).err().unwrap().to_string();
+        assert!(
+            err.contains("constraint") && err.contains("mial size 10") && err.contains("\"mial\""),
+            "{err}"
+        );
+    }
+}

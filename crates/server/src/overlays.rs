@@ -1004,22 +1004,4 @@ mod tests {
         unknown("mail uri ldap:///dc=other?mail?sub", "outside the database");
         unknown("entryCSN count 1", "operational");
     }
-
-    #[test]
-    fn a_constraint_on_an_unknown_attribute_stops_the_database_from_opening() {
-        let tmp = tempfile::tempdir().unwrap();
-        let text = format!(
-            "data_dir = {:?}\n[[overlay]]\nname = \"constraint\"\nconstraints = [\"mial size 10\"]\n",
-            tmp.path().display()
-        );
-        let config = crate::Config::parse(&text, "c.toml").unwrap();
-        let err = crate::open_directory(&config, false)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            err.contains("constraint") && err.contains("mial size 10") && err.contains("\"mial\""),
-            "{err}"
-        );
-    }
 }

@@ -1,7 +1,7 @@
 //! Which attributes a search returns: RFC 4511 §4.5.1.8 attribute selection (`*`, `+`, `1.1`, names) and
 //! RFC 4529 `@objectClass` lists.
 
-use canopy_core::check::with_superclasses;
+use canopy_core::classes::with_superclasses;
 use canopy_core::desc::AttrDesc;
 use canopy_schema::Schema;
 

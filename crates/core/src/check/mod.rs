@@ -7,14 +7,12 @@ pub(crate) mod values;
 use canopy_proto::ResultCode;
 use canopy_schema::{AttributeType, ObjectClass, ObjectClassKind, Schema};
 
+use crate::classes::{with_superclasses, OBJECT_CLASS_OID};
 use crate::desc::split_stored;
 use crate::entry::Entry;
 use crate::error::LdapError;
 
 pub use build::{add_restrictions, build_entry, entry_from_attributes, entry_from_attributes_with};
-
-/// Depth bound when walking SUP chains, so a cyclic schema cannot loop.
-const MAX_CLASS_DEPTH: usize = 64;
 
 /// The structural class of the entry: the most specific of its structural classes, which must all lie on
 /// one SUP chain (RFC 4512 §2.4.2).
@@ -163,7 +161,7 @@ fn entry_classes<'s>(schema: &'s Schema, entry: &Entry) -> Result<Vec<&'s Object
 fn is_object_class_type(schema: &Schema, type_name: &str) -> bool {
     schema
         .attribute_type(type_name)
-        .is_some_and(|at| at.oid == values::OBJECT_CLASS_OID)
+        .is_some_and(|at| at.oid == OBJECT_CLASS_OID)
 }
 
 fn structural_of<'s>(
@@ -276,26 +274,6 @@ fn display_name(schema: &Schema, name: &str) -> String {
         .attribute_type(name)
         .map(|at| at.name().to_string())
         .unwrap_or_else(|| name.to_string())
-}
-
-/// `class` followed by all its superclasses (each once).
-pub fn with_superclasses<'s>(schema: &'s Schema, class: &'s ObjectClass) -> Vec<&'s ObjectClass> {
-    let mut out: Vec<&ObjectClass> = vec![class];
-    let mut index = 0;
-    while let Some(current) = out.get(index).copied() {
-        if index >= MAX_CLASS_DEPTH * 4 {
-            break;
-        }
-        for sup in &current.sup {
-            if let Some(next) = schema.object_class(sup) {
-                if !out.iter().any(|c| c.oid == next.oid) {
-                    out.push(next);
-                }
-            }
-        }
-        index += 1;
-    }
-    out
 }
 
 fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {

@@ -3,11 +3,9 @@
 use canopy_proto::ResultCode;
 use canopy_schema::{AttributeType, Schema};
 
+use crate::classes::OBJECT_CLASS_OID;
 use crate::error::LdapError;
 use crate::filter::normalize;
-
-/// OID of objectClass, whose values compare by the class they name rather than by their spelling.
-pub(crate) const OBJECT_CLASS_OID: &str = "2.5.4.0";
 
 /// The syntax check slapd applies to every value of an add or modify ("value #N invalid per syntax",
 /// counting from 0). objectClass values must also name a known class, as in slapd.

@@ -6,7 +6,7 @@ use canopy_schema::{AttributeType, MatchKind, MatchingRule, ObjectClass, Schema}
 
 use super::prepare::is_class_valued;
 use super::{normalize, rule_applies, Node, Subject, Target, Ternary, Values};
-use crate::check::with_superclasses;
+use crate::classes::with_superclasses;
 use crate::desc::split_stored;
 use crate::entry::Attribute;
 

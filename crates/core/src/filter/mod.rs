@@ -13,8 +13,10 @@ use std::borrow::Cow;
 use canopy_proto::{Dn, Filter};
 use canopy_schema::{AttributeType, MatchingRule, ObjectClass, Schema};
 
+use crate::classes::OBJECT_CLASS_OID;
 use crate::desc::AttrDesc;
 use crate::entry::{Attribute, Entry};
+use crate::wire::StoredView;
 
 pub use prepare::rule_applies;
 
@@ -47,7 +49,7 @@ impl Ternary {
 
 /// What a filter is tested against: attributes with their values (descriptions in the stored, canonical
 /// form of [`Attribute::desc`]), and the DN for `dnAttributes` matches. An [`Entry`] in memory is one; a
-/// stored entry read in place ([`crate::wire::StoredView`]) is another, so that a search tests its
+/// stored entry read in place ([`StoredView`]) is another, so that a search tests its
 /// candidates without decoding or copying them.
 pub trait Subject {
     /// Every attribute: description and values.
@@ -64,6 +66,16 @@ impl Subject for Entry {
     }
     fn dn(&self) -> Option<Cow<'_, Dn>> {
         Some(Cow::Borrowed(&self.dn))
+    }
+}
+
+impl Subject for StoredView<'_> {
+    fn attributes(&self) -> impl Iterator<Item = (&str, Values<'_>)> {
+        self.attribute_sets()
+            .map(|(desc, set)| (desc, Values::Stored(set)))
+    }
+    fn dn(&self) -> Option<Cow<'_, Dn>> {
+        Dn::parse(self.stored().dn).ok().map(Cow::Owned)
     }
 }
 
@@ -127,7 +139,7 @@ impl<'s> PreparedFilter<'s> {
     /// since every entry has an object class. A search can then send entries without testing them.
     pub fn matches_every_entry(&self) -> bool {
         matches!(&self.root, Node::Present { target }
-            if target.at.oid == crate::check::values::OBJECT_CLASS_OID && target.desc.options.is_empty())
+            if target.at.oid == OBJECT_CLASS_OID && target.desc.options.is_empty())
     }
 
     pub(crate) fn root(&self) -> &Node<'s> {

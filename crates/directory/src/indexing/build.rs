@@ -10,9 +10,10 @@ use canopy_core::wire::StoredEntry;
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
 use canopy_schema::Schema;
 
-use super::definition::{definition_key, kinds_text, Definition, IndexState};
-use super::{Build, IndexSet, Progress};
 use crate::database::{Directory, WeakDirectory};
+use crate::indexes::{
+    definition_key, kinds_text, Build, Definition, IndexSet, IndexState, Progress,
+};
 
 /// How often a running build reports to the log.
 const LOG_EVERY: Duration = Duration::from_secs(5);

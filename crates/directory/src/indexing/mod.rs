@@ -1,26 +1,20 @@
-//! Indexes added and dropped while the database serves: their definitions in the meta table, the
-//! sets the planner and the write path read, and the rule that reconciles the store with the
-//! configuration (docs/design/online-indexing.md).
+//! Indexes added and dropped while the database serves, on the index sets of `indexes.rs`: the
+//! indexes a snapshot may use, additions and drops, the rule that reconciles the store with the
+//! configuration, and the background builds (docs/design/online-indexing.md).
 
 mod build;
-mod definition;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 
-use canopy_core::index::{plan, IndexSpec, Plan};
+use canopy_core::index::IndexSpec;
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
-use canopy_proto::Filter;
-use canopy_schema::Schema;
 
 use crate::database::Directory;
-use definition::{definition_key, Definition, DEFINITION_PREFIX, RECORDED};
-pub use definition::{kinds_text, IndexState};
-
-/// Entries a build visits per write transaction unless told otherwise.
-pub const DEFAULT_BUILD_BATCH: usize = 500;
+use crate::indexes::{
+    definition_key, same_attr, stored_definitions, Build, Definition, IndexSet, RECORDED,
+};
+pub use crate::indexes::{kinds_text, IndexState, DEFAULT_BUILD_BATCH};
 
 /// Why an index cannot be added or dropped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,184 +44,6 @@ pub struct IndexStatus {
     pub error: Option<String>,
 }
 
-/// The index sets of one database and the builds running on it.
-pub(crate) struct Indexes {
-    set: RwLock<Arc<IndexSet>>,
-    /// Serializes additions, drops and the start reconciliation.
-    admin: Mutex<()>,
-    builds: Mutex<HashMap<String, Build>>,
-    batch: AtomicUsize,
-}
-
-struct Build {
-    progress: Arc<Progress>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// What a running build shares with the frontend.
-#[derive(Default)]
-pub(crate) struct Progress {
-    cancel: AtomicBool,
-    visited: AtomicU64,
-    total: AtomicU64,
-    next_id: AtomicU64,
-    error: Mutex<Option<String>>,
-}
-
-/// One consistent view of the indexes, replaced as a whole when one is added, completes or is dropped.
-#[derive(Clone)]
-pub(crate) struct IndexSet {
-    /// What the database should have (configuration at open, then additions and drops), with state.
-    wanted: Vec<(IndexSpec, IndexState)>,
-    /// Kept up to date by every write: complete and building.
-    maintained: Arc<[IndexSpec]>,
-    /// Complete: the planner's indexes.
-    usable: Arc<[IndexSpec]>,
-    /// For each index completed while open, the transaction that completed it: an older snapshot
-    /// must not use it (its copy of the table is partial).
-    completed_at: Vec<(String, usize)>,
-    newest: usize,
-    alias_plan: Arc<Plan>,
-    referral_plan: Arc<Plan>,
-}
-
-fn class_plan(schema: &Schema, indexes: &[IndexSpec], class: &str) -> Plan {
-    let filter = Filter::Equality("objectClass".into(), class.as_bytes().to_vec());
-    plan(schema, indexes, &filter)
-}
-
-fn same_attr(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
-}
-
-impl IndexSet {
-    fn new(
-        schema: &Schema,
-        wanted: Vec<(IndexSpec, IndexState)>,
-        completed_at: Vec<(String, usize)>,
-    ) -> Self {
-        let maintained: Arc<[IndexSpec]> = wanted
-            .iter()
-            .filter(|(_, s)| *s != IndexState::Pending)
-            .map(|(spec, _)| spec.clone())
-            .collect();
-        let usable: Arc<[IndexSpec]> = wanted
-            .iter()
-            .filter(|(_, s)| *s == IndexState::Complete)
-            .map(|(spec, _)| spec.clone())
-            .collect();
-        let completed_at: Vec<(String, usize)> = completed_at
-            .into_iter()
-            .filter(|(attr, _)| usable.iter().any(|s| same_attr(&s.attr, attr)))
-            .collect();
-        let newest = completed_at.iter().map(|(_, t)| *t).max().unwrap_or(0);
-        IndexSet {
-            alias_plan: Arc::new(class_plan(schema, &usable, "alias")),
-            referral_plan: Arc::new(class_plan(schema, &usable, "referral")),
-            wanted,
-            maintained,
-            usable,
-            completed_at,
-            newest,
-        }
-    }
-
-    /// The complete indexes a snapshot of transaction ID `snapshot` may use.
-    fn usable_at(&self, snapshot: usize) -> Arc<[IndexSpec]> {
-        if snapshot >= self.newest {
-            return Arc::clone(&self.usable);
-        }
-        self.usable
-            .iter()
-            .filter(|spec| {
-                !self
-                    .completed_at
-                    .iter()
-                    .any(|(attr, at)| same_attr(attr, &spec.attr) && *at > snapshot)
-            })
-            .cloned()
-            .collect()
-    }
-
-    fn with(
-        &self,
-        schema: &Schema,
-        f: impl FnOnce(&mut Vec<(IndexSpec, IndexState)>, &mut Vec<(String, usize)>),
-    ) -> IndexSet {
-        let mut wanted = self.wanted.clone();
-        let mut completed_at = self.completed_at.clone();
-        f(&mut wanted, &mut completed_at);
-        IndexSet::new(schema, wanted, completed_at)
-    }
-}
-
-/// The stored definitions (lower-case attribute → definition) and whether any were ever recorded.
-fn stored_definitions(
-    txn: &impl ReadOps,
-) -> Result<(bool, HashMap<String, Definition>), StoreError> {
-    let recorded = txn.get_meta(RECORDED)?.is_some();
-    let mut found = HashMap::new();
-    for (key, value) in txn.meta_prefix(DEFINITION_PREFIX)? {
-        match Definition::decode(&value) {
-            Some(def) => {
-                found.insert(def.spec.attr.to_ascii_lowercase(), def);
-            }
-            None => {
-                tracing::error!(key = %String::from_utf8_lossy(&key), "unreadable index definition; the index is rebuilt at the next start")
-            }
-        }
-    }
-    Ok((recorded, found))
-}
-
-impl Indexes {
-    /// The sets of a database just opened with the `configured` indexes, from what the store records,
-    /// without writing: a configured index is usable when the store records it complete with the same
-    /// kinds (or when the store records no definitions at all: a database of an earlier version, whose
-    /// configured indexes were kept by every write); maintained when recorded as building; otherwise it
-    /// waits for [`Directory::start_index_builds`].
-    pub(crate) fn open(
-        schema: &Schema,
-        configured: &[IndexSpec],
-        txn: &impl ReadOps,
-    ) -> Result<Indexes, StoreError> {
-        let (recorded, stored) = stored_definitions(txn)?;
-        let wanted = configured
-            .iter()
-            .map(|spec| {
-                let state = match stored.get(&spec.attr.to_ascii_lowercase()) {
-                    _ if !recorded => IndexState::Complete,
-                    Some(def) if def.spec == *spec => def.state,
-                    _ => IndexState::Pending,
-                };
-                (spec.clone(), state)
-            })
-            .collect();
-        Ok(Indexes {
-            set: RwLock::new(Arc::new(IndexSet::new(schema, wanted, Vec::new()))),
-            admin: Mutex::new(()),
-            builds: Mutex::new(HashMap::new()),
-            batch: AtomicUsize::new(DEFAULT_BUILD_BATCH),
-        })
-    }
-
-    pub(crate) fn current(&self) -> Arc<IndexSet> {
-        Arc::clone(&self.set.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    fn replace(&self, set: IndexSet) {
-        *self.set.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
-    }
-
-    fn admin(&self) -> MutexGuard<'_, ()> {
-        self.admin.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn builds(&self) -> MutexGuard<'_, HashMap<String, Build>> {
-        self.builds.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 impl Directory {
     /// The complete indexes, as the planner may use them in the snapshot (or write) `txn`: an index
     /// still building, or completed after `txn` began, is not among them.
@@ -250,25 +66,6 @@ impl Directory {
             .iter()
             .map(|(s, _)| s.clone())
             .collect()
-    }
-
-    /// The candidate plan of `(objectClass=CLASS)` with the indexes `txn` may use; `alias` and
-    /// `referral`, which every search checks, are planned once per index change.
-    pub fn class_plan(&self, txn: &impl crate::View, class: &str) -> Arc<Plan> {
-        let txn = crate::view::txn(txn);
-        let set = self.index_state().current();
-        if txn.txn_id() >= set.newest {
-            match class {
-                "alias" => return Arc::clone(&set.alias_plan),
-                "referral" => return Arc::clone(&set.referral_plan),
-                _ => {}
-            }
-        }
-        Arc::new(class_plan(
-            self.schema(),
-            &set.usable_at(txn.txn_id()),
-            class,
-        ))
     }
 
     /// Entries a build visits per write transaction (default [`DEFAULT_BUILD_BATCH`]); at least 1.

@@ -19,7 +19,8 @@ use canopy_proto::{Dn, ModifyOperation};
 use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
-use crate::pipeline::{after_commit, Event, Kind, WriteHook};
+use crate::event::{after_commit, Event, Kind};
+use crate::pipeline::WriteHook;
 
 /// The open audit file, reopened under its name on request (SIGHUP, after logrotate moved it).
 pub struct AuditFile {

@@ -16,7 +16,8 @@ use canopy_schema::NormDn;
 
 use super::{dn_value, has_class, load, values_of};
 use crate::database::Directory;
-use crate::pipeline::{Event, Kind, OnReplica, Origin, Proposed, WriteHook};
+use crate::event::{Event, Kind, Origin, Proposed};
+use crate::pipeline::{OnReplica, WriteHook};
 
 /// slapd's definition of memberOf, loaded into the schema when the overlay is configured.
 pub const MEMBEROF_SCHEMA: &str = "attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf' \

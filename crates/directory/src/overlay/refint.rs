@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use canopy_core::check::{check_entry, with_superclasses};
+use canopy_core::check::check_entry;
+use canopy_core::classes::with_superclasses;
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Dn, Filter};
@@ -18,8 +19,9 @@ use canopy_schema::{AttributeType, NormDn, Schema};
 use super::{candidates, dn_value, entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
+use crate::event::{Event, Kind};
 use crate::keys::dn_key;
-use crate::pipeline::{Event, Kind, OnReplica, WriteHook};
+use crate::pipeline::{OnReplica, WriteHook};
 
 /// slapd's modifiersName for the entries refint changes, unless `modifiersname` names another.
 pub const MODIFIERS_NAME: &str = "cn=Referential Integrity Overlay";

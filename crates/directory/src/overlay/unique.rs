@@ -22,8 +22,9 @@ use canopy_schema::{AttributeType, NormDn, Schema, Usage};
 use super::{candidates, entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
+use crate::event::{Event, Kind, Proposed};
 use crate::keys::dn_key;
-use crate::pipeline::{Event, Kind, OnReplica, Proposed, WriteHook};
+use crate::pipeline::{OnReplica, WriteHook};
 
 /// How far below its base a domain reaches. slapd refuses base scope: a domain of one entry is always
 /// unique.

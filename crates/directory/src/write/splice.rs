@@ -13,7 +13,7 @@ use canopy_schema::AttributeType;
 use super::{failed, Action, Ctx, OBJECT_CLASS};
 use crate::database::Directory;
 use crate::error::OpError;
-use crate::pipeline::Kind;
+use crate::event::Kind;
 use crate::referral::{is_referral, referral_for};
 
 /// Below this many bytes of stored values, the general path is as cheap: the attribute is decoded.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use super::model::{Mod, ModKind, Model, Write};
 
 use super::Rng;
-use crate::server::SUFFIX;
+use crate::base::SUFFIX;
 
 /// The identity slapd consumers bind as (canopy consumers bind as the root DN). Its password is
 /// base.ldif's alice's, stored as the same `{SSHA}` hash.

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use super::directory::{self, key, Entry, Kind, Names, Write};
 use super::Rng;
-use crate::server::{Target, SUFFIX};
+use crate::base::SUFFIX;
+use crate::server::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {

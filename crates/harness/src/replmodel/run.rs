@@ -196,7 +196,7 @@ fn closing_writes(s: &Scenario, c: &Cluster, model: &mut Model) -> String {
                 None => continue,
             }
         } else {
-            crate::server::SUFFIX.to_string()
+            crate::base::SUFFIX.to_string()
         };
         let write = Write::Modify {
             dn,

@@ -5,9 +5,10 @@
 
 use super::directory::{ldif_of, REPLICATOR_DN, REPLICATOR_PW};
 use super::generate::{Load, Scenario};
+use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
 use crate::mesh::Proxy;
 use crate::replication::access_toml;
-use crate::server::{Server, Target, ROOT_DN, ROOT_PW, SUFFIX};
+use crate::server::{Server, Target};
 use crate::tempdir::TempDir;
 
 /// Both servers' rules: the replicator reads everything, passwords included.

@@ -3,7 +3,7 @@
 use canopy_ber::{decode_integer, tag, Reader};
 
 use super::encode::{ctx, op_tag};
-use super::{Answer, DecodeError, DecodeLimits, RequestKind};
+use crate::decoding::{utf8, Answer, DecodeError, DecodeLimits, RequestKind};
 use crate::filter::Filter;
 use crate::message::*;
 use crate::result::ResultCode;
@@ -53,11 +53,6 @@ fn finish(r: &Reader<'_>, what: &str) -> Result<(), DecodeError> {
             "unexpected data at end of {what}"
         )))
     }
-}
-
-pub(crate) fn utf8(bytes: &[u8], what: &str) -> Result<String, DecodeError> {
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| DecodeError::new(format!("{what} is not valid UTF-8")))
 }
 
 fn decode_controls(contents: &[u8]) -> Result<Vec<Control>, DecodeError> {

@@ -1,7 +1,7 @@
 //! RFC 4514 DN tables: parsing, escaping, errors and generated round trips.
 
 use super::*;
-use crate::codec::tests::Gen;
+use crate::testutil::Gen;
 
 fn dn(rdns: &[&[(&str, &[u8])]]) -> Dn {
     Dn {

@@ -3,7 +3,7 @@
 use canopy_ber::{tag, Reader, Writer};
 
 use super::{Filter, MatchingRuleAssertion, SubstringFilter};
-use crate::codec::{DecodeError, DecodeLimits};
+use crate::decoding::{DecodeError, DecodeLimits};
 
 const AND: u8 = 0xa0;
 const OR: u8 = 0xa1;
@@ -82,7 +82,7 @@ fn encode_ava(w: &mut Writer<'_>, choice: u8, attr: &str, value: &[u8]) {
 }
 
 fn attr_string(bytes: &[u8]) -> Result<String, DecodeError> {
-    crate::codec::utf8(bytes, "filter attribute description")
+    crate::decoding::utf8(bytes, "filter attribute description")
 }
 
 fn decode(r: &mut Reader<'_>, depth: usize, max: usize) -> Result<Filter, DecodeError> {
@@ -181,7 +181,7 @@ fn decode_extensible(c: &mut Reader<'_>) -> Result<Option<MatchingRuleAssertion>
         _ => false,
     };
     let rule = match rule
-        .map(|r| crate::codec::utf8(r, "matching rule"))
+        .map(|r| crate::decoding::utf8(r, "matching rule"))
         .transpose()
     {
         Ok(rule) => rule,

@@ -201,21 +201,6 @@ fn norm_dn_navigation() {
 }
 
 #[test]
-fn escape_table() {
-    for (input, expected) in [
-        (&b"plain"[..], "plain"),
-        (b" both ", "\\ both\\ "),
-        (b" ", "\\ "),
-        (b"#", "\\#"),
-        (b"a\x00b", "a\\00b"),
-        (b"tab\there", "tab\\09here"),
-        (b"", ""),
-    ] {
-        assert_eq!(escape_value(input), expected, "{input:?}");
-    }
-}
-
-#[test]
 fn legacy_semicolon_separator() {
     let schema = Schema::builtin();
     let norm = |v: &str| {
@@ -237,35 +222,4 @@ fn legacy_semicolon_separator() {
         "1.3.6.1.4.1.1466.115.121.1.12",
         b"cn=a;dc=com"
     ));
-}
-
-#[test]
-fn escape_fast_path_agrees_with_the_full_escaping() {
-    for input in [
-        &b"user0000042"[..],
-        b"Example Corp",
-        b"a,b",
-        b"a=b",
-        b"#x",
-        b"x#",
-        b" x",
-        b"x ",
-        b"back\\slash",
-        b"quote\"d",
-        b"semi;colon",
-        b"<angle>",
-        b"del\x7f",
-        b"\xc3\xa4",
-        b"\xff",
-    ] {
-        let fast = needs_no_escape(input).map(str::to_string);
-        let mut slow = String::new();
-        escape_chars(&mut slow, input);
-        if let Some(fast) = fast {
-            assert_eq!(fast, slow, "{input:?}");
-        }
-    }
-    assert_eq!(needs_no_escape(b"user0000042"), Some("user0000042"));
-    assert_eq!(needs_no_escape(b"a,b"), None);
-    assert_eq!(needs_no_escape(b""), None);
 }

@@ -6,13 +6,12 @@
 
 mod approx;
 mod order_key;
-mod prep;
-pub(crate) mod values;
 
 use crate::error::InvalidValue;
+use crate::norm_dn::{normalize_dn_without_schema, normalize_rdn_without_schema};
+use crate::prep::{prepare, Fold, Spaces};
+use crate::values;
 use std::cmp::Ordering;
-
-pub(crate) use prep::{prepare, Fold, Spaces};
 
 /// Whether a rule is used for equality, ordering or substrings assertions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -174,12 +173,10 @@ impl MatchingRule {
             BitStringMatch => values::bit_string(value),
             ObjectIdentifierMatch => values::oid(value),
             ObjectIdentifierFirstComponentMatch => values::oid(values::first_component(value)),
-            DistinguishedNameMatch => crate::dn::normalize_dn_without_schema(value),
-            RdnMatch => crate::dn::normalize_rdn_without_schema(value),
+            DistinguishedNameMatch => normalize_dn_without_schema(value),
+            RdnMatch => normalize_rdn_without_schema(value),
             IntegerBitAndMatch | IntegerBitOrMatch => values::bit_mask(value),
-            UniqueMemberMatch => {
-                values::unique_member(value, crate::dn::normalize_dn_without_schema)
-            }
+            UniqueMemberMatch => values::unique_member(value, normalize_dn_without_schema),
             UuidMatch | UuidOrderingMatch => values::uuid(value),
             CsnMatch | CsnOrderingMatch => values::csn(value),
             OctetStringMatch
@@ -197,7 +194,7 @@ impl MatchingRule {
 
     /// Whether `value`'s normal form under this rule is `norm`, for the usual value of the string rules:
     /// non-empty ASCII without a space, whose normal form is the value itself, in lower case under the
-    /// case-ignoring rules (`prep::prepare` leaves nothing else to do). The same answer as comparing
+    /// case-ignoring rules (`prepare` leaves nothing else to do). The same answer as comparing
     /// `normalize(value)` with `norm`, without building the normal form; None for any other rule or
     /// value (the caller normalizes then).
     pub fn ascii_normal_form_is(self, value: &[u8], norm: &[u8]) -> Option<bool> {

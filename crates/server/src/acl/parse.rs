@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use canopy_core::check::with_superclasses;
+use canopy_core::classes::with_superclasses;
 use canopy_proto::{Dn, Filter};
 use canopy_schema::{NormDn, Schema};
 use regex_automata::meta::Regex;

@@ -12,9 +12,10 @@ use std::time::Duration;
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Entry, LdapError};
+use canopy_directory::feed::{Change, Next, FEED_QUEUE};
 use canopy_directory::search::Query;
 use canopy_directory::search_loop::{Reader, Requester, Room};
-use canopy_directory::{FedChange, LogReplay, Next, FEED_QUEUE};
+use canopy_directory::LogReplay;
 use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
     uuid_from_text, Cookie, Csn, CsnSet, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState,
@@ -756,7 +757,7 @@ impl<'a> Sync<'a> {
     }
 
     /// One change of the persist phase.
-    fn change(&mut self, change: &FedChange, cookie: Option<Vec<u8>>) -> Result<(), Stop> {
+    fn change(&mut self, change: &Change, cookie: Option<Vec<u8>>) -> Result<(), Stop> {
         let Some(uuid) = change.uuid else {
             return Ok(());
         };

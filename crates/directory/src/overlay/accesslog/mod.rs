@@ -22,7 +22,8 @@ pub use writer::{LogWriter, Record};
 
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::pipeline::{after_commit, Event, Kind, Origin, WriteHook};
+use crate::event::{after_commit, Event, Kind, Origin};
+use crate::pipeline::WriteHook;
 
 /// The prefix of outbox keys in the data store's meta table.
 pub const OUTBOX_PREFIX: &[u8] = b"accesslog/";

@@ -23,7 +23,8 @@ use regex::bytes::Regex;
 
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::pipeline::{Kind, OnReplica, Proposed, WriteHook};
+use crate::event::{Kind, Proposed};
+use crate::pipeline::{OnReplica, WriteHook};
 use crate::search::computed;
 use parse::LdapUrl;
 

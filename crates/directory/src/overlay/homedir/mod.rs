@@ -17,7 +17,8 @@ use canopy_mdb::WriteTxn;
 use regex::Regex;
 
 use crate::database::Directory;
-use crate::pipeline::{after_commit, Event, Kind, WriteHook};
+use crate::event::{after_commit, Event, Kind};
+use crate::pipeline::WriteHook;
 
 /// What a delete (or an entry that stops being an account) does to the home directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

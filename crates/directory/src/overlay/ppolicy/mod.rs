@@ -17,7 +17,8 @@ use canopy_proto::ModifyOperation;
 use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
-use crate::pipeline::{Kind, OnReplica, Proposed, WriteHook};
+use crate::event::{Kind, Proposed};
+use crate::pipeline::{OnReplica, WriteHook};
 pub use policy::Policy;
 pub use time::Instant;
 

@@ -1,8 +1,8 @@
 //! Normalizers for the value syntaxes of the matching rules: strings, numbers, times, bit strings,
 //! OIDs, UUIDs and CSNs.
 
-use super::prep::{prepare, Fold, Spaces};
 use crate::error::InvalidValue;
+use crate::prep::{prepare, Fold, Spaces};
 use std::cmp::Ordering;
 
 fn utf8(value: &[u8]) -> Result<&str, InvalidValue> {
