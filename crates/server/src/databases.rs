@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
-pub use canopy_directory::dynlist::Expander;
+use canopy_directory::InWrite;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
-use canopy_directory::{InWrite, Snapshot};
 use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
 use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
@@ -155,8 +154,8 @@ impl ControlSlot {
 /// Request controls that only a frontend hook serves.
 const HOOK_CONTROLS: [&str; 1] = [CONTROL_PASSWORD_POLICY];
 
-/// One database as the frontend sees it: the backend, the access rules that guard it, and how its
-/// entries are expanded when read (the dynlist overlay).
+/// One database as the frontend sees it: the backend, the access rules that guard it, its read hook
+/// (the dynlist overlay) and the overlays' parts in the frontend.
 #[derive(Clone)]
 pub struct Database {
     backend: Directory,
@@ -386,46 +385,16 @@ impl Database {
         }
     }
 
-    /// This database with the dynlist overlay's expansion on its reads.
+    /// This database with the dynlist overlay's expansion on its reads (the backend's read hook).
     pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
         self.dynlist = dynlist.map(Arc::new);
         self
     }
 
-    /// The read hook's expansion of the entries an operation reads (the dynlist overlay's dynamic
-    /// entries and memberOf), or None: no read hook, or ManageDsaIT asks for entries as stored (as
-    /// slapd). `asked(attr)`: the answer asks for `attr`; `tested(attr)`: the filter tests it (slapd
-    /// 2.5 lists the members of nested groups when memberOf and the member attribute are both asked
-    /// for, or memberOf is tested: docs/overlays.md).
-    pub fn expander<'a>(
-        &'a self,
-        txn: &'a Snapshot,
-        manage_dsa_it: bool,
-        asked: &dyn Fn(&str) -> bool,
-        tested: &dyn Fn(&str) -> bool,
-    ) -> Option<Expander<'a, Snapshot>> {
-        let config = self.dynlist.as_deref().filter(|_| !manage_dsa_it)?;
-        let memberof = config
-            .memberof_attrs()
-            .any(|attr| asked(attr) || tested(attr));
-        let nested_members =
-            config.nested_member_attrs().any(asked) || config.memberof_attrs().any(tested);
-        Some(
-            Expander::new(&self.backend, txn, config, memberof).with_nested_members(nested_members),
-        )
-    }
-
-    /// The filter a search plans its candidates with when the read hook's expansion may make more
-    /// entries match `filter` than their stored form does (a superset); None when the plan is the
-    /// filter's own.
-    pub fn planning_filter(
-        &self,
-        schema: &Schema,
-        filter: &canopy_proto::Filter,
-        manage_dsa_it: bool,
-    ) -> Option<canopy_proto::Filter> {
-        let config = self.dynlist.as_deref().filter(|_| !manage_dsa_it)?;
-        config.planning_filter(schema, filter)
+    /// The read hook a search or compare hands the backend: None with ManageDsaIT, which asks for
+    /// entries as stored (as slapd).
+    pub fn read_hook(&self, manage_dsa_it: bool) -> Option<&Dynlist> {
+        self.dynlist.as_deref().filter(|_| !manage_dsa_it)
     }
 
     /// This database with the overlays' parts in the frontend.

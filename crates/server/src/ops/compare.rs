@@ -73,7 +73,8 @@ pub fn compare(
     // the requester's); access to the group itself was decided above, on the entry as stored.
     let expanded;
     let none = |_: &str| false;
-    let bytes = match dir.expander(&txn, ctl.manage_dsa_it, &none, &none) {
+    let hook = dir.read_hook(ctl.manage_dsa_it);
+    let bytes = match dir.backend().expander(&txn, hook, &none, &none) {
         Some(mut expander) => {
             let groups = GroupReader { dir, txn: &txn };
             let access = SearchAccess::new(dir.acl().checker(schema, who, &groups));

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry, LdapError};
+use canopy_directory::alias::Base;
+use canopy_directory::search::Scan;
 use canopy_directory::search::{decoded, Query};
-use canopy_directory::search_loop::{Reader, Requester, Room};
+use canopy_directory::search_loop::{Reader, Requester, Room, SearchSpec, Searcher, Tested};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
@@ -482,211 +484,93 @@ fn search_part(
     part: Part,
     run: &mut Run<'_>,
 ) -> Result<Flow, Stop> {
-    let glued = part.scope;
     let schema = job.state.databases.schema();
-    let selection = run.selection;
     let who = dir.requester(&job.who);
     let who = who.as_ref();
     let txn = dir.read()?;
-    let query = Query {
-        scope: glued.unwrap_or(job.req.scope),
-        deref: job.req.deref,
-        manage_dsa_it: job.ctl.manage_dsa_it,
-        filter: &job.req.filter,
-    };
-    let found = match dir.search_base(&txn, base_dn, base, &query) {
-        Ok(found) => found,
-        Err(OpError::Ldap(e)) => return Err(hide_matched(dir, &txn, who, e).into()),
-        Err(other) => return Err(other.into()),
-    };
-    // slapd checks access to the base before the assertion control.
     let groups = GroupReader { dir, txn: &txn };
     let access = SearchAccess::new(dir.acl().checker(schema, who, &groups)).with_memo(MemoKey {
         memo: &job.views,
         state: &job.state,
         who: &job.who,
     });
-    base_access(dir, &access, &txn, &found.ndn, found.id)?;
-    if let Some(filter) = job.ctl.assertion.as_ref().filter(|_| glued.is_none()) {
-        if let Some(bytes) = dir.stored(&txn, found.id)? {
-            check_assertion(schema, &load(dir, &txn, who, found.id, bytes)?, filter)?;
-        }
-    }
-    let limits = match &run.limits {
-        Some(limits) => limits.clone(),
-        None => limits(job, dir, who, &txn)?,
-    };
-    run.limits = Some(limits.clone());
-    // Nested-group assertions become plain equality ones; a link of the chain counts only where the
-    // requester may search the attribute that makes it.
     let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
-    let mut allow = |ndn: &NormDn, stored: &StoredEntry<'_>, attr: &str| {
-        if root {
-            return true;
-        }
-        let full = needs_entry.then(|| decoded(stored, true).ok()).flatten();
-        let view = access.view(ndn, full.as_ref());
-        access.allows_attr(&view, attr, privileges::SEARCH)
+    let spec = SearchSpec {
+        base_dn,
+        base,
+        query: Query {
+            scope: part.scope.unwrap_or(job.req.scope),
+            deref: job.req.deref,
+            manage_dsa_it: job.ctl.manage_dsa_it,
+            filter: &job.req.filter,
+        },
+        schema,
+        resume_after: part.resume_after,
+        read_hook: dir.read_hook(job.ctl.manage_dsa_it),
     };
-    let expanded = dir.expand_in_chain(&txn, &job.req.filter, &mut allow)?;
-    // The read hook expands entries as they are read (not with ManageDsaIT, as slapd); the plan takes
-    // the entries an assertion may match once expanded (docs/design/read-path.md).
-    let manage = job.ctl.manage_dsa_it;
-    let planning = dir.planning_filter(schema, &expanded, manage);
-    let query = Query {
-        filter: planning.as_ref().unwrap_or(&expanded),
-        ..query
-    };
-
-    // The filter as it is tested, prepared once: the plan takes it too when it plans the same filter
-    // under the same schema (no dynlist planning filter, nothing rewritten for slapd's view).
-    let (filter, mentioned) = as_slapd_sees_with_mentions(schema, &expanded);
-    let prepared = PreparedFilter::new(schema, &filter);
-    let plans_tested = planning.is_none()
-        && matches!(filter, Cow::Borrowed(_))
-        && Arc::ptr_eq(dir.schema(), schema);
-    let mut scan = if plans_tested {
-        dir.plan_scan_prepared(&txn, &query, &found, &prepared)?
-    } else {
-        dir.plan_scan(&txn, &query, &found)?
-    };
-    // A database that scans by design (a small tree rebuilt in memory) logs no unindexed search.
-    let by_design = || job.state.backend(dir).is_some_and(|b| b.scans_by_design());
-    if scan.unindexed() && !by_design() {
-        let filter = crate::redact::filter_for_log(schema, &job.req.filter);
-        tracing::info!(%filter, "unindexed search: scanning the scope");
-        job.tally.unindexed.set(true);
-    }
-    // slapd's size.unchecked: too many candidates to examine is refused before examining any.
-    let over = match limits.lookthrough {
-        Some(max) => scan.candidate_count(&txn)? > max,
-        None => false,
-    };
-    if over {
-        return Err(
-            LdapError::new(ResultCode::AdminLimitExceeded, "lookthrough limit exceeded").into(),
-        );
-    }
-    // Entries sent on earlier pages count against the size limit, as they do in slapd.
-    let page_size = match &job.paged {
-        Some(paged) => {
-            if paged.size <= 0 {
-                // RFC 2696 §3: size 0 with a cookie abandons the paged result set (slapd answers with
-                // no paged-results control). Without one, slapd sends no entry and a cookie from
-                // which the next request starts at the beginning.
-                if paged.cookie.is_empty() {
-                    done_controls.push(paged_control(make_cookie(0, 0, 0)));
-                }
-                return Ok(Flow::Done);
-            }
-            if !paged.cookie.is_empty() && parse_cookie(&paged.cookie).is_none() {
-                return Err(LdapError::new(
-                    ResultCode::ProtocolError,
-                    "paged results cookie is invalid",
-                )
-                .into());
-            }
-            if let Some(last) = part.resume_after {
-                scan.resume_after(last);
-            }
-            Some(paged.size as usize)
-        }
-        None => None,
-    };
-
-    // Computed attributes cost a lookup per candidate: make them only when the filter or the answer uses them.
-    let need_computed =
-        mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
-    // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
-    let every_entry = prepared.matches_every_entry() && !need_computed;
-    // Access decisions are made once per kind of entry (see acl::view), not once per entry.
-    // Secret attributes the requester may not search must be hidden from the filter only if it can test them.
-    let secret_in_filter = mentioned.secret;
-    // Without `val=` rules and without a password attribute in the filter, a view that lets every plain
-    // attribute be searched hides nothing the filter tests: no hidden filter to make (`hidden_filter`
-    // would find the same through a decision per attribute).
-    let plain_filter = !secret_in_filter && !access.checker().acl().has_value_rules();
-    let in_filter = |attr: &str| {
-        mentions(&filter, &mut |desc| {
-            desc.is_none_or(|d| {
-                let name = d.split(';').next().unwrap_or(d);
-                schema
-                    .attribute_type(name)
-                    .map(|at| at.name())
-                    .unwrap_or(name)
-                    .eq_ignore_ascii_case(attr)
-            })
-        })
-    };
-    let asked = |attr: &str| selection.wants(schema, attr);
-    let mut expander = dir.expander(&txn, manage, &asked, &in_filter);
-    // The candidates' normalized DNs are made only when the access rules need them (or the read
-    // hook's requester does); otherwise the view reads whether an entry is the requester's own from
-    // its stored RDNs.
     let mut reader = SearchReader {
         job,
         sink,
-        selection,
+        dir,
+        who,
+        part: &part,
+        run,
+        done_controls,
         access: &access,
         requester: SearchRequester::new(&access, root, needs_entry),
         schema,
-        filter: &filter,
-        prepared: &prepared,
         hidden_filters: HiddenFilters::default(),
+        // The candidates' normalized DNs are made only when the access rules need them (or the
+        // read hook's requester does); otherwise the view reads whether an entry is the
+        // requester's own from its stored RDNs.
         with_ndn: !root && (access.needs_ndn() || needs_entry),
         needs_entry,
-        need_computed,
-        every_entry,
-        plain_filter,
-        secret_in_filter,
-        deadline: limits.deadline,
+        need_computed: false,
+        every_entry: None,
+        plain_filter: false,
+        secret_in_filter: false,
+        deadline: None,
         view: None,
     };
-    // Entries sent on earlier pages and parts count against the size limit, as they do in slapd.
-    let room = Room {
-        size: limits
-            .size
-            .map(|limit| limit.saturating_sub(run.before + run.sent)),
-        page: page_size.map(|size| size.saturating_sub(run.sent)),
+    let Some(ended) = dir.backend().search(&txn, spec, &mut reader)? else {
+        return Ok(Flow::Done);
     };
-    let ended = scan.run(
-        dir.backend(),
-        &txn,
-        expander.as_mut(),
-        &mut reader,
-        room,
-        part.resume_after,
-    )?;
+    let run = reader.run;
     if ended.page_full {
         let resume = ended.last_sent.unwrap_or(0);
         let cookie = make_cookie(part.index, resume, run.before + run.sent + ended.sent);
-        done_controls.push(paged_control(cookie));
+        reader.done_controls.push(paged_control(cookie));
         return Ok(Flow::Done);
     }
     run.sent += ended.sent;
     Ok(Flow::Continue)
 }
 
-/// The frontend's [`Reader`] of a search: access decided per entry through the requester's views,
-/// the one exact filter test, and the encoding into the sink.
-struct SearchReader<'r, 's, 'k> {
+/// The frontend's side of a search of one database ([`Searcher`] and [`Reader`]): the base's access,
+/// the assertion and the limits, the filter as slapd tests it, the lookthrough limit and the page,
+/// then access decided per entry through the requester's views, the one exact filter test, and the
+/// encoding into the sink.
+struct SearchReader<'r, 's, 'k, 'u> {
     job: &'r SearchJob,
     sink: &'r mut Sink<'k>,
-    selection: &'r Selection,
+    dir: &'r Database,
+    who: &'r Who,
+    part: &'r Part,
+    run: &'r mut Run<'u>,
+    done_controls: &'r mut Vec<Control>,
     access: &'r SearchAccess<'r>,
     requester: SearchRequester<'r>,
-    schema: &'s canopy_schema::Schema,
-    /// The filter as it is tested (slapd's view of it), and prepared once.
-    filter: &'r Filter,
-    prepared: &'r PreparedFilter<'s>,
+    schema: &'s Arc<canopy_schema::Schema>,
     hidden_filters: HiddenFilters<'s>,
     with_ndn: bool,
     /// Access rules that test the entry's attributes: the entry is decoded for them.
     needs_entry: bool,
+    /// The filter or the answer uses computed attributes.
     need_computed: bool,
-    /// `(objectClass=*)` with nothing computed: every entry the requester may see matches.
-    every_entry: bool,
+    /// `(objectClass=*)` with nothing computed: every entry the requester may see matches (known at
+    /// the first test).
+    every_entry: Option<bool>,
     /// No `val=` rules and no password attribute in the filter.
     plain_filter: bool,
     secret_in_filter: bool,
@@ -695,7 +579,7 @@ struct SearchReader<'r, 's, 'k> {
     view: Option<std::rc::Rc<EntryView>>,
 }
 
-impl Requester for SearchReader<'_, '_, '_> {
+impl Requester for SearchReader<'_, '_, '_, '_> {
     fn finds(
         &mut self,
         ndn: &NormDn,
@@ -711,7 +595,146 @@ impl Requester for SearchReader<'_, '_, '_> {
     }
 }
 
-impl Reader for SearchReader<'_, '_, '_> {
+impl Searcher for SearchReader<'_, '_, '_, '_> {
+    fn conceal(&mut self, txn: &Snapshot, error: LdapError) -> LdapError {
+        hide_matched(self.dir, txn, self.who, error)
+    }
+
+    fn base(&mut self, txn: &Snapshot, found: &Base) -> Result<(), Stop> {
+        // slapd checks access to the base before the assertion control.
+        let (dir, who, job) = (self.dir, self.who, self.job);
+        base_access(dir, self.access, txn, &found.ndn, found.id)?;
+        if let Some(filter) = job
+            .ctl
+            .assertion
+            .as_ref()
+            .filter(|_| self.part.scope.is_none())
+        {
+            if let Some(bytes) = dir.stored(txn, found.id)? {
+                check_assertion(self.schema, &load(dir, txn, who, found.id, bytes)?, filter)?;
+            }
+        }
+        let limits = match &self.run.limits {
+            Some(limits) => limits.clone(),
+            None => limits(job, dir, who, txn)?,
+        };
+        self.deadline = limits.deadline;
+        self.run.limits = Some(limits);
+        Ok(())
+    }
+
+    fn searches(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, attr: &str) -> bool {
+        if self.access.is_root() {
+            return true;
+        }
+        let full = self
+            .needs_entry
+            .then(|| decoded(stored, true).ok())
+            .flatten();
+        let view = self.access.view(ndn, full.as_ref());
+        self.access.allows_attr(&view, attr, privileges::SEARCH)
+    }
+
+    fn tested<'f>(&mut self, filter: &'f Filter) -> Cow<'f, Filter> {
+        let (filter, mentioned) = as_slapd_sees_with_mentions(self.schema, filter);
+        let selection = self.run.selection;
+        // Computed attributes cost a lookup per candidate: made only when the filter or the answer
+        // uses them.
+        self.need_computed =
+            mentioned.computed || COMPUTED.iter().any(|name| selection.wants_computed(name));
+        // Secret attributes the requester may not search must be hidden from the filter only if it
+        // can test them.
+        self.secret_in_filter = mentioned.secret;
+        // Without `val=` rules and without a password attribute in the filter, a view that lets
+        // every plain attribute be searched hides nothing the filter tests: no hidden filter to
+        // make (`hidden_filter` would find the same through a decision per attribute).
+        self.plain_filter =
+            !self.secret_in_filter && !self.access.checker().acl().has_value_rules();
+        filter
+    }
+
+    fn asks(&self, attr: &str) -> bool {
+        self.run.selection.wants(self.schema, attr)
+    }
+
+    fn tests(&self, filter: &Filter, attr: &str) -> bool {
+        let schema = self.schema;
+        mentions(filter, &mut |desc| {
+            desc.is_none_or(|d| {
+                let name = d.split(';').next().unwrap_or(d);
+                schema
+                    .attribute_type(name)
+                    .map(|at| at.name())
+                    .unwrap_or(name)
+                    .eq_ignore_ascii_case(attr)
+            })
+        })
+    }
+
+    fn planned(&mut self, txn: &Snapshot, scan: &Scan<'_>) -> Result<Option<Room>, Stop> {
+        let job = self.job;
+        // A database that scans by design (a small tree rebuilt in memory) logs no unindexed
+        // search.
+        let by_design = || {
+            job.state
+                .backend(self.dir)
+                .is_some_and(|b| b.scans_by_design())
+        };
+        if scan.unindexed() && !by_design() {
+            let filter = crate::redact::filter_for_log(self.schema, &job.req.filter);
+            tracing::info!(%filter, "unindexed search: scanning the scope");
+            job.tally.unindexed.set(true);
+        }
+        let Some(limits) = self.run.limits.clone() else {
+            return Err(LdapError::new(ResultCode::Other, "search limits not set").into());
+        };
+        // slapd's size.unchecked: too many candidates to examine is refused before examining any.
+        let over = match limits.lookthrough {
+            Some(max) => scan.candidate_count(txn)? > max,
+            None => false,
+        };
+        if over {
+            return Err(LdapError::new(
+                ResultCode::AdminLimitExceeded,
+                "lookthrough limit exceeded",
+            )
+            .into());
+        }
+        let page_size = match &job.paged {
+            Some(paged) => {
+                if paged.size <= 0 {
+                    // RFC 2696 §3: size 0 with a cookie abandons the paged result set (slapd
+                    // answers with no paged-results control). Without one, slapd sends no entry
+                    // and a cookie from which the next request starts at the beginning.
+                    if paged.cookie.is_empty() {
+                        self.done_controls.push(paged_control(make_cookie(0, 0, 0)));
+                    }
+                    return Ok(None);
+                }
+                if !paged.cookie.is_empty() && parse_cookie(&paged.cookie).is_none() {
+                    return Err(LdapError::new(
+                        ResultCode::ProtocolError,
+                        "paged results cookie is invalid",
+                    )
+                    .into());
+                }
+                Some(paged.size as usize)
+            }
+            None => None,
+        };
+        // Entries sent on earlier pages and parts count against the size limit, as they do in
+        // slapd.
+        let run = &self.run;
+        Ok(Some(Room {
+            size: limits
+                .size
+                .map(|limit| limit.saturating_sub(run.before + run.sent)),
+            page: page_size.map(|size| size.saturating_sub(run.sent)),
+        }))
+    }
+}
+
+impl Reader for SearchReader<'_, '_, '_, '_> {
     type Error = Stop;
 
     fn needs_ndn(&self) -> bool {
@@ -786,7 +809,15 @@ impl Reader for SearchReader<'_, '_, '_> {
         self.access.clear(shown, self.view.as_deref()).is_some()
     }
 
-    fn matches(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<bool, Stop> {
+    fn matches(
+        &mut self,
+        shown: &StoredEntry<'_>,
+        computed: &[Attribute],
+        tested: Option<&Tested<'_, '_>>,
+    ) -> Result<bool, Stop> {
+        let Some(tested) = tested else {
+            return Err(LdapError::new(ResultCode::Other, "search without its filter").into());
+        };
         let access = self.access;
         let hidden = match &self.view {
             Some(view) if self.plain_filter && view.plain_allows(privileges::SEARCH) => None,
@@ -795,11 +826,16 @@ impl Reader for SearchReader<'_, '_, '_> {
                 access,
                 view,
                 self.schema,
-                self.filter,
+                tested.filter,
             ),
             None => None,
         };
-        if self.every_entry && hidden.is_none() {
+        // `(objectClass=*)` with nothing computed: entries go out as stored, without being decoded.
+        let need_computed = self.need_computed;
+        let every_entry = *self
+            .every_entry
+            .get_or_insert_with(|| tested.prepared.matches_every_entry() && !need_computed);
+        if every_entry && hidden.is_none() {
             return Ok(true);
         }
         // Tested in place: the candidate's attributes are borrowed from the stored bytes.
@@ -807,7 +843,7 @@ impl Reader for SearchReader<'_, '_, '_> {
         if let Some(view) = &self.view {
             searchable_only(access, view, shown, self.secret_in_filter, &mut subject);
         }
-        let test = hidden.unwrap_or(self.prepared);
+        let test = hidden.unwrap_or(tested.prepared);
         Ok(test.evaluate(&subject, computed) == Ternary::True)
     }
 
@@ -815,7 +851,7 @@ impl Reader for SearchReader<'_, '_, '_> {
         let Some(cleared) = self.access.clear(shown, self.view.as_deref()) else {
             return Ok(());
         };
-        let (job, selection) = (self.job, self.selection);
+        let (job, selection) = (self.job, self.run.selection);
         self.sink
             .push_encoded(|out| encode_stored(job, selection, &cleared, computed, out))?;
         job.tally.entry();

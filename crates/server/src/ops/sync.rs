@@ -14,7 +14,7 @@ use canopy_core::wire::StoredEntry;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::feed::{Change, Next, FEED_QUEUE};
 use canopy_directory::search::Query;
-use canopy_directory::search_loop::{Reader, Requester, Room};
+use canopy_directory::search_loop::{Reader, Requester, Room, Tested};
 use canopy_directory::LogReplay;
 use canopy_directory::{Kind, Origin, Snapshot};
 use canopy_proto::sync::{
@@ -461,6 +461,7 @@ impl Reader for Refresh<'_, '_> {
         &mut self,
         shown: &StoredEntry<'_>,
         _computed: &[canopy_core::Attribute],
+        _tested: Option<&Tested<'_, '_>>,
     ) -> Result<bool, Stop> {
         let Some((seen, uuid_of)) = &mut self.judged else {
             return Ok(false);
@@ -720,7 +721,7 @@ impl<'a> Sync<'a> {
             present: &mut present,
             judged: None,
         };
-        scan.run(db.backend(), txn, None, &mut reader, room, None)?;
+        scan.run(db.backend(), txn, &mut reader, room)?;
         if let Some(uuids) = present.filter(|l| !l.is_empty()) {
             self.info(&SyncInfo::SyncIdSet {
                 cookie: None,

@@ -7,7 +7,7 @@ use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::{Attribute, LdapError};
 use canopy_directory::alias::Base;
 use canopy_directory::search::Query;
-use canopy_directory::search_loop::{Reader, Requester, Room};
+use canopy_directory::search_loop::{Reader, Requester, Room, Tested};
 use canopy_proto::{DerefAliases, Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
@@ -144,7 +144,7 @@ fn find_unique(
         size: Some(1),
         page: None,
     };
-    match scan.run(dir.backend(), &txn, None, &mut reader, room, None) {
+    match scan.run(dir.backend(), &txn, &mut reader, room) {
         Ok(_) => Ok(reader.found),
         Err(e) if e.code == ResultCode::SizeLimitExceeded => Ok(None),
         Err(e) => Err(e),
@@ -219,6 +219,7 @@ impl Reader for Mapping<'_> {
         &mut self,
         shown: &StoredEntry<'_>,
         computed: &[Attribute],
+        _tested: Option<&Tested<'_, '_>>,
     ) -> Result<bool, LdapError> {
         Ok(self
             .filter
