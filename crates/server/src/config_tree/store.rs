@@ -268,6 +268,39 @@ fn baseline_values<'a>(baseline: &'a Baseline, entry: &ConfigEntry, attr: &str) 
         .unwrap_or_default()
 }
 
+/// The baseline's key for a database's overlays (its `olcOverlay` children, each as one text).
+const OVERLAYS_KEY: &str = "olcoverlay";
+
+/// The `olcOverlay` children of data database `number` in `tree`, in their order.
+fn overlay_children(tree: &[ConfigEntry], number: usize) -> Vec<&ConfigEntry> {
+    let mut children: Vec<(usize, &ConfigEntry)> = tree
+        .iter()
+        .filter_map(|e| super::overlay_child_of(&e.dn).map(|(n, i, _)| (n, i, e)))
+        .filter(|(n, _, _)| *n == number)
+        .map(|(_, i, e)| (i, e))
+        .collect();
+    children.sort_by_key(|(i, _)| *i);
+    children.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Each overlay child of database `number` as one comparable text: its name and settings.
+fn overlay_texts(tree: &[ConfigEntry], number: usize) -> Vec<String> {
+    overlay_children(tree, number)
+        .iter()
+        .map(|e| {
+            let mut attrs: Vec<String> = e
+                .attrs
+                .iter()
+                .map(|(name, values)| {
+                    format!("{}={}", name.to_ascii_lowercase(), values.join("\u{1}"))
+                })
+                .collect();
+            attrs.sort();
+            attrs.join("\n")
+        })
+        .collect()
+}
+
 /// Writes what the file says for every live setting, durably (a new file renamed over the old one).
 fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::Result<()> {
     let mut table = Baseline::new();
@@ -282,7 +315,12 @@ fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::
                 .collect();
             attrs.insert(attr.to_ascii_lowercase(), toml::Value::Array(values));
         }
-        if super::database_number(&entry.dn).is_some() {
+        if let Some(number) = super::database_number(&entry.dn) {
+            let overlays = overlay_texts(from_file, number);
+            attrs.insert(
+                OVERLAYS_KEY.to_string(),
+                toml::Value::Array(overlays.into_iter().map(toml::Value::String).collect()),
+            );
             let suffix = entry.get("olcSuffix").iter().cloned();
             attrs.insert(
                 "olcsuffix".to_string(),
@@ -463,6 +501,40 @@ fn merge_file_changes(
     stored: &[ConfigEntry],
 ) -> Vec<ConfigEntry> {
     let mut merged = stored.to_vec();
+    // A database's overlays are one setting: the file's list replaces the live one when the file
+    // changed it since the last start.
+    for file_entry in from_file {
+        let Some(number) = super::database_number(&file_entry.dn) else {
+            continue;
+        };
+        if !merged
+            .iter()
+            .any(|e| e.dn.eq_ignore_ascii_case(&file_entry.dn))
+        {
+            continue;
+        }
+        let in_file = overlay_texts(from_file, number);
+        if in_file == overlay_texts(&merged, number) {
+            continue;
+        }
+        let edited =
+            baseline.is_some_and(|b| baseline_values(b, file_entry, OVERLAYS_KEY) != in_file);
+        if edited {
+            tracing::info!(
+                dn = %file_entry.dn,
+                "overlays changed in the configuration file since the last start: the file's \
+                 overlays replace the live ones"
+            );
+            merged.retain(|e| super::overlay_child_of(&e.dn).map(|(n, _, _)| n) != Some(number));
+            merged.extend(overlay_children(from_file, number).into_iter().cloned());
+        } else {
+            tracing::warn!(
+                dn = %file_entry.dn,
+                "the configuration file's overlays differ from the live ones (cn=config in \
+                 DATA/config); the live overlays are used (canopy config export shows them)"
+            );
+        }
+    }
     for file_entry in from_file {
         let Some(live) = merged
             .iter_mut()
@@ -728,6 +800,27 @@ pub fn differences(
                 };
                 found.push((entry.dn.clone(), attr.to_string(), outcome));
             }
+        }
+    }
+    let from_file_tree = &from_file;
+    for number in 1..=file.database_count().min(live.database_count()) {
+        let (in_file, in_live) = (
+            overlay_texts(from_file_tree, number),
+            overlay_texts(&stored, number),
+        );
+        if in_file != in_live {
+            let dn = super::database_dn(number);
+            let edited = baseline.as_ref().is_some_and(|b| {
+                from_file_tree
+                    .iter()
+                    .find(|e| e.dn == dn)
+                    .is_some_and(|entry| baseline_values(b, entry, OVERLAYS_KEY) != in_file)
+            });
+            let outcome = match edited {
+                true => "file value applies",
+                false => "live value kept",
+            };
+            found.push((dn, "olcOverlay".to_string(), outcome));
         }
     }
     for table in live.schema.iter().skip(file.schema.len()) {
