@@ -436,6 +436,7 @@ fn overlay_table(entry: &ConfigEntry) -> Result<OverlayConfig, Refusal> {
 /// (`olcOverlay={N}name`: the siblings from N on move one down) or after the last one
 /// (`olcOverlay=name`), as slapd does; the entry as it is stored, and the tree once stored (before
 /// the siblings are renamed) for the store's write.
+#[derive(Debug)]
 pub struct AddedOverlay {
     pub added: ConfigEntry,
     pub committed: Vec<ConfigEntry>,
@@ -733,5 +734,175 @@ pub fn file_overlays(base: &Config, number: usize) -> &[OverlayConfig] {
             .get(n - 2)
             .map(|t| t.overlay.as_slice())
             .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree_of(text: &str) -> (Config, Vec<ConfigEntry>) {
+        let config = Config::parse(text, "t").unwrap();
+        let tree = super::super::from_config(&config, b"");
+        (config, tree)
+    }
+
+    #[test]
+    fn every_overlay_s_options_read_back_from_slapd_s_attributes() {
+        let (config, tree) = tree_of(
+            "suffix = \"dc=x\"\n\
+             [[overlay]]\nname = \"memberof\"\ngroup-oc = \"groupOfUniqueNames\"\n\
+             member-ad = \"uniqueMember\"\ndangling = \"error\"\ndangling-error = 53\nrefint = true\n\
+             dn = \"cn=m,dc=x\"\n\
+             [[overlay]]\nname = \"refint\"\nattributes = [\"member\", \"seeAlso\"]\n\
+             nothing = \"cn=nobody,dc=x\"\n\
+             [[overlay]]\nname = \"unique\"\nuri = [\"ldap:///?mail?sub\"]\n\
+             [[overlay]]\nname = \"constraint\"\nconstraints = [\"mail size 256\"]\n\
+             [[overlay]]\nname = \"ppolicy\"\ndefault = \"cn=p,dc=x\"\nuse_lockout = true\n\
+             [[overlay]]\nname = \"dynlist\"\nattrset = [\"groupOfURLs memberURL member\"]\n\
+             [[overlay]]\nname = \"auditlog\"\nfile = \"/tmp/audit.ldif\"\n\
+             [[overlay]]\nname = \"syncprov\"\ncheckpoint = \"100 10\"\nsessionlog = 500\n",
+        );
+        let memberof = tree
+            .iter()
+            .find(|e| e.dn == "olcOverlay={0}memberof,olcDatabase={1}mdb,cn=config")
+            .unwrap();
+        assert_eq!(
+            memberof.get("objectClass"),
+            ["olcOverlayConfig", "olcMemberOfConfig"]
+        );
+        assert_eq!(memberof.get("olcMemberOfRefInt"), ["TRUE"]);
+        assert_eq!(memberof.get("olcMemberOfDanglingError"), ["53"]);
+        let dynlist = tree
+            .iter()
+            .find(|e| e.dn.starts_with("olcOverlay={5}dynlist"))
+            .unwrap();
+        assert_eq!(
+            dynlist.get("olcDynListAttrSet"),
+            ["{0}groupOfURLs memberURL member"]
+        );
+        let refint = tree
+            .iter()
+            .find(|e| e.dn.starts_with("olcOverlay={1}refint"))
+            .unwrap();
+        assert_eq!(refint.get("olcRefintAttribute"), ["member", "seeAlso"]);
+        let back = overlays_of(&tree, 1, &config.overlay).unwrap();
+        assert_eq!(back, config.overlay);
+    }
+
+    #[test]
+    fn values_of_the_wrong_kind_are_refused_with_slapd_s_codes() {
+        let (config, tree) = tree_of("suffix = \"dc=x\"\n[[overlay]]\nname = \"memberof\"\n");
+        let check = |attr: &str, values: &[&str], code: ResultCode| {
+            let mut changed = tree.clone();
+            let entry = changed
+                .iter_mut()
+                .find(|e| e.dn.starts_with("olcOverlay={0}memberof"))
+                .unwrap();
+            entry.attrs.push((
+                attr.to_string(),
+                values.iter().map(|v| v.to_string()).collect(),
+            ));
+            let err = overlays_of(&changed, 1, &config.overlay).unwrap_err();
+            assert_eq!(err.code, code, "{attr}: {}", err.message);
+        };
+        check(
+            "olcMemberOfRefInt",
+            &["yes"],
+            ResultCode::InvalidAttributeSyntax,
+        );
+        check(
+            "olcMemberOfDN",
+            &["not a dn"],
+            ResultCode::InvalidAttributeSyntax,
+        );
+        check(
+            "olcMemberOfGroupOC",
+            &["a", "b"],
+            ResultCode::ConstraintViolation,
+        );
+        check(
+            "olcRefintAttribute",
+            &["member"],
+            ResultCode::ObjectClassViolation,
+        );
+        check("olcMemberOfDNAD", &["x"], ResultCode::UnwillingToPerform);
+    }
+
+    #[test]
+    fn an_added_overlay_takes_its_place_and_a_deleted_one_leaves_no_gap() {
+        let (_, tree) = tree_of(
+            "suffix = \"dc=x\"\n[[overlay]]\nname = \"memberof\"\n\
+             [[overlay]]\nname = \"refint\"\nattributes = \"member\"\n",
+        );
+        let attrs = |name: &str| {
+            vec![
+                (
+                    "objectClass".to_string(),
+                    vec!["olcOverlayConfig".to_string()],
+                ),
+                ("olcOverlay".to_string(), vec![name.to_string()]),
+            ]
+        };
+        let db = database_dn(1);
+        let appended =
+            added_overlay(&tree, &format!("olcOverlay=unique,{db}"), &attrs("unique")).unwrap();
+        assert_eq!(appended.added.dn, format!("olcOverlay={{2}}unique,{db}"));
+        let first = added_overlay(
+            &tree,
+            &format!("olcOverlay={{0}}unique,{db}"),
+            &attrs("{0}unique"),
+        )
+        .unwrap();
+        let names: Vec<String> = first
+            .tree
+            .iter()
+            .filter_map(|e| overlay_child_of(&e.dn))
+            .map(|(_, i, name)| format!("{i}{name}"))
+            .collect();
+        assert_eq!(names, ["1memberof", "2refint", "0unique"]);
+        let err = added_overlay(
+            &tree,
+            &format!("olcOverlay=memberof,{db}"),
+            &attrs("memberof"),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ResultCode::ConstraintViolation);
+        let err =
+            added_overlay(&tree, &format!("olcOverlay=nosuch,{db}"), &attrs("nosuch")).unwrap_err();
+        assert_eq!(err.code, ResultCode::Other);
+        let err =
+            added_overlay(&tree, &format!("olcOverlay=unique,{db}"), &attrs("refint")).unwrap_err();
+        assert_eq!(err.code, ResultCode::NamingViolation);
+        let without = without_overlay(&tree, &format!("olcOverlay={{0}}memberof,{db}")).unwrap();
+        let names: Vec<String> = without
+            .iter()
+            .filter_map(|e| overlay_child_of(&e.dn))
+            .map(|(_, i, name)| format!("{i}{name}"))
+            .collect();
+        assert_eq!(names, ["0refint"]);
+    }
+
+    #[test]
+    fn modules_are_lists_of_built_in_ones() {
+        let (_, tree) = tree_of("suffix = \"dc=x\"\n");
+        let empty = tree.iter().find(|e| e.dn == module_dn(0)).unwrap();
+        assert!(empty.get("olcModuleLoad").is_empty());
+        assert_eq!(modules_of(&tree).unwrap(), []);
+        let (config, tree) = tree_of(
+            "suffix = \"dc=x\"\n[[modules]]\npath = \"/usr/lib/ldap\"\n\
+             load = [\"memberof.la\", \"back_mdb\", \"refint-2.5.so.0\"]\n",
+        );
+        assert_eq!(modules_of(&tree).unwrap(), config.modules);
+        let mut bad = tree.clone();
+        for (attr, values) in &mut bad.iter_mut().find(|e| e.dn == module_dn(0)).unwrap().attrs {
+            if attr == "olcModuleLoad" {
+                values.push("{3}back_sql.la".into());
+            }
+        }
+        assert_eq!(modules_of(&bad).unwrap_err().code, ResultCode::Other);
+        assert_eq!(module_of("cn=module,cn=config"), Some(None));
+        assert_eq!(module_of("cn=module{2},cn=config"), Some(Some(2)));
+        assert_eq!(module_of("cn=modules,cn=config"), None);
     }
 }
