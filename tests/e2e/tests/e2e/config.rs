@@ -796,6 +796,64 @@ fn overlays_appear_as_children_of_their_database() {
         ],
     );
     assert_eq!(out.stdout.matches("dn:").count(), 1, "{}", out.stdout);
+    // An edit of the file's overlays since the last start wins over the live ones.
+    s.edit_canopy_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[overlay]]\nname = \"refint\"\nattributes = [\"owner\"]\n"
+    ));
+    s.terminate();
+    s.restart();
+    assert_eq!(
+        values(
+            &s,
+            &format!("olcOverlay={{0}}refint,{MDB1}"),
+            "olcRefintAttribute"
+        ),
+        ["owner"]
+    );
+}
+
+#[test]
+fn a_password_policy_added_live_applies_at_once() {
+    let s = Server::start_with_config_tree();
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\n\
+         olcModuleLoad: ppolicy.la\n",
+    )
+    .expect_code(0, "load the module (its schema comes with it)");
+    let policy = "cn=short-policy,dc=example,dc=com";
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {policy}\nobjectClass: person\nobjectClass: pwdPolicy\ncn: short-policy\n\
+             sn: policy\npwdAttribute: userPassword\npwdMinLength: 8\npwdCheckQuality: 2\n"
+        ),
+    )
+    .expect_code(0, "a policy entry");
+    s.add(
+        &Bind::External,
+        &format!(
+            "dn: olcOverlay=ppolicy,{MDB1}\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcPPolicyConfig\nolcOverlay: ppolicy\nolcPPolicyDefault: {policy}\n"
+        ),
+    )
+    .expect_code(0, "add the ppolicy overlay");
+    let short = format!(
+        "dn: {}\nchangetype: modify\nreplace: userPassword\nuserPassword: abc\n",
+        user_dn("alice")
+    );
+    let out = s.modify(&Bind::user("alice"), &short);
+    assert_eq!(out.code, 19, "too short under the policy: {}", out.stderr);
+    s.tool(
+        "ldapdelete",
+        &Bind::External,
+        &[format!("olcOverlay={{0}}ppolicy,{MDB1}").as_str()],
+        None,
+    )
+    .expect_code(0, "delete the overlay");
+    s.modify(&Bind::user("alice"), &short)
+        .expect_code(0, "no policy once the overlay is gone");
 }
 
 /// The group alice is made a member of, and what she reads of her own memberOf.
