@@ -301,6 +301,31 @@ fn overlay_texts(tree: &[ConfigEntry], number: usize) -> Vec<String> {
         .collect()
 }
 
+/// Whether a baseline records the databases' overlays (written by a Canopy whose overlays change
+/// live).
+fn holds_overlays(baseline: &Baseline) -> bool {
+    baseline
+        .values()
+        .filter_map(|v| v.as_table())
+        .any(|t| t.contains_key(OVERLAYS_KEY))
+}
+
+/// `stored` with every database's overlay entries replaced by those of `from_file`.
+fn with_overlays_of(from_file: &[ConfigEntry], stored: &[ConfigEntry]) -> Vec<ConfigEntry> {
+    let mut tree: Vec<ConfigEntry> = stored
+        .iter()
+        .filter(|e| super::overlay_child_of(&e.dn).is_none())
+        .cloned()
+        .collect();
+    tree.extend(
+        from_file
+            .iter()
+            .filter(|e| super::overlay_child_of(&e.dn).is_some())
+            .cloned(),
+    );
+    tree
+}
+
 /// Writes what the file says for every live setting, durably (a new file renamed over the old one).
 fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::Result<()> {
     let mut table = Baseline::new();
@@ -758,9 +783,15 @@ fn live_from_store(config: &Config) -> Result<Option<Live>, StartError> {
     }
     let base = without_deleted(config, &config.data_dir.join("config"), false)
         .map_err(|e| internal(DELETED, e))?;
-    Ok(Some(
-        to_config(&base, &super::align_databases(&base, &stored)).map_err(|r| r.message),
-    ))
+    let aligned = super::align_databases(&base, &stored);
+    // A store written before overlays changed live holds overlay entries without their options:
+    // the file's overlays run until the next start stores them (as that start does).
+    let baseline = read_baseline(&config.data_dir.join("config"));
+    let aligned = match baseline.as_ref().is_some_and(holds_overlays) {
+        true => aligned,
+        false => with_overlays_of(&from_config(&base, b""), &aligned),
+    };
+    Ok(Some(to_config(&base, &aligned).map_err(|r| r.message)))
 }
 
 /// The live settings that differ between the file's configuration and the store's: (entry, attribute).
@@ -845,4 +876,50 @@ pub fn differences(
         ));
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(text: &str) -> Vec<ConfigEntry> {
+        from_config(&Config::parse(text, "t").unwrap(), b"")
+    }
+
+    #[test]
+    fn a_store_from_before_live_overlays_takes_the_file_s_and_a_newer_one_its_own() {
+        let file =
+            tree("suffix = \"dc=x\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n");
+        // An older store: the overlay entry without its options, and a baseline without overlays.
+        let mut old = file.clone();
+        for entry in &mut old {
+            if super::super::overlay_child_of(&entry.dn).is_some() {
+                entry.attrs.retain(|(n, _)| n != "olcRefintAttribute");
+            }
+        }
+        let old_baseline: Baseline =
+            toml::from_str("[\"olcdatabase={1}mdb,cn=config\"]\nolcaccess = []\n").unwrap();
+        assert!(!holds_overlays(&old_baseline));
+        assert_eq!(
+            overlay_texts(&with_overlays_of(&file, &old), 1),
+            overlay_texts(&file, 1)
+        );
+        // The start's merge does the same, through the missing key.
+        let merged = merge_file_changes(&file, Some(&old_baseline), &old);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&file, 1));
+        // A baseline that records the file's overlays: a live change the file did not make stays.
+        let dir = tempfile::tempdir().unwrap();
+        write_baseline(dir.path(), &file).unwrap();
+        let baseline = read_baseline(dir.path()).unwrap();
+        assert!(holds_overlays(&baseline));
+        let live = tree(
+            "suffix = \"dc=x\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\", \"owner\"]\n",
+        );
+        let merged = merge_file_changes(&file, Some(&baseline), &live);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&live, 1));
+        // The file edited since: its overlays win.
+        let edited = tree("suffix = \"dc=x\"\n[[overlay]]\nname = \"memberof\"\n");
+        let merged = merge_file_changes(&edited, Some(&baseline), &live);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&edited, 1));
+    }
 }
