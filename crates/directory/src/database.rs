@@ -27,20 +27,26 @@ use pipeline::Pipeline;
 /// A handle is the database under one schema: [`Directory::with_schema`] makes another handle of the
 /// same store under a new schema (cn=schema changed live), so an operation, and the write it queues,
 /// read the one schema of the configuration snapshot they started in, with no lock on the way.
+/// Likewise [`Directory::with_pipeline`] makes a handle with other write hooks (an overlay changed
+/// live): a write runs the hooks of the handle its operation queued it with.
 pub struct Directory {
     inner: Arc<Inner>,
     schema: Arc<Schema>,
+    /// The hooks every write through this handle runs inside its transaction
+    /// (docs/design/write-pipeline.md).
+    pipeline: Arc<Pipeline>,
 }
 
 /// A handle that does not keep the database open (for background index builds), under the schema
-/// of the handle that made it (the one that started the build).
-pub(crate) struct WeakDirectory(Weak<Inner>, Arc<Schema>);
+/// and hooks of the handle that made it (the one that started the build).
+pub(crate) struct WeakDirectory(Weak<Inner>, Arc<Schema>, Arc<Pipeline>);
 
 impl WeakDirectory {
     pub(crate) fn upgrade(&self) -> Option<Directory> {
         self.0.upgrade().map(|inner| Directory {
             inner,
             schema: self.1.clone(),
+            pipeline: self.2.clone(),
         })
     }
 }
@@ -51,8 +57,6 @@ pub(crate) struct Inner {
     indexes: Indexes,
     suffix: NormDn,
     suffix_dn: Dn,
-    /// The hooks every write runs inside its transaction (docs/design/write-pipeline.md).
-    pipeline: Pipeline,
     memo: Mutex<Memo>,
     /// The server ID local CSNs carry (slapd's `serverID`).
     server_id: std::sync::atomic::AtomicU16,
@@ -189,7 +193,6 @@ impl Directory {
                 indexes,
                 suffix: suffix_n,
                 suffix_dn,
-                pipeline,
                 memo: Mutex::default(),
                 server_id: Default::default(),
                 multiprovider: Default::default(),
@@ -197,6 +200,7 @@ impl Directory {
                 write_schema: Default::default(),
             }),
             schema,
+            pipeline: Arc::new(pipeline),
         })
     }
 
@@ -207,7 +211,23 @@ impl Directory {
         Directory {
             inner: self.inner.clone(),
             schema,
+            pipeline: self.pipeline.clone(),
         }
+    }
+
+    /// This database with the write hooks of `pipeline` (an overlay added, changed or removed live,
+    /// docs/design/config-tree.md): the same store, indexes and schema. The hooks' settings are
+    /// checked against this handle's schema and suffix first, as [`Directory::open`] does; a write
+    /// queued through `self` keeps running `self`'s hooks.
+    pub fn with_pipeline(&self, pipeline: Pipeline) -> Result<Directory, OpenError> {
+        pipeline
+            .check(&self.schema, &self.inner.suffix)
+            .map_err(|(hook, e)| OpenError::Overlay(hook, e))?;
+        Ok(Directory {
+            inner: self.inner.clone(),
+            schema: self.schema.clone(),
+            pipeline: Arc::new(pipeline),
+        })
     }
 
     /// Undoes a [`Directory::fence_schema`] whose change was refused: `schema` (the running one)
@@ -248,7 +268,11 @@ impl Directory {
     }
 
     pub(crate) fn downgrade(&self) -> WeakDirectory {
-        WeakDirectory(Arc::downgrade(&self.inner), self.schema.clone())
+        WeakDirectory(
+            Arc::downgrade(&self.inner),
+            self.schema.clone(),
+            self.pipeline.clone(),
+        )
     }
 
     /// The server ID this database's local writes stamp into their CSNs.
@@ -293,7 +317,7 @@ impl Directory {
         &self.inner.store
     }
     pub fn pipeline(&self) -> &Pipeline {
-        &self.inner.pipeline
+        &self.pipeline
     }
     pub fn suffix(&self) -> &NormDn {
         &self.inner.suffix

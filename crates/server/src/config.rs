@@ -99,6 +99,11 @@ pub struct Config {
     /// The server log's verbosity in slapd's `loglevel` words (`olcLogLevel`: `none`, `stats`, `acl`,
     /// `trace`, `any`, numbers, ...); empty: `CANOPY_LOG`, else `info` (docs/configuration.md).
     pub log_level: Vec<String>,
+    /// slapd's modules loaded (`moduleload`, `olcModuleLoad` of `cn=module{0},cn=config`): each one
+    /// Canopy has built in (`memberof.la`, `refint.la`, `back_mdb.la`, ...), recorded; a module that
+    /// holds an overlay defines that overlay's schema, as it does in slapd. One `[[modules]]` table
+    /// per `cn=module{N},cn=config` entry.
+    pub modules: Vec<ModuleList>,
     /// Multi-provider replication (slapd's `multiprovider on`, formerly `mirrormode on`): a database
     /// with `[[syncrepl]]` consumers still accepts client writes; needs a non-zero `server_id`
     /// (docs/replication.md).
@@ -110,12 +115,24 @@ pub struct Config {
     pub tombstone_purge: Option<String>,
 }
 
+/// A `[[modules]]` table: slapd's `cn=module{N},cn=config` (`olcModulePath`, `olcModuleLoad`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModuleList {
+    /// slapd's `modulepath`: recorded only (Canopy's modules are built in).
+    pub path: Option<String>,
+    /// The modules loaded, by slapd's file names (`memberof.la`).
+    pub load: Vec<String>,
+}
+
 /// A `[[schema]]` table: a named set of attribute types and object classes in RFC 4512 form, as the
 /// values of `olcAttributeTypes` and `olcObjectClasses` (without their `{N}` positions).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchemaConfig {
     pub name: String,
+    /// OID macros (`olcObjectIdentifier`: `NAME OID` or `NAME OTHER:SUFFIX`) the definitions use.
+    pub object_identifiers: Vec<String>,
     pub attribute_types: Vec<String>,
     pub object_classes: Vec<String>,
 }
@@ -256,6 +273,7 @@ impl Default for Config {
             whole: None,
             server_id: 0,
             syncprov_sessionlog: canopy_directory::syncprov::DEFAULT_SESSIONLOG,
+            modules: Vec::new(),
             syncrepl: Vec::new(),
             updateref: None,
             referral: None,
@@ -363,6 +381,17 @@ impl Config {
         crate::limits::check_rules(&self.limits.rules)?;
         self.tls.check()?;
         crate::overlays::check(&self.overlay)?;
+        if let Some(module) = self
+            .modules
+            .iter()
+            .flat_map(|m| &m.load)
+            .find(|m| crate::overlays::module_overlay(m).is_none())
+        {
+            return Err(format!(
+                "modules: {module:?} is not a module Canopy has built in (overlays: {}; back_mdb)",
+                crate::overlays::KNOWN.join(", ")
+            ));
+        }
         if canopy_password::Scheme::from_name(&self.password_hash).is_none() {
             return Err(format!(
                 "password_hash: unknown scheme {:?}",

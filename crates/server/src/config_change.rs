@@ -19,17 +19,22 @@ use crate::config_tree::{
 use crate::databases::{Database, Databases, WriteControls};
 use crate::state::{ServerState, State};
 
-/// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES').
-const ORDERED: [&str; 5] = [
+/// Attributes whose values carry `{N}` positions (X-ORDERED 'VALUES'), with the overlays' and
+/// modules' (`config_tree::OVERLAY_ORDERED`).
+const ORDERED: [&str; 6] = [
     "olcAccess",
     "olcLimits",
     "olcSyncrepl",
+    "olcObjectIdentifier",
     "olcAttributeTypes",
     "olcObjectClasses",
 ];
 
 fn is_ordered(name: &str) -> bool {
-    ORDERED.iter().any(|o| o.eq_ignore_ascii_case(name))
+    ORDERED
+        .iter()
+        .chain(crate::config_tree::OVERLAY_ORDERED.iter())
+        .any(|o| o.eq_ignore_ascii_case(name))
 }
 
 fn refusal_error(refusal: Refusal) -> LdapError {
@@ -234,6 +239,35 @@ async fn plan(
                 })
             })
         }
+        WriteOp::Add(entry) if is_overlay_name(&entry.dn.to_string()) => (|| {
+            let attrs = text_attributes(entry)?;
+            let added = crate::config_tree::added_overlay(entries, &entry.dn.to_string(), &attrs)?;
+            let stored = crate::config_tree::store::Writer {
+                directory: &tree.directory,
+            }
+            .add(&added.added)
+            .map_err(|e| Refusal::new(e.code, e.message))?;
+            let next = next_state(state, &tree.base(), &added.tree, None)?;
+            Ok(Planned {
+                stored,
+                committed: added.committed,
+                tree: added.tree,
+                next,
+                deleted_file_db: None,
+            })
+        })(),
+        WriteOp::Add(entry) if crate::config_tree::module_of(&entry.dn.to_string()).is_some() => {
+            added_module(entries, entry, tree).and_then(|(new_tree, stored)| {
+                let next = next_state(state, &tree.base(), &new_tree, None)?;
+                Ok(Planned {
+                    stored,
+                    committed: new_tree.clone(),
+                    tree: new_tree,
+                    next,
+                    deleted_file_db: None,
+                })
+            })
+        }
         WriteOp::Add(entry) => match added_tree(entries, entry, tree) {
             Ok((new_tree, stored)) => {
                 // Opening the new database's environment is the one step with an effect on disk:
@@ -278,6 +312,112 @@ async fn plan(
     })
 }
 
+/// Whether `dn` names an overlay entry (`olcOverlay=...,PARENT`), with a position or without.
+fn is_overlay_name(dn: &str) -> bool {
+    dn.split_once('=')
+        .is_some_and(|(kind, _)| kind.trim().eq_ignore_ascii_case("olcOverlay"))
+}
+
+/// An added entry's attributes as text (operational ones left out).
+fn text_attributes(entry: &canopy_core::Entry) -> Result<Vec<(String, Vec<String>)>, Refusal> {
+    let mut attrs = Vec::new();
+    for attr in &entry.attrs {
+        let name = attr.desc.as_str();
+        if crate::config_tree::store::OPERATIONAL
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        let values = attr
+            .values
+            .iter()
+            .map(|raw| {
+                String::from_utf8(raw.clone()).map_err(|_| {
+                    Refusal::new(
+                        ResultCode::InvalidAttributeSyntax,
+                        format!("{name}: value is not UTF-8"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        attrs.push((name.to_string(), values));
+    }
+    Ok(attrs)
+}
+
+/// The tree with a new module list (`cn=module,cn=config`, or `cn=module{N}` with the next
+/// number, which slapd also gives the former), and the write that stores it.
+fn added_module(
+    entries: &[ConfigEntry],
+    entry: &canopy_core::Entry,
+    tree: &crate::config_tree::ConfigTree,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let dn = entry.dn.to_string();
+    let next = entries
+        .iter()
+        .filter_map(|e| crate::config_tree::module_of(&e.dn).flatten())
+        .map(|n| n + 1)
+        .max()
+        .unwrap_or(0);
+    match crate::config_tree::module_of(&dn) {
+        Some(Some(n)) if n != next => {
+            return Err(Refusal::new(
+                ResultCode::UnwillingToPerform,
+                format!("{dn}: a module list is added after the last one (cn=module{{{next}}})"),
+            ))
+        }
+        _ => {}
+    }
+    let target = crate::config_tree::module_dn(next);
+    let mut added = ConfigEntry {
+        dn: target,
+        attrs: vec![
+            ("objectClass".to_string(), vec!["olcModuleList".to_string()]),
+            ("cn".to_string(), vec![format!("module{{{next}}}")]),
+        ],
+    };
+    for (name, values) in text_attributes(entry)? {
+        if name.eq_ignore_ascii_case("cn") {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("objectClass") {
+            if let Some(other) = values.iter().find(|c| {
+                !matches!(
+                    c.to_ascii_lowercase().as_str(),
+                    "olcmodulelist" | "olcconfig" | "top"
+                )
+            }) {
+                return Err(Refusal::new(
+                    ResultCode::ObjectClassViolation,
+                    format!("objectClass: {other} is not the class of a module list"),
+                ));
+            }
+            continue;
+        }
+        let stored = match name.to_ascii_lowercase().as_str() {
+            "olcmoduleload" => (
+                "olcModuleLoad".to_string(),
+                numbered(
+                    &values
+                        .iter()
+                        .map(|v| split_ordinal(v).1.to_string())
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            "olcmodulepath" => ("olcModulePath".to_string(), values),
+            _ => {
+                return Err(Refusal::new(
+                    ResultCode::ObjectClassViolation,
+                    format!("attribute '{name}' not allowed"),
+                ))
+            }
+        };
+        added.attrs.push(stored);
+    }
+    stored_addition(entries, added, tree)
+}
+
 fn op_dn(op: &WriteOp) -> String {
     match op {
         WriteOp::Delete { dn, .. } | WriteOp::Modify { dn, .. } => dn.to_string(),
@@ -292,7 +432,11 @@ fn is_schema_child_name(dn: &str) -> bool {
 }
 
 /// What a schema child added live holds, and changes live.
-const SCHEMA_ATTRIBUTES: [&str; 2] = ["olcAttributeTypes", "olcObjectClasses"];
+const SCHEMA_ATTRIBUTES: [&str; 3] = [
+    "olcObjectIdentifier",
+    "olcAttributeTypes",
+    "olcObjectClasses",
+];
 
 /// The tree with a new schema child `entry` (`cn=NAME,cn=schema,cn=config`, or `cn={N}NAME` with the
 /// next position, which slapd also gives the former), and the write that stores it.
@@ -444,6 +588,23 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
     if target == crate::config_tree::SUFFIX || target == crate::config_tree::SCHEMA_DN {
         return unwilling(format!("{dn}: cannot be deleted"));
     }
+    if crate::config_tree::overlay_child_of(dn).is_some() {
+        let mut committed = entries.to_vec();
+        committed.remove(position);
+        let tree = crate::config_tree::without_overlay(entries, dn)?;
+        return Ok(Deletion {
+            committed,
+            tree,
+            database: None,
+            file_db: None,
+        });
+    }
+    if crate::config_tree::module_of(dn).is_some() {
+        return unwilling(format!(
+            "{dn}: a module stays loaded until the server stops (as in slapd); remove the \
+             olcModuleLoad values that are not needed"
+        ));
+    }
     let mut committed = entries.to_vec();
     committed.remove(position);
     if let Some((n, _)) = crate::config_tree::schema_child_of(dn) {
@@ -473,8 +634,7 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
         .and_then(|n| n.parse::<usize>().ok());
     let Some(number) = number else {
         return unwilling(format!(
-            "{dn}: only a schema or a database added live can be deleted (overlays do not change \
-             live)"
+            "{dn}: only a schema added live, a database or an overlay can be deleted"
         ));
     };
     if number == 1 {
@@ -494,14 +654,7 @@ fn deleted_tree(entries: &[ConfigEntry], dn: &str, base: &Config) -> Result<Dele
     {
         return Err(Refusal::new(
             ResultCode::NotAllowedOnNonLeaf,
-            match file_db {
-                Some(_) => format!(
-                    "{dn}: its olcOverlay children come from the configuration file's overlay \
-                     tables, which do not change live: remove the database from the file and \
-                     restart"
-                ),
-                None => format!("{dn}: delete its children first"),
-            },
+            format!("{dn}: delete its olcOverlay children first"),
         ));
     }
     // The databases after it (and their overlay children) move up one number.
@@ -544,10 +697,33 @@ fn next_schema(
     config_tree: &crate::config_tree::ConfigTree,
     config: &Config,
 ) -> Result<Arc<canopy_schema::Schema>, Refusal> {
-    if config.schema == state.config.schema {
+    // What overlays and modules bring (memberOf, the password policy classes): loaded with the
+    // first overlay or module that needs it and kept for the life of the process, as slapd keeps a
+    // module's schema; those of the file are in its schema already.
+    let texts = |c: &Config| crate::overlays::schema(&crate::overlay_and_module_tables(c));
+    let (running, wanted, file) = (
+        texts(&state.config),
+        texts(config),
+        texts(&config_tree.base()),
+    );
+    let grows = wanted.iter().any(|t| !running.contains(t));
+    if config.schema == state.config.schema && !grows {
         return Ok(state.databases.schema().clone());
     }
     let mut schema = canopy_schema::Schema::clone(&config_tree.file_schema);
+    let mut loaded: Vec<&str> = Vec::new();
+    for text in running.iter().chain(&wanted) {
+        if file.contains(text) || loaded.contains(text) {
+            continue;
+        }
+        loaded.push(text);
+        schema.load_text(text, "overlay schema").map_err(|e| {
+            Refusal::new(
+                ResultCode::Other,
+                format!("<olcOverlay> the overlay's schema does not load: {e}"),
+            )
+        })?;
+    }
     let live = config
         .schema
         .get(config_tree.base().schema.len()..)
@@ -938,13 +1114,36 @@ fn modified_tree(
     let file_schema = schema_child
         .as_ref()
         .is_some_and(|(n, _)| *n < crate::config_tree::file_schema_count(base));
-    let live = match schema_child {
-        Some(_) if !file_schema => &SCHEMA_ATTRIBUTES,
+    let overlay = crate::config_tree::overlay_child_of(&old.dn);
+    let overlay_attributes = crate::config_tree::live_overlay_attributes(&old.dn);
+    let live: &[&str] = match (schema_child, &overlay) {
+        (Some(_), _) if !file_schema => &SCHEMA_ATTRIBUTES,
+        (_, Some(_)) => &overlay_attributes,
         _ => live_attributes(&old.dn),
     };
     for (name, _) in entry.attrs.iter().chain(old.attrs.iter()) {
         if old.get(name) == entry.get(name) {
             continue;
+        }
+        if let Some((_, _, overlay_name)) = &overlay {
+            if overlay_name == "accesslog" {
+                return Err(Refusal::new(
+                    ResultCode::UnwillingToPerform,
+                    format!(
+                        "{name}: the accesslog overlay (and its log database) is set in the \
+                         configuration file; change it there and restart"
+                    ),
+                ));
+            }
+            if !live.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+                return Err(Refusal::new(
+                    match name.eq_ignore_ascii_case("olcOverlay") {
+                        true => ResultCode::NotAllowedOnRdn,
+                        false => ResultCode::ObjectClassViolation,
+                    },
+                    format!("attribute '{name}' not allowed"),
+                ));
+            }
         }
         if file_schema {
             return Err(Refusal::new(
@@ -1157,6 +1356,12 @@ fn next_state(
                 };
                 Some((ndn, password))
             }
+        };
+        let before = state.config.database_view(old_number);
+        let db = match before.is_some_and(|old| old.overlay == view.overlay) {
+            true => db,
+            false => crate::with_overlays(&db, &view)
+                .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcOverlay> {e}")))?,
         };
         let subordinate = db.subordinate();
         let directory = db.directory().to_path_buf();

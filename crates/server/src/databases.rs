@@ -301,6 +301,12 @@ impl Database {
         self
     }
 
+    /// This database through another handle of its store (write hooks changed live).
+    pub fn with_backend(mut self, backend: Directory) -> Database {
+        self.backend = backend;
+        self
+    }
+
     pub fn with_acl(mut self, acl: Acl) -> Database {
         self.acl = Arc::new(acl);
         self

@@ -86,9 +86,11 @@ pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     // Always loaded, so that offline tools and servers with or without cn=Monitor agree on names.
     schema.load_text(monitor::schema::MONITOR_SCHEMA, "monitor schema")?;
     schema.load_text(config_tree::SCHEMA, "cn=config schema")?;
-    // One schema for every database: what any database's overlays bring, once each.
+    schema.load_text(config_tree::OVERLAY_SCHEMA, "cn=config overlay schema")?;
+    // One schema for every database: what any database's overlays bring, once each, and what the
+    // modules loaded define (slapd's module brings its schema when it loads).
     let mut texts: Vec<&str> = Vec::new();
-    for text in overlays::schema(&config.all_overlays()) {
+    for text in overlays::schema(&overlay_and_module_tables(config)) {
         if !texts.contains(&text) {
             texts.push(text);
         }
@@ -102,6 +104,15 @@ pub fn load_schema(config: &Config) -> Result<Schema, StartError> {
     load_schema_tables(&mut schema, &config.schema)
         .map_err(|e| StartError::Invalid(format!("[[schema]] {:?}: {}", e.table, e.message)))?;
     Ok(schema)
+}
+
+/// Every overlay table of `config`'s databases, and one per module it loads that holds an overlay.
+pub(crate) fn overlay_and_module_tables(config: &Config) -> Vec<overlays::OverlayConfig> {
+    let mut tables = config.all_overlays();
+    let whole = config.whole.as_deref().unwrap_or(config);
+    let modules: Vec<String> = whole.modules.iter().flat_map(|m| m.load.clone()).collect();
+    tables.extend(overlays::module_tables(&modules));
+    tables
 }
 
 /// Why a `[[schema]]` table (a cn=schema child) does not load: the attribute holding the definition
@@ -126,6 +137,11 @@ pub fn load_schema_tables(
             attr,
             message,
         };
+        for definition in &table.object_identifiers {
+            schema
+                .load_text(&format!("objectidentifier {definition}\n"), &table.name)
+                .map_err(|e| fail("olcObjectIdentifier", schema_words(e)))?;
+        }
         for definition in &table.attribute_types {
             let before = schema.attribute_types().count();
             schema
@@ -249,37 +265,85 @@ pub(crate) fn open_directory_in(
         schema: &schema,
         suffix: &config.suffix,
     };
-    let mut pipeline = overlays::pipeline(&config.overlay, &config.root_dn, &target)
-        .map_err(StartError::Overlay)?;
     // The access log records what the other overlays made of a write (docs/overlays.md).
-    let accesslog = match overlays::accesslog(&config.overlay).map_err(StartError::Overlay)? {
-        Some(log_config) => {
-            let (hook, pending) = logdb::hook(log_config);
-            pipeline = pipeline.then(hook);
-            Some(pending)
-        }
-        None => None,
-    };
-    // The provider's session log and change feed run last, after every overlay (docs/replication.md).
-    let pipeline = pipeline.then(Arc::new(canopy_directory::syncprov::SyncProv::new(
-        config.syncprov_sessionlog,
-    )));
+    let (accesslog, pending) =
+        match overlays::accesslog(&config.overlay).map_err(StartError::Overlay)? {
+            Some(log_config) => {
+                let (hook, pending) = logdb::hook(log_config);
+                (
+                    Some(hook as Arc<dyn canopy_directory::WriteHook>),
+                    Some(pending),
+                )
+            }
+            None => (None, None),
+        };
+    let pipeline = write_pipeline(config, &target, accesslog).map_err(StartError::Overlay)?;
     let dynlist = overlays::dynlist(&config.overlay, &target).map_err(StartError::Overlay)?;
     let backend = Directory::open(schema, &config.suffix, specs, options, pipeline)?;
     backend.set_server_id(config.server_id);
     backend.set_multiprovider(config.multiprovider);
-    let ppolicy =
-        overlays::ppolicy(&config.overlay, &config.root_dn).map_err(StartError::Overlay)?;
-    let front_hooks: Vec<Arc<dyn databases::FrontHook>> = ppolicy
-        .into_iter()
-        .map(|pp| Arc::new(ppolicy::PolicyHook(pp)) as Arc<dyn databases::FrontHook>)
-        .collect();
+    let front_hooks = front_hooks(config).map_err(StartError::Overlay)?;
     Ok((
         Database::new(backend, acl)
             .with_dynlist(dynlist)
             .with_front_hooks(front_hooks),
-        accesslog,
+        pending,
     ))
+}
+
+/// The write hooks of the database `config` (a database's view): stamping, its overlays in order,
+/// the access log's `accesslog` hook after them, and the provider's session log and change feed
+/// last (docs/replication.md), with the session log a `syncprov` table sets.
+fn write_pipeline(
+    config: &Config,
+    target: &overlays::Target<'_>,
+    accesslog: Option<Arc<dyn canopy_directory::WriteHook>>,
+) -> Result<canopy_directory::Pipeline, String> {
+    let mut pipeline = overlays::pipeline(&config.overlay, &config.root_dn, target)?;
+    if let Some(hook) = accesslog {
+        pipeline = pipeline.then(hook);
+    }
+    let sessionlog = overlays::sessionlog(&config.overlay)
+        .map_err(|e| format!("[[overlay]] \"syncprov\": {e}"))?
+        .unwrap_or(config.syncprov_sessionlog);
+    Ok(
+        pipeline.then(Arc::new(canopy_directory::syncprov::SyncProv::new(
+            sessionlog,
+        ))),
+    )
+}
+
+/// The overlays' parts in the frontend: the password policy's checks of binds and changes.
+fn front_hooks(config: &Config) -> Result<Vec<Arc<dyn databases::FrontHook>>, String> {
+    let ppolicy = overlays::ppolicy(&config.overlay, &config.root_dn)?;
+    Ok(ppolicy
+        .into_iter()
+        .map(|pp| Arc::new(ppolicy::PolicyHook(pp)) as Arc<dyn databases::FrontHook>)
+        .collect())
+}
+
+/// The running database `db` with the overlays of `config` (its view) in place of its own (an
+/// `olcOverlay` entry added, changed or deleted live): new write hooks on the same store, the
+/// dynlist expansion and the password policy's frontend checks. The accesslog overlay does not
+/// change live: `db`'s own `accesslog` hook, which feeds its log database, is kept.
+pub(crate) fn with_overlays(db: &Database, config: &Config) -> Result<Database, String> {
+    let schema = db.backend().schema().clone();
+    let target = overlays::Target {
+        schema: &schema,
+        suffix: &config.suffix,
+    };
+    let accesslog = db.backend().pipeline().hook("accesslog").cloned();
+    let pipeline = write_pipeline(config, &target, accesslog)?;
+    let backend = db
+        .backend()
+        .with_pipeline(pipeline)
+        .map_err(|e| e.to_string())?;
+    let dynlist = overlays::dynlist(&config.overlay, &target)?;
+    Ok(db
+        .clone()
+        .with_backend(backend)
+        .with_dynlist(dynlist)
+        .with_front_hooks(front_hooks(config)?))
 }
 
 /// Opens every data database of `config` in configuration order, with their root DNs (the first

@@ -18,15 +18,17 @@ use canopy_schema::Schema;
 use serde::Deserialize;
 
 /// One `[[overlay]]` table: `name` and the overlay's options.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct OverlayConfig {
     pub name: String,
     #[serde(flatten)]
     pub options: toml::Table,
 }
 
-/// The overlays Canopy has, by slapd's name.
-pub const KNOWN: [&str; 9] = [
+/// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
+/// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
+pub const KNOWN: [&str; 10] = [
+    "syncprov",
     "memberof",
     "refint",
     "unique",
@@ -55,12 +57,97 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
         }
         let checked = match overlay.name.as_str() {
             "dynlist" => dynlist_config(&overlay.options).map(|_| ()),
+            "syncprov" => syncprov_config(&overlay.options).map(|_| ()),
             "accesslog" => accesslog_config(&overlay.options).map(|_| ()),
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
     }
     Ok(())
+}
+
+/// The overlay a module of slapd's (`moduleload memberof.la`, `olcModuleLoad: {0}memberof`) holds,
+/// when Canopy has it built in: the module's name without directory, `.la`/`.so` and version.
+pub fn module_overlay(module: &str) -> Option<&'static str> {
+    let file = module.rsplit('/').next().unwrap_or(module);
+    // `memberof.la`, `memberof-2.5.so.0`, `back_mdb`: the name ends at the first '.' or '-'.
+    let stem = file.split(['.', '-']).next().unwrap_or(file);
+    KNOWN
+        .iter()
+        .chain(BACKENDS.iter())
+        .find(|k| k.eq_ignore_ascii_case(stem))
+        .copied()
+}
+
+/// The backends a slapd module may hold that Canopy has built in (every database is an mdb one;
+/// cn=Monitor is always there).
+const BACKENDS: [&str; 2] = ["back_mdb", "back_monitor"];
+
+/// The pretend overlay tables of the modules `modules` names, for [`schema`]: a module's schema is
+/// defined once it is loaded, as in slapd.
+pub fn module_tables(modules: &[String]) -> Vec<OverlayConfig> {
+    modules
+        .iter()
+        .filter_map(|m| module_overlay(m))
+        .map(|name| OverlayConfig {
+            name: name.to_string(),
+            options: toml::Table::new(),
+        })
+        .collect()
+}
+
+/// The session log size a `syncprov` table sets (`sessionlog`), if any.
+pub fn sessionlog(overlays: &[OverlayConfig]) -> Result<Option<u64>, String> {
+    overlays
+        .iter()
+        .find(|o| o.name == "syncprov")
+        .map(|o| syncprov_config(&o.options).map(|s| s.sessionlog))
+        .transpose()
+        .map(Option::flatten)
+}
+
+/// slapd's syncprov options, as far as they mean anything to Canopy's provider.
+struct SyncprovOptions {
+    sessionlog: Option<u64>,
+}
+
+/// `checkpoint` ("OPS MINUTES": accepted and kept; Canopy writes contextCSN with every commit),
+/// `sessionlog` (deletes and renames kept), `nopresent` and `reloadhint` (flags, kept).
+fn syncprov_config(options: &toml::Table) -> Result<SyncprovOptions, String> {
+    let mut sessionlog = None;
+    for (key, value) in options {
+        match key.as_str() {
+            "checkpoint" => {
+                let text = string(key, value)?;
+                let words: Vec<&str> = text.split_whitespace().collect();
+                if words.len() != 2 || words.iter().any(|w| w.parse::<u32>().is_err()) {
+                    return Err(format!(
+                        "checkpoint {text:?}: expected two numbers, operations and minutes"
+                    ));
+                }
+            }
+            "sessionlog" => {
+                let number = match value {
+                    toml::Value::Integer(n) => u64::try_from(*n).ok(),
+                    toml::Value::String(s) => s.trim().parse().ok(),
+                    _ => None,
+                };
+                sessionlog =
+                    Some(number.ok_or_else(|| format!("{key}: expected a number from 0 up"))?);
+            }
+            "nopresent" | "reloadhint" => {
+                value
+                    .as_bool()
+                    .ok_or_else(|| format!("{key}: expected true or false"))?;
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?} (syncprov takes checkpoint, sessionlog, nopresent,                      reloadhint)"
+                ))
+            }
+        }
+    }
+    Ok(SyncprovOptions { sessionlog })
 }
 
 /// The schema an overlay brings (slapd's module defines it), to load before anything uses it:
@@ -150,7 +237,7 @@ pub fn pipeline(
     // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below).
     for overlay in overlays
         .iter()
-        .filter(|o| o.name != "dynlist" && o.name != "accesslog")
+        .filter(|o| !matches!(o.name.as_str(), "dynlist" | "accesslog" | "syncprov"))
     {
         let hook = hook(overlay, root_dn, Some(target))
             .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;

@@ -115,6 +115,11 @@ impl Pipeline {
         self.hooks.iter().all(|h| h.accepts_partial())
     }
 
+    /// The first hook named `name` (an overlay kept as it is when the others change live).
+    pub fn hook(&self, name: &str) -> Option<&Arc<dyn WriteHook>> {
+        self.hooks.iter().find(|h| h.name() == name)
+    }
+
     /// The hooks' names, in order.
     pub fn names(&self) -> Vec<&'static str> {
         self.hooks.iter().map(|h| h.name()).collect()

@@ -12,7 +12,7 @@ use canopy_core::check::check_entry;
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Change, ModifyOperation, ResultCode};
-use canopy_schema::NormDn;
+use canopy_schema::{NormDn, Schema};
 
 use super::{dn_value, has_class, load, values_of};
 use crate::database::Directory;
@@ -183,6 +183,23 @@ fn remove_dn(dir: &Directory, values: &mut Vec<Vec<u8>>, ndn: &NormDn) -> bool {
 impl WriteHook for MemberOf {
     fn name(&self) -> &'static str {
         "memberof"
+    }
+
+    /// The group class and both attributes exist (slapd: `unable to find group objectClass=...`).
+    fn check(&self, schema: &Schema, _suffix: &NormDn) -> Result<(), String> {
+        let config = &self.config;
+        if schema.object_class(&config.group_class).is_none() {
+            return Err(format!(
+                "unable to find group objectClass=\"{}\"",
+                config.group_class
+            ));
+        }
+        for attr in [&config.member_attr, &config.memberof_attr] {
+            if schema.attribute_type(attr).is_none() {
+                return Err(format!("unable to find attribute=\"{attr}\""));
+            }
+        }
+        Ok(())
     }
 
     /// A received change: in a plain consumer, memberOf is derived here as slapd's memberof derives

@@ -90,6 +90,39 @@ fn indexes(list: &[crate::config::IndexConfig]) -> Value {
     )
 }
 
+/// `[[overlay]]` tables: each overlay's name and options.
+fn overlays(list: &[crate::config::OverlayConfig]) -> Option<Value> {
+    (!list.is_empty()).then(|| {
+        Value::Array(
+            list.iter()
+                .map(|overlay| {
+                    let mut table = overlay.options.clone();
+                    table.insert("name".into(), Value::String(overlay.name.clone()));
+                    Value::Table(table)
+                })
+                .collect(),
+        )
+    })
+}
+
+/// `[[modules]]` tables: `path` and `load` of each module list.
+fn modules(list: &[crate::config::ModuleList]) -> Option<Value> {
+    (!list.is_empty()).then(|| {
+        Value::Array(
+            list.iter()
+                .map(|modules| {
+                    let mut table = Table::new();
+                    if let Some(path) = &modules.path {
+                        table.insert("path".into(), Value::String(path.clone()));
+                    }
+                    table.insert("load".into(), strings(&modules.load));
+                    Value::Table(table)
+                })
+                .collect(),
+        )
+    })
+}
+
 fn limit(value: u32) -> Value {
     Value::Integer(i64::from(value))
 }
@@ -141,6 +174,8 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
     table.insert("time_limit".into(), limit(limits.time_limit));
     set_or_remove(table, "rules", rules(&limits.rules));
     t.insert("indexes".into(), indexes(&live.indexes));
+    set_or_remove(t, "overlay", overlays(&live.overlay));
+    set_or_remove(t, "modules", modules(&live.modules));
     // Schema added live: `[[schema]]` tables after the file's (which do not change live).
     set_or_remove(
         t,
@@ -152,6 +187,12 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
                     .map(|table| {
                         let mut out = Table::new();
                         out.insert("name".into(), Value::String(table.name.clone()));
+                        if !table.object_identifiers.is_empty() {
+                            out.insert(
+                                "object_identifiers".into(),
+                                strings(&table.object_identifiers),
+                            );
+                        }
                         out.insert("attribute_types".into(), strings(&table.attribute_types));
                         out.insert("object_classes".into(), strings(&table.object_classes));
                         Value::Table(out)
@@ -202,6 +243,7 @@ pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Tab
                 continue;
             };
             table.insert("indexes".into(), indexes(&db.indexes));
+            set_or_remove(table, "overlay", overlays(&db.overlay));
             set_or_remove(table, "access", access(&db.access));
             set_or_remove(table, "root_dn", db.root_dn.clone().map(Value::String));
             set_or_remove(

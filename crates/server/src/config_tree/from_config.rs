@@ -56,6 +56,7 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
             .with("objectClass", one("olcSchemaConfig"))
             .with("cn", one("schema")),
     ];
+    tree.extend(super::overlay_children::module_entries(&config.modules));
     tree.extend(schema_children(config));
     tree.extend([ConfigEntry::new(FRONTEND_DN)
         .with(
@@ -162,18 +163,11 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
                 .with("olcUpdateRef", view.updateref.iter().cloned().collect())
                 .with("olcDbIndex", indexes),
         );
-        // Each overlay as a child, in the order it applies (its options stay in the file for now).
-        for (i, overlay) in view.overlay.iter().enumerate() {
-            tree.push(
-                ConfigEntry::new(format!(
-                    "olcOverlay={{{i}}}{},{}",
-                    overlay.name,
-                    database_dn(number)
-                ))
-                .with("objectClass", one("olcOverlayConfig"))
-                .with("olcOverlay", one(format!("{{{i}}}{}", overlay.name))),
-            );
-        }
+        // Each overlay as a child, in the order it applies, with its options in slapd's names.
+        tree.extend(super::overlay_children::overlay_entries(
+            number,
+            &view.overlay,
+        ));
     }
     tree
 }

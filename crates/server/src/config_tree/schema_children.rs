@@ -42,7 +42,7 @@ pub(super) fn schema_children(config: &Config) -> Vec<ConfigEntry> {
                 .map(|c| c.definition())
                 .collect();
             let name = names.get(i).cloned().unwrap_or_default();
-            children.push(schema_child(i, &name, &new_types, &new_classes));
+            children.push(schema_child(i, &name, &[], &new_types, &new_classes));
         }
     }
     let offset = config.schema_files.len();
@@ -50,6 +50,7 @@ pub(super) fn schema_children(config: &Config) -> Vec<ConfigEntry> {
         children.push(schema_child(
             offset + i,
             &table.name,
+            &table.object_identifiers,
             &table.attribute_types,
             &table.object_classes,
         ));
@@ -57,10 +58,17 @@ pub(super) fn schema_children(config: &Config) -> Vec<ConfigEntry> {
     children
 }
 
-fn schema_child(number: usize, name: &str, types: &[String], classes: &[String]) -> ConfigEntry {
+fn schema_child(
+    number: usize,
+    name: &str,
+    macros: &[String],
+    types: &[String],
+    classes: &[String],
+) -> ConfigEntry {
     ConfigEntry::new(format!("cn={{{number}}}{name},{SCHEMA_DN}"))
         .with("objectClass", one("olcSchemaConfig"))
         .with("cn", one(format!("{{{number}}}{name}")))
+        .with("olcObjectIdentifier", numbered(macros))
         .with("olcAttributeTypes", numbered(types))
         .with("olcObjectClasses", numbered(classes))
 }
@@ -157,6 +165,7 @@ pub(super) fn live_schema(
                 .any(|t: &crate::config::SchemaConfig| t.name.eq_ignore_ascii_case(&name)) => {}
             None => tables.push(crate::config::SchemaConfig {
                 name,
+                object_identifiers: entry.ordered("olcObjectIdentifier"),
                 attribute_types: entry.ordered("olcAttributeTypes"),
                 object_classes: entry.ordered("olcObjectClasses"),
             }),

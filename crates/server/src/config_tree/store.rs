@@ -268,6 +268,64 @@ fn baseline_values<'a>(baseline: &'a Baseline, entry: &ConfigEntry, attr: &str) 
         .unwrap_or_default()
 }
 
+/// The baseline's key for a database's overlays (its `olcOverlay` children, each as one text).
+const OVERLAYS_KEY: &str = "olcoverlay";
+
+/// The `olcOverlay` children of data database `number` in `tree`, in their order.
+fn overlay_children(tree: &[ConfigEntry], number: usize) -> Vec<&ConfigEntry> {
+    let mut children: Vec<(usize, &ConfigEntry)> = tree
+        .iter()
+        .filter_map(|e| super::overlay_child_of(&e.dn).map(|(n, i, _)| (n, i, e)))
+        .filter(|(n, _, _)| *n == number)
+        .map(|(_, i, e)| (i, e))
+        .collect();
+    children.sort_by_key(|(i, _)| *i);
+    children.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Each overlay child of database `number` as one comparable text: its name and settings.
+fn overlay_texts(tree: &[ConfigEntry], number: usize) -> Vec<String> {
+    overlay_children(tree, number)
+        .iter()
+        .map(|e| {
+            let mut attrs: Vec<String> = e
+                .attrs
+                .iter()
+                .map(|(name, values)| {
+                    format!("{}={}", name.to_ascii_lowercase(), values.join("\u{1}"))
+                })
+                .collect();
+            attrs.sort();
+            attrs.join("\n")
+        })
+        .collect()
+}
+
+/// Whether a baseline records the databases' overlays (written by a Canopy whose overlays change
+/// live).
+fn holds_overlays(baseline: &Baseline) -> bool {
+    baseline
+        .values()
+        .filter_map(|v| v.as_table())
+        .any(|t| t.contains_key(OVERLAYS_KEY))
+}
+
+/// `stored` with every database's overlay entries replaced by those of `from_file`.
+fn with_overlays_of(from_file: &[ConfigEntry], stored: &[ConfigEntry]) -> Vec<ConfigEntry> {
+    let mut tree: Vec<ConfigEntry> = stored
+        .iter()
+        .filter(|e| super::overlay_child_of(&e.dn).is_none())
+        .cloned()
+        .collect();
+    tree.extend(
+        from_file
+            .iter()
+            .filter(|e| super::overlay_child_of(&e.dn).is_some())
+            .cloned(),
+    );
+    tree
+}
+
 /// Writes what the file says for every live setting, durably (a new file renamed over the old one).
 fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::Result<()> {
     let mut table = Baseline::new();
@@ -282,7 +340,12 @@ fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::
                 .collect();
             attrs.insert(attr.to_ascii_lowercase(), toml::Value::Array(values));
         }
-        if super::database_number(&entry.dn).is_some() {
+        if let Some(number) = super::database_number(&entry.dn) {
+            let overlays = overlay_texts(from_file, number);
+            attrs.insert(
+                OVERLAYS_KEY.to_string(),
+                toml::Value::Array(overlays.into_iter().map(toml::Value::String).collect()),
+            );
             let suffix = entry.get("olcSuffix").iter().cloned();
             attrs.insert(
                 "olcsuffix".to_string(),
@@ -463,6 +526,40 @@ fn merge_file_changes(
     stored: &[ConfigEntry],
 ) -> Vec<ConfigEntry> {
     let mut merged = stored.to_vec();
+    // A database's overlays are one setting: the file's list replaces the live one when the file
+    // changed it since the last start.
+    for file_entry in from_file {
+        let Some(number) = super::database_number(&file_entry.dn) else {
+            continue;
+        };
+        if !merged
+            .iter()
+            .any(|e| e.dn.eq_ignore_ascii_case(&file_entry.dn))
+        {
+            continue;
+        }
+        let in_file = overlay_texts(from_file, number);
+        if in_file == overlay_texts(&merged, number) {
+            continue;
+        }
+        let edited =
+            baseline.is_some_and(|b| baseline_values(b, file_entry, OVERLAYS_KEY) != in_file);
+        if edited {
+            tracing::info!(
+                dn = %file_entry.dn,
+                "overlays changed in the configuration file since the last start: the file's \
+                 overlays replace the live ones"
+            );
+            merged.retain(|e| super::overlay_child_of(&e.dn).map(|(n, _, _)| n) != Some(number));
+            merged.extend(overlay_children(from_file, number).into_iter().cloned());
+        } else {
+            tracing::warn!(
+                dn = %file_entry.dn,
+                "the configuration file's overlays differ from the live ones (cn=config in \
+                 DATA/config); the live overlays are used (canopy config export shows them)"
+            );
+        }
+    }
     for file_entry in from_file {
         let Some(live) = merged
             .iter_mut()
@@ -686,9 +783,15 @@ fn live_from_store(config: &Config) -> Result<Option<Live>, StartError> {
     }
     let base = without_deleted(config, &config.data_dir.join("config"), false)
         .map_err(|e| internal(DELETED, e))?;
-    Ok(Some(
-        to_config(&base, &super::align_databases(&base, &stored)).map_err(|r| r.message),
-    ))
+    let aligned = super::align_databases(&base, &stored);
+    // A store written before overlays changed live holds overlay entries without their options:
+    // the file's overlays run until the next start stores them (as that start does).
+    let baseline = read_baseline(&config.data_dir.join("config"));
+    let aligned = match baseline.as_ref().is_some_and(holds_overlays) {
+        true => aligned,
+        false => with_overlays_of(&from_config(&base, b""), &aligned),
+    };
+    Ok(Some(to_config(&base, &aligned).map_err(|r| r.message)))
 }
 
 /// The live settings that differ between the file's configuration and the store's: (entry, attribute).
@@ -730,6 +833,27 @@ pub fn differences(
             }
         }
     }
+    let from_file_tree = &from_file;
+    for number in 1..=file.database_count().min(live.database_count()) {
+        let (in_file, in_live) = (
+            overlay_texts(from_file_tree, number),
+            overlay_texts(&stored, number),
+        );
+        if in_file != in_live {
+            let dn = super::database_dn(number);
+            let edited = baseline.as_ref().is_some_and(|b| {
+                from_file_tree
+                    .iter()
+                    .find(|e| e.dn == dn)
+                    .is_some_and(|entry| baseline_values(b, entry, OVERLAYS_KEY) != in_file)
+            });
+            let outcome = match edited {
+                true => "file value applies",
+                false => "live value kept",
+            };
+            found.push((dn, "olcOverlay".to_string(), outcome));
+        }
+    }
     for table in live.schema.iter().skip(file.schema.len()) {
         found.push((
             format!("cn={},cn=schema,cn=config", table.name),
@@ -752,4 +876,50 @@ pub fn differences(
         ));
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(text: &str) -> Vec<ConfigEntry> {
+        from_config(&Config::parse(text, "t").unwrap(), b"")
+    }
+
+    #[test]
+    fn a_store_from_before_live_overlays_takes_the_file_s_and_a_newer_one_its_own() {
+        let file =
+            tree("suffix = \"dc=x\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n");
+        // An older store: the overlay entry without its options, and a baseline without overlays.
+        let mut old = file.clone();
+        for entry in &mut old {
+            if super::super::overlay_child_of(&entry.dn).is_some() {
+                entry.attrs.retain(|(n, _)| n != "olcRefintAttribute");
+            }
+        }
+        let old_baseline: Baseline =
+            toml::from_str("[\"olcdatabase={1}mdb,cn=config\"]\nolcaccess = []\n").unwrap();
+        assert!(!holds_overlays(&old_baseline));
+        assert_eq!(
+            overlay_texts(&with_overlays_of(&file, &old), 1),
+            overlay_texts(&file, 1)
+        );
+        // The start's merge does the same, through the missing key.
+        let merged = merge_file_changes(&file, Some(&old_baseline), &old);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&file, 1));
+        // A baseline that records the file's overlays: a live change the file did not make stays.
+        let dir = tempfile::tempdir().unwrap();
+        write_baseline(dir.path(), &file).unwrap();
+        let baseline = read_baseline(dir.path()).unwrap();
+        assert!(holds_overlays(&baseline));
+        let live = tree(
+            "suffix = \"dc=x\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\", \"owner\"]\n",
+        );
+        let merged = merge_file_changes(&file, Some(&baseline), &live);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&live, 1));
+        // The file edited since: its overlays win.
+        let edited = tree("suffix = \"dc=x\"\n[[overlay]]\nname = \"memberof\"\n");
+        let merged = merge_file_changes(&edited, Some(&baseline), &live);
+        assert_eq!(overlay_texts(&merged, 1), overlay_texts(&edited, 1));
+    }
 }

@@ -43,6 +43,7 @@ fn schema_added_live_reads_back_as_tables_after_the_file_s() {
     .unwrap();
     let mut live = file.clone();
     live.schema.push(crate::config::SchemaConfig {
+        object_identifiers: Vec::new(),
         name: "local".into(),
         attribute_types: vec!["( 1.3.6.1.4.1.99999.8.1 NAME 'localCode' SUP siteCode )".into()],
         object_classes: vec![
@@ -67,6 +68,7 @@ fn schema_added_live_reads_back_as_tables_after_the_file_s() {
     // A file that now defines a schema where the live one is numbered: refused, not lost.
     let mut grown = file.clone();
     grown.schema.push(crate::config::SchemaConfig {
+        object_identifiers: Vec::new(),
         name: "other".into(),
         ..Default::default()
     });
@@ -98,6 +100,7 @@ fn gaps_and_copies_a_crash_leaves_are_closed() {
     }
     live.schema = ["one", "two"]
         .map(|name| crate::config::SchemaConfig {
+            object_identifiers: Vec::new(),
             name: name.into(),
             ..Default::default()
         })
@@ -181,6 +184,7 @@ fn a_start_after_a_crash_in_a_database_delete_finds_the_numbering() {
 fn schema_tables_are_checked_in_slapd_s_words() {
     let mut schema = crate::load_schema(&Config::default()).unwrap();
     let table = |types: &[&str], classes: &[&str]| crate::config::SchemaConfig {
+        object_identifiers: Vec::new(),
         name: "t".into(),
         attribute_types: types.iter().map(|t| t.to_string()).collect(),
         object_classes: classes.iter().map(|c| c.to_string()).collect(),

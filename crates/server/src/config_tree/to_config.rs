@@ -137,6 +137,8 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             .map(|v| parse_limit("olcTimeLimit", v))
             .transpose()?;
         let indexes = parse_indexes(db.get("olcDbIndex"))?;
+        let own_number = database_number(&db.dn).unwrap_or(number);
+        let overlays = super::overlays_of(tree, own_number, super::file_overlays(base, number))?;
         let rules = db
             .ordered("olcLimits")
             .iter()
@@ -149,6 +151,7 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         {
             None => {
                 config.indexes = indexes;
+                config.overlay = overlays;
                 config.limits.rules = rules;
                 config.read_only = read_only;
                 config.access = access;
@@ -164,6 +167,7 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
             }
             Some(table) => {
                 table.indexes = indexes;
+                table.overlay = overlays;
                 table.limits.rules = (!rules.is_empty()).then_some(rules);
                 table.read_only = read_only;
                 table.access = access;
@@ -173,6 +177,9 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
                 table.limits.time_limit = time;
             }
         }
+    }
+    if find(SUFFIX).is_some() {
+        config.modules = super::overlay_children::modules_of(tree)?;
     }
     config.schema.extend(live_schema(base, tree)?);
     crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(|e| {

@@ -713,15 +713,192 @@ fn a_database_is_added_live_and_kept() {
 
 #[test]
 fn overlays_appear_as_children_of_their_database() {
-    if !canopy_only("the overlay children's shape (slapd's carry every option)") {
+    if !canopy_only("overlays of the configuration file") {
         return;
     }
-    let s = Server::start_canopy_with_config(&format!(
+    let mut s = Server::start_canopy_with_config(&format!(
         "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
-         [[overlay]]\nname = \"memberof\"\n[[overlay]]\nname = \"refint\"\nattributes = [\"member\"]\n"
+         [[overlay]]\nname = \"memberof\"\ngroup-oc = \"groupOfNames\"\n\
+         [[overlay]]\nname = \"refint\"\nattributes = [\"member\", \"seeAlso\"]\n"
     ));
+    let refint = format!("olcOverlay={{1}}refint,{MDB1}");
     let out = s.search(
         &admin(),
+        &["-b", MDB1, "-s", "one", "(objectClass=olcOverlayConfig)"],
+    );
+    out.expect_code(0, "overlay children");
+    assert!(
+        out.stdout.contains(&format!(
+            "dn: olcOverlay={{0}}memberof,{MDB1}\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcMemberOfConfig\nolcOverlay: {{0}}memberof\n\
+             olcMemberOfGroupOC: groupOfNames"
+        )),
+        "the file's options in slapd's names: {}",
+        out.stdout
+    );
+    assert_eq!(
+        values(&s, &refint, "olcRefintAttribute"),
+        ["member", "seeAlso"]
+    );
+    // The overlay's name is its RDN; an attribute of another overlay is not allowed.
+    let out = change(
+        &s,
+        &format!(
+            "dn: {refint}\nchangetype: modify\nreplace: olcOverlay\nolcOverlay: {{1}}unique\n"
+        ),
+    );
+    assert_eq!(out.code, 67, "{}", out.stderr);
+    let out = change(
+        &s,
+        &format!("dn: {refint}\nchangetype: modify\nadd: olcUniqueURI\nolcUniqueURI: ldap:///?mail?sub\n"),
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    // A file's overlay changes live, and the change outlives a restart.
+    change(
+        &s,
+        &format!("dn: {refint}\nchangetype: modify\ndelete: olcRefintAttribute\nolcRefintAttribute: seeAlso\n"),
+    )
+    .expect_code(0, "drop seeAlso from refint");
+    s.terminate();
+    s.restart();
+    assert_eq!(values(&s, &refint, "olcRefintAttribute"), ["member"]);
+    let export = s.canopy_tool("config", &["export"]);
+    export.expect_code(0, "config export");
+    assert!(
+        export.stdout.contains("attributes = [\"member\"]"),
+        "the live overlay in the export: {}",
+        export.stdout
+    );
+    // Deleted live, it stays deleted after a restart (the file has not changed).
+    s.tool(
+        "ldapdelete",
+        &admin(),
+        &[format!("olcOverlay={{0}}memberof,{MDB1}").as_str()],
+        None,
+    )
+    .expect_code(0, "delete the memberof overlay");
+    assert_eq!(
+        values(&s, &format!("olcOverlay={{0}}refint,{MDB1}"), "olcOverlay"),
+        ["{0}refint"],
+        "the sibling after it moved up"
+    );
+    s.terminate();
+    s.restart();
+    let out = s.search(
+        &admin(),
+        &[
+            "-b",
+            MDB1,
+            "-s",
+            "one",
+            "(objectClass=olcOverlayConfig)",
+            "1.1",
+        ],
+    );
+    assert_eq!(out.stdout.matches("dn:").count(), 1, "{}", out.stdout);
+    // An edit of the file's overlays since the last start wins over the live ones.
+    s.edit_canopy_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+         [[overlay]]\nname = \"refint\"\nattributes = [\"owner\"]\n"
+    ));
+    s.terminate();
+    s.restart();
+    assert_eq!(
+        values(
+            &s,
+            &format!("olcOverlay={{0}}refint,{MDB1}"),
+            "olcRefintAttribute"
+        ),
+        ["owner"]
+    );
+}
+
+#[test]
+fn a_password_policy_added_live_applies_at_once() {
+    let s = Server::start_with_config_tree();
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\n\
+         olcModuleLoad: ppolicy.la\n",
+    )
+    .expect_code(0, "load the module (its schema comes with it)");
+    let policy = "cn=short-policy,dc=example,dc=com";
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {policy}\nobjectClass: person\nobjectClass: pwdPolicy\ncn: short-policy\n\
+             sn: policy\npwdAttribute: userPassword\npwdMinLength: 8\npwdCheckQuality: 2\n"
+        ),
+    )
+    .expect_code(0, "a policy entry");
+    s.add(
+        &Bind::External,
+        &format!(
+            "dn: olcOverlay=ppolicy,{MDB1}\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcPPolicyConfig\nolcOverlay: ppolicy\nolcPPolicyDefault: {policy}\n"
+        ),
+    )
+    .expect_code(0, "add the ppolicy overlay");
+    let short = format!(
+        "dn: {}\nchangetype: modify\nreplace: userPassword\nuserPassword: abc\n",
+        user_dn("alice")
+    );
+    let out = s.modify(&Bind::user("alice"), &short);
+    assert_eq!(out.code, 19, "too short under the policy: {}", out.stderr);
+    s.tool(
+        "ldapdelete",
+        &Bind::External,
+        &[format!("olcOverlay={{0}}ppolicy,{MDB1}").as_str()],
+        None,
+    )
+    .expect_code(0, "delete the overlay");
+    s.modify(&Bind::user("alice"), &short)
+        .expect_code(0, "no policy once the overlay is gone");
+}
+
+/// The group alice is made a member of, and what she reads of her own memberOf.
+fn alice_member_of(s: &Server) -> Vec<String> {
+    let out = s.read(&Bind::Root, &user_dn("alice"), &["memberOf"]);
+    out.expect_code(0, "read alice's memberOf");
+    out.stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("memberOf: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_memberof_and_refint_recipe_works_over_ldapi() {
+    // The container images' and tutorials' recipe, as root over ldapi, on slapd and Canopy alike.
+    let mut s = Server::start_with_config_tree();
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\n\
+         olcModuleLoad: memberof.la\nolcModuleLoad: refint.la\n",
+    )
+    .expect_code(0, "load the modules");
+    s.add(
+        &Bind::External,
+        &format!(
+            "dn: olcOverlay=memberof,{MDB1}\nobjectClass: olcConfig\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcMemberOf\nobjectClass: top\nolcOverlay: memberof\n\
+             olcMemberOfDangling: ignore\nolcMemberOfRefInt: TRUE\n\
+             olcMemberOfGroupOC: groupOfNames\nolcMemberOfMemberAD: member\n\
+             olcMemberOfMemberOfAD: memberOf\n"
+        ),
+    )
+    .expect_code(0, "add the memberof overlay");
+    s.add(
+        &Bind::External,
+        &format!(
+            "dn: olcOverlay=refint,{MDB1}\nobjectClass: olcConfig\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcRefintConfig\nobjectClass: top\nolcOverlay: refint\n\
+             olcRefintAttribute: memberof member manager owner\n"
+        ),
+    )
+    .expect_code(0, "add the refint overlay");
+    let out = s.search(
+        &Bind::External,
         &[
             "-b",
             MDB1,
@@ -731,25 +908,251 @@ fn overlays_appear_as_children_of_their_database() {
             "olcOverlay",
         ],
     );
-    out.expect_code(0, "overlay children");
     assert!(
-        out.stdout.contains(&format!(
-            "dn: olcOverlay={{0}}memberof,{MDB1}\nolcOverlay: {{0}}memberof"
-        )),
-        "{}",
+        out.stdout
+            .contains(&format!("dn: olcOverlay={{0}}memberof,{MDB1}"))
+            && out
+                .stdout
+                .contains(&format!("dn: olcOverlay={{1}}refint,{MDB1}")),
+        "numbered as slapd numbers them: {}",
         out.stdout
     );
+    let group = "cn=recipe,ou=groups,dc=example,dc=com";
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {group}\nobjectClass: groupOfNames\ncn: recipe\nmember: {}\nmember: {}\n",
+            user_dn("alice"),
+            user_dn("bob")
+        ),
+    )
+    .expect_code(0, "add a group");
     assert!(
-        out.stdout
-            .contains(&format!("dn: olcOverlay={{1}}refint,{MDB1}")),
-        "{}",
-        out.stdout
+        alice_member_of(&s)
+            .iter()
+            .any(|g| g.eq_ignore_ascii_case(group)),
+        "memberOf at once, no restart: {:?}",
+        alice_member_of(&s)
+    );
+    // refint: a deleted member leaves the group.
+    s.tool("ldapdelete", &Bind::Root, &[user_dn("bob").as_str()], None)
+        .expect_code(0, "delete bob");
+    let members = s.read(&Bind::Root, group, &["member"]);
+    assert!(
+        !members.stdout.to_ascii_lowercase().contains("uid=bob"),
+        "refint removed bob: {}",
+        members.stdout
+    );
+    // Removed live: a new group no longer gives memberOf.
+    s.tool(
+        "ldapdelete",
+        &Bind::External,
+        &[format!("olcOverlay={{0}}memberof,{MDB1}").as_str()],
+        None,
+    )
+    .expect_code(0, "delete the memberof overlay");
+    let other = "cn=later,ou=groups,dc=example,dc=com";
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {other}\nobjectClass: groupOfNames\ncn: later\nmember: {}\n",
+            user_dn("alice")
+        ),
+    )
+    .expect_code(0, "add another group");
+    assert!(
+        !alice_member_of(&s)
+            .iter()
+            .any(|g| g.eq_ignore_ascii_case(other)),
+        "no memberOf once the overlay is gone: {:?}",
+        alice_member_of(&s)
+    );
+    if Target::from_env() == Target::Canopy {
+        // The overlay list outlives a restart.
+        s.terminate();
+        s.restart();
+        let out = s.search(
+            &Bind::External,
+            &[
+                "-b",
+                MDB1,
+                "-s",
+                "one",
+                "(objectClass=olcOverlayConfig)",
+                "olcOverlay",
+            ],
+        );
+        assert!(
+            out.stdout
+                .contains(&format!("dn: olcOverlay={{0}}refint,{MDB1}"))
+                && !out.stdout.contains("memberof"),
+            "{}",
+            out.stdout
+        );
+        assert_eq!(
+            values(&s, "cn=module{0},cn=config", "olcModuleLoad"),
+            ["{0}memberof.la", "{1}refint.la"]
+        );
+    }
+}
+
+#[test]
+fn overlay_values_are_checked_as_slapd_checks_them() {
+    let s = Server::start_with_config_tree();
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\n\
+         olcModuleLoad: memberof.la\nolcModuleLoad: refint.la\nolcModuleLoad: unique.la\n\
+         olcModuleLoad: ppolicy.la\n",
+    )
+    .expect_code(0, "load the modules");
+    let overlay = |name: &str, class: &str, extra: &str| {
+        format!(
+            "dn: olcOverlay={name},{MDB1}\nobjectClass: olcOverlayConfig\nobjectClass: {class}\n\
+             olcOverlay: {name}\n{extra}"
+        )
+    };
+    let refused = |ldif: &str, code: i32, what: &str| {
+        let out = s.add(&admin(), ldif);
+        assert_eq!(out.code, code, "{what}: {}", out.stderr);
+    };
+    refused(
+        &overlay(
+            "refint",
+            "olcRefintConfig",
+            "olcRefintAttribute: nosuchattr\n",
+        ),
+        80,
+        "an attribute type the schema lacks",
+    );
+    refused(
+        &format!(
+            "dn: olcOverlay=refint,{MDB1}\nobjectClass: olcOverlayConfig\nolcOverlay: refint\n\
+             olcRefintAttribute: member\n"
+        ),
+        65,
+        "an option without its overlay's class",
+    );
+    refused(
+        &overlay("memberof", "olcMemberOf", "olcMemberOfRefInt: yes\n"),
+        21,
+        "a Boolean that is not one",
+    );
+    refused(
+        &format!(
+            "dn: olcOverlay=ppolicy,{MDB1}\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcPPolicyConfig\nolcOverlay: unique\n"
+        ),
+        64,
+        "an RDN that is not the olcOverlay value",
+    );
+    s.add(&admin(), &overlay("memberof", "olcMemberOf", ""))
+        .expect_code(0, "memberof");
+    let memberof = format!("olcOverlay={{0}}memberof,{MDB1}");
+    for (attr, value, code) in [
+        ("olcMemberOfDangling", "sometimes", 80),
+        ("olcMemberOfGroupOC", "nosuchclass", 80),
+        ("olcMemberOfRefInt", "maybe", 21),
+    ] {
+        let out = change(
+            &s,
+            &format!("dn: {memberof}\nchangetype: modify\nreplace: {attr}\n{attr}: {value}\n"),
+        );
+        assert_eq!(out.code, code, "{attr}: {value}: {}", out.stderr);
+    }
+    // Inserted in front, the others move down (X-ORDERED 'SIBLINGS').
+    s.add(
+        &admin(),
+        &format!(
+            "dn: olcOverlay={{0}}unique,{MDB1}\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcUniqueConfig\nolcOverlay: {{0}}unique\n\
+             olcUniqueURI: ldap:///?mail?sub\n"
+        ),
+    )
+    .expect_code(0, "unique in front");
+    assert_eq!(
+        values(
+            &s,
+            &format!("olcOverlay={{1}}memberof,{MDB1}"),
+            "olcOverlay"
+        ),
+        ["{1}memberof"]
     );
     let out = change(
         &s,
-        &format!("dn: olcOverlay={{1}}refint,{MDB1}\nchangetype: modify\nreplace: olcOverlay\nolcOverlay: {{1}}unique\n"),
+        &format!(
+            "dn: olcOverlay={{0}}unique,{MDB1}\nchangetype: modify\nadd: olcUniqueURI\n\
+             olcUniqueURI: notaurl\n"
+        ),
     );
-    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    // unique works at once: a second entry with alice's mail is refused.
+    let mail = s.read(&Bind::Root, &user_dn("alice"), &["mail"]);
+    let Some(address) = mail.stdout.lines().find_map(|l| l.strip_prefix("mail: ")) else {
+        panic!("alice has a mail address: {}", mail.stdout);
+    };
+    let out = s.modify(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nchangetype: modify\nreplace: mail\nmail: {address}\n",
+            user_dn("bob")
+        ),
+    );
+    assert_eq!(
+        out.code, 19,
+        "unique refuses a second {address}: {}",
+        out.stderr
+    );
+    if canopy_only("Canopy's message for a module it does not have") {
+        let out = change(
+            &s,
+            "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\n\
+             olcModuleLoad: nosuch.la\n",
+        );
+        assert_eq!(out.code, 80, "{}", out.stderr);
+    }
+}
+
+#[test]
+fn schema_added_live_may_use_oid_macros() {
+    let s = Server::start_with_config_tree();
+    s.add(
+        &admin(),
+        "dn: cn=macros,cn=schema,cn=config\nobjectClass: olcSchemaConfig\ncn: macros\n\
+         olcObjectIdentifier: ExampleOID 1.3.6.1.4.1.99999.7\n\
+         olcObjectIdentifier: ExampleAttr ExampleOID:1\n\
+         olcAttributeTypes: ( ExampleAttr:1 NAME 'macroAttr' EQUALITY caseIgnoreMatch \
+         SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n\
+         olcObjectClasses: ( ExampleOID:2 NAME 'macroClass' AUXILIARY MAY macroAttr )\n",
+    )
+    .expect_code(0, "a schema with OID macros");
+    s.modify(
+        &Bind::Root,
+        &format!(
+            "dn: {}\nchangetype: modify\nadd: objectClass\nobjectClass: macroClass\n\
+             -\nadd: macroAttr\nmacroAttr: expanded\n",
+            user_dn("alice")
+        ),
+    )
+    .expect_code(0, "the new class and attribute in use");
+    let out = s.search(&Bind::Root, &["-b", SUFFIX, "(macroAttr=expanded)", "1.1"]);
+    assert_eq!(out.stdout.matches("dn:").count(), 1, "{}", out.stdout);
+    let child = s.search(
+        &admin(),
+        &[
+            "-b",
+            "cn=schema,cn=config",
+            "(cn=*macros)",
+            "olcObjectIdentifier",
+        ],
+    );
+    assert!(
+        child
+            .stdout
+            .contains("olcObjectIdentifier: {1}ExampleAttr ExampleOID:1"),
+        "{}",
+        child.stdout
+    );
 }
 
 #[test]
