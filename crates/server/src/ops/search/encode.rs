@@ -1,0 +1,143 @@
+//! Search result entries as the requester may read them: encoded from the stored, wire-ready bytes,
+//! and the root DSE and cn=Subschema built in memory.
+
+use super::*;
+
+/// Encodes an entry access control cleared, with the attributes the requester may read.
+pub(super) fn encode_stored(
+    job: &SearchJob,
+    selection: &Selection,
+    cleared: &Cleared<'_, '_>,
+    computed: &[Attribute],
+    out: &mut Vec<u8>,
+) {
+    let (stored, readable) = (cleared.stored(), cleared.rights());
+    let schema = job.state.databases.schema();
+    let values_ruled = readable.is_some_and(|(access, _)| access.checker().acl().has_value_rules());
+    let plain =
+        !values_ruled && readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
+    let reads = |desc: &str| {
+        readable.is_none_or(|(access, view)| access.allows_attr(view, desc, privileges::READ))
+    };
+    if plain && selection.is_all_user_only() && !job.req.types_only {
+        // The common answer is the stored bytes themselves, with the passwords the requester may read.
+        let secret = readable.map_or(Some(true), |(_, view)| {
+            view.secret.map(|m| m & privileges::READ != 0)
+        });
+        match secret {
+            _ if stored.secret.is_empty() => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+            }
+            Some(false) => {
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, stored.user);
+            }
+            // The root DN reads the whole password section as it is stored, where the entry was
+            // written with its passwords last.
+            Some(true) if readable.is_none() && stored.secret_follows_user() => {
+                let parts = [stored.user, stored.secret];
+                encode_search_result_entry_parts(out, job.message_id, stored.dn, &parts);
+            }
+            // Others attribute by attribute, in written order: reading userPassword never means
+            // reading the SCRAM secrets in authPassword (acl::Checker::decide_with).
+            Some(true) | None => {
+                let mut attrs = Vec::with_capacity(stored.user.len() + stored.secret.len());
+                for (section, desc, tlv, _) in
+                    stored.in_order([true, true, false]).filter_map(Result::ok)
+                {
+                    if section == 0 || readable.is_none() || reads(desc) {
+                        attrs.extend_from_slice(tlv);
+                    }
+                }
+                encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+            }
+        }
+        return;
+    }
+    let mut attrs = Vec::with_capacity(512);
+    for item in stored.in_order([true; 3]) {
+        let Ok((index, desc, tlv, _)) = item else {
+            continue;
+        };
+        if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
+            continue;
+        }
+        match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
+            Some((access, view)) => {
+                encode_readable_values(&mut attrs, tlv, desc, access, view, job.req.types_only)
+            }
+            None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
+            None => attrs.extend_from_slice(tlv),
+        }
+    }
+    for attr in computed {
+        if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
+            let values: Vec<&[u8]> = if job.req.types_only {
+                Vec::new()
+            } else {
+                attr.values.iter().map(|v| v.as_slice()).collect()
+            };
+            encode_partial_attribute(&mut attrs, &attr.desc, &values);
+        }
+    }
+    encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
+}
+
+/// An attribute under `val=` rules: only the values the requester may read (nothing if none).
+fn encode_readable_values(
+    attrs: &mut Vec<u8>,
+    section: &[u8],
+    desc: &str,
+    access: &SearchAccess<'_>,
+    view: &EntryView,
+    types_only: bool,
+) {
+    let Some(Ok((_, values))) =
+        canopy_core::wire::attributes(section).find(|a| a.as_ref().is_ok_and(|(d, _)| *d == desc))
+    else {
+        return;
+    };
+    let readable: Vec<&[u8]> = values
+        .into_iter()
+        .filter(|v| access.allows_value(view, desc, v, privileges::READ))
+        .collect();
+    if readable.is_empty() {
+        return;
+    }
+    encode_partial_attribute(attrs, desc, if types_only { &[] } else { &readable });
+}
+
+/// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.
+pub(super) fn send_special(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    selection: &Selection,
+    entry: &Entry,
+) -> Result<(), Stop> {
+    let schema = job.state.databases.schema();
+    if evaluate(schema, entry, &[], &as_slapd_sees(schema, &job.req.filter)) != Ternary::True {
+        return Ok(());
+    }
+    let mut attrs = Vec::new();
+    for attr in &entry.attrs {
+        if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root)
+        {
+            continue;
+        }
+        let values: Vec<&[u8]> = if job.req.types_only {
+            Vec::new()
+        } else {
+            attr.values.iter().map(|v| v.as_slice()).collect()
+        };
+        encode_partial_attribute(&mut attrs, &attr.desc, &values);
+    }
+    let mut out = Vec::new();
+    encode_search_result_entry_raw(
+        &mut out,
+        job.message_id,
+        entry.dn.to_string().as_bytes(),
+        &attrs,
+    );
+    sink.push(out)?;
+    job.tally.entry();
+    Ok(())
+}
