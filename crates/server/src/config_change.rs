@@ -190,6 +190,23 @@ struct Planned {
     deleted_file_db: Option<(Config, crate::config::DatabaseConfig)>,
 }
 
+/// The plan of an add whose tree is `new_tree` once stored with `stored`: nothing renumbered after it.
+fn planned_add(
+    state: &State,
+    tree: &crate::config_tree::ConfigTree,
+    new_tree: Vec<ConfigEntry>,
+    stored: WriteOp,
+) -> Result<Planned, Refusal> {
+    let next = next_state(state, &tree.base(), &new_tree, None)?;
+    Ok(Planned {
+        stored,
+        committed: new_tree.clone(),
+        tree: new_tree,
+        next,
+        deleted_file_db: None,
+    })
+}
+
 /// Works out the change `op` makes: Ok(Err) is a refusal, given only to who may make the change.
 async fn plan(
     state: &State,
@@ -228,16 +245,8 @@ async fn plan(
             if crate::config_tree::schema_child_of(&entry.dn.to_string()).is_some()
                 || is_schema_child_name(&entry.dn.to_string()) =>
         {
-            added_schema_child(entries, entry, tree).and_then(|(new_tree, stored)| {
-                let next = next_state(state, &tree.base(), &new_tree, None)?;
-                Ok(Planned {
-                    stored,
-                    committed: new_tree.clone(),
-                    tree: new_tree,
-                    next,
-                    deleted_file_db: None,
-                })
-            })
+            added_schema_child(entries, entry, tree)
+                .and_then(|(new_tree, stored)| planned_add(state, tree, new_tree, stored))
         }
         WriteOp::Add(entry) if is_overlay_name(&entry.dn.to_string()) => (|| {
             let attrs = text_attributes(entry)?;
@@ -257,29 +266,15 @@ async fn plan(
             })
         })(),
         WriteOp::Add(entry) if crate::config_tree::module_of(&entry.dn.to_string()).is_some() => {
-            added_module(entries, entry, tree).and_then(|(new_tree, stored)| {
-                let next = next_state(state, &tree.base(), &new_tree, None)?;
-                Ok(Planned {
-                    stored,
-                    committed: new_tree.clone(),
-                    tree: new_tree,
-                    next,
-                    deleted_file_db: None,
-                })
-            })
+            added_module(entries, entry, tree)
+                .and_then(|(new_tree, stored)| planned_add(state, tree, new_tree, stored))
         }
         WriteOp::Add(entry) => match added_tree(entries, entry, tree) {
             Ok((new_tree, stored)) => {
                 // Opening the new database's environment is the one step with an effect on disk:
                 // only who may add the entry gets that far.
                 probe_access(dir, who, ctl, &stored).await?;
-                next_state(state, &tree.base(), &new_tree, None).map(|next| Planned {
-                    stored,
-                    committed: new_tree.clone(),
-                    tree: new_tree,
-                    next,
-                    deleted_file_db: None,
-                })
+                planned_add(state, tree, new_tree, stored)
             }
             Err(refusal) => Err(refusal),
         },
