@@ -16,10 +16,10 @@ use canopy_schema::NormDn;
 use crate::attrcsn::{self, Merge};
 use crate::database::Directory;
 use crate::error::OpError;
-use crate::event::{Event, Kind, Origin, Proposed};
+use crate::event::Kind;
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
-use crate::write::failed;
+use crate::write::{failed, By, Check};
 
 /// The first byte of an equality index key (docs/design/index-keys.md).
 const EQUALITY_KEY: u8 = 0x02;
@@ -429,51 +429,6 @@ impl Directory {
         self.id_in(txn, &parent).map_err(failed)
     }
 
-    fn hooks_prepare(
-        &self,
-        txn: &WriteTxn<'_>,
-        stamp: &Stamp,
-        kind: Kind,
-        id: u64,
-        old: Option<&Entry>,
-        new: Option<&mut Entry>,
-    ) -> Result<(), LdapError> {
-        let mut proposed = Proposed {
-            kind,
-            id,
-            old,
-            new,
-            changes: &[],
-            stamp,
-            requester: "",
-            origin: Origin::Replica,
-        };
-        self.pipeline().prepare(self, txn, &mut proposed)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn hooks_commit(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        stamp: &Stamp,
-        kind: Kind,
-        id: u64,
-        old: Option<&Entry>,
-        new: Option<&Entry>,
-    ) -> Result<(), LdapError> {
-        let event = Event {
-            kind,
-            id,
-            old,
-            new,
-            changes: &[],
-            stamp,
-            requester: "",
-            origin: Origin::Replica,
-        };
-        self.pipeline().commit(self, txn, &event)
-    }
-
     fn put_replica(
         &self,
         txn: &mut WriteTxn<'_>,
@@ -513,7 +468,8 @@ impl Directory {
             // seen the delete (it may have missed it in a present phase, which cannot name deletes):
             // announce it again, to the session log and the persistent searches, so that it follows.
             if self.find_uuid(txn, uuid)?.is_none() {
-                self.hooks_commit(txn, stamp, Kind::Delete, 0, Some(received), None)?;
+                let by = By::replica(stamp);
+                self.hooks_commit(txn, by, Kind::Delete, 0, Some(received), None, &[])?;
             }
             return Ok(Outcome::Skipped);
         }
@@ -632,15 +588,9 @@ impl Directory {
             // Otherwise the received entry takes the holder's place (an add of the same DN): what
             // was added below the DN stays below it, as on the servers where the winner came first.
         }
+        let by = By::replica(stamp);
         let Some(id) = by_uuid.or(at_dn) else {
-            let id = txn.next_id().map_err(failed)?;
-            let mut entry = received.clone();
-            self.hooks_prepare(txn, stamp, Kind::Add, id, None, Some(&mut entry))?;
-            self.put(txn, id, &entry)?;
-            txn.put_dn(&key, id).map_err(failed)?;
-            txn.add_child(parent_id, id).map_err(failed)?;
-            self.reindex(txn, id, None, Some(&entry))?;
-            self.hooks_commit(txn, stamp, Kind::Add, id, None, Some(&entry))?;
+            self.store_added(txn, by, parent_id, &mut received.clone())?;
             return Ok(Outcome::Added);
         };
         let old = self
@@ -648,10 +598,7 @@ impl Directory {
             .ok_or_else(|| LdapError::new(ResultCode::Other, "entryUUID index points nowhere"))?;
         let mut entry = received.clone();
         if old.ndn == entry.ndn {
-            self.hooks_prepare(txn, stamp, Kind::Modify, id, Some(&old), Some(&mut entry))?;
-            self.put(txn, id, &entry)?;
-            self.reindex(txn, id, Some(&old), Some(&entry))?;
-            self.hooks_commit(txn, stamp, Kind::Modify, id, Some(&old), Some(&entry))?;
+            self.store_changed(txn, by, id, &old, &mut entry, &[], Check::AsReceived)?;
             if entry_uuid(&old) != entry_uuid(&entry) {
                 self.announce_replaced(txn, stamp, &old)?;
             }
@@ -669,15 +616,8 @@ impl Directory {
             ));
         }
         let old_parent = self.parent_of(txn, &old.ndn)?.unwrap_or(0);
-        self.hooks_prepare(txn, stamp, Kind::Rename, id, Some(&old), Some(&mut entry))?;
-        self.put(txn, id, &entry)?;
-        self.reindex(txn, id, Some(&old), Some(&entry))?;
-        self.move_subtree(txn, &old.ndn, &entry.ndn, &entry.dn, id)?;
-        if parent_id != old_parent {
-            txn.del_child(old_parent, id).map_err(failed)?;
-            txn.add_child(parent_id, id).map_err(failed)?;
-        }
-        self.hooks_commit(txn, stamp, Kind::Rename, id, Some(&old), Some(&entry))?;
+        let parents = (old_parent, parent_id);
+        self.store_renamed(txn, by, id, &old, &mut entry, parents, Check::AsReceived)?;
         Ok(Outcome::Renamed)
     }
 
@@ -731,13 +671,7 @@ impl Directory {
                     },
                 ],
             };
-            let id = txn.next_id().map_err(failed)?;
-            self.hooks_prepare(txn, stamp, Kind::Add, id, None, Some(&mut glue))?;
-            self.put(txn, id, &glue)?;
-            txn.put_dn(&dn_key(&ndn), id).map_err(failed)?;
-            txn.add_child(parent_id, id).map_err(failed)?;
-            self.reindex(txn, id, None, Some(&glue))?;
-            self.hooks_commit(txn, stamp, Kind::Add, id, None, Some(&glue))?;
+            self.store_added(txn, By::replica(stamp), parent_id, &mut glue)?;
             tracing::info!(dn = %dn, "syncrepl: a glue entry stands for a parent the provider did not send");
             made += 1;
         }
@@ -756,17 +690,7 @@ impl Directory {
         stamp: &Stamp,
         old: &Entry,
     ) -> Result<(), LdapError> {
-        let event = Event {
-            kind: Kind::Delete,
-            id: 0,
-            old: Some(old),
-            new: None,
-            changes: &[],
-            stamp,
-            requester: "",
-            origin: Origin::Replica,
-        };
-        self.pipeline().commit_only("syncprov", self, txn, &event)
+        self.hooks_commit_only("syncprov", txn, By::replica(stamp), Kind::Delete, Some(old))
     }
 
     /// Deletes the entry of `uuid` and whatever is below it, deepest first, unless it or an entry
@@ -846,12 +770,7 @@ impl Directory {
             return Ok(());
         };
         let parent_id = self.parent_of(txn, &entry.ndn)?.unwrap_or(0);
-        self.hooks_prepare(txn, stamp, Kind::Delete, id, Some(&entry), None)?;
-        self.reindex(txn, id, Some(&entry), None)?;
-        txn.del_entry(id).map_err(failed)?;
-        txn.del_dn(&dn_key(&entry.ndn)).map_err(failed)?;
-        txn.del_child(parent_id, id).map_err(failed)?;
-        self.hooks_commit(txn, stamp, Kind::Delete, id, Some(&entry), None)
+        self.store_removed(txn, By::replica(stamp), id, &entry, parent_id)
     }
 }
 

@@ -2,13 +2,11 @@
 //! thread: locate the target, ask the request's [`Guard`], apply the change, run the [`Pipeline`]'s
 //! hooks around storing it (docs/design/write-pipeline.md).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use canopy_core::check::{check_entry, structural_class};
-use canopy_core::index::{entry_keys, entry_keys_all, IndexSpec};
+use canopy_core::check::structural_class;
+use canopy_core::index::entry_keys;
 use canopy_core::modify::{apply_modifications, modified, ModifyOptions};
-use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, StoreError, WriteTxn};
 use canopy_proto::{Change, Dn, ModifyOperation, PartialAttribute, Rdn, ResultCode};
@@ -16,19 +14,21 @@ use canopy_schema::{NormDn, Schema};
 
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
-use crate::event::{Event, Kind, Origin, Proposed};
+use crate::event::Origin;
 use crate::keys::dn_key;
 use crate::opattrs::Stamp;
 use crate::referral::{is_referral, referral_for};
 use crate::view::InWrite;
 
 mod splice;
+mod steps;
+
+pub(crate) use steps::{By, Check};
 
 pub use splice::{spliced_modifies, SPLICE_MIN_BYTES};
 
-/// The first byte of an equality index key, and the presence key (docs/design/index-keys.md).
+/// The first byte of an equality index key (docs/design/index-keys.md).
 const EQUALITY_KEY: u8 = 0x02;
-const PRESENCE_KEY: u8 = 0x01;
 /// objectClass, whose equality keys are not one per value.
 const OBJECT_CLASS: &str = "2.5.4.0";
 
@@ -171,6 +171,17 @@ const MAP_FULL_RETRIES: usize = 5;
 struct Ctx<'a> {
     guard: &'a dyn Guard,
     stamp: &'a Stamp,
+}
+
+impl<'a> Ctx<'a> {
+    /// The write as its hooks see it: a client's (or a tool's), by its requester.
+    fn by(&self) -> By<'a> {
+        By {
+            stamp: self.stamp,
+            requester: self.guard.requester(),
+            origin: Origin::Local,
+        }
+    }
 }
 
 /// Why a write closure gave up.
@@ -353,56 +364,6 @@ impl Directory {
         }
     }
 
-    /// Runs the pipeline's prepare hooks on a change about to be stored.
-    #[allow(clippy::too_many_arguments)]
-    fn prepare(
-        &self,
-        txn: &WriteTxn<'_>,
-        ctx: Ctx<'_>,
-        kind: Kind,
-        id: u64,
-        old: Option<&Entry>,
-        new: Option<&mut Entry>,
-        changes: &[Change],
-    ) -> Result<(), LdapError> {
-        let mut proposed = Proposed {
-            kind,
-            id,
-            old,
-            new,
-            changes,
-            stamp: ctx.stamp,
-            requester: ctx.guard.requester(),
-            origin: Origin::Local,
-        };
-        self.pipeline().prepare(self, txn, &mut proposed)
-    }
-
-    /// Runs the pipeline's commit hooks on a change just stored.
-    #[allow(clippy::too_many_arguments)]
-    fn committed(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        ctx: Ctx<'_>,
-        kind: Kind,
-        id: u64,
-        old: Option<&Entry>,
-        new: Option<&Entry>,
-        changes: &[Change],
-    ) -> Result<(), LdapError> {
-        let event = Event {
-            kind,
-            id,
-            old,
-            new,
-            changes,
-            stamp: ctx.stamp,
-            requester: ctx.guard.requester(),
-            origin: Origin::Local,
-        };
-        self.pipeline().commit(self, txn, &event)
-    }
-
     /// Replaces the stored entry `id` (`old`) with `new`, keeping its index keys in step: for hooks that
     /// change other entries inside a write. The DN must not change. In a multi-provider database a
     /// rewrite that gave the entry a new entryCSN (the hook's `Stamp::touch`) stamps the attributes it
@@ -504,92 +465,6 @@ impl Directory {
         Ok(())
     }
 
-    pub(crate) fn put(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        id: u64,
-        entry: &Entry,
-    ) -> Result<(), LdapError> {
-        let mut bytes = Vec::with_capacity(512);
-        encode_entry(self.schema(), entry, &mut bytes);
-        txn.put_entry(id, &bytes).map_err(failed)
-    }
-
-    fn index_keys(&self, specs: &[IndexSpec], entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
-        entry_keys_all(self.schema(), specs, entry)
-            .into_iter()
-            .map(|keys| keys.into_iter().collect())
-            .collect()
-    }
-
-    /// Adds the index keys of `new` that `old` lacks and removes those `old` has that `new` lacks.
-    /// When both exist, only the values that changed are turned into keys: adding one member to a
-    /// group of 100 000 costs one value, not the group.
-    pub(crate) fn reindex(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        id: u64,
-        old: Option<&Entry>,
-        new: Option<&Entry>,
-    ) -> Result<(), LdapError> {
-        // Building indexes too: from the moment one is added, every write keeps it.
-        let specs = self.maintained_indexes();
-        let (Some(old), Some(new)) = (old, new) else {
-            let empty = || vec![BTreeSet::new(); specs.len()];
-            let old_keys = old
-                .map(|e| self.index_keys(&specs, e))
-                .unwrap_or_else(empty);
-            let new_keys = new
-                .map(|e| self.index_keys(&specs, e))
-                .unwrap_or_else(empty);
-            for ((spec, before), after) in specs.iter().zip(&old_keys).zip(&new_keys) {
-                for key in before.difference(after) {
-                    txn.index_del(&spec.attr, key, id).map_err(failed)?;
-                }
-                for key in after.difference(before) {
-                    txn.index_add(&spec.attr, key, id).map_err(failed)?;
-                }
-            }
-            return Ok(());
-        };
-        let (gone, came) = changed_values(old, new);
-        if gone.attrs.is_empty() && came.attrs.is_empty() {
-            return Ok(());
-        }
-        let gone_keys = self.index_keys(&specs, &gone);
-        let came_keys = self.index_keys(&specs, &came);
-        for ((spec, gone), came) in specs.iter().zip(&gone_keys).zip(&came_keys) {
-            // A key of a removed value may still come from a value that stayed (another spelling of
-            // it, another attribute under the same index, the attribute's presence): only keys the
-            // whole new entry lacks go. Which ones those are is plain without looking at the other
-            // values when the index covers one attribute type held without options: its equality
-            // keys are distinct values (no two values of an attribute are equal), and its presence
-            // key stays while any value does.
-            let lost: Vec<&Vec<u8>> = gone.iter().filter(|k| !came.contains(*k)).collect();
-            // (Asked only when a key may go: the question walks both entries.)
-            let kept: BTreeSet<Vec<u8>> = if lost.is_empty() {
-                BTreeSet::new()
-            } else {
-                match self.plain_index(spec, old, new) {
-                    // Only equality keys, which go, and the presence key, which stays with any value.
-                    Some(true) => BTreeSet::from([vec![PRESENCE_KEY]]),
-                    Some(false) => BTreeSet::new(),
-                    None => entry_keys(self.schema(), spec, new).into_iter().collect(),
-                }
-            };
-            for key in lost {
-                if !kept.contains(key) {
-                    txn.index_del(&spec.attr, key, id).map_err(failed)?;
-                }
-            }
-            // Adding a key the entry already has is a no-op.
-            for key in came {
-                txn.index_add(&spec.attr, key, id).map_err(failed)?;
-            }
-        }
-        Ok(())
-    }
-
     /// slapd's order (back-mdb's add): an existing entry first, then the parent (missing, the access
     /// rules, an alias), then the store.
     fn add(&self, txn: &mut WriteTxn<'_>, mut entry: Entry, ctx: Ctx<'_>) -> Result<(), OpError> {
@@ -613,13 +488,7 @@ impl Directory {
         if parent_id != 0 {
             self.under_parent(txn, parent_id, &mut entry.dn)?;
         }
-        let id = txn.next_id().map_err(failed)?;
-        self.prepare(txn, ctx, Kind::Add, id, None, Some(&mut entry), &[])?;
-        self.put(txn, id, &entry)?;
-        txn.put_dn(&key, id).map_err(failed)?;
-        txn.add_child(parent_id, id).map_err(failed)?;
-        self.reindex(txn, id, None, Some(&entry))?;
-        self.committed(txn, ctx, Kind::Add, id, None, Some(&entry), &[])?;
+        let id = self.store_added(txn, ctx.by(), parent_id, &mut entry)?;
         ctx.guard
             .after_change(self, InWrite::new(txn), id, &entry.dn);
         Ok(())
@@ -702,12 +571,7 @@ impl Directory {
             .into());
         }
         let parent_id = self.parent_id(txn, ndn)?;
-        self.prepare(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])?;
-        self.reindex(txn, id, Some(&entry), None)?;
-        txn.del_entry(id).map_err(failed)?;
-        txn.del_dn(&dn_key(ndn)).map_err(failed)?;
-        txn.del_child(parent_id, id).map_err(failed)?;
-        Ok(self.committed(txn, ctx, Kind::Delete, id, Some(&entry), None, &[])?)
+        Ok(self.store_removed(txn, ctx.by(), id, &entry, parent_id)?)
     }
 
     fn parent_id(&self, txn: &WriteTxn<'_>, ndn: &NormDn) -> Result<u64, LdapError> {
@@ -745,53 +609,19 @@ impl Directory {
             allow_no_user_modification: ctx.guard.server_internal(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
-        let kind = Kind::Modify;
-        // The overlays first, then the schema, as slapd's overlays see a change before its backend
-        // checks the result: a constraint broken by a value that also removes the RDN's is 19,
-        // not 64. The prepare hooks only read the transaction.
-        self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), changes)?;
-        check_entry(self.schema(), &entry)?;
-        self.put(txn, id, &entry)?;
-        self.reindex(txn, id, Some(&old), Some(&entry))?;
-        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), changes)?;
+        // The overlays first, then the schema (`Check::AfterHooks`).
+        self.store_changed(
+            txn,
+            ctx.by(),
+            id,
+            &old,
+            &mut entry,
+            changes,
+            Check::AfterHooks,
+        )?;
         ctx.guard
             .after_change(self, InWrite::new(txn), id, &entry.dn);
         Ok(())
-    }
-
-    /// For an index of equality and presence keys on one attribute type without subtypes, held by
-    /// neither entry under an option: whether `new` still holds a value of it. None for any other
-    /// index, whose kept keys come from the whole new entry.
-    fn plain_index(
-        &self,
-        spec: &canopy_core::index::IndexSpec,
-        old: &Entry,
-        new: &Entry,
-    ) -> Option<bool> {
-        if spec.sub || spec.ord || spec.approx {
-            return None;
-        }
-        let schema = self.schema();
-        let at = schema.attribute_type(&spec.attr)?;
-        // objectClass values also give the keys of their superclasses, which another class may share.
-        if at.has_subtypes() || at.oid == OBJECT_CLASS {
-            return None;
-        }
-        // Without subtypes, only descriptions naming the type itself are of it: no lookup needed.
-        let of_type = |desc: &str| at.is_named(desc.split(';').next().unwrap_or(desc));
-        let optioned = |e: &Entry| {
-            e.attrs
-                .iter()
-                .any(|a| of_type(&a.desc) && a.desc.contains(';'))
-        };
-        if optioned(old) || optioned(new) {
-            return None;
-        }
-        Some(
-            new.attrs
-                .iter()
-                .any(|a| of_type(&a.desc) && !a.values.is_empty()),
-        )
     }
 
     /// The Add changes of a modify whose values the entry does not hold, as its equality index says:
@@ -978,25 +808,17 @@ impl Directory {
             .map(|ava| rdn_change(ModifyOperation::Add, ava))
             .collect();
         apply_rdn_changes(self, &mut entry, &additions, false)?;
-        let kind = Kind::Rename;
         // The overlays first, then the schema (as `modify`).
-        self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut entry), &[])?;
-        check_entry(self.schema(), &entry)?;
-        self.put(txn, id, &entry)?;
-        self.reindex(txn, id, Some(&old), Some(&entry))?;
-        if !same_dn {
-            self.move_subtree(txn, &m.ndn, &new_ndn, &new_dn, id)?;
-            if parent_id != old_parent_id {
-                txn.del_child(old_parent_id, id).map_err(failed)?;
-                txn.add_child(parent_id, id).map_err(failed)?;
-            }
-        } else if new_dn.to_string() != old.dn.to_string()
-            && txn.has_children(id).map_err(failed)?
-        {
-            // Renamed in spelling only: the descendants' DNs are built from this RDN too.
-            self.move_subtree(txn, &m.ndn, &new_ndn, &new_dn, id)?;
-        }
-        self.committed(txn, ctx, kind, id, Some(&old), Some(&entry), &[])?;
+        let parents = (old_parent_id, parent_id);
+        self.store_renamed(
+            txn,
+            ctx.by(),
+            id,
+            &old,
+            &mut entry,
+            parents,
+            Check::AfterHooks,
+        )?;
         // slapd's post-read names a renamed entry as the request did: the new RDN under the new
         // superior's stored DN, or under the parent as the request spelled it.
         let shown = match new_superior {
@@ -1011,51 +833,6 @@ impl Directory {
             }
         };
         ctx.guard.after_change(self, InWrite::new(txn), id, &shown);
-        Ok(())
-    }
-
-    /// Rewrites the dn2id keys of the renamed entry and every descendant, and the DNs stored in descendants.
-    pub(crate) fn move_subtree(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        old_ndn: &NormDn,
-        new_ndn: &NormDn,
-        new_dn: &Dn,
-        id: u64,
-    ) -> Result<(), LdapError> {
-        let old_key = dn_key(old_ndn);
-        let new_key = dn_key(new_ndn);
-        let members = txn.subtree(&old_key).map_err(failed)?;
-        let depth = old_ndn.rdns().len();
-        for (key, member) in members {
-            let suffix_part = key.get(old_key.len()..).unwrap_or(&[]).to_vec();
-            txn.del_dn(&key).map_err(failed)?;
-            let mut moved = new_key.clone();
-            moved.extend_from_slice(&suffix_part);
-            txn.put_dn(&moved, member).map_err(failed)?;
-            if member == id {
-                continue;
-            }
-            let bytes = txn.get_entry(member).map_err(failed)?.ok_or_else(|| {
-                LdapError::new(ResultCode::Other, "dn2id points to a missing entry")
-            })?;
-            let stored: StoredEntry<'_> = Directory::parse_stored(bytes)?;
-            let mut entry = stored
-                .to_entry()
-                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-            let own = entry.dn.rdns.len().saturating_sub(depth);
-            let mut dn = Dn {
-                rdns: entry.dn.rdns.get(..own).unwrap_or(&[]).to_vec(),
-            };
-            dn.rdns.extend(new_dn.rdns.iter().cloned());
-            let mut ndn = new_ndn.clone();
-            for rdn in entry.ndn.rdns().get(..own).unwrap_or(&[]).iter().rev() {
-                ndn = ndn.child(rdn);
-            }
-            entry.dn = dn;
-            entry.ndn = ndn;
-            self.put(txn, member, &entry)?;
-        }
         Ok(())
     }
 }
@@ -1110,59 +887,6 @@ fn entry_values(dir: &Directory, entry: &Entry, name: &str) -> Vec<Vec<u8>> {
         .filter(|a: &&Attribute| a.desc.eq_ignore_ascii_case(&canonical))
         .flat_map(|a| a.values.clone())
         .collect()
-}
-
-/// The values `old` has that `new` lacks and those `new` has that `old` lacks, attribute by attribute
-/// (byte for byte), as two entries with `new`'s name.
-///
-/// A write keeps the order of the values it leaves and appends what it adds, so one walk in step
-/// through both lists finds the difference without hashing every value of a large attribute. When the
-/// order changed (a replace), a value may come out on both sides: it then counts as neither removed nor
-/// added, since the callers compare the two sides' keys.
-fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
-    let empty = || Entry {
-        dn: new.dn.clone(),
-        ndn: new.ndn.clone(),
-        attrs: Vec::new(),
-    };
-    let (mut gone, mut came) = (empty(), empty());
-    let push = |into: &mut Entry, desc: &str, values: Vec<Vec<u8>>| {
-        if !values.is_empty() {
-            into.attrs.push(Attribute {
-                desc: desc.to_string(),
-                values,
-            });
-        }
-    };
-    for attr in &old.attrs {
-        let Some(now) = new.get(&attr.desc) else {
-            push(&mut gone, &attr.desc, attr.values.clone());
-            continue;
-        };
-        if attr.values == now.values {
-            continue;
-        }
-        let (mut removed, mut j) = (Vec::new(), 0);
-        for value in &attr.values {
-            if now.values.get(j) == Some(value) {
-                j += 1;
-            } else {
-                removed.push(value.clone());
-            }
-        }
-        push(&mut gone, &attr.desc, removed);
-        push(
-            &mut came,
-            &attr.desc,
-            now.values.get(j..).unwrap_or(&[]).to_vec(),
-        );
-    }
-    for attr in &new.attrs {
-        if old.get(&attr.desc).is_none() {
-            push(&mut came, &attr.desc, attr.values.clone());
-        }
-    }
-    (gone, came)
 }
 
 /// Stamps the structural class on a new entry.

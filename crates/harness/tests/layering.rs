@@ -992,6 +992,80 @@ fn operations_name_no_overlay_and_no_special_database() {
     );
 }
 
+/// The calls that run the write hooks, and the one file allowed to make them.
+const HOOK_CALLS: &[&str] = &[
+    "pipeline().prepare(",
+    "pipeline().commit(",
+    "pipeline().commit_only(",
+];
+const WRITE_STEPS: &str = "crates/directory/src/write/steps.rs";
+
+/// The calls of `HOOK_CALLS` in `text`, outside comments and `#[cfg(test)]` modules.
+fn hook_calls(text: &str) -> Vec<&'static str> {
+    // Up to the first inline test module (`#[cfg(test)] mod tests;` declares one elsewhere).
+    let inline_tests = text.match_indices("#[cfg(test)]").find(|(at, attr)| {
+        let rest = text[at + attr.len()..].trim_start();
+        rest.starts_with("mod ")
+            && matches!((rest.find('{'), rest.find(';')), (Some(open), semi) if semi.is_none_or(|semi| open < semi))
+    });
+    let code = &text[..inline_tests.map_or(text.len(), |(at, _)| at)];
+    // Comments out, then every space: a call cut over two lines is still one call.
+    let compact: String = code
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(line))
+        .flat_map(str::split_whitespace)
+        .collect();
+    HOOK_CALLS
+        .iter()
+        .flat_map(|call| compact.matches(*call).map(|_| *call))
+        .collect()
+}
+
+#[test]
+fn hook_calls_are_found() {
+    let text = "#[cfg(test)]\nmod tests;\nlet a = dir.pipeline().prepare(x);\n\
+                // self.pipeline().commit(x) in a comment\nself.pipeline()\n.commit(dir);\nself.pipeline() .commit_only(\"s\", d);\n\
+                #[cfg(test)]\nmod tests { dir.pipeline().commit(x); }";
+    assert_eq!(
+        hook_calls(text),
+        [
+            "pipeline().prepare(",
+            "pipeline().commit(",
+            "pipeline().commit_only("
+        ]
+    );
+}
+
+/// One write engine: a client's write and a change received from a provider both store entries
+/// through `write/steps.rs`, the only code that runs the pipeline's hooks and so the only place a
+/// write's events are built (issue 32, ARCHITECTURE.md).
+#[test]
+fn only_the_write_steps_run_the_write_hooks() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    let steps = root.join(WRITE_STEPS);
+    assert!(files.contains(&steps), "{WRITE_STEPS} is missing");
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| **f != steps) {
+        if file.components().any(|c| c.as_os_str() == "tests") {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for call in hook_calls(&text) {
+            found.push(format!("{} calls {call}", file.display()));
+        }
+    }
+    let own = std::fs::read_to_string(&steps).expect("the write steps");
+    assert!(hook_calls(&own).len() >= 3, "the write steps run no hooks");
+    assert!(
+        found.is_empty(),
+        "the write hooks run outside {WRITE_STEPS}:\n{}",
+        found.join("\n")
+    );
+}
+
 /// The repository's paths that a backticked word of a document names: words ending in `.rs` or
 /// beginning with a top-level directory of the repository (`crates/`, `docs/`, `bench/`, `tests/`,
 /// `scripts/`). Runtime names (`DATA/config/`, meta keys) are none of these.

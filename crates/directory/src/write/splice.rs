@@ -118,7 +118,7 @@ impl Directory {
         );
         check_entry(schema, &new)?;
         let kind = Kind::Modify;
-        self.prepare(txn, ctx, kind, id, Some(&old), Some(&mut new), changes)?;
+        self.hooks_prepare(txn, ctx.by(), kind, id, Some(&old), Some(&mut new), changes)?;
         let mut out = Vec::with_capacity(4096);
         let hole = if new.attrs.iter().any(|a| a.desc == name) {
             encode_entry_spliced(schema, &new, Some((&name, keep.len())), &mut out)
@@ -140,7 +140,7 @@ impl Directory {
         txn.splice_entry(id, head, keep, tail).map_err(failed)?;
         // Index keys of the difference: the added values, and what hooks changed.
         self.reindex(txn, id, Some(&old), Some(&new))?;
-        self.committed(txn, ctx, kind, id, Some(&old), Some(&new), changes)?;
+        self.hooks_commit(txn, ctx.by(), kind, id, Some(&old), Some(&new), changes)?;
         ctx.guard
             .after_change(self, crate::InWrite::new(txn), id, &new.dn);
         SPLICED.fetch_add(1, Ordering::Relaxed);
