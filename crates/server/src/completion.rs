@@ -1,5 +1,5 @@
 //! An operation's bookkeeping from its decoding to its response: the counters of `metrics` (which
-//! cn=Monitor and `/metrics` show) and the access-log line. The request is described for the log only
+//! cn=Monitor and `/metrics` show) and the line of the operation log (`oplog`). The request is described for the log only
 //! when a log is configured, so without one the cost is a clock read and a few atomic additions.
 
 use std::sync::atomic::Ordering;
@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use canopy_proto::{BindAuth, ProtocolOp, ResultCode, SearchScope};
 
-use crate::accesslog::Record;
 use crate::metrics::{ConnInfo, OpType};
+use crate::oplog::Record;
 use crate::state::State;
 
-/// What the access log says about a request, taken before the request is consumed.
+/// What the operation log says about a request, taken before the request is consumed.
 struct Described {
     dn: String,
     details: Vec<(&'static str, String)>,
@@ -100,7 +100,7 @@ impl Completion {
         let kind = OpType::of(request)?;
         state.metrics.initiated(kind);
         conn.ops_received.fetch_add(1, Ordering::Relaxed);
-        let described = state.access_log.as_ref().map(|_| {
+        let described = state.op_log.as_ref().map(|_| {
             let (dn, details) = describe(state, request);
             Described {
                 dn,
@@ -128,7 +128,7 @@ impl Completion {
             metrics.search_sent(entries, references);
         }
         self.conn.ops_completed.fetch_add(1, Ordering::Relaxed);
-        if let (Some(log), Some(described)) = (&self.state.access_log, &self.described) {
+        if let (Some(log), Some(described)) = (&self.state.op_log, &self.described) {
             log.write(&Record {
                 conn: self.conn.number,
                 op: self.op,

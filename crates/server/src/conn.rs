@@ -52,7 +52,7 @@ pub async fn serve_transport<S>(
     let (mut reader, writer) = tokio::io::split(stream);
     let mut out = Out::new(writer, direct, state.metrics.clone());
     let conn = state.metrics.open_connection(peer_label(&peer));
-    if let Some(log) = &state.access_log {
+    if let Some(log) = &state.op_log {
         log.connection(conn.number, "ACCEPT", &conn.peer);
     }
     let mut op_number = 0u64;
@@ -217,7 +217,7 @@ pub async fn serve_transport<S>(
     }
     out.finish().await;
     state.metrics.close_connection(conn.number);
-    if let Some(log) = &state.access_log {
+    if let Some(log) = &state.op_log {
         log.connection(conn.number, "closed", &conn.peer);
     }
 }

@@ -6,7 +6,6 @@
 //! must never open an LMDB transaction itself or store anything but through `Directory::write`.
 
 pub mod access;
-pub mod accesslog;
 pub mod acl;
 pub mod authz;
 pub mod backoff;
@@ -27,6 +26,7 @@ pub mod logdb;
 pub mod metrics;
 pub mod monitor;
 pub mod monitor_tree;
+pub mod oplog;
 pub mod ops;
 pub mod out;
 pub mod overlays;
@@ -77,7 +77,7 @@ pub enum StartError {
     #[error("cn=Monitor: {0}")]
     Monitor(String),
     #[error("access_log {0}: {1}")]
-    AccessLog(String, std::io::Error),
+    OpLog(String, std::io::Error),
 }
 
 /// Loads the built-in schema plus the configured schema files.
@@ -580,8 +580,8 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     let sasl_rules = authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
     let backoff = backoff::Backoff::new(config.bind_backoff.clone());
     let dummy_hash = dummy_hash(&config)?;
-    let access_log = accesslog::AccessLog::open(&config)
-        .map_err(|e| StartError::AccessLog(config.access_log.clone().unwrap_or_default(), e))?;
+    let op_log = oplog::OpLog::open(&config)
+        .map_err(|e| StartError::OpLog(config.access_log.clone().unwrap_or_default(), e))?;
     let monitor = match config.monitor {
         true => {
             let db = open_monitor(&config, schema.clone(), Some(root_ndn.clone()))?;
@@ -610,7 +610,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         backoff: Arc::new(backoff),
         dummy_hash,
         metrics: Arc::new(metrics::Metrics::new()),
-        access_log: access_log.map(Arc::new),
+        op_log: op_log.map(Arc::new),
         syncrepl,
         accesslog: accesslog.into(),
         config_tree: None,
@@ -655,9 +655,9 @@ pub async fn build_live_state(
     Ok(Arc::new(state))
 }
 
-/// Reopens the access log and the audit logs (SIGHUP, after logrotate moved them).
+/// Reopens the operation log (`access_log`) and the audit logs (SIGHUP, after logrotate moved them).
 pub fn reopen_logs(state: &State) -> std::io::Result<()> {
-    if let Some(log) = &state.access_log {
+    if let Some(log) = &state.op_log {
         log.reopen()?;
     }
     canopy_directory::overlay::auditlog::reopen_all()

@@ -46,8 +46,8 @@ pub struct ServerState {
     pub dummy_hash: Vec<u8>,
     /// Every counter: cn=Monitor and `/metrics` read them.
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// The access log, when configured.
-    pub access_log: Option<Arc<crate::accesslog::AccessLog>>,
+    /// The operation log (`conn=N op=M` lines, the `access_log` setting), when configured.
+    pub op_log: Option<Arc<crate::oplog::OpLog>>,
     /// The cn=Monitor database's writer side; None when `monitor = false`.
     pub monitor: Option<Arc<crate::monitor::Monitor>>,
     /// The syncrepl consumers of the first database (`[[syncrepl]]`), with their status.

@@ -1,5 +1,6 @@
-//! The access log: one line per completed operation, in slapd's `conn=N op=M` style or as JSON lines, to
-//! standard error or a file that SIGHUP reopens (logrotate). Nothing secret is ever written: DNs,
+//! The operation log (the `access_log` setting; not the accesslog overlay, which is
+//! `canopy_directory::overlay::accesslog`): one line per completed operation, in slapd's `conn=N op=M`
+//! style or as JSON lines, to standard error or a file that SIGHUP reopens (logrotate). Nothing secret is ever written: DNs,
 //! filters as `redact` shows them, result codes and counts, never a credential or an attribute value of
 //! a write.
 
@@ -15,13 +16,14 @@ use canopy_directory::opattrs::civil;
 use crate::config::{Config, LogFormat};
 use crate::metrics::OpType;
 
-/// Where the access log goes.
+/// Where the operation log goes.
 enum Target {
     Stderr,
     File { path: PathBuf, file: Mutex<File> },
 }
 
-pub struct AccessLog {
+/// The operation log: where its lines go and in which format.
+pub struct OpLog {
     format: LogFormat,
     target: Target,
 }
@@ -49,9 +51,9 @@ fn open_append(path: &PathBuf) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-impl AccessLog {
-    /// The configured access log, or None when `access_log` is not set.
-    pub fn open(config: &Config) -> std::io::Result<Option<AccessLog>> {
+impl OpLog {
+    /// The configured operation log, or None when `access_log` is not set.
+    pub fn open(config: &Config) -> std::io::Result<Option<OpLog>> {
         let target = match config.access_log.as_deref() {
             None => return Ok(None),
             Some("stderr") => Target::Stderr,
@@ -64,7 +66,7 @@ impl AccessLog {
                 }
             }
         };
-        Ok(Some(AccessLog {
+        Ok(Some(OpLog {
             format: config.log_format,
             target,
         }))
