@@ -1,7 +1,8 @@
 //! The backend's search: [`Directory::search`], one call from the base to the last entry sent, and
 //! its loop [`Scan::run`]: a planned scan's candidates placed, each entry expanded by the read hook
-//! (dynlist), judged, tested and sent by the requester's [`Reader`], and counted against the size
-//! limit and the page. The frontend supplies the reader as it supplies a write's `Guard`.
+//! ([`ReadHook`], the dynlist overlay), judged, tested and sent by the requester's [`Reader`], and
+//! counted against the size limit and the page. The frontend supplies the reader as it supplies a
+//! write's `Guard`; the read hook's own searches run through the same loop with readers of its own.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -13,10 +14,60 @@ use canopy_proto::{Dn, Filter, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use crate::alias::Base;
-pub use crate::dynlist::Requester;
-use crate::dynlist::{Dynlist, Expander};
 use crate::search::{Candidate, Query, Scan};
 use crate::{Directory, OpError, Snapshot};
+
+/// What the requester of an operation may see, as the frontend's access control decides it: how the
+/// read hook's searches (a dynamic entry's URLs) run as the requester.
+pub trait Requester {
+    /// Whether a search by the requester finds `stored` (named `ndn`) with `filter`: it may read the
+    /// entry, and the filter matches the attributes it may search.
+    fn finds(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        filter: &PreparedFilter<'_>,
+        computed: &[Attribute],
+    ) -> bool;
+
+    /// Whether the requester may read attribute `desc` of `stored` (named `ndn`).
+    fn reads(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, desc: &str) -> bool;
+}
+
+/// What a database adds to entries as they are read, never stored (the dynlist overlay,
+/// `dynlist::Dynlist`; docs/design/read-path.md): the search plans with its filter and the loop
+/// expands each entry through its [`Expansion`].
+pub trait ReadHook {
+    /// The filter a search plans its candidates with: a superset of what the expanded entries
+    /// match. None when the filter needs no change.
+    fn planning_filter(&self, schema: &Schema, filter: &Filter) -> Option<Filter>;
+
+    /// The expansion of the entries one operation reads in `txn`. `asked(attr)`: the answer asks for
+    /// `attr`; `tested(attr)`: the filter tests it.
+    fn expansion<'a>(
+        &'a self,
+        dir: &'a Directory,
+        txn: &'a Snapshot,
+        asked: &dyn Fn(&str) -> bool,
+        tested: &dyn Fn(&str) -> bool,
+    ) -> Box<dyn Expansion + 'a>;
+}
+
+/// The read hook's work in one operation (dynlist's `Expander`): each entry as the requester reads
+/// it. Its own searches run through [`Scan::run`], as `who`.
+pub trait Expansion {
+    /// Whether [`Expansion::expand`] has work to do on this entry: a cheap test, without searching.
+    fn applies(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool;
+
+    /// The entry `stored` (named `ndn`) as `who` reads it, encoded in the stored form; None when
+    /// nothing changes.
+    fn expand(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        who: &mut dyn Requester,
+    ) -> Result<Option<Vec<u8>>, LdapError>;
+}
 
 /// The requester's side of a search: access decisions, the filter test and the encoding of what it
 /// sends. The loop calls, for each entry in scope, [`Reader::judge`] on the entry as stored, then
@@ -109,7 +160,7 @@ pub struct SearchSpec<'q> {
     /// Where a paged search resumes: after this ID.
     pub resume_after: Option<u64>,
     /// The database's read hook (the dynlist overlay), which expands entries as they are read.
-    pub read_hook: Option<&'q Dynlist>,
+    pub read_hook: Option<&'q dyn ReadHook>,
 }
 
 impl Directory {
@@ -175,7 +226,7 @@ impl Directory {
         let ended = scan.run_tested(
             self,
             txn,
-            expander.as_mut(),
+            expander.as_deref_mut(),
             searcher,
             room,
             spec.resume_after,
@@ -187,23 +238,15 @@ impl Directory {
     /// The read hook's expansion of the entries an operation reads (the dynlist overlay's dynamic
     /// entries and memberOf), or None without a read hook (or with ManageDsaIT, which asks for
     /// entries as stored, as slapd: the caller passes None then). `asked(attr)`: the answer asks for
-    /// `attr`; `tested(attr)`: the filter tests it (slapd 2.5 lists the members of nested groups when
-    /// memberOf and the member attribute are both asked for, or memberOf is tested:
-    /// docs/overlays.md).
+    /// `attr`; `tested(attr)`: the filter tests it.
     pub fn expander<'a>(
         &'a self,
         txn: &'a Snapshot,
-        hook: Option<&'a Dynlist>,
+        hook: Option<&'a dyn ReadHook>,
         asked: &dyn Fn(&str) -> bool,
         tested: &dyn Fn(&str) -> bool,
-    ) -> Option<Expander<'a, Snapshot>> {
-        let config = hook?;
-        let memberof = config
-            .memberof_attrs()
-            .any(|attr| asked(attr) || tested(attr));
-        let nested_members =
-            config.nested_member_attrs().any(asked) || config.memberof_attrs().any(tested);
-        Some(Expander::new(self, txn, config, memberof).with_nested_members(nested_members))
+    ) -> Option<Box<dyn Expansion + 'a>> {
+        hook.map(|hook| hook.expansion(self, txn, asked, tested))
     }
 }
 
@@ -233,7 +276,8 @@ pub struct Ended {
 impl Scan<'_> {
     /// Runs the search over this scan's candidates in `dir` on `txn`, without a read hook, the
     /// reader testing its own filter: the one loop every search of the backend goes through
-    /// ([`Directory::search`] runs it with the read hook and the filter it prepared).
+    /// ([`Directory::search`] runs it with the read hook and the filter it prepared; the read hook
+    /// runs its own searches with it, so that what they find is never expanded in turn).
     pub fn run<R: Reader>(
         &self,
         dir: &Directory,
@@ -249,7 +293,7 @@ impl Scan<'_> {
         &self,
         dir: &Directory,
         txn: &Snapshot,
-        mut expander: Option<&mut Expander<'_, Snapshot>>,
+        mut expander: Option<&mut (dyn Expansion + '_)>,
         reader: &mut R,
         room: Room,
         mut last_sent: Option<u64>,

@@ -1,15 +1,16 @@
 //! The dynlist expansion in the backend, with requesters that see everything or not everything:
 //! dynamic groups, lists, memberOf, groups that find themselves or other dynamic groups (one level,
-//! no recursion), nested groups (every level, cycles), URLs that cannot be used, the planning filter,
-//! indexed and not.
+//! no recursion), nested groups (every level, cycles), URLs that cannot be used, URL searches that
+//! meet referral objects and aliases, the planning filter, indexed and not.
 
 mod support;
 
 use canopy_core::filter::PreparedFilter;
 use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::{Attribute, Entry};
-use canopy_directory::dynlist::{Dynlist, Expander, Requester};
+use canopy_directory::dynlist::{Dynlist, Expander};
 use canopy_directory::overlay::memberof::MEMBEROF_SCHEMA;
+use canopy_directory::search_loop::Requester;
 use canopy_directory::OpenOptions;
 use canopy_directory::{Directory, Pipeline};
 use canopy_proto::Filter;
@@ -347,6 +348,74 @@ async fn expansion_indexed_and_not() {
             false
         )
         .is_none());
+    }
+}
+
+/// A URL's search takes the entries as stored, from its own base: referral objects in its scope are
+/// never found and one above its base answers nothing instead of a referral, aliases are entries like
+/// any other (not dereferenced), each scope reaches what it names, and the filter sees the computed
+/// attributes.
+#[tokio::test]
+async fn url_searches_take_entries_as_stored() {
+    for indexed in [true, false] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = open(tmp.path(), indexed);
+        fill(&dir).await;
+        let ou = format!("ou=people,{SUFFIX}");
+        let away = format!("cn=away,{ou}");
+        support::add(
+            &dir,
+            &away,
+            &[
+                ("objectClass", "referral"),
+                ("objectClass", "extensibleObject"),
+                ("cn", "away"),
+                ("uid", "away"),
+                ("ref", "ldap://elsewhere/cn=away"),
+            ],
+        )
+        .await
+        .unwrap();
+        support::add(
+            &dir,
+            &format!("uid=alias,{ou}"),
+            &[
+                ("objectClass", "alias"),
+                ("objectClass", "extensibleObject"),
+                ("uid", "alias"),
+                ("aliasedObjectName", &format!("uid=cat,{ou}")),
+            ],
+        )
+        .await
+        .unwrap();
+        let urls = [
+            format!("ldap:///{ou}??one?(uid=*)"),
+            format!("ldap:///uid=nobody,{away}??sub?(objectClass=*)"),
+            format!("ldap:///{SUFFIX}??children?(uid=a*)"),
+            format!("ldap:///{SUFFIX}??one?(hasSubordinates=TRUE)"),
+            format!("ldap:///{away}??base?(objectClass=*)"),
+            format!("ldap:///{ou}??base?(objectClass=*)"),
+        ];
+        let mut attrs = vec![("objectClass", "groupOfURLs"), ("cn", "stored")];
+        attrs.extend(urls.iter().map(|u| ("memberURL", u.as_str())));
+        support::add(&dir, &group("stored"), &attrs).await.unwrap();
+        let config = config();
+        let stored = expanded(&dir, &config, &group("stored"), &mut all(), false).unwrap();
+        let mut want = people(&["alias", "ann", "ben", "cat", "dan"]);
+        want.push(ou.clone());
+        want.push(format!("ou=groups,{SUFFIX}"));
+        want.sort();
+        want.dedup();
+        assert_eq!(values(&stored, "member"), want, "indexed {indexed}");
+        // memberOf: the dynamic groups whose URLs find the entry.
+        let ann = expanded(&dir, &config, &people(&["ann"])[0], &mut all(), true).unwrap();
+        assert_eq!(
+            values(&ann, "memberOf"),
+            vec![group("devs"), group("mails"), group("stored")]
+        );
+        let alias = format!("uid=alias,{ou}");
+        let alias = expanded(&dir, &config, &alias, &mut all(), true).unwrap();
+        assert_eq!(values(&alias, "memberOf"), vec![group("stored")]);
     }
 }
 

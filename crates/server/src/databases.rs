@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
+use canopy_directory::search_loop::ReadHook;
 use canopy_directory::InWrite;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
 use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
@@ -399,8 +400,11 @@ impl Database {
 
     /// The read hook a search or compare hands the backend: None with ManageDsaIT, which asks for
     /// entries as stored (as slapd).
-    pub fn read_hook(&self, manage_dsa_it: bool) -> Option<&Dynlist> {
-        self.dynlist.as_deref().filter(|_| !manage_dsa_it)
+    pub fn read_hook(&self, manage_dsa_it: bool) -> Option<&dyn ReadHook> {
+        self.dynlist
+            .as_deref()
+            .filter(|_| !manage_dsa_it)
+            .map(|hook| hook as &dyn ReadHook)
     }
 
     /// This database with the overlays' parts in the frontend.

@@ -8,14 +8,19 @@
 //! The URLs are searched in the read snapshot of the operation, as the requester: the frontend's
 //! [`Requester`] says which entries it finds and which attributes it may read, as slapd runs its
 //! internal searches with the requester's identity. Entries found are not expanded in turn (slapd's
-//! "no recursion"), except through nested groups (`@<static-oc>*`, `nested.rs`).
+//! "no recursion"), except through nested groups (`@<static-oc>*`, `nested.rs`). Those searches, and
+//! the lookups of the groups memberOf consults, run through the backend's one search loop with a
+//! reader of the overlay's own (`find.rs`). The overlay is the database's [`ReadHook`].
 
 mod config;
+mod find;
 mod nested;
 
 pub use config::{AttrSet, Dynlist, MemberMap, Url};
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::sync::Arc;
 
 use canopy_core::filter::PreparedFilter;
 use canopy_core::wire::{encode_entry, StoredEntry, StoredView};
@@ -24,31 +29,18 @@ use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::{NormDn, Schema};
 
-use crate::candidates::resolve;
+use crate::alias::Base;
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::keys::dn_key;
 use crate::search::computed;
+use crate::search_loop::{Expansion, ReadHook, Requester};
+use crate::Snapshot;
+use find::{As, Each, Find};
 
-/// What the requester of an operation may see, as the frontend's access control decides it.
-pub trait Requester {
-    /// Whether a search by the requester finds `stored` (named `ndn`) with `filter`: it may read the
-    /// entry, and the filter matches the attributes it may search.
-    fn finds(
-        &mut self,
-        ndn: &NormDn,
-        stored: &StoredEntry<'_>,
-        filter: &PreparedFilter<'_>,
-        computed: &[Attribute],
-    ) -> bool;
-
-    /// Whether the requester may read attribute `desc` of `stored` (named `ndn`).
-    fn reads(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>, desc: &str) -> bool;
-}
-
-/// A URL ready to search: its normalized base, scope and prepared filter.
+/// A URL ready to search: its base (as written and normalized), scope and prepared filter.
 struct Search<'s> {
-    base: NormDn,
+    dn: Arc<Dn>,
+    base: Arc<NormDn>,
     scope: SearchScope,
     filter: PreparedFilter<'s>,
     raw: Filter,
@@ -63,9 +55,9 @@ struct Group<'s> {
 }
 
 /// The expansion of the entries one operation reads, in its snapshot.
-pub struct Expander<'a, T: crate::View> {
+pub struct Expander<'a> {
     dir: &'a Directory,
-    txn: &'a T,
+    txn: &'a Snapshot,
     config: &'a Dynlist,
     /// Per set: `(objectClass=<group-oc>)`.
     classes: Vec<PreparedFilter<'a>>,
@@ -80,12 +72,15 @@ pub struct Expander<'a, T: crate::View> {
     nested_members: bool,
     /// The groups of the nested sets, loaded when first needed.
     graph: Option<nested::Graph>,
+    /// The suffix entry, the base of the lookups of groups (None when it does not exist), found
+    /// when first needed.
+    suffix: OnceCell<Option<Base>>,
 }
 
-impl<'a, T: crate::View> Expander<'a, T> {
+impl<'a> Expander<'a> {
     /// An expander for one operation; `memberof`: whether it reads or tests a memberOf attribute
     /// (computing it costs a test of every dynamic group per entry).
-    pub fn new(dir: &'a Directory, txn: &'a T, config: &'a Dynlist, memberof: bool) -> Self {
+    pub fn new(dir: &'a Directory, txn: &'a Snapshot, config: &'a Dynlist, memberof: bool) -> Self {
         let schema: &'a Schema = dir.schema();
         let classes = config
             .sets
@@ -108,6 +103,7 @@ impl<'a, T: crate::View> Expander<'a, T> {
             groups: None,
             nested_members: false,
             graph: None,
+            suffix: OnceCell::new(),
         }
     }
 
@@ -247,6 +243,7 @@ impl<'a, T: crate::View> Expander<'a, T> {
                         added.push((map.member_attr.clone(), stored.dn.to_vec()));
                     }
                 }
+                Ok(())
             })?;
         }
         let mut changed = false;
@@ -256,58 +253,53 @@ impl<'a, T: crate::View> Expander<'a, T> {
         Ok(changed)
     }
 
-    /// Runs `search` as `who`, calling `each` on every entry it finds.
+    /// Runs `search` as `who` through the backend's search loop, handing every entry it finds to
+    /// `each` (nothing when its base does not exist).
     fn search(
         &self,
         search: &Search<'_>,
         who: &mut dyn Requester,
-        each: &mut dyn FnMut(&mut dyn Requester, &NormDn, &StoredEntry<'_>),
+        each: &mut Each<'_>,
     ) -> Result<(), LdapError> {
-        let txn = self.txn;
-        let Some(base_id) = txn
-            .txn()
-            .get_id(&dn_key(&search.base))
-            .map_err(store_error)?
-        else {
+        let Some(id) = self.dir.id_of(self.txn, &search.base)? else {
             return Ok(());
         };
-        let plan =
-            canopy_core::index::plan(self.dir.schema(), &self.dir.indexes(self.txn), &search.raw);
-        let (ids, check_scope) = match search.scope {
-            SearchScope::BaseObject => (vec![base_id], false),
-            _ => match resolve(txn, &plan)? {
-                Some(ids) => (ids, true),
-                None => {
-                    let ids = match search.scope {
-                        SearchScope::SingleLevel => txn.txn().children(base_id),
-                        _ => txn.txn().subtree_ids(&dn_key(&search.base)),
-                    };
-                    (ids.map_err(store_error)?, false)
-                }
-            },
+        let base = Base {
+            dn: search.dn.clone(),
+            ndn: search.base.clone(),
+            id,
         };
-        for id in ids {
-            if search.scope == SearchScope::SubordinateSubtree && id == base_id {
-                continue;
-            }
-            let Some(bytes) = txn.txn().get_entry(id).map_err(store_error)? else {
-                continue;
-            };
-            let stored = Directory::parse_stored(bytes)?;
-            let Ok(ndn) = stored.ndn() else { continue };
-            if check_scope && !Url::holds(&search.base, search.scope, &ndn) {
-                continue;
-            }
-            let children = txn.txn().has_children(id).map_err(store_error)?;
-            let extra = computed(children, stored.dn);
-            if is_referral(self.dir.schema(), &stored) {
-                continue;
-            }
-            if who.finds(&ndn, &stored, &search.filter, &extra) {
-                each(who, &ndn, &stored);
-            }
+        let find = Find {
+            base: &base,
+            scope: search.scope,
+            filter: &search.raw,
+            prepared: &search.filter,
+        };
+        find.run(self.dir, self.txn, As::Requester(who), each)
+    }
+
+    /// Looks up, as the server, the entries of the whole database that `filter` matches, handing
+    /// each to `each` (the requester it is given is the server's).
+    fn lookup(&self, filter: &Filter, each: &mut Each<'_>) -> Result<(), LdapError> {
+        if self.suffix.get().is_none() {
+            let found = self.dir.id_of(self.txn, self.dir.suffix())?.map(|id| Base {
+                dn: Arc::new(self.dir.suffix_dn().clone()),
+                ndn: Arc::new(self.dir.suffix().clone()),
+                id,
+            });
+            let _ = self.suffix.set(found);
         }
-        Ok(())
+        let Some(base) = self.suffix.get().and_then(Option::as_ref) else {
+            return Ok(());
+        };
+        let prepared = PreparedFilter::new(self.dir.schema(), filter);
+        let find = Find {
+            base,
+            scope: SearchScope::WholeSubtree,
+            filter,
+            prepared: &prepared,
+        };
+        find.run(self.dir, self.txn, As::Server, each)
     }
 
     /// Adds the memberOf values of the entry; whether any was added.
@@ -366,17 +358,9 @@ impl<'a, T: crate::View> Expander<'a, T> {
             if !has_memberof(set) || self.nests(i) {
                 continue;
             }
-            let filter = class_filter(&set.group_class);
-            let ids = self.ids_for(&filter)?;
-            for id in ids {
-                let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
-                    continue;
-                };
-                let stored = Directory::parse_stored(bytes)?;
-                let Ok(ndn) = stored.ndn() else { continue };
-                let view = StoredView::new(&stored);
-                if !self.is_dynamic(i, &ndn, &view, &stored) {
-                    continue;
+            self.lookup(&class_filter(&set.group_class), &mut |_, ndn, stored| {
+                if !self.is_dynamic(i, ndn, &StoredView::new(stored), stored) {
+                    return Ok(());
                 }
                 let entry = stored.to_entry().map_err(|_| unreadable())?;
                 let searches = values_of(schema, &entry, &set.url_attr)
@@ -391,7 +375,8 @@ impl<'a, T: crate::View> Expander<'a, T> {
                     dn: stored.dn.to_vec(),
                     searches,
                 });
-            }
+                Ok(())
+            })?;
         }
         Ok(groups)
     }
@@ -407,31 +392,52 @@ impl<'a, T: crate::View> Expander<'a, T> {
             class_filter(class),
             Filter::Equality(member_attr.into(), dn.to_string().into_bytes()),
         ]);
-        let prepared = PreparedFilter::new(self.dir.schema(), &filter);
         let mut found = Vec::new();
-        for id in self.ids_for(&filter)? {
-            let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
-                continue;
-            };
-            let stored = Directory::parse_stored(bytes)?;
-            if prepared.evaluate(&StoredView::new(&stored), &[]).is_true() {
-                found.push(stored.dn.to_vec());
-            }
-        }
+        self.lookup(&filter, &mut |_, _, stored| {
+            found.push(stored.dn.to_vec());
+            Ok(())
+        })?;
         Ok(found)
     }
+}
 
-    /// The candidates of `filter` in the whole database (every entry without a usable index).
-    fn ids_for(&self, filter: &Filter) -> Result<Vec<u64>, LdapError> {
-        let plan = canopy_core::index::plan(self.dir.schema(), &self.dir.indexes(self.txn), filter);
-        match resolve(self.txn, &plan)? {
-            Some(ids) => Ok(ids),
-            None => self
-                .txn
-                .txn()
-                .subtree_ids(&dn_key(self.dir.suffix()))
-                .map_err(store_error),
-        }
+impl Expansion for Expander<'_> {
+    fn applies(&self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool {
+        Expander::applies(self, ndn, stored)
+    }
+
+    fn expand(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        who: &mut dyn Requester,
+    ) -> Result<Option<Vec<u8>>, LdapError> {
+        Expander::expand(self, ndn, stored, who)
+    }
+}
+
+/// The overlay as the database's read hook: the planning filter of a search, and an [`Expander`] for
+/// the entries one operation reads, computing memberOf when the operation asks for it or tests it
+/// (slapd 2.5 lists the members of nested groups when memberOf and the member attribute are both
+/// asked for, or memberOf is tested: docs/overlays.md).
+impl ReadHook for Dynlist {
+    fn planning_filter(&self, schema: &Schema, filter: &Filter) -> Option<Filter> {
+        Dynlist::planning_filter(self, schema, filter)
+    }
+
+    fn expansion<'a>(
+        &'a self,
+        dir: &'a Directory,
+        txn: &'a Snapshot,
+        asked: &dyn Fn(&str) -> bool,
+        tested: &dyn Fn(&str) -> bool,
+    ) -> Box<dyn Expansion + 'a> {
+        let memberof = self
+            .memberof_attrs()
+            .any(|attr| asked(attr) || tested(attr));
+        let nested_members =
+            self.nested_member_attrs().any(asked) || self.memberof_attrs().any(tested);
+        Box::new(Expander::new(dir, txn, self, memberof).with_nested_members(nested_members))
     }
 }
 
@@ -543,19 +549,13 @@ fn class_filter(class: &str) -> Filter {
 fn prepare<'s>(schema: &'s Schema, url: &Url) -> Option<Search<'s>> {
     let base = schema.normalize_dn(&url.base).ok()?;
     Some(Search {
-        base,
+        dn: Arc::new(url.base.clone()),
+        base: Arc::new(base),
         scope: url.scope,
         filter: PreparedFilter::new(schema, &url.filter),
         raw: url.filter.clone(),
         attrs: url.attrs.clone(),
     })
-}
-
-fn is_referral(schema: &Schema, stored: &StoredEntry<'_>) -> bool {
-    let referral = class_filter("referral");
-    PreparedFilter::new(schema, &referral)
-        .evaluate(&StoredView::new(stored), &[])
-        .is_true()
 }
 
 /// Whether a dynamic list copies attribute `desc`: one the URL lists (or a subtype), or any user

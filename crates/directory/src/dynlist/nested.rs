@@ -7,13 +7,10 @@ use std::collections::HashMap;
 
 use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::ReadOps;
 use canopy_proto::{Dn, Filter};
 use canopy_schema::NormDn;
 
 use super::{add_value, class_filter, prepare, unreadable, values_of, Expander, Requester, Url};
-use crate::database::Directory;
-use crate::error::store_error;
 
 /// One group of a nested set: a dynamic group (entries of the set's class with URLs) or a static one
 /// (entries of the static class).
@@ -41,7 +38,7 @@ pub(super) struct Graph {
     by_ndn: HashMap<NormDn, usize>,
 }
 
-impl<'a, T: crate::View> Expander<'a, T> {
+impl Expander<'_> {
     /// Whether a set nests groups.
     pub(super) fn nests(&self, set: usize) -> bool {
         self.config.sets[set].members.iter().any(|m| m.nested)
@@ -76,20 +73,16 @@ impl<'a, T: crate::View> Expander<'a, T> {
                 ]);
                 let static_filter =
                     canopy_core::filter::PreparedFilter::new(schema, &class_filter(static_class));
-                for id in self.ids_for(&filter)? {
-                    let Some(bytes) = self.txn.txn().get_entry(id).map_err(store_error)? else {
-                        continue;
-                    };
-                    let stored = Directory::parse_stored(bytes)?;
-                    let Ok(ndn) = stored.ndn() else { continue };
-                    if graph.by_ndn.contains_key(&ndn) {
-                        continue;
+                // Each group found runs its URLs as the requester, inside the lookup.
+                self.lookup(&filter, &mut |_, ndn, stored| {
+                    if graph.by_ndn.contains_key(ndn) {
+                        return Ok(());
                     }
-                    let view = StoredView::new(&stored);
-                    let dynamic = self.is_dynamic(set_index, &ndn, &view, &stored);
+                    let view = StoredView::new(stored);
+                    let dynamic = self.is_dynamic(set_index, ndn, &view, stored);
                     let is_static = static_filter.evaluate(&view, &[]).is_true();
                     if !dynamic && !is_static {
-                        continue;
+                        return Ok(());
                     }
                     let entry = stored.to_entry().map_err(|_| unreadable())?;
                     let statics = if is_static {
@@ -109,9 +102,9 @@ impl<'a, T: crate::View> Expander<'a, T> {
                     };
                     // A static group without members is no group (slapd lists only those with some).
                     if !dynamic && statics.is_empty() {
-                        continue;
+                        return Ok(());
                     }
-                    graph.by_ndn.insert(ndn, graph.nodes.len());
+                    graph.by_ndn.insert(ndn.clone(), graph.nodes.len());
                     graph.nodes.push(Node {
                         dn: stored.dn.to_vec(),
                         set: set_index,
@@ -123,7 +116,8 @@ impl<'a, T: crate::View> Expander<'a, T> {
                         subs: Vec::new(),
                         sups: Vec::new(),
                     });
-                }
+                    Ok(())
+                })?;
             }
         }
         // Link: a group holds the groups among its static members and among what its URLs find.
@@ -167,6 +161,7 @@ impl<'a, T: crate::View> Expander<'a, T> {
             }
             self.search(&search, who, &mut |_, ndn, stored| {
                 found.push((stored.dn.to_vec(), ndn.clone()));
+                Ok(())
             })?;
         }
         Ok(found)
