@@ -32,7 +32,7 @@ pub enum Deref {
 }
 
 /// Follows `aliasedObjectName` from an alias entry until a non-alias entry.
-pub fn deref(dir: &Directory, txn: &Snapshot, start: &[u8]) -> Result<Deref, LdapError> {
+pub fn deref(dir: &Directory, txn: &impl crate::View, start: &[u8]) -> Result<Deref, LdapError> {
     let mut current = Directory::parse_stored(start)?;
     let mut visited: Vec<NormDn> = Vec::new();
     if let Ok(ndn) = current.ndn() {
@@ -174,7 +174,7 @@ impl Reach {
 /// Entry IDs of a scope, the way an unindexed search walks it.
 pub fn scope_ids(
     dir: &Directory,
-    txn: &Snapshot,
+    txn: &impl crate::View,
     root: &NormDn,
     root_id: u64,
     subtree: bool,
@@ -195,9 +195,9 @@ pub fn scope_ids(
 }
 
 /// Entries of `class` inside a scope (children only when not `subtree`), as (ID, stored bytes).
-fn members<'t>(
+fn members<'t, V: crate::View>(
     dir: &Directory,
-    txn: &'t Snapshot,
+    txn: &'t V,
     root: &NormDn,
     root_id: u64,
     subtree: bool,
@@ -231,7 +231,7 @@ fn members<'t>(
 /// themselves). Dangling and circular aliases lead nowhere, and a base that is an alias stays one.
 pub fn reach(
     dir: &Directory,
-    txn: &Snapshot,
+    txn: &impl crate::View,
     base: &NormDn,
     base_id: u64,
     scope: SearchScope,
@@ -269,7 +269,7 @@ pub fn reach(
 /// IDs of referral objects inside a scope, for continuation references.
 pub fn referral_ids(
     dir: &Directory,
-    txn: &Snapshot,
+    txn: &impl crate::View,
     base: &NormDn,
     base_id: u64,
     subtree: bool,

@@ -392,22 +392,27 @@ impl Directory {
     /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
     pub fn class_ids(
         &self,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         class: &'static str,
     ) -> Result<Option<Vec<u64>>, LdapError> {
-        let snapshot = txn.id();
-        let txn = txn.txn();
-        if let Some(memo) = self.memo().of(snapshot) {
-            if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
-                return Ok(Some(ids.clone()));
+        // Remembered per snapshot; a write's view, which sees its own changes, asks the index.
+        let snapshot = crate::view::committed(txn);
+        let txn = crate::view::txn(txn);
+        if let Some(snapshot) = snapshot {
+            if let Some(memo) = self.memo().of(snapshot) {
+                if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
+                    return Ok(Some(ids.clone()));
+                }
             }
         }
         let Some(mut ids) = crate::candidates::resolve(txn, &self.class_plan(txn, class))? else {
             return Ok(None);
         };
         ids.sort_unstable();
-        if let Some(memo) = self.memo().of(snapshot) {
-            memo.classes.push((class, ids.clone()));
+        if let Some(snapshot) = snapshot {
+            if let Some(memo) = self.memo().of(snapshot) {
+                memo.classes.push((class, ids.clone()));
+            }
         }
         Ok(Some(ids))
     }
@@ -555,12 +560,12 @@ impl Directory {
     }
 
     /// Looks up an entry by normalized DN: its ID and stored bytes.
-    pub fn lookup<'t>(
+    pub fn lookup<'t, V: crate::View>(
         &self,
-        txn: &'t Snapshot,
+        txn: &'t V,
         ndn: &NormDn,
     ) -> Result<Option<(u64, &'t [u8])>, LdapError> {
-        let txn = txn.txn();
+        let txn = crate::view::txn(txn);
         let Some(id) = txn.get_id(&dn_key(ndn)).map_err(store_error)? else {
             return Ok(None);
         };

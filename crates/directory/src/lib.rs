@@ -19,6 +19,7 @@ pub mod error;
 pub mod event;
 pub mod feed;
 mod figures;
+mod find;
 pub mod inchain;
 mod indexes;
 pub mod indexing;

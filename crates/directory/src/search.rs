@@ -122,7 +122,7 @@ impl Directory {
     /// the scope; the places aliases lead to; the referral objects to send as references.
     pub fn plan_scan<'b>(
         &self,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         query: &Query<'_>,
         base: &'b Base,
     ) -> Result<Scan<'b>, LdapError> {
@@ -133,7 +133,7 @@ impl Directory {
     /// (`prepared` must be that filter's): the frontend prepares it once for the plan and the test.
     pub fn plan_scan_prepared<'b>(
         &self,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         query: &Query<'_>,
         base: &'b Base,
         prepared: &PreparedFilter<'_>,
@@ -143,7 +143,7 @@ impl Directory {
 
     fn plan_scan_with<'b>(
         &self,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         query: &Query<'_>,
         base: &'b Base,
         prepared: Option<&PreparedFilter<'_>>,
@@ -202,7 +202,7 @@ impl Directory {
     /// (then `unindexed`, unless the scope is the base alone).
     fn candidates(
         &self,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         query: &Query<'_>,
         base: &Base,
         prepared: Option<&PreparedFilter<'_>>,
@@ -300,10 +300,10 @@ impl Scan<'_> {
     }
 
     /// How many candidates the scan examines (slapd's size.unchecked counts these).
-    pub fn candidate_count(&self, txn: &Snapshot) -> Result<u64, LdapError> {
+    pub fn candidate_count(&self, txn: &impl crate::View) -> Result<u64, LdapError> {
         match &self.candidates {
             Candidates::Ids(ids) => Ok(ids.len() as u64),
-            Candidates::All { .. } => txn.txn().entry_count().map_err(store_error),
+            Candidates::All { .. } => crate::view::txn(txn).entry_count().map_err(store_error),
         }
     }
 
@@ -317,17 +317,19 @@ impl Scan<'_> {
     }
 
     /// The examined candidates in ID order; with `with_ndn`, every entry's normalized DN is made.
-    pub fn examine<'t>(
+    pub fn examine<'t, V: crate::View>(
         &'t self,
-        txn: &'t Snapshot,
+        txn: &'t V,
         with_ndn: bool,
     ) -> Result<impl Iterator<Item = Result<Candidate<'t>, LdapError>> + 't, LdapError> {
         let items: Box<dyn Iterator<Item = Item<'t>>> = match &self.candidates {
-            Candidates::Ids(ids) => {
-                Box::new(txn.txn().candidate_entries(ids).map_err(store_error)?)
-            }
+            Candidates::Ids(ids) => Box::new(
+                crate::view::txn(txn)
+                    .candidate_entries(ids)
+                    .map_err(store_error)?,
+            ),
             Candidates::All { from } => Box::new(
-                txn.txn()
+                crate::view::txn(txn)
                     .entries_from(*from)
                     .map_err(store_error)?
                     .map(|item| item.map(|(id, bytes)| (id, Some(bytes)))),

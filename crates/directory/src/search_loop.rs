@@ -281,7 +281,7 @@ impl Scan<'_> {
     pub fn run<R: Reader>(
         &self,
         dir: &Directory,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         reader: &mut R,
         room: Room,
     ) -> Result<Ended, R::Error> {
@@ -292,7 +292,7 @@ impl Scan<'_> {
     fn run_tested<R: Reader>(
         &self,
         dir: &Directory,
-        txn: &Snapshot,
+        txn: &impl crate::View,
         mut expander: Option<&mut (dyn Expansion + '_)>,
         reader: &mut R,
         room: Room,

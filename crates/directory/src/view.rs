@@ -48,6 +48,12 @@ mod sealed {
     pub trait Txn {
         type Txn: ReadOps + Txn;
         fn txn(&self) -> &Self::Txn;
+        /// The committed state the view reads ([`Snapshot::id`]), under which answers may be
+        /// remembered; None inside a write, whose own changes no other reader sees.
+        #[inline]
+        fn committed(&self) -> Option<usize> {
+            None
+        }
     }
 
     impl Txn for Snapshot {
@@ -55,6 +61,10 @@ mod sealed {
         #[inline]
         fn txn(&self) -> &ReadTxn {
             &self.0
+        }
+        #[inline]
+        fn committed(&self) -> Option<usize> {
+            Some(self.0.snapshot_id())
         }
     }
 
@@ -71,6 +81,10 @@ mod sealed {
         #[inline]
         fn txn(&self) -> &ReadTxn {
             self
+        }
+        #[inline]
+        fn committed(&self) -> Option<usize> {
+            Some(self.snapshot_id())
         }
     }
 
@@ -94,4 +108,11 @@ impl<T: sealed::Txn> View for T {}
 #[inline]
 pub(crate) fn txn<V: View>(view: &V) -> &V::Txn {
     sealed::Txn::txn(view)
+}
+
+/// The committed state `view` reads, under which per-snapshot answers are remembered; None inside
+/// a write.
+#[inline]
+pub(crate) fn committed<V: View>(view: &V) -> Option<usize> {
+    sealed::Txn::committed(view)
 }

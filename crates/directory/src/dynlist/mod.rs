@@ -10,10 +10,9 @@
 //! internal searches with the requester's identity. Entries found are not expanded in turn (slapd's
 //! "no recursion"), except through nested groups (`@<static-oc>*`, `nested.rs`). Those searches, and
 //! the lookups of the groups memberOf consults, run through the backend's one search loop with a
-//! reader of the overlay's own (`find.rs`). The overlay is the database's [`ReadHook`].
+//! reader of the backend's own searches (`crates/directory/src/find.rs`). The overlay is the database's [`ReadHook`].
 
 mod config;
-mod find;
 mod nested;
 
 pub use config::{AttrSet, Dynlist, MemberMap, Url};
@@ -32,10 +31,15 @@ use canopy_schema::{NormDn, Schema};
 use crate::alias::Base;
 use crate::database::Directory;
 use crate::error::store_error;
+use crate::find::{As, Find};
 use crate::search::computed;
 use crate::search_loop::{Expansion, ReadHook, Requester};
 use crate::Snapshot;
-use find::{As, Each, Find};
+
+/// What an entry found is handed to: the requester the search runs as, the entry's normalized DN and
+/// the entry as stored. An error ends the search.
+type Each<'e> =
+    dyn FnMut(&mut dyn Requester, &NormDn, &StoredEntry<'_>) -> Result<(), LdapError> + 'e;
 
 /// A URL ready to search: its base (as written and normalized), scope and prepared filter.
 struct Search<'s> {
@@ -275,7 +279,10 @@ impl<'a> Expander<'a> {
             filter: &search.raw,
             prepared: &search.filter,
         };
-        find.run(self.dir, self.txn, As::Requester(who), each)
+        let mut each = |who: &mut dyn Requester, ndn: &NormDn, stored: &StoredEntry<'_>| {
+            each(who, ndn, stored).map(|()| true)
+        };
+        find.run(self.dir, self.txn, As::Requester(who), &mut each)
     }
 
     /// Looks up, as the server, the entries of the whole database that `filter` matches, handing
@@ -299,7 +306,10 @@ impl<'a> Expander<'a> {
             filter,
             prepared: &prepared,
         };
-        find.run(self.dir, self.txn, As::Server, each)
+        let mut each = |who: &mut dyn Requester, ndn: &NormDn, stored: &StoredEntry<'_>| {
+            each(who, ndn, stored).map(|()| true)
+        };
+        find.run(self.dir, self.txn, As::Server, &mut each)
     }
 
     /// Adds the memberOf values of the entry; whether any was added.

@@ -12,17 +12,17 @@
 //! enters the domain by an add, a rename or a change that makes it match the filter).
 
 use canopy_core::filter::PreparedFilter;
-use canopy_core::wire::StoredView;
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::url::percent_decode;
-use canopy_proto::{Change, Dn, Filter, ModifyOperation, ResultCode};
+use canopy_proto::{Change, Dn, Filter, ModifyOperation, ResultCode, SearchScope};
 use canopy_schema::{AttributeType, NormDn, Schema, Usage};
 
-use super::{candidates, entry, rebase, values_of};
+use super::{entry, rebase, values_of};
 use crate::database::Directory;
 use crate::error::store_error;
 use crate::event::{Event, Kind, Proposed};
+use crate::find::{self, As, Find};
 use crate::keys::dn_key;
 use crate::pipeline::{OnReplica, WriteHook};
 
@@ -279,7 +279,6 @@ impl Unique {
         &self,
         dir: &Directory,
         txn: &WriteTxn<'_>,
-        id: u64,
         old: Option<&Entry>,
         new: &Entry,
         changes: &[Change],
@@ -308,7 +307,7 @@ impl Unique {
                     Some(f) => Filter::And(vec![f.clone(), any]),
                     None => any,
                 };
-                if self.taken(dir, txn, id, &base, uri.scope, &search)? {
+                if self.taken(dir, txn, &new.ndn, &base, uri.scope, &search)? {
                     return Err(LdapError::new(
                         ResultCode::ConstraintViolation,
                         format!("non-unique attributes found with {search}"),
@@ -319,35 +318,32 @@ impl Unique {
         Ok(())
     }
 
-    /// Whether an entry other than `id` within `scope` of `base` matches `search`: the index plan's
-    /// candidates (or every entry), each tested in place.
+    /// Whether an entry other than `except` (the entry written) within `scope` of `base` matches
+    /// `search`, each tested as stored: a lookup through the backend's one search loop, inside the
+    /// write's transaction.
     fn taken(
         &self,
         dir: &Directory,
         txn: &WriteTxn<'_>,
-        id: u64,
+        except: &NormDn,
         base: &NormDn,
         scope: Scope,
         search: &Filter,
     ) -> Result<bool, LdapError> {
-        let test = PreparedFilter::new(dir.schema(), search);
-        for candidate in candidates(dir, txn, search)? {
-            if candidate == id {
-                continue;
-            }
-            let Some(bytes) = txn.get_entry(candidate).map_err(store_error)? else {
-                continue;
-            };
-            let stored = Directory::parse_stored(bytes)?;
-            let placed = matches!(
-                (stored.below(base.rdns()), scope),
-                (Some(_), Scope::Sub) | (Some(1), Scope::One)
-            );
-            if placed && test.evaluate(&StoredView::new(&stored), &[]).is_true() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let Some(base) = find::base(dir, txn, base)? else {
+            return Ok(false);
+        };
+        let prepared = PreparedFilter::new(dir.schema(), search);
+        let find = Find {
+            base: &base,
+            scope: match scope {
+                Scope::One => SearchScope::SingleLevel,
+                Scope::Sub => SearchScope::WholeSubtree,
+            },
+            filter: search,
+            prepared: &prepared,
+        };
+        find.any(dir, txn, As::Server, Some(except))
     }
 }
 
@@ -374,7 +370,7 @@ impl WriteHook for Unique {
         let Some(new) = change.new.as_deref() else {
             return Ok(());
         };
-        self.check(dir, txn, change.id, change.old, new, change.changes)
+        self.check(dir, txn, change.old, new, change.changes)
     }
 
     /// A rename is checked once it is stored: it moves a whole subtree, and which domains hold the
@@ -389,7 +385,7 @@ impl WriteHook for Unique {
         let (Kind::Rename, Some(old), Some(new)) = (event.kind, event.old, event.new) else {
             return Ok(());
         };
-        self.check(dir, txn, event.id, Some(old), new, &[])?;
+        self.check(dir, txn, Some(old), new, &[])?;
         if old.ndn == new.ndn {
             return Ok(());
         }
@@ -405,7 +401,7 @@ impl WriteHook for Unique {
             };
             let mut was = now.clone();
             was.ndn = was_ndn;
-            self.check(dir, txn, member, Some(&was), &now, &[])?;
+            self.check(dir, txn, Some(&was), &now, &[])?;
         }
         Ok(())
     }

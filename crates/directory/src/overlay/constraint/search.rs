@@ -1,20 +1,15 @@
 //! The searches of the `uri` constraint and of URLs in sets, run as slapd's internal searches are (no
-//! alias dereferencing, no limits, no access control) but through the write's own transaction: the
-//! equality index when the filter allows, else the scope.
+//! alias dereferencing, no limits, no access control) but through the write's own transaction, by the
+//! backend's one search loop (`crate::find`, `As::Internal`).
 
 use canopy_core::filter::PreparedFilter;
-use canopy_core::index::plan;
-use canopy_core::wire::StoredView;
 use canopy_core::{Entry, LdapError};
-use canopy_mdb::{ReadOps, WriteTxn};
+use canopy_mdb::WriteTxn;
 use canopy_proto::{Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
-use crate::candidates::resolve;
 use crate::database::Directory;
-use crate::error::store_error;
-use crate::keys::dn_key;
-use crate::search::computed;
+use crate::find::{self, As, Find};
 
 /// Whether `ndn` is within `scope` of `base`.
 pub(super) fn in_scope(base: &NormDn, scope: SearchScope, ndn: &NormDn) -> bool {
@@ -37,52 +32,21 @@ pub(super) fn each(
     filter: &Filter,
     mut each: impl FnMut(&Entry) -> bool,
 ) -> Result<(), LdapError> {
-    let Some(base_id) = txn.get_id(&dn_key(base)).map_err(store_error)? else {
-        return Ok(());
-    };
-    let schema = dir.schema();
-    let (ids, from_index) = match scope {
-        SearchScope::BaseObject => (vec![base_id], false),
-        _ => match resolve(txn, &plan(schema, &dir.indexes(txn), filter))? {
-            Some(ids) => (ids, true),
-            None => {
-                let ids = match scope {
-                    SearchScope::SingleLevel => txn.children(base_id),
-                    _ => txn.subtree_ids(&dn_key(base)),
-                };
-                (ids.map_err(store_error)?, false)
-            }
+    let prepared = PreparedFilter::new(dir.schema(), filter);
+    found(
+        dir,
+        txn,
+        base,
+        scope,
+        filter,
+        &prepared,
+        &mut |_, _, stored| {
+            let entry = stored
+                .to_entry()
+                .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
+            Ok(each(&entry))
         },
-    };
-    let wanted = PreparedFilter::new(schema, filter);
-    let referral = Filter::Equality("objectClass".into(), b"referral".to_vec());
-    let referral = PreparedFilter::new(schema, &referral);
-    for id in ids {
-        if scope == SearchScope::SubordinateSubtree && id == base_id {
-            continue;
-        }
-        let Some(bytes) = txn.get_entry(id).map_err(store_error)? else {
-            continue;
-        };
-        let stored = Directory::parse_stored(bytes)?;
-        let view = StoredView::new(&stored);
-        let children = txn.has_children(id).map_err(store_error)?;
-        let extra = computed(children, stored.dn);
-        if !wanted.evaluate(&view, &extra).is_true() || referral.evaluate(&view, &[]).is_true() {
-            continue;
-        }
-        let entry = stored
-            .to_entry()
-            .map_err(|_| LdapError::new(ResultCode::Other, "stored entry is unreadable"))?;
-        // Index candidates come from the whole database; the scope's own IDs need no check.
-        if from_index && !in_scope(base, scope, &entry.ndn) {
-            continue;
-        }
-        if !each(&entry) {
-            break;
-        }
-    }
-    Ok(())
+    )
 }
 
 /// Whether any entry in `scope` of `base` matches `filter`.
@@ -93,12 +57,35 @@ pub(super) fn any(
     scope: SearchScope,
     filter: &Filter,
 ) -> Result<bool, LdapError> {
-    let mut found = false;
-    each(dir, txn, base, scope, filter, |_| {
-        found = true;
-        false
+    let mut any = false;
+    let prepared = PreparedFilter::new(dir.schema(), filter);
+    found(dir, txn, base, scope, filter, &prepared, &mut |_, _, _| {
+        any = true;
+        Ok(false)
     })?;
-    Ok(found)
+    Ok(any)
+}
+
+/// Runs the search as the server, handing each entry found to `each`.
+fn found(
+    dir: &Directory,
+    txn: &WriteTxn<'_>,
+    base: &NormDn,
+    scope: SearchScope,
+    filter: &Filter,
+    prepared: &PreparedFilter<'_>,
+    each: &mut crate::find::Each<'_>,
+) -> Result<(), LdapError> {
+    let Some(base) = find::base(dir, txn, base)? else {
+        return Ok(());
+    };
+    let find = Find {
+        base: &base,
+        scope,
+        filter,
+        prepared,
+    };
+    find.run(dir, txn, As::Internal, each)
 }
 
 #[cfg(test)]
