@@ -33,9 +33,9 @@ pub struct Change {
     /// The entry's entryUUID (16 raw bytes).
     pub uuid: Option<[u8; 16]>,
     /// The entry's DN before the write (None for an add).
-    pub old_dn: Option<String>,
-    /// The entry's DN after the write (None for a delete).
-    pub new_dn: Option<String>,
+    pub old_dn: Option<Arc<str>>,
+    /// The entry's DN after the write (None for a delete); a modify's shares `old_dn`'s text.
+    pub new_dn: Option<Arc<str>>,
     /// The entry as this write stored it, taken inside the write's transaction while the feed has
     /// subscribers (None for a delete, with no subscriber at the time, or over [`FEED_BYTES`]): what
     /// a persistent search sends for this change, as slapd's syncprov sends its copy of the entry.

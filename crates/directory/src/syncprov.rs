@@ -5,6 +5,8 @@
 //! Both act on local and replicated writes alike: a consumer that is itself a provider (cascading)
 //! passes on what it receives.
 
+use std::sync::Arc;
+
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::sync::{uuid_from_text, Csn, CsnSet};
@@ -177,8 +179,8 @@ impl Directory {
             origin: Origin::Local,
             csn,
             uuid: entry_uuid(Some(new)),
-            old_dn: Some(old.dn.to_string()),
-            new_dn: Some(new.dn.to_string()),
+            old_dn: Some(old.dn.to_string().into()),
+            new_dn: Some(new.dn.to_string().into()),
             entry: feed.carry(txn, id),
             context: None,
         };
@@ -292,6 +294,7 @@ impl WriteHook for SyncProv {
             Kind::Delete => None,
             Kind::Add | Kind::Modify | Kind::Rename => feed.carry(txn, event.id),
         };
+        let (old_dn, new_dn) = dns(event.old, event.new);
         let change = Change {
             kind: event.kind,
             id: event.id,
@@ -302,14 +305,24 @@ impl WriteHook for SyncProv {
             },
             csn,
             uuid,
-            old_dn: event.old.map(|e| e.dn.to_string()),
-            new_dn: event.new.map(|e| e.dn.to_string()),
+            old_dn,
+            new_dn,
             entry,
             context: None,
         };
         after_commit(move || feed.publish(change));
         Ok(())
     }
+}
+
+/// The DNs of a change as text, before and after; the same DN (a modify's) is written out once.
+fn dns(old: Option<&Entry>, new: Option<&Entry>) -> (Option<Arc<str>>, Option<Arc<str>>) {
+    let old_dn: Option<Arc<str>> = old.map(|e| e.dn.to_string().into());
+    let new_dn = match (old, new, &old_dn) {
+        (Some(old), Some(new), Some(text)) if old.dn == new.dn => Some(text.clone()),
+        (_, new, _) => new.map(|e| e.dn.to_string().into()),
+    };
+    (old_dn, new_dn)
 }
 
 #[cfg(test)]

@@ -369,11 +369,10 @@ impl Csn {
             && hex(34..40);
         // Hex digits are compared in lower case; the rest is fixed.
         ok.then(|| {
-            Csn(format!(
-                "{}{}",
-                &text[..23],
-                text[23..].to_ascii_lowercase()
-            ))
+            let mut csn = String::with_capacity(40);
+            csn.push_str(&text[..23]);
+            csn.extend(text[23..].chars().map(|c| c.to_ascii_lowercase()));
+            Csn(csn)
         })
     }
 

@@ -404,8 +404,16 @@ fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
             });
         }
     };
-    for attr in &old.attrs {
-        let Some(now) = new.get(&attr.desc) else {
+    // A write keeps the attributes in their order: the one at the same place is looked at first,
+    // so the usual walk compares each description once instead of searching the other entry.
+    let find = |attrs: &'_ [Attribute], i: usize, desc: &str| -> Option<usize> {
+        match attrs.get(i) {
+            Some(at) if at.desc.eq_ignore_ascii_case(desc) => Some(i),
+            _ => attrs.iter().position(|a| a.desc.eq_ignore_ascii_case(desc)),
+        }
+    };
+    for (i, attr) in old.attrs.iter().enumerate() {
+        let Some(now) = find(&new.attrs, i, &attr.desc).and_then(|j| new.attrs.get(j)) else {
             push(&mut gone, &attr.desc, attr.values.clone());
             continue;
         };
@@ -427,8 +435,8 @@ fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
             now.values.get(j..).unwrap_or(&[]).to_vec(),
         );
     }
-    for attr in &new.attrs {
-        if old.get(&attr.desc).is_none() {
+    for (i, attr) in new.attrs.iter().enumerate() {
+        if find(&old.attrs, i, &attr.desc).is_none() {
             push(&mut came, &attr.desc, attr.values.clone());
         }
     }

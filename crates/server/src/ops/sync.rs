@@ -806,7 +806,7 @@ impl<'a> Sync<'a> {
             let attrs = self.selected(entry, seen.computed());
             self.entry(&entry.dn.to_string(), attrs, state, uuid, cookie)?;
         } else if held {
-            let dn = gone_dn.unwrap_or_else(|| entry.dn.to_string());
+            let dn = gone_dn.unwrap_or_else(|| entry.dn.to_string().into());
             self.entry(&dn, Vec::new(), SyncStateKind::Delete, uuid, cookie)?;
         }
         Ok(())
