@@ -408,7 +408,7 @@ fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
     // so the usual walk compares each description once instead of searching the other entry.
     let find = |attrs: &'_ [Attribute], i: usize, desc: &str| -> Option<usize> {
         match attrs.get(i) {
-            Some(at) if at.desc.eq_ignore_ascii_case(desc) => Some(i),
+            Some(at) if at.desc == desc || at.desc.eq_ignore_ascii_case(desc) => Some(i),
             _ => attrs.iter().position(|a| a.desc.eq_ignore_ascii_case(desc)),
         }
     };
