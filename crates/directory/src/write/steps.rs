@@ -383,16 +383,17 @@ impl Directory {
 }
 
 /// The values `old` has that `new` lacks and those `new` has that `old` lacks, attribute by attribute
-/// (byte for byte), as two entries with `new`'s name.
+/// (byte for byte), as two entries without a name.
 ///
 /// A write keeps the order of the values it leaves and appends what it adds, so one walk in step
 /// through both lists finds the difference without hashing every value of a large attribute. When the
 /// order changed (a replace), a value may come out on both sides: it then counts as neither removed nor
 /// added, since the callers compare the two sides' keys.
 fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
+    // Index keys come from the attributes alone: the two sides need no name.
     let empty = || Entry {
-        dn: new.dn.clone(),
-        ndn: new.ndn.clone(),
+        dn: Dn::default(),
+        ndn: NormDn::root(),
         attrs: Vec::new(),
     };
     let (mut gone, mut came) = (empty(), empty());
@@ -404,16 +405,12 @@ fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
             });
         }
     };
-    // A write keeps the attributes in their order: the one at the same place is looked at first,
-    // so the usual walk compares each description once instead of searching the other entry.
-    let find = |attrs: &'_ [Attribute], i: usize, desc: &str| -> Option<usize> {
-        match attrs.get(i) {
-            Some(at) if at.desc == desc || at.desc.eq_ignore_ascii_case(desc) => Some(i),
-            _ => attrs.iter().position(|a| a.desc.eq_ignore_ascii_case(desc)),
-        }
-    };
-    for (i, attr) in old.attrs.iter().enumerate() {
-        let Some(now) = find(&new.attrs, i, &attr.desc).and_then(|j| new.attrs.get(j)) else {
+    // A write keeps the attributes in their order (a replaced one may move to the end): each is
+    // looked for where the last one was found, then everywhere, so the usual walk compares a few
+    // descriptions per attribute instead of searching the whole other entry each time.
+    let mut in_new = Cursor::default();
+    for attr in &old.attrs {
+        let Some(now) = in_new.find(&new.attrs, &attr.desc) else {
             push(&mut gone, &attr.desc, attr.values.clone());
             continue;
         };
@@ -435,10 +432,26 @@ fn changed_values(old: &Entry, new: &Entry) -> (Entry, Entry) {
             now.values.get(j..).unwrap_or(&[]).to_vec(),
         );
     }
-    for (i, attr) in new.attrs.iter().enumerate() {
-        if find(&old.attrs, i, &attr.desc).is_none() {
+    let mut in_old = Cursor::default();
+    for attr in &new.attrs {
+        if in_old.find(&old.attrs, &attr.desc).is_none() {
             push(&mut came, &attr.desc, attr.values.clone());
         }
     }
     (gone, came)
+}
+
+/// Where the last attribute looked for was found in a list of attributes.
+#[derive(Default)]
+struct Cursor(usize);
+
+impl Cursor {
+    /// The attribute named `desc` (any case) in `attrs`: next to the last one found, else anywhere.
+    fn find<'a>(&mut self, attrs: &'a [Attribute], desc: &str) -> Option<&'a Attribute> {
+        let named = |a: &Attribute| a.desc == desc || a.desc.eq_ignore_ascii_case(desc);
+        let near = (self.0..attrs.len().min(self.0 + 2)).find(|&k| attrs.get(k).is_some_and(named));
+        let at = near.or_else(|| attrs.iter().position(named))?;
+        self.0 = at + 1;
+        attrs.get(at)
+    }
 }
