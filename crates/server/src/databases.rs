@@ -583,6 +583,18 @@ impl Databases {
         Ok(())
     }
 
+    /// The request controls that only a frontend hook serves (`HOOK_CONTROLS`) and some database's
+    /// hook does, for the root DSE's supportedControl.
+    pub fn hook_controls(&self) -> Vec<&'static str> {
+        HOOK_CONTROLS
+            .into_iter()
+            .filter(|oid| {
+                self.iter()
+                    .any(|db| db.front_hooks().any(|hook| hook.serves_control(oid)))
+            })
+            .collect()
+    }
+
     /// The registry of `list`; the first is the default database. Panics on an empty list, which
     /// configuration loading never produces.
     pub fn new(list: Vec<Database>) -> Databases {

@@ -5,6 +5,7 @@ use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
     CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
+use canopy_proto::sync::CONTROL_SYNC_REQUEST;
 use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
 
@@ -48,6 +49,35 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// The request controls the server acts on, as slapd lists them: the frontend's always, the Sync
+/// Request control (RFC 4533) when a database can be followed, a hook's (the password policy's) when
+/// a database runs it, as slapd lists an overlay's control once its module is loaded.
+fn supported_controls(state: &ServerState) -> Vec<String> {
+    let mut controls = strings(&[
+        CONTROL_ASSERTION,
+        CONTROL_PRE_READ,
+        CONTROL_POST_READ,
+        CONTROL_MANAGE_DSA_IT,
+        CONTROL_PAGED_RESULTS,
+    ]);
+    let followed = state.databases.iter().any(|db| {
+        state
+            .backend(db)
+            .is_none_or(|backend| backend.provides_sync())
+    });
+    if followed {
+        controls.push(CONTROL_SYNC_REQUEST.to_string());
+    }
+    controls.extend(
+        state
+            .databases
+            .hook_controls()
+            .into_iter()
+            .map(str::to_string),
+    );
+    controls
+}
+
 fn root_dse(state: &ServerState) -> Entry {
     Entry {
         dn: Dn::default(),
@@ -70,16 +100,7 @@ fn root_dse(state: &ServerState) -> Entry {
                     .map(|db| db.suffix_dn().to_string()),
             ),
             attr("subschemaSubentry", strings(&[SUBSCHEMA_DN])),
-            attr(
-                "supportedControl",
-                strings(&[
-                    CONTROL_ASSERTION,
-                    CONTROL_PRE_READ,
-                    CONTROL_POST_READ,
-                    CONTROL_MANAGE_DSA_IT,
-                    CONTROL_PAGED_RESULTS,
-                ]),
-            ),
+            attr("supportedControl", supported_controls(state)),
             attr("supportedExtension", extensions(state)),
             attr("supportedFeatures", strings(FEATURES)),
             attr("supportedLDAPVersion", strings(&["3"])),

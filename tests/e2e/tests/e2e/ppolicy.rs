@@ -392,6 +392,34 @@ fn netscape_expiry_controls() {
     );
 }
 
+/// The root DSE lists the password policy control where the overlay runs, on both servers.
+#[test]
+fn root_dse_lists_the_policy_control() {
+    let s = start("");
+    let out = s.search(
+        &Bind::Anonymous,
+        &[
+            "-b",
+            "",
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "supportedControl",
+        ],
+    );
+    out.expect_code(0, "root DSE");
+    let records = out.records();
+    let controls = records.first().map(|r| r.values("supportedControl"));
+    assert!(
+        controls
+            .iter()
+            .flatten()
+            .any(|c| c == "1.3.6.1.4.1.42.2.27.8.5.1"),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn critical_control_without_the_overlay() {
     let s = Server::start();

@@ -7,6 +7,8 @@ use canopy_e2e::*;
 const WHOAMI: &str = "1.3.6.1.4.1.4203.1.11.3";
 const PASSWD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 const PAGED_RESULTS: &str = "1.2.840.113556.1.4.319";
+const SYNC_REQUEST: &str = "1.3.6.1.4.1.4203.1.9.1.1";
+const PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
 
 #[test]
 fn root_dse() {
@@ -47,6 +49,14 @@ fn root_dse() {
         .iter()
         .any(|c| c == PAGED_RESULTS));
     if s.target == Target::Canopy {
+        // Every database can be followed (slapd lists the control once syncprov is loaded, which
+        // this configuration does not do); the password policy's control only with its overlay.
+        let controls = dse.values("supportedControl");
+        assert!(controls.iter().any(|c| c == SYNC_REQUEST), "{controls:?}");
+        assert!(
+            !controls.iter().any(|c| c == PASSWORD_POLICY),
+            "{controls:?}"
+        );
         // slapd publishes no vendorName; issue #2 asks canopy to.
         assert!(!dse.values("vendorName").is_empty(), "{}", out.stdout);
         assert!(!dse.values("vendorVersion").is_empty(), "{}", out.stdout);
