@@ -195,16 +195,8 @@ impl Reader for Finder<'_, '_, '_, '_> {
         self.searched
     }
 
-    fn examined(&mut self, _count: u64) -> Result<(), Halt> {
-        Ok(())
-    }
-
     fn reference(&mut self, _urls: Vec<String>) -> Result<(), Halt> {
         // Referral objects are entries to a ManageDsaIT plan: none comes as a reference.
-        Ok(())
-    }
-
-    fn expanding(&mut self) -> Result<(), Halt> {
         Ok(())
     }
 

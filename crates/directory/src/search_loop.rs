@@ -83,14 +83,20 @@ pub trait Reader: Requester {
     /// Whether the filter or the answer uses computed attributes (hasSubordinates, entryDN, ...).
     fn needs_computed(&self) -> bool;
 
-    /// Called with the count of examined candidates after each: budgets, abandon, time limit.
-    fn examined(&mut self, count: u64) -> Result<(), Self::Error>;
+    /// Called with the count of examined candidates after each: budgets, abandon, time limit (none by
+    /// default).
+    fn examined(&mut self, _count: u64) -> Result<(), Self::Error> {
+        Ok(())
+    }
 
     /// A continuation reference in the scope (a referral object, without ManageDsaIT).
     fn reference(&mut self, urls: Vec<String>) -> Result<(), Self::Error>;
 
-    /// Before the read hook expands an entry, which runs searches of its own.
-    fn expanding(&mut self) -> Result<(), Self::Error>;
+    /// Before the read hook expands an entry, which runs searches of its own (nothing to do by
+    /// default).
+    fn expanding(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
 
     /// Decides access to the entry `id`, `stored` (named `ndn` when the scan made it) as it is
     /// stored: `dnattr` and `group` clauses do not see what an expansion adds.

@@ -160,13 +160,31 @@ impl Directory {
         changes: &[Change],
         check: Check,
     ) -> Result<(), LdapError> {
-        self.hooks_prepare(txn, by, Kind::Modify, id, Some(old), Some(entry), changes)?;
+        let kind = Kind::Modify;
+        self.store_replaced(txn, by, kind, id, old, entry, changes, check)?;
+        self.hooks_commit(txn, by, kind, id, Some(old), Some(entry), changes)
+    }
+
+    /// The steps a modify and a rename share: the prepare hooks, the schema check when asked, the
+    /// entry stored over `old` and its index keys.
+    #[allow(clippy::too_many_arguments)]
+    fn store_replaced(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        by: By<'_>,
+        kind: Kind,
+        id: u64,
+        old: &Entry,
+        entry: &mut Entry,
+        changes: &[Change],
+        check: Check,
+    ) -> Result<(), LdapError> {
+        self.hooks_prepare(txn, by, kind, id, Some(old), Some(entry), changes)?;
         if check == Check::AfterHooks {
             check_entry(self.schema(), entry)?;
         }
         self.put(txn, id, entry)?;
-        self.reindex(txn, id, Some(old), Some(entry))?;
-        self.hooks_commit(txn, by, Kind::Modify, id, Some(old), Some(entry), changes)
+        self.reindex(txn, id, Some(old), Some(entry))
     }
 
     /// Renames (and perhaps moves) the entry `id`, `old`, to `entry`'s DN, now a child of `parent_id`
@@ -183,12 +201,7 @@ impl Directory {
         (old_parent_id, parent_id): (u64, u64),
         check: Check,
     ) -> Result<(), LdapError> {
-        self.hooks_prepare(txn, by, Kind::Rename, id, Some(old), Some(entry), &[])?;
-        if check == Check::AfterHooks {
-            check_entry(self.schema(), entry)?;
-        }
-        self.put(txn, id, entry)?;
-        self.reindex(txn, id, Some(old), Some(entry))?;
+        self.store_replaced(txn, by, Kind::Rename, id, old, entry, &[], check)?;
         if entry.ndn != old.ndn {
             self.move_subtree(txn, &old.ndn, &entry.ndn, &entry.dn, id)?;
             if parent_id != old_parent_id {

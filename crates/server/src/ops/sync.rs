@@ -432,10 +432,6 @@ impl Reader for Refresh<'_, '_> {
         Ok(())
     }
 
-    fn expanding(&mut self) -> Result<(), Stop> {
-        Ok(())
-    }
-
     fn judge(
         &mut self,
         id: u64,

@@ -189,15 +189,7 @@ impl Reader for Mapping<'_> {
         false
     }
 
-    fn examined(&mut self, _count: u64) -> Result<(), LdapError> {
-        Ok(())
-    }
-
     fn reference(&mut self, _urls: Vec<String>) -> Result<(), LdapError> {
-        Ok(())
-    }
-
-    fn expanding(&mut self) -> Result<(), LdapError> {
         Ok(())
     }
 
