@@ -74,7 +74,21 @@ pub async fn write(
     let planned = plan(&state, tree, &entries, dir, who, ctl, &op).await?;
     let (stored_op, verdict) = match planned {
         Ok(planned) => (planned.stored.clone(), Ok(planned)),
-        Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
+        // An add in place of the default database stores as a modify of its entry: a refusal
+        // must not meet the entry that is there already.
+        Err(refusal) => match &op {
+            WriteOp::Add(entry)
+                if replaces_default_database(&entry.dn.to_string(), &tree.base(), &state) =>
+            {
+                let (dn, ndn) = (entry.dn.clone(), entry.ndn.clone());
+                let changes = Vec::new();
+                (
+                    WriteOp::Modify { dn, ndn, changes },
+                    Err(refusal_error(refusal)),
+                )
+            }
+            _ => (op.clone(), Err(refusal_error(refusal))),
+        },
     };
     // A schema change fences every database first (once access control allows the change): writes
     // of the running snapshot that commit from then on must fit the new schema, and the usage check
@@ -268,21 +282,26 @@ async fn plan(
                 })
             })
         }
-        WriteOp::Add(entry) => match added_tree(entries, entry, tree) {
-            Ok((new_tree, stored)) => {
-                // Opening the new database's environment is the one step with an effect on disk:
-                // only who may add the entry gets that far.
-                probe_access(dir, who, ctl, &stored).await?;
-                next_state(state, &tree.base(), &new_tree, None).map(|next| Planned {
-                    stored,
-                    committed: new_tree.clone(),
-                    tree: new_tree,
-                    next,
-                    deleted_file_db: None,
-                })
+        WriteOp::Add(entry) => {
+            match match replaces_default_database(&entry.dn.to_string(), &tree.base(), state) {
+                true => adopted_tree(entries, entry, state),
+                false => added_tree(entries, entry, tree),
+            } {
+                Ok((new_tree, stored)) => {
+                    // Opening the new database's environment is the one step with an effect on disk:
+                    // only who may add the entry gets that far.
+                    probe_access(dir, who, ctl, &stored).await?;
+                    next_state(state, &tree.base(), &new_tree, None).map(|next| Planned {
+                        stored,
+                        committed: new_tree.clone(),
+                        tree: new_tree,
+                        next,
+                        deleted_file_db: None,
+                    })
+                }
+                Err(refusal) => Err(refusal),
             }
-            Err(refusal) => Err(refusal),
-        },
+        }
         WriteOp::Delete { .. } => (|| {
             let base = tree.base();
             let deletion = deleted_tree(entries, &op_dn(op), &base)?;
@@ -916,11 +935,22 @@ fn added_tree(
             ),
         ));
     }
+    let added = new_database_entry(entry, &target_dn, next)?;
+    stored_addition(entries, added, tree)
+}
+
+/// The entry of a new data database `olcDatabase={number}mdb` (`target_dn`) from the client's `entry`:
+/// the attributes a new database may carry, ordered values numbered.
+fn new_database_entry(
+    entry: &canopy_core::Entry,
+    target_dn: &str,
+    next: usize,
+) -> Result<ConfigEntry, Refusal> {
     let mut added = ConfigEntry {
-        dn: target_dn.clone(),
+        dn: target_dn.to_string(),
         attrs: Vec::new(),
     };
-    let live = live_attributes(&target_dn);
+    let live = live_attributes(target_dn);
     for attr in &entry.attrs {
         let name = attr.desc.as_str();
         if crate::config_tree::store::OPERATIONAL
@@ -973,7 +1003,69 @@ fn added_tree(
             "object class 'olcMdbConfig' requires attribute 'olcDbDirectory'",
         ));
     }
-    stored_addition(entries, added, tree)
+    Ok(added)
+}
+
+/// Whether an add of `dn` is the first data database added to a server whose file has none: the
+/// default database Canopy runs then (`Config::default_database`) gives way to it, as slapd, started
+/// without a data database, numbers the first one added `{1}`.
+fn replaces_default_database(dn: &str, base: &Config, state: &ServerState) -> bool {
+    base.default_database
+        && state.config.database_count() == 1
+        && state.config.directory.is_none()
+        && normalize_dn(dn) == normalize_dn(&crate::config_tree::database_dn(1))
+}
+
+/// The tree with the client's `olcDatabase={1}mdb` in place of the default database's entry, and the
+/// store's write of it (a modify of the entry the default database had). Refused while the default
+/// database holds entries (they would be hidden) or when the new one names its directory.
+fn adopted_tree(
+    entries: &[ConfigEntry],
+    entry: &canopy_core::Entry,
+    state: &ServerState,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let target_dn = crate::config_tree::database_dn(1);
+    let held = state
+        .databases
+        .iter()
+        .find(|db| db.is_configured())
+        .map(|db| db.backend().figures().map(|f| f.entries))
+        .transpose()
+        .map_err(|e| Refusal::new(e.code, e.message))?
+        .unwrap_or(0);
+    if held > 0 {
+        return Err(Refusal::new(
+            ResultCode::EntryAlreadyExists,
+            format!(
+                "{target_dn}: the first database ({}, Canopy's default as the configuration file                  names none) holds {held} entries; add the new database as the next one, or set                  it in the file",
+                state.config.suffix
+            ),
+        ));
+    }
+    let added = new_database_entry(entry, &target_dn, 1)?;
+    let directory = added.single("olcDbDirectory").unwrap_or_default();
+    if std::path::Path::new(directory) == state.config.data_dir {
+        return Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            format!(
+                "<olcDbDirectory> {directory} is the server's data directory, where the default                  database lies; name a directory of the new database's own"
+            ),
+        ));
+    }
+    let old = entries
+        .iter()
+        .find(|e| e.dn.eq_ignore_ascii_case(&target_dn))
+        .ok_or_else(|| Refusal::new(ResultCode::Other, format!("{target_dn} is missing")))?;
+    let changes = crate::config_tree::store::changes(old, &added);
+    let new_tree = entries
+        .iter()
+        .map(|e| match e.dn.eq_ignore_ascii_case(&target_dn) {
+            true => added.clone(),
+            false => e.clone(),
+        })
+        .collect();
+    let (dn, ndn) = (entry.dn.clone(), entry.ndn.clone());
+    Ok((new_tree, WriteOp::Modify { dn, ndn, changes }))
 }
 
 /// Sets the log filter `next`'s olcLogLevel names, when it changed (checked before it was stored).
@@ -1335,6 +1427,17 @@ fn next_state(
         let view = config.database_view(number).ok_or_else(|| {
             Refusal::new(ResultCode::Other, format!("database {number} is missing"))
         })?;
+        if number == 1 && view.data_dir != db.directory() {
+            // The default database gives way to a first database added live: a store of its own.
+            list.push(open_added(
+                &config,
+                &schema,
+                1,
+                &list,
+                first_password.clone(),
+            )?);
+            continue;
+        }
         crate::index_specs(&schema, &view).map_err(|e| match e {
             crate::StartError::Open(canopy_directory::OpenError::IndexAttribute(attr)) => {
                 Refusal::new(
@@ -1378,7 +1481,12 @@ fn next_state(
     let opened = number;
     let mut added = Vec::new();
     for number in opened + 1..=config.database_count() {
-        added.push(open_added(&config, &schema, number, &list)?);
+        let password = config
+            .database_view(number)
+            .and_then(|v| v.root_password)
+            .unwrap_or_default()
+            .into_bytes();
+        added.push(open_added(&config, &schema, number, &list, password)?);
     }
     let tail = list.split_off(opened.min(list.len()));
     list.extend(added);
@@ -1411,6 +1519,7 @@ fn open_added(
     schema: &Arc<canopy_schema::Schema>,
     number: usize,
     existing: &[Database],
+    root_password: Vec<u8>,
 ) -> Result<Database, Refusal> {
     let view = config
         .database_view(number)
@@ -1439,10 +1548,7 @@ fn open_added(
         .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcDbIndex> {e}")))?;
     let root = match view.root_dn.as_str() {
         "" => None,
-        text => Some((
-            normalize_root(schema, text)?,
-            view.root_password.clone().unwrap_or_default().into_bytes(),
-        )),
+        text => Some((normalize_root(schema, text)?, root_password)),
     };
     tracing::info!(number, suffix = %view.suffix, "database added (cn=config)");
     Ok(db.with_settings(

@@ -75,6 +75,20 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
     // Databases added live follow the file's, numbered on, in the order of their numbers. A gap (a
     // crash between a delete and the renumbering after it) is closed; a copy left by a crash in the
     // middle of a renumbering (the same suffix and directory twice) counts once.
+    // A file without a first database of its own leaves it to the live configuration: a database
+    // added live in place of the default one has its own suffix and directory (slapd's
+    // `olcDatabase={1}mdb` added to a configuration that had none).
+    if base.default_database {
+        if let Some(db) = find(&database_dn(1)) {
+            if let Some(suffix) = db.single("olcSuffix") {
+                config.suffix = suffix.to_string();
+            }
+            config.directory = db
+                .single("olcDbDirectory")
+                .map(std::path::PathBuf::from)
+                .filter(|dir| *dir != config.data_dir);
+        }
+    }
     let file_count = config.database_count();
     let mut live: Vec<(usize, &ConfigEntry)> = tree
         .iter()
