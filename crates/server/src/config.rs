@@ -122,6 +122,10 @@ pub struct Config {
     /// database added live over the default one. Set from the live configuration only.
     #[serde(skip)]
     pub directory: Option<PathBuf>,
+    /// A first database was added live over the default one (`DATA/config/first-database` records
+    /// it): the live configuration's `olcDatabase={1}mdb` names its suffix and directory.
+    #[serde(skip)]
+    pub first_added: bool,
 }
 
 /// A `[[modules]]` table: slapd's `cn=module{N},cn=config` (`olcModulePath`, `olcModuleLoad`).
@@ -294,6 +298,7 @@ impl Default for Config {
             tombstone_purge: None,
             default_database: false,
             directory: None,
+            first_added: false,
         }
     }
 }

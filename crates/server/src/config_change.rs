@@ -103,6 +103,20 @@ pub async fn write(
         }
         _ => false,
     };
+    // A first database over the default one: recorded before it is stored (the record alone
+    // changes nothing while the tree holds the default's entry).
+    if let Ok(Planned {
+        first_added: Some(base),
+        ..
+    }) = &verdict
+    {
+        tree.record_first_added(base.clone()).map_err(|e| {
+            LdapError::new(
+                ResultCode::Other,
+                format!("DATA/config/first-database cannot be written: {e}"),
+            )
+        })?;
+    }
     // Access control decides first: a refusal reaches only who may write the entry.
     let controls = match dir
         .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())
@@ -202,6 +216,8 @@ struct Planned {
     next: ServerState,
     /// A database of the file deleted: the file's configuration without it, and its table.
     deleted_file_db: Option<(Config, crate::config::DatabaseConfig)>,
+    /// A first database added over the default one: the file's configuration that says so.
+    first_added: Option<Config>,
 }
 
 /// Works out the change `op` makes: Ok(Err) is a refusal, given only to who may make the change.
@@ -236,6 +252,7 @@ async fn plan(
                 tree: new_tree,
                 next,
                 deleted_file_db: None,
+                first_added: None,
             })
         })(),
         WriteOp::Add(entry)
@@ -250,6 +267,7 @@ async fn plan(
                     tree: new_tree,
                     next,
                     deleted_file_db: None,
+                    first_added: None,
                 })
             })
         }
@@ -268,6 +286,7 @@ async fn plan(
                 tree: added.tree,
                 next,
                 deleted_file_db: None,
+                first_added: None,
             })
         })(),
         WriteOp::Add(entry) if crate::config_tree::module_of(&entry.dn.to_string()).is_some() => {
@@ -279,24 +298,33 @@ async fn plan(
                     tree: new_tree,
                     next,
                     deleted_file_db: None,
+                    first_added: None,
                 })
             })
         }
         WriteOp::Add(entry) => {
             match match replaces_default_database(&entry.dn.to_string(), &tree.base(), state) {
-                true => adopted_tree(entries, entry, state),
-                false => added_tree(entries, entry, tree),
+                true => adopted_tree(entries, entry, state).map(|(t, s)| {
+                    let mut base = Config::clone(&tree.base());
+                    base.first_added = true;
+                    (t, s, Some(base))
+                }),
+                false => added_tree(entries, entry, tree).map(|(t, s)| (t, s, None)),
             } {
-                Ok((new_tree, stored)) => {
+                Ok((new_tree, stored, first_added)) => {
                     // Opening the new database's environment is the one step with an effect on disk:
                     // only who may add the entry gets that far.
                     probe_access(dir, who, ctl, &stored).await?;
-                    next_state(state, &tree.base(), &new_tree, None).map(|next| Planned {
+                    let base = first_added
+                        .clone()
+                        .unwrap_or_else(|| Config::clone(&tree.base()));
+                    next_state(state, &base, &new_tree, None).map(|next| Planned {
                         stored,
                         committed: new_tree.clone(),
                         tree: new_tree,
                         next,
                         deleted_file_db: None,
+                        first_added,
                     })
                 }
                 Err(refusal) => Err(refusal),
@@ -322,6 +350,7 @@ async fn plan(
                 tree: deletion.tree,
                 next,
                 deleted_file_db: deletion.file_db.map(|table| (next_base, table)),
+                first_added: None,
             })
         })(),
         WriteOp::ModifyDn(_) => Err(Refusal::new(
@@ -1011,6 +1040,7 @@ fn new_database_entry(
 /// without a data database, numbers the first one added `{1}`.
 fn replaces_default_database(dn: &str, base: &Config, state: &ServerState) -> bool {
     base.default_database
+        && !base.first_added
         && state.config.database_count() == 1
         && state.config.directory.is_none()
         && normalize_dn(dn) == normalize_dn(&crate::config_tree::database_dn(1))

@@ -78,7 +78,7 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
     // A file without a first database of its own leaves it to the live configuration: a database
     // added live in place of the default one has its own suffix and directory (slapd's
     // `olcDatabase={1}mdb` added to a configuration that had none).
-    if base.default_database {
+    if base.default_database && base.first_added {
         if let Some(db) = find(&database_dn(1)) {
             if let Some(suffix) = db.single("olcSuffix") {
                 config.suffix = suffix.to_string();
