@@ -246,6 +246,8 @@ fn added_database(db: &ConfigEntry) -> Result<crate::config::DatabaseConfig, Ref
 /// (`approximate`) and Canopy's `ord`. Attribute names are checked against the schema later.
 pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig>, Refusal> {
     let mut indexes: Vec<crate::config::IndexConfig> = Vec::new();
+    // slapd's `default KINDS`: the kinds of the indexes after it that name none (eq without it).
+    let mut default_kinds = vec!["eq".to_string()];
     for value in values {
         let mut words = value.split_whitespace();
         let attrs = words.next().unwrap_or("");
@@ -269,14 +271,24 @@ pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig
                 kinds.push(canonical.to_string());
             }
         }
+        if attrs.eq_ignore_ascii_case("default") {
+            if kinds.is_empty() {
+                return Err(Refusal::new(
+                    ResultCode::Other,
+                    "<olcDbIndex> default: no index type given",
+                ));
+            }
+            default_kinds = kinds;
+            continue;
+        }
         if kinds.is_empty() {
-            kinds.push("eq".to_string());
+            kinds = default_kinds.clone();
         }
         for attr in attrs.split(',').filter(|a| !a.is_empty()) {
             if attr.eq_ignore_ascii_case("default") {
                 return Err(Refusal::new(
-                    ResultCode::UnwillingToPerform,
-                    "<olcDbIndex> \"default\" is not supported: list the kinds on each index",
+                    ResultCode::Other,
+                    "<olcDbIndex> \"default\" stands alone: olcDbIndex: default KINDS",
                 ));
             }
             match indexes
