@@ -2111,3 +2111,95 @@ fn a_store_left_by_removed_database_files_gives_way_to_the_file() {
         "the file's settings, not the old store's"
     );
 }
+
+/// A server whose file has no data database of its own (Canopy then runs its default one, empty) takes
+/// `olcDatabase={1}mdb` added live as slapd started without a data database does (OpenLDAP's
+/// test053, test061, test086): created in its olcDbDirectory, served at once in place of the default,
+/// and kept across a restart. A second `{1}` is refused as existing.
+#[test]
+fn a_first_database_added_live_replaces_the_empty_default() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let mut s = Server::start_canopy_empty(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    let add = format!(
+        "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+         olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n\
+         olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n\
+         olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n",
+        directory.display()
+    );
+    // A refusal of the new database is its own, not the default database's entry existing.
+    let out = s.add(
+        &admin(),
+        &format!("{add}olcUpdateRef: ldap://127.0.0.1:1/\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(out.stderr.contains("olcUpdateRef"), "{}", out.stderr);
+    s.add(&admin(), &add)
+        .expect_code(0, "add the first data database");
+    assert!(
+        directory.join("data.mdb").exists(),
+        "created in its olcDbDirectory"
+    );
+    let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
+    let base =
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n";
+    s.add(&boss, base).expect_code(0, "its root DN fills it");
+    let dse = s.read(&Bind::Anonymous, "", &["namingContexts"]);
+    assert!(
+        dse.stdout.contains("namingContexts: dc=live,dc=org")
+            && !dse.stdout.contains("dc=example,dc=com"),
+        "the added database in place of the default: {}",
+        dse.stdout
+    );
+    assert_eq!(anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"), 1);
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    let again = s.add(&admin(), &add.replace("dc=live,dc=org", "dc=other,dc=org"));
+    assert_eq!(again.code, 68, "{}", again.stderr);
+    s.terminate();
+    s.restart();
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    assert_eq!(
+        values(&s, MDB1, "olcDbDirectory"),
+        [directory.display().to_string()]
+    );
+    assert_eq!(
+        anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"),
+        1,
+        "after a restart"
+    );
+    s.whoami(Via::Ldap, &boss)
+        .expect_code(0, "its root DN binds after a restart");
+}
+
+/// The default database that holds entries is a database like any other: `olcDatabase={1}mdb` added
+/// over it is refused as existing (68), saying why, and the entries stay served.
+#[test]
+fn a_default_database_with_entries_is_not_replaced() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let before = anonymous_count(&s, PEOPLE, "(objectClass=*)");
+    assert!(before > 0, "the base data is loaded");
+    let directory = s.dir().join("other-db");
+    let out = s.add(
+        &admin(),
+        &format!(
+            "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n",
+            directory.display()
+        ),
+    );
+    assert_eq!(out.code, 68, "{}", out.stderr);
+    assert!(out.stderr.contains("holds"), "{}", out.stderr);
+    assert!(!directory.exists(), "nothing opened");
+    assert_eq!(anonymous_count(&s, PEOPLE, "(objectClass=*)"), before);
+}
