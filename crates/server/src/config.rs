@@ -118,9 +118,10 @@ pub struct Config {
     /// takes its place while it holds no entry (docs/design/config-tree.md, "Adding a database").
     #[serde(skip)]
     pub default_database: bool,
-    /// The first database's LMDB directory when it is not `data_dir`: the `olcDbDirectory` of a first
-    /// database added live over the default one. Set from the live configuration only.
-    #[serde(skip)]
+    /// The first database's LMDB directory when it is not `data_dir`: relative to `data_dir`, or
+    /// absolute. The `olcDbDirectory` of a first database added live over the default one is here
+    /// in the live configuration, and `canopy config export` writes it (with `suffix`), so that the
+    /// exported file reopens that database (docs/operations.md).
     pub directory: Option<PathBuf>,
     /// A first database was added live over the default one (`DATA/config/first-database` records
     /// it): the live configuration's `olcDatabase={1}mdb` names its suffix and directory.
@@ -350,19 +351,23 @@ impl Config {
             path: origin.to_string(),
             message,
         })?;
-        crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(
-            |e| match e.table {
-                Some(table) => ConfigError::Invalid {
-                    path: origin.to_string(),
-                    line: crate::dbconfig::table_line(text, table),
-                    message: format!("[[database]] {}: {}", table + 2, e.message),
-                },
-                None => ConfigError::Semantic {
-                    path: origin.to_string(),
-                    message: e.message,
-                },
+        crate::dbconfig::check(
+            &config.suffix,
+            &config.database_directory(1),
+            &config.data_dir,
+            &config.database,
+        )
+        .map_err(|e| match e.table {
+            Some(table) => ConfigError::Invalid {
+                path: origin.to_string(),
+                line: crate::dbconfig::table_line(text, table),
+                message: format!("[[database]] {}: {}", table + 2, e.message),
             },
-        )?;
+            None => ConfigError::Semantic {
+                path: origin.to_string(),
+                message: e.message,
+            },
+        })?;
         Ok(config)
     }
 
@@ -397,6 +402,9 @@ impl Config {
             ));
         }
         crate::limits::check_rules(&self.limits.rules)?;
+        if let Some(dir) = &self.directory {
+            crate::dbconfig::check_directory(dir)?;
+        }
         self.tls.check()?;
         crate::overlays::check(&self.overlay)?;
         if let Some(module) = self

@@ -196,7 +196,13 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         config.modules = super::overlay_children::modules_of(tree)?;
     }
     config.schema.extend(live_schema(base, tree)?);
-    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(|e| {
+    crate::dbconfig::check(
+        &config.suffix,
+        &config.database_directory(1),
+        &config.data_dir,
+        &config.database,
+    )
+    .map_err(|e| {
         // The table checks name TOML keys; the attribute is the one they are about.
         let attr = match e.message.as_str() {
             m if m.starts_with("root_") => "olcRootDN",

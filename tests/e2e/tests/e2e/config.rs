@@ -2203,3 +2203,127 @@ fn a_default_database_with_entries_is_not_replaced() {
     assert!(!directory.exists(), "nothing opened");
     assert_eq!(anonymous_count(&s, PEOPLE, "(objectClass=*)"), before);
 }
+
+/// The offline tools follow a first database added live over the default one (in a directory of
+/// its own, outside DATA) as the next start would open it: `canopy export`, `verify` and `backup`
+/// read its entries, not the empty default database left in DATA; the backup carries the cn=config
+/// store that names it, so that `canopy restore` of it into an empty server brings the database,
+/// its entries and its configuration back; `canopy config export` writes what reopens it.
+#[test]
+fn offline_tools_follow_a_first_database_added_live() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let mut s = Server::start_canopy_empty(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    s.add(
+        &admin(),
+        &format!(
+            "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n\
+             olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n\
+             olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n",
+            directory.display()
+        ),
+    )
+    .expect_code(0, "add the first data database");
+    let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
+    s.add(
+        &boss,
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n\n\
+         dn: ou=people,dc=live,dc=org\nobjectClass: organizationalUnit\nou: people\n\n\
+         dn: cn=ann,ou=people,dc=live,dc=org\nobjectClass: person\ncn: ann\nsn: Lee\n",
+    )
+    .expect_code(0, "entries in the live-added database");
+    // A writing tool and the server exclude each other through the data directory's lock, also
+    // for a database outside it.
+    let out = s.canopy_tool("reindex", &[]);
+    assert_eq!(out.code, 1, "reindex beside the server: {}", out.stderr);
+    assert!(
+        out.stderr.contains("in use by canopy process"),
+        "{}",
+        out.stderr
+    );
+    s.terminate();
+    let live_dns = |ldif: &str| {
+        ldif.lines()
+            .filter(|l| l.starts_with("dn: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let want = [
+        "dn: dc=live,dc=org",
+        "dn: ou=people,dc=live,dc=org",
+        "dn: cn=ann,ou=people,dc=live,dc=org",
+    ];
+
+    let out = s.canopy_tool("export", &[]);
+    out.expect_code(0, "canopy export");
+    assert_eq!(live_dns(&out.stdout), want, "export: {}", out.stdout);
+    let out = s.canopy_tool("export", &["-b", "dc=live,dc=org"]);
+    out.expect_code(0, "canopy export -b dc=live,dc=org");
+    assert_eq!(live_dns(&out.stdout), want, "export -b: {}", out.stdout);
+    let out = s.canopy_tool("verify", &[]);
+    out.expect_code(0, "canopy verify");
+    assert!(out.stderr.contains("verify: 3 entries"), "{}", out.stderr);
+
+    let backup = s.dir().join("backup");
+    let out = s.canopy_tool("backup", &[&backup.display().to_string()]);
+    out.expect_code(0, "canopy backup");
+    assert!(
+        out.stdout.contains("backup of dc=live,dc=org (3 entries")
+            && out.stdout.contains("with the cn=config store"),
+        "the live-added database and the store that names it: {}",
+        out.stdout
+    );
+
+    let config = s.canopy_tool("config", &["export"]);
+    config.expect_code(0, "canopy config export");
+    assert!(
+        config.stdout.contains("suffix = \"dc=live,dc=org\"")
+            && config
+                .stdout
+                .contains(&format!("directory = \"{}\"", directory.display())),
+        "the first database's suffix and directory: {}",
+        config.stdout
+    );
+
+    // Everything lost: the data directory and the database's own directory. The restore of the
+    // backup with the same configuration file brings back both.
+    std::fs::remove_dir_all(s.data_dir()).unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+    std::fs::create_dir_all(s.data_dir()).unwrap();
+    let out = s.canopy_tool("restore", &[&backup.display().to_string()]);
+    out.expect_code(0, "canopy restore");
+    assert!(
+        directory.join("data.mdb").is_file(),
+        "restored into its own directory: {}",
+        out.stdout
+    );
+    s.restart();
+    assert_eq!(
+        anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"),
+        3,
+        "the entries are back"
+    );
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    s.whoami(Via::Ldap, &boss)
+        .expect_code(0, "its root DN binds after the restore");
+    s.terminate();
+
+    // The exported configuration reopens the database on a server of its own (a new data
+    // directory, nothing live): the suffix and the directory come from the file.
+    let exported = s.dir().join("exported.toml");
+    std::fs::write(&exported, &config.stdout).unwrap();
+    let fresh = s.dir().join("fresh-data");
+    let mut cmd = server::canopy_command();
+    cmd.args(["export", "--config", &exported.display().to_string()])
+        .arg("--data")
+        .arg(&fresh);
+    let out = client::run(cmd, None);
+    out.expect_code(0, "canopy export with the exported configuration");
+    assert_eq!(live_dns(&out.stdout), want, "{}", out.stdout);
+}
