@@ -389,7 +389,14 @@ pub(super) fn adopted_tree(
     }
     let added = new_database_entry(entry, &target_dn, 1)?;
     let directory = added.single("olcDbDirectory").unwrap_or_default();
-    if state.config.data_dir.join(directory) == state.config.data_dir {
+    // The same directory under another name (`../data`, a link) too.
+    let data_dir = &state.config.data_dir;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || std::fs::canonicalize(a)
+                .is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    if same(&data_dir.join(directory), data_dir) {
         return Err(Refusal::new(
             ResultCode::UnwillingToPerform,
             format!(

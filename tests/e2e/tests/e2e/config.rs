@@ -2219,17 +2219,24 @@ fn offline_tools_follow_a_first_database_added_live() {
     ));
     let directory = s.dir().join("live-db");
     std::fs::create_dir_all(&directory).unwrap();
-    s.add(
-        &admin(),
-        &format!(
+    let first = |dir: &str| {
+        format!(
             "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
-             olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n\
+             olcDatabase: {{1}}mdb\nolcDbDirectory: {dir}\nolcSuffix: dc=live,dc=org\n\
              olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n\
-             olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n",
-            directory.display()
-        ),
-    )
-    .expect_code(0, "add the first data database");
+             olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n"
+        )
+    };
+    // The data directory under another name is still the default database's place.
+    let out = s.add(&admin(), &first("../data"));
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is the server's data directory"),
+        "{}",
+        out.stderr
+    );
+    s.add(&admin(), &first(&directory.display().to_string()))
+        .expect_code(0, "add the first data database");
     let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
     s.add(
         &boss,
