@@ -27,8 +27,13 @@ const EXTRA_FILES: &[&str] = &["rootpw", "tls/cert.pem", "tls/key.pem"];
 /// The live configuration's store (cn=config, docs/design/config-tree.md) in the first database's data
 /// directory: copied like the database, so that a restored server runs the configuration it ran.
 const CONFIG_STORE: &str = "config";
-/// The store's database file and the file settings it last started from, relative to the data directory.
-const CONFIG_FILES: &[&str] = &["config/data.mdb", "config/baseline.toml"];
+/// The store's database file, the file settings it last started from and the record of a first
+/// database added live over the default one, relative to the data directory.
+const CONFIG_FILES: &[&str] = &[
+    "config/data.mdb",
+    "config/baseline.toml",
+    "config/first-database",
+];
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Manifest {
@@ -47,6 +52,12 @@ pub struct Manifest {
     pub last_id: Option<u64>,
     pub next_id: u64,
     pub files: Vec<FileSum>,
+    /// The database's own directory as the live configuration names it (relative to the data
+    /// directory, or absolute), when the first database lies outside the data directory: a first
+    /// database added live over the default one (cn=config's `olcDbDirectory`). A restore puts
+    /// `data.mdb` there and the other files (the cn=config store that names it) in the data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -57,10 +68,13 @@ pub struct FileSum {
     pub sha256: String,
 }
 
-/// Copies the database of `config` into `dest` while it may be serving: LMDB's compacting copy of one
-/// snapshot, the extra files, and a manifest with their checksums.
-pub fn backup(config: &Config, dest: &Path) -> Result<()> {
+/// Copies the database of `config` (a database's view) into `dest` while it may be serving: LMDB's
+/// compacting copy of one snapshot, the extra files, and a manifest with their checksums. `home`:
+/// for the first database, the data directory, which holds the cn=config store and the extra files
+/// also when the database lies in a directory of its own (a first database added live).
+pub fn backup(config: &Config, dest: &Path, home: Option<&Path>) -> Result<()> {
     let source = &config.data_dir;
+    let home = home.unwrap_or(source);
     let data = source.join(DATA_FILE);
     if !data.is_file() {
         bail!("no database at {}", data.display());
@@ -88,12 +102,12 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
     result.with_context(|| format!("copying {}", source.display()))?;
     copy.sync_all()?;
     drop(copy);
-    copy_config_store(source, dest)?;
+    copy_config_store(home, dest)?;
     for name in EXTRA_FILES
         .iter()
         .chain(CONFIG_FILES.get(1..).unwrap_or(&[]))
     {
-        let from = source.join(name);
+        let from = home.join(name);
         if from.is_file() {
             let to = dest.join(name);
             if let Some(parent) = to.parent() {
@@ -126,6 +140,14 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
         last_id: facts.last_id,
         next_id: facts.next_id,
         files,
+        directory: (home != source.as_path()).then(|| {
+            config
+                .directory
+                .as_ref()
+                .unwrap_or(source)
+                .display()
+                .to_string()
+        }),
     };
     write_synced(
         &dest.join(MANIFEST),
@@ -137,8 +159,12 @@ pub fn backup(config: &Config, dest: &Path) -> Result<()> {
         true => " with the cn=config store",
         false => "",
     };
+    let from = match home != source.as_path() {
+        true => format!(" (the database from {})", source.display()),
+        false => String::new(),
+    };
     println!(
-        "backup of {} ({} entries, last ID {}){with_config} in {}: {DATA_FILE} {size} bytes, {} files, manifest {MANIFEST}",
+        "backup of {} ({} entries, last ID {}){with_config} in {}: {DATA_FILE} {size} bytes, {} files, manifest {MANIFEST}{from}",
         manifest.suffix,
         manifest.entries,
         manifest.last_id.map_or("none".into(), |id| id.to_string()),
@@ -172,20 +198,51 @@ fn copy_config_store(source: &Path, dest: &Path) -> Result<()> {
 }
 
 /// Checks the backup in `from` against its manifest and copies it into the data directory of
-/// `config`, which no process may be using and which must be empty unless `force`.
-pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
+/// `config` (a database's view), which no process may be using and which must be empty unless
+/// `force`. `first`: for the first database, the configuration file's settings (before the live
+/// configuration): a backup with the cn=config store brings that store back into their data
+/// directory, and the database where the restored store opens it (`Manifest::directory`).
+pub fn restore(config: &Config, from: &Path, force: bool, first: Option<&Config>) -> Result<()> {
     let manifest = read_manifest(from)?;
-    if !same_suffix(&manifest.suffix, &config.suffix) {
-        bail!(
-            "the backup holds {:?} but the configuration's suffix is {:?}",
-            manifest.suffix,
-            config.suffix
-        );
+    let restores_config = manifest.files.iter().any(|f| f.path == CONFIG_FILES[0]);
+    let home = first
+        .map_or(&config.data_dir, |file| &file.data_dir)
+        .clone();
+    let target = match (restores_config, first) {
+        (true, Some(_)) => manifest
+            .directory
+            .as_ref()
+            .map_or(home.clone(), |dir| home.join(dir)),
+        _ => config.data_dir.clone(),
+    };
+    // The backup's first database was added live over the default one: its restored store names
+    // it again where the configuration file leaves the first database to the default.
+    let adopted = restores_config
+        && manifest.directory.is_some()
+        && first.is_some_and(|file| file.default_database);
+    if !same_suffix(&manifest.suffix, &config.suffix) && !adopted {
+        match &manifest.directory {
+            Some(dir) if restores_config => bail!(
+                "the backup holds {:?}, a first database added live (cn=config) in {dir}, but the \
+                 configuration names its own first database {:?}: restore it with a configuration \
+                 file that sets no `suffix`, as the one it was added to",
+                manifest.suffix,
+                config.suffix
+            ),
+            _ => bail!(
+                "the backup holds {:?} but the configuration's suffix is {:?}",
+                manifest.suffix,
+                config.suffix
+            ),
+        }
     }
     check_files(from, &manifest)?;
-    let target = &config.data_dir;
-    let _lock = service::lock_data_dir(target, "restore")?;
-    if let Some(pid) = canopy_mdb::in_use_by(target)
+    let _lock = service::lock_data_dir(&home, "restore")?;
+    let _own_lock = match target != home {
+        true => Some(service::lock_data_dir(&target, "restore")?),
+        false => None,
+    };
+    if let Some(pid) = canopy_mdb::in_use_by(&target)
         .with_context(|| format!("checking {}", target.join(LOCK_FILE).display()))?
     {
         bail!(
@@ -193,16 +250,25 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
             target.display()
         );
     }
-    let occupied = occupied(target)?;
-    if !occupied.is_empty() && !force {
-        bail!(
-            "{} is not empty ({}); restore into an empty directory or add --force to replace its database",
-            target.display(),
-            occupied.join(", ")
-        );
+    let mut occupied_dirs = vec![&target];
+    if home != target && restores_config {
+        occupied_dirs.push(&home);
+    }
+    for dir in occupied_dirs {
+        let occupied = occupied(dir)?;
+        if !occupied.is_empty() && !force {
+            bail!(
+                "{} is not empty ({}); restore into an empty directory or add --force to replace its database",
+                dir.display(),
+                occupied.join(", ")
+            );
+        }
     }
     for file in &manifest.files {
-        let to = target.join(&file.path);
+        let to = match file.path == DATA_FILE {
+            true => target.join(&file.path),
+            false => home.join(&file.path),
+        };
         if let Some(parent) = to.parent() {
             service::create_private_dir(parent)?;
         }
@@ -214,25 +280,30 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
         std::fs::rename(&partial, &to)
             .with_context(|| format!("renaming into {}", to.display()))?;
     }
-    // The old reader tables describe the replaced files; LMDB builds new ones on the next open.
-    let restores_config = manifest.files.iter().any(|f| f.path == CONFIG_FILES[0]);
-    let mut locks = vec![target.join(LOCK_FILE)];
+    // The old reader tables describe the replaced files; LMDB builds new ones on the next open. The
+    // restored store runs as it was backed up: without the record of a first database added live
+    // when the backup has none.
+    let mut stale = vec![target.join(LOCK_FILE)];
     if restores_config {
-        locks.push(target.join(CONFIG_STORE).join(LOCK_FILE));
+        stale.push(home.join(CONFIG_STORE).join(LOCK_FILE));
+        if !manifest.files.iter().any(|f| f.path == CONFIG_FILES[2]) {
+            stale.push(home.join(CONFIG_FILES[2]));
+        }
     }
-    for lock in locks {
-        match std::fs::remove_file(&lock) {
+    for path in stale {
+        match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing the old {}", lock.display()))
+                return Err(e).with_context(|| format!("removing the old {}", path.display()))
             }
             _ => {}
         }
     }
     if restores_config {
-        sync_dir(&target.join(CONFIG_STORE))?;
+        sync_dir(&home.join(CONFIG_STORE))?;
+        sync_dir(&home)?;
     }
-    sync_dir(target)?;
-    let facts = canopy_mdb::describe(target).context("reading the restored database")?;
+    sync_dir(&target)?;
+    let facts = canopy_mdb::describe(&target).context("reading the restored database")?;
     println!(
         "restored {} ({} entries, last ID {}, taken {}) into {}",
         manifest.suffix,
@@ -241,12 +312,33 @@ pub fn restore(config: &Config, from: &Path, force: bool) -> Result<()> {
         manifest.created,
         target.display()
     );
+    if let (true, Some(file)) = (restores_config, first) {
+        // The database must lie where the restored configuration opens it at the next start.
+        if let Some((live, _)) = canopy_server::config_tree::read_live(file)
+            .context("reading the restored cn=config store")?
+        {
+            let opens = live.database_directory(1);
+            if opens != target {
+                bail!(
+                    "restored, but the restored cn=config opens the first database ({}) in {}, \
+                     not in {} where its data went: restore with the configuration file the \
+                     backup was taken with",
+                    live.suffix,
+                    opens.display(),
+                    target.display()
+                );
+            }
+        }
+    }
     if restores_config {
-        println!("restored the cn=config store (the live configuration when the backup was taken)");
-    } else if target.join(CONFIG_STORE).join(DATA_FILE).is_file() {
+        println!(
+            "restored the cn=config store (the live configuration when the backup was taken) into {}",
+            home.join(CONFIG_STORE).display()
+        );
+    } else if home.join(CONFIG_STORE).join(DATA_FILE).is_file() {
         println!(
             "the backup has no cn=config store: {} keeps the live configuration it had",
-            target.join(CONFIG_STORE).display()
+            home.join(CONFIG_STORE).display()
         );
     }
     Ok(())

@@ -165,14 +165,15 @@ struct Which {
 }
 
 impl Which {
-    /// The configuration of the chosen database (`Config::database_view`) and, for a database other
-    /// than the first, the data directory's lock when `role` writes: the server and the writing tools
+    /// The chosen database's number and configuration (`Config::database_view`) and, for a database
+    /// outside the data directory (any but the first, or a first one added live in a directory of
+    /// its own), the data directory's lock when `role` writes: the server and the writing tools
     /// exclude each other through the data directory's one lock, whichever database they touch.
     fn select(
         &self,
         config: &Config,
         role: Option<&str>,
-    ) -> Result<(Config, Option<service::DataLock>)> {
+    ) -> Result<(usize, Config, Option<service::DataLock>)> {
         let number = match (&self.suffix, self.database) {
             (Some(suffix), _) => config.database_by_suffix(suffix).with_context(|| {
                 format!(
@@ -197,10 +198,12 @@ impl Which {
             );
         };
         let lock = match role {
-            Some(role) if number > 1 => Some(service::lock_data_dir(&config.data_dir, role)?),
+            Some(role) if number > 1 || view.data_dir != config.data_dir => {
+                Some(service::lock_data_dir(&config.data_dir, role)?)
+            }
             _ => None,
         };
-        Ok((view, lock))
+        Ok((number, view, lock))
     }
 }
 
@@ -266,6 +269,9 @@ fn run() -> Result<()> {
     if let Some(data) = &cli.data {
         config.data_dir = data.clone();
     }
+    // The file's configuration, before the live one takes its place: a restore of the cn=config
+    // store works out from it the configuration the restored store runs.
+    let file_config = config.clone();
     // The offline tools see the databases as the server runs them: the file with the live settings of
     // cn=config in place (databases added live, their indexes, ...; docs/design/config-tree.md).
     let offline_tool = !matches!(
@@ -331,7 +337,7 @@ fn run() -> Result<()> {
             no_sync,
             which,
         } => {
-            let (view, _lock) = which.select(&config, Some("import"))?;
+            let (_, view, _lock) = which.select(&config, Some("import"))?;
             tools::import(&view, &file, !no_sync)
         }
         Command::Modify {
@@ -339,7 +345,7 @@ fn run() -> Result<()> {
             which,
             keep_going,
         } => {
-            let (view, _lock) = which.select(&config, Some("modify"))?;
+            let (_, view, _lock) = which.select(&config, Some("modify"))?;
             modify::modify(&view, file.as_deref(), keep_going)
         }
         Command::Export {
@@ -347,23 +353,33 @@ fn run() -> Result<()> {
             which,
             no_glue,
         } => {
-            let (view, _) = which.select(&config, None)?;
+            let (_, view, _) = which.select(&config, None)?;
             tools::export(&view, file.as_deref(), !no_glue)
         }
         Command::Reindex { which } => {
-            let (view, _lock) = which.select(&config, Some("reindex"))?;
+            let (_, view, _lock) = which.select(&config, Some("reindex"))?;
             tools::reindex(&view)
         }
         Command::Backup { dir, which } => {
-            let (view, _) = which.select(&config, None)?;
-            backup::backup(&view, &dir)
+            let (number, view, _) = which.select(&config, None)?;
+            // The first database's data directory holds the cn=config store and the files kept
+            // beside it, wherever the database itself lies.
+            let home = (number == 1).then_some(config.data_dir.as_path());
+            backup::backup(&view, &dir, home)
         }
         Command::Restore { dir, force, which } => {
-            let (view, _lock) = which.select(&config, Some("restore"))?;
-            backup::restore(&view, &dir, force)
+            // The restore takes the data directory's lock itself for the first database, whose
+            // data and cn=config store it may bring back into two directories.
+            let (number, view, _) = which.select(&config, None)?;
+            let _lock = match number {
+                1 => None,
+                _ => Some(service::lock_data_dir(&config.data_dir, "restore")?),
+            };
+            let first = (number == 1).then_some(&file_config);
+            backup::restore(&view, &dir, force, first)
         }
         Command::Verify { which } => {
-            let (view, _) = which.select(&config, None)?;
+            let (_, view, _) = which.select(&config, None)?;
             if !verify::verify(&view)? {
                 std::process::exit(1);
             }

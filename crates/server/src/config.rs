@@ -113,6 +113,20 @@ pub struct Config {
     /// records older than AGE are deleted. None: kept for the life of the database. A peer cut off
     /// longer than AGE must be reinitialized by a full refresh (docs/replication.md).
     pub tombstone_purge: Option<String>,
+    /// The file leaves the first database to Canopy's default (it sets no `suffix`): as slapd started
+    /// from a configuration without a data database, a live add of `olcDatabase={1}mdb,cn=config`
+    /// takes its place while it holds no entry (docs/design/config-tree.md, "Adding a database").
+    #[serde(skip)]
+    pub default_database: bool,
+    /// The first database's LMDB directory when it is not `data_dir`: relative to `data_dir`, or
+    /// absolute. The `olcDbDirectory` of a first database added live over the default one is here
+    /// in the live configuration, and `canopy config export` writes it (with `suffix`), so that the
+    /// exported file reopens that database (docs/operations.md).
+    pub directory: Option<PathBuf>,
+    /// A first database was added live over the default one (`DATA/config/first-database` records
+    /// it): the live configuration's `olcDatabase={1}mdb` names its suffix and directory.
+    #[serde(skip)]
+    pub first_added: bool,
 }
 
 /// A `[[modules]]` table: slapd's `cn=module{N},cn=config` (`olcModulePath`, `olcModuleLoad`).
@@ -283,6 +297,9 @@ impl Default for Config {
             log_level: Vec::new(),
             multiprovider: false,
             tombstone_purge: None,
+            default_database: false,
+            directory: None,
+            first_added: false,
         }
     }
 }
@@ -317,7 +334,7 @@ impl Config {
 
     /// Parses configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
@@ -328,23 +345,29 @@ impl Config {
                 message: e.message().to_string(),
             }
         })?;
+        config.default_database =
+            toml::from_str::<toml::Table>(text).is_ok_and(|table| !table.contains_key("suffix"));
         config.check().map_err(|message| ConfigError::Semantic {
             path: origin.to_string(),
             message,
         })?;
-        crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(
-            |e| match e.table {
-                Some(table) => ConfigError::Invalid {
-                    path: origin.to_string(),
-                    line: crate::dbconfig::table_line(text, table),
-                    message: format!("[[database]] {}: {}", table + 2, e.message),
-                },
-                None => ConfigError::Semantic {
-                    path: origin.to_string(),
-                    message: e.message,
-                },
+        crate::dbconfig::check(
+            &config.suffix,
+            &config.database_directory(1),
+            &config.data_dir,
+            &config.database,
+        )
+        .map_err(|e| match e.table {
+            Some(table) => ConfigError::Invalid {
+                path: origin.to_string(),
+                line: crate::dbconfig::table_line(text, table),
+                message: format!("[[database]] {}: {}", table + 2, e.message),
             },
-        )?;
+            None => ConfigError::Semantic {
+                path: origin.to_string(),
+                message: e.message,
+            },
+        })?;
         Ok(config)
     }
 
@@ -379,6 +402,9 @@ impl Config {
             ));
         }
         crate::limits::check_rules(&self.limits.rules)?;
+        if let Some(dir) = &self.directory {
+            crate::dbconfig::check_directory(dir)?;
+        }
         self.tls.check()?;
         crate::overlays::check(&self.overlay)?;
         if let Some(module) = self

@@ -180,6 +180,7 @@ pub fn table_line(text: &str, index: usize) -> usize {
 /// another, directories distinct, a root password only for a root DN inside its suffix.
 pub fn check(
     first_suffix: &str,
+    first_directory: &Path,
     data_dir: &Path,
     tables: &[DatabaseConfig],
 ) -> Result<(), DatabaseError> {
@@ -222,21 +223,12 @@ pub fn check(
             crate::limits::check_rules(rules).map_err(|e| at(table, e))?;
         }
         if let Some(dir) = &db.directory {
-            let name = dir.to_string_lossy();
-            if dir.as_os_str().is_empty()
-                || dir == Path::new(".")
-                || ["monitor", "tls"].contains(&name.trim_end_matches('/'))
-            {
-                return Err(at(
-                    table,
-                    format!("directory {name:?}: the data directory and its monitor/ and tls/ are not available to a database"),
-                ));
-            }
+            check_directory(dir).map_err(|e| at(table, e))?;
         }
         suffixes.push(rdns);
     }
-    let dirs: Vec<PathBuf> = (1..=tables.len() + 1)
-        .map(|n| directory_of(data_dir, n, tables))
+    let dirs: Vec<PathBuf> = std::iter::once(first_directory.to_path_buf())
+        .chain((2..=tables.len() + 1).map(|n| directory_of(data_dir, n, tables)))
         .collect();
     for (i, rdns) in suffixes.iter().enumerate() {
         let table = i.checked_sub(1);
@@ -277,6 +269,22 @@ pub fn check(
             }
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// A database's `directory` (a `[[database]]` table's, or the first database's): not the data
+/// directory itself, nor its `monitor/`, `tls/` or `config/` (the cn=config store).
+pub fn check_directory(dir: &Path) -> Result<(), String> {
+    let name = dir.to_string_lossy();
+    if dir.as_os_str().is_empty()
+        || dir == Path::new(".")
+        || ["monitor", "tls", "config"].contains(&name.trim_end_matches('/'))
+    {
+        return Err(format!(
+            "directory {name:?}: the data directory and its monitor/, tls/ and config/ are not \
+             available to a database"
+        ));
     }
     Ok(())
 }

@@ -21,7 +21,9 @@ impl Config {
     /// a database through this view. None when there is no such database.
     pub fn database_view(&self, number: usize) -> Option<Config> {
         if number == 1 {
-            return Some(self.clone());
+            let mut view = self.clone();
+            view.data_dir = self.database_directory(1);
+            return Some(view);
         }
         let db = self.database.get(number.checked_sub(2)?)?;
         let mut view = self.clone();
@@ -41,6 +43,9 @@ impl Config {
 
     /// The directory of database `number`'s LMDB environment.
     pub fn database_directory(&self, number: usize) -> PathBuf {
+        if let (1, Some(dir)) = (number, &self.directory) {
+            return self.data_dir.join(dir);
+        }
         crate::dbconfig::directory_of(&self.data_dir, number, &self.database)
     }
 

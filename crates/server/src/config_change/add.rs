@@ -4,7 +4,9 @@
 use canopy_directory::WriteOp;
 use canopy_proto::ResultCode;
 
+use crate::config::Config;
 use crate::config_tree::{live_attributes, numbered, split_ordinal, ConfigEntry, Refusal};
+use crate::state::ServerState;
 
 use super::names::{is_ordered, normalize_dn, SCHEMA_ATTRIBUTES};
 
@@ -275,11 +277,22 @@ pub(super) fn added_tree(
             ),
         ));
     }
+    let added = new_database_entry(entry, &target_dn, next)?;
+    stored_addition(entries, added, tree)
+}
+
+/// The entry of a new data database `olcDatabase={next}mdb` (`target_dn`) from the client's `entry`:
+/// the attributes a new database may carry, ordered values numbered.
+fn new_database_entry(
+    entry: &canopy_core::Entry,
+    target_dn: &str,
+    next: usize,
+) -> Result<ConfigEntry, Refusal> {
     let mut added = ConfigEntry {
-        dn: target_dn.clone(),
+        dn: target_dn.to_string(),
         attrs: Vec::new(),
     };
-    let live = live_attributes(&target_dn);
+    let live = live_attributes(target_dn);
     for attr in &entry.attrs {
         let name = attr.desc.as_str();
         if crate::config_tree::store::OPERATIONAL
@@ -332,5 +345,78 @@ pub(super) fn added_tree(
             "object class 'olcMdbConfig' requires attribute 'olcDbDirectory'",
         ));
     }
-    stored_addition(entries, added, tree)
+    Ok(added)
+}
+
+/// Whether an add of `dn` is the first data database added to a server whose file has none: the
+/// default database Canopy runs then (`Config::default_database`) gives way to it, as slapd, started
+/// without a data database, numbers the first one added `{1}`.
+pub(super) fn replaces_default_database(dn: &str, base: &Config, state: &ServerState) -> bool {
+    base.default_database
+        && !base.first_added
+        && state.config.database_count() == 1
+        && state.config.directory.is_none()
+        && normalize_dn(dn) == normalize_dn(&crate::config_tree::database_dn(1))
+}
+
+/// The tree with the client's `olcDatabase={1}mdb` in place of the default database's entry, and the
+/// store's write of it (a modify of the entry the default database had). Refused while the default
+/// database holds entries (they would be hidden) or when the new one names the data directory.
+pub(super) fn adopted_tree(
+    entries: &[ConfigEntry],
+    entry: &canopy_core::Entry,
+    state: &ServerState,
+) -> Result<(Vec<ConfigEntry>, WriteOp), Refusal> {
+    let target_dn = crate::config_tree::database_dn(1);
+    let held = state
+        .databases
+        .iter()
+        .find(|db| db.is_configured())
+        .map(|db| db.backend().figures().map(|f| f.entries))
+        .transpose()
+        .map_err(|e| Refusal::new(e.code, e.message))?
+        .unwrap_or(0);
+    if held > 0 {
+        return Err(Refusal::new(
+            ResultCode::EntryAlreadyExists,
+            format!(
+                "{target_dn}: the first database ({}, Canopy's default as the configuration file \
+                 names none) holds {held} entries; add the new database as the next one, or set \
+                 it in the file",
+                state.config.suffix
+            ),
+        ));
+    }
+    let added = new_database_entry(entry, &target_dn, 1)?;
+    let directory = added.single("olcDbDirectory").unwrap_or_default();
+    // The same directory under another name (`../data`, a link) too.
+    let data_dir = &state.config.data_dir;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || std::fs::canonicalize(a)
+                .is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    if same(&data_dir.join(directory), data_dir) {
+        return Err(Refusal::new(
+            ResultCode::UnwillingToPerform,
+            format!(
+                "<olcDbDirectory> {directory} is the server's data directory, where the default \
+                 database lies; name a directory of the new database's own"
+            ),
+        ));
+    }
+    let old = entries
+        .iter()
+        .find(|e| e.dn.eq_ignore_ascii_case(&target_dn))
+        .ok_or_else(|| Refusal::new(ResultCode::Other, format!("{target_dn} is missing")))?;
+    let changes = crate::config_tree::store::changes(old, &added);
+    let new_tree = entries
+        .iter()
+        .map(|e| match e.dn.eq_ignore_ascii_case(&target_dn) {
+            true => added.clone(),
+            false => e.clone(),
+        })
+        .collect();
+    let (dn, ndn) = (entry.dn.clone(), entry.ndn.clone());
+    Ok((new_tree, WriteOp::Modify { dn, ndn, changes }))
 }

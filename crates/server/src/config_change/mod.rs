@@ -73,7 +73,21 @@ pub async fn write(
     let planned = plan(&state, tree, &entries, dir, who, ctl, &op).await?;
     let (stored_op, verdict) = match planned {
         Ok(planned) => (planned.stored.clone(), Ok(planned)),
-        Err(refusal) => (op.clone(), Err(refusal_error(refusal))),
+        // An add in place of the default database stores as a modify of its entry: a refusal
+        // must not meet the entry that is there already.
+        Err(refusal) => match &op {
+            WriteOp::Add(entry)
+                if add::replaces_default_database(&entry.dn.to_string(), &tree.base(), &state) =>
+            {
+                let (dn, ndn) = (entry.dn.clone(), entry.ndn.clone());
+                let changes = Vec::new();
+                (
+                    WriteOp::Modify { dn, ndn, changes },
+                    Err(refusal_error(refusal)),
+                )
+            }
+            _ => (op.clone(), Err(refusal_error(refusal))),
+        },
     };
     // A schema change fences every database first (once access control allows the change): writes
     // of the running snapshot that commit from then on must fit the new schema, and the usage check
@@ -88,6 +102,20 @@ pub async fn write(
         }
         _ => false,
     };
+    // A first database over the default one: recorded before it is stored (the record alone
+    // changes nothing while the tree holds the default's entry).
+    if let Ok(Planned {
+        first_added: Some(base),
+        ..
+    }) = &verdict
+    {
+        tree.record_first_added(base.clone()).map_err(|e| {
+            LdapError::new(
+                ResultCode::Other,
+                format!("DATA/config/first-database cannot be written: {e}"),
+            )
+        })?;
+    }
     // Access control decides first: a refusal reaches only who may write the entry.
     let controls = match dir
         .update_with_verdict(stored_op, who, ctl, verdict.as_ref().err().cloned())

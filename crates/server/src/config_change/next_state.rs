@@ -126,6 +126,17 @@ pub(super) fn next_state(
         let view = config.database_view(number).ok_or_else(|| {
             Refusal::new(ResultCode::Other, format!("database {number} is missing"))
         })?;
+        if number == 1 && view.data_dir != db.directory() {
+            // The default database gives way to a first database added live: a store of its own.
+            list.push(open_added(
+                &config,
+                &schema,
+                1,
+                &list,
+                first_password.clone(),
+            )?);
+            continue;
+        }
         crate::index_specs(&schema, &view).map_err(|e| match e {
             crate::StartError::Open(canopy_directory::OpenError::IndexAttribute(attr)) => {
                 Refusal::new(
@@ -169,7 +180,12 @@ pub(super) fn next_state(
     let opened = number;
     let mut added = Vec::new();
     for number in opened + 1..=config.database_count() {
-        added.push(open_added(&config, &schema, number, &list)?);
+        let password = config
+            .database_view(number)
+            .and_then(|v| v.root_password)
+            .unwrap_or_default()
+            .into_bytes();
+        added.push(open_added(&config, &schema, number, &list, password)?);
     }
     let tail = list.split_off(opened.min(list.len()));
     list.extend(added);
@@ -202,6 +218,7 @@ fn open_added(
     schema: &Arc<canopy_schema::Schema>,
     number: usize,
     existing: &[Database],
+    root_password: Vec<u8>,
 ) -> Result<Database, Refusal> {
     let view = config
         .database_view(number)
@@ -230,10 +247,7 @@ fn open_added(
         .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcDbIndex> {e}")))?;
     let root = match view.root_dn.as_str() {
         "" => None,
-        text => Some((
-            normalize_root(schema, text)?,
-            view.root_password.clone().unwrap_or_default().into_bytes(),
-        )),
+        text => Some((normalize_root(schema, text)?, root_password)),
     };
     tracing::info!(number, suffix = %view.suffix, "database added (cn=config)");
     Ok(db.with_settings(

@@ -10,7 +10,10 @@ use crate::config_tree::{ConfigEntry, Refusal};
 use crate::databases::{Database, WriteControls};
 use crate::state::{ServerState, State};
 
-use super::add::{added_module, added_schema_child, added_tree, text_attributes};
+use super::add::{
+    added_module, added_schema_child, added_tree, adopted_tree, replaces_default_database,
+    text_attributes,
+};
 use super::checks::{check_schema_removals, probe_access};
 use super::delete::deleted_tree;
 use super::modify::modified_tree;
@@ -26,6 +29,8 @@ pub(super) struct Planned {
     pub(super) next: ServerState,
     /// A database of the file deleted: the file's configuration without it, and its table.
     pub(super) deleted_file_db: Option<(Config, crate::config::DatabaseConfig)>,
+    /// A first database added over the default one: the file's configuration that says so.
+    pub(super) first_added: Option<Config>,
 }
 
 /// The plan of an add whose tree is `new_tree` once stored with `stored`: nothing renumbered after it.
@@ -42,6 +47,7 @@ fn planned_add(
         tree: new_tree,
         next,
         deleted_file_db: None,
+        first_added: None,
     })
 }
 
@@ -77,6 +83,7 @@ pub(super) async fn plan(
                 tree: new_tree,
                 next,
                 deleted_file_db: None,
+                first_added: None,
             })
         })(),
         WriteOp::Add(entry)
@@ -101,11 +108,33 @@ pub(super) async fn plan(
                 tree: added.tree,
                 next,
                 deleted_file_db: None,
+                first_added: None,
             })
         })(),
         WriteOp::Add(entry) if crate::config_tree::module_of(&entry.dn.to_string()).is_some() => {
             added_module(entries, entry, tree)
                 .and_then(|(new_tree, stored)| planned_add(state, tree, new_tree, stored))
+        }
+        WriteOp::Add(entry)
+            if replaces_default_database(&entry.dn.to_string(), &tree.base(), state) =>
+        {
+            match adopted_tree(entries, entry, state) {
+                Ok((new_tree, stored)) => {
+                    // As below: only who may write the default's entry opens the new environment.
+                    probe_access(dir, who, ctl, &stored).await?;
+                    let mut base = Config::clone(&tree.base());
+                    base.first_added = true;
+                    next_state(state, &base, &new_tree, None).map(|next| Planned {
+                        stored,
+                        committed: new_tree.clone(),
+                        tree: new_tree,
+                        next,
+                        deleted_file_db: None,
+                        first_added: Some(base),
+                    })
+                }
+                Err(refusal) => Err(refusal),
+            }
         }
         WriteOp::Add(entry) => match added_tree(entries, entry, tree) {
             Ok((new_tree, stored)) => {
@@ -136,6 +165,7 @@ pub(super) async fn plan(
                 tree: deletion.tree,
                 next,
                 deleted_file_db: deletion.file_db.map(|table| (next_base, table)),
+                first_added: None,
             })
         })(),
         WriteOp::ModifyDn(_) => Err(Refusal::new(

@@ -130,6 +130,18 @@ fn limit(value: u32) -> Value {
 /// `file` (the configuration file as a TOML table) with the live settings of `live` in place.
 pub fn export(mut file: Table, live: &Config, first_root_password: &[u8]) -> Table {
     let t = &mut file;
+    // A first database added live over the default one: the file names none, the export names it
+    // (its suffix, and its directory when it is not the data directory) so that it reopens it.
+    if live.first_added {
+        t.insert("suffix".into(), Value::String(live.suffix.clone()));
+        set_or_remove(
+            t,
+            "directory",
+            live.directory
+                .as_ref()
+                .map(|dir| Value::String(dir.display().to_string())),
+        );
+    }
     set_or_remove(t, "access", access(&live.access));
     set_or_remove(t, "root_dn", Some(Value::String(live.root_dn.clone())));
     set_or_remove(
@@ -300,5 +312,30 @@ mod tests {
         assert!(again.database[0].read_only);
         assert_eq!(again.database[0].limits.time_limit, Some(5));
         assert_eq!(again.listen, ["ldap://127.0.0.1:1"]);
+    }
+
+    #[test]
+    fn a_first_database_added_live_is_named_with_its_directory() {
+        let text = "data_dir = \"/srv/data\"\n";
+        let mut live = Config::parse(text, "t").unwrap();
+        assert!(live.default_database);
+        let file_only = export(toml::from_str(text).unwrap(), &live, b"");
+        assert!(!file_only.contains_key("suffix") && !file_only.contains_key("directory"));
+        live.first_added = true;
+        live.suffix = "dc=live,dc=org".into();
+        live.directory = Some("/srv/live".into());
+        let out = export(toml::from_str(text).unwrap(), &live, b"");
+        let again = Config::parse(&toml::to_string(&out).unwrap(), "export").unwrap();
+        assert_eq!(again.suffix, "dc=live,dc=org");
+        assert!(!again.default_database, "the file names its first database");
+        assert_eq!(
+            again.database_directory(1),
+            std::path::Path::new("/srv/live")
+        );
+        let refused = Config::parse("directory = \"config\"\n", "t").unwrap_err();
+        assert!(refused.to_string().contains("config/"), "{refused}");
+        let clash = "directory = \"x\"\n[[database]]\nsuffix = \"dc=y\"\ndirectory = \"x\"\n";
+        let refused = Config::parse(clash, "t").unwrap_err();
+        assert!(refused.to_string().contains("also database 1"), "{refused}");
     }
 }

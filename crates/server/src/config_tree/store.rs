@@ -76,6 +76,21 @@ impl ConfigTree {
         Ok(())
     }
 
+    /// Records (in `DATA/config/first-database`, fsynced) that the first database is the one added
+    /// live over the default, before the change is stored: until the tree holds it, its entry is the
+    /// default's, which names `DATA` and the default suffix, so the record alone changes nothing.
+    pub(crate) fn record_first_added(&self, base: Config) -> std::io::Result<()> {
+        let dir = base.data_dir.join("config");
+        let path = dir.join(FIRST_ADDED);
+        {
+            let file = std::fs::File::create(&path)?;
+            file.sync_all()?;
+        }
+        std::fs::File::open(&dir)?.sync_all()?;
+        *self.base.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(base);
+        Ok(())
+    }
+
     /// Opens (or seeds) the store in `DATA/config` and returns it with the configuration the server
     /// runs: `config` with the stored live settings in place, and the first database's root password.
     pub async fn open(
@@ -104,13 +119,20 @@ impl ConfigTree {
         let stored = read_tree(&directory)?;
         let dir = config.data_dir.join("config");
         // The file's databases deleted live stay deleted while the file lists them unchanged.
-        let base = match stored.is_empty() {
+        let mut base = match stored.is_empty() {
             true => {
                 remove_deleted(&dir).map_err(|e| internal(DELETED, e))?;
+                match std::fs::remove_file(dir.join(FIRST_ADDED)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(internal(FIRST_ADDED, e))
+                    }
+                    _ => {}
+                }
                 config.clone()
             }
             false => without_deleted(config, &dir, true).map_err(|e| internal(DELETED, e))?,
         };
+        base.first_added = dir.join(FIRST_ADDED).exists();
         let from_file = from_config(&base, first_root_password);
         let (running, password) = match stored.is_empty() {
             true => (base.clone(), first_root_password.to_vec()),
@@ -368,6 +390,9 @@ fn write_baseline(dir: &std::path::Path, from_file: &[ConfigEntry]) -> std::io::
 /// The file's databases deleted live (docs/design/config-tree.md, "Deletes"): one table per database,
 /// its suffix and a fingerprint of its `[[database]]` table as the file had it then.
 const DELETED: &str = "deleted.toml";
+
+/// The record of a first database added live over the default one (`Config::first_added`).
+const FIRST_ADDED: &str = "first-database";
 
 /// A database of the file deleted live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -781,8 +806,9 @@ fn live_from_store(config: &Config) -> Result<Option<Live>, StartError> {
     if stored.is_empty() {
         return Ok(None);
     }
-    let base = without_deleted(config, &config.data_dir.join("config"), false)
+    let mut base = without_deleted(config, &config.data_dir.join("config"), false)
         .map_err(|e| internal(DELETED, e))?;
+    base.first_added = config.data_dir.join("config").join(FIRST_ADDED).exists();
     let aligned = super::align_databases(&base, &stored);
     // A store written before overlays changed live holds overlay entries without their options:
     // the file's overlays run until the next start stores them (as that start does).

@@ -261,3 +261,26 @@ fn bad_values_name_the_attribute() {
     assert_eq!(split_ordinal("{12}to *"), (Some(12), "to *"));
     assert_eq!(split_ordinal("{x}to *"), (None, "{x}to *"));
 }
+
+#[test]
+fn an_index_default_gives_its_kinds_to_the_indexes_after_it() {
+    let values = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let kinds = |indexes: &[crate::config::IndexConfig], attr: &str| {
+        indexes
+            .iter()
+            .find(|i| i.attr == attr)
+            .map(|i| i.kinds.clone())
+            .unwrap_or_default()
+    };
+    let indexes = parse_indexes(&values(&["cn", "default pres,sub", "sn,mail", "uid eq"])).unwrap();
+    assert_eq!(kinds(&indexes, "cn"), ["eq"], "before a default: eq");
+    assert_eq!(kinds(&indexes, "sn"), ["pres", "sub"]);
+    assert_eq!(kinds(&indexes, "mail"), ["pres", "sub"]);
+    assert_eq!(kinds(&indexes, "uid"), ["eq"]);
+    assert!(!indexes
+        .iter()
+        .any(|i| i.attr.eq_ignore_ascii_case("default")));
+    let refused = parse_indexes(&values(&["default"])).unwrap_err();
+    assert_eq!(refused.code, canopy_proto::ResultCode::Other);
+    assert!(parse_indexes(&values(&["cn,default eq"])).is_err());
+}

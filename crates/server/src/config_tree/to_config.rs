@@ -75,6 +75,20 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
     // Databases added live follow the file's, numbered on, in the order of their numbers. A gap (a
     // crash between a delete and the renumbering after it) is closed; a copy left by a crash in the
     // middle of a renumbering (the same suffix and directory twice) counts once.
+    // A file without a first database of its own leaves it to the live configuration: a database
+    // added live in place of the default one has its own suffix and directory (slapd's
+    // `olcDatabase={1}mdb` added to a configuration that had none).
+    if base.default_database && base.first_added {
+        if let Some(db) = find(&database_dn(1)) {
+            if let Some(suffix) = db.single("olcSuffix") {
+                config.suffix = suffix.to_string();
+            }
+            config.directory = db
+                .single("olcDbDirectory")
+                .map(std::path::PathBuf::from)
+                .filter(|dir| *dir != config.data_dir);
+        }
+    }
     let file_count = config.database_count();
     let mut live: Vec<(usize, &ConfigEntry)> = tree
         .iter()
@@ -182,7 +196,13 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         config.modules = super::overlay_children::modules_of(tree)?;
     }
     config.schema.extend(live_schema(base, tree)?);
-    crate::dbconfig::check(&config.suffix, &config.data_dir, &config.database).map_err(|e| {
+    crate::dbconfig::check(
+        &config.suffix,
+        &config.database_directory(1),
+        &config.data_dir,
+        &config.database,
+    )
+    .map_err(|e| {
         // The table checks name TOML keys; the attribute is the one they are about.
         let attr = match e.message.as_str() {
             m if m.starts_with("root_") => "olcRootDN",
@@ -232,6 +252,8 @@ fn added_database(db: &ConfigEntry) -> Result<crate::config::DatabaseConfig, Ref
 /// (`approximate`) and Canopy's `ord`. Attribute names are checked against the schema later.
 pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig>, Refusal> {
     let mut indexes: Vec<crate::config::IndexConfig> = Vec::new();
+    // slapd's `default KINDS`: the kinds of the indexes after it that name none (eq without it).
+    let mut default_kinds = vec!["eq".to_string()];
     for value in values {
         let mut words = value.split_whitespace();
         let attrs = words.next().unwrap_or("");
@@ -255,14 +277,24 @@ pub fn parse_indexes(values: &[String]) -> Result<Vec<crate::config::IndexConfig
                 kinds.push(canonical.to_string());
             }
         }
+        if attrs.eq_ignore_ascii_case("default") {
+            if kinds.is_empty() {
+                return Err(Refusal::new(
+                    ResultCode::Other,
+                    "<olcDbIndex> default: no index type given",
+                ));
+            }
+            default_kinds = kinds;
+            continue;
+        }
         if kinds.is_empty() {
-            kinds.push("eq".to_string());
+            kinds = default_kinds.clone();
         }
         for attr in attrs.split(',').filter(|a| !a.is_empty()) {
             if attr.eq_ignore_ascii_case("default") {
                 return Err(Refusal::new(
-                    ResultCode::UnwillingToPerform,
-                    "<olcDbIndex> \"default\" is not supported: list the kinds on each index",
+                    ResultCode::Other,
+                    "<olcDbIndex> \"default\" stands alone: olcDbIndex: default KINDS",
                 ));
             }
             match indexes

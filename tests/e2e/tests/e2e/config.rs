@@ -2111,3 +2111,226 @@ fn a_store_left_by_removed_database_files_gives_way_to_the_file() {
         "the file's settings, not the old store's"
     );
 }
+
+/// A server whose file has no data database of its own (Canopy then runs its default one, empty) takes
+/// `olcDatabase={1}mdb` added live as slapd started without a data database does (OpenLDAP's
+/// test053, test061, test086): created in its olcDbDirectory, served at once in place of the default,
+/// and kept across a restart. A second `{1}` is refused as existing.
+#[test]
+fn a_first_database_added_live_replaces_the_empty_default() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let mut s = Server::start_canopy_empty(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    let add = format!(
+        "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+         olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n\
+         olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n\
+         olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n",
+        directory.display()
+    );
+    // A refusal of the new database is its own, not the default database's entry existing.
+    let out = s.add(
+        &admin(),
+        &format!("{add}olcUpdateRef: ldap://127.0.0.1:1/\n"),
+    );
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(out.stderr.contains("olcUpdateRef"), "{}", out.stderr);
+    s.add(&admin(), &add)
+        .expect_code(0, "add the first data database");
+    assert!(
+        directory.join("data.mdb").exists(),
+        "created in its olcDbDirectory"
+    );
+    let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
+    let base =
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n";
+    s.add(&boss, base).expect_code(0, "its root DN fills it");
+    let dse = s.read(&Bind::Anonymous, "", &["namingContexts"]);
+    assert!(
+        dse.stdout.contains("namingContexts: dc=live,dc=org")
+            && !dse.stdout.contains("dc=example,dc=com"),
+        "the added database in place of the default: {}",
+        dse.stdout
+    );
+    assert_eq!(anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"), 1);
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    let again = s.add(&admin(), &add.replace("dc=live,dc=org", "dc=other,dc=org"));
+    assert_eq!(again.code, 68, "{}", again.stderr);
+    s.terminate();
+    s.restart();
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    assert_eq!(
+        values(&s, MDB1, "olcDbDirectory"),
+        [directory.display().to_string()]
+    );
+    assert_eq!(
+        anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"),
+        1,
+        "after a restart"
+    );
+    s.whoami(Via::Ldap, &boss)
+        .expect_code(0, "its root DN binds after a restart");
+}
+
+/// The default database that holds entries is a database like any other: `olcDatabase={1}mdb` added
+/// over it is refused as existing (68), saying why, and the entries stay served.
+#[test]
+fn a_default_database_with_entries_is_not_replaced() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let before = anonymous_count(&s, PEOPLE, "(objectClass=*)");
+    assert!(before > 0, "the base data is loaded");
+    let directory = s.dir().join("other-db");
+    let out = s.add(
+        &admin(),
+        &format!(
+            "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: {{1}}mdb\nolcDbDirectory: {}\nolcSuffix: dc=live,dc=org\n",
+            directory.display()
+        ),
+    );
+    assert_eq!(out.code, 68, "{}", out.stderr);
+    assert!(out.stderr.contains("holds"), "{}", out.stderr);
+    assert!(!directory.exists(), "nothing opened");
+    assert_eq!(anonymous_count(&s, PEOPLE, "(objectClass=*)"), before);
+}
+
+/// The offline tools follow a first database added live over the default one (in a directory of
+/// its own, outside DATA) as the next start would open it: `canopy export`, `verify` and `backup`
+/// read its entries, not the empty default database left in DATA; the backup carries the cn=config
+/// store that names it, so that `canopy restore` of it into an empty server brings the database,
+/// its entries and its configuration back; `canopy config export` writes what reopens it.
+#[test]
+fn offline_tools_follow_a_first_database_added_live() {
+    if !canopy_only("a configuration file without a data database") {
+        return;
+    }
+    let mut s = Server::start_canopy_empty(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let directory = s.dir().join("live-db");
+    std::fs::create_dir_all(&directory).unwrap();
+    let first = |dir: &str| {
+        format!(
+            "dn: {MDB1}\nobjectClass: olcDatabaseConfig\nobjectClass: olcMdbConfig\n\
+             olcDatabase: {{1}}mdb\nolcDbDirectory: {dir}\nolcSuffix: dc=live,dc=org\n\
+             olcRootDN: cn=boss,dc=live,dc=org\nolcRootPW: boss-pw\n\
+             olcDbIndex: objectClass eq\nolcAccess: {{0}}to * by * read\n"
+        )
+    };
+    // The data directory under another name is still the default database's place.
+    let out = s.add(&admin(), &first("../data"));
+    assert_eq!(out.code, 53, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is the server's data directory"),
+        "{}",
+        out.stderr
+    );
+    s.add(&admin(), &first(&directory.display().to_string()))
+        .expect_code(0, "add the first data database");
+    let boss = Bind::Simple("cn=boss,dc=live,dc=org".into(), "boss-pw".into());
+    s.add(
+        &boss,
+        "dn: dc=live,dc=org\nobjectClass: dcObject\nobjectClass: organization\no: live\ndc: live\n\n\
+         dn: ou=people,dc=live,dc=org\nobjectClass: organizationalUnit\nou: people\n\n\
+         dn: cn=ann,ou=people,dc=live,dc=org\nobjectClass: person\ncn: ann\nsn: Lee\n",
+    )
+    .expect_code(0, "entries in the live-added database");
+    // A writing tool and the server exclude each other through the data directory's lock, also
+    // for a database outside it.
+    let out = s.canopy_tool("reindex", &[]);
+    assert_eq!(out.code, 1, "reindex beside the server: {}", out.stderr);
+    assert!(
+        out.stderr.contains("in use by canopy process"),
+        "{}",
+        out.stderr
+    );
+    s.terminate();
+    let live_dns = |ldif: &str| {
+        ldif.lines()
+            .filter(|l| l.starts_with("dn: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let want = [
+        "dn: dc=live,dc=org",
+        "dn: ou=people,dc=live,dc=org",
+        "dn: cn=ann,ou=people,dc=live,dc=org",
+    ];
+
+    let out = s.canopy_tool("export", &[]);
+    out.expect_code(0, "canopy export");
+    assert_eq!(live_dns(&out.stdout), want, "export: {}", out.stdout);
+    let out = s.canopy_tool("export", &["-b", "dc=live,dc=org"]);
+    out.expect_code(0, "canopy export -b dc=live,dc=org");
+    assert_eq!(live_dns(&out.stdout), want, "export -b: {}", out.stdout);
+    let out = s.canopy_tool("verify", &[]);
+    out.expect_code(0, "canopy verify");
+    assert!(out.stderr.contains("verify: 3 entries"), "{}", out.stderr);
+
+    let backup = s.dir().join("backup");
+    let out = s.canopy_tool("backup", &[&backup.display().to_string()]);
+    out.expect_code(0, "canopy backup");
+    assert!(
+        out.stdout.contains("backup of dc=live,dc=org (3 entries")
+            && out.stdout.contains("with the cn=config store"),
+        "the live-added database and the store that names it: {}",
+        out.stdout
+    );
+
+    let config = s.canopy_tool("config", &["export"]);
+    config.expect_code(0, "canopy config export");
+    assert!(
+        config.stdout.contains("suffix = \"dc=live,dc=org\"")
+            && config
+                .stdout
+                .contains(&format!("directory = \"{}\"", directory.display())),
+        "the first database's suffix and directory: {}",
+        config.stdout
+    );
+
+    // Everything lost: the data directory and the database's own directory. The restore of the
+    // backup with the same configuration file brings back both.
+    std::fs::remove_dir_all(s.data_dir()).unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+    std::fs::create_dir_all(s.data_dir()).unwrap();
+    let out = s.canopy_tool("restore", &[&backup.display().to_string()]);
+    out.expect_code(0, "canopy restore");
+    assert!(
+        directory.join("data.mdb").is_file(),
+        "restored into its own directory: {}",
+        out.stdout
+    );
+    s.restart();
+    assert_eq!(
+        anonymous_count(&s, "dc=live,dc=org", "(objectClass=*)"),
+        3,
+        "the entries are back"
+    );
+    assert_eq!(values(&s, MDB1, "olcSuffix"), ["dc=live,dc=org"]);
+    s.whoami(Via::Ldap, &boss)
+        .expect_code(0, "its root DN binds after the restore");
+    s.terminate();
+
+    // The exported configuration reopens the database on a server of its own (a new data
+    // directory, nothing live): the suffix and the directory come from the file.
+    let exported = s.dir().join("exported.toml");
+    std::fs::write(&exported, &config.stdout).unwrap();
+    let fresh = s.dir().join("fresh-data");
+    let mut cmd = server::canopy_command();
+    cmd.args(["export", "--config", &exported.display().to_string()])
+        .arg("--data")
+        .arg(&fresh);
+    let out = client::run(cmd, None);
+    out.expect_code(0, "canopy export with the exported configuration");
+    assert_eq!(live_dns(&out.stdout), want, "{}", out.stdout);
+}
