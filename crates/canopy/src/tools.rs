@@ -11,7 +11,7 @@ use crate::progress::{Progress, Unit};
 
 use anyhow::{anyhow, bail, Context, Result};
 use canopy_core::check::{check_entry, entry_from_attributes_with, structural_class};
-use canopy_core::index::entry_keys_all;
+use canopy_core::index::{entry_keys_all, Resolved};
 use canopy_core::wire::{attributes, encode_entry, StoredEntry};
 use canopy_directory::{dn_key, Stamp};
 use canopy_mdb::ReadOps;
@@ -723,8 +723,9 @@ pub fn reindex(config: &Config) -> Result<()> {
                 entries.push((id, entry));
             }
             let mut done = 0u64;
+            let resolved = Resolved::new(&schema, &specs);
             for (id, entry) in &entries {
-                for (spec, keys) in specs.iter().zip(entry_keys_all(&schema, &specs, entry)) {
+                for (spec, keys) in specs.iter().zip(resolved.keys(entry)) {
                     for key in keys {
                         txn.index_add(&spec.attr, &key, *id)?;
                     }

@@ -86,18 +86,47 @@ pub fn entry_keys(schema: &Schema, spec: &IndexSpec, entry: &Entry) -> Vec<Vec<u
 /// The keys of `entry` for each of `specs`, in the order of `specs`: [`entry_keys`] for many indexes at
 /// once, resolving each attribute type of the entry once instead of once per index.
 pub fn entry_keys_all(schema: &Schema, specs: &[IndexSpec], entry: &Entry) -> Vec<Vec<Vec<u8>>> {
-    let types: Vec<Option<&AttributeType>> = entry
-        .attrs
-        .iter()
-        .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
-        .collect();
-    specs
-        .iter()
-        .map(|spec| match schema.attribute_type(&spec.attr) {
-            Some(spec_at) => spec_keys(schema, spec, spec_at, entry, &types),
-            None => Vec::new(),
-        })
-        .collect()
+    Resolved::new(schema, specs).keys(entry)
+}
+
+/// Indexes with their attribute types looked up once, for the keys of several entries (a write's
+/// old and new entry, every entry of an import).
+pub struct Resolved<'a> {
+    schema: &'a Schema,
+    specs: &'a [IndexSpec],
+    types: Vec<Option<&'a AttributeType>>,
+}
+
+impl<'a> Resolved<'a> {
+    pub fn new(schema: &'a Schema, specs: &'a [IndexSpec]) -> Self {
+        let types = specs
+            .iter()
+            .map(|spec| schema.attribute_type(&spec.attr))
+            .collect();
+        Resolved {
+            schema,
+            specs,
+            types,
+        }
+    }
+
+    /// The keys of `entry` for each index, in their order ([`entry_keys_all`]).
+    pub fn keys(&self, entry: &Entry) -> Vec<Vec<Vec<u8>>> {
+        let schema = self.schema;
+        let types: Vec<Option<&AttributeType>> = entry
+            .attrs
+            .iter()
+            .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
+            .collect();
+        self.specs
+            .iter()
+            .zip(&self.types)
+            .map(|(spec, spec_at)| match spec_at {
+                Some(spec_at) => spec_keys(schema, spec, spec_at, entry, &types),
+                None => Vec::new(),
+            })
+            .collect()
+    }
 }
 
 fn spec_keys(

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use canopy_core::check::check_entry;
-use canopy_core::index::{entry_keys, entry_keys_all, IndexSpec};
+use canopy_core::index::{entry_keys, IndexSpec, Resolved};
 use canopy_core::wire::{encode_entry, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
@@ -244,8 +244,9 @@ impl Directory {
         txn.put_entry(id, &bytes).map_err(failed)
     }
 
-    fn index_keys(&self, specs: &[IndexSpec], entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
-        entry_keys_all(self.schema(), specs, entry)
+    fn index_keys(&self, specs: &Resolved<'_>, entry: &Entry) -> Vec<BTreeSet<Vec<u8>>> {
+        specs
+            .keys(entry)
             .into_iter()
             .map(|keys| keys.into_iter().collect())
             .collect()
@@ -263,13 +264,14 @@ impl Directory {
     ) -> Result<(), LdapError> {
         // Building indexes too: from the moment one is added, every write keeps it.
         let specs = self.maintained_indexes();
+        let resolved = Resolved::new(self.schema(), &specs);
         let (Some(old), Some(new)) = (old, new) else {
             let empty = || vec![BTreeSet::new(); specs.len()];
             let old_keys = old
-                .map(|e| self.index_keys(&specs, e))
+                .map(|e| self.index_keys(&resolved, e))
                 .unwrap_or_else(empty);
             let new_keys = new
-                .map(|e| self.index_keys(&specs, e))
+                .map(|e| self.index_keys(&resolved, e))
                 .unwrap_or_else(empty);
             for ((spec, before), after) in specs.iter().zip(&old_keys).zip(&new_keys) {
                 for key in before.difference(after) {
@@ -285,8 +287,8 @@ impl Directory {
         if gone.attrs.is_empty() && came.attrs.is_empty() {
             return Ok(());
         }
-        let gone_keys = self.index_keys(&specs, &gone);
-        let came_keys = self.index_keys(&specs, &came);
+        let gone_keys = self.index_keys(&resolved, &gone);
+        let came_keys = self.index_keys(&resolved, &came);
         for ((spec, gone), came) in specs.iter().zip(&gone_keys).zip(&came_keys) {
             // A key of a removed value may still come from a value that stayed (another spelling of
             // it, another attribute under the same index, the attribute's presence): only keys the
