@@ -60,6 +60,44 @@ pub fn decode_assertion(v: &[u8], limits: &DecodeLimits) -> Result<Filter, Decod
     Ok(filter)
 }
 
+/// RFC 3876 §2: the Matched Values control's value, `ValuesReturnFilter ::= SEQUENCE OF
+/// SimpleFilterItem`: filter items that are neither `and`, `or` nor `not`.
+pub fn decode_values_return(v: &[u8], limits: &DecodeLimits) -> Result<Vec<Filter>, DecodeError> {
+    let mut outer = Reader::new(v);
+    let mut seq = outer.read_constructed(tag::SEQUENCE)?;
+    let mut items = Vec::new();
+    while !seq.is_empty() {
+        match Filter::decode_ber(&mut seq, limits)? {
+            Filter::And(_) | Filter::Or(_) | Filter::Not(_) => {
+                return Err(DecodeError::new(
+                    "a values return filter item is and, or or not",
+                ))
+            }
+            item => items.push(item),
+        }
+    }
+    if !outer.is_empty() {
+        return Err(DecodeError::new(
+            "unexpected data after the values return filter",
+        ));
+    }
+    if items.is_empty() {
+        return Err(DecodeError::new("the values return filter is empty"));
+    }
+    Ok(items)
+}
+
+/// The Matched Values control's value for `items` (simple filter items).
+pub fn encode_values_return(items: &[Filter]) -> Vec<u8> {
+    let mut out = Vec::new();
+    Writer::new(&mut out).constructed(tag::SEQUENCE, |w| {
+        for item in items {
+            item.encode_ber(w);
+        }
+    });
+    out
+}
+
 pub fn encode_assertion(filter: &Filter) -> Vec<u8> {
     let mut out = Vec::new();
     filter.encode_ber(&mut Writer::new(&mut out));
@@ -114,6 +152,26 @@ pub fn encode_read_entry_response(dn: &[u8], attrs: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_return_filters() {
+        let limits = DecodeLimits::default();
+        let items = vec![
+            Filter::parse("(cn=a*)").unwrap(),
+            Filter::parse("(description=two)").unwrap(),
+        ];
+        let value = encode_values_return(&items);
+        assert_eq!(decode_values_return(&value, &limits).unwrap(), items);
+        for refused in ["(&(cn=a)(sn=b))", "(|(cn=a)(sn=b))", "(!(cn=a))"] {
+            let value = encode_values_return(&[Filter::parse(refused).unwrap()]);
+            assert!(decode_values_return(&value, &limits).is_err(), "{refused}");
+        }
+        assert!(decode_values_return(&encode_values_return(&[]), &limits).is_err());
+        let mut trailing = value.clone();
+        trailing.push(0);
+        assert!(decode_values_return(&trailing, &limits).is_err());
+        assert!(decode_values_return(b"\x04\x00", &limits).is_err());
+    }
     use crate::testutil::{hex, unhex};
 
     #[test]

@@ -27,7 +27,8 @@ pub use codec::{
     encode_search_result_entry_raw, frame_len, FrameError,
 };
 pub use control::{
-    decode_assertion, encode_assertion, encode_read_entry_response, PagedResults, ReadEntryRequest,
+    decode_assertion, decode_values_return, encode_assertion, encode_read_entry_response,
+    encode_values_return, PagedResults, ReadEntryRequest,
 };
 pub use decoding::{Answer, DecodeError, DecodeLimits, RequestKind};
 pub use dn::{Ava, Dn, DnError, Rdn};

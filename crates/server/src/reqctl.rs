@@ -3,11 +3,11 @@
 use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY,
-    CONTROL_POST_READ, CONTROL_PRE_READ,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
-    decode_assertion, Control, DecodeLimits, Filter, PagedResults, ReadEntryRequest, RequestKind,
-    ResultCode,
+    decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
+    ReadEntryRequest, RequestKind, ResultCode,
 };
 
 use canopy_proto::sync::{SyncRequest, CONTROL_SYNC_REQUEST};
@@ -31,6 +31,8 @@ pub struct RequestControls {
     pub policy_sink: ControlSlot,
     /// RFC 4533: a sync search (ops/sync.rs).
     pub sync: Option<SyncRequest>,
+    /// RFC 3876: only the attribute values one of these simple filter items matches are returned.
+    pub values_return: Option<Vec<Filter>>,
 }
 
 impl RequestControls {
@@ -59,6 +61,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_PASSWORD_POLICY => true,
         // slapd's syncprov registers it for searches only.
         CONTROL_SYNC_REQUEST => kind == Search,
+        CONTROL_VALUES_RETURN => kind == Search,
         _ => false,
     }
 }
@@ -131,6 +134,15 @@ impl RequestControls {
                         decode_assertion(value, limits)
                             .map_err(|_| protocol_error("assertion control value is malformed"))?,
                     );
+                }
+                CONTROL_VALUES_RETURN => {
+                    let value = value.ok_or_else(|| {
+                        protocol_error("valuesReturnFilter control value is absent")
+                    })?;
+                    out.values_return =
+                        Some(decode_values_return(value, limits).map_err(|_| {
+                            protocol_error("valuesReturnFilter control value is invalid")
+                        })?);
                 }
                 CONTROL_PRE_READ | CONTROL_POST_READ => {
                     let value = value

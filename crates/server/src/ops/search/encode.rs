@@ -16,10 +16,11 @@ pub(super) fn encode_stored(
     let values_ruled = readable.is_some_and(|(access, _)| access.checker().acl().has_value_rules());
     let plain =
         !values_ruled && readable.is_none_or(|(_, view)| view.plain_allows(privileges::READ));
+    let matched = job.ctl.values_return.as_deref();
     let reads = |desc: &str| {
         readable.is_none_or(|(access, view)| access.allows_attr(view, desc, privileges::READ))
     };
-    if plain && selection.is_all_user_only() && !job.req.types_only {
+    if plain && selection.is_all_user_only() && !job.req.types_only && matched.is_none() {
         // The common answer is the stored bytes themselves, with the passwords the requester may read.
         let secret = readable.map_or(Some(true), |(_, view)| {
             view.secret.map(|m| m & privileges::READ != 0)
@@ -61,20 +62,38 @@ pub(super) fn encode_stored(
         if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
             continue;
         }
-        match readable.filter(|(access, _)| values_ruled && access.value_ruled(desc)) {
-            Some((access, view)) => {
-                encode_readable_values(&mut attrs, tlv, desc, access, view, job.req.types_only)
+        let ruled = readable.filter(|(access, _)| values_ruled && access.value_ruled(desc));
+        match (ruled, matched) {
+            (Some((access, view)), _) => encode_readable_values(
+                &mut attrs,
+                tlv,
+                desc,
+                |v| access.allows_value(view, desc, v, privileges::READ),
+                matched,
+                job,
+            ),
+            (None, Some(_)) => {
+                encode_readable_values(&mut attrs, tlv, desc, |_| true, matched, job)
             }
-            None if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
-            None => attrs.extend_from_slice(tlv),
+            (None, None) if job.req.types_only => encode_partial_attribute(&mut attrs, desc, &[]),
+            (None, None) => attrs.extend_from_slice(tlv),
         }
     }
     for attr in computed {
         if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
-            let values: Vec<&[u8]> = if job.req.types_only {
+            let values: Vec<&[u8]> = attr
+                .values
+                .iter()
+                .map(|v| v.as_slice())
+                .filter(|v| matched.is_none_or(|items| matches_item(job, items, &attr.desc, v)))
+                .collect();
+            if matched.is_some() && values.is_empty() {
+                continue;
+            }
+            let values = if job.req.types_only {
                 Vec::new()
             } else {
-                attr.values.iter().map(|v| v.as_slice()).collect()
+                values
             };
             encode_partial_attribute(&mut attrs, &attr.desc, &values);
         }
@@ -82,28 +101,49 @@ pub(super) fn encode_stored(
     encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
 }
 
-/// An attribute under `val=` rules: only the values the requester may read (nothing if none).
+/// An attribute under `val=` rules or the Matched Values control: only the values the requester may
+/// read (`readable`) and one of the control's items matches, nothing when no value is left (as slapd
+/// leaves out an attribute the control matched no value of).
 fn encode_readable_values(
     attrs: &mut Vec<u8>,
-    section: &[u8],
+    tlv: &[u8],
     desc: &str,
-    access: &SearchAccess<'_>,
-    view: &EntryView,
-    types_only: bool,
+    readable: impl Fn(&[u8]) -> bool,
+    matched: Option<&[Filter]>,
+    job: &SearchJob,
 ) {
     let Some(Ok((_, values))) =
-        canopy_core::wire::attributes(section).find(|a| a.as_ref().is_ok_and(|(d, _)| *d == desc))
+        canopy_core::wire::attributes(tlv).find(|a| a.as_ref().is_ok_and(|(d, _)| *d == desc))
     else {
         return;
     };
-    let readable: Vec<&[u8]> = values
+    let kept: Vec<&[u8]> = values
         .into_iter()
-        .filter(|v| access.allows_value(view, desc, v, privileges::READ))
+        .filter(|v| readable(v))
+        .filter(|v| matched.is_none_or(|items| matches_item(job, items, desc, v)))
         .collect();
-    if readable.is_empty() {
+    if kept.is_empty() {
         return;
     }
-    encode_partial_attribute(attrs, desc, if types_only { &[] } else { &readable });
+    encode_partial_attribute(attrs, desc, if job.req.types_only { &[] } else { &kept });
+}
+
+/// Whether one of the Matched Values control's simple filter items (RFC 3876) matches `value` of
+/// `desc`: each item is tested on the value alone, so an item about another attribute type (not a
+/// supertype of it) matches none of its values.
+fn matches_item(job: &SearchJob, items: &[Filter], desc: &str, value: &[u8]) -> bool {
+    let schema = job.state.databases.schema();
+    let one = Entry {
+        dn: Default::default(),
+        ndn: NormDn::root(),
+        attrs: vec![Attribute {
+            desc: desc.to_string(),
+            values: vec![value.to_vec()],
+        }],
+    };
+    items
+        .iter()
+        .any(|item| evaluate(schema, &one, &[], item) == Ternary::True)
 }
 
 /// The root DSE and cn=Subschema: built in memory, selected and filtered like any entry.
