@@ -473,17 +473,30 @@ impl Directory {
             .any(|rdn| rdn.avas.windows(2).any(|w| w[0].attr == w[1].attr))
     }
 
-    /// Rewrites values of DN syntax in their pretty form, as slapd stores them (`member: cn=Smith\2C John,...`).
-    /// Values that do not parse are left alone for the syntax check to refuse.
+    /// Rewrites values as slapd stores them: DN syntax in its pretty form (`member: cn=Smith\2C John,...`),
+    /// and an objectClass value that names a known class (in any case, or by OID) as the class's
+    /// name in the schema (`groupofnames`, `2.5.6.9`: `groupOfNames`). Values that do not parse, or
+    /// name no class, are left alone for the schema check to refuse.
     pub fn pretty_values(&self, attrs: &mut [canopy_proto::PartialAttribute]) {
         const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+        const OBJECT_CLASS: &str = "2.5.4.0";
         for attr in attrs {
             let name = attr.name.split(';').next().unwrap_or(&attr.name);
-            let is_dn = self
-                .schema
-                .attribute_type(name)
-                .is_some_and(|at| at.syntax == DN_SYNTAX);
-            if !is_dn {
+            let Some(at) = self.schema.attribute_type(name) else {
+                continue;
+            };
+            if at.oid == OBJECT_CLASS {
+                for value in &mut attr.values {
+                    let class = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|v| self.schema.object_class(v));
+                    if let Some(class) = class.filter(|c| c.name().as_bytes() != value.as_slice()) {
+                        *value = class.name().as_bytes().to_vec();
+                    }
+                }
+                continue;
+            }
+            if at.syntax != DN_SYNTAX {
                 continue;
             }
             for value in &mut attr.values {

@@ -366,3 +366,56 @@ fn default_referral_for_names_outside_every_naming_context() {
     let missing = s.search(&Bind::Root, &["-b", &format!("ou=nowhere,{SUFFIX}"), "1.1"]);
     assert_eq!(missing.code, 32, "{missing:?}");
 }
+
+/// objectClass values name their class as the schema does, whatever case or OID the client or the
+/// LDIF used, and DN values take their pretty form: on add, on modify, and through the offline import
+/// (slapadd for slapd), as slapd stores them.
+#[test]
+fn object_classes_are_stored_by_their_names() {
+    let mut t = Transcript::new("features_class_names");
+    let ldif = format!(
+        "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example\n\n\
+         dn: cn=Imported,{SUFFIX}\nobjectclass: 2.5.6.9\nobjectClass: TOP\ncn: Imported\n\
+         member: CN=Foo , OU=Bar,DC=example,DC=com\n"
+    );
+    let scratch = tempdir::TempDir::new("class-names");
+    let file = scratch.path().join("classes.ldif");
+    std::fs::write(&file, ldif).expect("the LDIF");
+    let s = Server::start_imported(&file);
+    t.section(
+        "add",
+        &s.add(
+            &Bind::Root,
+            &format!(
+                "dn: cn=Added,{SUFFIX}\nobjectclass: groupofnames\nobjectClass: 2.5.6.0\n\
+                 cn: Added\nmember: UID=Alice,OU=People,DC=example,DC=com\n"
+            ),
+        ),
+    );
+    t.section(
+        "modify: add a class by OID and in another case",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: cn=Added,{SUFFIX}\nchangetype: modify\nadd: objectClass\n\
+                 objectClass: 1.3.6.1.4.1.1466.101.120.111\n"
+            ),
+        ),
+    );
+    t.section(
+        "read back",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                SUFFIX,
+                "-s",
+                "one",
+                "(objectClass=groupOfNames)",
+                "objectClass",
+                "member",
+            ],
+        ),
+    );
+    t.check();
+}

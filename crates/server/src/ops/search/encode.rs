@@ -158,15 +158,25 @@ pub(super) fn send_special(
         return Ok(());
     }
     let mut attrs = Vec::new();
+    let matched = job.ctl.values_return.as_deref();
     for attr in &entry.attrs {
         if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root)
         {
             continue;
         }
-        let values: Vec<&[u8]> = if job.req.types_only {
+        let values: Vec<&[u8]> = attr
+            .values
+            .iter()
+            .map(|v| v.as_slice())
+            .filter(|v| matched.is_none_or(|items| matches_item(job, items, &attr.desc, v)))
+            .collect();
+        if matched.is_some() && values.is_empty() {
+            continue;
+        }
+        let values = if job.req.types_only {
             Vec::new()
         } else {
-            attr.values.iter().map(|v| v.as_slice()).collect()
+            values
         };
         encode_partial_attribute(&mut attrs, &attr.desc, &values);
     }
