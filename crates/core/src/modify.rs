@@ -10,7 +10,7 @@ use canopy_proto::{Change, ModifyOperation, ResultCode};
 use canopy_schema::{AttributeType, Schema};
 
 use crate::check::values::{
-    has_equality, reject_duplicates, reject_multiple, reject_no_user_modification, validate_values,
+    has_equality, reject_duplicates, reject_multiple, reject_unless_relaxed, validate_values,
     value_key,
 };
 use crate::desc::AttrDesc;
@@ -25,6 +25,9 @@ const INTEGER_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.27";
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModifyOptions {
     pub allow_no_user_modification: bool,
+    /// The Relax Rules control: the manageable bookkeeping attributes may be written
+    /// ([`crate::check::manageable`]).
+    pub relax: bool,
     /// Positions of Add changes whose values the caller has found absent from the entry (through an
     /// equality index): their check against every value the entry holds is skipped, so adding one
     /// member to a large group does not normalize the whole group.
@@ -78,12 +81,16 @@ pub fn check_changes(schema: &Schema, changes: &[Change]) -> Result<(), LdapErro
 
 /// slapd's no-user-modification check, which its frontend makes after the referral check. Expects changes
 /// [`check_changes`] accepted.
-pub fn check_no_user_modification(schema: &Schema, changes: &[Change]) -> Result<(), LdapError> {
+pub fn check_no_user_modification(
+    schema: &Schema,
+    changes: &[Change],
+    relax: bool,
+) -> Result<(), LdapError> {
     for change in changes {
         let given = &change.modification.name;
         if let Ok(desc) = AttrDesc::parse(schema, given) {
             if let Some(at) = desc.attribute_type(schema) {
-                reject_no_user_modification(at, given)?;
+                reject_unless_relaxed(at, given, relax)?;
             }
         }
     }
@@ -103,7 +110,7 @@ fn apply_all(
     }
     if !options.allow_no_user_modification {
         for (change, (_, at)) in changes.iter().zip(&resolved) {
-            reject_no_user_modification(at, &change.modification.name)?;
+            reject_unless_relaxed(at, &change.modification.name, options.relax)?;
         }
     }
     for (i, (change, (desc, at))) in changes.iter().zip(&resolved).enumerate() {

@@ -4,6 +4,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canopy_core::{Attribute, Entry};
+use canopy_proto::{Change, ModifyOperation};
 
 /// The time and change sequence number of one write, taken once so every attribute agrees.
 #[derive(Debug, Clone)]
@@ -80,9 +81,28 @@ impl Stamp {
 
     /// Sets modifiersName, modifyTimestamp and entryCSN for a modification by `modifier` (a DN).
     pub fn touch(&self, entry: &mut Entry, modifier: &str) {
-        set(entry, "modifiersName", modifier.as_bytes().to_vec());
-        set(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
-        set(entry, "entryCSN", self.csn.as_bytes().to_vec());
+        self.touch_unless_written(entry, modifier, &[]);
+    }
+
+    /// [`Stamp::touch`], keeping modifiersName and modifyTimestamp where `changes` write them (a
+    /// modify under the Relax Rules control; slapd's `slap_mods_opattrs` keeps them too).
+    pub fn touch_unless_written(&self, entry: &mut Entry, modifier: &str, changes: &[Change]) {
+        let written = |name: &str| {
+            changes.iter().any(|c| {
+                c.modification.name.eq_ignore_ascii_case(name)
+                    && matches!(c.operation, ModifyOperation::Add | ModifyOperation::Replace)
+                    && !c.modification.values.is_empty()
+            })
+        };
+        // As slapd's modify replaces them after the client's changes: each moves to the end of the
+        // entry (a replace is a delete and an add), entryCSN, modifiersName, modifyTimestamp.
+        set_last(entry, "entryCSN", self.csn.as_bytes().to_vec());
+        if !written("modifiersName") {
+            set_last(entry, "modifiersName", modifier.as_bytes().to_vec());
+        }
+        if !written("modifyTimestamp") {
+            set_last(entry, "modifyTimestamp", self.time.as_bytes().to_vec());
+        }
     }
 
     /// Sets every operational attribute of a new entry created by `creator` (keeping any an import
@@ -136,6 +156,23 @@ fn set(entry: &mut Entry, desc: &str, value: Vec<u8>) {
             values: vec![value],
         }),
     }
+}
+
+/// Replaces `desc` by the one value `value` at the end of the entry, where slapd's replace leaves it.
+fn set_last(entry: &mut Entry, desc: &str, value: Vec<u8>) {
+    let at = entry
+        .attrs
+        .iter()
+        .position(|a| a.desc.eq_ignore_ascii_case(desc));
+    let mut attr = match at {
+        Some(i) => entry.attrs.remove(i),
+        None => Attribute {
+            desc: desc.to_string(),
+            values: Vec::new(),
+        },
+    };
+    attr.values = vec![value];
+    entry.attrs.push(attr);
 }
 
 /// Seconds since the epoch to (year, month, day, hour, minute, second) in UTC (proleptic Gregorian).

@@ -85,6 +85,12 @@ pub trait Guard: Send + Sync {
     }
 
     /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
+    /// The Relax Rules control: the bookkeeping attributes may be written, the structural class
+    /// changed (the guard checks manage access to them).
+    fn relax(&self) -> bool {
+        false
+    }
+
     fn conceal(&self, dir: &Directory, txn: InWrite<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
         error
@@ -607,8 +613,19 @@ impl Directory {
         let options = ModifyOptions {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
             allow_no_user_modification: ctx.guard.server_internal(),
+            relax: ctx.guard.relax(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
+        if options.relax {
+            // Under relax an entry may change its structural class (slapd's ITS#5792): the new
+            // one is recorded, and the schema check then holds the entry to it.
+            if let Ok(class) = structural_class(self.schema(), &entry) {
+                let name = class.into_bytes();
+                if let Some(attr) = entry.get_mut("structuralObjectClass") {
+                    attr.values = vec![name];
+                }
+            }
+        }
         // The overlays first, then the schema (`Check::AfterHooks`).
         self.store_changed(
             txn,

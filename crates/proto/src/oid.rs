@@ -15,6 +15,9 @@ pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 /// draft-behera-ldap-password-policy-10 §6.1: the password policy request and response control.
 pub const CONTROL_PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
+/// slapd's Relax Rules control (draft-zeilenga-ldap-relax): write the bookkeeping attributes, change
+/// an entry's structural class.
+pub const CONTROL_RELAX: &str = "1.3.6.1.4.1.4203.666.5.12";
 /// RFC 3876: the Matched Values control (a values return filter).
 pub const CONTROL_VALUES_RETURN: &str = "1.2.826.0.1.3344810.2.3";
 /// Netscape's password expired control (value "0"), sent by slapd's `ppolicy_send_netscape_controls`.

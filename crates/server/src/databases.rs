@@ -715,6 +715,8 @@ pub struct WriteControls {
     /// RFC 4527: attribute selections of the entry before and after the write.
     pub pre_read: Option<Vec<String>>,
     pub post_read: Option<Vec<String>>,
+    /// The Relax Rules control.
+    pub relax: bool,
 }
 
 impl WriteControls {
@@ -745,9 +747,35 @@ struct Reads {
     post: Option<Control>,
 }
 
+impl AccessGuard {
+    /// Under the Relax Rules control, `manage` on each of `descs` that is a bookkeeping attribute
+    /// (`canopy_core::check::manageable`), as slapd asks for its managed modifications.
+    fn relaxed(&self, txn: &InWrite<'_>, entry: &Entry, descs: &[&str]) -> Result<(), LdapError> {
+        if !self.ctl.relax {
+            return Ok(());
+        }
+        let schema = self.db.schema();
+        let managed: Vec<&str> = descs
+            .iter()
+            .copied()
+            .filter(|desc| {
+                let name = desc.split(';').next().unwrap_or(desc);
+                schema
+                    .attribute_type(name)
+                    .is_some_and(|at| at.no_user_modification && canopy_core::check::manageable(at))
+            })
+            .collect();
+        crate::acl::ops::check_manage(&self.db, txn, &self.who, entry, &managed)
+    }
+}
+
 impl Guard for AccessGuard {
     fn requester(&self) -> &str {
         &self.who.dn
+    }
+
+    fn relax(&self) -> bool {
+        self.ctl.relax
     }
 
     fn manage_dsa_it(&self) -> bool {
@@ -829,9 +857,21 @@ impl Guard for AccessGuard {
     ) -> Result<(), LdapError> {
         let (db, who) = (&self.db, &self.who);
         match action {
-            Action::Add(entry) => check_add(db, &txn, who, entry),
+            Action::Add(entry) => check_add(db, &txn, who, entry).and_then(|()| {
+                // Under relax, every bookkeeping attribute the new entry holds needs manage.
+                let held: Vec<&str> = entry.attrs.iter().map(|a| a.desc.as_str()).collect();
+                self.relaxed(&txn, entry, &held)
+            }),
             Action::Delete(entry) => check_delete(db, &txn, who, entry),
-            Action::Modify(entry, changes) => check_modify(db, &txn, who, entry, changes),
+            Action::Modify(entry, changes) => {
+                check_modify(db, &txn, who, entry, changes).and_then(|()| {
+                    let touched: Vec<&str> = changes
+                        .iter()
+                        .map(|c| c.modification.name.as_str())
+                        .collect();
+                    self.relaxed(&txn, entry, &touched)
+                })
+            }
             Action::RenameFrom { ndn, moving } => check_rename_from(db, &txn, who, ndn, moving),
             Action::Rename {
                 entry,

@@ -3,7 +3,7 @@
 use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_VALUES_RETURN,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -33,6 +33,9 @@ pub struct RequestControls {
     pub sync: Option<SyncRequest>,
     /// RFC 3876: only the attribute values one of these simple filter items matches are returned.
     pub values_return: Option<Vec<Filter>>,
+    /// The Relax Rules control: the bookkeeping attributes may be written and the structural class
+    /// changed, by a requester with manage access.
+    pub relax: bool,
 }
 
 impl RequestControls {
@@ -43,6 +46,7 @@ impl RequestControls {
             assertion: self.assertion.clone(),
             pre_read: self.pre_read.clone(),
             post_read: self.post_read.clone(),
+            relax: self.relax,
         }
     }
 }
@@ -62,6 +66,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // slapd's syncprov registers it for searches only.
         CONTROL_SYNC_REQUEST => kind == Search,
         CONTROL_VALUES_RETURN => kind == Search,
+        CONTROL_RELAX => matches!(kind, Add | Delete | Modify | ModifyDn),
         _ => false,
     }
 }
@@ -134,6 +139,12 @@ impl RequestControls {
                         decode_assertion(value, limits)
                             .map_err(|_| protocol_error("assertion control value is malformed"))?,
                     );
+                }
+                CONTROL_RELAX => {
+                    if value.is_some() {
+                        return Err(protocol_error("relax control value not absent"));
+                    }
+                    out.relax = true;
                 }
                 CONTROL_VALUES_RETURN => {
                     let value = value.ok_or_else(|| {

@@ -4,7 +4,7 @@ use canopy_proto::{Dn, PartialAttribute, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
 use super::values::{
-    reject_duplicates, reject_multiple, reject_no_user_modification, validate_values, value_key,
+    reject_duplicates, reject_multiple, reject_unless_relaxed, validate_values, value_key,
 };
 use crate::desc::AttrDesc;
 use crate::entry::{Attribute, Entry};
@@ -33,7 +33,7 @@ pub fn entry_from_attributes_with(
     allow_no_user_modification: bool,
 ) -> Result<Entry, LdapError> {
     let entry = build_entry(schema, dn, ndn, attrs)?;
-    add_restrictions(schema, attrs, allow_no_user_modification)?;
+    add_restrictions(schema, attrs, allow_no_user_modification, false)?;
     Ok(entry)
 }
 
@@ -95,6 +95,7 @@ pub fn add_restrictions(
     schema: &Schema,
     attrs: &[PartialAttribute],
     allow_no_user_modification: bool,
+    relax: bool,
 ) -> Result<(), LdapError> {
     let resolved: Vec<(String, Option<&canopy_schema::AttributeType>)> = attrs
         .iter()
@@ -106,7 +107,7 @@ pub fn add_restrictions(
     if !allow_no_user_modification {
         for (given, (_, at)) in attrs.iter().zip(&resolved) {
             if let Some(at) = at {
-                reject_no_user_modification(at, &given.name)?;
+                reject_unless_relaxed(at, &given.name, relax)?;
             }
         }
     }

@@ -4,6 +4,8 @@
 mod build;
 pub(crate) mod values;
 
+pub use values::manageable;
+
 use canopy_proto::ResultCode;
 use canopy_schema::{AttributeType, ObjectClass, ObjectClassKind, Schema};
 

@@ -101,11 +101,28 @@ pub(crate) fn reject_multiple(
     Ok(())
 }
 
-pub(crate) fn reject_no_user_modification(
+/// The server's bookkeeping attributes a client may write under the Relax Rules control (slapd's
+/// `SLAP_AT_MANAGEABLE`): creatorsName, createTimestamp, modifiersName, modifyTimestamp, entryUUID.
+/// entryCSN, entryDN, structuralObjectClass and the rest of NO-USER-MODIFICATION stay refused.
+pub fn manageable(at: &AttributeType) -> bool {
+    const MANAGEABLE: [&str; 5] = [
+        "2.5.18.3",       // creatorsName
+        "2.5.18.1",       // createTimestamp
+        "2.5.18.4",       // modifiersName
+        "2.5.18.2",       // modifyTimestamp
+        "1.3.6.1.1.16.4", // entryUUID
+    ];
+    MANAGEABLE.contains(&at.oid.as_str())
+}
+
+/// A NO-USER-MODIFICATION attribute in a client's write is a constraint violation (slapd's
+/// answer); a manageable one passes when `relax` (the Relax Rules control).
+pub(crate) fn reject_unless_relaxed(
     at: &AttributeType,
     given: &str,
+    relax: bool,
 ) -> Result<(), LdapError> {
-    if at.no_user_modification {
+    if at.no_user_modification && !(relax && manageable(at)) {
         return Err(LdapError::new(
             ResultCode::ConstraintViolation,
             format!("{given}: no user modification allowed"),

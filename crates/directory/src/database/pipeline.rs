@@ -243,7 +243,10 @@ impl WriteHook for Stamping {
         let (stamp, requester) = (change.stamp, change.requester);
         match (change.kind, change.new.as_deref_mut()) {
             (Kind::Add, Some(entry)) => stamp.fill(entry),
-            (Kind::Modify | Kind::Rename, Some(entry)) => stamp.touch(entry, requester),
+            // Values the change itself writes (under the Relax Rules control) are kept.
+            (Kind::Modify | Kind::Rename, Some(entry)) => {
+                stamp.touch_unless_written(entry, requester, change.changes)
+            }
             _ => {}
         }
         Ok(())

@@ -103,6 +103,32 @@ fn check_entry_change<T: View>(
     })
 }
 
+/// The Relax Rules control's writes of bookkeeping attributes: `manage` on each of `descs`.
+pub fn check_manage<T: View>(
+    dir: &impl Guarded,
+    txn: &T,
+    who: &Who,
+    entry: &Entry,
+    descs: &[&str],
+) -> Result<(), LdapError> {
+    if descs.is_empty() {
+        return Ok(());
+    }
+    with_checker(dir, txn, who, |checker| {
+        let target = Target {
+            ndn: &entry.ndn,
+            entry: Some(entry),
+        };
+        match descs
+            .iter()
+            .all(|desc| checker.allows(target, AttrRef::Attr(desc), p::MANAGE))
+        {
+            true => Ok(()),
+            false => Err(denied("no manage access to entry")),
+        }
+    })
+}
+
 /// Modify: `add` for added values, `delete` for deleted ones, both for replace and increment, on each
 /// attribute touched.
 pub fn check_modify<T: View>(

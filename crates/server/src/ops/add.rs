@@ -54,7 +54,7 @@ pub async fn add(
         &who.link,
         req.attributes.iter().map(|a| a.name.as_str()),
     )?;
-    add_restrictions(&schema, &req.attributes, false)?;
+    add_restrictions(&schema, &req.attributes, false, ctl.relax)?;
     // The overlays' checks see the password as sent, before it is hashed.
     dir.check_add(who, &entry, ctl.password_policy.then_some(&ctl.policy_sink))?;
     hash_passwords(state, &mut entry.attrs).await?;

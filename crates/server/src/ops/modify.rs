@@ -31,7 +31,7 @@ pub async fn modify(
         &who.link,
         req.changes.iter().map(|c| c.modification.name.as_str()),
     )?;
-    canopy_core::modify::check_no_user_modification(dir.schema(), &req.changes)?;
+    canopy_core::modify::check_no_user_modification(dir.schema(), &req.changes, ctl.relax)?;
     for change in &mut req.changes {
         dir.pretty_values(std::slice::from_mut(&mut change.modification));
     }

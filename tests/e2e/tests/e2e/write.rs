@@ -423,3 +423,148 @@ fn binary_and_unusual_values() {
     );
     t.check();
 }
+
+/// The Relax Rules control (`ldapmodify -e relax`, slapd's 1.3.6.1.4.1.4203.666.5.12): with it and
+/// manage access, the server's bookkeeping attributes (creatorsName, createTimestamp, modifiersName,
+/// modifyTimestamp, entryUUID) may be written and an entry's structural class changed; without it
+/// both are refused, as slapd refuses them.
+#[test]
+fn relax_rules_control() {
+    let s = Server::start();
+    let mut t = Transcript::new("write_relax");
+    let dn = format!("cn=relaxed,{SUFFIX}");
+    s.add(
+        &Bind::Root,
+        &format!("dn: {dn}\nobjectClass: organizationalRole\ncn: relaxed\n"),
+    )
+    .expect_code(0, "the entry");
+    let relaxed = |t: &mut Transcript, title: &str, relax: bool, ldif: &str| {
+        let args: &[&str] = if relax { &["-e", "!relax"] } else { &[] };
+        t.section(title, &s.tool("ldapmodify", &Bind::Root, args, Some(ldif)));
+    };
+    let bookkeeping = format!(
+        "dn: {dn}\nchangetype: modify\nreplace: creatorsName\ncreatorsName: cn=Someone,{SUFFIX}\n-\n\
+         replace: modifyTimestamp\nmodifyTimestamp: 19700101000000Z\n-\n\
+         replace: createTimestamp\ncreateTimestamp: 19700101000000Z\n-\n"
+    );
+    relaxed(&mut t, "bookkeeping without relax", false, &bookkeeping);
+    relaxed(&mut t, "bookkeeping with relax", true, &bookkeeping);
+    let structural = format!(
+        "dn: {dn}\nchangetype: modify\nreplace: objectClass\nobjectClass: applicationProcess\n-\n"
+    );
+    relaxed(&mut t, "structural class without relax", false, &structural);
+    relaxed(&mut t, "structural class with relax", true, &structural);
+    relaxed(
+        &mut t,
+        "entryUUID with relax",
+        true,
+        &format!(
+            "dn: {dn}\nchangetype: modify\nreplace: entryUUID\n\
+             entryUUID: badbadba-dbad-1029-92f7-badbadbadbad\n-\n"
+        ),
+    );
+    relaxed(
+        &mut t,
+        "add with bookkeeping, relax",
+        true,
+        &format!(
+            "dn: cn=Made,{SUFFIX}\nchangetype: add\nobjectClass: organizationalRole\ncn: Made\n\
+             creatorsName: cn=Someone\ncreateTimestamp: 19700101000000Z\n\
+             modifiersName: cn=Someone Else\nmodifyTimestamp: 19700101000000Z\n\
+             entryUUID: badbadef-dbad-1029-92f7-badbadbadbad\n"
+        ),
+    );
+    relaxed(
+        &mut t,
+        "entryCSN with relax",
+        true,
+        &format!(
+            "dn: {dn}\nchangetype: modify\nreplace: entryCSN\n\
+             entryCSN: 20200101000000.000000Z#000000#000#000000\n-\n"
+        ),
+    );
+    relaxed(
+        &mut t,
+        "entryDN with relax",
+        true,
+        &format!("dn: {dn}\nchangetype: modify\nreplace: entryDN\nentryDN: {dn}\n-\n"),
+    );
+    relaxed(
+        &mut t,
+        "structuralObjectClass with relax",
+        true,
+        &format!(
+            "dn: {dn}\nchangetype: modify\nreplace: structuralObjectClass\n\
+             structuralObjectClass: device\n-\n"
+        ),
+    );
+    // A user who may write her own entry but has no manage access to it.
+    t.section(
+        "a user's own bookkeeping with relax",
+        &s.tool(
+            "ldapmodify",
+            &Bind::user("alice"),
+            &["-e", "!relax"],
+            Some(&format!(
+                "dn: {}\nchangetype: modify\nreplace: modifyTimestamp\n\
+                 modifyTimestamp: 19700101000000Z\n-\n",
+                user_dn("alice")
+            )),
+        ),
+    );
+    t.section(
+        "a user's own description with relax",
+        &s.tool(
+            "ldapmodify",
+            &Bind::user("alice"),
+            &["-e", "!relax"],
+            Some(&format!(
+                "dn: {}\nchangetype: modify\nreplace: description\ndescription: relaxed\n-\n",
+                user_dn("alice")
+            )),
+        ),
+    );
+    t.section(
+        "read back",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                SUFFIX,
+                "-s",
+                "one",
+                "(|(cn=relaxed)(cn=Made))",
+                "objectClass",
+                "structuralObjectClass",
+                "creatorsName",
+                "createTimestamp",
+                "modifiersName",
+                "modifyTimestamp",
+                "entryUUID",
+            ],
+        ),
+    );
+    t.check();
+    // The transcript masks times and UUIDs: the values given under relax are the values stored.
+    let made = s.search(
+        &Bind::Root,
+        &[
+            "-b",
+            &format!("cn=Made,{SUFFIX}"),
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "createTimestamp",
+            "modifyTimestamp",
+            "entryUUID",
+        ],
+    );
+    let records = made.records();
+    let made = records.first().expect("cn=Made");
+    assert_eq!(made.values("createTimestamp"), ["19700101000000Z"]);
+    assert_eq!(made.values("modifyTimestamp"), ["19700101000000Z"]);
+    assert_eq!(
+        made.values("entryUUID"),
+        ["badbadef-dbad-1029-92f7-badbadbadbad"]
+    );
+}

@@ -239,6 +239,7 @@ fn mods(record: &Record) -> Result<Vec<Change>, String> {
 fn apply(db: &Database, entry: Entry, changes: &[Change], target: &str) -> Result<Entry, String> {
     let options = ModifyOptions {
         allow_no_user_modification: true,
+        relax: false,
         absent_adds: Vec::new(),
     };
     modified(db.schema(), entry, changes, &options)
