@@ -81,21 +81,9 @@ pub(super) fn encode_stored(
     }
     for attr in computed {
         if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
-            let values: Vec<&[u8]> = attr
-                .values
-                .iter()
-                .map(|v| v.as_slice())
-                .filter(|v| matched.is_none_or(|items| matches_item(job, items, &attr.desc, v)))
-                .collect();
-            if matched.is_some() && values.is_empty() {
-                continue;
+            if let Some(values) = shown_values(job, attr) {
+                encode_partial_attribute(&mut attrs, &attr.desc, &values);
             }
-            let values = if job.req.types_only {
-                Vec::new()
-            } else {
-                values
-            };
-            encode_partial_attribute(&mut attrs, &attr.desc, &values);
         }
     }
     encode_search_result_entry_raw(out, job.message_id, stored.dn, &attrs);
@@ -128,6 +116,32 @@ fn encode_readable_values(
     encode_partial_attribute(attrs, desc, if job.req.types_only { &[] } else { &kept });
 }
 
+/// The values of an attribute built in memory (a computed one, the root DSE's, cn=Subschema's) as
+/// the answer shows them: none with typesOnly, those the Matched Values control's items match; None
+/// when the control leaves no value, and with it the attribute.
+fn shown_values<'a>(job: &SearchJob, attr: &'a Attribute) -> Option<Vec<&'a [u8]>> {
+    let values: Vec<&[u8]> = match job.ctl.values_return.as_deref() {
+        None => attr.values.iter().map(Vec::as_slice).collect(),
+        Some(items) => {
+            let kept: Vec<&[u8]> = attr
+                .values
+                .iter()
+                .map(Vec::as_slice)
+                .filter(|v| matches_item(job, items, &attr.desc, v))
+                .collect();
+            if kept.is_empty() {
+                return None;
+            }
+            kept
+        }
+    };
+    Some(if job.req.types_only {
+        Vec::new()
+    } else {
+        values
+    })
+}
+
 /// Whether one of the Matched Values control's simple filter items (RFC 3876) matches `value` of
 /// `desc`: each item is tested on the value alone, so an item about another attribute type (not a
 /// supertype of it) matches none of its values.
@@ -158,27 +172,14 @@ pub(super) fn send_special(
         return Ok(());
     }
     let mut attrs = Vec::new();
-    let matched = job.ctl.values_return.as_deref();
     for attr in &entry.attrs {
         if !selection.wants(schema, &attr.desc) || (is_secret(schema, &attr.desc) && !job.who.root)
         {
             continue;
         }
-        let values: Vec<&[u8]> = attr
-            .values
-            .iter()
-            .map(|v| v.as_slice())
-            .filter(|v| matched.is_none_or(|items| matches_item(job, items, &attr.desc, v)))
-            .collect();
-        if matched.is_some() && values.is_empty() {
-            continue;
+        if let Some(values) = shown_values(job, attr) {
+            encode_partial_attribute(&mut attrs, &attr.desc, &values);
         }
-        let values = if job.req.types_only {
-            Vec::new()
-        } else {
-            values
-        };
-        encode_partial_attribute(&mut attrs, &attr.desc, &values);
     }
     let mut out = Vec::new();
     encode_search_result_entry_raw(
