@@ -7,6 +7,8 @@ pub const CONTROL_ASSERTION: &str = "1.3.6.1.1.12";
 /// RFC 4527 pre-read and post-read controls.
 pub const CONTROL_PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const CONTROL_POST_READ: &str = "1.3.6.1.1.13.2";
+/// RFC 6171 Don't Use Copy: the client wants the entries of an original, not of a copy (a shadow).
+pub const CONTROL_DONT_USE_COPY: &str = "1.3.6.1.1.22";
 /// RFC 4533 syncrepl: see [`crate::sync`] for its controls.
 pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";

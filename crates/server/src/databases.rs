@@ -391,6 +391,12 @@ impl Database {
         }
     }
 
+    /// The `updateref` a consumer's database refers client writes to: None on an original, Some(None)
+    /// on a consumer without one.
+    pub fn update_ref(&self) -> Option<Option<&str>> {
+        self.shadow.as_ref().map(Option::as_deref)
+    }
+
     /// This database with the dynlist overlay's expansion on its reads (the backend's read hook).
     pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
         self.dynlist = dynlist.map(Arc::new);

@@ -2,8 +2,8 @@
 
 use canopy_core::LdapError;
 use canopy_proto::oid::{
-    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY,
-    CONTROL_POST_READ, CONTROL_PRE_READ,
+    CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
+    CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
 };
 use canopy_proto::{
     decode_assertion, Control, DecodeLimits, Filter, PagedResults, ReadEntryRequest, RequestKind,
@@ -31,6 +31,8 @@ pub struct RequestControls {
     pub policy_sink: ControlSlot,
     /// RFC 4533: a sync search (ops/sync.rs).
     pub sync: Option<SyncRequest>,
+    /// RFC 6171: a search or compare must not be answered from a syncrepl consumer's copy.
+    pub dont_use_copy: bool,
 }
 
 impl RequestControls {
@@ -59,6 +61,8 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_PASSWORD_POLICY => true,
         // slapd's syncprov registers it for searches only.
         CONTROL_SYNC_REQUEST => kind == Search,
+        // RFC 6171 §3: "applicable to the search and compare operations".
+        CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         _ => false,
     }
 }
@@ -119,6 +123,13 @@ impl RequestControls {
                         })?);
                 }
                 CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
+                // slapd (parseDontUseCopy) takes a non-critical one too, unless configured to refuse it.
+                CONTROL_DONT_USE_COPY => {
+                    if value.is_some() {
+                        return Err(protocol_error("dontUseCopy control value not absent"));
+                    }
+                    out.dont_use_copy = true;
+                }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
@@ -247,6 +258,26 @@ mod tests {
                 vec![control(CONTROL_MANAGE_DSA_IT, true, None)],
                 Delete,
                 None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, None)],
+                Compare,
+                None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, false, None)],
+                Search,
+                None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, None)],
+                Modify,
+                unavailable,
             ),
             (vec![control("1.2.3.4", true, None)], Search, unavailable),
             (vec![control("1.2.3.4", false, None)], Search, None),

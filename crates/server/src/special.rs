@@ -2,8 +2,8 @@
 
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
-    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_POST_READ,
-    CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
+    CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
+    CONTROL_POST_READ, CONTROL_PRE_READ, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::{Dn, SearchScope};
 use canopy_schema::NormDn;
@@ -78,6 +78,7 @@ fn root_dse(state: &ServerState) -> Entry {
                     CONTROL_POST_READ,
                     CONTROL_MANAGE_DSA_IT,
                     CONTROL_PAGED_RESULTS,
+                    CONTROL_DONT_USE_COPY,
                 ]),
             ),
             attr("supportedExtension", extensions(state)),
