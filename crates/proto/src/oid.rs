@@ -17,6 +17,9 @@ pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 /// draft-behera-ldap-password-policy-10 §6.1: the password policy request and response control.
 pub const CONTROL_PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
+/// Sun's Account Usability control: on a search, each entry's response control says whether its
+/// account may bind (slapd's ppolicy overlay answers it).
+pub const CONTROL_ACCOUNT_USABILITY: &str = "1.3.6.1.4.1.42.2.27.9.5.8";
 /// Netscape's password expired control (value "0"), sent by slapd's `ppolicy_send_netscape_controls`.
 pub const CONTROL_NETSCAPE_PASSWORD_EXPIRED: &str = "2.16.840.1.113730.3.4.4";
 /// Netscape's password expiring control (value: seconds left, as digits).

@@ -13,7 +13,9 @@ use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Dynlist;
 use canopy_directory::InWrite;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
-use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
+use canopy_proto::oid::{
+    CONTROL_ACCOUNT_USABILITY, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
+};
 use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -38,6 +40,18 @@ pub trait FrontHook: Send + Sync {
     /// serves is an unavailable critical extension).
     fn serves_control(&self, _oid: &str) -> bool {
         false
+    }
+
+    /// The response control this hook attaches, for the request control `oid` (one it serves), to
+    /// the search result entry `entry` of `dir` (as stored) sent to `who`; None for no control.
+    fn entry_control(
+        &self,
+        _dir: &Database,
+        _who: &Who,
+        _entry: &Entry,
+        _oid: &str,
+    ) -> Option<Control> {
+        None
     }
 
     /// An entry about to be added to `dir` by `who`; a refusal may leave its control in `slot`.
@@ -152,7 +166,7 @@ impl ControlSlot {
 }
 
 /// Request controls that only a frontend hook serves.
-const HOOK_CONTROLS: [&str; 1] = [CONTROL_PASSWORD_POLICY];
+const HOOK_CONTROLS: [&str; 2] = [CONTROL_PASSWORD_POLICY, CONTROL_ACCOUNT_USABILITY];
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, its read hook
 /// (the dynlist overlay) and the overlays' parts in the frontend.
@@ -418,6 +432,19 @@ impl Database {
     /// The overlays' parts in the frontend, in configuration order.
     pub fn front_hooks(&self) -> impl Iterator<Item = &Arc<dyn FrontHook>> {
         self.front_hooks.iter()
+    }
+
+    /// The response controls the hooks attach to the search result `entry` sent to `who`, for the
+    /// request controls `oids` ([`crate::reqctl::RequestControls::entry_controls`]).
+    pub fn entry_controls(&self, who: &Who, entry: &Entry, oids: &[&str]) -> Vec<Control> {
+        oids.iter()
+            .filter_map(|oid| {
+                self.front_hooks
+                    .iter()
+                    .filter(|hook| hook.serves_control(oid))
+                    .find_map(|hook| hook.entry_control(self, who, entry, oid))
+            })
+            .collect()
     }
 
     /// Every hook's check of an entry about to be added.

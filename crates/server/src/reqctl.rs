@@ -2,8 +2,8 @@
 
 use canopy_core::LdapError;
 use canopy_proto::oid::{
-    CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
-    CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
+    CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
+    CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
 };
 use canopy_proto::{
     decode_assertion, Control, DecodeLimits, Filter, PagedResults, ReadEntryRequest, RequestKind,
@@ -33,6 +33,9 @@ pub struct RequestControls {
     pub sync: Option<SyncRequest>,
     /// RFC 6171: a search or compare must not be answered from a syncrepl consumer's copy.
     pub dont_use_copy: bool,
+    /// Request controls that a database's frontend hook answers on each search result entry (the
+    /// password policy's Account Usability), by OID.
+    pub entry_controls: Vec<&'static str>,
 }
 
 impl RequestControls {
@@ -63,6 +66,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_SYNC_REQUEST => kind == Search,
         // RFC 6171 §3: "applicable to the search and compare operations".
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
+        CONTROL_ACCOUNT_USABILITY => kind == Search,
         _ => false,
     }
 }
@@ -129,6 +133,12 @@ impl RequestControls {
                         return Err(protocol_error("dontUseCopy control value not absent"));
                     }
                     out.dont_use_copy = true;
+                }
+                CONTROL_ACCOUNT_USABILITY => {
+                    if value.is_some() {
+                        return Err(protocol_error("account usability control value not absent"));
+                    }
+                    out.entry_controls.push(CONTROL_ACCOUNT_USABILITY);
                 }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => {
@@ -277,6 +287,21 @@ mod tests {
             (
                 vec![control(CONTROL_DONT_USE_COPY, true, None)],
                 Modify,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
+                Search,
+                None,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
+                Compare,
                 unavailable,
             ),
             (vec![control("1.2.3.4", true, None)], Search, unavailable),
