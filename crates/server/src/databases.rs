@@ -54,6 +54,18 @@ pub trait FrontHook: Send + Sync {
         None
     }
 
+    /// Whether the hook may answer requests in the database's place ([`FrontHook::answer`]).
+    fn answers(&self) -> bool {
+        false
+    }
+
+    /// An answer the hook gives in the database's place, before the database sees the request (slapd's
+    /// retcode overlay): a wait, then a result or nothing (the request goes on). None: the request
+    /// goes on at once.
+    fn answer(&self, _dir: &Database, _asked: &Asked<'_>) -> Option<Answer> {
+        None
+    }
+
     /// An entry about to be added to `dir` by `who`; a refusal may leave its control in `slot`.
     fn check_add(
         &self,
@@ -114,6 +126,24 @@ pub trait FrontHook: Send + Sync {
     ) -> Restriction {
         Restriction::Allowed
     }
+}
+
+/// A request as [`FrontHook::answer`] sees it: its kind, its target (a search's base) and a search's
+/// scope, with the server's default referral (`referral`).
+pub struct Asked<'a> {
+    pub kind: canopy_proto::RequestKind,
+    pub dn: &'a Dn,
+    pub ndn: &'a NormDn,
+    pub scope: Option<canopy_proto::SearchScope>,
+    pub default_referral: Option<&'a str>,
+}
+
+/// What a [`FrontHook`] answers in the database's place: wait `delay`, then send `result` (the
+/// response of the request's kind), or with no result let the request go on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub delay: std::time::Duration,
+    pub result: Option<canopy_proto::LdapResult>,
 }
 
 /// What a [`FrontHook`] makes of a simple bind.
@@ -610,6 +640,40 @@ impl Databases {
             }
         }
         Ok(())
+    }
+
+    /// What a frontend hook of the target's database answers to `op` in the database's place
+    /// ([`FrontHook::answer`]); None when no hook answers (the usual case, decided without looking at
+    /// the request when no database has such a hook).
+    pub fn answer(&self, op: &ProtocolOp, default_referral: Option<&str>) -> Option<Answer> {
+        use canopy_proto::RequestKind as K;
+        if !self
+            .iter()
+            .any(|db| db.front_hooks().any(|hook| hook.answers()))
+        {
+            return None;
+        }
+        let (kind, raw, scope) = match op {
+            ProtocolOp::SearchRequest(r) => (K::Search, &r.base, Some(r.scope)),
+            ProtocolOp::CompareRequest(r) => (K::Compare, &r.dn, None),
+            ProtocolOp::AddRequest(r) => (K::Add, &r.dn, None),
+            ProtocolOp::DelRequest(dn) => (K::Delete, dn, None),
+            ProtocolOp::ModifyRequest(r) => (K::Modify, &r.dn, None),
+            ProtocolOp::ModifyDnRequest(r) => (K::ModifyDn, &r.dn, None),
+            _ => return None,
+        };
+        let (dn, ndn) = self.normalize(raw).ok()?;
+        let db = self.route(&ndn)?;
+        let asked = Asked {
+            kind,
+            dn: &dn,
+            ndn: &ndn,
+            scope,
+            default_referral,
+        };
+        db.front_hooks()
+            .filter(|hook| hook.answers())
+            .find_map(|hook| hook.answer(db, &asked))
     }
 
     /// The registry of `list`; the first is the default database. Panics on an empty list, which

@@ -34,6 +34,7 @@ pub mod ppolicy;
 pub mod readentry;
 pub mod redact;
 pub mod reqctl;
+pub mod retcode;
 pub mod sasl;
 pub mod security;
 pub mod select;
@@ -313,13 +314,20 @@ fn write_pipeline(
     )
 }
 
-/// The overlays' parts in the frontend: the password policy's checks of binds and changes.
+/// The overlays' parts in the frontend: the password policy's checks of binds and changes, and the
+/// retcode overlay's answers.
 fn front_hooks(config: &Config) -> Result<Vec<Arc<dyn databases::FrontHook>>, String> {
     let ppolicy = overlays::ppolicy(&config.overlay, &config.root_dn)?;
-    Ok(ppolicy
+    let mut hooks: Vec<Arc<dyn databases::FrontHook>> = ppolicy
         .into_iter()
         .map(|pp| Arc::new(ppolicy::PolicyHook(pp)) as Arc<dyn databases::FrontHook>)
-        .collect())
+        .collect();
+    for table in config.overlay.iter().filter(|o| o.name == "retcode") {
+        let retcode = retcode::Retcode::from_options(&table.options)
+            .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
+        hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    Ok(hooks)
 }
 
 /// The running database `db` with the overlays of `config` (its view) in place of its own (an
