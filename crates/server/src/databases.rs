@@ -54,6 +54,17 @@ pub trait FrontHook: Send + Sync {
         None
     }
 
+    /// Whether the hook changes how search result entries are presented ([`FrontHook::present`]).
+    fn presents(&self) -> bool {
+        false
+    }
+
+    /// Changes `entry` (as stored, about to go out as a search result) the way the hook presents it
+    /// (slapd's valsort overlay sorts values); whether anything changed.
+    fn present(&self, _dir: &Database, _entry: &mut Entry) -> bool {
+        false
+    }
+
     /// Whether the hook may answer requests in the database's place ([`FrontHook::answer`]).
     fn answers(&self) -> bool {
         false
@@ -475,6 +486,24 @@ impl Database {
                     .find_map(|hook| hook.entry_control(self, who, entry, oid))
             })
             .collect()
+    }
+
+    /// A search result entry as the hooks present it, re-encoded in the stored form; None when no
+    /// hook changes it (the usual case, decided without decoding when no hook presents).
+    pub fn present(&self, stored: &canopy_core::wire::StoredEntry<'_>) -> Option<Vec<u8>> {
+        if !self.front_hooks.iter().any(|hook| hook.presents()) {
+            return None;
+        }
+        let mut entry = stored.to_entry().ok()?;
+        let mut changed = false;
+        for hook in self.front_hooks.iter().filter(|hook| hook.presents()) {
+            changed |= hook.present(self, &mut entry);
+        }
+        changed.then(|| {
+            let mut out = Vec::new();
+            canopy_core::wire::encode_entry(self.backend.schema(), &entry, &mut out);
+            out
+        })
     }
 
     /// Every hook's check of an entry about to be added.

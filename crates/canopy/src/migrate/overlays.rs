@@ -15,7 +15,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 41] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -71,6 +71,7 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 41] = [
     ("retcodeitem", "retcode", "item", Kind::Line),
     ("retcodesleep", "retcode", "sleep", Kind::Str),
     ("retcodeindir", "retcode", "indir", Kind::Bool),
+    ("valsortattr", "valsort", "attr", Kind::Line),
     (
         "ppolicyforwardupdates",
         "ppolicy",

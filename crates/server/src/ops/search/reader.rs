@@ -305,6 +305,12 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
     }
 
     fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Stop> {
+        // The database's frontend hooks may present the entry otherwise (values sorted).
+        let presented = self.dir.present(shown);
+        let reparsed = presented
+            .as_deref()
+            .and_then(|b| StoredEntry::parse(b).ok());
+        let shown = reparsed.as_ref().unwrap_or(shown);
         let Some(cleared) = self.access.clear(shown, self.view.as_deref()) else {
             return Ok(());
         };
