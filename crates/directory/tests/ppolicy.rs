@@ -9,6 +9,7 @@ use std::sync::Arc;
 use canopy_core::{Attribute, Entry};
 use canopy_directory::overlay::ppolicy::bind::{decide, Verdict};
 use canopy_directory::overlay::ppolicy::change::{check, PasswordChange};
+use canopy_directory::overlay::ppolicy::usability::{usability, AccountUsability};
 use canopy_directory::overlay::ppolicy::{
     Config, Instant, PPolicy, Policy, PolicyError, Warning, PPOLICY_SCHEMA,
 };
@@ -310,7 +311,7 @@ fn change_checks_in_slapd_order() {
         let change = PasswordChange {
             entry: &e,
             by_self,
-            by_root: false,
+            by_admin: false,
             new: Some(new.as_bytes()),
             with_old,
         };
@@ -353,11 +354,11 @@ fn change_checks_in_slapd_order() {
     assert_eq!(run(&p, "fresh-one", true, true), None);
     p.in_history = 0;
     assert_eq!(run(&p, "older1", true, true), None);
-    // The root DN passes everything.
+    // A password administrator (the root DN, or manage access) passes everything.
     let change = PasswordChange {
         entry: &e,
         by_self: false,
-        by_root: true,
+        by_admin: true,
         new: Some(b"x"),
         with_old: false,
     };
@@ -540,4 +541,168 @@ async fn pwd_attribute_by_oid() {
     let (_, ndn) = dir.normalize(user.as_bytes()).unwrap();
     pp.bind(&dir, &ndn, false).await.unwrap().unwrap();
     assert_eq!(values(&dir, user, "pwdFailureTime").len(), 1);
+}
+
+/// An entry whose pwdPolicySubentry names no policy entry is under no policy, not the default one
+/// (slapd: "policy subentry missing or invalid, no policy will be applied"): a failed bind records
+/// nothing there, while an entry without the attribute gets the default.
+#[tokio::test]
+async fn a_missing_policy_subentry_means_no_policy() {
+    let dir_path = tempfile::tempdir().unwrap();
+    let (dir, pp) = open(dir_path.path());
+    add(
+        &dir,
+        "dc=example,dc=com",
+        &[("objectClass", "domain"), ("dc", "example")],
+    )
+    .await
+    .unwrap();
+    add(
+        &dir,
+        "cn=pp,dc=example,dc=com",
+        &[
+            ("objectClass", "device"),
+            ("objectClass", "pwdPolicy"),
+            ("cn", "pp"),
+            ("pwdAttribute", "userPassword"),
+            ("pwdLockout", "TRUE"),
+            ("pwdMaxFailure", "3"),
+        ],
+    )
+    .await
+    .unwrap();
+    let person = |uid: &'static str| {
+        vec![
+            ("objectClass", "account"),
+            ("objectClass", "simpleSecurityObject"),
+            ("uid", uid),
+            ("userPassword", "{SSHA}first"),
+        ]
+    };
+    let mut orphan = person("orphan");
+    orphan.push(("pwdPolicySubentry", "cn=No Policy,dc=example,dc=com"));
+    add(&dir, "uid=orphan,dc=example,dc=com", &orphan)
+        .await
+        .unwrap();
+    add(&dir, "uid=plain,dc=example,dc=com", &person("plain"))
+        .await
+        .unwrap();
+    for (user, recorded) in [
+        ("uid=orphan,dc=example,dc=com", 0),
+        ("uid=plain,dc=example,dc=com", 1),
+    ] {
+        let (_, ndn) = dir.normalize(user.as_bytes()).unwrap();
+        let verdict = pp.bind(&dir, &ndn, false).await.unwrap();
+        assert_eq!(verdict.is_some(), recorded == 1, "{user}");
+        assert_eq!(
+            values(&dir, user, "pwdFailureTime").len(),
+            recorded,
+            "{user}"
+        );
+    }
+}
+
+/// The Account Usability answer for an entry state under a policy, at NOW.
+fn usable(policy: &Policy, attrs: &[(&str, &str)]) -> Option<AccountUsability> {
+    usability(policy, &entry(attrs), Instant::from_secs(NOW))
+}
+
+#[test]
+fn account_usability_as_slapd_answers_it() {
+    let mut p = policy();
+    let none: Option<AccountUsability> = None;
+    // No password: no control.
+    assert_eq!(usable(&p, &[("cn", "u")]), none);
+    assert_eq!(
+        usable(&p, &[("userPassword", "x")]),
+        Some(AccountUsability::Available(-1))
+    );
+    p.max_age = 100;
+    let changed = at(NOW - 30);
+    assert_eq!(
+        usable(&p, &[("userPassword", "x"), ("pwdChangedTime", &changed)]),
+        Some(AccountUsability::Available(70))
+    );
+    // pwdMaxIdle shortens it when the account idles out first.
+    p.max_idle = 50;
+    let last = at(NOW - 20);
+    assert_eq!(
+        usable(
+            &p,
+            &[
+                ("userPassword", "x"),
+                ("pwdChangedTime", &changed),
+                ("pwdLastSuccess", &last)
+            ]
+        ),
+        Some(AccountUsability::Available(30))
+    );
+}
+
+#[test]
+fn account_usability_of_locked_reset_and_expired_accounts() {
+    let mut p = policy();
+    p.lockout = true;
+    p.lockout_duration = 15;
+    let locked = at(NOW - 5);
+    let not = |inactive, reset, remaining_grace, seconds_before_unlock| {
+        Some(AccountUsability::NotAvailable {
+            inactive,
+            reset,
+            expired: false,
+            remaining_grace,
+            seconds_before_unlock,
+        })
+    };
+    assert_eq!(
+        usable(
+            &p,
+            &[("userPassword", "x"), ("pwdAccountLockedTime", &locked)]
+        ),
+        not(true, false, -1, 10)
+    );
+    // The lock ran out: available again.
+    let old = at(NOW - 20);
+    assert_eq!(
+        usable(&p, &[("userPassword", "x"), ("pwdAccountLockedTime", &old)]),
+        Some(AccountUsability::Available(-1))
+    );
+    // Locked until an administrator unlocks: no end to wait for.
+    assert_eq!(
+        usable(
+            &p,
+            &[
+                ("userPassword", "x"),
+                ("pwdAccountLockedTime", "000001010000Z")
+            ]
+        ),
+        not(false, false, -1, -1)
+    );
+    // The pwdMinDelay back-off counts as a lock until its end.
+    let until = at(NOW + 4);
+    assert_eq!(
+        usable(
+            &p,
+            &[("userPassword", "x"), ("pwdAccountTmpLockoutEnd", &until)]
+        ),
+        not(true, false, -1, 4)
+    );
+    // Expired, with grace logins left, and reset under pwdMustChange.
+    p.max_age = 10;
+    p.grace_authn_limit = 3;
+    p.must_change = true;
+    let changed = at(NOW - 60);
+    let used = at(NOW - 1);
+    assert_eq!(
+        usable(
+            &p,
+            &[
+                ("userPassword", "x"),
+                ("pwdChangedTime", &changed),
+                ("pwdGraceUseTime", &used),
+                ("pwdReset", "TRUE")
+            ]
+        ),
+        not(false, true, 2, -1)
+    );
 }

@@ -23,8 +23,8 @@ mod tests;
 mod testutil;
 
 pub use codec::{
-    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
-    encode_search_result_entry_raw, frame_len, FrameError,
+    attach_controls, encode_partial_attribute, encode_search_result_done_raw,
+    encode_search_result_entry_parts, encode_search_result_entry_raw, frame_len, FrameError,
 };
 pub use control::{
     decode_assertion, decode_values_return, encode_assertion, encode_read_entry_response,

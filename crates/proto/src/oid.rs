@@ -7,6 +7,8 @@ pub const CONTROL_ASSERTION: &str = "1.3.6.1.1.12";
 /// RFC 4527 pre-read and post-read controls.
 pub const CONTROL_PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const CONTROL_POST_READ: &str = "1.3.6.1.1.13.2";
+/// RFC 6171 Don't Use Copy: the client wants the entries of an original, not of a copy (a shadow).
+pub const CONTROL_DONT_USE_COPY: &str = "1.3.6.1.1.22";
 /// RFC 4533 syncrepl: see [`crate::sync`] for its controls.
 pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
@@ -20,6 +22,9 @@ pub const CONTROL_PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
 pub const CONTROL_RELAX: &str = "1.3.6.1.4.1.4203.666.5.12";
 /// RFC 3876: the Matched Values control (a values return filter).
 pub const CONTROL_VALUES_RETURN: &str = "1.2.826.0.1.3344810.2.3";
+/// Sun's Account Usability control: on a search, each entry's response control says whether its
+/// account may bind (slapd's ppolicy overlay answers it).
+pub const CONTROL_ACCOUNT_USABILITY: &str = "1.3.6.1.4.1.42.2.27.9.5.8";
 /// Netscape's password expired control (value "0"), sent by slapd's `ppolicy_send_netscape_controls`.
 pub const CONTROL_NETSCAPE_PASSWORD_EXPIRED: &str = "2.16.840.1.113730.3.4.4";
 /// Netscape's password expiring control (value: seconds left, as digits).

@@ -1,6 +1,7 @@
 //! draft-behera-ldap-password-policy-10 §6.2: the value of the password policy response control,
 //! encoded as OpenLDAP 2.5 encodes it (`warning [0]` holds a `[0]` or `[1]` INTEGER, `error [1]`
-//! an ENUMERATED under implicit tagging).
+//! an ENUMERATED under implicit tagging); and the value of Sun's Account Usability response control
+//! (1.3.6.1.4.1.42.2.27.9.5.8), which slapd's ppolicy sends on search result entries.
 
 use canopy_ber::{tag, Reader, Writer};
 
@@ -109,6 +110,62 @@ impl PasswordPolicyResponse {
     }
 }
 
+/// The Account Usability response control's value (`ACCOUNT_USABLE_RESPONSE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountUsability {
+    /// `is_available [0] INTEGER`: seconds before the password expires, -1 when it does not.
+    Available(i64),
+    /// `is_not_available [1] MORE_INFO`.
+    NotAvailable {
+        /// Locked out (`seconds_before_unlock` says for how long; -1 when no end is known).
+        inactive: bool,
+        /// Reset by an administrator under pwdMustChange: it must be changed first.
+        reset: bool,
+        /// The password has expired (slapd 2.5 never sets it: it shows in `remaining_grace`).
+        expired: bool,
+        /// Grace logins left on an expired password, -1 when none apply.
+        remaining_grace: i64,
+        seconds_before_unlock: i64,
+    },
+}
+
+/// Context tags of the response (OpenLDAP's `LDAP_TAG_X_ACCOUNT_USABILITY_*`).
+mod usability_tag {
+    pub const AVAILABLE: u8 = 0x80;
+    pub const NOT_AVAILABLE: u8 = 0xa1;
+    pub const INACTIVE: u8 = 0x80;
+    pub const RESET: u8 = 0x81;
+    pub const EXPIRED: u8 = 0x82;
+    pub const REMAINING_GRACE: u8 = 0x83;
+    pub const UNTIL_UNLOCK: u8 = 0x84;
+}
+
+impl AccountUsability {
+    /// The BER value, every MORE_INFO element present, as slapd writes them.
+    pub fn encode(&self) -> Vec<u8> {
+        use usability_tag::*;
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        match *self {
+            AccountUsability::Available(seconds) => w.integer(AVAILABLE, seconds),
+            AccountUsability::NotAvailable {
+                inactive,
+                reset,
+                expired,
+                remaining_grace,
+                seconds_before_unlock,
+            } => w.constructed(NOT_AVAILABLE, |w| {
+                w.boolean(INACTIVE, inactive);
+                w.boolean(RESET, reset);
+                w.boolean(EXPIRED, expired);
+                w.integer(REMAINING_GRACE, remaining_grace);
+                w.integer(UNTIL_UNLOCK, seconds_before_unlock);
+            }),
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +203,25 @@ mod tests {
             assert_eq!(PasswordPolicyResponse::decode(&bytes).unwrap(), value);
         }
         assert!(PasswordPolicyResponse::decode(&[0x30, 0x03, 0x81, 0x01, 0x0a]).is_err());
+    }
+
+    #[test]
+    fn account_usability_encodes_as_openldap() {
+        assert_eq!(AccountUsability::Available(-1).encode(), b"\x80\x01\xff");
+        assert_eq!(
+            AccountUsability::Available(300).encode(),
+            b"\x80\x02\x01\x2c"
+        );
+        let locked = AccountUsability::NotAvailable {
+            inactive: true,
+            reset: false,
+            expired: false,
+            remaining_grace: -1,
+            seconds_before_unlock: 10,
+        };
+        assert_eq!(
+            locked.encode(),
+            b"\xa1\x0f\x80\x01\xff\x81\x01\x00\x82\x01\x00\x83\x01\xff\x84\x01\x0a"
+        );
     }
 }

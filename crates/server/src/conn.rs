@@ -468,6 +468,27 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             }
         }
     }
+    // A frontend hook may answer in the database's place (slapd's retcode overlay), after a wait.
+    if let Some(answer) = state
+        .databases
+        .answer(&message.op, state.config.referral.as_deref())
+    {
+        match (answer.result, kind_of(&message.op)) {
+            (Some(result), Some(kind)) => {
+                let code = result.code;
+                let tx = out.responses().clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(answer.delay).await;
+                    let _ = tx
+                        .send(encode(id, response_for(kind, result), Vec::new()))
+                        .await;
+                    finish(completion, Some(code));
+                });
+                return Flow::Continue;
+            }
+            _ => tokio::time::sleep(answer.delay).await,
+        }
+    }
     match message.op {
         ProtocolOp::BindRequest(req) => {
             // Binds run in order: later requests on this connection see the new identity. During a

@@ -14,7 +14,9 @@ use canopy_directory::dynlist::Dynlist;
 use canopy_directory::search_loop::ReadHook;
 use canopy_directory::InWrite;
 use canopy_directory::{Action, Directory, Guard, OpError, Stamp, WriteOp, WriteRequest};
-use canopy_proto::oid::{CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ};
+use canopy_proto::oid::{
+    CONTROL_ACCOUNT_USABILITY, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
+};
 use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -39,6 +41,41 @@ pub trait FrontHook: Send + Sync {
     /// serves is an unavailable critical extension).
     fn serves_control(&self, _oid: &str) -> bool {
         false
+    }
+
+    /// The response control this hook attaches, for the request control `oid` (one it serves), to
+    /// the search result entry `entry` of `dir` (as stored) sent to `who`; None for no control.
+    fn entry_control(
+        &self,
+        _dir: &Database,
+        _who: &Who,
+        _entry: &Entry,
+        _oid: &str,
+    ) -> Option<Control> {
+        None
+    }
+
+    /// Whether the hook changes how search result entries are presented ([`FrontHook::present`]).
+    fn presents(&self) -> bool {
+        false
+    }
+
+    /// Changes `entry` (as stored, about to go out as a search result) the way the hook presents it
+    /// (slapd's valsort overlay sorts values); whether anything changed.
+    fn present(&self, _dir: &Database, _entry: &mut Entry) -> bool {
+        false
+    }
+
+    /// Whether the hook may answer requests in the database's place ([`FrontHook::answer`]).
+    fn answers(&self) -> bool {
+        false
+    }
+
+    /// An answer the hook gives in the database's place, before the database sees the request (slapd's
+    /// retcode overlay): a wait, then a result or nothing (the request goes on). None: the request
+    /// goes on at once.
+    fn answer(&self, _dir: &Database, _asked: &Asked<'_>) -> Option<Answer> {
+        None
     }
 
     /// An entry about to be added to `dir` by `who`; a refusal may leave its control in `slot`.
@@ -103,6 +140,24 @@ pub trait FrontHook: Send + Sync {
     }
 }
 
+/// A request as [`FrontHook::answer`] sees it: its kind, its target (a search's base) and a search's
+/// scope, with the server's default referral (`referral`).
+pub struct Asked<'a> {
+    pub kind: canopy_proto::RequestKind,
+    pub dn: &'a Dn,
+    pub ndn: &'a NormDn,
+    pub scope: Option<canopy_proto::SearchScope>,
+    pub default_referral: Option<&'a str>,
+}
+
+/// What a [`FrontHook`] answers in the database's place: wait `delay`, then send `result` (the
+/// response of the request's kind), or with no result let the request go on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub delay: std::time::Duration,
+    pub result: Option<canopy_proto::LdapResult>,
+}
+
 /// What a [`FrontHook`] makes of a simple bind.
 #[derive(Debug, Default)]
 pub struct BindTerms {
@@ -153,7 +208,7 @@ impl ControlSlot {
 }
 
 /// Request controls that only a frontend hook serves.
-const HOOK_CONTROLS: [&str; 1] = [CONTROL_PASSWORD_POLICY];
+const HOOK_CONTROLS: [&str; 2] = [CONTROL_PASSWORD_POLICY, CONTROL_ACCOUNT_USABILITY];
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, its read hook
 /// (the dynlist overlay) and the overlays' parts in the frontend.
@@ -392,6 +447,12 @@ impl Database {
         }
     }
 
+    /// The `updateref` a consumer's database refers client writes to: None on an original, Some(None)
+    /// on a consumer without one.
+    pub fn update_ref(&self) -> Option<Option<&str>> {
+        self.shadow.as_ref().map(Option::as_deref)
+    }
+
     /// This database with the dynlist overlay's expansion on its reads (the backend's read hook).
     pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
         self.dynlist = dynlist.map(Arc::new);
@@ -416,6 +477,37 @@ impl Database {
     /// The overlays' parts in the frontend, in configuration order.
     pub fn front_hooks(&self) -> impl Iterator<Item = &Arc<dyn FrontHook>> {
         self.front_hooks.iter()
+    }
+
+    /// The response controls the hooks attach to the search result `entry` sent to `who`, for the
+    /// request controls `oids` ([`crate::reqctl::RequestControls::entry_controls`]).
+    pub fn entry_controls(&self, who: &Who, entry: &Entry, oids: &[&str]) -> Vec<Control> {
+        oids.iter()
+            .filter_map(|oid| {
+                self.front_hooks
+                    .iter()
+                    .filter(|hook| hook.serves_control(oid))
+                    .find_map(|hook| hook.entry_control(self, who, entry, oid))
+            })
+            .collect()
+    }
+
+    /// A search result entry as the hooks present it, re-encoded in the stored form; None when no
+    /// hook changes it (the usual case, decided without decoding when no hook presents).
+    pub fn present(&self, stored: &canopy_core::wire::StoredEntry<'_>) -> Option<Vec<u8>> {
+        if !self.front_hooks.iter().any(|hook| hook.presents()) {
+            return None;
+        }
+        let mut entry = stored.to_entry().ok()?;
+        let mut changed = false;
+        for hook in self.front_hooks.iter().filter(|hook| hook.presents()) {
+            changed |= hook.present(self, &mut entry);
+        }
+        changed.then(|| {
+            let mut out = Vec::new();
+            canopy_core::wire::encode_entry(self.backend.schema(), &entry, &mut out);
+            out
+        })
     }
 
     /// Every hook's check of an entry about to be added.
@@ -593,6 +685,40 @@ impl Databases {
                     .any(|db| db.front_hooks().any(|hook| hook.serves_control(oid)))
             })
             .collect()
+    }
+
+    /// What a frontend hook of the target's database answers to `op` in the database's place
+    /// ([`FrontHook::answer`]); None when no hook answers (the usual case, decided without looking at
+    /// the request when no database has such a hook).
+    pub fn answer(&self, op: &ProtocolOp, default_referral: Option<&str>) -> Option<Answer> {
+        use canopy_proto::RequestKind as K;
+        if !self
+            .iter()
+            .any(|db| db.front_hooks().any(|hook| hook.answers()))
+        {
+            return None;
+        }
+        let (kind, raw, scope) = match op {
+            ProtocolOp::SearchRequest(r) => (K::Search, &r.base, Some(r.scope)),
+            ProtocolOp::CompareRequest(r) => (K::Compare, &r.dn, None),
+            ProtocolOp::AddRequest(r) => (K::Add, &r.dn, None),
+            ProtocolOp::DelRequest(dn) => (K::Delete, dn, None),
+            ProtocolOp::ModifyRequest(r) => (K::Modify, &r.dn, None),
+            ProtocolOp::ModifyDnRequest(r) => (K::ModifyDn, &r.dn, None),
+            _ => return None,
+        };
+        let (dn, ndn) = self.normalize(raw).ok()?;
+        let db = self.route(&ndn)?;
+        let asked = Asked {
+            kind,
+            dn: &dn,
+            ndn: &ndn,
+            scope,
+            default_referral,
+        };
+        db.front_hooks()
+            .filter(|hook| hook.answers())
+            .find_map(|hook| hook.answer(db, &asked))
     }
 
     /// The registry of `list`; the first is the default database. Panics on an empty list, which

@@ -34,6 +34,7 @@ pub mod ppolicy;
 pub mod readentry;
 pub mod redact;
 pub mod reqctl;
+pub mod retcode;
 pub mod sasl;
 pub mod security;
 pub mod select;
@@ -42,6 +43,7 @@ pub mod special;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
+pub mod valsort;
 
 use std::sync::Arc;
 
@@ -282,7 +284,7 @@ pub(crate) fn open_directory_in(
     let backend = Directory::open(schema, &config.suffix, specs, options, pipeline)?;
     backend.set_server_id(config.server_id);
     backend.set_multiprovider(config.multiprovider);
-    let front_hooks = front_hooks(config).map_err(StartError::Overlay)?;
+    let front_hooks = front_hooks(config, backend.schema()).map_err(StartError::Overlay)?;
     Ok((
         Database::new(backend, acl)
             .with_dynlist(dynlist)
@@ -313,13 +315,28 @@ fn write_pipeline(
     )
 }
 
-/// The overlays' parts in the frontend: the password policy's checks of binds and changes.
-fn front_hooks(config: &Config) -> Result<Vec<Arc<dyn databases::FrontHook>>, String> {
+/// The overlays' parts in the frontend: the password policy's checks of binds and changes, the
+/// retcode overlay's answers and the valsort overlay's order of values (checked against `schema`).
+fn front_hooks(
+    config: &Config,
+    schema: &Schema,
+) -> Result<Vec<Arc<dyn databases::FrontHook>>, String> {
     let ppolicy = overlays::ppolicy(&config.overlay, &config.root_dn)?;
-    Ok(ppolicy
+    let mut hooks: Vec<Arc<dyn databases::FrontHook>> = ppolicy
         .into_iter()
         .map(|pp| Arc::new(ppolicy::PolicyHook(pp)) as Arc<dyn databases::FrontHook>)
-        .collect())
+        .collect();
+    for table in config.overlay.iter().filter(|o| o.name == "retcode") {
+        let retcode = retcode::Retcode::from_options(&table.options)
+            .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
+        hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    for table in config.overlay.iter().filter(|o| o.name == "valsort") {
+        let valsort = valsort::Valsort::from_options(&table.options, schema)
+            .map_err(|e| format!("[[overlay]] \"valsort\": {e}"))?;
+        hooks.push(Arc::new(valsort::ValsortHook(valsort)));
+    }
+    Ok(hooks)
 }
 
 /// The running database `db` with the overlays of `config` (its view) in place of its own (an
@@ -343,7 +360,7 @@ pub(crate) fn with_overlays(db: &Database, config: &Config) -> Result<Database, 
         .clone()
         .with_backend(backend)
         .with_dynlist(dynlist)
-        .with_front_hooks(front_hooks(config)?))
+        .with_front_hooks(front_hooks(config, &schema)?))
 }
 
 /// Opens every data database of `config` in configuration order, with their root DNs (the first

@@ -8,17 +8,21 @@ use std::sync::Arc;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::overlay::ppolicy::bind::Verdict;
 use canopy_directory::overlay::ppolicy::change::{self, PasswordChange};
+use canopy_directory::overlay::ppolicy::usability::usability;
 use canopy_directory::overlay::ppolicy::{
     Config, Instant, PPolicy, PasswordPolicyResponse, PolicyError, Warning,
 };
 use canopy_proto::oid::{
-    CONTROL_NETSCAPE_PASSWORD_EXPIRED, CONTROL_NETSCAPE_PASSWORD_EXPIRING, CONTROL_PASSWORD_POLICY,
-    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
+    CONTROL_ACCOUNT_USABILITY, CONTROL_NETSCAPE_PASSWORD_EXPIRED,
+    CONTROL_NETSCAPE_PASSWORD_EXPIRING, CONTROL_PASSWORD_POLICY, EXOP_PASSWORD_MODIFY,
+    EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::{Change, Control, ModifyOperation, ProtocolOp, ResultCode};
 use canopy_schema::NormDn;
 
 use crate::access::Who;
+use crate::acl::ops::allows;
+use crate::acl::{privileges, AttrRef};
 use crate::databases::{
     BindTerms, ControlSlot, Database, Databases, FrontHook, Pending, Restriction,
 };
@@ -99,6 +103,12 @@ fn check_add(
     else {
         return Ok(());
     };
+    if entry
+        .get("userPassword")
+        .is_some_and(|a| a.values.len() > 1)
+    {
+        return Err(one_value_only());
+    }
     let txn = dir.read()?;
     // No history and no age for a new entry: an entry without them stands in.
     let bare = Entry {
@@ -127,10 +137,20 @@ fn check_entry(
     let Some(policy) = pp.policy_of(dir.backend(), txn, entry)? else {
         return Ok(());
     };
+    // slapd's is_pwdadmin: manage access to the password attribute lifts every check.
+    let by_admin = who.root
+        || allows(
+            dir,
+            txn,
+            who,
+            entry,
+            AttrRef::Attr(&policy.attribute),
+            privileges::MANAGE,
+        );
     let change = PasswordChange {
         entry,
         by_self: who.ndn.as_ref() == Some(&entry.ndn),
-        by_root: who.root,
+        by_admin,
         new,
         with_old,
     };
@@ -171,6 +191,31 @@ fn modify_password(changes: &[Change]) -> Option<(Option<Vec<u8>>, bool)> {
     Some((new, deleted_first && sets))
 }
 
+/// slapd's refusal of a write that would give an entry several passwords at once, whoever asks and
+/// whatever the policy (its ppolicy checks this first).
+fn one_value_only() -> LdapError {
+    LdapError::new(
+        ResultCode::ConstraintViolation,
+        "Password policy only allows one password value",
+    )
+}
+
+/// Whether a modify adds or replaces more than one password: several values in one change, or values
+/// in two changes (slapd refuses both, as a policy allows one password).
+fn several_passwords(changes: &[Change]) -> bool {
+    let mut setting = changes.iter().filter(|c| {
+        let name = c.modification.name.split(';').next().unwrap_or_default();
+        (name.eq_ignore_ascii_case("userPassword") || name == "2.5.4.35")
+            && matches!(c.operation, ModifyOperation::Add | ModifyOperation::Replace)
+            && !c.modification.values.is_empty()
+    });
+    match (setting.next(), setting.next()) {
+        (Some(first), None) => first.modification.values.len() > 1,
+        (Some(_), Some(_)) => true,
+        (None, _) => false,
+    }
+}
+
 /// Whether a session bound with pwdReset may run a modify of `target` with `changes`: only a change
 /// of its own password.
 fn allowed_after_reset(who: &Who, target: &NormDn, changes: &[Change]) -> bool {
@@ -191,7 +236,34 @@ pub struct PolicyHook(pub Arc<PPolicy>);
 
 impl FrontHook for PolicyHook {
     fn serves_control(&self, oid: &str) -> bool {
-        oid == CONTROL_PASSWORD_POLICY
+        oid == CONTROL_PASSWORD_POLICY || oid == CONTROL_ACCOUNT_USABILITY
+    }
+
+    /// The Account Usability control of a search result entry, as slapd's ppolicy sends it: only to
+    /// a requester who may compare the entry's password, only for an entry with a password under a
+    /// policy.
+    fn entry_control(
+        &self,
+        dir: &Database,
+        who: &Who,
+        entry: &Entry,
+        oid: &str,
+    ) -> Option<Control> {
+        if oid != CONTROL_ACCOUNT_USABILITY {
+            return None;
+        }
+        let txn = dir.read().ok()?;
+        let policy = self.0.policy_of(dir.backend(), &txn, entry).ok()??;
+        let attr = AttrRef::Attr(&policy.attribute);
+        if !allows(dir, &txn, who, entry, attr, privileges::COMPARE) {
+            return None;
+        }
+        let value = usability(&policy, entry, Instant::now())?;
+        Some(Control {
+            oid: CONTROL_ACCOUNT_USABILITY.into(),
+            critical: false,
+            value: Some(value.encode()),
+        })
     }
 
     fn check_add(
@@ -212,6 +284,12 @@ impl FrontHook for PolicyHook {
         changes: &[Change],
         slot: Option<&ControlSlot>,
     ) -> Result<(), LdapError> {
+        if several_passwords(changes) {
+            if let Some(slot) = slot {
+                slot.set(response_control(None, None));
+            }
+            return Err(one_value_only());
+        }
         match modify_password(changes) {
             Some((new, with_old)) => {
                 check_change(&self.0, dir, who, ndn, new.as_deref(), with_old, slot)
@@ -287,6 +365,52 @@ impl FrontHook for PolicyHook {
                 vec![response_control(None, Some(PolicyError::ChangeAfterReset))],
             ),
             _ => Restriction::Refused(restricted(), Vec::new()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canopy_proto::PartialAttribute;
+
+    fn change(operation: ModifyOperation, name: &str, values: &[&str]) -> Change {
+        Change {
+            operation,
+            modification: PartialAttribute {
+                name: name.into(),
+                values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn several_passwords_in_one_modify() {
+        use ModifyOperation::*;
+        let cases: [(Vec<Change>, bool); 7] = [
+            (vec![change(Replace, "userPassword", &["a"])], false),
+            (vec![change(Add, "userPassword", &["a", "b"])], true),
+            (vec![change(Replace, "2.5.4.35", &["a", "b"])], true),
+            (
+                vec![
+                    change(Add, "userPassword", &["a"]),
+                    change(Replace, "userPassword", &["b"]),
+                ],
+                true,
+            ),
+            // The safe modify: delete the old value, add the new one.
+            (
+                vec![
+                    change(Delete, "userPassword", &["old"]),
+                    change(Add, "userPassword", &["new"]),
+                ],
+                false,
+            ),
+            (vec![change(Replace, "userPassword", &[])], false),
+            (vec![change(Add, "description", &["a", "b"])], false),
+        ];
+        for (changes, expected) in cases {
+            assert_eq!(several_passwords(&changes), expected, "{changes:?}");
         }
     }
 }

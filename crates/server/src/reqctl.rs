@@ -2,8 +2,9 @@
 
 use canopy_core::LdapError;
 use canopy_proto::oid::{
-    CONTROL_ASSERTION, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
+    CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
+    CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -36,6 +37,11 @@ pub struct RequestControls {
     /// The Relax Rules control: the bookkeeping attributes may be written and the structural class
     /// changed, by a requester with manage access.
     pub relax: bool,
+    /// RFC 6171: a search or compare must not be answered from a syncrepl consumer's copy.
+    pub dont_use_copy: bool,
+    /// Request controls that a database's frontend hook answers on each search result entry (the
+    /// password policy's Account Usability), by OID.
+    pub entry_controls: Vec<&'static str>,
 }
 
 impl RequestControls {
@@ -67,6 +73,9 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_SYNC_REQUEST => kind == Search,
         CONTROL_VALUES_RETURN => kind == Search,
         CONTROL_RELAX => matches!(kind, Add | Delete | Modify | ModifyDn),
+        // RFC 6171 §3: "applicable to the search and compare operations".
+        CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
+        CONTROL_ACCOUNT_USABILITY => kind == Search,
         _ => false,
     }
 }
@@ -127,6 +136,19 @@ impl RequestControls {
                         })?);
                 }
                 CONTROL_MANAGE_DSA_IT => out.manage_dsa_it = true,
+                // slapd (parseDontUseCopy) takes a non-critical one too, unless configured to refuse it.
+                CONTROL_DONT_USE_COPY => {
+                    if value.is_some() {
+                        return Err(protocol_error("dontUseCopy control value not absent"));
+                    }
+                    out.dont_use_copy = true;
+                }
+                CONTROL_ACCOUNT_USABILITY => {
+                    if value.is_some() {
+                        return Err(protocol_error("account usability control value not absent"));
+                    }
+                    out.entry_controls.push(CONTROL_ACCOUNT_USABILITY);
+                }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
@@ -270,6 +292,41 @@ mod tests {
                 vec![control(CONTROL_MANAGE_DSA_IT, true, None)],
                 Delete,
                 None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, None)],
+                Compare,
+                None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, false, None)],
+                Search,
+                None,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_DONT_USE_COPY, true, None)],
+                Modify,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
+                Search,
+                None,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+            (
+                vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
+                Compare,
+                unavailable,
             ),
             (vec![control("1.2.3.4", true, None)], Search, unavailable),
             (vec![control("1.2.3.4", false, None)], Search, None),

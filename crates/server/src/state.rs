@@ -204,6 +204,34 @@ impl ServerState {
         LdapError::new(ResultCode::NoSuchObject, "")
     }
 
+    /// slapd's answer to a search (`scope` Some) or compare carrying RFC 6171's Don't Use Copy control
+    /// on a syncrepl consumer's database, None on an original (which answers as usual). A search is
+    /// referred to the database's `updateref`, else to the default referral, naming `dn` and the
+    /// scope; without either, and always for a compare, it is unwillingToPerform.
+    pub fn copy_refused(
+        &self,
+        dir: &Database,
+        dn: &str,
+        scope: Option<canopy_proto::SearchScope>,
+    ) -> Option<OpError> {
+        let update_ref = dir.update_ref()?;
+        let Some(scope) = scope else {
+            return Some(LdapError::new(ResultCode::UnwillingToPerform, "copy not used").into());
+        };
+        Some(match update_ref.or(self.config.referral.as_deref()) {
+            Some(url) => OpError::Referral(canopy_directory::referral::default_referral(
+                url,
+                dn,
+                Some(scope),
+            )),
+            None => LdapError::new(
+                ResultCode::UnwillingToPerform,
+                "copy not used; no referral information available",
+            )
+            .into(),
+        })
+    }
+
     /// The answer for `dn` outside every naming context: slapd's default referral (`referral`) when one
     /// is configured, naming `dn` (and the search's `scope`), else `otherwise`.
     pub fn outside(

@@ -15,7 +15,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 37] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -67,6 +67,11 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 37] = [
         Kind::Bool,
     ),
     ("ppolicyuselockout", "ppolicy", "use_lockout", Kind::Bool),
+    ("retcodeparent", "retcode", "parent", Kind::Str),
+    ("retcodeitem", "retcode", "item", Kind::Line),
+    ("retcodesleep", "retcode", "sleep", Kind::Str),
+    ("retcodeindir", "retcode", "indir", Kind::Bool),
+    ("valsortattr", "valsort", "attr", Kind::Line),
     (
         "ppolicyforwardupdates",
         "ppolicy",
@@ -103,6 +108,21 @@ pub(super) fn overlay_option(
             return true;
         }
         return false;
+    }
+    // retcode items that send unsolicited responses or drop the connection: Canopy's retcode answers
+    // with results only.
+    if overlay == "retcode"
+        && name == "retcodeitem"
+        && d.args.iter().any(|a| {
+            let a = a.to_ascii_lowercase();
+            a.starts_with("unsolicited=") || a.starts_with("flags=")
+        })
+    {
+        m.leave(
+            d,
+            "Canopy's retcode answers with results only (no unsolicited responses or disconnections); the item is left out",
+        );
+        return true;
     }
     let found = OVERLAY_OPTIONS
         .iter()

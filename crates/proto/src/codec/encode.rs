@@ -62,7 +62,7 @@ impl LdapMessage {
     }
 }
 
-fn encode_control(w: &mut Writer<'_>, control: &Control) {
+pub(crate) fn encode_control(w: &mut Writer<'_>, control: &Control) {
     w.constructed(tag::SEQUENCE, |w| {
         w.octet_string(tag::OCTET_STRING, control.oid.as_bytes());
         // DEFAULT FALSE: DER-style omission, which every peer accepts.

@@ -2,7 +2,8 @@
 
 use canopy_ber::{encoded_len, integer_len, parse_header, tag, write_header, BerError, Headers};
 
-use super::encode::op_tag;
+use super::encode::{ctx, encode_control, op_tag};
+use crate::message::Control;
 
 /// Why the bytes at the start of a stream cannot be an LDAPMessage. Either way the connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +107,32 @@ pub fn encode_search_result_done_raw(
         out.extend_from_slice(headers.as_bytes());
     }
     out.extend_from_slice(message);
+}
+
+/// Gives the LDAPMessage that starts at `start` in `out` (the last one there, encoded without controls,
+/// such as a pre-encoded SearchResultEntry) the response `controls`: its length is rewritten and the
+/// Controls element appended. A message that does not parse is left as it is.
+pub fn attach_controls(out: &mut Vec<u8>, start: usize, controls: &[Control]) {
+    if controls.is_empty() || start > out.len() {
+        return;
+    }
+    let Ok(Some(header)) = parse_header(&out[start..]) else {
+        return;
+    };
+    if header.tag != tag::SEQUENCE || start + header.header_len + header.content_len != out.len() {
+        return;
+    }
+    let mut tail = Vec::new();
+    canopy_ber::Writer::new(&mut tail).constructed(ctx::CONTROLS, |w| {
+        for control in controls {
+            encode_control(w, control);
+        }
+    });
+    let content = out.split_off(start + header.header_len);
+    out.truncate(start);
+    write_header(out, tag::SEQUENCE, content.len() + tail.len());
+    out.extend_from_slice(&content);
+    out.extend_from_slice(&tail);
 }
 
 /// Encodes one PartialAttribute TLV.

@@ -8,6 +8,6 @@ mod frame;
 mod tests;
 
 pub use frame::{
-    encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
-    encode_search_result_entry_raw, frame_len, FrameError,
+    attach_controls, encode_partial_attribute, encode_search_result_done_raw,
+    encode_search_result_entry_parts, encode_search_result_entry_raw, frame_len, FrameError,
 };

@@ -723,6 +723,49 @@ fn raw_entry_encoding_matches_the_generic_encoder() {
 }
 
 #[test]
+fn attached_controls_match_the_generic_encoder() {
+    let mut g = Gen::new(4417);
+    for i in 0..100 {
+        let attributes = random_attributes(&mut g);
+        let dn = g.bytes();
+        let message_id = [0, 1, 127, 128, 255, 65536, i32::MAX][i % 7];
+        let controls = vec![Control {
+            oid: "1.3.6.1.4.1.42.2.27.9.5.8".into(),
+            critical: i % 2 == 0,
+            value: (i % 3 != 0).then(|| vec![0x80, 0x01, 0xff]),
+        }];
+        let mut attrs = Vec::new();
+        for attribute in &attributes {
+            let values: Vec<&[u8]> = attribute.values.iter().map(Vec::as_slice).collect();
+            encode_partial_attribute(&mut attrs, &attribute.name, &values);
+        }
+        let mut raw = vec![0xaa];
+        encode_search_result_entry_raw(&mut raw, message_id, &dn, &attrs);
+        attach_controls(&mut raw, 1, &controls);
+        let mut generic = vec![0xaa];
+        LdapMessage {
+            message_id,
+            op: ProtocolOp::SearchResultEntry(SearchResultEntry { dn, attributes }),
+            controls,
+        }
+        .encode(&mut generic);
+        assert_eq!(raw, generic);
+    }
+    // Nothing to attach, or not a message ending the buffer: left as it is.
+    let mut out = vec![0x30, 0x00];
+    attach_controls(&mut out, 0, &[]);
+    assert_eq!(out, [0x30, 0x00]);
+    let control = Control {
+        oid: "1.2.3".into(),
+        critical: false,
+        value: None,
+    };
+    let mut out = vec![0x30, 0x05, 0x00];
+    attach_controls(&mut out, 0, std::slice::from_ref(&control));
+    assert_eq!(out, [0x30, 0x05, 0x00]);
+}
+
+#[test]
 fn raw_search_done_matches_the_generic_encoder() {
     let mut g = Gen::new(7741);
     for i in 0..300 {

@@ -33,7 +33,7 @@ enum Kind {
 }
 
 /// (overlay, slapd's attribute, Canopy's option, kind).
-const OPTIONS: [(&str, &str, &str, Kind); 43] = [
+const OPTIONS: [(&str, &str, &str, Kind); 48] = [
     ("memberof", "olcMemberOfDN", "dn", Kind::Dn),
     ("memberof", "olcMemberOfDangling", "dangling", Kind::Str),
     ("memberof", "olcMemberOfRefInt", "refint", Kind::Bool),
@@ -120,13 +120,18 @@ const OPTIONS: [(&str, &str, &str, Kind); 43] = [
         "archive-path",
         Kind::Str,
     ),
+    ("retcode", "olcRetcodeParent", "parent", Kind::Dn),
+    ("retcode", "olcRetcodeItem", "item", Kind::Ordered),
+    ("retcode", "olcRetcodeInDir", "indir", Kind::Bool),
+    ("retcode", "olcRetcodeSleep", "sleep", Kind::Int),
+    ("valsort", "olcValSortAttr", "attr", Kind::Lines),
     // The overlay options without a slapd attribute: none but these two aliases slapd accepts.
     ("dynlist", "olcDlAttrSet", "attrset", Kind::Ordered),
     ("memberof", "olcMemberOfDNAD", "", Kind::Refused),
 ];
 
 /// Each overlay's object class: the name shown first, then the other names slapd gives it.
-const CLASSES: [(&str, &[&str]); 10] = [
+const CLASSES: [(&str, &[&str]); 12] = [
     ("memberof", &["olcMemberOfConfig", "olcMemberOf"]),
     ("refint", &["olcRefintConfig"]),
     ("unique", &["olcUniqueConfig"]),
@@ -137,6 +142,8 @@ const CLASSES: [(&str, &[&str]); 10] = [
     ("auditlog", &["olcAuditlogConfig"]),
     ("syncprov", &["olcSyncProvConfig"]),
     ("homedir", &["olcHomedirConfig"]),
+    ("retcode", &["olcRetcodeConfig"]),
+    ("valsort", &["olcValSortConfig"]),
 ];
 
 /// The overlays' configuration attribute types and object classes with the OIDs, names and
@@ -187,6 +194,11 @@ attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.4.8.2 NAME 'olcMinimumUidNumber' DESC 
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.4.8.3 NAME 'olcHomedirRegexp' DESC 'Regular expression for matching and transforming paths' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.4.8.4 NAME 'olcHomedirDeleteStyle' DESC 'Action to perform when removing a home directory' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.4.8.5 NAME 'olcHomedirArchivePath' DESC 'Pathname for home directory archival' SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.1 NAME 'olcRetcodeParent' DESC '' EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.2 NAME 'olcRetcodeItem' DESC '' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 X-ORDERED 'VALUES' )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.3 NAME 'olcRetcodeInDir' DESC '' EQUALITY booleanMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.7 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.4 NAME 'olcRetcodeSleep' DESC '' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.5.1 NAME 'olcValSortAttr' DESC 'Sorting rule for attribute under given DN' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.8 NAME 'olcModuleList' DESC 'OpenLDAP dynamic module info' SUP olcConfig STRUCTURAL MAY ( cn $ olcModulePath $ olcModuleLoad ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.18.1 NAME ( 'olcMemberOfConfig' 'olcMemberOf' ) DESC 'Member-of configuration' SUP olcOverlayConfig MAY ( olcMemberOfDN $ olcMemberOfDangling $ olcMemberOfDanglingError $ olcMemberOfRefInt $ olcMemberOfGroupOC $ olcMemberOfMemberAD $ olcMemberOfMemberOfAD $ olcMemberOfDNAD ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.11.1 NAME 'olcRefintConfig' DESC 'Referential integrity configuration' SUP olcOverlayConfig MAY ( olcRefintAttribute $ olcRefintNothing $ olcRefintModifiersName ) )
@@ -197,15 +209,18 @@ objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.8.1 NAME ( 'olcDynListConfig' 'olcDyna
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.4.1 NAME 'olcAccessLogConfig' DESC 'Access log configuration' SUP olcOverlayConfig MUST olcAccessLogDB MAY ( olcAccessLogOps $ olcAccessLogPurge $ olcAccessLogSuccess $ olcAccessLogOld $ olcAccessLogOldAttr $ olcAccessLogBase ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.15.1 NAME 'olcAuditlogConfig' DESC 'Auditlog configuration' SUP olcOverlayConfig MAY ( olcAuditlogFile ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.1.1 NAME 'olcSyncProvConfig' DESC 'SyncRepl Provider configuration' SUP olcOverlayConfig MAY ( olcSpCheckpoint $ olcSpSessionlog $ olcSpNoPresent $ olcSpReloadHint $ olcSpSessionlogSource ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.20.1 NAME 'olcRetcodeConfig' DESC 'Retcode configuration' SUP olcOverlayConfig MAY ( olcRetcodeParent $ olcRetcodeItem $ olcRetcodeInDir $ olcRetcodeSleep ) )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.5.1 NAME 'olcValSortConfig' DESC 'Value Sorting configuration' SUP olcOverlayConfig MUST olcValSortAttr )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.4.8.1 NAME 'olcHomedirConfig' DESC 'Homedir configuration' SUP olcOverlayConfig MAY ( olcSkeletonPath $ olcMinimumUidNumber $ olcHomedirRegexp $ olcHomedirDeleteStyle $ olcHomedirArchivePath ) )
 ";
 
 /// The attributes with `{N}` positions among the overlays' and modules' (X-ORDERED 'VALUES').
-pub const ORDERED: [&str; 4] = [
+pub const ORDERED: [&str; 5] = [
     "olcDynListAttrSet",
     "olcDlAttrSet",
     "olcHomedirRegexp",
     "olcModuleLoad",
+    "olcRetcodeItem",
 ];
 
 /// The olcOverlay entries of data database `number`, one per table, in the order they apply.

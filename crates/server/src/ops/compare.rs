@@ -55,6 +55,11 @@ pub fn compare(
     if let Some(referral) = governing(dir, &txn, &dn, &ndn, ctl.manage_dsa_it, None)? {
         return Err(referral.into());
     }
+    if ctl.dont_use_copy {
+        if let Some(refused) = state.copy_refused(dir, &dn.to_string(), None) {
+            return Err(refused);
+        }
+    }
     let Some((id, bytes)) = dir.lookup(&txn, &ndn)? else {
         let missing = dir.no_such_object(&txn, &ndn, &dn);
         return Err(hide_matched(dir, &txn, who, missing).into());

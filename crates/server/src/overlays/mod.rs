@@ -46,7 +46,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 10] = [
+pub const KNOWN: [&str; 12] = [
     "syncprov",
     "memberof",
     "refint",
@@ -57,6 +57,8 @@ pub const KNOWN: [&str; 10] = [
     "auditlog",
     "accesslog",
     "homedir",
+    "retcode",
+    "valsort",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -78,6 +80,9 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
             "dynlist" => dynlist_config(&overlay.options).map(|_| ()),
             "syncprov" => syncprov_config(&overlay.options).map(|_| ()),
             "accesslog" => accesslog_config(&overlay.options).map(|_| ()),
+            "retcode" => crate::retcode::Retcode::from_options(&overlay.options).map(|_| ()),
+            // valsort's options are checked against the schema when its database opens.
+            "valsort" => Ok(()),
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -189,11 +194,14 @@ pub fn pipeline(
     target: &Target<'_>,
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
-    // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below).
-    for overlay in overlays
-        .iter()
-        .filter(|o| !matches!(o.name.as_str(), "dynlist" | "accesslog" | "syncprov"))
-    {
+    // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below);
+    // retcode and valsort are frontend hooks only.
+    for overlay in overlays.iter().filter(|o| {
+        !matches!(
+            o.name.as_str(),
+            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort"
+        )
+    }) {
         let hook = hook(overlay, root_dn, Some(target))
             .map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
         pipeline = pipeline.then(hook);

@@ -144,6 +144,8 @@ fn root_dse_lists_the_controls() {
         "1.3.6.1.1.13.1",
         "1.3.6.1.1.13.2",
         "2.16.840.1.113730.3.4.2",
+        // RFC 6171 Don't Use Copy.
+        "1.3.6.1.1.22",
     ] {
         assert!(
             controls.iter().any(|c| c == oid),

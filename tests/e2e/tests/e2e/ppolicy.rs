@@ -464,3 +464,121 @@ fn locked_without_use_lockout_says_nothing_more() {
     assert!(!text.contains("Account locked"), "{text}");
     assert_eq!(count(&state(&s, "quiet"), "pwdAccountLockedTime"), 1);
 }
+
+/// The number after `key=` in `text` (ldapsearch's rendering of a response control).
+fn number_after(text: &str, key: &str) -> Option<i64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Sun's Account Usability control (`ldapsearch -E accountUsability`), as slapd's ppolicy answers it
+/// on each entry: the seconds before the password of a usable account expires, the seconds before a
+/// locked one unlocks; nothing for an entry without a password, nor for a requester who may not
+/// compare the password (anonymous, under Debian's rules).
+#[test]
+fn account_usability_control() {
+    let s = start("pwdLockout: TRUE\npwdMaxFailure: 2\npwdLockoutDuration: 60\npwdMaxAge: 3600\n");
+    add_person(&s, "usable", "usable-pw-1", "");
+    add_person(&s, "locked", "locked-pw-1", "");
+    for _ in 0..2 {
+        assert_eq!(whoami(&s, "locked", "wrong").0, 49);
+    }
+    let usability = |bind: &Bind, dn: &str| {
+        let out = s.tool(
+            "ldapsearch",
+            bind,
+            &["-b", dn, "-s", "base", "-E", "accountUsability", "1.1"],
+            None,
+        );
+        out.expect_code(0, "search with accountUsability");
+        out.stdout
+    };
+    let usable = usability(&Bind::Root, &person_dn("usable"));
+    let expire = number_after(&usable, "expire=");
+    assert!(
+        expire.is_some_and(|n| (3500..=3600).contains(&n)),
+        "{usable}"
+    );
+    let locked = usability(&Bind::Root, &person_dn("locked"));
+    assert!(locked.contains("not available"), "{locked}");
+    let unlock = number_after(&locked, "seconds_before_unlock=");
+    assert!(unlock.is_some_and(|n| (1..=60).contains(&n)), "{locked}");
+    let people = usability(&Bind::Root, &format!("ou=people,{SUFFIX}"));
+    assert!(!people.contains("accountUsability"), "{people}");
+    let anonymous = usability(&Bind::Anonymous, &person_dn("usable"));
+    assert!(!anonymous.contains("accountUsability"), "{anonymous}");
+}
+
+/// slapd's ppolicy lets a write give an entry one password only, whoever writes (the root DN too):
+/// several values in an add, a modify's add or replace, or two changes setting it.
+#[test]
+fn one_password_value_per_write() {
+    let s = start("pwdCheckQuality: 0\n");
+    let two = format!(
+        "dn: uid=two,ou=people,{SUFFIX}\nchangetype: add\nobjectClass: inetOrgPerson\nuid: two\n\
+         cn: two\nsn: two\nuserPassword: first-pw\nuserPassword: second-pw\n"
+    );
+    let (code, text) = modify(&s, &Bind::Root, &two);
+    assert_eq!(code, 19, "{text}");
+    assert!(text.contains("only allows one password value"), "{text}");
+    add_person(&s, "one", "one-pw-1", "");
+    let dn = person_dn("one");
+    for change in [
+        "add: userPassword\nuserPassword: a-pw-1\nuserPassword: a-pw-2\n",
+        "replace: userPassword\nuserPassword: a-pw-1\nuserPassword: a-pw-2\n",
+        "add: userPassword\nuserPassword: a-pw-1\n-\nreplace: userPassword\nuserPassword: a-pw-2\n",
+    ] {
+        let (code, text) = modify(
+            &s,
+            &Bind::Root,
+            &format!("dn: {dn}\nchangetype: modify\n{change}"),
+        );
+        assert_eq!(code, 19, "{change}: {text}");
+    }
+    let (code, text) = modify(
+        &s,
+        &Bind::Root,
+        &format!("dn: {dn}\nchangetype: modify\nreplace: userPassword\nuserPassword: one-pw-2\n"),
+    );
+    assert_eq!(code, 0, "{text}");
+}
+
+/// Whoever the access rules give `manage` on a password is a password administrator, as the root DN
+/// is: no policy check applies to their changes (safe modify, quality), and under pwdMustChange the
+/// change sets pwdReset. Others are checked.
+#[test]
+fn manage_access_makes_a_password_administrator() {
+    let admin = user_dn("alice");
+    let rules = [
+        format!(
+            "to attrs=userPassword by dn.exact=\"{admin}\" manage by self write by anonymous auth by * none"
+        ),
+        "to * by self write by * read".to_string(),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let s = Server::start_with_overlays_schema_access(SLAPD, &[], &rules, CANOPY);
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {POLICY_DN}\nobjectClass: device\nobjectClass: pwdPolicy\ncn: pp\n\
+             pwdAttribute: userPassword\npwdSafeModify: TRUE\npwdCheckQuality: 2\n\
+             pwdMinLength: 8\npwdMustChange: TRUE\n"
+        ),
+    )
+    .expect_code(0, "the policy");
+    add_person(&s, "kept", "kept-pw-1", "");
+    let dn = person_dn("kept");
+    let short =
+        format!("dn: {dn}\nchangetype: modify\nreplace: userPassword\nuserPassword: short\n");
+    // The user: no old password given.
+    let user = Bind::Simple(dn.clone(), "kept-pw-1".into());
+    let (code, text) = modify(&s, &user, &short);
+    assert_eq!(code, 50, "{text}");
+    // The administrator: no check at all, and the user must change it next.
+    let (code, text) = modify(&s, &Bind::user("alice"), &short);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(count(&state(&s, "kept"), "pwdReset"), 1);
+}

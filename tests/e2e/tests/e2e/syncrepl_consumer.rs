@@ -419,3 +419,56 @@ fn starttls_and_sasl_external() {
     );
     assert!(context_csn(&bad).is_empty());
 }
+
+/// RFC 6171 Don't Use Copy: a consumer refers a search carrying it to its `updateref` (naming the base
+/// and the scope, as slapd rewrites the referral) and refuses such a compare (unwillingToPerform);
+/// the provider, an original, answers both as usual.
+#[test]
+fn dont_use_copy_goes_to_the_provider() {
+    if !canopy_target() {
+        return;
+    }
+    let p = slapd_provider();
+    let toml = format!(
+        "{}{}",
+        updateref(),
+        syncrepl_table(&p, 7, "type = \"refreshAndPersist\"")
+    );
+    let c = canopy_consumer(&toml);
+    converged(&p, &c, "initial refresh");
+    let base = format!("ou=people,{SUFFIX}");
+    let search = |s: &Server, copy: bool| {
+        let mut args = vec!["-b", &base, "-s", "one", "(uid=alice)", "1.1"];
+        if copy {
+            args.splice(0..0, ["-E", "!dontUseCopy"]);
+        }
+        s.search(&Bind::Root, &args)
+    };
+    let out = search(&c, true);
+    assert_eq!(out.code, 10, "referral expected: {out:?}");
+    let url = format!("ldap://provider.example.com/{base}??one");
+    assert!(
+        out.stdout.contains(&url) || out.stderr.contains(&url),
+        "{out:?}"
+    );
+    // Without the control the copy answers; on the original the control changes nothing.
+    search(&c, false).expect_code(0, "consumer without the control");
+    let on_provider = search(&p, true);
+    on_provider.expect_code(0, "provider with the control");
+    assert_eq!(on_provider.records().len(), 1, "{on_provider:?}");
+
+    // ldapcompare cannot send the control (its -E is not in its options): python-ldap does.
+    let compare = |s: &Server| {
+        let out = s.python("dont_use_copy.py", &[]);
+        out.expect_code(0, "dont_use_copy.py");
+        out.stdout
+    };
+    assert_eq!(
+        compare(&c),
+        "with the control: UNWILLING_TO_PERFORM (53)\nwithout: compareTrue\n"
+    );
+    assert_eq!(
+        compare(&p),
+        "with the control: compareTrue\nwithout: compareTrue\n"
+    );
+}

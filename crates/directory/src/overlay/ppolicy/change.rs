@@ -19,8 +19,9 @@ pub struct PasswordChange<'a> {
     pub entry: &'a Entry,
     /// The requester changes their own password.
     pub by_self: bool,
-    /// The requester is the root DN, whom no policy check applies to.
-    pub by_root: bool,
+    /// The requester is a password administrator, whom no policy check applies to: the root DN, or
+    /// anyone with `manage` access to the policy's attribute of the entry (slapd's is_pwdadmin).
+    pub by_admin: bool,
     /// The new password as the client sent it; None when the change only deletes.
     pub new: Option<&'a [u8]>,
     /// The client named the old password: a modify deleting a value before adding, or Password
@@ -47,9 +48,10 @@ fn is_hashed(value: &[u8]) -> bool {
     value.first() == Some(&b'{') && value.iter().skip(1).take(32).any(|&b| b == b'}')
 }
 
-/// Checks a change against `policy` at `now`, in slapd's order; the root DN passes every check.
+/// Checks a change against `policy` at `now`, in slapd's order; a password administrator passes
+/// every check.
 pub fn check(policy: &Policy, change: &PasswordChange<'_>, now: Instant) -> Result<(), Refusal> {
-    if change.by_root {
+    if change.by_admin {
         return Ok(());
     }
     if !policy.allow_user_change && change.by_self {

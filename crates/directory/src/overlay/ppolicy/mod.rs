@@ -9,6 +9,7 @@ pub mod bind;
 pub mod change;
 pub mod policy;
 pub mod time;
+pub mod usability;
 
 use canopy_core::{Entry, LdapError};
 use canopy_mdb::WriteTxn;

@@ -139,7 +139,9 @@ pub(crate) fn first<'e>(entry: &'e Entry, name: &str) -> Option<&'e [u8]> {
 }
 
 /// The policy that governs `entry`: the one its `pwdPolicySubentry` names, else `default`; None when
-/// neither names a `pwdPolicy` entry (slapd then applies no policy).
+/// that names no `pwdPolicy` entry (slapd then applies no policy). An entry whose pwdPolicySubentry
+/// names a missing or invalid policy gets none, not the default ("policy subentry missing or
+/// invalid, no policy will be applied", slapd's ppolicy_get).
 pub fn effective(
     dir: &Directory,
     txn: &impl crate::View,
@@ -147,22 +149,31 @@ pub fn effective(
     default: Option<&NormDn>,
 ) -> Result<Option<Policy>, LdapError> {
     let txn = crate::view::txn(txn);
-    let own = first(entry, "pwdPolicySubentry")
-        .and_then(|raw| dir.normalize(raw).ok())
-        .map(|(_, ndn)| ndn);
-    for ndn in own.iter().chain(default) {
-        if let Some(mut policy) = dir.entry_at(txn, ndn).as_ref().and_then(Policy::from_entry) {
-            // `pwdAttribute` names its type by a NAME or an OID (slapd's own tests write
-            // `2.5.4.35`): the schema's canonical name, which entries' attributes carry.
-            if let Some(canonical) = dir
-                .schema()
-                .attribute_type(&policy.attribute)
-                .and_then(|t| t.names.first())
-            {
-                policy.attribute = canonical.clone();
-            }
-            return Ok(Some(policy));
-        }
+    let chosen = match first(entry, "pwdPolicySubentry") {
+        Some(raw) => match dir.normalize(raw) {
+            Ok((_, ndn)) => Some(ndn),
+            Err(_) => return Ok(None),
+        },
+        None => default.cloned(),
+    };
+    let Some(ndn) = chosen else {
+        return Ok(None);
+    };
+    let Some(mut policy) = dir
+        .entry_at(txn, &ndn)
+        .as_ref()
+        .and_then(Policy::from_entry)
+    else {
+        return Ok(None);
+    };
+    // `pwdAttribute` names its type by a NAME or an OID (slapd's own tests write `2.5.4.35`): the
+    // schema's canonical name, which entries' attributes carry.
+    if let Some(canonical) = dir
+        .schema()
+        .attribute_type(&policy.attribute)
+        .and_then(|t| t.names.first())
+    {
+        policy.attribute = canonical.clone();
     }
-    Ok(None)
+    Ok(Some(policy))
 }

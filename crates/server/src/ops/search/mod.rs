@@ -392,6 +392,11 @@ fn execute(
             )
             .into());
     };
+    if job.ctl.dont_use_copy {
+        if let Some(refused) = state.copy_refused(dir, &base_dn.to_string(), Some(job.req.scope)) {
+            return Err(refused.into());
+        }
+    }
     let glued = glued_in_order(state.databases.glued(dir, &base, job.req.scope));
     // A paged search across glued databases goes on where its cookie says: which part, after which ID.
     let resume = job

@@ -305,12 +305,31 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
     }
 
     fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Stop> {
+        // The database's frontend hooks may present the entry otherwise (values sorted).
+        let presented = self.dir.present(shown);
+        let reparsed = presented
+            .as_deref()
+            .and_then(|b| StoredEntry::parse(b).ok());
+        let shown = reparsed.as_ref().unwrap_or(shown);
         let Some(cleared) = self.access.clear(shown, self.view.as_deref()) else {
             return Ok(());
         };
         let (job, selection) = (self.job, self.run.selection);
-        self.sink
-            .push_encoded(|out| encode_stored(job, selection, &cleared, computed, out))?;
+        // Response controls on the entry, when the request asked a hook for them (rare: decoded).
+        let controls = match job.ctl.entry_controls.is_empty() {
+            true => Vec::new(),
+            false => match shown.to_entry() {
+                Ok(entry) => self
+                    .dir
+                    .entry_controls(self.who, &entry, &job.ctl.entry_controls),
+                Err(_) => Vec::new(),
+            },
+        };
+        self.sink.push_encoded(|out| {
+            let start = out.len();
+            encode_stored(job, selection, &cleared, computed, out);
+            canopy_proto::attach_controls(out, start, &controls);
+        })?;
         job.tally.entry();
         Ok(())
     }
