@@ -708,4 +708,116 @@ mod tests {
             "{err}"
         );
     }
+
+    /// The retcode overlay's answers (`retcode.rs`) for a database with it, through `Databases::answer` as the connection
+    /// asks for them.
+    #[test]
+    fn retcode_answers_in_the_databases_place() {
+        use crate::retcode::{Retcode, RetcodeHook};
+        use canopy_proto::{CompareRequest, DerefAliases, Filter, ProtocolOp, SearchRequest};
+        use canopy_proto::{ResultCode, SearchScope};
+        use std::sync::Arc;
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            "suffix = \"dc=example,dc=com\"\ndata_dir = {:?}\n",
+            tmp.path().display()
+        );
+        let config = Config::parse(&text, "c.toml").unwrap();
+        let retcode = Retcode::from_options(
+            &r#"
+parent = "ou=RetCodes,dc=example,dc=com"
+item = [
+  '"cn=timelimitExceeded" 0x03 op=search',
+  '"cn=unwillingToPerform" 0x35 text="no way" matched="dc=example,dc=com"',
+  '"cn=success w/ delay" 0x00 sleeptime=2',
+  '"cn=referral" 0x0a',
+  '"cn=elsewhere" 0x0a ref="ldap://b.example.net/"',
+]
+"#
+            .parse::<toml::Table>()
+            .unwrap(),
+        )
+        .unwrap();
+        let db = crate::open_directory(&config, false)
+            .unwrap()
+            .with_front_hooks(vec![Arc::new(RetcodeHook(retcode))]);
+        let databases = crate::databases::Databases::new(vec![db]);
+        let search = |base: &str, scope: SearchScope| {
+            ProtocolOp::SearchRequest(SearchRequest {
+                base: base.as_bytes().to_vec(),
+                scope,
+                deref: DerefAliases::Never,
+                size_limit: 0,
+                time_limit: 0,
+                types_only: false,
+                filter: Filter::parse("(objectClass=*)").unwrap(),
+                attributes: Vec::new(),
+            })
+        };
+        let compare = |dn: &str| {
+            ProtocolOp::CompareRequest(CompareRequest {
+                dn: dn.as_bytes().to_vec(),
+                attr: "cn".into(),
+                value: b"x".to_vec(),
+            })
+        };
+        let under = |rdn: &str| format!("{rdn},ou=RetCodes,dc=example,dc=com");
+        let result = |op: &ProtocolOp, referral: Option<&str>| {
+            databases
+                .answer(op, referral)
+                .map(|a| (a.delay.as_secs(), a.result.unwrap()))
+        };
+        let base = SearchScope::BaseObject;
+
+        let (delay, r) = result(&search(&under("cn=timelimitExceeded"), base), None).unwrap();
+        assert_eq!((delay, r.code), (0, ResultCode::TimeLimitExceeded));
+        // op=search: a compare goes on to the database.
+        assert!(databases
+            .answer(&compare(&under("cn=timelimitExceeded")), None)
+            .is_none());
+        let delete = ProtocolOp::DelRequest(under("cn=unwillingToPerform").into_bytes());
+        let (_, r) = result(&delete, None).unwrap();
+        assert_eq!(r.code, ResultCode::UnwillingToPerform);
+        assert_eq!(
+            (r.message.as_str(), r.matched_dn.as_slice()),
+            ("no way", &b"dc=example,dc=com"[..])
+        );
+        let (delay, r) = result(&compare(&under("cn=Success w/ Delay")), None).unwrap();
+        assert_eq!((delay, r.code), (2, ResultCode::Success));
+        // Unknown items and deeper names: noSuchObject, matched at the parent.
+        for dn in [under("cn=nothing"), under("cn=x,cn=referral")] {
+            let (_, r) = result(&compare(&dn), None).unwrap();
+            assert_eq!(r.code, ResultCode::NoSuchObject, "{dn}");
+            assert_eq!(r.matched_dn, b"ou=RetCodes,dc=example,dc=com", "{dn}");
+        }
+        // Referrals: the item's, else the default one, naming the target.
+        let (_, r) = result(&compare(&under("cn=elsewhere")), None).unwrap();
+        assert_eq!(r.code, ResultCode::Referral);
+        assert_eq!(
+            r.referral,
+            ["ldap://b.example.net/cn=elsewhere,ou=RetCodes,dc=example,dc=com"]
+        );
+        let (_, r) = result(
+            &compare(&under("cn=referral")),
+            Some("ldap://a.example.net"),
+        )
+        .unwrap();
+        assert_eq!(r.code, ResultCode::Referral);
+        assert!(
+            r.referral[0].starts_with("ldap://a.example.net/"),
+            "{:?}",
+            r.referral
+        );
+        let (_, r) = result(&compare(&under("cn=referral")), None).unwrap();
+        assert_eq!(
+            (r.code, r.message.as_str()),
+            (ResultCode::Other, "bad referral object")
+        );
+        // Outside the parent, and a subtree search of the parent: the database answers.
+        assert!(databases
+            .answer(&compare("dc=example,dc=com"), None)
+            .is_none());
+        let subtree = search("ou=RetCodes,dc=example,dc=com", SearchScope::WholeSubtree);
+        assert!(databases.answer(&subtree, None).is_none());
+    }
 }

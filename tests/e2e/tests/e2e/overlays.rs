@@ -1048,3 +1048,116 @@ fn homedir_follows_accounts() {
         assert!(!root.join("home/sys").exists());
     }
 }
+
+/// The retcode overlay: requests on its items are answered with the item's result in the database's
+/// place; other requests reach the database (recorded from slapd).
+#[test]
+fn retcode_answers_its_items() {
+    let s = Server::start_with_overlays(
+        "overlay retcode\nretcode-parent \"ou=RetCodes,dc=example,dc=com\"\n\
+         retcode-item \"cn=unwillingToPerform\" 0x35 text=\"not today\"\n\
+         retcode-item \"cn=timelimitExceeded\" 0x03 op=search\n",
+        "[[overlay]]\nname = \"retcode\"\nparent = \"ou=RetCodes,dc=example,dc=com\"\n\
+         item = ['\"cn=unwillingToPerform\" 0x35 text=\"not today\"', \
+         '\"cn=timelimitExceeded\" 0x03 op=search']\n",
+    );
+    let mut t = Transcript::new("overlays_retcode");
+    let under = |rdn: &str| format!("{rdn},ou=RetCodes,{SUFFIX}");
+    for rdn in [
+        "cn=unwillingToPerform",
+        "cn=timelimitExceeded",
+        "cn=nothing",
+    ] {
+        t.section(
+            &format!("search {rdn}"),
+            &s.search(
+                &Bind::Root,
+                &["-b", &under(rdn), "-s", "base", "(objectClass=*)"],
+            ),
+        );
+        t.section(
+            &format!("compare {rdn}"),
+            &s.tool("ldapcompare", &Bind::Root, &[&under(rdn), "cn:x"], None),
+        );
+    }
+    t.section(
+        "delete cn=unwillingToPerform",
+        &s.tool(
+            "ldapdelete",
+            &Bind::Root,
+            &[&under("cn=unwillingToPerform")],
+            None,
+        ),
+    );
+    t.section(
+        "a search elsewhere",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                &user_dn("alice"),
+                "-s",
+                "base",
+                "(objectClass=*)",
+                "uid",
+            ],
+        ),
+    );
+    t.check();
+}
+
+/// The valsort overlay: the values of a configured attribute below a DN come back sorted, what is
+/// stored unchanged (recorded from slapd).
+#[test]
+fn valsort_sorts_values_in_results() {
+    let s = Server::start_with_overlays(
+        "overlay valsort\nvalsort-attr description ou=people,dc=example,dc=com alpha-ascend\n",
+        "[[overlay]]\nname = \"valsort\"\n\
+         attr = [\"description ou=people,dc=example,dc=com alpha-ascend\"]\n",
+    );
+    let mut t = Transcript::new("overlays_valsort");
+    t.section(
+        "add values out of order",
+        &s.modify(
+            &Bind::Root,
+            &format!(
+                "dn: {}\nchangetype: modify\nreplace: description\ndescription: pear\n\
+                 description: Apple\ndescription: banana\n-\n",
+                user_dn("alice")
+            ),
+        ),
+    );
+    t.section(
+        "read back",
+        &s.search(
+            &Bind::Root,
+            &[
+                "-b",
+                &user_dn("alice"),
+                "-s",
+                "base",
+                "(objectClass=*)",
+                "description",
+            ],
+        ),
+    );
+    t.check();
+    // The transcript sorts values; the order itself, as both servers send it:
+    let out = s.search(
+        &Bind::Root,
+        &[
+            "-b",
+            &user_dn("alice"),
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "description",
+        ],
+    );
+    let order: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("description: "))
+        .collect();
+    assert_eq!(order, ["Apple", "banana", "pear"], "{}", out.stdout);
+}
