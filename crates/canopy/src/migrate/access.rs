@@ -25,28 +25,16 @@ fn unsupported_access(words: &[String]) -> Option<String> {
     for w in words {
         let lower = w.to_ascii_lowercase();
         let key = lower.split('=').next().unwrap_or("");
-        if lower.starts_with("attrs=!") || lower.starts_with("attr=!") {
-            return Some("negated attribute lists (`attrs=!...`)".into());
-        }
-        if key.starts_with("dn.level") || key.contains(".level{") {
-            return Some("`dn.level{n}`".into());
+        // `dn.level{n}` and `realdn.level{n}` are supported; `self.level{n}` (and `realself.`) is not.
+        if key.contains("self.level{") {
+            return Some("`self.level{n}`".into());
         }
         if key.starts_with("val.") && !matches!(key, "val.exact" | "val.regex") {
             return Some(format!("the DN styles of `val` (`{key}`)"));
         }
         if matches!(
             key.split('.').next().unwrap_or(""),
-            "set"
-                | "dnattr"
-                | "domain"
-                | "sockurl"
-                | "sockname"
-                | "realanonymous"
-                | "realusers"
-                | "realself"
-                | "realdn"
-                | "aci"
-                | "dynacl"
+            "set" | "domain" | "sockurl" | "sockname" | "aci" | "dynacl"
         ) {
             return Some(format!("`{key}` clauses"));
         }

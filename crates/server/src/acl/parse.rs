@@ -48,6 +48,8 @@ pub enum DnPattern {
     One(NormDn),
     Subtree(NormDn),
     Children(NormDn),
+    /// `level{n}`: the entries exactly `n` levels below the DN (`level{0}` is base, `level{1}` one).
+    Level(NormDn, usize),
     Regex(Box<Regex>),
 }
 
@@ -58,6 +60,14 @@ pub enum AttrItem {
     Children,
     /// An attribute type and its subtypes.
     Type(String),
+    /// `!objectClass`: every attribute (and `entry`, `children`) that the class itself neither
+    /// requires nor allows; its superclasses' attributes are not its own, as in slapd's `ad_inlist`.
+    /// `!extensibleObject` covers nothing.
+    NotClass {
+        class: String,
+        /// The class's own MUST and MAY types (canonical names).
+        own: Vec<String>,
+    },
 }
 
 /// One `by <who> <access> [<control>]` clause.
@@ -97,6 +107,15 @@ pub enum WhoSpec {
     Users,
     SelfEntry,
     Dn(DnPattern),
+    /// `dnattr=<attr>`: the requester's DN is a value of this attribute type (canonical name; DN
+    /// syntax) in the entry being accessed.
+    DnAttr(String),
+    /// `realanonymous`, `realusers`, `realself`, `realdn=`, `realdnattr=`: the inner specifier tested
+    /// on the authentication identity instead of the authorization identity. Canopy has no proxied
+    /// authorization control, and a SASL bind with an authzid makes the authorization identity the
+    /// connection's (as slapd sets `c_ndn`): the two identities are one, so the inner specifier
+    /// decides.
+    Real(Box<WhoSpec>),
     Group {
         dn: NormDn,
         class: String,
@@ -108,6 +127,16 @@ pub enum WhoSpec {
     },
     PeerPath(String),
     Ssf(Ssf, u32),
+}
+
+impl WhoSpec {
+    /// The specifier a `real...` form tests (itself for the others).
+    pub fn unreal(&self) -> &WhoSpec {
+        match self {
+            WhoSpec::Real(inner) => inner.unreal(),
+            other => other,
+        }
+    }
 }
 
 /// Which security strength factor an `ssf` clause tests.
@@ -287,6 +316,15 @@ fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, St
         return Ok(DnPattern::Regex(Box::new(regex(value)?)));
     }
     let dn = normalize(schema, value)?;
+    if let Some(level) = style
+        .strip_prefix("level{")
+        .and_then(|l| l.strip_suffix('}'))
+    {
+        let level = level
+            .parse()
+            .map_err(|_| "level{n} needs a number n >= 0".to_string())?;
+        return Ok(DnPattern::Level(dn, level));
+    }
     Ok(match style.as_str() {
         "" | "base" | "baseobject" | "exact" => DnPattern::Base(dn),
         "one" | "onelevel" => DnPattern::One(dn),
@@ -306,10 +344,15 @@ fn normalize(schema: &Schema, value: &str) -> Result<NormDn, String> {
 fn attr_items(schema: &Schema, value: &str) -> Result<Vec<AttrItem>, String> {
     let mut items = Vec::new();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        if name.starts_with('!') {
-            return Err("negated attribute lists are not supported".into());
-        }
-        if name.eq_ignore_ascii_case("entry") {
+        if let Some(class) = name.strip_prefix('!') {
+            let class = schema.object_class(class).ok_or_else(|| {
+                format!("unknown object class {class:?} (`!` names an object class)")
+            })?;
+            items.push(AttrItem::NotClass {
+                class: class.name().to_string(),
+                own: class.must.iter().chain(&class.may).cloned().collect(),
+            });
+        } else if name.eq_ignore_ascii_case("entry") {
             items.push(AttrItem::Entry);
         } else if name.eq_ignore_ascii_case("children") {
             items.push(AttrItem::Children);
@@ -437,7 +480,19 @@ pub fn parse_access(word: &str) -> Option<(Modifier, Mask)> {
 }
 
 fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
-    match word.to_ascii_lowercase().as_str() {
+    let lower = word.to_ascii_lowercase();
+    if let Some(rest) = lower.strip_prefix("real") {
+        // `realanonymous`, `realusers`, `realself`, `realdn...=`, `realdnattr=` (not `real` alone).
+        let is_real = matches!(rest, "anonymous" | "users" | "self")
+            || rest.starts_with("dn=")
+            || rest.starts_with("dn.")
+            || rest.starts_with("dnattr=");
+        if is_real {
+            let inner = parse_who(schema, &word["real".len()..])?;
+            return Ok(WhoSpec::Real(Box::new(inner)));
+        }
+    }
+    match lower.as_str() {
         "*" => return Ok(WhoSpec::Anyone),
         "anonymous" => return Ok(WhoSpec::Anonymous),
         "users" => return Ok(WhoSpec::Users),
@@ -454,6 +509,7 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
     let (name, style) = lower.split_once('.').unwrap_or((lower.as_str(), ""));
     match name {
         "dn" => Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?)),
+        "dnattr" if style.is_empty() => dnattr(schema, value),
         "peername" => peername(style, value),
         "ssf" | "transport_ssf" | "tls_ssf" | "sasl_ssf" => {
             let n = value
@@ -470,6 +526,23 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
         _ => Err("unknown <who> clause".into()),
     }
 }
+
+/// `dnattr=<attr>`: an attribute type of DN (or name and optional UID) syntax with an equality rule,
+/// as slapd requires.
+fn dnattr(schema: &Schema, value: &str) -> Result<WhoSpec, String> {
+    let at = schema
+        .attribute_type(value)
+        .ok_or_else(|| format!("unknown attribute type {value:?}"))?;
+    if !matches!(at.syntax.as_str(), DN_SYNTAX | NAME_UID_SYNTAX) || at.equality.is_none() {
+        return Err(format!(
+            "dnattr {value:?}: the attribute needs distinguished name syntax and an equality rule"
+        ));
+    }
+    Ok(WhoSpec::DnAttr(at.name().to_string()))
+}
+
+const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+pub(super) const NAME_UID_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.34";
 
 /// `group[/objectClass[/attribute]][.exact]="dn"`; groupOfNames and member by default.
 fn group(schema: &Schema, key: &str, value: &str) -> Result<WhoSpec, String> {
