@@ -25,7 +25,8 @@ fn unsupported_access(words: &[String]) -> Option<String> {
     for w in words {
         let lower = w.to_ascii_lowercase();
         let key = lower.split('=').next().unwrap_or("");
-        // `dn.level{n}` and `realdn.level{n}` are supported; `self.level{n}` (and `realself.`) is not.
+        // `dn.level{n}` and `realdn.level{n}` in `<who>` are supported (in `<what>` slapd refuses
+        // them, and so does Canopy's compiler); `self.level{n}` (and `realself.`) is not.
         if key.contains("self.level{") {
             return Some("`self.level{n}`".into());
         }

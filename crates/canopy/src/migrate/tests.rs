@@ -289,7 +289,7 @@ fn unsupported_things_are_listed_with_reasons() {
 fn dnattr_real_level_and_negated_lists_are_kept() {
     let kept = [
         "to dn.subtree=ou=groups,dc=x by dnattr=member write by * break",
-        "to dn.level{1}=dc=x attrs=!person by realdn.level{2}=dc=x read by realanonymous auth",
+        "to dn.one=dc=x attrs=!person by realdn.level{2}=dc=x read by realanonymous auth",
         "to * by realself write by realusers read by realdnattr=owner read",
     ];
     let mut text = String::from("database mdb\nsuffix dc=x\n");

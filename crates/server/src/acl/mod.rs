@@ -507,37 +507,40 @@ impl<'a> Checker<'a> {
         let Some(items) = &what.attrs else {
             return true;
         };
-        match attr {
-            AttrRef::Entry | AttrRef::Children => items.iter().any(|item| match item {
-                AttrItem::Entry => matches!(attr, AttrRef::Entry),
-                AttrItem::Children => matches!(attr, AttrRef::Children),
-                // The pseudo-attributes belong to no class.
-                AttrItem::NotClass { class, .. } => !is_extensible(class),
-                AttrItem::Type(_) => false,
-            }),
-            AttrRef::Unlisted => false,
+        let have = match attr {
+            AttrRef::Unlisted => return false,
+            AttrRef::Entry | AttrRef::Children => None,
             AttrRef::Attr(desc) | AttrRef::Value(desc, _) => {
                 let name = desc.split(';').next().unwrap_or(desc);
-                let Some(have) = self.schema.attribute_type(name) else {
-                    return false;
-                };
-                items.iter().any(|item| match item {
-                    AttrItem::Type(want) => self
-                        .schema
-                        .attribute_type(want)
-                        .is_some_and(|want| self.schema.is_subtype_of(have, want)),
-                    AttrItem::NotClass { class, own } => {
-                        !is_extensible(class)
-                            && !own.iter().any(|name| {
-                                self.schema
-                                    .attribute_type(name)
-                                    .is_some_and(|at| self.schema.is_subtype_of(have, at))
-                            })
-                    }
-                    AttrItem::Entry | AttrItem::Children => false,
-                })
+                match self.schema.attribute_type(name) {
+                    Some(have) => Some(have),
+                    None => return false,
+                }
+            }
+        };
+        let is_subtype = |have, name: &str| {
+            self.schema
+                .attribute_type(name)
+                .is_some_and(|want| self.schema.is_subtype_of(have, want))
+        };
+        // In order, as slapd's ad_inlist: a listed type or pseudo-attribute matches, and a `!class`
+        // item decides at once, whatever follows it (covered when the class does not allow it).
+        for item in items {
+            let decided = match (item, have) {
+                (AttrItem::Entry, None) => matches!(attr, AttrRef::Entry).then_some(true),
+                (AttrItem::Children, None) => matches!(attr, AttrRef::Children).then_some(true),
+                (AttrItem::Type(want), Some(have)) => is_subtype(have, want).then_some(true),
+                (AttrItem::NotClass { class, allowed }, have) => Some(
+                    !is_extensible(class)
+                        && !have.is_some_and(|have| allowed.iter().any(|a| is_subtype(have, a))),
+                ),
+                _ => None,
+            };
+            if let Some(decided) = decided {
+                return decided;
             }
         }
+        false
     }
 
     fn value_matches(&self, pattern: &ValPattern, desc: &str, value: &[u8]) -> bool {
@@ -635,7 +638,7 @@ pub(crate) fn dn_matches(pattern: &DnPattern, ndn: &NormDn) -> bool {
         DnPattern::Subtree(dn) => dn.is_suffix_of(ndn),
         DnPattern::Children(dn) => dn != ndn && dn.is_suffix_of(ndn),
         DnPattern::Level(dn, level) => {
-            ndn.rdns().len() == dn.rdns().len() + level && dn.is_suffix_of(ndn)
+            *level > 0 && ndn.rdns().len() == dn.rdns().len() + level && dn.is_suffix_of(ndn)
         }
         DnPattern::Regex(regex) => regex.is_match(ndn.as_str()),
     }

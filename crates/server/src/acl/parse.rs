@@ -48,7 +48,9 @@ pub enum DnPattern {
     One(NormDn),
     Subtree(NormDn),
     Children(NormDn),
-    /// `level{n}`: the entries exactly `n` levels below the DN (`level{0}` is base, `level{1}` one).
+    /// `level{n}` (`<who>` only): the DNs exactly `n` levels below the DN, `n` >= 1. slapd's
+    /// `acl_mask_dn` wants a DN longer than the pattern, so `level{0}` matches nothing (not base, as
+    /// slapd.access(5) has it).
     Level(NormDn, usize),
     Regex(Box<Regex>),
 }
@@ -60,13 +62,14 @@ pub enum AttrItem {
     Children,
     /// An attribute type and its subtypes.
     Type(String),
-    /// `!objectClass`: every attribute (and `entry`, `children`) that the class itself neither
-    /// requires nor allows; its superclasses' attributes are not its own, as in slapd's `ad_inlist`.
-    /// `!extensibleObject` covers nothing.
+    /// `!objectClass`: every attribute (and `entry`, `children`) that the class neither requires nor
+    /// allows, counting its superclasses' (top's objectClass too), as slapd's `ad_inlist`, which
+    /// also reads a list in order and lets such an item decide at once: in `!person,cn`, `cn` is
+    /// never reached. `!extensibleObject` covers nothing.
     NotClass {
         class: String,
-        /// The class's own MUST and MAY types (canonical names).
-        own: Vec<String>,
+        /// The MUST and MAY types of the class and its superclasses (canonical names).
+        allowed: Vec<String>,
     },
 }
 
@@ -249,7 +252,17 @@ fn parse_what(schema: &Schema, what: &mut What, word: &str) -> Result<(), String
         .ok_or_else(|| "unknown <what> clause".to_string())?;
     let (name, style) = key.split_once('.').unwrap_or((key, ""));
     match name.to_ascii_lowercase().as_str() {
-        "dn" => what.dn = dn_pattern(schema, style, value)?,
+        "dn" => {
+            what.dn = match dn_pattern(schema, style, value)? {
+                // slapd 2.5 knows the level style in `<who>` only ("unknown dn style").
+                DnPattern::Level(..) => {
+                    return Err(
+                        "dn.level{n} is for <who> clauses (slapd refuses it in <what>)".into(),
+                    )
+                }
+                pattern => pattern,
+            }
+        }
         "filter" => {
             what.filter = Some(Filter::parse(value).map_err(|e| format!("bad filter ({e})"))?);
         }
@@ -348,9 +361,13 @@ fn attr_items(schema: &Schema, value: &str) -> Result<Vec<AttrItem>, String> {
             let class = schema.object_class(class).ok_or_else(|| {
                 format!("unknown object class {class:?} (`!` names an object class)")
             })?;
+            let allowed = with_superclasses(schema, class)
+                .into_iter()
+                .flat_map(|c| c.must.iter().chain(&c.may).cloned())
+                .collect();
             items.push(AttrItem::NotClass {
                 class: class.name().to_string(),
-                own: class.must.iter().chain(&class.may).cloned().collect(),
+                allowed,
             });
         } else if name.eq_ignore_ascii_case("entry") {
             items.push(AttrItem::Entry);

@@ -407,51 +407,61 @@ fn level_styles_count_rdns() {
     let acl = compile(
         &schema,
         &[
-            "to dn.level{2}=dc=x by dn.level{1}=ou=people,dc=x write by * none",
-            "to dn.level{0}=dc=x by * compare",
-            "to * by * read",
+            "to dn.subtree=ou=b,dc=x by dn.level{1}=ou=people,dc=x write by dn.level{0}=uid=z,dc=x write by * none",
+            "to * by dn.level{2}=dc=x compare by * read",
         ],
     );
     let two = entry(&schema, "cn=a,ou=b,dc=x", &["device"]);
-    let one = entry(&schema, "ou=b,dc=x", &["organizationalUnit"]);
-    let three = entry(&schema, "cn=c,cn=a,ou=b,dc=x", &["device"]);
-    let base = entry(&schema, "dc=x", &["dcObject"]);
+    let other = entry(&schema, "cn=a,ou=c,dc=x", &["device"]);
     let person = user(&schema, "uid=p,ou=people,dc=x");
     let deeper = user(&schema, "cn=q,uid=p,ou=people,dc=x");
+    let people = user(&schema, "ou=people,dc=x");
     let write = privileges::cumulative(privileges::WRITE);
+    let compare = privileges::cumulative(privileges::COMPARE);
     assert_eq!(mask(&acl, &schema, &person, &two, AttrRef::Entry), write);
     assert_eq!(mask(&acl, &schema, &deeper, &two, AttrRef::Entry), 0);
-    assert_eq!(mask(&acl, &schema, &person, &one, AttrRef::Entry), READ);
-    assert_eq!(mask(&acl, &schema, &person, &three, AttrRef::Entry), READ);
+    assert_eq!(mask(&acl, &schema, &people, &two, AttrRef::Entry), 0);
+    // level{0} matches nobody, not even the DN itself (slapd wants a longer DN).
+    let z = user(&schema, "uid=z,dc=x");
+    assert_eq!(mask(&acl, &schema, &z, &two, AttrRef::Entry), 0);
     assert_eq!(
-        mask(&acl, &schema, &person, &base, AttrRef::Entry),
-        privileges::cumulative(privileges::COMPARE)
+        mask(&acl, &schema, &person, &other, AttrRef::Entry),
+        compare
     );
-    for bad in [
-        "to dn.level{x}=dc=x by * read",
-        "to dn.level{-1}=dc=x by * read",
+    assert_eq!(mask(&acl, &schema, &people, &other, AttrRef::Entry), READ);
+    for (bad, why) in [
+        ("to * by dn.level{x}=dc=x read", "level"),
+        ("to * by dn.level{-1}=dc=x read", "level"),
+        ("to dn.level{1}=dc=x by * read", "<what>"),
     ] {
         let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
-        assert!(err.contains("level"), "{bad}: {err}");
+        assert!(err.contains(why), "{bad}: {err}");
     }
 }
 
 #[test]
-fn negated_classes_cover_what_the_class_itself_does_not_name() {
+fn negated_classes_cover_what_the_class_does_not_name() {
     let schema = Schema::builtin();
     let acl = compile(&schema, &["to attrs=!person by * none", "to * by * read"]);
     let e = entry(&schema, "uid=a,dc=x", &["inetOrgPerson"]);
     let anon = Who::anonymous();
-    // person's own MUST and MAY (and their subtypes) stay readable.
-    for own in ["cn", "sn", "description", "telephoneNumber", "cn;lang-en"] {
+    // person's MUST and MAY (and their subtypes), and top's objectClass, stay readable.
+    for own in [
+        "cn",
+        "sn",
+        "description",
+        "telephoneNumber",
+        "cn;lang-en",
+        "objectClass",
+    ] {
         assert_eq!(
             mask(&acl, &schema, &anon, &e, AttrRef::Attr(own)),
             READ,
             "{own}"
         );
     }
-    // Anything else is covered: inetOrgPerson's, top's objectClass, the pseudo-attributes.
-    for other in ["mail", "uid", "objectClass"] {
+    // Anything else is covered: inetOrgPerson's own attributes, the pseudo-attributes.
+    for other in ["mail", "uid", "ou"] {
         assert_eq!(
             mask(&acl, &schema, &anon, &e, AttrRef::Attr(other)),
             0,
@@ -473,6 +483,25 @@ fn negated_classes_cover_what_the_class_itself_does_not_name() {
     );
     assert_eq!(mask(&none, &schema, &anon, &e, AttrRef::Attr("mail")), READ);
     assert_eq!(mask(&none, &schema, &anon, &e, AttrRef::Entry), READ);
+    // A `!class` item decides at once: what follows it in the list is not reached.
+    let first = compile(
+        &schema,
+        &["to attrs=!person,description by * none", "to * by * read"],
+    );
+    assert_eq!(
+        mask(&first, &schema, &anon, &e, AttrRef::Attr("description")),
+        READ
+    );
+    let last = compile(
+        &schema,
+        &["to attrs=description,!person by * none", "to * by * read"],
+    );
+    assert_eq!(
+        mask(&last, &schema, &anon, &e, AttrRef::Attr("description")),
+        0
+    );
+    assert_eq!(mask(&last, &schema, &anon, &e, AttrRef::Attr("cn")), READ);
+    assert_eq!(mask(&last, &schema, &anon, &e, AttrRef::Attr("mail")), 0);
     let err = Acl::compile(&schema, &["to attrs=!cn by * read".into()], Vec::new()).unwrap_err();
     assert!(err.contains("object class"), "{err}");
 }
