@@ -135,14 +135,17 @@ fn requester(
     })
 }
 
-/// What the entry-dependent `<who>` clauses (`self`, `dnattr=`) saw, when one of them applied, and
-/// which identity the `real...` forms tested.
+/// What the entry-dependent `<who>` clauses (`dnattr=`, `realself`) of the rules that applied saw,
+/// matched or not, and which identity the `real...` forms tested.
 fn explain_relation(dir: &Database, relation: Relation, decision: &Decision) {
     let rules = dir.acl().rules();
-    let applied = decision
-        .steps
+    let mut reached: Vec<usize> = decision.steps.iter().map(|(rule, _)| *rule).collect();
+    reached.extend(decision.rule);
+    reached.dedup();
+    let applied = reached
         .iter()
-        .filter_map(|(rule, by)| rules.get(*rule)?.bys.get(*by));
+        .filter_map(|rule| rules.get(*rule))
+        .flat_map(|rule| &rule.bys);
     let mut shown = Vec::new();
     for by in applied {
         for who in &by.who {
@@ -170,7 +173,12 @@ fn explain_relation(dir: &Database, relation: Relation, decision: &Decision) {
             }
         }
     }
-    shown.dedup();
+    let mut seen = Vec::new();
+    shown.retain(|line| {
+        let new = !seen.contains(line);
+        seen.push(line.clone());
+        new
+    });
     for line in shown {
         println!("  {line}");
     }

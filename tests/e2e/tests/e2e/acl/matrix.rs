@@ -181,3 +181,63 @@ fn generated_rules_decide_as_slapd() {
     }
     t.check();
 }
+
+/// `canopy acl-check` says what a `dnattr` clause saw, and which identity a `real...` form tested.
+#[test]
+fn acl_check_explains_the_new_clauses() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: `canopy acl-check` is canopy's own");
+        return;
+    }
+    let s = Server::start_with_access(&[
+        "to attrs=userPassword by anonymous auth by * none",
+        "to dn.one=ou=groups,dc=example,dc=com by dnattr=member write by realdnattr=owner read by * none",
+        "to * by realusers read",
+    ]);
+    s.modify(
+        &Bind::Root,
+        &format!(
+            "dn: {GROUP}\nchangetype: modify\nadd: owner\nowner: {}\n-\n",
+            user_dn("carol")
+        ),
+    )
+    .expect_code(0, "the root DN adds the group's owner");
+    let config = s.dir().join("canopy.toml");
+    let check = |who: &str, level: &str| {
+        let mut cmd = canopy_e2e::server::canopy_command();
+        cmd.arg("acl-check")
+            .arg("--config")
+            .arg(&config)
+            .arg("--data")
+            .arg(s.data_dir())
+            .args(["--as", &user_dn(who), "--entry", GROUP])
+            .args(["--attr", "description", "--level", level]);
+        client::run(cmd, None)
+    };
+    let out = check("alice", "write");
+    out.expect_code(0, "a member writes the group");
+    for needle in [
+        "by clause 0 matched: by dnattr=member write",
+        "dnattr=member: the requester's DN is a value of member in the entry",
+        "write access to description: ALLOWED",
+    ] {
+        assert!(out.stdout.contains(needle), "missing {needle:?} in\n{}", out.stdout);
+    }
+    let out = check("carol", "write");
+    out.expect_code(1, "the owner does not write the group");
+    for needle in [
+        "by clause 1 matched: by realdnattr=owner read",
+        "dnattr=owner: the requester's DN is a value of owner in the entry (real: the bound identity",
+        "granted: read",
+    ] {
+        assert!(out.stdout.contains(needle), "missing {needle:?} in\n{}", out.stdout);
+    }
+    let out = check("dave", "read");
+    out.expect_code(1, "neither member nor owner reads the group");
+    assert!(
+        out.stdout.contains("by clause 2 matched: by * none")
+            && out.stdout.contains("the requester's DN is not a value of member"),
+        "{}",
+        out.stdout
+    );
+}
