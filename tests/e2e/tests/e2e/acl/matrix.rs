@@ -221,7 +221,11 @@ fn acl_check_explains_the_new_clauses() {
         "dnattr=member: the requester's DN is a value of member in the entry",
         "write access to description: ALLOWED",
     ] {
-        assert!(out.stdout.contains(needle), "missing {needle:?} in\n{}", out.stdout);
+        assert!(
+            out.stdout.contains(needle),
+            "missing {needle:?} in\n{}",
+            out.stdout
+        );
     }
     let out = check("carol", "write");
     out.expect_code(1, "the owner does not write the group");
@@ -236,7 +240,9 @@ fn acl_check_explains_the_new_clauses() {
     out.expect_code(1, "neither member nor owner reads the group");
     assert!(
         out.stdout.contains("by clause 2 matched: by * none")
-            && out.stdout.contains("the requester's DN is not a value of member"),
+            && out
+                .stdout
+                .contains("the requester's DN is not a value of member"),
         "{}",
         out.stdout
     );
