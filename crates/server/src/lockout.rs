@@ -144,6 +144,7 @@ fn candidates(
                     // Not looked for: no candidate from these (a lockout is then assumed sooner).
                     WhoSpec::Dn(DnPattern::Any | DnPattern::Regex(_) | DnPattern::Level(..))
                     | WhoSpec::DnAttr(_)
+                    | WhoSpec::DnExpand(_)
                     | WhoSpec::Real(_)
                     | WhoSpec::Anonymous
                     | WhoSpec::SelfEntry

@@ -39,11 +39,12 @@ fn unsupported_access(words: &[String]) -> Option<String> {
         ) {
             return Some(format!("`{key}` clauses"));
         }
-        if (key.starts_with("dn") || key.starts_with("group"))
-            && w.contains('$')
-            && key.contains("expand")
-        {
-            return Some("`$1` substitutions".into());
+        // `$N` in `dn` (and `realdn`) patterns is supported; in group DNs, and value submatches, not.
+        if key.starts_with("group") && key.contains("expand") {
+            return Some("`group.expand` substitutions".into());
+        }
+        if lower.contains("${v") {
+            return Some("`${v<n>}` value substitutions".into());
         }
     }
     None

@@ -283,23 +283,29 @@ fn unsupported_things_are_listed_with_reasons() {
     parse(&tls.toml);
 }
 
-/// The clauses of issue 34 are kept, not left out; a rule Canopy's compiler refuses still is, with its
+/// The clauses of issue 34 (`$N` in DN patterns too) are kept, not left out; a rule Canopy's compiler refuses still is, with its
 /// reason (`!` names an object class, and `cn` is none).
 #[test]
-fn dnattr_real_level_and_negated_lists_are_kept() {
+fn dnattr_real_level_negated_lists_and_expansions_are_kept() {
     let kept = [
         "to dn.subtree=ou=groups,dc=x by dnattr=member write by * break",
         "to dn.one=dc=x attrs=!person by realdn.level{2}=dc=x read by realanonymous auth",
         "to * by realself write by realusers read by realdnattr=owner read",
+        "to dn.regex=^(.+,)?uid=([^,]+),dc=x$ by dn.exact,expand=uid=$2,dc=x write",
     ];
     let mut text = String::from("database mdb\nsuffix dc=x\n");
     for rule in kept {
         text.push_str(&format!("access {rule}\n"));
     }
     text.push_str("access to attrs=!cn by * read\naccess to * by self.level{1} read\n");
+    text.push_str("access to dn.regex=^cn=([^,]+),dc=x$ by group.expand=cn=$1,dc=x read\n");
     let m = translate(&directives(&text));
     let reasons: Vec<&str> = m.left_out.iter().map(|r| r.reason.as_str()).collect();
-    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("`group.expand`")),
+        "{reasons:?}"
+    );
     assert!(
         reasons.iter().any(|r| r.contains("`self.level{n}`")),
         "{reasons:?}"

@@ -4,6 +4,7 @@
 //! `parse.rs` reads the rule text, `view.rs` caches decisions for the entries of one search.
 
 mod cleared;
+mod expand;
 mod groups;
 pub mod ops;
 mod parse;
@@ -20,6 +21,7 @@ use crate::access::Who;
 use crate::session::Peer;
 
 pub use cleared::{Cleared, Seen};
+pub use expand::Expanding;
 pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
@@ -107,6 +109,9 @@ pub struct Acl {
     needs_entry: bool,
     /// The attribute types (canonical names) of the `dnattr=` clauses, in [`Relation::dnattrs`] order.
     dnattrs: Vec<String>,
+    /// The `<who>` specifiers with `$N` references, by rule, `by` clause and place in the clause, in
+    /// [`Relation::expanded`] order.
+    expanding: Vec<(usize, usize, usize)>,
     /// The attribute types (canonical names) some `val=` rule is about.
     value_attrs: Vec<String>,
     /// The ldapi socket paths this server listens on, for `peername.path`.
@@ -131,10 +136,14 @@ pub struct Relation {
     pub is_self: bool,
     /// Bit `k`: the requester's DN is a value of the access list's `k`-th `dnattr` attribute type.
     pub dnattrs: u32,
+    /// Bit `k`: the requester matches the access list's `k`-th `$N` pattern as expanded for the entry.
+    pub expanded: u32,
 }
 
-/// At most this many attribute types in `dnattr=` clauses (one bit each in [`Relation::dnattrs`]).
+/// At most this many attribute types in `dnattr=` clauses (one bit each in [`Relation::dnattrs`]), and
+/// this many `<who>` patterns with `$N` references (one bit each in [`Relation::expanded`]).
 const MAX_DNATTRS: usize = 32;
+const MAX_EXPANDING: usize = 32;
 
 /// The attribute an access check is about.
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +221,21 @@ impl Acl {
                 }
             }
         }
+        let mut expanding = Vec::new();
+        for (r, rule) in rules.iter().enumerate() {
+            for (b, by) in rule.bys.iter().enumerate() {
+                for (w, who) in by.who.iter().enumerate() {
+                    if matches!(who.unreal(), WhoSpec::DnExpand(_)) {
+                        expanding.push((r, b, w));
+                    }
+                }
+            }
+        }
+        if expanding.len() > MAX_EXPANDING {
+            return Err(format!(
+                "access rules: more than {MAX_EXPANDING} <who> patterns with $N references"
+            ));
+        }
         if dnattrs.len() > MAX_DNATTRS {
             return Err(format!(
                 "access rules: more than {MAX_DNATTRS} attribute types in dnattr= clauses"
@@ -228,6 +252,7 @@ impl Acl {
             .collect();
         let mut acl = Acl::with_rules(rules, needs_entry, value_attrs, ldapi_paths);
         acl.dnattrs = dnattrs;
+        acl.expanding = expanding;
         Ok(acl)
     }
 
@@ -247,6 +272,7 @@ impl Acl {
             rules,
             needs_entry,
             dnattrs: Vec::new(),
+            expanding: Vec::new(),
             value_attrs,
             ldapi_paths,
             by_starts,
@@ -265,6 +291,12 @@ impl Acl {
 
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// Whether some `<who>` pattern has `$N` references: decisions then depend on the entry's DN even
+    /// under `to *`.
+    pub fn has_expansions(&self) -> bool {
+        !self.expanding.is_empty()
     }
 
     /// The attribute types of the `dnattr=` clauses, in [`Relation::dnattrs`] bit order.
@@ -393,9 +425,41 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        let mut expanded = 0;
+        if let Some(me) = me {
+            for (bit, (r, b, w)) in self.acl.expanding.iter().enumerate() {
+                if self.expansion_matches(*r, *b, *w, target.ndn, me) {
+                    expanded |= 1 << bit;
+                }
+            }
+        }
         Relation {
             is_self: me == Some(target.ndn),
             dnattrs,
+            expanded,
+        }
+    }
+
+    fn expansion_matches(&self, r: usize, b: usize, w: usize, ndn: &NormDn, me: &NormDn) -> bool {
+        let Some(rule) = self.acl.rules.get(r) else {
+            return false;
+        };
+        let spec = rule.bys.get(b).and_then(|by| by.who.get(w));
+        match spec.map(WhoSpec::unreal) {
+            Some(WhoSpec::DnExpand(expanding)) => {
+                expanding.matches(self.schema, &rule.what.dn, ndn, me)
+            }
+            _ => false,
+        }
+    }
+
+    /// The text a `<who>` pattern with `$N` references becomes for the entry `ndn` under rule `rule`'s
+    /// `<what>`; None when the rule's DN pattern does not match it (for `canopy acl-check`).
+    pub fn expanded_text(&self, rule: usize, spec: &WhoSpec, ndn: &NormDn) -> Option<String> {
+        let what = &self.acl.rules.get(rule)?.what.dn;
+        match spec.unreal() {
+            WhoSpec::DnExpand(expanding) => expanding.expand(what, ndn),
+            _ => None,
         }
     }
 
@@ -555,8 +619,14 @@ impl<'a> Checker<'a> {
 
     fn by_matches(&self, rule: usize, index: usize, by: &By, relation: Relation) -> bool {
         // The parts that depend on the entry; the rest is the same for every entry, and cached.
-        for who in &by.who {
+        for (w, who) in by.who.iter().enumerate() {
             let holds = match who.unreal() {
+                WhoSpec::DnExpand(_) => self
+                    .acl
+                    .expanding
+                    .iter()
+                    .position(|at| *at == (rule, index, w))
+                    .is_some_and(|bit| relation.expanded & (1 << bit) != 0),
                 WhoSpec::SelfEntry => relation.is_self,
                 WhoSpec::DnAttr(attr) => self
                     .acl
@@ -591,7 +661,7 @@ impl<'a> Checker<'a> {
         let who = self.who;
         match spec {
             WhoSpec::Anyone | WhoSpec::SelfEntry => true,
-            WhoSpec::DnAttr(_) => who.ndn.is_some(),
+            WhoSpec::DnAttr(_) | WhoSpec::DnExpand(_) => who.ndn.is_some(),
             // The authentication identity is the requester's (see `WhoSpec::Real`).
             WhoSpec::Real(inner) => self.who_matches(inner),
             WhoSpec::Anonymous => who.ndn.is_none(),

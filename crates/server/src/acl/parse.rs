@@ -110,6 +110,9 @@ pub enum WhoSpec {
     Users,
     SelfEntry,
     Dn(DnPattern),
+    /// A DN pattern with `$N` references to the submatches of the rule's `<what>` DN, filled in per
+    /// entry (slapd's `expand`).
+    DnExpand(Box<super::expand::Expanding>),
     /// `dnattr=<attr>`: the requester's DN is a value of this attribute type (canonical name; DN
     /// syntax) in the entry being accessed.
     DnAttr(String),
@@ -312,7 +315,7 @@ pub fn normalize_value(schema: &Schema, attr: &str, value: &[u8]) -> Result<Vec<
     }
 }
 
-fn regex(value: &str) -> Result<Regex, String> {
+pub(super) fn regex(value: &str) -> Result<Regex, String> {
     regex_automata::meta::Builder::new()
         .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
         .build(value)
@@ -320,7 +323,7 @@ fn regex(value: &str) -> Result<Regex, String> {
 }
 
 /// A DN pattern in one of slapd's styles; no style means base (`exact`), as in slapd.
-fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, String> {
+pub(super) fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, String> {
     let style = style.to_ascii_lowercase();
     if style == "regex" {
         if value == "*" || value == ".*" {
@@ -525,7 +528,20 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
     }
     let (name, style) = lower.split_once('.').unwrap_or((lower.as_str(), ""));
     match name {
-        "dn" => Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?)),
+        "dn" => {
+            // `dn.STYLE,expand=`, `dn.expand=` (base), and `dn.regex=` with `$N` references expand.
+            let (style, expand) = match style.split_once(',') {
+                Some((style, "expand")) => (style, true),
+                Some(_) => return Err("unknown DN style modifier (only expand)".into()),
+                None if style == "expand" => ("", true),
+                None => (style, false),
+            };
+            if expand || (style == "regex" && super::expand::has_references(value)) {
+                let expanding = super::expand::Expanding::new(style, value)?;
+                return Ok(WhoSpec::DnExpand(Box::new(expanding)));
+            }
+            Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?))
+        }
         "dnattr" if style.is_empty() => dnattr(schema, value),
         "peername" => peername(style, value),
         "ssf" | "transport_ssf" | "tls_ssf" | "sasl_ssf" => {

@@ -505,3 +505,62 @@ fn negated_classes_cover_what_the_class_does_not_name() {
     let err = Acl::compile(&schema, &["to attrs=!cn by * read".into()], Vec::new()).unwrap_err();
     assert!(err.contains("object class"), "{err}");
 }
+
+#[test]
+fn who_patterns_expand_the_what_submatches() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            r#"to dn.regex="^(.+,)?uid=([^,]+),ou=people,dc=x$" by dn.exact,expand="uid=$2,ou=people,dc=x" write by * read"#,
+            r#"to dn.regex="^cn=([^,]+),ou=g,dc=x$" by dn.regex="^uid=$1,ou=people,dc=x$" write by * compare"#,
+            r#"to dn.subtree=ou=s,dc=x by dn.exact,expand="$0" write by dn.children,expand="$1" read"#,
+            "to * by * none",
+        ],
+    );
+    assert!(acl.has_expansions());
+    let alice = user(&schema, "uid=alice,ou=people,dc=x");
+    let bob = user(&schema, "uid=bob,ou=people,dc=x");
+    let write = privileges::cumulative(privileges::WRITE);
+    let own = entry(&schema, "uid=alice,ou=people,dc=x", &["device"]);
+    let below = entry(&schema, "cn=c,uid=alice,ou=people,dc=x", &["device"]);
+    assert_eq!(mask(&acl, &schema, &alice, &own, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &alice, &below, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &bob, &below, AttrRef::Entry), READ);
+    // A regular expression in <who> is expanded, then matched.
+    let group = entry(&schema, "cn=alice,ou=g,dc=x", &["device"]);
+    assert_eq!(mask(&acl, &schema, &alice, &group, AttrRef::Entry), write);
+    assert_eq!(
+        mask(&acl, &schema, &bob, &group, AttrRef::Entry),
+        privileges::cumulative(privileges::COMPARE)
+    );
+    // $0 is the entry's DN, $1 the part the pattern DN matched.
+    let s = entry(&schema, "cn=t,ou=s,dc=x", &["device"]);
+    let t = user(&schema, "cn=t,ou=s,dc=x");
+    let u = user(&schema, "cn=u,ou=s,dc=x");
+    assert_eq!(mask(&acl, &schema, &t, &s, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &u, &s, AttrRef::Entry), READ);
+    assert_eq!(mask(&acl, &schema, &alice, &s, AttrRef::Entry), 0);
+    // A search decides entry by entry: the views of two entries differ by the expansion alone.
+    let access = SearchAccess::new(acl.checker(&schema, &t, &NoGroups));
+    assert!(access.needs_ndn());
+    let other = ndn(&schema, "cn=v,ou=s,dc=x");
+    let (vs, vo) = (access.view(&s.ndn, None), access.view(&other, None));
+    assert!(vs.allows_entry(privileges::WRITE));
+    assert!(!vo.allows_entry(privileges::WRITE) && vo.allows_entry(privileges::READ));
+    // Under `to *` there is no $1: the pattern is empty, and matches no one.
+    let none = compile(
+        &schema,
+        &[r#"to * by dn.children,expand="$1" write by * read"#],
+    );
+    assert_eq!(mask(&none, &schema, &alice, &own, AttrRef::Entry), READ);
+    for bad in [
+        r#"to * by group.expand="cn=$1,dc=x" read"#,
+        r#"to * by dn.regex="^${v1}$" read"#,
+        r#"to * by dn.sideways,expand="$1" read"#,
+        r#"to * by dn.exact,bogus="x" read"#,
+    ] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(err.contains("access rule 0"), "{bad}: {err}");
+    }
+}

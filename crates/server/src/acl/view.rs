@@ -225,10 +225,11 @@ impl<'a> SearchAccess<'a> {
     }
 
     /// Whether a view needs the entry's normalized DN: some rule's `<what>` depends on the entry (a DN
-    /// pattern or a filter). When none does, the only thing that varies between entries is whether the
-    /// entry is the requester's own, which [`SearchAccess::view_stored`] reads from the stored RDNs.
+    /// pattern or a filter) or a `<who>` pattern has `$N` references. When none does, the only thing
+    /// that varies between entries is whether the entry is the requester's own, which
+    /// [`SearchAccess::view_stored`] reads from the stored RDNs.
     pub fn needs_ndn(&self) -> bool {
-        !self.varying.is_empty()
+        !self.varying.is_empty() || self.checker.acl().has_expansions()
     }
 
     /// The view for an entry; `entry` is needed only when [`super::Acl::needs_entry`].
@@ -264,9 +265,11 @@ impl<'a> SearchAccess<'a> {
             .as_ref()
             .is_some_and(|own| stored.below(own.rdns()) == Some(0));
         // No `dnattr` clause: it would need the entry ([`super::Acl::needs_entry`]).
+        // No `$N` pattern either: its rule's DN pattern would make the view need the DN.
         let relation = Relation {
             is_self,
             dnattrs: 0,
+            expanded: 0,
         };
         Some(self.shared_view(0, relation))
     }

@@ -1,5 +1,5 @@
 //! A generated matrix for the clauses of issue 34 (`dnattr=`, the `real...` forms, `dn.level{n}` in
-//! `<who>`, `attrs=!objectClass`): rule lists drawn by a seeded generator from those
+//! `<who>`, `attrs=!objectClass`, `$N` references): rule lists drawn by a seeded generator from those
 //! families, each run on a fixed tree (people, a group with members and an owner, nested OUs) by
 //! every kind of requester (anonymous, the root DN, a member, a non-member, the entry itself) with
 //! searches, compares and modifies. The transcript is recorded from slapd
@@ -34,7 +34,7 @@ impl Draw {
 
 /// `<what>` parts: negated classes, and the DN forms to mix them with (slapd 2.5 refuses
 /// `dn.level{n}` in `<what>`; it is tested in `<who>` only).
-const WHATS: [&str; 10] = [
+const WHATS: [&str; 12] = [
     "dn.base=ou=projects,dc=example,dc=com",
     "dn.children=ou=projects,dc=example,dc=com",
     "dn.one=ou=groups,dc=example,dc=com",
@@ -44,11 +44,13 @@ const WHATS: [&str; 10] = [
     "dn.subtree=ou=projects,dc=example,dc=com attrs=!organizationalRole",
     "dn.one=ou=people,dc=example,dc=com attrs=!inetOrgPerson",
     "dn.subtree=ou=groups,dc=example,dc=com attrs=!organizationalUnit,description",
+    r#"dn.regex="^(.+,)?uid=([^,]+),ou=people,dc=example,dc=com$""#,
+    r#"dn.regex="^cn=([^,]+),ou=(groups|apollo),.*$" attrs=!organizationalRole"#,
     "*",
 ];
 
-/// `<who>` parts: the new clauses, and the old ones they resemble.
-const WHOS: [&str; 14] = [
+/// `<who>` parts: the new clauses (`$N` references among them), and the old ones they resemble.
+const WHOS: [&str; 19] = [
     "dnattr=member",
     "dnattr=owner",
     "dnattr=roleOccupant",
@@ -63,6 +65,11 @@ const WHOS: [&str; 14] = [
     "dn.level{2}=dc=example,dc=com",
     "self",
     "users",
+    r#"dn.exact,expand="uid=$2,ou=people,dc=example,dc=com""#,
+    r#"dn.regex="^uid=$1,ou=people,dc=example,dc=com$""#,
+    r#"realdn.exact,expand="$0""#,
+    r#"dn.children,expand="$1""#,
+    r#"dn.one,expand="ou=$2,dc=example,dc=com""#,
 ];
 
 const LEVELS: [&str; 6] = ["none", "compare", "search", "read", "write", "=rc"];
