@@ -199,6 +199,8 @@ fn acl_check_explains_the_new_clauses() {
     let s = Server::start_with_access(&[
         "to attrs=userPassword by anonymous auth by * none",
         "to dn.one=ou=groups,dc=example,dc=com by dnattr=member write by realdnattr=owner read by * none",
+        r#"to dn.regex="^uid=([^,]+),ou=people,dc=example,dc=com$" attrs=description
+            by dn.exact,expand="uid=$1,ou=people,dc=example,dc=com" write by * none"#,
         "to * by realusers read",
     ]);
     s.modify(
@@ -210,17 +212,18 @@ fn acl_check_explains_the_new_clauses() {
     )
     .expect_code(0, "the root DN adds the group's owner");
     let config = s.dir().join("canopy.toml");
-    let check = |who: &str, level: &str| {
+    let check_at = |who: &str, entry: &str, level: &str| {
         let mut cmd = canopy_e2e::server::canopy_command();
         cmd.arg("acl-check")
             .arg("--config")
             .arg(&config)
             .arg("--data")
             .arg(s.data_dir())
-            .args(["--as", &user_dn(who), "--entry", GROUP])
+            .args(["--as", &user_dn(who), "--entry", entry])
             .args(["--attr", "description", "--level", level]);
         client::run(cmd, None)
     };
+    let check = |who: &str, level: &str| check_at(who, GROUP, level);
     let out = check("alice", "write");
     out.expect_code(0, "a member writes the group");
     for needle in [
@@ -243,6 +246,18 @@ fn acl_check_explains_the_new_clauses() {
     ] {
         assert!(out.stdout.contains(needle), "missing {needle:?} in\n{}", out.stdout);
     }
+    let out = check_at("bob", &user_dn("bob"), "write");
+    out.expect_code(0, "bob writes his own description");
+    let filled = format!(
+        "uid=$1,ou=people,dc=example,dc=com: the $N references filled in for this entry give {:?}",
+        user_dn("bob")
+    );
+    assert!(
+        out.stdout.contains(&filled),
+        "missing {filled:?} in\n{}",
+        out.stdout
+    );
+    check_at("bob", &user_dn("alice"), "write").expect_code(1, "bob writes alice's description");
     let out = check("dave", "read");
     out.expect_code(1, "neither member nor owner reads the group");
     assert!(
