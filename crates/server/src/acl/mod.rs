@@ -129,7 +129,8 @@ pub struct Target<'a> {
 }
 
 /// How the requester stands to one entry: the `<who>` answers that depend on the entry (`self`,
-/// `dnattr=`). Entries of a search that agree on it and on the matching `<what>`s share decisions.
+/// `dnattr=`, patterns with `$N` references). Entries of a search that agree on it and on the
+/// matching `<what>`s share decisions; it is never kept in a checker's per-identity answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Relation {
     /// The requester is the entry.
@@ -413,8 +414,9 @@ impl<'a> Checker<'a> {
         )
     }
 
-    /// How the requester stands to the target: whether it is the entry, and which `dnattr` attribute
-    /// types of the entry hold its DN (none without the entry's attributes).
+    /// How the requester stands to the target: whether it is the entry, which `dnattr` attribute
+    /// types of the entry hold its DN (none without the entry's attributes), and which `$N` patterns it
+    /// matches once filled in from the entry's DN.
     pub fn relation(&self, target: Target<'_>) -> Relation {
         let me = self.who.ndn.as_ref();
         let mut dnattrs = 0;
