@@ -6,7 +6,9 @@ use canopy_directory::{dn_key, Directory};
 use canopy_proto::Dn;
 use canopy_server::access::Who;
 use canopy_server::acl::GroupReader;
-use canopy_server::acl::{parse_access, privileges, AttrRef, Decision, Modifier, Target};
+use canopy_server::acl::{
+    parse_access, privileges, AttrRef, Checker, Decision, Modifier, Target, WhoSpec,
+};
 use canopy_server::databases::Database;
 use canopy_server::session::{Link, Peer, TlsFacts};
 use canopy_server::Config;
@@ -92,6 +94,7 @@ pub fn acl_check(config: &Config, question: &Question) -> Result<bool> {
     };
     let decision = checker.explain(target, attr);
     explain(&dir, question, &who, &decision);
+    explain_relation(&dir, &checker, target, &decision);
     let granted = decision.mask & need == need;
     println!(
         "{} access to {}: {}",
@@ -130,6 +133,70 @@ fn requester(
         root,
         link,
     })
+}
+
+/// What the entry-dependent `<who>` clauses (`dnattr=`, `realself`) of the rules that applied saw,
+/// matched or not, and which identity the `real...` forms tested.
+fn explain_relation(
+    dir: &Database,
+    checker: &Checker<'_>,
+    target: Target<'_>,
+    decision: &Decision,
+) {
+    let relation = checker.relation(target);
+    let rules = dir.acl().rules();
+    let mut reached: Vec<usize> = decision.steps.iter().map(|(rule, _)| *rule).collect();
+    reached.extend(decision.rule);
+    reached.dedup();
+    let applied = reached
+        .iter()
+        .filter_map(|r| Some((*r, rules.get(*r)?)))
+        .flat_map(|(r, rule)| rule.bys.iter().map(move |by| (r, by)));
+    let mut shown = Vec::new();
+    for (rule, by) in applied {
+        for who in &by.who {
+            let line = match who.unreal() {
+                WhoSpec::DnExpand(expanding) => {
+                    match checker.expanded_text(rule, who, target.ndn) {
+                        Some(text) => format!(
+                            "{}: the $N references filled in for this entry give {text:?}",
+                            expanding.pattern
+                        ),
+                        None => continue,
+                    }
+                }
+                WhoSpec::SelfEntry if matches!(who, WhoSpec::Real(_)) => format!(
+                    "self: the requester {} the entry",
+                    if relation.is_self { "is" } else { "is not" }
+                ),
+                WhoSpec::DnAttr(attr) => {
+                    let bit = dir.acl().dnattrs().iter().position(|a| a == attr);
+                    let holds = bit.is_some_and(|b| relation.dnattrs & (1 << b) != 0);
+                    format!(
+                        "dnattr={attr}: the requester's DN {} a value of {attr} in the entry",
+                        if holds { "is" } else { "is not" }
+                    )
+                }
+                _ => continue,
+            };
+            if matches!(who, WhoSpec::Real(_)) {
+                shown.push(format!(
+                    "{line} (real: the bound identity, which is the authorization identity too)"
+                ));
+            } else {
+                shown.push(line);
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    shown.retain(|line| {
+        let new = !seen.contains(line);
+        seen.push(line.clone());
+        new
+    });
+    for line in shown {
+        println!("  {line}");
+    }
 }
 
 fn explain(dir: &Database, question: &Question, who: &Who, decision: &Decision) {

@@ -108,7 +108,8 @@ fn candidates(
     for rule in acl.rules() {
         for by in &rule.bys {
             for spec in &by.who {
-                match spec {
+                // The `real...` forms test the same identity (see `WhoSpec::Real`).
+                match spec.unreal() {
                     WhoSpec::Dn(DnPattern::Base(ndn)) => {
                         if let Some(why) = can_bind(ndn, data).or(named_may_bind) {
                             list.push(Candidate {
@@ -118,7 +119,10 @@ fn candidates(
                         }
                     }
                     WhoSpec::Dn(
-                        DnPattern::One(base) | DnPattern::Subtree(base) | DnPattern::Children(base),
+                        DnPattern::One(base)
+                        | DnPattern::Subtree(base)
+                        | DnPattern::Children(base)
+                        | DnPattern::Level(base, 1),
                     ) => list.extend(someone_below(base)),
                     WhoSpec::Users | WhoSpec::Anyone => {
                         list.extend(data.first().and_then(|db| someone_below(db.suffix())))
@@ -137,7 +141,11 @@ fn candidates(
                             }
                         }
                     }
-                    WhoSpec::Dn(DnPattern::Any | DnPattern::Regex(_))
+                    // Not looked for: no candidate from these (a lockout is then assumed sooner).
+                    WhoSpec::Dn(DnPattern::Any | DnPattern::Regex(_) | DnPattern::Level(..))
+                    | WhoSpec::DnAttr(_)
+                    | WhoSpec::DnExpand(_)
+                    | WhoSpec::Real(_)
                     | WhoSpec::Anonymous
                     | WhoSpec::SelfEntry
                     | WhoSpec::PeerIp { .. }

@@ -25,36 +25,26 @@ fn unsupported_access(words: &[String]) -> Option<String> {
     for w in words {
         let lower = w.to_ascii_lowercase();
         let key = lower.split('=').next().unwrap_or("");
-        if lower.starts_with("attrs=!") || lower.starts_with("attr=!") {
-            return Some("negated attribute lists (`attrs=!...`)".into());
-        }
-        if key.starts_with("dn.level") || key.contains(".level{") {
-            return Some("`dn.level{n}`".into());
+        // `dn.level{n}` and `realdn.level{n}` in `<who>` are supported (in `<what>` slapd refuses
+        // them, and so does Canopy's compiler); `self.level{n}` (and `realself.`) is not.
+        if key.contains("self.level{") {
+            return Some("`self.level{n}`".into());
         }
         if key.starts_with("val.") && !matches!(key, "val.exact" | "val.regex") {
             return Some(format!("the DN styles of `val` (`{key}`)"));
         }
         if matches!(
             key.split('.').next().unwrap_or(""),
-            "set"
-                | "dnattr"
-                | "domain"
-                | "sockurl"
-                | "sockname"
-                | "realanonymous"
-                | "realusers"
-                | "realself"
-                | "realdn"
-                | "aci"
-                | "dynacl"
+            "set" | "domain" | "sockurl" | "sockname" | "aci" | "dynacl"
         ) {
             return Some(format!("`{key}` clauses"));
         }
-        if (key.starts_with("dn") || key.starts_with("group"))
-            && w.contains('$')
-            && key.contains("expand")
-        {
-            return Some("`$1` substitutions".into());
+        // `$N` in `dn` (and `realdn`) patterns is supported; in group DNs, and value submatches, not.
+        if key.starts_with("group") && key.contains("expand") {
+            return Some("`group.expand` substitutions".into());
+        }
+        if lower.contains("${v") {
+            return Some("`${v<n>}` value substitutions".into());
         }
     }
     None

@@ -250,7 +250,7 @@ fn defaults_and_nothing_left_out() {
 #[test]
 fn unsupported_things_are_listed_with_reasons() {
     let text = "moduleload back_sql\ndatabase ldap\nuri ldap://x\ndatabase mdb\nsuffix dc=x\n\
-                access to attrs=!cn by * read\naccess to * by set=\"this/x\" read\nlimits dn.regex=x size=1\n\
+                access to * by domain=x read\naccess to * by set=\"this/x\" read\nlimits dn.regex=x size=1\n\
                 index cn bogus\nsizelimit size.hard=5\nbogus directive\nTLSCipherSuite HIGH\n";
     let m = translate(&directives(text));
     let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
@@ -268,12 +268,12 @@ fn unsupported_things_are_listed_with_reasons() {
             "slapd.conf:12"
         ]
     );
-    assert!(m.left_out[3].reason.contains("negated"));
+    assert!(m.left_out[3].reason.contains("`domain` clauses"));
     assert!(m.left_out[4].reason.contains("`set` clauses"));
     // The dropped rules stay visible as comments; the rest still parses.
     assert!(m
         .toml
-        .contains("# left out (see the top of this file): to attrs=!cn by * read"));
+        .contains("# left out (see the top of this file): to * by domain=x read"));
     parse(&m.toml);
     let tls = translate(&directives(
         "TLSVerifyClient demand\ndatabase mdb\nsuffix dc=x\n",
@@ -281,6 +281,41 @@ fn unsupported_things_are_listed_with_reasons() {
     assert_eq!(tls.left_out.len(), 1);
     assert!(tls.left_out[0].reason.contains("ca_file"));
     parse(&tls.toml);
+}
+
+/// The clauses of issue 34 (`$N` in DN patterns too) are kept, not left out; a rule Canopy's compiler refuses still is, with its
+/// reason (`!` names an object class, and `cn` is none).
+#[test]
+fn dnattr_real_level_negated_lists_and_expansions_are_kept() {
+    let kept = [
+        "to dn.subtree=ou=groups,dc=x by dnattr=member write by * break",
+        "to dn.one=dc=x attrs=!person by realdn.level{2}=dc=x read by realanonymous auth",
+        "to * by realself write by realusers read by realdnattr=owner read",
+        "to dn.regex=^(.+,)?uid=([^,]+),dc=x$ by dn.exact,expand=uid=$2,dc=x write",
+    ];
+    let mut text = String::from("database mdb\nsuffix dc=x\n");
+    for rule in kept {
+        text.push_str(&format!("access {rule}\n"));
+    }
+    text.push_str("access to attrs=!cn by * read\naccess to * by self.level{1} read\n");
+    text.push_str("access to dn.regex=^cn=([^,]+),dc=x$ by group.expand=cn=$1,dc=x read\n");
+    let m = translate(&directives(&text));
+    let reasons: Vec<&str> = m.left_out.iter().map(|r| r.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("`group.expand`")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("`self.level{n}`")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("object class")),
+        "{reasons:?}"
+    );
+    let c = parse(&m.toml);
+    assert_eq!(c.access, kept);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! `parse.rs` reads the rule text, `view.rs` caches decisions for the entries of one search.
 
 mod cleared;
+mod expand;
 mod groups;
 pub mod ops;
 mod parse;
@@ -20,6 +21,7 @@ use crate::access::Who;
 use crate::session::Peer;
 
 pub use cleared::{Cleared, Seen};
+pub use expand::Expanding;
 pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
@@ -103,8 +105,13 @@ pub const DEFAULT_RULES: [&str; 2] = [
 #[derive(Debug)]
 pub struct Acl {
     rules: Vec<Rule>,
-    /// Whether some rule's `<what>` needs the entry's attributes (a filter).
+    /// Whether some rule needs the entry's attributes (a filter in `<what>`, `dnattr=` in `<who>`).
     needs_entry: bool,
+    /// The attribute types (canonical names) of the `dnattr=` clauses, in [`Relation::dnattrs`] order.
+    dnattrs: Vec<String>,
+    /// The `<who>` specifiers with `$N` references, by rule, `by` clause and place in the clause, in
+    /// [`Relation::expanded`] order.
+    expanding: Vec<(usize, usize, usize)>,
     /// The attribute types (canonical names) some `val=` rule is about.
     value_attrs: Vec<String>,
     /// The ldapi socket paths this server listens on, for `peername.path`.
@@ -120,6 +127,24 @@ pub struct Target<'a> {
     pub ndn: &'a NormDn,
     pub entry: Option<&'a Entry>,
 }
+
+/// How the requester stands to one entry: the `<who>` answers that depend on the entry (`self`,
+/// `dnattr=`, patterns with `$N` references). Entries of a search that agree on it and on the
+/// matching `<what>`s share decisions; it is never kept in a checker's per-identity answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Relation {
+    /// The requester is the entry.
+    pub is_self: bool,
+    /// Bit `k`: the requester's DN is a value of the access list's `k`-th `dnattr` attribute type.
+    pub dnattrs: u32,
+    /// Bit `k`: the requester matches the access list's `k`-th `$N` pattern as expanded for the entry.
+    pub expanded: u32,
+}
+
+/// At most this many attribute types in `dnattr=` clauses (one bit each in [`Relation::dnattrs`]), and
+/// this many `<who>` patterns with `$N` references (one bit each in [`Relation::expanded`]).
+const MAX_DNATTRS: usize = 32;
+const MAX_EXPANDING: usize = 32;
 
 /// The attribute an access check is about.
 #[derive(Debug, Clone, Copy)]
@@ -187,7 +212,37 @@ impl Acl {
                 rules.push(parse::parse_rule(schema, index, text)?);
             }
         }
-        let needs_entry = rules.iter().any(|r| r.what.filter.is_some());
+        let mut dnattrs: Vec<String> = Vec::new();
+        for rule in &rules {
+            for who in rule.bys.iter().flat_map(|by| &by.who) {
+                if let WhoSpec::DnAttr(attr) = who.unreal() {
+                    if !dnattrs.contains(attr) {
+                        dnattrs.push(attr.clone());
+                    }
+                }
+            }
+        }
+        let mut expanding = Vec::new();
+        for (r, rule) in rules.iter().enumerate() {
+            for (b, by) in rule.bys.iter().enumerate() {
+                for (w, who) in by.who.iter().enumerate() {
+                    if matches!(who.unreal(), WhoSpec::DnExpand(_)) {
+                        expanding.push((r, b, w));
+                    }
+                }
+            }
+        }
+        if expanding.len() > MAX_EXPANDING {
+            return Err(format!(
+                "access rules: more than {MAX_EXPANDING} <who> patterns with $N references"
+            ));
+        }
+        if dnattrs.len() > MAX_DNATTRS {
+            return Err(format!(
+                "access rules: more than {MAX_DNATTRS} attribute types in dnattr= clauses"
+            ));
+        }
+        let needs_entry = !dnattrs.is_empty() || rules.iter().any(|r| r.what.filter.is_some());
         let value_attrs = rules
             .iter()
             .filter(|r| r.what.val.is_some())
@@ -196,12 +251,10 @@ impl Acl {
                 _ => None,
             })
             .collect();
-        Ok(Acl::with_rules(
-            rules,
-            needs_entry,
-            value_attrs,
-            ldapi_paths,
-        ))
+        let mut acl = Acl::with_rules(rules, needs_entry, value_attrs, ldapi_paths);
+        acl.dnattrs = dnattrs;
+        acl.expanding = expanding;
+        Ok(acl)
     }
 
     fn with_rules(
@@ -219,6 +272,8 @@ impl Acl {
         Acl {
             rules,
             needs_entry,
+            dnattrs: Vec::new(),
+            expanding: Vec::new(),
             value_attrs,
             ldapi_paths,
             by_starts,
@@ -237,6 +292,17 @@ impl Acl {
 
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// Whether some `<who>` pattern has `$N` references: decisions then depend on the entry's DN even
+    /// under `to *`.
+    pub fn has_expansions(&self) -> bool {
+        !self.expanding.is_empty()
+    }
+
+    /// The attribute types of the `dnattr=` clauses, in [`Relation::dnattrs`] bit order.
+    pub fn dnattrs(&self) -> &[String] {
+        &self.dnattrs
     }
 
     /// Whether checks need the entry's attributes, not only its DN.
@@ -339,8 +405,64 @@ impl<'a> Checker<'a> {
                 ..Decision::default()
             };
         }
-        let is_self = self.who.ndn.as_ref() == Some(target.ndn);
-        self.decide_traced(|i| self.what_entry_matches(i, target), is_self, attr, trace)
+        let relation = self.relation(target);
+        self.decide_traced(
+            |i| self.what_entry_matches(i, target),
+            relation,
+            attr,
+            trace,
+        )
+    }
+
+    /// How the requester stands to the target: whether it is the entry, which `dnattr` attribute
+    /// types of the entry hold its DN (none without the entry's attributes), and which `$N` patterns it
+    /// matches once filled in from the entry's DN.
+    pub fn relation(&self, target: Target<'_>) -> Relation {
+        let me = self.who.ndn.as_ref();
+        let mut dnattrs = 0;
+        if let (Some(me), Some(entry)) = (me, target.entry) {
+            for (bit, attr) in self.acl.dnattrs.iter().enumerate() {
+                if holds_dn(self.schema, entry, attr, me) {
+                    dnattrs |= 1 << bit;
+                }
+            }
+        }
+        let mut expanded = 0;
+        if let Some(me) = me {
+            for (bit, (r, b, w)) in self.acl.expanding.iter().enumerate() {
+                if self.expansion_matches(*r, *b, *w, target.ndn, me) {
+                    expanded |= 1 << bit;
+                }
+            }
+        }
+        Relation {
+            is_self: me == Some(target.ndn),
+            dnattrs,
+            expanded,
+        }
+    }
+
+    fn expansion_matches(&self, r: usize, b: usize, w: usize, ndn: &NormDn, me: &NormDn) -> bool {
+        let Some(rule) = self.acl.rules.get(r) else {
+            return false;
+        };
+        let spec = rule.bys.get(b).and_then(|by| by.who.get(w));
+        match spec.map(WhoSpec::unreal) {
+            Some(WhoSpec::DnExpand(expanding)) => {
+                expanding.matches(self.schema, &rule.what.dn, ndn, me)
+            }
+            _ => false,
+        }
+    }
+
+    /// The text a `<who>` pattern with `$N` references becomes for the entry `ndn` under rule `rule`'s
+    /// `<what>`; None when the rule's DN pattern does not match it (for `canopy acl-check`).
+    pub fn expanded_text(&self, rule: usize, spec: &WhoSpec, ndn: &NormDn) -> Option<String> {
+        let what = &self.acl.rules.get(rule)?.what.dn;
+        match spec.unreal() {
+            WhoSpec::DnExpand(expanding) => expanding.expand(what, ndn),
+            _ => None,
+        }
     }
 
     /// Whether rule `index`'s DN and filter parts match the target.
@@ -364,10 +486,10 @@ impl<'a> Checker<'a> {
     pub fn decide_with(
         &self,
         entry_matches: impl Fn(usize) -> bool,
-        is_self: bool,
+        relation: Relation,
         attr: AttrRef<'_>,
     ) -> Decision {
-        self.decide_traced(entry_matches, is_self, attr, false)
+        self.decide_traced(entry_matches, relation, attr, false)
     }
 
     /// `decide_with`, recording the steps only when `trace` is set: the list costs an allocation, and
@@ -375,7 +497,7 @@ impl<'a> Checker<'a> {
     fn decide_traced(
         &self,
         entry_matches: impl Fn(usize) -> bool,
-        is_self: bool,
+        relation: Relation,
         attr: AttrRef<'_>,
         trace: bool,
     ) -> Decision {
@@ -385,7 +507,7 @@ impl<'a> Checker<'a> {
             if crate::access::is_auth_password(self.schema, desc) {
                 let mut decision = self.decide_traced(
                     entry_matches,
-                    is_self,
+                    relation,
                     AttrRef::Attr("userPassword"),
                     trace,
                 );
@@ -400,7 +522,7 @@ impl<'a> Checker<'a> {
             }
             let mut broke = false;
             for (j, by) in rule.bys.iter().enumerate() {
-                if !self.by_matches(i, j, by, is_self) {
+                if !self.by_matches(i, j, by, relation) {
                     continue;
                 }
                 decision.mask = match by.modifier {
@@ -451,24 +573,40 @@ impl<'a> Checker<'a> {
         let Some(items) = &what.attrs else {
             return true;
         };
-        match attr {
-            AttrRef::Entry => items.contains(&AttrItem::Entry),
-            AttrRef::Children => items.contains(&AttrItem::Children),
-            AttrRef::Unlisted => false,
+        let have = match attr {
+            AttrRef::Unlisted => return false,
+            AttrRef::Entry | AttrRef::Children => None,
             AttrRef::Attr(desc) | AttrRef::Value(desc, _) => {
                 let name = desc.split(';').next().unwrap_or(desc);
-                let Some(have) = self.schema.attribute_type(name) else {
-                    return false;
-                };
-                items.iter().any(|item| match item {
-                    AttrItem::Type(want) => self
-                        .schema
-                        .attribute_type(want)
-                        .is_some_and(|want| self.schema.is_subtype_of(have, want)),
-                    _ => false,
-                })
+                match self.schema.attribute_type(name) {
+                    Some(have) => Some(have),
+                    None => return false,
+                }
+            }
+        };
+        let is_subtype = |have, name: &str| {
+            self.schema
+                .attribute_type(name)
+                .is_some_and(|want| self.schema.is_subtype_of(have, want))
+        };
+        // In order, as slapd's ad_inlist: a listed type or pseudo-attribute matches, and a `!class`
+        // item decides at once, whatever follows it (covered when the class does not allow it).
+        for item in items {
+            let decided = match (item, have) {
+                (AttrItem::Entry, None) => matches!(attr, AttrRef::Entry).then_some(true),
+                (AttrItem::Children, None) => matches!(attr, AttrRef::Children).then_some(true),
+                (AttrItem::Type(want), Some(have)) => is_subtype(have, want).then_some(true),
+                (AttrItem::NotClass { class, allowed }, have) => Some(
+                    !is_extensible(class)
+                        && !have.is_some_and(|have| allowed.iter().any(|a| is_subtype(have, a))),
+                ),
+                _ => None,
+            };
+            if let Some(decided) = decided {
+                return decided;
             }
         }
+        false
     }
 
     fn value_matches(&self, pattern: &ValPattern, desc: &str, value: &[u8]) -> bool {
@@ -481,10 +619,28 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn by_matches(&self, rule: usize, index: usize, by: &By, is_self: bool) -> bool {
-        let needs_self = by.who.iter().any(|w| matches!(w, WhoSpec::SelfEntry));
-        if needs_self && !is_self {
-            return false;
+    fn by_matches(&self, rule: usize, index: usize, by: &By, relation: Relation) -> bool {
+        // The parts that depend on the entry; the rest is the same for every entry, and cached.
+        for (w, who) in by.who.iter().enumerate() {
+            let holds = match who.unreal() {
+                WhoSpec::DnExpand(_) => self
+                    .acl
+                    .expanding
+                    .iter()
+                    .position(|at| *at == (rule, index, w))
+                    .is_some_and(|bit| relation.expanded & (1 << bit) != 0),
+                WhoSpec::SelfEntry => relation.is_self,
+                WhoSpec::DnAttr(attr) => self
+                    .acl
+                    .dnattrs
+                    .iter()
+                    .position(|a| a == attr)
+                    .is_some_and(|bit| relation.dnattrs & (1 << bit) != 0),
+                _ => true,
+            };
+            if !holds {
+                return false;
+            }
         }
         let fixed = self
             .acl
@@ -501,11 +657,15 @@ impl<'a> Checker<'a> {
         fixed.unwrap_or_else(|| by.who.iter().all(|w| self.who_matches(w)))
     }
 
-    /// Whether a `<who>` specifier matches the requester; `self` is decided per entry by the caller.
+    /// Whether a `<who>` specifier matches the requester; `self` and `dnattr` are decided per entry by
+    /// the caller (`dnattr` never matches an anonymous requester).
     fn who_matches(&self, spec: &WhoSpec) -> bool {
         let who = self.who;
         match spec {
             WhoSpec::Anyone | WhoSpec::SelfEntry => true,
+            WhoSpec::DnAttr(_) | WhoSpec::DnExpand(_) => who.ndn.is_some(),
+            // The authentication identity is the requester's (see `WhoSpec::Real`).
+            WhoSpec::Real(inner) => self.who_matches(inner),
             WhoSpec::Anonymous => who.ndn.is_none(),
             WhoSpec::Users => who.ndn.is_some(),
             WhoSpec::Dn(pattern) => who.ndn.as_ref().is_some_and(|me| dn_matches(pattern, me)),
@@ -549,7 +709,59 @@ pub(crate) fn dn_matches(pattern: &DnPattern, ndn: &NormDn) -> bool {
         DnPattern::One(dn) => ndn.parent().is_some_and(|p| &p == dn),
         DnPattern::Subtree(dn) => dn.is_suffix_of(ndn),
         DnPattern::Children(dn) => dn != ndn && dn.is_suffix_of(ndn),
+        DnPattern::Level(dn, level) => {
+            *level > 0 && ndn.rdns().len() == dn.rdns().len() + level && dn.is_suffix_of(ndn)
+        }
         DnPattern::Regex(regex) => regex.is_match(ndn.as_str()),
+    }
+}
+
+fn is_extensible(class: &str) -> bool {
+    class.eq_ignore_ascii_case("extensibleObject")
+}
+
+/// Whether `entry` has `me` among the values of `attr` or its subtypes, compared as DNs (a
+/// `#'...'B` UID of a name-and-optional-UID value is left out, as uniqueMemberMatch does for an
+/// assertion without one).
+fn holds_dn(schema: &Schema, entry: &Entry, attr: &str, me: &NormDn) -> bool {
+    let Some(want) = schema.attribute_type(attr) else {
+        return false;
+    };
+    let as_dn = |value: &[u8]| {
+        canopy_proto::Dn::parse(value)
+            .ok()
+            .and_then(|dn| schema.normalize_dn(&dn).ok())
+    };
+    entry.attrs.iter().any(|a| {
+        let name = a.desc.split(';').next().unwrap_or(&a.desc);
+        let Some(have) = schema
+            .attribute_type(name)
+            .filter(|have| schema.is_subtype_of(have, want))
+        else {
+            return false;
+        };
+        let with_uid = have.syntax == parse::NAME_UID_SYNTAX;
+        a.values.iter().any(|value| {
+            let value = if with_uid { without_uid(value) } else { value };
+            as_dn(value).as_ref() == Some(me)
+        })
+    })
+}
+
+/// A name-and-optional-UID value without its `#'0101'B` UID.
+fn without_uid(value: &[u8]) -> &[u8] {
+    let Some(at) = value.iter().rposition(|b| *b == b'#') else {
+        return value;
+    };
+    let uid = &value[at + 1..];
+    let bits = uid
+        .strip_prefix(b"'")
+        .and_then(|u| u.strip_suffix(b"'B"))
+        .is_some_and(|bits| bits.iter().all(|b| matches!(b, b'0' | b'1')));
+    if bits {
+        &value[..at]
+    } else {
+        value
     }
 }
 

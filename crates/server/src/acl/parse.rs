@@ -48,6 +48,10 @@ pub enum DnPattern {
     One(NormDn),
     Subtree(NormDn),
     Children(NormDn),
+    /// `level{n}` (`<who>` only): the DNs exactly `n` levels below the DN, `n` >= 1. slapd's
+    /// `acl_mask_dn` wants a DN longer than the pattern, so `level{0}` matches nothing (not base, as
+    /// slapd.access(5) has it).
+    Level(NormDn, usize),
     Regex(Box<Regex>),
 }
 
@@ -58,6 +62,15 @@ pub enum AttrItem {
     Children,
     /// An attribute type and its subtypes.
     Type(String),
+    /// `!objectClass`: every attribute (and `entry`, `children`) that the class neither requires nor
+    /// allows, counting its superclasses' (top's objectClass too), as slapd's `ad_inlist`, which
+    /// also reads a list in order and lets such an item decide at once: in `!person,cn`, `cn` is
+    /// never reached. `!extensibleObject` covers nothing.
+    NotClass {
+        class: String,
+        /// The MUST and MAY types of the class and its superclasses (canonical names).
+        allowed: Vec<String>,
+    },
 }
 
 /// One `by <who> <access> [<control>]` clause.
@@ -97,6 +110,18 @@ pub enum WhoSpec {
     Users,
     SelfEntry,
     Dn(DnPattern),
+    /// A DN pattern with `$N` references to the submatches of the rule's `<what>` DN, filled in per
+    /// entry (slapd's `expand`).
+    DnExpand(Box<super::expand::Expanding>),
+    /// `dnattr=<attr>`: the requester's DN is a value of this attribute type (canonical name; DN
+    /// syntax) in the entry being accessed.
+    DnAttr(String),
+    /// `realanonymous`, `realusers`, `realself`, `realdn=`, `realdnattr=`: the inner specifier tested
+    /// on the authentication identity instead of the authorization identity. Canopy has no proxied
+    /// authorization control, and a SASL bind with an authzid makes the authorization identity the
+    /// connection's (as slapd sets `c_ndn`): the two identities are one, so the inner specifier
+    /// decides.
+    Real(Box<WhoSpec>),
     Group {
         dn: NormDn,
         class: String,
@@ -108,6 +133,16 @@ pub enum WhoSpec {
     },
     PeerPath(String),
     Ssf(Ssf, u32),
+}
+
+impl WhoSpec {
+    /// The specifier a `real...` form tests (itself for the others).
+    pub fn unreal(&self) -> &WhoSpec {
+        match self {
+            WhoSpec::Real(inner) => inner.unreal(),
+            other => other,
+        }
+    }
 }
 
 /// Which security strength factor an `ssf` clause tests.
@@ -220,7 +255,17 @@ fn parse_what(schema: &Schema, what: &mut What, word: &str) -> Result<(), String
         .ok_or_else(|| "unknown <what> clause".to_string())?;
     let (name, style) = key.split_once('.').unwrap_or((key, ""));
     match name.to_ascii_lowercase().as_str() {
-        "dn" => what.dn = dn_pattern(schema, style, value)?,
+        "dn" => {
+            what.dn = match dn_pattern(schema, style, value)? {
+                // slapd 2.5 knows the level style in `<who>` only ("unknown dn style").
+                DnPattern::Level(..) => {
+                    return Err(
+                        "dn.level{n} is for <who> clauses (slapd refuses it in <what>)".into(),
+                    )
+                }
+                pattern => pattern,
+            }
+        }
         "filter" => {
             what.filter = Some(Filter::parse(value).map_err(|e| format!("bad filter ({e})"))?);
         }
@@ -270,7 +315,7 @@ pub fn normalize_value(schema: &Schema, attr: &str, value: &[u8]) -> Result<Vec<
     }
 }
 
-fn regex(value: &str) -> Result<Regex, String> {
+pub(super) fn regex(value: &str) -> Result<Regex, String> {
     regex_automata::meta::Builder::new()
         .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
         .build(value)
@@ -278,7 +323,7 @@ fn regex(value: &str) -> Result<Regex, String> {
 }
 
 /// A DN pattern in one of slapd's styles; no style means base (`exact`), as in slapd.
-fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, String> {
+pub(super) fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, String> {
     let style = style.to_ascii_lowercase();
     if style == "regex" {
         if value == "*" || value == ".*" {
@@ -287,6 +332,15 @@ fn dn_pattern(schema: &Schema, style: &str, value: &str) -> Result<DnPattern, St
         return Ok(DnPattern::Regex(Box::new(regex(value)?)));
     }
     let dn = normalize(schema, value)?;
+    if let Some(level) = style
+        .strip_prefix("level{")
+        .and_then(|l| l.strip_suffix('}'))
+    {
+        let level = level
+            .parse()
+            .map_err(|_| "level{n} needs a number n >= 0".to_string())?;
+        return Ok(DnPattern::Level(dn, level));
+    }
     Ok(match style.as_str() {
         "" | "base" | "baseobject" | "exact" => DnPattern::Base(dn),
         "one" | "onelevel" => DnPattern::One(dn),
@@ -306,10 +360,19 @@ fn normalize(schema: &Schema, value: &str) -> Result<NormDn, String> {
 fn attr_items(schema: &Schema, value: &str) -> Result<Vec<AttrItem>, String> {
     let mut items = Vec::new();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        if name.starts_with('!') {
-            return Err("negated attribute lists are not supported".into());
-        }
-        if name.eq_ignore_ascii_case("entry") {
+        if let Some(class) = name.strip_prefix('!') {
+            let class = schema.object_class(class).ok_or_else(|| {
+                format!("unknown object class {class:?} (`!` names an object class)")
+            })?;
+            let allowed = with_superclasses(schema, class)
+                .into_iter()
+                .flat_map(|c| c.must.iter().chain(&c.may).cloned())
+                .collect();
+            items.push(AttrItem::NotClass {
+                class: class.name().to_string(),
+                allowed,
+            });
+        } else if name.eq_ignore_ascii_case("entry") {
             items.push(AttrItem::Entry);
         } else if name.eq_ignore_ascii_case("children") {
             items.push(AttrItem::Children);
@@ -437,7 +500,19 @@ pub fn parse_access(word: &str) -> Option<(Modifier, Mask)> {
 }
 
 fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
-    match word.to_ascii_lowercase().as_str() {
+    let lower = word.to_ascii_lowercase();
+    if let Some(rest) = lower.strip_prefix("real") {
+        // `realanonymous`, `realusers`, `realself`, `realdn...=`, `realdnattr=` (not `real` alone).
+        let is_real = matches!(rest, "anonymous" | "users" | "self")
+            || rest.starts_with("dn=")
+            || rest.starts_with("dn.")
+            || rest.starts_with("dnattr=");
+        if is_real {
+            let inner = parse_who(schema, &word["real".len()..])?;
+            return Ok(WhoSpec::Real(Box::new(inner)));
+        }
+    }
+    match lower.as_str() {
         "*" => return Ok(WhoSpec::Anyone),
         "anonymous" => return Ok(WhoSpec::Anonymous),
         "users" => return Ok(WhoSpec::Users),
@@ -453,7 +528,21 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
     }
     let (name, style) = lower.split_once('.').unwrap_or((lower.as_str(), ""));
     match name {
-        "dn" => Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?)),
+        "dn" => {
+            // `dn.STYLE,expand=`, `dn.expand=` (base), and `dn.regex=` with `$N` references expand.
+            let (style, expand) = match style.split_once(',') {
+                Some((style, "expand")) => (style, true),
+                Some(_) => return Err("unknown DN style modifier (only expand)".into()),
+                None if style == "expand" => ("", true),
+                None => (style, false),
+            };
+            if expand || (style == "regex" && super::expand::has_references(value)) {
+                let expanding = super::expand::Expanding::new(style, value)?;
+                return Ok(WhoSpec::DnExpand(Box::new(expanding)));
+            }
+            Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?))
+        }
+        "dnattr" if style.is_empty() => dnattr(schema, value),
         "peername" => peername(style, value),
         "ssf" | "transport_ssf" | "tls_ssf" | "sasl_ssf" => {
             let n = value
@@ -470,6 +559,23 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
         _ => Err("unknown <who> clause".into()),
     }
 }
+
+/// `dnattr=<attr>`: an attribute type of DN (or name and optional UID) syntax with an equality rule,
+/// as slapd requires.
+fn dnattr(schema: &Schema, value: &str) -> Result<WhoSpec, String> {
+    let at = schema
+        .attribute_type(value)
+        .ok_or_else(|| format!("unknown attribute type {value:?}"))?;
+    if !matches!(at.syntax.as_str(), DN_SYNTAX | NAME_UID_SYNTAX) || at.equality.is_none() {
+        return Err(format!(
+            "dnattr {value:?}: the attribute needs distinguished name syntax and an equality rule"
+        ));
+    }
+    Ok(WhoSpec::DnAttr(at.name().to_string()))
+}
+
+const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+pub(super) const NAME_UID_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.34";
 
 /// `group[/objectClass[/attribute]][.exact]="dn"`; groupOfNames and member by default.
 fn group(schema: &Schema, key: &str, value: &str) -> Result<WhoSpec, String> {

@@ -291,3 +291,276 @@ fn value_rules_apply_to_values_only() {
         );
     }
 }
+
+fn compile(schema: &Schema, rules: &[&str]) -> Acl {
+    let rules: Vec<String> = rules.iter().map(|s| s.to_string()).collect();
+    Acl::compile(schema, &rules, Vec::new()).unwrap()
+}
+
+fn group(schema: &Schema, text: &str, members: &[&str]) -> Entry {
+    let mut e = entry(schema, text, &["groupOfNames"]);
+    e.attrs.push(Attribute {
+        desc: "member".into(),
+        values: members.iter().map(|m| m.as_bytes().to_vec()).collect(),
+    });
+    e
+}
+
+#[test]
+fn dnattr_grants_the_dns_the_entry_lists() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            "to dn.subtree=ou=groups,dc=x by dnattr=member write by users read",
+            "to * by * read",
+        ],
+    );
+    assert!(acl.needs_entry(), "dnattr reads the entry");
+    // Listed in another form (spaces, case) is still listed: values compare as DNs.
+    let g = group(
+        &schema,
+        "cn=g,ou=groups,dc=x",
+        &["UID=Alice, ou=people,dc=x"],
+    );
+    let alice = user(&schema, "uid=alice,ou=people,dc=x");
+    let bob = user(&schema, "uid=bob,ou=people,dc=x");
+    let write = privileges::cumulative(privileges::WRITE);
+    assert_eq!(mask(&acl, &schema, &alice, &g, AttrRef::Attr("cn")), write);
+    assert_eq!(mask(&acl, &schema, &bob, &g, AttrRef::Attr("cn")), READ);
+    assert_eq!(
+        mask(&acl, &schema, &Who::anonymous(), &g, AttrRef::Entry),
+        0
+    );
+    // Without the entry's attributes nobody is listed.
+    let checker = acl.checker(&schema, &alice, &NoGroups);
+    let bare = Target {
+        ndn: &g.ndn,
+        entry: None,
+    };
+    assert_eq!(checker.decide(bare, AttrRef::Entry).mask, READ);
+    // A search decides per entry: the same checker, one view per relation.
+    let access = SearchAccess::new(acl.checker(&schema, &alice, &NoGroups));
+    let other = group(&schema, "cn=h,ou=groups,dc=x", &["uid=bob,ou=people,dc=x"]);
+    let third = group(
+        &schema,
+        "cn=i,ou=groups,dc=x",
+        &["uid=carol,ou=people,dc=x"],
+    );
+    let (vg, vo, vt) = (
+        access.view(&g.ndn, Some(&g)),
+        access.view(&other.ndn, Some(&other)),
+        access.view(&third.ndn, Some(&third)),
+    );
+    assert!(vg.allows_entry(privileges::WRITE));
+    assert!(!vo.allows_entry(privileges::WRITE) && vo.allows_entry(privileges::READ));
+    assert!(std::rc::Rc::ptr_eq(&vo, &vt));
+}
+
+#[test]
+fn dnattr_needs_a_dn_attribute() {
+    let schema = Schema::builtin();
+    for bad in ["to * by dnattr=cn read", "to * by dnattr=noSuch read"] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(
+            err.contains("access rule 0") && err.contains("dnattr"),
+            "{bad}: {err}"
+        );
+    }
+    // Subtypes count: `owner` and `member` are both subtypes of `distinguishedName`.
+    let acl = compile(&schema, &["to * by dnattr=distinguishedName read"]);
+    let g = group(&schema, "cn=g,dc=x", &["uid=a,dc=x"]);
+    let a = user(&schema, "uid=a,dc=x");
+    assert_eq!(mask(&acl, &schema, &a, &g, AttrRef::Entry), READ);
+}
+
+#[test]
+fn real_forms_test_the_bound_identity() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            "to dn.base=cn=a,dc=x by realanonymous auth by realself write by realdn.exact=uid=r,dc=x read",
+            "to dn.base=cn=b,dc=x by realusers read by realdnattr=member write",
+        ],
+    );
+    let a = entry(&schema, "cn=a,dc=x", &["device"]);
+    let b = group(&schema, "cn=b,dc=x", &["cn=a,dc=x"]);
+    let anon = Who::anonymous();
+    let me = user(&schema, "cn=a,dc=x");
+    let r = user(&schema, "uid=r,dc=x");
+    let auth = privileges::cumulative(privileges::AUTH);
+    let write = privileges::cumulative(privileges::WRITE);
+    assert_eq!(mask(&acl, &schema, &anon, &a, AttrRef::Entry), auth);
+    assert_eq!(mask(&acl, &schema, &me, &a, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &r, &a, AttrRef::Entry), READ);
+    assert_eq!(mask(&acl, &schema, &anon, &b, AttrRef::Entry), 0);
+    assert_eq!(mask(&acl, &schema, &r, &b, AttrRef::Entry), READ);
+    // realusers comes first: a listed user still gets read only.
+    assert_eq!(mask(&acl, &schema, &me, &b, AttrRef::Entry), READ);
+    assert!(Acl::compile(&schema, &["to * by real read".into()], Vec::new()).is_err());
+}
+
+#[test]
+fn level_styles_count_rdns() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            "to dn.subtree=ou=b,dc=x by dn.level{1}=ou=people,dc=x write by dn.level{0}=uid=z,dc=x write by * none",
+            "to * by dn.level{2}=dc=x compare by * read",
+        ],
+    );
+    let two = entry(&schema, "cn=a,ou=b,dc=x", &["device"]);
+    let other = entry(&schema, "cn=a,ou=c,dc=x", &["device"]);
+    let person = user(&schema, "uid=p,ou=people,dc=x");
+    let deeper = user(&schema, "cn=q,uid=p,ou=people,dc=x");
+    let people = user(&schema, "ou=people,dc=x");
+    let write = privileges::cumulative(privileges::WRITE);
+    let compare = privileges::cumulative(privileges::COMPARE);
+    assert_eq!(mask(&acl, &schema, &person, &two, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &deeper, &two, AttrRef::Entry), 0);
+    assert_eq!(mask(&acl, &schema, &people, &two, AttrRef::Entry), 0);
+    // level{0} matches nobody, not even the DN itself (slapd wants a longer DN).
+    let z = user(&schema, "uid=z,dc=x");
+    assert_eq!(mask(&acl, &schema, &z, &two, AttrRef::Entry), 0);
+    assert_eq!(
+        mask(&acl, &schema, &person, &other, AttrRef::Entry),
+        compare
+    );
+    assert_eq!(mask(&acl, &schema, &people, &other, AttrRef::Entry), READ);
+    for (bad, why) in [
+        ("to * by dn.level{x}=dc=x read", "level"),
+        ("to * by dn.level{-1}=dc=x read", "level"),
+        ("to dn.level{1}=dc=x by * read", "<what>"),
+    ] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn negated_classes_cover_what_the_class_does_not_name() {
+    let schema = Schema::builtin();
+    let acl = compile(&schema, &["to attrs=!person by * none", "to * by * read"]);
+    let e = entry(&schema, "uid=a,dc=x", &["inetOrgPerson"]);
+    let anon = Who::anonymous();
+    // person's MUST and MAY (and their subtypes), and top's objectClass, stay readable.
+    for own in [
+        "cn",
+        "sn",
+        "description",
+        "telephoneNumber",
+        "cn;lang-en",
+        "objectClass",
+    ] {
+        assert_eq!(
+            mask(&acl, &schema, &anon, &e, AttrRef::Attr(own)),
+            READ,
+            "{own}"
+        );
+    }
+    // Anything else is covered: inetOrgPerson's own attributes, the pseudo-attributes.
+    for other in ["mail", "uid", "ou"] {
+        assert_eq!(
+            mask(&acl, &schema, &anon, &e, AttrRef::Attr(other)),
+            0,
+            "{other}"
+        );
+    }
+    assert_eq!(mask(&acl, &schema, &anon, &e, AttrRef::Entry), 0);
+    assert_eq!(mask(&acl, &schema, &anon, &e, AttrRef::Children), 0);
+    // A search decides such lists attribute by attribute.
+    let access = SearchAccess::new(acl.checker(&schema, &anon, &NoGroups));
+    let view = access.view(&e.ndn, None);
+    assert_eq!((view.plain, view.secret), (None, None));
+    assert!(access.allows_attr(&view, "sn", privileges::READ));
+    assert!(!access.allows_attr(&view, "mail", privileges::READ));
+    // `!extensibleObject` covers nothing; `!` names a class, never an attribute type.
+    let none = compile(
+        &schema,
+        &["to attrs=!extensibleObject by * none", "to * by * read"],
+    );
+    assert_eq!(mask(&none, &schema, &anon, &e, AttrRef::Attr("mail")), READ);
+    assert_eq!(mask(&none, &schema, &anon, &e, AttrRef::Entry), READ);
+    // A `!class` item decides at once: what follows it in the list is not reached.
+    let first = compile(
+        &schema,
+        &["to attrs=!person,description by * none", "to * by * read"],
+    );
+    assert_eq!(
+        mask(&first, &schema, &anon, &e, AttrRef::Attr("description")),
+        READ
+    );
+    let last = compile(
+        &schema,
+        &["to attrs=description,!person by * none", "to * by * read"],
+    );
+    assert_eq!(
+        mask(&last, &schema, &anon, &e, AttrRef::Attr("description")),
+        0
+    );
+    assert_eq!(mask(&last, &schema, &anon, &e, AttrRef::Attr("cn")), READ);
+    assert_eq!(mask(&last, &schema, &anon, &e, AttrRef::Attr("mail")), 0);
+    let err = Acl::compile(&schema, &["to attrs=!cn by * read".into()], Vec::new()).unwrap_err();
+    assert!(err.contains("object class"), "{err}");
+}
+
+#[test]
+fn who_patterns_expand_the_what_submatches() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            r#"to dn.regex="^(.+,)?uid=([^,]+),ou=people,dc=x$" by dn.exact,expand="uid=$2,ou=people,dc=x" write by * read"#,
+            r#"to dn.regex="^cn=([^,]+),ou=g,dc=x$" by dn.regex="^uid=$1,ou=people,dc=x$" write by * compare"#,
+            r#"to dn.subtree=ou=s,dc=x by dn.exact,expand="$0" write by dn.children,expand="$1" read"#,
+            "to * by * none",
+        ],
+    );
+    assert!(acl.has_expansions());
+    let alice = user(&schema, "uid=alice,ou=people,dc=x");
+    let bob = user(&schema, "uid=bob,ou=people,dc=x");
+    let write = privileges::cumulative(privileges::WRITE);
+    let own = entry(&schema, "uid=alice,ou=people,dc=x", &["device"]);
+    let below = entry(&schema, "cn=c,uid=alice,ou=people,dc=x", &["device"]);
+    assert_eq!(mask(&acl, &schema, &alice, &own, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &alice, &below, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &bob, &below, AttrRef::Entry), READ);
+    // A regular expression in <who> is expanded, then matched.
+    let group = entry(&schema, "cn=alice,ou=g,dc=x", &["device"]);
+    assert_eq!(mask(&acl, &schema, &alice, &group, AttrRef::Entry), write);
+    assert_eq!(
+        mask(&acl, &schema, &bob, &group, AttrRef::Entry),
+        privileges::cumulative(privileges::COMPARE)
+    );
+    // $0 is the entry's DN, $1 the part the pattern DN matched.
+    let s = entry(&schema, "cn=t,ou=s,dc=x", &["device"]);
+    let t = user(&schema, "cn=t,ou=s,dc=x");
+    let u = user(&schema, "cn=u,ou=s,dc=x");
+    assert_eq!(mask(&acl, &schema, &t, &s, AttrRef::Entry), write);
+    assert_eq!(mask(&acl, &schema, &u, &s, AttrRef::Entry), READ);
+    assert_eq!(mask(&acl, &schema, &alice, &s, AttrRef::Entry), 0);
+    // A search decides entry by entry: the views of two entries differ by the expansion alone.
+    let access = SearchAccess::new(acl.checker(&schema, &t, &NoGroups));
+    assert!(access.needs_ndn());
+    let other = ndn(&schema, "cn=v,ou=s,dc=x");
+    let (vs, vo) = (access.view(&s.ndn, None), access.view(&other, None));
+    assert!(vs.allows_entry(privileges::WRITE));
+    assert!(!vo.allows_entry(privileges::WRITE) && vo.allows_entry(privileges::READ));
+    // Under `to *` there is no $1: the pattern is empty, and matches no one.
+    let none = compile(
+        &schema,
+        &[r#"to * by dn.children,expand="$1" write by * read"#],
+    );
+    assert_eq!(mask(&none, &schema, &alice, &own, AttrRef::Entry), READ);
+    for bad in [
+        r#"to * by group.expand="cn=$1,dc=x" read"#,
+        r#"to * by dn.regex="^${v1}$" read"#,
+        r#"to * by dn.sideways,expand="$1" read"#,
+        r#"to * by dn.exact,bogus="x" read"#,
+    ] {
+        let err = Acl::compile(&schema, &[bad.to_string()], Vec::new()).unwrap_err();
+        assert!(err.contains("access rule 0"), "{bad}: {err}");
+    }
+}

@@ -14,7 +14,7 @@ use canopy_core::wire::{section_of, Section, StoredEntry};
 use canopy_core::Entry;
 use canopy_schema::{AttributeType, NormDn};
 
-use super::{privileges, AttrRef, Checker, Mask, Rule, Target};
+use super::{privileges, AttrRef, Checker, Mask, Relation, Rule, Target};
 use crate::access::Who;
 
 /// The cached decisions of a search.
@@ -22,7 +22,7 @@ pub struct SearchAccess<'a> {
     checker: Checker<'a>,
     /// Rules whose `<what>` depends on the entry (a DN pattern or a filter).
     varying: Vec<usize>,
-    views: RefCell<Vec<(u64, bool, Rc<EntryView>)>>,
+    views: RefCell<Vec<(u64, Relation, Rc<EntryView>)>>,
     /// The connection's memo of views' first decisions, when they may be kept across searches.
     memo: Option<MemoKey<'a>>,
 }
@@ -46,7 +46,7 @@ struct Memo {
     who: Weak<Who>,
     /// The access list's address inside `state`'s databases.
     acl: usize,
-    seeds: Vec<(u64, bool, Seed)>,
+    seeds: Vec<(u64, Relation, Seed)>,
     /// Privileges on the pseudo-attribute `entry` of search bases, by DN (`SearchAccess::base_entry`).
     bases: Vec<(Arc<NormDn>, Mask)>,
 }
@@ -110,9 +110,9 @@ pub struct EntryView {
 
 #[derive(Clone)]
 enum Signature {
-    Bits(u64, bool),
+    Bits(u64, Relation),
     /// More varying rules than bits: the view is built for one entry.
-    Entry(Vec<bool>, bool),
+    Entry(Vec<bool>, Relation),
 }
 
 impl<'a> SearchAccess<'a> {
@@ -150,7 +150,7 @@ impl<'a> SearchAccess<'a> {
         std::ptr::from_ref(self.checker.acl()) as usize
     }
 
-    fn remembered(&self, bits: u64, is_self: bool) -> Option<Seed> {
+    fn remembered(&self, bits: u64, relation: Relation) -> Option<Seed> {
         let key = self.memo.as_ref()?;
         let memo = key.memo.memo.lock().unwrap_or_else(PoisonError::into_inner);
         if !memo.is_for(key, self.acl_address()) {
@@ -158,14 +158,14 @@ impl<'a> SearchAccess<'a> {
         }
         memo.seeds
             .iter()
-            .find(|(b, s, _)| *b == bits && *s == is_self)
+            .find(|(b, s, _)| *b == bits && *s == relation)
             .map(|(_, _, seed)| *seed)
     }
 
-    fn remember(&self, bits: u64, is_self: bool, seed: Seed) {
+    fn remember(&self, bits: u64, relation: Relation, seed: Seed) {
         self.with_memo_for_update(|memo| {
             if memo.seeds.len() < MEMO_SEEDS {
-                memo.seeds.push((bits, is_self, seed));
+                memo.seeds.push((bits, relation, seed));
             }
         });
     }
@@ -225,21 +225,22 @@ impl<'a> SearchAccess<'a> {
     }
 
     /// Whether a view needs the entry's normalized DN: some rule's `<what>` depends on the entry (a DN
-    /// pattern or a filter). When none does, the only thing that varies between entries is whether the
-    /// entry is the requester's own, which [`SearchAccess::view_stored`] reads from the stored RDNs.
+    /// pattern or a filter) or a `<who>` pattern has `$N` references. When none does, the only thing
+    /// that varies between entries is whether the entry is the requester's own, which
+    /// [`SearchAccess::view_stored`] reads from the stored RDNs.
     pub fn needs_ndn(&self) -> bool {
-        !self.varying.is_empty()
+        !self.varying.is_empty() || self.checker.acl().has_expansions()
     }
 
     /// The view for an entry; `entry` is needed only when [`super::Acl::needs_entry`].
     pub fn view(&self, ndn: &NormDn, entry: Option<&Entry>) -> Rc<EntryView> {
-        let is_self = self.checker.who().ndn.as_ref() == Some(ndn);
         let target = Target { ndn, entry };
+        let relation = self.checker.relation(target);
         if self.varying.len() > 64 {
             let all = (0..self.checker.acl().rules().len())
                 .map(|i| self.checker.what_entry_matches(i, target))
                 .collect();
-            return Rc::new(self.build(Signature::Entry(all, is_self), None));
+            return Rc::new(self.build(Signature::Entry(all, relation), None));
         }
         let mut bits = 0u64;
         for (bit, rule) in self.varying.iter().enumerate() {
@@ -247,7 +248,7 @@ impl<'a> SearchAccess<'a> {
                 bits |= 1 << bit;
             }
         }
-        self.shared_view(bits, is_self)
+        self.shared_view(bits, relation)
     }
 
     /// The view for an entry as stored, without its normalized DN: None when one is needed
@@ -263,21 +264,28 @@ impl<'a> SearchAccess<'a> {
             .ndn
             .as_ref()
             .is_some_and(|own| stored.below(own.rdns()) == Some(0));
-        Some(self.shared_view(0, is_self))
+        // No `dnattr` clause: it would need the entry ([`super::Acl::needs_entry`]).
+        // No `$N` pattern either: its rule's DN pattern would make the view need the DN.
+        let relation = Relation {
+            is_self,
+            dnattrs: 0,
+            expanded: 0,
+        };
+        Some(self.shared_view(0, relation))
     }
 
     /// The view shared by the entries with these `<what>` matches and self-ness, built on first use.
-    fn shared_view(&self, bits: u64, is_self: bool) -> Rc<EntryView> {
+    fn shared_view(&self, bits: u64, relation: Relation) -> Rc<EntryView> {
         let mut views = self.views.borrow_mut();
-        if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == is_self) {
+        if let Some((_, _, view)) = views.iter().find(|(b, s, _)| *b == bits && *s == relation) {
             return Rc::clone(view);
         }
-        let view = Rc::new(self.build(Signature::Bits(bits, is_self), Some(views.len())));
+        let view = Rc::new(self.build(Signature::Bits(bits, relation), Some(views.len())));
         if views.capacity() == 0 {
             // Made at its size rather than grown: most searches meet one or two kinds of entries.
             *views = Vec::with_capacity(2);
         }
-        views.push((bits, is_self, Rc::clone(&view)));
+        views.push((bits, relation, Rc::clone(&view)));
         view
     }
 
@@ -295,11 +303,11 @@ impl<'a> SearchAccess<'a> {
         if self.is_root() {
             return privileges::cumulative(privileges::MANAGE);
         }
-        let is_self = match signature {
-            Signature::Bits(_, s) | Signature::Entry(_, s) => *s,
+        let relation = match signature {
+            Signature::Bits(_, r) | Signature::Entry(_, r) => *r,
         };
         self.checker
-            .decide_with(|i| self.matches(signature, i), is_self, attr)
+            .decide_with(|i| self.matches(signature, i), relation, attr)
             .mask
     }
 
@@ -321,6 +329,8 @@ impl<'a> SearchAccess<'a> {
                     && rule.what.attrs.as_ref().is_some_and(|items| {
                         items.iter().any(|item| match item {
                             super::AttrItem::Type(name) => test(schema.attribute_type(name), rule),
+                            // Covers attributes of every kind: no one decision holds for a section.
+                            super::AttrItem::NotClass { .. } => test(None, rule),
                             _ => false,
                         })
                     })
@@ -329,10 +339,11 @@ impl<'a> SearchAccess<'a> {
 
     fn build(&self, signature: Signature, shared: Option<usize>) -> EntryView {
         let remembered = match &signature {
-            Signature::Bits(bits, is_self) => Some((*bits, *is_self)),
+            Signature::Bits(bits, relation) => Some((*bits, *relation)),
             Signature::Entry(..) => None,
         };
-        if let Some(seed) = remembered.and_then(|(bits, is_self)| self.remembered(bits, is_self)) {
+        if let Some(seed) = remembered.and_then(|(bits, relation)| self.remembered(bits, relation))
+        {
             return EntryView {
                 entry: seed.entry,
                 plain: seed.plain,
@@ -343,13 +354,13 @@ impl<'a> SearchAccess<'a> {
             };
         }
         let view = self.decide_view(signature, shared);
-        if let Some((bits, is_self)) = remembered {
+        if let Some((bits, relation)) = remembered {
             let seed = Seed {
                 entry: view.entry,
                 plain: view.plain,
                 secret: view.secret,
             };
-            self.remember(bits, is_self, seed);
+            self.remember(bits, relation, seed);
         }
         view
     }
@@ -406,12 +417,12 @@ impl<'a> SearchAccess<'a> {
         if self.is_root() {
             return true;
         }
-        let is_self = match &view.signature {
-            Signature::Bits(_, s) | Signature::Entry(_, s) => *s,
+        let relation = match &view.signature {
+            Signature::Bits(_, r) | Signature::Entry(_, r) => *r,
         };
         let decision = self.checker.decide_with(
             |i| self.matches(&view.signature, i),
-            is_self,
+            relation,
             AttrRef::Value(desc, value),
         );
         decision.mask & need == need

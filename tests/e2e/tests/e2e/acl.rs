@@ -2,6 +2,9 @@
 //! read-only service account, a hidden attribute, group-based write, `disclose`, peername. The same
 //! rule text goes to both servers, so every assertion here holds for slapd too.
 
+#[path = "acl/matrix.rs"]
+mod matrix;
+
 use canopy_e2e::server::canopy_command;
 use canopy_e2e::*;
 
