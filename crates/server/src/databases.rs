@@ -219,6 +219,8 @@ pub struct Database {
     dynlist: Option<Arc<Dynlist>>,
     /// The overlays' parts in the frontend, in configuration order.
     front_hooks: Arc<[Arc<dyn FrontHook>]>,
+    /// Whether one of them presents search result entries otherwise (asked per entry sent).
+    presents: bool,
     /// Clients may not write it: every update is unwillingToPerform.
     read_only: bool,
     /// cn=Monitor: written by the server itself, not a naming context of the root DSE.
@@ -264,6 +266,7 @@ impl Database {
             acl: Arc::new(acl),
             dynlist: None,
             front_hooks: Arc::new([]),
+            presents: false,
             read_only: false,
             monitor: false,
             config: false,
@@ -470,6 +473,7 @@ impl Database {
 
     /// This database with the overlays' parts in the frontend.
     pub fn with_front_hooks(mut self, hooks: Vec<Arc<dyn FrontHook>>) -> Database {
+        self.presents = hooks.iter().any(|hook| hook.presents());
         self.front_hooks = hooks.into();
         self
     }
@@ -495,7 +499,7 @@ impl Database {
     /// A search result entry as the hooks present it, re-encoded in the stored form; None when no
     /// hook changes it (the usual case, decided without decoding when no hook presents).
     pub fn present(&self, stored: &canopy_core::wire::StoredEntry<'_>) -> Option<Vec<u8>> {
-        if !self.front_hooks.iter().any(|hook| hook.presents()) {
+        if !self.presents {
             return None;
         }
         let mut entry = stored.to_entry().ok()?;
@@ -653,6 +657,8 @@ pub enum Subordinate {
 #[derive(Clone)]
 pub struct Databases {
     list: Vec<Database>,
+    /// Whether a hook of some database answers requests in its place (asked per request).
+    answering: bool,
 }
 
 impl Databases {
@@ -692,10 +698,7 @@ impl Databases {
     /// the request when no database has such a hook).
     pub fn answer(&self, op: &ProtocolOp, default_referral: Option<&str>) -> Option<Answer> {
         use canopy_proto::RequestKind as K;
-        if !self
-            .iter()
-            .any(|db| db.front_hooks().any(|hook| hook.answers()))
-        {
+        if !self.answering {
             return None;
         }
         let (kind, raw, scope) = match op {
@@ -725,7 +728,10 @@ impl Databases {
     /// configuration loading never produces.
     pub fn new(list: Vec<Database>) -> Databases {
         assert!(!list.is_empty(), "a server has at least one database");
-        Databases { list }
+        let answering = list
+            .iter()
+            .any(|db| db.front_hooks().any(|hook| hook.answers()));
+        Databases { list, answering }
     }
 
     /// The database holding `ndn`: the one with the longest suffix that is a suffix of `ndn`.

@@ -22,7 +22,8 @@ pub struct RequestControls {
     /// RFC 3296: referral objects are ordinary entries.
     pub manage_dsa_it: bool,
     /// RFC 4528: the operation applies only if the target entry matches.
-    pub assertion: Option<Filter>,
+    /// Boxed: rare, and the controls travel with every operation.
+    pub assertion: Option<Box<Filter>>,
     /// RFC 4527: attribute selections of the entry before and after an update.
     pub pre_read: Option<Vec<String>>,
     pub post_read: Option<Vec<String>>,
@@ -33,7 +34,7 @@ pub struct RequestControls {
     /// RFC 4533: a sync search (ops/sync.rs).
     pub sync: Option<SyncRequest>,
     /// RFC 3876: only the attribute values one of these simple filter items matches are returned.
-    pub values_return: Option<Vec<Filter>>,
+    pub values_return: Option<Box<[Filter]>>,
     /// The Relax Rules control: the bookkeeping attributes may be written and the structural class
     /// changed, by a requester with manage access.
     pub relax: bool,
@@ -41,7 +42,7 @@ pub struct RequestControls {
     pub dont_use_copy: bool,
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
-    pub entry_controls: Vec<&'static str>,
+    pub entry_controls: Box<[&'static str]>,
 }
 
 impl RequestControls {
@@ -49,7 +50,7 @@ impl RequestControls {
     pub fn write(&self) -> WriteControls {
         WriteControls {
             manage_dsa_it: self.manage_dsa_it,
-            assertion: self.assertion.clone(),
+            assertion: self.assertion.as_deref().cloned(),
             pre_read: self.pre_read.clone(),
             post_read: self.post_read.clone(),
             relax: self.relax,
@@ -147,7 +148,9 @@ impl RequestControls {
                     if value.is_some() {
                         return Err(protocol_error("account usability control value not absent"));
                     }
-                    out.entry_controls.push(CONTROL_ACCOUNT_USABILITY);
+                    // The only per-entry control a hook answers today (given once: duplicates
+                    // were refused above).
+                    out.entry_controls = Box::new([CONTROL_ACCOUNT_USABILITY]);
                 }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
                 CONTROL_PASSWORD_POLICY => {
@@ -157,10 +160,10 @@ impl RequestControls {
                 CONTROL_ASSERTION => {
                     let value =
                         value.ok_or_else(|| protocol_error("assertion control value is absent"))?;
-                    out.assertion = Some(
+                    out.assertion = Some(Box::new(
                         decode_assertion(value, limits)
                             .map_err(|_| protocol_error("assertion control value is malformed"))?,
-                    );
+                    ));
                 }
                 CONTROL_RELAX => {
                     if value.is_some() {
@@ -175,7 +178,8 @@ impl RequestControls {
                     out.values_return =
                         Some(decode_values_return(value, limits).map_err(|_| {
                             protocol_error("valuesReturnFilter control value is invalid")
-                        })?);
+                        })?
+                        .into_boxed_slice());
                 }
                 CONTROL_PRE_READ | CONTROL_POST_READ => {
                     let value = value
@@ -411,7 +415,7 @@ mod tests {
         let parsed =
             RequestControls::parse(&controls, RequestKind::Modify, &DecodeLimits::default())
                 .unwrap();
-        assert_eq!(parsed.assertion, Some(filter));
+        assert_eq!(parsed.assertion.as_deref(), Some(&filter));
         assert_eq!(parsed.pre_read, Some(read.attributes));
         assert_eq!(parsed.post_read, Some(Vec::new()));
         assert!(parsed.manage_dsa_it);
