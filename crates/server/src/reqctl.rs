@@ -160,10 +160,10 @@ impl RequestControls {
                 CONTROL_ASSERTION => {
                     let value =
                         value.ok_or_else(|| protocol_error("assertion control value is absent"))?;
-                    out.assertion = Some(Box::new(
-                        decode_assertion(value, limits)
-                            .map_err(|_| protocol_error("assertion control value is malformed"))?,
-                    ));
+                    out.assertion =
+                        Some(Box::new(decode_assertion(value, limits).map_err(|_| {
+                            protocol_error("assertion control value is malformed")
+                        })?));
                 }
                 CONTROL_RELAX => {
                     if value.is_some() {
@@ -175,11 +175,13 @@ impl RequestControls {
                     let value = value.ok_or_else(|| {
                         protocol_error("valuesReturnFilter control value is absent")
                     })?;
-                    out.values_return =
-                        Some(decode_values_return(value, limits).map_err(|_| {
-                            protocol_error("valuesReturnFilter control value is invalid")
-                        })?
-                        .into_boxed_slice());
+                    out.values_return = Some(
+                        decode_values_return(value, limits)
+                            .map_err(|_| {
+                                protocol_error("valuesReturnFilter control value is invalid")
+                            })?
+                            .into_boxed_slice(),
+                    );
                 }
                 CONTROL_PRE_READ | CONTROL_POST_READ => {
                     let value = value
