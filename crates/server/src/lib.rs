@@ -39,6 +39,7 @@ pub mod sasl;
 pub mod security;
 pub mod select;
 pub mod session;
+mod slapd_line;
 pub mod special;
 pub mod state;
 pub mod syncrepl;

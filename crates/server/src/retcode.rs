@@ -12,6 +12,7 @@ use canopy_proto::{Dn, LdapResult, RequestKind, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 
 use crate::databases::{Answer, Asked, Database, FrontHook};
+use crate::slapd_line::words;
 
 /// The operations an item answers (`op=`): one bit per kind, slapd's names.
 const OP_NAMES: [(&str, u8); 13] = [
@@ -67,31 +68,6 @@ pub struct Retcode {
     items: Vec<Item>,
     sleep: i64,
     names: OnceLock<Option<Names>>,
-}
-
-/// Splits a line as slapd's configuration reader does: blanks separate words, double quotes group
-/// (and are dropped), a backslash makes the next character literal.
-fn words(line: &str) -> Result<Vec<String>, String> {
-    let (mut words, mut word, mut quoted) = (Vec::new(), None::<String>, false);
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                word.get_or_insert_with(String::new);
-            }
-            '\\' => word
-                .get_or_insert_with(String::new)
-                .push(chars.next().unwrap_or('\\')),
-            ' ' | '\t' if !quoted => words.extend(word.take()),
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    if quoted {
-        return Err("unterminated quote".into());
-    }
-    words.extend(word);
-    Ok(words)
 }
 
 /// A number as C's `strtol(s, _, 0)` reads one: `0x` hexadecimal, a leading `0` octal, else decimal.

@@ -10,6 +10,7 @@ use canopy_schema::{MatchingRule, NormDn, Schema};
 
 use crate::access::Who;
 use crate::databases::{ControlSlot, Database, FrontHook};
+use crate::slapd_line::words;
 
 const NUMERIC_STRING: &str = "1.3.6.1.4.1.1466.115.121.1.36";
 const INTEGER: &str = "1.3.6.1.4.1.1466.115.121.1.27";
@@ -48,30 +49,6 @@ fn sort_word(word: &str) -> Option<Result<Order, ()>> {
         "weighted" => return Some(Err(())),
         _ => return None,
     }))
-}
-
-/// Splits a line as slapd's configuration reader does (double quotes group and are dropped).
-fn words(line: &str) -> Result<Vec<String>, String> {
-    let (mut words, mut word, mut quoted) = (Vec::new(), None::<String>, false);
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                word.get_or_insert_with(String::new);
-            }
-            '\\' => word
-                .get_or_insert_with(String::new)
-                .push(chars.next().unwrap_or('\\')),
-            ' ' | '\t' if !quoted => words.extend(word.take()),
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    if quoted {
-        return Err("unterminated quote".into());
-    }
-    words.extend(word);
-    Ok(words)
 }
 
 /// One line, refused with slapd's reasons; None for a single-valued attribute, which slapd ignores.
