@@ -1159,3 +1159,30 @@ fn architecture_names_only_paths_that_exist() {
         "ARCHITECTURE.md names paths that do not exist: {missing:?}"
     );
 }
+
+/// No file under a crate's `src/` is over 1,000 lines (issue 32): a file that grows past it is split
+/// along its seams, as `config_change/`, `overlays/` and `databases/` were.
+#[test]
+fn no_source_file_over_a_thousand_lines() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    let sources: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.components().any(|c| c.as_os_str() == "src"))
+        .collect();
+    assert!(sources.len() > 100, "too few sources: {}", sources.len());
+    let long: Vec<String> = sources
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).ok()?;
+            let lines = text.lines().count();
+            (lines > 1000).then(|| format!("{}: {lines} lines", file.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "source files over 1,000 lines:\n{}",
+        long.join("\n")
+    );
+}
