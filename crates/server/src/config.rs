@@ -233,6 +233,14 @@ pub struct Passwords {
     pub scram_iterations: u32,
     /// After a successful simple bind against a value in another scheme, store it in `password_hash`.
     pub rehash_on_bind: bool,
+    /// Most slow password checks and hashes (Argon2id, PBKDF2, crypt) running at once (0: one per
+    /// core): each holds its memory cost and a core (crate::hash_gate).
+    pub max_parallel_hashes: usize,
+    /// Seconds a verified bind password is remembered (as a keyed digest, in memory) so that the same
+    /// DN binding again with it skips the slow hash; 0: off (crate::bind_cache).
+    pub bind_cache_secs: u64,
+    /// Most DNs remembered.
+    pub bind_cache_entries: usize,
 }
 
 impl Default for Passwords {
@@ -243,6 +251,9 @@ impl Default for Passwords {
             argon2_parallelism: canopy_password::ARGON2_PARALLELISM,
             scram_iterations: canopy_password::scram::SCRAM_ITERATIONS,
             rehash_on_bind: false,
+            max_parallel_hashes: 0,
+            bind_cache_secs: 0,
+            bind_cache_entries: 10_000,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod access;
 pub mod acl;
 pub mod authz;
 pub mod backoff;
+pub mod bind_cache;
 pub mod completion;
 pub mod config;
 pub mod config_change;
@@ -19,6 +20,7 @@ pub mod dbconfig;
 pub mod dbview;
 pub mod exporter;
 pub mod filter_view;
+pub mod hash_gate;
 pub mod limits;
 pub mod listener;
 pub mod lockout;
@@ -615,6 +617,14 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
             Arc::new(monitor_tree::MonitorBackend),
         );
     }
+    let hash_gate = Arc::new(hash_gate::HashGate::new(
+        config.passwords.max_parallel_hashes,
+    ));
+    let bind_cache = bind_cache::BindCache::new(
+        config.passwords.bind_cache_secs,
+        config.passwords.bind_cache_entries,
+    )
+    .map(Arc::new);
     Ok(Arc::new(ServerState {
         databases: Databases::new(list),
         backends,
@@ -627,6 +637,8 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
         sasl_rules: Arc::new(sasl_rules),
         backoff: Arc::new(backoff),
         dummy_hash,
+        hash_gate,
+        bind_cache,
         metrics: Arc::new(metrics::Metrics::new()),
         op_log: op_log.map(Arc::new),
         syncrepl,

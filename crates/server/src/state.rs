@@ -44,6 +44,10 @@ pub struct ServerState {
     /// A hash of a random password in the default scheme, checked when a bind has nothing to check
     /// against, so unknown users cost the same time as wrong passwords.
     pub dummy_hash: Vec<u8>,
+    /// The bound on slow password checks and hashes running at once.
+    pub hash_gate: Arc<crate::hash_gate::HashGate>,
+    /// Recently verified bind passwords (`[passwords] bind_cache_secs`); None when off.
+    pub bind_cache: Option<Arc<crate::bind_cache::BindCache>>,
     /// Every counter: cn=Monitor and `/metrics` read them.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The operation log (`conn=N op=M` lines, the `access_log` setting), when configured.

@@ -93,7 +93,7 @@ async fn simple(
         Ok(pair) => pair,
         Err(e) => {
             // Still spend a hash check, so malformed names answer no faster than wrong passwords.
-            let _ = verify_values(state, &[], &password).await;
+            let _ = verify_values(state, &[], &password, link).await;
             return Err(e);
         }
     };
@@ -154,11 +154,12 @@ async fn check_password(
 ) -> Result<Option<Option<String>>, LdapError> {
     if let Some(root) = state.databases.root_password(ndn) {
         let root = [root.to_vec()];
-        let ok = verify_values(state, &root, &password).await;
+        let ok = verify_remembered(state, ndn, &root, &password, link).await;
         return Ok(ok.map(|_| None));
     }
     let current = bind_secrets(state, ndn, link)?;
-    let Some(index) = verify_values(state, &current.passwords, &password).await else {
+    let Some(index) = verify_remembered(state, ndn, &current.passwords, &password, link).await
+    else {
         return Ok(None);
     };
     if state.config.passwords.rehash_on_bind {
@@ -217,15 +218,45 @@ fn auth_allowed(
 /// The index of the value that matched. With no values, a dummy hash of the default scheme is checked
 /// so the time spent is the same. Cheap schemes ({SSHA} and the other digests: a few microseconds)
 /// are checked on the calling task, as slapd does; slow ones (Argon2, PBKDF2, crypt) off the async
-/// workers, since they are slow by design.
-async fn verify_values(state: &State, values: &[Vec<u8>], password: &[u8]) -> Option<usize> {
+/// workers, since they are slow by design, through the hash gate: a bounded number at once, fewer per
+/// client address (crate::hash_gate).
+async fn verify_values(
+    state: &State,
+    values: &[Vec<u8>],
+    password: &[u8],
+    link: &Link,
+) -> Option<usize> {
     if runs_inline(values, &state.dummy_hash) {
         return verify_now(values, password, &state.dummy_hash);
     }
     let (values, password, dummy) = (values.to_vec(), password.to_vec(), state.dummy_hash.clone());
-    tokio::task::spawn_blocking(move || verify_now(&values, &password, &dummy))
+    let source = crate::hash_gate::Source::of(link);
+    state
+        .hash_gate
+        .run(source, move || verify_now(&values, &password, &dummy))
         .await
-        .unwrap_or(None)
+        .flatten()
+}
+
+/// `verify_values` for a bind as `ndn`, answered from the bind cache when the same password verified
+/// against the same stored value recently (`[passwords] bind_cache_secs`; slow schemes only).
+async fn verify_remembered(
+    state: &State,
+    ndn: &NormDn,
+    values: &[Vec<u8>],
+    password: &[u8],
+    link: &Link,
+) -> Option<usize> {
+    let cache = (state.bind_cache.as_ref()).filter(|_| !runs_inline(values, &state.dummy_hash));
+    let Some(cache) = cache else {
+        return verify_values(state, values, password, link).await;
+    };
+    if let Some(index) = cache.hit(ndn.as_str(), values, password) {
+        return Some(index);
+    }
+    let index = verify_values(state, values, password, link).await?;
+    cache.remember(ndn.as_str(), &values[index], password);
+    Some(index)
 }
 
 /// Most password values checked on the calling task: an entry whose owner stored many values still
@@ -433,7 +464,7 @@ async fn plain(state: &State, message: Option<&[u8]>, link: &Link) -> Result<Who
     }
     let (authzid, authcid, password) = sasl::parse_plain(message.unwrap_or_default())?;
     let Some((dn, ndn)) = mapping::resolve_user(state, "PLAIN", &authcid)? else {
-        let _ = verify_values(state, &[], &password).await;
+        let _ = verify_values(state, &[], &password, link).await;
         return Err(refuse(state, &authcid, link).await);
     };
     let Some(entry_dn) = check_password(state, &ndn, password, link).await? else {

@@ -114,13 +114,23 @@ async fn password_modify(
                 return Err(dir.no_such_object(&txn, &ndn, &dn));
             };
             let stored = Directory::parse_stored(bytes)?;
-            let mut ok = false;
+            let mut values: Vec<Vec<u8>> = Vec::new();
             for attr in canopy_core::wire::attributes(stored.secret).flatten() {
-                ok |= attr
-                    .1
-                    .iter()
-                    .any(|v| canopy_password::verify(v, old).unwrap_or(false));
+                values.extend(attr.1.iter().map(|v| v.to_vec()));
             }
+            drop(txn);
+            // A slow hash: off the async workers, through the hash gate as a bind's check.
+            let old = old.clone();
+            let source = crate::hash_gate::Source::of(&who.link);
+            let ok = state
+                .hash_gate
+                .run(source, move || {
+                    values
+                        .iter()
+                        .any(|v| canopy_password::verify(v, &old).unwrap_or(false))
+                })
+                .await
+                .unwrap_or(false);
             if !ok {
                 return Err(LdapError::new(
                     ResultCode::UnwillingToPerform,

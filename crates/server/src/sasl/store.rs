@@ -59,10 +59,11 @@ pub async fn hash_values(state: &State, values: Vec<Vec<u8>>) -> Result<Hashed, 
             scram: Vec::new(),
         });
     }
+    let gate = state.hash_gate.clone();
     let state = state.clone();
-    tokio::task::spawn_blocking(move || hash_blocking(&state, values))
+    gate.run(None, move || hash_blocking(&state, values))
         .await
-        .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?
+        .ok_or_else(|| LdapError::new(ResultCode::Other, "password hashing failed"))?
 }
 
 fn hash_blocking(state: &State, values: Vec<Vec<u8>>) -> Result<Hashed, LdapError> {
@@ -85,10 +86,11 @@ fn hash_blocking(state: &State, values: Vec<Vec<u8>>) -> Result<Hashed, LdapErro
 /// Hashes one password given through Password Modify, whatever it looks like (a new password that
 /// starts with `{...}` is still a password there).
 pub async fn hash_cleartext(state: &State, password: Vec<u8>) -> Result<Hashed, LdapError> {
+    let gate = state.hash_gate.clone();
     let state = state.clone();
-    tokio::task::spawn_blocking(move || hash_one(&state, &password))
+    gate.run(None, move || hash_one(&state, &password))
         .await
-        .map_err(|_| LdapError::new(ResultCode::Other, "password hashing failed"))?
+        .ok_or_else(|| LdapError::new(ResultCode::Other, "password hashing failed"))?
 }
 
 fn hash_one(state: &State, password: &[u8]) -> Result<Hashed, LdapError> {
@@ -202,7 +204,7 @@ pub async fn prepare_modify(
                 }
             }
             ModifyOperation::Delete => {
-                let (values, stale) = deletions(&now, values).await?;
+                let (values, stale) = deletions(state, &now, values).await?;
                 let all = values.is_empty();
                 change.modification.values = values;
                 if all && !now.auth_passwords.is_empty() {
@@ -237,6 +239,7 @@ fn replace_auth(values: Vec<Vec<u8>>) -> Change {
 /// For each value to delete: the stored value equal to it, else the stored hash it verifies against
 /// (else the value itself, which then fails as noSuchAttribute). Also the SCRAM secrets derived from it.
 async fn deletions(
+    state: &State,
     now: &Current,
     values: Vec<Vec<u8>>,
 ) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), LdapError> {
@@ -245,33 +248,35 @@ async fn deletions(
     }
     let passwords = now.passwords.clone();
     let auth = now.auth_passwords.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut out = Vec::new();
-        let mut stale = Vec::new();
-        for value in values {
-            if passwords.contains(&value) {
-                out.push(value);
-                continue;
-            }
-            let matched = passwords
-                .iter()
-                .find(|stored| canopy_password::verify(stored, &value).unwrap_or(false));
-            out.push(matched.cloned().unwrap_or_else(|| value.clone()));
-            if matched.is_some() {
-                stale.extend(
-                    auth.iter()
-                        .filter(|a| {
-                            matches!(canopy_password::scram::ScramSecret::parse(a),
+    state
+        .hash_gate
+        .run(None, move || {
+            let mut out = Vec::new();
+            let mut stale = Vec::new();
+            for value in values {
+                if passwords.contains(&value) {
+                    out.push(value);
+                    continue;
+                }
+                let matched = passwords
+                    .iter()
+                    .find(|stored| canopy_password::verify(stored, &value).unwrap_or(false));
+                out.push(matched.cloned().unwrap_or_else(|| value.clone()));
+                if matched.is_some() {
+                    stale.extend(
+                        auth.iter()
+                            .filter(|a| {
+                                matches!(canopy_password::scram::ScramSecret::parse(a),
                         Ok(Some(s)) if s.matches_password(&value))
-                        })
-                        .cloned(),
-                );
+                            })
+                            .cloned(),
+                    );
+                }
             }
-        }
-        (out, stale)
-    })
-    .await
-    .map_err(|_| LdapError::new(ResultCode::Other, "password check failed"))
+            (out, stale)
+        })
+        .await
+        .ok_or_else(|| LdapError::new(ResultCode::Other, "password check failed"))
 }
 
 #[cfg(test)]
