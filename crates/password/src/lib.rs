@@ -28,6 +28,7 @@ mod crypt_alphabet;
 mod des_crypt;
 mod digest;
 mod md5_crypt;
+pub mod otp;
 mod pbkdf;
 mod scheme;
 pub mod scram;

@@ -30,6 +30,7 @@ pub mod monitor;
 pub mod monitor_tree;
 pub mod oplog;
 pub mod ops;
+pub mod otp;
 pub mod out;
 pub mod overlays;
 pub mod ppolicy;
@@ -333,6 +334,10 @@ fn front_hooks(
         let retcode = retcode::Retcode::from_options(&table.options)
             .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
         hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    if config.overlay.iter().any(|o| o.name == "otp") {
+        let otp = canopy_directory::overlay::otp::Otp::new(&config.root_dn);
+        hooks.push(Arc::new(otp::OtpHook(Arc::new(otp))));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

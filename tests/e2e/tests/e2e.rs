@@ -40,6 +40,8 @@ mod multiprovider;
 mod observe;
 #[path = "e2e/operations.rs"]
 mod operations;
+#[path = "e2e/otp.rs"]
+mod otp;
 #[path = "e2e/overlays.rs"]
 mod overlays;
 #[path = "e2e/ppolicy.rs"]

@@ -9,25 +9,9 @@ use super::{slapdd, Directive, Model, Remark, Section};
 /// The schema Canopy has built in, by file stem.
 const BUILT_IN_SCHEMA: [&str; 4] = ["core", "cosine", "inetorgperson", "nis"];
 
-/// Modules whose work Canopy does without them.
-const BUILT_IN_MODULES: [&str; 16] = [
-    "back_mdb",
-    "accesslog",
-    "back_monitor",
-    "memberof",
-    "refint",
-    "unique",
-    "constraint",
-    "dynlist",
-    "homedir",
-    "auditlog",
-    "ppolicy",
-    "syncprov",
-    "pw-sha2",
-    "argon2",
-    "pw-pbkdf2",
-    "back_config",
-];
+/// Modules whose work Canopy does without them, besides the overlays and backends it has built in
+/// (`canopy_server::overlays::module_overlay`): the password schemes and cn=config.
+const BUILT_IN_MODULES: [&str; 4] = ["pw-sha2", "argon2", "pw-pbkdf2", "back_config"];
 
 /// Settings at slapd's default value that Canopy matches or that change no answer (slapd.d files and
 /// `slaptest` write every default out): noted, not reported as left out. (normalized name, values.)
@@ -211,7 +195,9 @@ pub(super) fn global_directive(m: &mut Model, d: &Directive, name: &str, section
                 .unwrap_or_default();
             let module = module.strip_suffix(".so").unwrap_or(&module).to_string();
             let module = module.strip_suffix(".la").unwrap_or(&module).to_string();
-            if BUILT_IN_MODULES.contains(&module.as_str()) {
+            if BUILT_IN_MODULES.contains(&module.as_str())
+                || canopy_server::overlays::module_overlay(&module).is_some()
+            {
                 m.note(d, "built into Canopy");
             } else {
                 m.leave(d, format!("Canopy loads no modules; `{module}` has no built-in counterpart"));

@@ -7,6 +7,7 @@ pub mod auditlog;
 pub mod constraint;
 pub mod homedir;
 pub mod memberof;
+pub mod otp;
 pub mod ppolicy;
 pub mod refint;
 pub mod unique;

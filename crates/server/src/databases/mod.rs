@@ -112,6 +112,18 @@ pub trait FrontHook: Send + Sync {
         Ok(())
     }
 
+    /// A simple bind as `ndn` with `credentials`, before the password is checked: the part of them to
+    /// check as the password (slapd's otp overlay takes a one-time code off the end and checks it
+    /// here), or the error that fails the bind. None: the hook leaves the credentials alone.
+    fn bind_password<'a>(
+        &'a self,
+        _dir: &'a Database,
+        _ndn: &'a NormDn,
+        _credentials: &'a [u8],
+    ) -> Pending<'a, Result<Option<Vec<u8>>, LdapError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// A simple bind as `ndn` whose password did (`verified`) or did not match, before it is
     /// answered; `requested`: the client sent the hook's control. None when the hook has no terms
     /// for this entry.

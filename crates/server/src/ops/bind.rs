@@ -98,6 +98,17 @@ async fn simple(
         }
     };
     let root = state.databases.is_root_dn(&ndn);
+    let password = match root {
+        true => password,
+        false => match bind_password(state, &ndn, &password).await {
+            Ok(Some(rest)) => rest,
+            Ok(None) => password,
+            Err(e) if e.code == ResultCode::InvalidCredentials => {
+                return Err(refuse(state, ndn.as_str(), link).await)
+            }
+            Err(e) => return Err(e),
+        },
+    };
     let verified = check_password(state, &ndn, password, link).await?;
     if !root {
         bind_hooks(state, &ndn, verified.is_some(), requested, policy).await?;
@@ -114,6 +125,24 @@ async fn simple(
         root,
         link: link.clone(),
     })
+}
+
+/// The credentials of a simple bind as `ndn` to check as its password, after the frontend hooks took
+/// their part (the otp overlay's one-time code at the end): None when no hook changes them.
+async fn bind_password(
+    state: &State,
+    ndn: &NormDn,
+    credentials: &[u8],
+) -> Result<Option<Vec<u8>>, LdapError> {
+    let Some(dir) = state.databases.route(ndn) else {
+        return Ok(None);
+    };
+    for hook in dir.front_hooks() {
+        if let Some(rest) = hook.bind_password(dir, ndn, credentials).await? {
+            return Ok(Some(rest));
+        }
+    }
+    Ok(None)
 }
 
 /// The frontend hooks' part in a simple bind on `ndn` (the password matched: `verified`), made before
