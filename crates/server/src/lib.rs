@@ -40,7 +40,9 @@ pub mod security;
 pub mod select;
 pub mod session;
 mod slapd_line;
+pub mod sorting;
 pub mod special;
+pub mod sssvlv;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
@@ -331,6 +333,11 @@ fn front_hooks(
         let retcode = retcode::Retcode::from_options(&table.options)
             .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
         hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    for table in config.overlay.iter().filter(|o| o.name == "sssvlv") {
+        let sssvlv = sssvlv::SssvlvHook::from_options(&table.options)
+            .map_err(|e| format!("[[overlay]] \"sssvlv\": {e}"))?;
+        hooks.push(Arc::new(sssvlv));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

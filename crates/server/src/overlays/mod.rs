@@ -46,7 +46,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 12] = [
+pub const KNOWN: [&str; 13] = [
     "syncprov",
     "memberof",
     "refint",
@@ -59,6 +59,7 @@ pub const KNOWN: [&str; 12] = [
     "homedir",
     "retcode",
     "valsort",
+    "sssvlv",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -83,6 +84,7 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
             "retcode" => crate::retcode::Retcode::from_options(&overlay.options).map(|_| ()),
             // valsort's options are checked against the schema when its database opens.
             "valsort" => Ok(()),
+            "sssvlv" => crate::sssvlv::SssvlvHook::from_options(&overlay.options).map(|_| ()),
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -195,11 +197,11 @@ pub fn pipeline(
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
     // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below);
-    // retcode and valsort are frontend hooks only.
+    // retcode, valsort and sssvlv are frontend hooks only.
     for overlay in overlays.iter().filter(|o| {
         !matches!(
             o.name.as_str(),
-            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort"
+            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "sssvlv"
         )
     }) {
         let hook = hook(overlay, root_dn, Some(target))
