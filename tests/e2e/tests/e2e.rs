@@ -56,6 +56,8 @@ mod sasl;
 mod search;
 #[path = "e2e/secrets.rs"]
 mod secrets;
+#[path = "e2e/sort.rs"]
+mod sort;
 #[path = "e2e/syncprov.rs"]
 mod syncprov;
 #[path = "e2e/syncrepl_canopy.rs"]
