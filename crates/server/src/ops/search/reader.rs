@@ -225,6 +225,10 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
     }
 
     fn reference(&mut self, urls: Vec<String>) -> Result<(), Stop> {
+        // A sorted answer holds entries only: slapd's sssvlv sends no continuation reference.
+        if self.run.sorted.is_some() {
+            return Ok(());
+        }
         let reference = ProtocolOp::SearchResultReference(urls);
         self.sink
             .push(encode(self.job.message_id, reference, Vec::new()))?;

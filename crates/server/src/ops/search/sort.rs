@@ -15,7 +15,7 @@ use canopy_proto::sort::{
     decode_sort_request, SortKey, SortResult, VlvRequest, VlvResponse, VlvTarget,
     CONTROL_SORT_RESPONSE, CONTROL_VLV_RESPONSE,
 };
-use canopy_schema::{MatchingRule, Schema};
+use canopy_schema::{MatchKind, MatchingRule, Schema};
 
 use super::reader::COMPUTED;
 use super::*;
@@ -78,7 +78,19 @@ impl Key {
     fn value_key(&self, value: &[u8]) -> Vec<u8> {
         let norm = self.normalizer.normalize(value);
         let norm = norm.as_deref().unwrap_or(value);
-        self.ordering.ordering_key(norm)
+        match self.ordering {
+            // An equality rule named as the ordering rule orders as slapd's match function of
+            // the rule compares: shorter values first, then the bytes (integers numerically).
+            rule if rule.kind() != MatchKind::Ordering
+                && !matches!(rule, MatchingRule::IntegerMatch | MatchingRule::IntegerFirstComponentMatch) =>
+            {
+                let len = u32::try_from(norm.len()).unwrap_or(u32::MAX);
+                let mut key = len.to_be_bytes().to_vec();
+                key.extend_from_slice(norm);
+                key
+            }
+            rule => rule.ordering_key(norm),
+        }
     }
 }
 
