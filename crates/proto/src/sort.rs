@@ -42,7 +42,10 @@ pub fn decode_sort_request(value: &[u8]) -> Result<Vec<SortKey>, DecodeError> {
     let mut keys = Vec::new();
     while !list.is_empty() {
         let mut key = list.read_constructed(tag::SEQUENCE)?;
-        let attribute = utf8(key.read_octet_string(tag::OCTET_STRING)?, "sort key attribute")?;
+        let attribute = utf8(
+            key.read_octet_string(tag::OCTET_STRING)?,
+            "sort key attribute",
+        )?;
         let ordering_rule = key
             .read_optional(TAG_ORDERING_RULE)?
             .map(|rule| utf8(rule, "sort key ordering rule"))
@@ -166,11 +169,13 @@ impl VlvRequest {
             Some(TAG_GREATER_OR_EQUAL) => {
                 VlvTarget::GreaterOrEqual(seq.read_octet_string(TAG_GREATER_OR_EQUAL)?.to_vec())
             }
-            _ => return Err(DecodeError::new("VLV target is neither byOffset nor greaterThanOrEqual")),
+            _ => {
+                return Err(DecodeError::new(
+                    "VLV target is neither byOffset nor greaterThanOrEqual",
+                ))
+            }
         };
-        let context = seq
-            .read_optional(tag::OCTET_STRING)?
-            .map(<[u8]>::to_vec);
+        let context = seq.read_optional(tag::OCTET_STRING)?.map(<[u8]>::to_vec);
         if !seq.is_empty() || !outer.is_empty() {
             return Err(DecodeError::new("unexpected data in the VLV request"));
         }
@@ -236,9 +241,7 @@ impl VlvResponse {
         let target_position = count(seq.read_integer(tag::INTEGER)?, "targetPosition")?;
         let content_count = count(seq.read_integer(tag::INTEGER)?, "contentCount")?;
         let result = count(seq.read_integer(tag::ENUMERATED)?, "virtualListViewResult")?;
-        let context = seq
-            .read_optional(tag::OCTET_STRING)?
-            .map(<[u8]>::to_vec);
+        let context = seq.read_optional(tag::OCTET_STRING)?.map(<[u8]>::to_vec);
         if !seq.is_empty() || !outer.is_empty() {
             return Err(DecodeError::new("unexpected data in the VLV response"));
         }

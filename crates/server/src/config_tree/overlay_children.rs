@@ -814,6 +814,28 @@ mod tests {
     }
 
     #[test]
+    fn sssvlv_limits_read_back_from_slapd_s_attributes() {
+        let (config, tree) = tree_of(
+            "suffix = \"dc=x\"\n[[overlay]]\nname = \"sssvlv\"\nmax = 3\nmaxkeys = 2\nmaxperconn = 4\n",
+        );
+        let entry = tree
+            .iter()
+            .find(|e| e.dn == "olcOverlay={0}sssvlv,olcDatabase={1}mdb,cn=config")
+            .unwrap();
+        assert_eq!(
+            entry.get("objectClass"),
+            ["olcOverlayConfig", "olcSssVlvConfig"]
+        );
+        assert_eq!(entry.get("olcSssVlvMax"), ["3"]);
+        assert_eq!(entry.get("olcSssVlvMaxKeys"), ["2"]);
+        assert_eq!(entry.get("olcSssVlvMaxPerConn"), ["4"]);
+        assert_eq!(
+            overlays_of(&tree, 1, &config.overlay).unwrap(),
+            config.overlay
+        );
+    }
+
+    #[test]
     fn values_of_the_wrong_kind_are_refused_with_slapd_s_codes() {
         let (config, tree) = tree_of("suffix = \"dc=x\"\n[[overlay]]\nname = \"memberof\"\n");
         let check = |attr: &str, values: &[&str], code: ResultCode| {

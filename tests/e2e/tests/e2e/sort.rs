@@ -26,7 +26,14 @@ fn uids(out: &Out) -> Vec<String> {
 fn sorted_search(s: &Server, keys: &str, filter: &str) -> Out {
     s.search(
         &Bind::Anonymous,
-        &["-b", &format!("ou=people,{SUFFIX}"), "-E", &format!("!sss={keys}"), filter, "1.1"],
+        &[
+            "-b",
+            &format!("ou=people,{SUFFIX}"),
+            "-E",
+            &format!("!sss={keys}"),
+            filter,
+            "1.1",
+        ],
     )
 }
 
@@ -49,21 +56,54 @@ fn sort_orders_as_slapd() {
     for (keys, filter, want) in [
         ("uidNumber", four, "alice bob carol dave erin"),
         ("-uidNumber", four, "erin dave carol bob alice"),
-        ("uid:caseIgnoreOrderingMatch", four, "alice bob carol dave erin"),
-        ("description:caseIgnoreOrderingMatch", four, "carol alice bob dave erin"),
-        ("-description:caseIgnoreOrderingMatch", four, "dave erin bob alice carol"),
-        ("description:caseIgnoreOrderingMatch/-uidNumber", four, "carol alice bob erin dave"),
-        ("sn:caseExactOrderingMatch", "(|(uid=jose)(uid=alice)(uid=judy))", "alice judy jose"),
+        (
+            "uid:caseIgnoreOrderingMatch",
+            four,
+            "alice bob carol dave erin",
+        ),
+        (
+            "description:caseIgnoreOrderingMatch",
+            four,
+            "carol alice bob dave erin",
+        ),
+        (
+            "-description:caseIgnoreOrderingMatch",
+            four,
+            "dave erin bob alice carol",
+        ),
+        (
+            "description:caseIgnoreOrderingMatch/-uidNumber",
+            four,
+            "carol alice bob erin dave",
+        ),
+        (
+            "sn:caseExactOrderingMatch",
+            "(|(uid=jose)(uid=alice)(uid=judy))",
+            "alice judy jose",
+        ),
     ] {
         let out = sorted_search(&s, keys, filter);
         out.expect_code(0, keys);
         assert_eq!(uids(&out).join(" "), want, "sss={keys}\n{}", out.stdout);
-        assert!(out.stdout.contains("# sortResult: (0) Success"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("# sortResult: (0) Success"),
+            "{}",
+            out.stdout
+        );
     }
     // The size limit counts the sorted entries sent.
     let out = s.search(
         &Bind::Anonymous,
-        &["-b", &format!("ou=people,{SUFFIX}"), "-z", "2", "-E", "sss=-uidNumber", four, "1.1"],
+        &[
+            "-b",
+            &format!("ou=people,{SUFFIX}"),
+            "-z",
+            "2",
+            "-E",
+            "sss=-uidNumber",
+            four,
+            "1.1",
+        ],
     );
     assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
     assert_eq!(uids(&out).join(" "), "erin dave");
@@ -75,16 +115,31 @@ fn sort_orders_as_slapd() {
 fn sort_refusals_as_slapd() {
     let s = sorted_server();
     for (keys, code, text) in [
-        ("nosuchattr", 16, "serverSort control: Unrecognized attribute type in sort key"),
+        (
+            "nosuchattr",
+            16,
+            "serverSort control: Unrecognized attribute type in sort key",
+        ),
         ("cn", 18, "serverSort control: No ordering rule"),
         ("-description", 18, "serverSort control: No ordering rule"),
         ("uid:noSuchRule", 18, "serverSort control: No ordering rule"),
-        ("uidNumber/gidNumber/uid:caseIgnoreOrderingMatch", 53, "Too many sort keys"),
+        (
+            "uidNumber/gidNumber/uid:caseIgnoreOrderingMatch",
+            53,
+            "Too many sort keys",
+        ),
     ] {
         for critical in ["!", ""] {
             let out = s.search(
                 &Bind::Anonymous,
-                &["-b", SUFFIX, "-E", &format!("{critical}sss={keys}"), "(uid=*)", "1.1"],
+                &[
+                    "-b",
+                    SUFFIX,
+                    "-E",
+                    &format!("{critical}sss={keys}"),
+                    "(uid=*)",
+                    "1.1",
+                ],
             );
             assert_eq!(out.code, code, "sss={keys}: {}{}", out.stdout, out.stderr);
             assert!(out.stderr.contains(text), "sss={keys}: {}", out.stderr);
@@ -92,12 +147,38 @@ fn sort_refusals_as_slapd() {
         }
     }
     // The root DSE is not sorted: a critical control cannot be honoured there.
-    let out = s.search(&Bind::Anonymous, &["-b", "", "-s", "base", "-E", "!sss=uidNumber", "(objectClass=*)", "1.1"]);
+    let out = s.search(
+        &Bind::Anonymous,
+        &[
+            "-b",
+            "",
+            "-s",
+            "base",
+            "-E",
+            "!sss=uidNumber",
+            "(objectClass=*)",
+            "1.1",
+        ],
+    );
     assert_eq!(out.code, 12, "{}{}", out.stdout, out.stderr);
     // The root DSE lists both request controls.
-    let dse = s.search(&Bind::Anonymous, &["-b", "", "-s", "base", "(objectClass=*)", "supportedControl"]);
+    let dse = s.search(
+        &Bind::Anonymous,
+        &[
+            "-b",
+            "",
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "supportedControl",
+        ],
+    );
     for oid in [SORT_OID, VLV_OID] {
-        assert!(dse.stdout.contains(&format!("supportedControl: {oid}\n")), "{}", dse.stdout);
+        assert!(
+            dse.stdout.contains(&format!("supportedControl: {oid}\n")),
+            "{}",
+            dse.stdout
+        );
     }
 }
 
@@ -107,13 +188,29 @@ fn sort_refusals_as_slapd() {
 fn sort_without_the_overlay() {
     let s = Server::start();
     let base = format!("ou=people,{SUFFIX}");
-    let out = s.search(&Bind::Anonymous, &["-b", &base, "-E", "!sss=uidNumber", "(uid=*)", "1.1"]);
+    let out = s.search(
+        &Bind::Anonymous,
+        &["-b", &base, "-E", "!sss=uidNumber", "(uid=*)", "1.1"],
+    );
     assert_eq!(out.code, 12, "{}{}", out.stdout, out.stderr);
-    let out = s.search(&Bind::Anonymous, &["-b", &base, "-E", "sss=-uidNumber", "(uid=*)", "1.1"]);
+    let out = s.search(
+        &Bind::Anonymous,
+        &["-b", &base, "-E", "sss=-uidNumber", "(uid=*)", "1.1"],
+    );
     out.expect_code(0, "non-critical sort without the overlay");
     assert!(!out.stdout.contains("sortResult"), "{}", out.stdout);
     assert!(!uids(&out).is_empty());
-    let dse = s.search(&Bind::Anonymous, &["-b", "", "-s", "base", "(objectClass=*)", "supportedControl"]);
+    let dse = s.search(
+        &Bind::Anonymous,
+        &[
+            "-b",
+            "",
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "supportedControl",
+        ],
+    );
     for oid in [SORT_OID, VLV_OID] {
         assert!(!dse.stdout.contains(oid), "{}", dse.stdout);
     }
@@ -142,7 +239,12 @@ fn sort_with_paged_results() {
         uids(&out).join(" "),
         "olivia niaj mallory judy ivan heidi grace frank erin dave carol bob alice"
     );
-    assert_eq!(out.stdout.matches("# sortResult: (0) Success").count(), 4, "{}", out.stdout);
+    assert_eq!(
+        out.stdout.matches("# sortResult: (0) Success").count(),
+        4,
+        "{}",
+        out.stdout
+    );
     let left: Vec<&str> = out
         .stdout
         .lines()

@@ -419,7 +419,16 @@ fn execute(
         match dir.sort_policy() {
             Some(policy) => {
                 let at = (base_dn, base);
-                return sort::execute(job, sink, done_controls, dir, at, &selection, policy, controls);
+                return sort::execute(
+                    job,
+                    sink,
+                    done_controls,
+                    dir,
+                    at,
+                    &selection,
+                    policy,
+                    controls,
+                );
             }
             None if controls.critical() => {
                 return Err(LdapError::new(
@@ -450,7 +459,15 @@ fn execute(
         let txn = dir.read()?;
         run.limits = Some(limits(job, dir, &who, &txn)?);
     }
-    if let Flow::Done = search_parts(job, sink, done_controls, dir, (base_dn, base), &mut run, resume)? {
+    if let Flow::Done = search_parts(
+        job,
+        sink,
+        done_controls,
+        dir,
+        (base_dn, base),
+        &mut run,
+        resume,
+    )? {
         return Ok(());
     }
     if job.paged.is_some() {

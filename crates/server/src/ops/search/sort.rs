@@ -71,7 +71,10 @@ impl Key {
 
     fn matches(&self, schema: &Schema, desc: &str) -> bool {
         let (name, options) = split_description(desc);
-        options == self.options && schema.attribute_type(name).is_some_and(|at| at.oid == self.oid)
+        options == self.options
+            && schema
+                .attribute_type(name)
+                .is_some_and(|at| at.oid == self.oid)
     }
 
     /// The bytes whose order is this key's order (ascending) for a value as stored.
@@ -82,7 +85,10 @@ impl Key {
             // An equality rule named as the ordering rule orders as slapd's match function of
             // the rule compares: shorter values first, then the bytes (integers numerically).
             rule if rule.kind() != MatchKind::Ordering
-                && !matches!(rule, MatchingRule::IntegerMatch | MatchingRule::IntegerFirstComponentMatch) =>
+                && !matches!(
+                    rule,
+                    MatchingRule::IntegerMatch | MatchingRule::IntegerFirstComponentMatch
+                ) =>
             {
                 let len = u32::try_from(norm.len()).unwrap_or(u32::MAX);
                 let mut key = len.to_be_bytes().to_vec();
@@ -254,7 +260,9 @@ fn decode(
     controls: &SortControls,
 ) -> Result<(Vec<Key>, Option<VlvRequest>), Stop> {
     let keys = match &controls.sort {
-        Some((_, None)) => return Err(protocol_error("sorted results control value is absent").into()),
+        Some((_, None)) => {
+            return Err(protocol_error("sorted results control value is absent").into())
+        }
         Some((_, Some(value))) => {
             let keys = decode_sort_request(value)
                 .map_err(|_| protocol_error("serverSort control: decoding error"))?;
@@ -330,7 +338,11 @@ pub(super) fn execute(
             .context
             .as_deref()
             .and_then(parse_handle)
-            .and_then(|id| sessions.find(id, Held::Vlv).map(|(l, p)| Source::Kept(id, l, p))),
+            .and_then(|id| {
+                sessions
+                    .find(id, Held::Vlv)
+                    .map(|(l, p)| Source::Kept(id, l, p))
+            }),
         (None, Some(paged)) => {
             let found = parse_handle(&paged.cookie)
                 .and_then(|id| sessions.find(id, Held::Paged).map(|(l, p)| (id, l, p)));
@@ -351,7 +363,14 @@ pub(super) fn execute(
         Some(kept) => kept,
         None => {
             sessions.admits(policy).map_err(|_| busy())?;
-            Source::Fresh(Arc::new(collect(job, sink, dir, at, selection, keys.clone())?))
+            Source::Fresh(Arc::new(collect(
+                job,
+                sink,
+                dir,
+                at,
+                selection,
+                keys.clone(),
+            )?))
         }
     };
     let (list, kept_id, position) = match &source {
@@ -395,7 +414,14 @@ pub(super) fn execute(
             return Ok(());
         }
         let end = count.min(position.saturating_add(paged.size as usize));
-        send_entries(job, sink, done_controls, &parts, selection, &all[position.min(end)..end])?;
+        send_entries(
+            job,
+            sink,
+            done_controls,
+            &parts,
+            selection,
+            &all[position.min(end)..end],
+        )?;
         let left = count - end;
         let cookie = if left == 0 {
             if let Some(id) = kept_id {
@@ -413,7 +439,10 @@ pub(super) fn execute(
             handle(id)
         };
         done_controls.push(sort_control());
-        done_controls.push(paged_result(i32::try_from(left).unwrap_or(i32::MAX), cookie));
+        done_controls.push(paged_result(
+            i32::try_from(left).unwrap_or(i32::MAX),
+            cookie,
+        ));
         return Ok(());
     }
     // A plain sorted search: the size limit counts the sorted entries sent.
@@ -519,7 +548,10 @@ fn vlv_window(
         ((n + 1).saturating_sub(before).clamp(1, n), n)
     } else {
         let at = target.max(1);
-        (at.saturating_sub(before).max(1), at.saturating_add(after).min(n))
+        (
+            at.saturating_sub(before).max(1),
+            at.saturating_add(after).min(n),
+        )
     };
     let target = u32::try_from(target).unwrap_or(u32::MAX);
     Some((target, start - 1..end))
@@ -638,7 +670,8 @@ fn send_part(
             continue;
         }
         let computed = if need_computed {
-            dir.backend().computed_attributes(&txn, sorted.id, shown.dn)?
+            dir.backend()
+                .computed_attributes(&txn, sorted.id, shown.dn)?
         } else {
             Vec::new()
         };
@@ -709,18 +742,36 @@ mod tests {
     fn orders_as_slapd() {
         let rule = Some("caseIgnoreOrderingMatch");
         // Ties keep the order of IDs, in either direction.
-        assert_eq!(sorted_ids(keys(&[("sn", rule, false)]), PEOPLE), [6, 4, 3, 5]);
-        assert_eq!(sorted_ids(keys(&[("sn", rule, true)]), PEOPLE), [3, 5, 4, 6]);
+        assert_eq!(
+            sorted_ids(keys(&[("sn", rule, false)]), PEOPLE),
+            [6, 4, 3, 5]
+        );
+        assert_eq!(
+            sorted_ids(keys(&[("sn", rule, true)]), PEOPLE),
+            [3, 5, 4, 6]
+        );
         // The least value decides; no value sorts last (first in reverse).
-        assert_eq!(sorted_ids(keys(&[("description", rule, false)]), PEOPLE), [6, 3, 4, 5]);
-        assert_eq!(sorted_ids(keys(&[("description", rule, true)]), PEOPLE), [5, 4, 3, 6]);
+        assert_eq!(
+            sorted_ids(keys(&[("description", rule, false)]), PEOPLE),
+            [6, 3, 4, 5]
+        );
+        assert_eq!(
+            sorted_ids(keys(&[("description", rule, true)]), PEOPLE),
+            [5, 4, 3, 6]
+        );
         // A second key breaks the first one's ties.
         assert_eq!(
-            sorted_ids(keys(&[("sn", rule, false), ("description", rule, true)]), PEOPLE),
+            sorted_ids(
+                keys(&[("sn", rule, false), ("description", rule, true)]),
+                PEOPLE
+            ),
             [6, 4, 5, 3]
         );
         // Options must match: no entry has sn;lang-en.
-        assert_eq!(sorted_ids(keys(&[("sn;lang-en", rule, false)]), PEOPLE), [3, 4, 5, 6]);
+        assert_eq!(
+            sorted_ids(keys(&[("sn;lang-en", rule, false)]), PEOPLE),
+            [3, 4, 5, 6]
+        );
     }
 
     #[test]
@@ -736,7 +787,10 @@ mod tests {
         };
         assert_eq!(code("nosuchattr", None), Some(ResultCode::NoSuchAttribute));
         assert_eq!(code("cn", None), Some(ResultCode::InappropriateMatching));
-        assert_eq!(code("cn", Some("nosuchRule")), Some(ResultCode::InappropriateMatching));
+        assert_eq!(
+            code("cn", Some("nosuchRule")),
+            Some(ResultCode::InappropriateMatching)
+        );
         assert_eq!(code("cn", Some("caseIgnoreOrderingMatch")), None);
         assert_eq!(code("createTimestamp", None), None);
     }
@@ -790,12 +844,22 @@ mod tests {
         assert_eq!(at_least(2, 0, "zzz"), Some((5, 2..4)));
         assert_eq!(at_least(0, 2, "zzz"), Some((5, 3..4)));
         assert_eq!(at_least(3, 3, "zzz"), Some((5, 1..4)));
-        assert_eq!(vlv_window(&keys, &VlvRequest {
-            before: 0,
-            after: 0,
-            target: VlvTarget::ByOffset { offset: 1, content_count: 0 },
-            context: None,
-        }, &[]), Some((0, 0..0)));
+        assert_eq!(
+            vlv_window(
+                &keys,
+                &VlvRequest {
+                    before: 0,
+                    after: 0,
+                    target: VlvTarget::ByOffset {
+                        offset: 1,
+                        content_count: 0
+                    },
+                    context: None,
+                },
+                &[]
+            ),
+            Some((0, 0..0))
+        );
     }
 
     /// The memory bound: a sorted search keeps per candidate its [`Sorted`] and its keys, never the
