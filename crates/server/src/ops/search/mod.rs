@@ -476,19 +476,22 @@ fn execute(
     Ok(())
 }
 
-/// The parts of a search based at `at` in `dir`: the requested database (scope None), then the
-/// glued ones in order, each based at its suffix with the scope its part takes.
-#[allow(clippy::type_complexity)]
-fn parts_of<'d>(
-    job: &'d SearchJob,
-    dir: &'d Database,
-    at: (Arc<canopy_proto::Dn>, Arc<NormDn>),
-) -> Vec<(
+/// One part of a search: its database, base (as sent and normalized) and scope (None: the
+/// request's).
+type PartOf<'d> = (
     &'d Database,
     Arc<canopy_proto::Dn>,
     Arc<NormDn>,
     Option<canopy_proto::SearchScope>,
-)> {
+);
+
+/// The parts of a search based at `at` in `dir`: the requested database (scope None), then the
+/// glued ones in order, each based at its suffix with the scope its part takes.
+fn parts_of<'d>(
+    job: &'d SearchJob,
+    dir: &'d Database,
+    at: (Arc<canopy_proto::Dn>, Arc<NormDn>),
+) -> Vec<PartOf<'d>> {
     let glued = glued_in_order(job.state.databases.glued(dir, &at.1, job.req.scope));
     std::iter::once((dir, at.0, at.1, None))
         .chain(glued.into_iter().map(|(db, scope)| {

@@ -524,10 +524,12 @@ fn vlv_window(
                 n
             } else if offset == 1 {
                 1
-            } else if count == 0 {
-                offset
             } else {
-                offset * n / count
+                // Without a content count the offset is the position.
+                offset
+                    .checked_mul(n)
+                    .and_then(|x| x.checked_div(count))
+                    .unwrap_or(offset)
             }
         }
         VlvTarget::GreaterOrEqual(value) => {
@@ -562,12 +564,7 @@ fn send_entries(
     job: &SearchJob,
     sink: &mut Sink<'_>,
     done_controls: &mut Vec<Control>,
-    parts: &[(
-        &Database,
-        Arc<canopy_proto::Dn>,
-        Arc<NormDn>,
-        Option<canopy_proto::SearchScope>,
-    )],
+    parts: &[PartOf<'_>],
     selection: &Selection,
     entries: &[Sorted],
 ) -> Result<(), Stop> {
@@ -721,7 +718,10 @@ mod tests {
         out
     }
 
-    fn sorted_ids(keys: Vec<Key>, entries: &[(u64, &[(&str, &[&str])])]) -> Vec<u64> {
+    /// An entry's ID and attributes.
+    type Person = (u64, &'static [(&'static str, &'static [&'static str])]);
+
+    fn sorted_ids(keys: Vec<Key>, entries: &[Person]) -> Vec<u64> {
         let schema = Arc::new(Schema::builtin());
         let mut collector = Collector::new(Arc::clone(&schema), keys.into());
         for (id, attrs) in entries {
@@ -731,7 +731,7 @@ mod tests {
         collector.sorted().entries.iter().map(|s| s.id).collect()
     }
 
-    const PEOPLE: &[(u64, &[(&str, &[&str])])] = &[
+    const PEOPLE: &[Person] = &[
         (3, &[("sn", &["Smith"]), ("description", &["mmm", "bbb"])]),
         (4, &[("sn", &["Jones"]), ("description", &["ccc"])]),
         (5, &[("sn", &["smith"])]),
