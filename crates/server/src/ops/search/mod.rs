@@ -430,10 +430,11 @@ fn execute(
                     controls,
                 );
             }
+            // slapd: the control is known (another database's overlay), not in this database.
             None if controls.critical() => {
                 return Err(LdapError::new(
                     ResultCode::UnavailableCriticalExtension,
-                    "critical extension is unavailable",
+                    "critical control unavailable in context",
                 )
                 .into())
             }
