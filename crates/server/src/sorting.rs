@@ -81,6 +81,8 @@ pub enum Held {
     Paged,
     /// A virtual list view's context.
     Vlv,
+    /// A sorted search still searching or sending: counted while it runs, as slapd counts it.
+    Running,
 }
 
 /// A sorted list a connection keeps open, counted against its database's policy until dropped.
@@ -133,12 +135,14 @@ impl SortSessions {
         }
     }
 
-    /// Whether a new sorted search may start under `policy` (checked before it searches).
-    pub fn admits(&self, policy: &SortPolicy) -> Result<(), Busy> {
-        if self.lock().len() >= policy.max_per_conn || policy.open() >= policy.max {
-            return Err(Busy);
-        }
-        Ok(())
+    /// A new sorted search under `policy`, counted from now until it ends or keeps its list.
+    pub fn start<'s>(&'s self, policy: &'s Arc<SortPolicy>) -> Result<Started<'s>, Busy> {
+        let id = self.keep(policy, Held::Running, Arc::default(), None)?;
+        Ok(Started {
+            sessions: self,
+            policy,
+            id: Some(id),
+        })
     }
 
     /// Keeps `list` open under `policy`; its id (for a cookie or a context). `replacing`: an open
@@ -175,6 +179,29 @@ impl SortSessions {
     }
 }
 
+/// A sorted search that is running ([`SortSessions::start`]): its place is given back when it is
+/// dropped, unless it keeps its list open.
+pub struct Started<'s> {
+    sessions: &'s SortSessions,
+    policy: &'s Arc<SortPolicy>,
+    id: Option<u64>,
+}
+
+impl Started<'_> {
+    /// Keeps `list` open in the search's place; its id.
+    pub fn keep(mut self, held: Held, list: Arc<SortedList>) -> Result<u64, Busy> {
+        self.sessions.keep(self.policy, held, list, self.id.take())
+    }
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.sessions.close(id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,7 +214,7 @@ mod tests {
         let a = one.keep(&policy, Held::Vlv, list.clone(), None).unwrap();
         let b = one.keep(&policy, Held::Paged, list.clone(), None).unwrap();
         assert_ne!(a, b);
-        assert_eq!(one.admits(&policy), Err(Busy), "two per connection");
+        assert!(one.start(&policy).is_err(), "two per connection");
         assert_eq!(one.keep(&policy, Held::Vlv, list.clone(), None), Err(Busy));
         // Replacing a context frees its place first.
         let c = one.keep(&policy, Held::Vlv, list.clone(), Some(a)).unwrap();
@@ -195,11 +222,18 @@ mod tests {
         assert!(one.find(c, Held::Vlv).is_some());
         assert!(one.find(c, Held::Paged).is_none(), "kinds are apart");
         two.keep(&policy, Held::Vlv, list.clone(), None).unwrap();
-        assert_eq!(two.admits(&policy), Err(Busy), "three on the server");
+        assert!(two.start(&policy).is_err(), "three on the server");
         one.close(b);
         assert_eq!(policy.open(), 2);
         drop(one);
         assert_eq!(policy.open(), 1, "a connection's lists close with it");
-        assert_eq!(two.admits(&policy), Ok(()));
+        // A running search counts until it ends, or keeps its list in its place.
+        let running = two.start(&policy).unwrap();
+        assert_eq!(policy.open(), 2);
+        drop(running);
+        assert_eq!(policy.open(), 1);
+        let kept = two.start(&policy).unwrap().keep(Held::Paged, list).unwrap();
+        assert_eq!(policy.open(), 2);
+        assert!(two.find(kept, Held::Paged).is_some());
     }
 }

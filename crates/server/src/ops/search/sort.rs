@@ -359,18 +359,16 @@ pub(super) fn execute(
         (None, None) => None,
     };
     let parts = parts_of(job, dir, at.clone());
+    // A new sorted search counts against the limits while it runs (given back when this returns),
+    // then as the list it keeps open, if it keeps one.
+    let mut started = None;
     let source = match kept {
         Some(kept) => kept,
         None => {
-            sessions.admits(policy).map_err(|_| busy())?;
-            Source::Fresh(Arc::new(collect(
-                job,
-                sink,
-                dir,
-                at,
-                selection,
-                keys.clone(),
-            )?))
+            let running = sessions.start(policy).map_err(|_| busy())?;
+            let list = collect(job, sink, dir, at, selection, keys.clone())?;
+            started = Some(running);
+            Source::Fresh(Arc::new(list))
         }
     };
     let (list, kept_id, position) = match &source {
@@ -378,12 +376,14 @@ pub(super) fn execute(
         Source::Fresh(list) => (Arc::clone(list), None, 0),
     };
     let all = &list.entries[..];
+    let mut keep = |held| match started.take() {
+        Some(running) => running.keep(held, Arc::clone(&list)).map_err(|_| busy()),
+        None => Err(busy()),
+    };
     if let Some(vlv) = vlv {
         let context = match kept_id {
             Some(id) => id,
-            None => sessions
-                .keep(policy, Held::Vlv, Arc::clone(&list), None)
-                .map_err(|_| busy())?,
+            None => keep(Held::Vlv)?,
         };
         let window = vlv_window(&keys, &vlv, all);
         let content_count = u32::try_from(all.len()).unwrap_or(u32::MAX);
@@ -431,9 +431,7 @@ pub(super) fn execute(
         } else {
             let id = match kept_id {
                 Some(id) => id,
-                None => sessions
-                    .keep(policy, Held::Paged, Arc::clone(&list), None)
-                    .map_err(|_| busy())?,
+                None => keep(Held::Paged)?,
             };
             sessions.set_position(id, end);
             handle(id)
