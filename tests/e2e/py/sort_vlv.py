@@ -142,3 +142,61 @@ for value, text in [(b"\x30\x00", "serverSort control: decoding error"),
     uids, (code, info, _) = search(conn, [RequestControl(SSSRequestControl.controlType, True, value)])
     print("sort control %r: %d %s" % (value, code, info))
     assert code == 2 and info == text, (code, info)
+
+# A context sent back reuses its list: no new search (an entry added since is not in it) and no new
+# place on the connection. python-ldap's VLVResponseControl turns the context into text, so the
+# response is read raw from here on.
+from ldap.controls import KNOWN_RESPONSE_CONTROLS, ResponseControl  # noqa: E402
+
+from common import root  # noqa: E402
+
+
+class RawVLV(ResponseControl):
+    controlType = VLVResponseControl.controlType
+
+    def decodeControlValue(self, value):
+        self.raw = value
+
+
+KNOWN_RESPONSE_CONTROLS[RawVLV.controlType] = RawVLV
+
+
+def vlv_raw(conn, context):
+    """Offset 1, none before, two after, with `context` (bytes) when given: (uids, context)."""
+    value = b"\x02\x01\x00\x02\x01\x02\xa0\x06\x02\x01\x01\x02\x01\x00"
+    if context:
+        value += b"\x04" + bytes([len(context)]) + context
+    value = b"\x30" + bytes([len(value)]) + value
+    uids, ctrls = search(conn, [SORT, RequestControl(VLVRequestControl.controlType, True, value)])
+    if uids is None:
+        return None, ctrls
+    raw = [c.raw for c in ctrls if isinstance(c, RawVLV)][0]
+    # targetPosition, contentCount, result, then the context (the rest of the sequence).
+    reader = raw[2:]
+    for _ in range(3):
+        reader = reader[2 + reader[1]:]
+    assert reader[:1] == b"\x04", raw
+    return uids, reader[2:2 + reader[1]]
+
+
+conn = connect()
+uids, context = vlv_raw(conn, None)
+assert uids == ORDER[0:3], (uids, context)
+admin = root()
+newcomer = "uid=aaron,ou=people," + SUFFIX
+admin.add_s(newcomer, [("objectClass", [b"inetOrgPerson", b"posixAccount"]), ("uid", [b"aaron"]),
+                       ("cn", [b"Aaron"]), ("sn", [b"Aaron"]), ("uidNumber", [b"1000"]),
+                       ("gidNumber", [b"1000"]), ("homeDirectory", [b"/home/aaron"])])
+try:
+    for i in range(3):
+        uids, again = vlv_raw(conn, context)
+        assert uids == ORDER[0:3] and again == context, (uids, again, context)
+    print("context reused three times: %s" % " ".join(uids))
+    uids, fresh = vlv_raw(conn, None)
+    assert uids == ["aaron"] + ORDER[0:2] and fresh != context, uids
+    print("a new list: %s" % " ".join(uids))
+    uids, (code, info, _) = vlv_raw(conn, b"unknown!")
+    print("an unknown context on a full connection: %d %s" % (code, info))
+    assert uids is None and code == 51, (code, info)
+finally:
+    admin.delete_s(newcomer)
