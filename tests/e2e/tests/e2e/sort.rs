@@ -261,3 +261,50 @@ fn vlv_and_limits_as_slapd() {
     let s = sorted_server();
     s.check_python("sort_vlv.py", "sort_vlv");
 }
+
+/// The overlay added live as slapd's cn=config entry (its module loaded first, as slapd needs):
+/// sorted searches follow at once, within the entry's limits, on slapd and Canopy alike.
+#[test]
+fn sssvlv_added_live_through_cn_config() {
+    let s = Server::start_with_config_tree();
+    let base = format!("ou=people,{SUFFIX}");
+    let before = s.search(
+        &Bind::Anonymous,
+        &["-b", &base, "-E", "!sss=uidNumber", "(uid=*)", "1.1"],
+    );
+    assert_eq!(before.code, 12, "{}{}", before.stdout, before.stderr);
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\nolcModuleLoad: sssvlv\n",
+    )
+    .expect_code(0, "load the module");
+    s.add(
+        &Bind::External,
+        "dn: olcOverlay=sssvlv,olcDatabase={1}mdb,cn=config\nobjectClass: olcOverlayConfig\n\
+         objectClass: olcSssVlvConfig\nolcOverlay: sssvlv\nolcSssVlvMaxKeys: 1\n",
+    )
+    .expect_code(0, "add the sssvlv overlay");
+    let filter = "(|(uid=alice)(uid=bob)(uid=carol))";
+    let out = s.search(
+        &Bind::Anonymous,
+        &["-b", &base, "-E", "!sss=-uidNumber", filter, "1.1"],
+    );
+    out.expect_code(0, "sorted after the overlay was added");
+    assert_eq!(uids(&out).join(" "), "carol bob alice");
+    let out = s.search(
+        &Bind::Anonymous,
+        &[
+            "-b",
+            &base,
+            "-E",
+            "!sss=uidNumber/uid:caseIgnoreOrderingMatch",
+            filter,
+            "1.1",
+        ],
+    );
+    assert_eq!(
+        out.code, 53,
+        "olcSssVlvMaxKeys: 1: {}{}",
+        out.stdout, out.stderr
+    );
+}
