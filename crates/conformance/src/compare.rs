@@ -49,6 +49,8 @@ pub enum Kind {
     ExtendedResponse,
     /// The number of pages of a paged search.
     Pages,
+    /// The order of a sorted search's entries.
+    Order,
 }
 
 impl fmt::Display for Kind {
@@ -68,6 +70,7 @@ impl fmt::Display for Kind {
             Kind::ResponseControl => "response control",
             Kind::ExtendedResponse => "extended response",
             Kind::Pages => "page count",
+            Kind::Order => "entry order",
         };
         f.write_str(s)
     }
@@ -97,6 +100,8 @@ pub enum Normalized {
         /// Keyed by normalized DN.
         entries: BTreeMap<String, NormEntry>,
         references: Vec<Vec<String>>,
+        /// The normalized DNs in the order sent: compared when the search was sorted.
+        order: Vec<String>,
     },
     Done(NormStatus),
     Pages(Vec<Normalized>),
@@ -126,8 +131,10 @@ pub fn normalize(outcome: &Outcome) -> Normalized {
             status,
         } => {
             let mut map = BTreeMap::new();
+            let mut order = Vec::new();
             for e in entries {
                 let mut key = normalize_dn(&e.dn);
+                order.push(key.clone());
                 if map.contains_key(&key) {
                     // An entry returned twice stays visible as an extra one.
                     key = format!("{key} <sent again>");
@@ -147,6 +154,7 @@ pub fn normalize(outcome: &Outcome) -> Normalized {
                 status: norm_status(status),
                 entries: map,
                 references,
+                order,
             }
         }
     }
@@ -177,7 +185,12 @@ fn norm_status(s: &Status) -> NormStatus {
                 }
                 _ => None,
             };
-            (c.oid.clone(), entry)
+            // A sort or VLV response is compared by its values too (not the VLV context).
+            let oid = match crate::sorting::response_summary(&c.oid, c.value.as_deref()) {
+                Some(summary) => format!("{} {summary}", c.oid),
+                None => c.oid.clone(),
+            };
+            (oid, entry)
         })
         .collect();
     controls.sort_by(|a, b| a.0.cmp(&b.0));
@@ -199,6 +212,9 @@ fn norm_status(s: &Status) -> NormStatus {
         extended,
     }
 }
+
+/// RFC 2891's sort response control.
+const SORT_RESPONSE: &str = canopy_proto::sort::CONTROL_SORT_RESPONSE;
 
 /// RFC 4527 response controls.
 const PRE_READ: &str = "1.3.6.1.1.13.1";
@@ -318,14 +334,20 @@ pub fn diff_normalized(reference: &Normalized, candidate: &Normalized) -> Vec<Di
                 status: sa,
                 entries: ea,
                 references: ra,
+                order: oa,
             },
             Normalized::Search {
                 status: sb,
                 entries: eb,
                 references: rb,
+                order: ob,
             },
         ) => {
             diff_status(sa, sb, &mut push);
+            let sorted = |s: &NormStatus| s.controls.iter().any(|c| c.0.starts_with(SORT_RESPONSE));
+            if sorted(sa) && sorted(sb) && oa != ob {
+                push(Kind::Order, format!("slapd: {oa:?}\n      canopy: {ob:?}"));
+            }
             if ra != rb {
                 push(
                     Kind::References,

@@ -319,6 +319,7 @@ fn identity(v: Option<Vec<u8>>, default: Identity) -> Result<Identity, String> {
 
 /// `manage=1` (ManageDsaIT, critical), `assert=(filter)` (RFC 4528, critical),
 /// `preread=a,b` / `postread=a,b` (RFC 4527, critical) and
+/// `sort=KEYS` (RFC 2891, critical), `vlv=B/A/OFFSET/COUNT` or `vlv=B/A:VALUE` (critical) and
 /// `control=OID[!]` for a valueless control (`!` marks it critical).
 fn controls(kv: &mut Kv) -> Result<Vec<Control>, String> {
     let mut out = Vec::new();
@@ -352,6 +353,12 @@ fn controls(kv: &mut Kv) -> Result<Vec<Control>, String> {
                 value: Some(crate::rawber::attribute_selection(&attrs)),
             });
         }
+    }
+    if let Some(v) = kv.remove("sort") {
+        out.push(crate::sorting::sort_control(&text(v, "sort")?)?);
+    }
+    if let Some(v) = kv.remove("vlv") {
+        out.push(crate::sorting::vlv_control(&text(v, "vlv")?)?);
     }
     if let Some(v) = kv.remove("control") {
         let v = text(v, "control")?;

@@ -15,4 +15,5 @@ pub mod run;
 pub mod sequence;
 pub mod servers;
 pub mod shrink;
+pub mod sorting;
 pub mod write;

@@ -32,6 +32,13 @@ pub enum SetupError {
     },
 }
 
+/// Both servers sort (slapd's sssvlv overlay), with room for every VLV list the corpus opens on a
+/// connection (each VLV request without a context keeps one).
+const SORTING: (&str, &str) = (
+    "overlay sssvlv\nsssvlv-max 1000\nsssvlv-maxperconn 1000\n",
+    "[[overlay]]\nname = \"sssvlv\"\nmax = 1000\nmaxperconn = 1000\n",
+);
+
 /// One running server and its open connections.
 pub struct Endpoint {
     pub name: &'static str,
@@ -49,7 +56,7 @@ impl Endpoint {
         // The harness reports a server that does not come up by panicking.
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             // Answers are compared, durability is not: no fsync per write on either side.
-            Server::start_imported_target_nosync(target, ldif)
+            Server::start_imported_target_nosync(target, ldif, SORTING)
         }));
         match started {
             Ok(Ok(server)) => Ok(Endpoint {

@@ -435,16 +435,21 @@ impl Server {
 
     /// [`Server::start_imported_target`] without an fsync per commit (slapd's `dbnosync`, canopy's
     /// `durable = false`): for runs that compare answers and never crash the server on purpose.
-    pub fn start_imported_target_nosync(target: Target, ldif: &Path) -> Result<Server, Out> {
+    /// `overlays`: the main database's overlays, as [`Server::start_with_overlays`] takes them.
+    pub fn start_imported_target_nosync(
+        target: Target,
+        ldif: &Path,
+        overlays: (&str, &str),
+    ) -> Result<Server, Out> {
         let mut server = Server::prepare(target);
         match target {
             Target::Slapd => {
-                let conf = server.dir.path().join("slapd.conf");
-                let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
-                text.push_str("dbnosync\n");
-                std::fs::write(&conf, text).unwrap();
+                let dir = server.dir.path();
+                let lines = format!("dbnosync\n{}", overlays.0);
+                let conf = crate::slapd_conf::render_with_overlays(dir, &dir.join("data"), &lines);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
             }
-            Target::Canopy => server.config = Some("durable = false\n".into()),
+            Target::Canopy => server.config = Some(format!("durable = false\n{}", overlays.1)),
         }
         let out = server.import(ldif);
         if out.code != 0 {

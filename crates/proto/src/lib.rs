@@ -14,6 +14,7 @@ pub mod message;
 pub mod oid;
 pub mod ppolicy;
 pub mod result;
+pub mod sort;
 pub mod sync;
 pub mod url;
 

@@ -74,6 +74,7 @@ pub async fn serve_transport<S>(
     let mut shared_who: Option<Arc<Who>> = None;
     // Made at the connection's first search (acl/view.rs `ViewMemo`).
     let mut views: Option<Arc<crate::acl::ViewMemo>> = None;
+    let sorts = Arc::new(crate::sorting::SortSessions::default());
     // Restricted by a frontend hook at the bind (pwdReset): only what the hook allows until lifted.
     let restricted = Arc::new(AtomicBool::new(false));
     let mut restricted_by: Option<Arc<dyn FrontHook>> = None;
@@ -135,6 +136,7 @@ pub async fn serve_transport<S>(
                 who: &mut who,
                 shared_who: &mut shared_who,
                 views: &mut views,
+                sorts: &sorts,
                 sasl: &mut sasl,
                 link: &link,
                 restricted: &restricted,
@@ -377,6 +379,8 @@ struct Session<'a> {
     shared_who: &'a mut Option<Arc<Who>>,
     /// The access decisions the connection's searches share, once it has searched.
     views: &'a mut Option<Arc<crate::acl::ViewMemo>>,
+    /// The sorted lists the connection keeps open (`sorting.rs`).
+    sorts: &'a Arc<crate::sorting::SortSessions>,
     /// The SASL exchange in progress (after a saslBindInProgress answer).
     sasl: &'a mut Option<Exchange>,
     link: &'a Link,
@@ -603,6 +607,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                     state: state.clone(),
                     who: Arc::clone(shared_who),
                     views: Arc::clone(session.views.get_or_insert_with(Default::default)),
+                    sorts: Arc::clone(session.sorts),
                     message_id: id,
                     req,
                     paged: ctl.paged.clone(),

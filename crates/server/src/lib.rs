@@ -43,7 +43,9 @@ pub mod security;
 pub mod select;
 pub mod session;
 mod slapd_line;
+pub mod sorting;
 pub mod special;
+pub mod sssvlv;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
@@ -338,6 +340,11 @@ fn front_hooks(
     if config.overlay.iter().any(|o| o.name == "otp") {
         let otp = canopy_directory::overlay::otp::Otp::new(&config.root_dn);
         hooks.push(Arc::new(otp::OtpHook(Arc::new(otp))));
+    }
+    for table in config.overlay.iter().filter(|o| o.name == "sssvlv") {
+        let sssvlv = sssvlv::SssvlvHook::from_options(&table.options)
+            .map_err(|e| format!("[[overlay]] \"sssvlv\": {e}"))?;
+        hooks.push(Arc::new(sssvlv));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

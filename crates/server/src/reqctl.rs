@@ -11,6 +11,7 @@ use canopy_proto::{
     ReadEntryRequest, RequestKind, ResultCode,
 };
 
+use canopy_proto::sort::{CONTROL_SORT_REQUEST, CONTROL_VLV_REQUEST};
 use canopy_proto::sync::{SyncRequest, CONTROL_SYNC_REQUEST};
 
 use crate::databases::{ControlSlot, WriteControls};
@@ -43,6 +44,9 @@ pub struct RequestControls {
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
     pub entry_controls: Box<[&'static str]>,
+    /// RFC 2891 sort and VLV request controls, as sent: decoded by the database that sorts
+    /// (`ops/search/sort.rs`), as slapd's overlay decodes them.
+    pub sort: Option<Box<crate::sorting::SortControls>>,
 }
 
 impl RequestControls {
@@ -77,6 +81,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // RFC 6171 §3: "applicable to the search and compare operations".
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         CONTROL_ACCOUNT_USABILITY => kind == Search,
+        CONTROL_SORT_REQUEST | CONTROL_VLV_REQUEST => kind == Search,
         _ => false,
     }
 }
@@ -153,6 +158,14 @@ impl RequestControls {
                     out.entry_controls = Box::new([CONTROL_ACCOUNT_USABILITY]);
                 }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
+                CONTROL_SORT_REQUEST | CONTROL_VLV_REQUEST => {
+                    let sort = out.sort.get_or_insert_with(Default::default);
+                    let sent = Some((control.critical, value.map(<[u8]>::to_vec)));
+                    match oid {
+                        CONTROL_SORT_REQUEST => sort.sort = sent,
+                        _ => sort.vlv = sent,
+                    }
+                }
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
                     out.policy_sink = ControlSlot::new();

@@ -60,6 +60,8 @@ mod search;
 mod secrets;
 #[path = "e2e/slow_hashes.rs"]
 mod slow_hashes;
+#[path = "e2e/sort.rs"]
+mod sort;
 #[path = "e2e/syncprov.rs"]
 mod syncprov;
 #[path = "e2e/syncrepl_canopy.rs"]

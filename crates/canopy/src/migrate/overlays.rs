@@ -15,7 +15,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 45] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -72,6 +72,9 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
     ("retcodesleep", "retcode", "sleep", Kind::Str),
     ("retcodeindir", "retcode", "indir", Kind::Bool),
     ("valsortattr", "valsort", "attr", Kind::Line),
+    ("sssvlvmax", "sssvlv", "max", Kind::Str),
+    ("sssvlvmaxkeys", "sssvlv", "maxkeys", Kind::Str),
+    ("sssvlvmaxperconn", "sssvlv", "maxperconn", Kind::Str),
     (
         "ppolicyforwardupdates",
         "ppolicy",

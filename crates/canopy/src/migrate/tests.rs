@@ -621,3 +621,26 @@ fn homedir_is_translated() {
     }
     parse(&m.toml);
 }
+
+#[test]
+fn sssvlv_limits_are_translated() {
+    let text = "moduleload sssvlv\ndatabase mdb\nsuffix dc=x\ndirectory /d\noverlay sssvlv\n\
+                sssvlv-max 12\nsssvlv-maxkeys 3\nsssvlv-maxperconn 4\n";
+    let m = translate(&directives(text));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let config = parse(&m.toml);
+    let sssvlv = config
+        .overlay
+        .iter()
+        .find(|o| o.name == "sssvlv")
+        .unwrap_or_else(|| panic!("{}", m.toml));
+    for (key, value) in [("max", "12"), ("maxkeys", "3"), ("maxperconn", "4")] {
+        assert_eq!(
+            sssvlv.options.get(key).and_then(|v| v.as_str()),
+            Some(value),
+            "{}",
+            m.toml
+        );
+    }
+    canopy_server::sssvlv::SssvlvHook::from_options(&sssvlv.options).unwrap();
+}

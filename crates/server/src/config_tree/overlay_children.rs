@@ -33,7 +33,7 @@ enum Kind {
 }
 
 /// (overlay, slapd's attribute, Canopy's option, kind).
-const OPTIONS: [(&str, &str, &str, Kind); 48] = [
+const OPTIONS: [(&str, &str, &str, Kind); 51] = [
     ("memberof", "olcMemberOfDN", "dn", Kind::Dn),
     ("memberof", "olcMemberOfDangling", "dangling", Kind::Str),
     ("memberof", "olcMemberOfRefInt", "refint", Kind::Bool),
@@ -125,13 +125,16 @@ const OPTIONS: [(&str, &str, &str, Kind); 48] = [
     ("retcode", "olcRetcodeInDir", "indir", Kind::Bool),
     ("retcode", "olcRetcodeSleep", "sleep", Kind::Int),
     ("valsort", "olcValSortAttr", "attr", Kind::Lines),
+    ("sssvlv", "olcSssVlvMax", "max", Kind::Int),
+    ("sssvlv", "olcSssVlvMaxKeys", "maxkeys", Kind::Int),
+    ("sssvlv", "olcSssVlvMaxPerConn", "maxperconn", Kind::Int),
     // The overlay options without a slapd attribute: none but these two aliases slapd accepts.
     ("dynlist", "olcDlAttrSet", "attrset", Kind::Ordered),
     ("memberof", "olcMemberOfDNAD", "", Kind::Refused),
 ];
 
 /// Each overlay's object class: the name shown first, then the other names slapd gives it.
-const CLASSES: [(&str, &[&str]); 12] = [
+const CLASSES: [(&str, &[&str]); 13] = [
     ("memberof", &["olcMemberOfConfig", "olcMemberOf"]),
     ("refint", &["olcRefintConfig"]),
     ("unique", &["olcUniqueConfig"]),
@@ -144,6 +147,7 @@ const CLASSES: [(&str, &[&str]); 12] = [
     ("homedir", &["olcHomedirConfig"]),
     ("retcode", &["olcRetcodeConfig"]),
     ("valsort", &["olcValSortConfig"]),
+    ("sssvlv", &["olcSssVlvConfig"]),
 ];
 
 /// The overlays' configuration attribute types and object classes with the OIDs, names and
@@ -199,6 +203,9 @@ attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.2 NAME 'olcRetcodeItem' DESC '' E
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.3 NAME 'olcRetcodeInDir' DESC '' EQUALITY booleanMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.7 SINGLE-VALUE )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.20.4 NAME 'olcRetcodeSleep' DESC '' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
 attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.5.1 NAME 'olcValSortAttr' DESC 'Sorting rule for attribute under given DN' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.21.1 NAME 'olcSssVlvMax' DESC 'Maximum number of concurrent Sort requests' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.21.2 NAME 'olcSssVlvMaxKeys' DESC 'Maximum number of Keys in a Sort request' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.21.3 NAME 'olcSssVlvMaxPerConn' DESC 'Maximum number of concurrent paged search requests per connection' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.0.8 NAME 'olcModuleList' DESC 'OpenLDAP dynamic module info' SUP olcConfig STRUCTURAL MAY ( cn $ olcModulePath $ olcModuleLoad ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.18.1 NAME ( 'olcMemberOfConfig' 'olcMemberOf' ) DESC 'Member-of configuration' SUP olcOverlayConfig MAY ( olcMemberOfDN $ olcMemberOfDangling $ olcMemberOfDanglingError $ olcMemberOfRefInt $ olcMemberOfGroupOC $ olcMemberOfMemberAD $ olcMemberOfMemberOfAD $ olcMemberOfDNAD ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.11.1 NAME 'olcRefintConfig' DESC 'Referential integrity configuration' SUP olcOverlayConfig MAY ( olcRefintAttribute $ olcRefintNothing $ olcRefintModifiersName ) )
@@ -211,6 +218,7 @@ objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.15.1 NAME 'olcAuditlogConfig' DESC 'Au
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.1.1 NAME 'olcSyncProvConfig' DESC 'SyncRepl Provider configuration' SUP olcOverlayConfig MAY ( olcSpCheckpoint $ olcSpSessionlog $ olcSpNoPresent $ olcSpReloadHint $ olcSpSessionlogSource ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.20.1 NAME 'olcRetcodeConfig' DESC 'Retcode configuration' SUP olcOverlayConfig MAY ( olcRetcodeParent $ olcRetcodeItem $ olcRetcodeInDir $ olcRetcodeSleep ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.5.1 NAME 'olcValSortConfig' DESC 'Value Sorting configuration' SUP olcOverlayConfig MUST olcValSortAttr )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.21.1 NAME 'olcSssVlvConfig' DESC 'SSS VLV configuration' SUP olcOverlayConfig STRUCTURAL MAY ( olcSssVlvMax $ olcSssVlvMaxKeys $ olcSssVlvMaxPerConn ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.4.8.1 NAME 'olcHomedirConfig' DESC 'Homedir configuration' SUP olcOverlayConfig MAY ( olcSkeletonPath $ olcMinimumUidNumber $ olcHomedirRegexp $ olcHomedirDeleteStyle $ olcHomedirArchivePath ) )
 ";
 
@@ -803,6 +811,28 @@ mod tests {
         assert_eq!(refint.get("olcRefintAttribute"), ["member", "seeAlso"]);
         let back = overlays_of(&tree, 1, &config.overlay).unwrap();
         assert_eq!(back, config.overlay);
+    }
+
+    #[test]
+    fn sssvlv_limits_read_back_from_slapd_s_attributes() {
+        let (config, tree) = tree_of(
+            "suffix = \"dc=x\"\n[[overlay]]\nname = \"sssvlv\"\nmax = 3\nmaxkeys = 2\nmaxperconn = 4\n",
+        );
+        let entry = tree
+            .iter()
+            .find(|e| e.dn == "olcOverlay={0}sssvlv,olcDatabase={1}mdb,cn=config")
+            .unwrap();
+        assert_eq!(
+            entry.get("objectClass"),
+            ["olcOverlayConfig", "olcSssVlvConfig"]
+        );
+        assert_eq!(entry.get("olcSssVlvMax"), ["3"]);
+        assert_eq!(entry.get("olcSssVlvMaxKeys"), ["2"]);
+        assert_eq!(entry.get("olcSssVlvMaxPerConn"), ["4"]);
+        assert_eq!(
+            overlays_of(&tree, 1, &config.overlay).unwrap(),
+            config.overlay
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use canopy_directory::dynlist::Dynlist;
 use canopy_directory::search_loop::ReadHook;
 use canopy_directory::{Directory, OpError, WriteOp, WriteRequest};
 use canopy_proto::oid::{CONTROL_ACCOUNT_USABILITY, CONTROL_PASSWORD_POLICY};
+use canopy_proto::sort::{CONTROL_SORT_REQUEST, CONTROL_VLV_REQUEST};
 use canopy_proto::{Change, Control, Dn, ProtocolOp, ResultCode};
 use canopy_schema::{NormDn, Schema};
 
@@ -62,6 +63,12 @@ pub trait FrontHook: Send + Sync {
     /// (slapd's valsort overlay sorts values); whether anything changed.
     fn present(&self, _dir: &Database, _entry: &mut Entry) -> bool {
         false
+    }
+
+    /// The limits under which the database sorts search results (slapd's sssvlv overlay): None
+    /// when the hook does not sort.
+    fn sort_policy(&self) -> Option<&Arc<crate::sorting::SortPolicy>> {
+        None
     }
 
     /// Whether the hook may answer requests in the database's place ([`FrontHook::answer`]).
@@ -218,7 +225,12 @@ impl ControlSlot {
 }
 
 /// Request controls that only a frontend hook serves.
-const HOOK_CONTROLS: [&str; 2] = [CONTROL_PASSWORD_POLICY, CONTROL_ACCOUNT_USABILITY];
+const HOOK_CONTROLS: [&str; 4] = [
+    CONTROL_PASSWORD_POLICY,
+    CONTROL_ACCOUNT_USABILITY,
+    CONTROL_SORT_REQUEST,
+    CONTROL_VLV_REQUEST,
+];
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, its read hook
 /// (the dynlist overlay) and the overlays' parts in the frontend.
@@ -491,6 +503,11 @@ impl Database {
     /// The overlays' parts in the frontend, in configuration order.
     pub fn front_hooks(&self) -> impl Iterator<Item = &Arc<dyn FrontHook>> {
         self.front_hooks.iter()
+    }
+
+    /// The limits under which this database sorts search results, when one of its hooks sorts.
+    pub fn sort_policy(&self) -> Option<&Arc<crate::sorting::SortPolicy>> {
+        self.front_hooks.iter().find_map(|hook| hook.sort_policy())
     }
 
     /// The response controls the hooks attach to the search result `entry` sent to `who`, for the

@@ -46,7 +46,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 13] = [
+pub const KNOWN: [&str; 14] = [
     "syncprov",
     "memberof",
     "refint",
@@ -60,6 +60,7 @@ pub const KNOWN: [&str; 13] = [
     "retcode",
     "valsort",
     "otp",
+    "sssvlv",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -88,6 +89,7 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
                 None => Ok(()),
                 Some(key) => Err(format!("unknown option {key:?} (otp takes none)")),
             },
+            "sssvlv" => crate::sssvlv::SssvlvHook::from_options(&overlay.options).map(|_| ()),
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -203,11 +205,11 @@ pub fn pipeline(
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
     // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below);
-    // retcode, valsort and otp are frontend hooks only.
+    // retcode, valsort, sssvlv and otp are frontend hooks only.
     for overlay in overlays.iter().filter(|o| {
         !matches!(
             o.name.as_str(),
-            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "otp"
+            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "sssvlv" | "otp"
         )
     }) {
         let hook = hook(overlay, root_dn, Some(target))

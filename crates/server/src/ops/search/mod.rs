@@ -39,6 +39,7 @@ use crate::state::State;
 
 mod encode;
 mod reader;
+mod sort;
 
 use encode::{encode_stored, send_special};
 pub(crate) use reader::SearchRequester;
@@ -51,6 +52,8 @@ pub struct SearchJob {
     pub who: Arc<Who>,
     /// The connection's memo of access decisions (acl/view.rs `ViewMemo`).
     pub views: Arc<crate::acl::ViewMemo>,
+    /// The sorted lists the connection keeps open (a sorted search's later pages, VLV contexts).
+    pub sorts: Arc<crate::sorting::SortSessions>,
     pub message_id: i32,
     pub req: SearchRequest,
     pub paged: Option<PagedResults>,
@@ -115,6 +118,8 @@ enum Stop {
     Silent,
     /// An inline attempt outgrew its budget; the search runs again on a blocking thread.
     Overflow,
+    /// A virtual list view's error, answered with its VLV response control (ops/search/sort.rs).
+    Vlv(LdapError, canopy_proto::sort::VlvResponse),
 }
 
 /// A search that may run on the connection's own task: one that examines and returns only a few entries.
@@ -301,6 +306,10 @@ fn finish(job: &SearchJob, sink: &mut Sink<'_>) -> Option<(LdapResult, Vec<Contr
         Ok(()) => LdapResult::success(),
         Err(Stop::Error(e)) => error_result(e),
         Err(Stop::Referral(r)) => r.into_result(),
+        Err(Stop::Vlv(e, response)) => {
+            done_controls.push(sort::vlv_control(response));
+            error_result(e)
+        }
         Err(Stop::Silent) | Err(Stop::Overflow) => return None,
     };
     Some((result, done_controls))
@@ -378,6 +387,13 @@ fn execute(
     let selection = Selection::parse(schema, &job.req.attributes);
 
     if let Some(entry) = special::entry_for(state, &base, job.req.scope) {
+        if job.ctl.sort.as_ref().is_some_and(|s| s.critical()) {
+            return Err(LdapError::new(
+                ResultCode::UnavailableCriticalExtension,
+                "critical control unavailable in context",
+            )
+            .into());
+        }
         if let Some(filter) = &job.ctl.assertion {
             check_assertion(schema, &Seen::public(entry.clone()), filter)?;
         }
@@ -397,49 +413,116 @@ fn execute(
             return Err(refused.into());
         }
     }
-    let glued = glued_in_order(state.databases.glued(dir, &base, job.req.scope));
+    // A database that sorts answers the sort and VLV controls (ops/search/sort.rs); elsewhere a
+    // critical one cannot be honoured.
+    if let Some(controls) = job.ctl.sort.as_deref() {
+        match dir.sort_policy() {
+            Some(policy) => {
+                let at = (base_dn, base);
+                return sort::execute(
+                    job,
+                    sink,
+                    done_controls,
+                    dir,
+                    at,
+                    &selection,
+                    policy,
+                    controls,
+                );
+            }
+            // slapd: the control is known (another database's overlay), not in this database.
+            None if controls.critical() => {
+                return Err(LdapError::new(
+                    ResultCode::UnavailableCriticalExtension,
+                    "critical control unavailable in context",
+                )
+                .into())
+            }
+            None => {}
+        }
+    }
     // A paged search across glued databases goes on where its cookie says: which part, after which ID.
     let resume = job
         .paged
         .as_ref()
         .filter(|p| p.size > 0)
         .and_then(|p| parse_cookie(&p.cookie));
-    let first_part = resume.map_or(0, |c| c.part);
     let mut run = Run {
         selection: &selection,
         limits: None,
         sent: 0,
         before: resume.map_or(0, |c| c.sent),
+        sorted: None,
     };
-    if first_part > 0 {
+    if resume.is_some_and(|c| c.part > 0) {
         // The limits are the requested database's, even on a page that starts in a glued one.
         let who = dir.requester(&job.who);
         let txn = dir.read()?;
         run.limits = Some(limits(job, dir, &who, &txn)?);
     }
-    let parts =
-        std::iter::once((dir, base_dn, base, None)).chain(glued.into_iter().map(|(db, scope)| {
+    if let Flow::Done = search_parts(
+        job,
+        sink,
+        done_controls,
+        dir,
+        (base_dn, base),
+        &mut run,
+        resume,
+    )? {
+        return Ok(());
+    }
+    if job.paged.is_some() {
+        done_controls.push(paged_control(Vec::new()));
+    }
+    Ok(())
+}
+
+/// One part of a search: its database, base (as sent and normalized) and scope (None: the
+/// request's).
+type PartOf<'d> = (
+    &'d Database,
+    Arc<canopy_proto::Dn>,
+    Arc<NormDn>,
+    Option<canopy_proto::SearchScope>,
+);
+
+/// The parts of a search based at `at` in `dir`: the requested database (scope None), then the
+/// glued ones in order, each based at its suffix with the scope its part takes.
+fn parts_of<'d>(
+    job: &'d SearchJob,
+    dir: &'d Database,
+    at: (Arc<canopy_proto::Dn>, Arc<NormDn>),
+) -> Vec<PartOf<'d>> {
+    let glued = glued_in_order(job.state.databases.glued(dir, &at.1, job.req.scope));
+    std::iter::once((dir, at.0, at.1, None))
+        .chain(glued.into_iter().map(|(db, scope)| {
             let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
             (db, Arc::new(dn), Arc::new(ndn), Some(scope))
-        }));
-    for (index, (db, part_dn, part_ndn, scope)) in parts.enumerate().skip(first_part) {
+        }))
+        .collect()
+}
+
+/// Runs the search in each of its parts ([`parts_of`]) from where `resume` says.
+fn search_parts(
+    job: &SearchJob,
+    sink: &mut Sink<'_>,
+    done_controls: &mut Vec<Control>,
+    dir: &Database,
+    at: (Arc<canopy_proto::Dn>, Arc<NormDn>),
+    run: &mut Run<'_>,
+    resume: Option<Cookie>,
+) -> Result<Flow, Stop> {
+    let first_part = resume.map_or(0, |c| c.part);
+    let parts = parts_of(job, dir, at);
+    for (index, (db, part_dn, part_ndn, scope)) in parts.into_iter().enumerate().skip(first_part) {
         let part = Part {
             index,
             scope,
             resume_after: resume.filter(|c| c.part == index).map(|c| c.last),
         };
-        match search_part(
-            job,
-            sink,
-            done_controls,
-            db,
-            part_dn,
-            part_ndn,
-            part,
-            &mut run,
-        ) {
+        match search_part(job, sink, done_controls, db, part_dn, part_ndn, part, run) {
             Ok(Flow::Continue) => {}
-            Ok(Flow::Done) => return Ok(()),
+            Ok(Flow::Done) => return Ok(Flow::Done),
             // A glued database without its suffix entry, or whose base the requester may not
             // search, adds nothing to the search, as in slapd's glue.
             Err(Stop::Error(e))
@@ -451,10 +534,7 @@ fn execute(
             Err(other) => return Err(other),
         }
     }
-    if job.paged.is_some() {
-        done_controls.push(paged_control(Vec::new()));
-    }
-    Ok(())
+    Ok(Flow::Continue)
 }
 
 /// Which part of a search `search_part` runs: 0 the requested database, then the glued ones (with the
@@ -481,6 +561,8 @@ struct Run<'s> {
     sent: usize,
     /// Entries sent on earlier pages.
     before: usize,
+    /// A sorted search's candidates, collected in place of being sent (ops/search/sort.rs).
+    sorted: Option<sort::Collector>,
 }
 
 /// The search in one database: the requested one (`part.scope` None), or a glued database's part of it
@@ -544,6 +626,7 @@ fn search_part(
         secret_in_filter: false,
         deadline: None,
         view: None,
+        judged: 0,
     };
     let Some(ended) = dir.backend().search(&txn, spec, &mut reader)? else {
         return Ok(Flow::Done);

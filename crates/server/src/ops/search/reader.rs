@@ -34,6 +34,8 @@ pub(super) struct SearchReader<'r, 's, 'k, 'u> {
     pub(super) deadline: Option<Instant>,
     /// The access view of the entry judged last (None for the root DN, which sees everything).
     pub(super) view: Option<std::rc::Rc<EntryView>>,
+    /// The ID of the entry judged last.
+    pub(super) judged: u64,
 }
 
 impl Requester for SearchReader<'_, '_, '_, '_> {
@@ -157,6 +159,10 @@ impl Searcher for SearchReader<'_, '_, '_, '_> {
             )
             .into());
         }
+        // A sorted search collects every candidate; its size limit and pages apply once sorted.
+        if self.run.sorted.is_some() {
+            return Ok(Some(Room::default()));
+        }
         let page_size = match &job.paged {
             Some(paged) => {
                 if paged.size <= 0 {
@@ -219,6 +225,10 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
     }
 
     fn reference(&mut self, urls: Vec<String>) -> Result<(), Stop> {
+        // A sorted answer holds entries only: slapd's sssvlv sends no continuation reference.
+        if self.run.sorted.is_some() {
+            return Ok(());
+        }
         let reference = ProtocolOp::SearchResultReference(urls);
         self.sink
             .push(encode(self.job.message_id, reference, Vec::new()))?;
@@ -236,10 +246,11 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
 
     fn judge(
         &mut self,
-        _id: u64,
+        id: u64,
         ndn: Option<&NormDn>,
         stored: &StoredEntry<'_>,
     ) -> Result<(), Stop> {
+        self.judged = id;
         if self.access.is_root() {
             self.view = None;
             return Ok(());
@@ -305,6 +316,10 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
     }
 
     fn send(&mut self, shown: &StoredEntry<'_>, computed: &[Attribute]) -> Result<(), Stop> {
+        if let Some(sorted) = self.run.sorted.as_mut() {
+            sorted.add(self.part.index, self.judged, shown);
+            return Ok(());
+        }
         // The database's frontend hooks may present the entry otherwise (values sorted).
         let presented = self.dir.present(shown);
         let reparsed = presented
@@ -510,7 +525,7 @@ fn searchable_only<'a>(
 }
 
 /// Attributes computed when read (contextCSN only on the suffix entry).
-const COMPUTED: [&str; 4] = [
+pub(super) const COMPUTED: [&str; 4] = [
     "hasSubordinates",
     "entryDN",
     "subschemaSubentry",
