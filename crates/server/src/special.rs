@@ -143,6 +143,9 @@ fn extensions(state: &ServerState) -> Vec<String> {
     oids
 }
 
+/// slapd publishes neither its authz syntax nor authzTo and authzFrom.
+const AUTHZ_SYNTAX: &str = canopy_schema::authz::SYNTAX_OID;
+
 fn subschema_entry(state: &ServerState) -> Entry {
     let schema = state.databases.schema();
     let dn = Dn::parse(SUBSCHEMA_DN.as_bytes()).unwrap_or_default();
@@ -157,14 +160,23 @@ fn subschema_entry(state: &ServerState) -> Entry {
                 strings(&["top", "subentry", "subschema", "extensibleObject"]),
             ),
             attr("cn", strings(&["Subschema"])),
-            attr("ldapSyntaxes", schema.syntaxes().map(|s| s.definition())),
+            attr(
+                "ldapSyntaxes",
+                schema
+                    .syntaxes()
+                    .filter(|s| s.oid != AUTHZ_SYNTAX)
+                    .map(|s| s.definition()),
+            ),
             attr(
                 "matchingRules",
                 schema.matching_rules().map(|m| m.definition()),
             ),
             attr(
                 "attributeTypes",
-                schema.attribute_types().map(|a| a.definition()),
+                schema
+                    .attribute_types()
+                    .filter(|a| a.syntax != AUTHZ_SYNTAX)
+                    .map(|a| a.definition()),
             ),
             attr(
                 "objectClasses",
