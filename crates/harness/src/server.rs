@@ -212,6 +212,24 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with global settings (slapd: `slapd` lines in
+    /// slapd.conf's global section; canopy: the TOML `canopy`), then loads base.ldif as the root DN.
+    pub fn start_with_globals(slapd: &str, canopy: &str) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let conf = crate::slapd_conf::render_with_globals(dir, &dir.join("data"), slapd);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => server.config = Some(canopy.to_string()),
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Starts the target chosen by the environment with `rules` as the main database's access list
     /// (canopy: the `access` key; slapd: `access` lines in place of Debian's), then loads base.ldif
     /// as the root DN. `{ldapi}` in a rule stands for the server's ldapi socket path.

@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
-    CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -43,6 +43,8 @@ pub struct RequestControls {
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
     pub entry_controls: Box<[&'static str]>,
+    /// RFC 4370: the authorization identity to run the operation as (`sasl::proxy::assume`).
+    pub proxy_authz: Option<crate::sasl::proxy::ProxyAuthz>,
 }
 
 impl RequestControls {
@@ -77,9 +79,23 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // RFC 6171 §3: "applicable to the search and compare operations".
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         CONTROL_ACCOUNT_USABILITY => kind == Search,
+        // slapd: every operation but bind (and unbind and abandon, which carry none here); which
+        // extended operations is decided with the operation's name (`sasl::proxy::assume`).
+        CONTROL_PROXY_AUTHZ => kind != Bind,
         _ => false,
     }
 }
+
+const ALL_KINDS: [RequestKind; 8] = [
+    RequestKind::Bind,
+    RequestKind::Search,
+    RequestKind::Modify,
+    RequestKind::Add,
+    RequestKind::Delete,
+    RequestKind::ModifyDn,
+    RequestKind::Compare,
+    RequestKind::Extended,
+];
 
 fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
@@ -114,9 +130,15 @@ impl RequestControls {
             let oid = control.oid.as_str();
             if !applies(oid, kind) {
                 if control.critical {
+                    // slapd's two texts: a control it knows, not on this operation, and one it
+                    // does not know at all.
+                    let known = ALL_KINDS.iter().any(|k| applies(oid, *k));
                     return Err(LdapError::new(
                         ResultCode::UnavailableCriticalExtension,
-                        "critical extension is unavailable",
+                        match known {
+                            true => "critical extension is unavailable",
+                            false => "critical extension is not recognized",
+                        },
                     ));
                 }
                 continue;
@@ -124,6 +146,11 @@ impl RequestControls {
             if seen.contains(&oid) {
                 if oid == CONTROL_SYNC_REQUEST {
                     return Err(protocol_error("Sync control specified multiple times"));
+                }
+                if oid == CONTROL_PROXY_AUTHZ {
+                    return Err(protocol_error(
+                        "proxy authorization control specified multiple times",
+                    ));
                 }
                 return Err(protocol_error("control specified multiple times"));
             }
@@ -153,6 +180,17 @@ impl RequestControls {
                     out.entry_controls = Box::new([CONTROL_ACCOUNT_USABILITY]);
                 }
                 CONTROL_SYNC_REQUEST => out.sync = Some(sync_request(value)?),
+                // slapd takes a non-critical one too (its `disallow proxy_authz_non_critical`
+                // is off by default).
+                CONTROL_PROXY_AUTHZ => {
+                    let value = value.ok_or_else(|| {
+                        protocol_error("proxy authorization control value absent")
+                    })?;
+                    out.proxy_authz = Some(crate::sasl::proxy::ProxyAuthz {
+                        authzid: value.to_vec(),
+                        critical: control.critical,
+                    });
+                }
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
                     out.policy_sink = ControlSlot::new();
@@ -332,6 +370,39 @@ mod tests {
             (
                 vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
                 Compare,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, Some(b"dn:cn=x"))],
+                Modify,
+                None,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, Some(b"dn:cn=x"))],
+                Bind,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, false, Some(b""))],
+                Bind,
+                None,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, None)],
+                Search,
+                protocol,
+            ),
+            (
+                vec![
+                    control(CONTROL_PROXY_AUTHZ, false, Some(b"")),
+                    control(CONTROL_PROXY_AUTHZ, false, Some(b"")),
+                ],
+                Compare,
+                protocol,
+            ),
+            (
+                vec![control("2.16.840.1.113730.3.4.12", true, Some(b""))],
+                Search,
                 unavailable,
             ),
             (vec![control("1.2.3.4", true, None)], Search, unavailable),
