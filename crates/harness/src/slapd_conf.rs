@@ -50,9 +50,14 @@ pub fn render_with_all(
 }
 
 /// `render`, with `globals` (slapd.conf lines such as `authz-policy to`) in the global section,
-/// before the first database.
-pub fn render_with_globals(dir: &Path, data: &Path, globals: &str) -> String {
-    render(dir, data).replacen(
+/// before the first database, and `access` in place of Debian's rules (empty: Debian's).
+pub fn render_with_globals(dir: &Path, data: &Path, globals: &str, access: &[&str]) -> String {
+    let access = if access.is_empty() {
+        &DEBIAN_ACCESS[..]
+    } else {
+        access
+    };
+    render_full(dir, data, &[], access, "").replacen(
         "\ndatabase mdb\n",
         &format!("\n{globals}\ndatabase mdb\n"),
         1,

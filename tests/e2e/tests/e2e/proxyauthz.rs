@@ -6,8 +6,14 @@ use canopy_e2e::*;
 
 /// Starts a server with `authz-policy POLICY` (slapd) / `[sasl] authz_policy` (canopy).
 fn start(policy: &str) -> Server {
+    start_with_access(policy, &[])
+}
+
+/// [`start`] with `rules` as the main database's access list (empty: Debian's).
+fn start_with_access(policy: &str, rules: &[&str]) -> Server {
     Server::start_with_globals(
         &format!("authz-policy {policy}\n"),
+        rules,
         &format!("[sasl]\nauthz_policy = \"{policy}\"\n"),
     )
 }
@@ -173,6 +179,25 @@ fn policy_none_and_the_root_dn() {
     );
 }
 
+/// The rules are read only where the authenticated identity has `auth` access to them, as slapd
+/// reads them (with the requester's access, not the server's).
+#[test]
+fn rules_need_auth_access() {
+    for (rule, allowed) in [
+        ("to attrs=authzTo by * none", false),
+        ("to attrs=authzTo by * auth", true),
+        ("to attrs=authzTo by self read by * none", true),
+        ("to attrs=authzTo by users =c by * none", false),
+    ] {
+        let s = start_with_access("to", &[rule, "to * by * read"]);
+        set_rules(&s, "alice", "authzTo", &[format!("dn:{}", user_dn("bob"))]);
+        match allowed {
+            true => assumes(&s, "alice", &user_dn("bob")),
+            false => refused(&s, "alice", &user_dn("bob")),
+        }
+    }
+}
+
 /// A search and a write run as the proxied identity: its access rights, and its DN in
 /// modifiersName.
 #[test]
@@ -281,4 +306,39 @@ anonymous client, anonymous target: 123 anonymous proxied authorization not allo
         alice = user_dn("alice"),
     );
     assert_eq!(out.stdout, expected);
+}
+
+/// A SASL bind's authorization identity goes through the same decision as the control: the policy
+/// and the entries' rules beside Canopy's `[[sasl.proxy]]` (canopy only: slapd's test instance has no
+/// SASL user database; the control's tests above prove the decision against slapd).
+#[test]
+fn sasl_authzid_follows_the_policy() {
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: needs canopy's SCRAM secrets");
+        return;
+    }
+    let s = Server::start_canopy_with_config("[sasl]\nauthz_policy = \"to\"\n");
+    s.tool(
+        "ldappasswd",
+        &Bind::Root,
+        &["-s", "secret", &user_dn("alice")],
+        None,
+    )
+    .expect_code(0, "alice's password");
+    set_rules(
+        &s,
+        "alice",
+        "authzTo",
+        &[format!("dn.regex:^uid=b[^,]*,{PEOPLE}$")],
+    );
+    let sasl = |authzid: &str| {
+        let mut cmd = std::process::Command::new("ldapwhoami");
+        cmd.args(["-H", &s.ldap_url(), "-Q", "-Y", "SCRAM-SHA-256"])
+            .args(["-U", "alice", "-w", "secret", "-X", authzid]);
+        client::run(cmd, None)
+    };
+    let ok = sasl("u:bob");
+    ok.expect_code(0, "SASL authzid allowed by authzTo");
+    assert_eq!(ok.stdout.trim(), format!("dn:{}", user_dn("bob")));
+    sasl(&format!("dn:{}", user_dn("erin"))).expect_code(50, "SASL authzid outside authzTo");
 }
