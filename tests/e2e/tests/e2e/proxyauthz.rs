@@ -342,3 +342,34 @@ fn sasl_authzid_follows_the_policy() {
     assert_eq!(ok.stdout.trim(), format!("dn:{}", user_dn("bob")));
     sasl(&format!("dn:{}", user_dn("erin"))).expect_code(50, "SASL authzid outside authzTo");
 }
+
+/// `olcAuthzPolicy` on cn=config: shown, changed live, an unknown value refused.
+#[test]
+fn policy_changes_live_in_cn_config() {
+    let s = Server::start_with_config_tree();
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let policy = |s: &Server| {
+        let out = s.read(&admin, "cn=config", &["olcAuthzPolicy"]);
+        out.expect_code(0, "olcAuthzPolicy");
+        out.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("olcAuthzPolicy: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(policy(&s), ["none"]);
+    set_rules(&s, "alice", "authzTo", &[format!("dn:{}", user_dn("bob"))]);
+    refused(&s, "alice", &user_dn("bob"));
+    let set = |value: &str| {
+        s.modify(
+            &admin,
+            &format!("dn: cn=config\nchangetype: modify\nreplace: olcAuthzPolicy\nolcAuthzPolicy: {value}\n"),
+        )
+    };
+    set("to").expect_code(0, "olcAuthzPolicy: to");
+    assert_eq!(policy(&s), ["to"]);
+    assumes(&s, "alice", &user_dn("bob"));
+    let bad = set("sideways");
+    assert_eq!(bad.code, 80, "{}", bad.stderr);
+    assert_eq!(policy(&s), ["to"]);
+}
