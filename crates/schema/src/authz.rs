@@ -7,8 +7,13 @@ use canopy_proto::{Dn, Filter, SearchScope};
 
 use crate::norm_dn::parse_dn_value;
 
-/// The syntax's OID. slapd keeps it, and the attributes of this syntax, out of the subschema entry.
+/// The syntax's OID. slapd keeps it out of the subschema entry.
 pub const SYNTAX_OID: &str = "1.3.6.1.4.1.4203.666.2.7";
+
+/// `authzTo` and `authzFrom`, which slapd keeps out of the subschema entry too (other attributes of
+/// the syntax, such as dyngroup's `dgAuthz`, are listed).
+pub const AUTHZ_TO_OID: &str = "1.3.6.1.4.1.4203.666.1.8";
+pub const AUTHZ_FROM_OID: &str = "1.3.6.1.4.1.4203.666.1.9";
 
 /// How a `dn.STYLE:DN` rule relates the DN to the identity tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -146,6 +146,10 @@ fn extensions(state: &ServerState) -> Vec<String> {
 
 /// slapd publishes neither its authz syntax nor authzTo and authzFrom.
 const AUTHZ_SYNTAX: &str = canopy_schema::authz::SYNTAX_OID;
+const UNPUBLISHED: [&str; 2] = [
+    canopy_schema::authz::AUTHZ_TO_OID,
+    canopy_schema::authz::AUTHZ_FROM_OID,
+];
 
 fn subschema_entry(state: &ServerState) -> Entry {
     let schema = state.databases.schema();
@@ -176,7 +180,7 @@ fn subschema_entry(state: &ServerState) -> Entry {
                 "attributeTypes",
                 schema
                     .attribute_types()
-                    .filter(|a| a.syntax != AUTHZ_SYNTAX)
+                    .filter(|a| !UNPUBLISHED.contains(&a.oid.as_str()))
                     .map(|a| a.definition()),
             ),
             attr(

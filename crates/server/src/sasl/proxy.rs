@@ -8,7 +8,7 @@ use canopy_core::{Entry, LdapError};
 use canopy_directory::dynlist::Url;
 use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I};
 use canopy_proto::{ProtocolOp, ResultCode};
-use canopy_schema::authz::{AuthzValue, DnStyle};
+use canopy_schema::authz::{AuthzValue, DnStyle, AUTHZ_FROM_OID, AUTHZ_TO_OID};
 use canopy_schema::NormDn;
 use regex::RegexBuilder;
 
@@ -102,8 +102,6 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
-const AUTHZ_TO_OID: &str = "1.3.6.1.4.1.4203.666.1.8";
-const AUTHZ_FROM_OID: &str = "1.3.6.1.4.1.4203.666.1.9";
 
 /// Whether `authc` (an authenticated identity, with the link it came over) may act as `authz`.
 pub fn authorizes(state: &State, authc: &Who, authz: &NormDn) -> bool {
