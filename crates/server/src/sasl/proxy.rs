@@ -15,6 +15,7 @@ use regex::RegexBuilder;
 use crate::access::Who;
 use crate::acl::ops::allows;
 use crate::acl::{privileges, AttrRef, GroupReader, Groups};
+use crate::authz::AuthzPolicy;
 use crate::sasl::mapping;
 use crate::state::State;
 
@@ -102,7 +103,6 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
-
 /// Whether `authc` (an authenticated identity, with the link it came over) may act as `authz`.
 pub fn authorizes(state: &State, authc: &Who, authz: &NormDn) -> bool {
     let Some(authc_ndn) = authc.ndn.as_ref() else {
@@ -123,17 +123,29 @@ pub fn authorizes(state: &State, authc: &Who, authz: &NormDn) -> bool {
     if mapping::may_proxy(state, authc_ndn, authz) {
         return true;
     }
-    let policy = state.sasl_rules.policy;
+    let allowed = by_policy(
+        state.sasl_rules.policy,
+        || rules_allow(state, authc, authc_ndn, AUTHZ_TO_OID, authz),
+        || rules_allow(state, authc, authz, AUTHZ_FROM_OID, authc_ndn),
+    );
+    if allowed {
+        tracing::debug!(authc = %authc_ndn, authz = %authz, "proxy authorization allowed by authzTo/authzFrom");
+    }
+    allowed
+}
+
+/// `policy` applied to the answers of the `authzTo` and `authzFrom` rules, each asked only when the
+/// policy needs it (slapd's order: `authzTo` first).
+fn by_policy(policy: AuthzPolicy, to: impl FnOnce() -> bool, from: impl FnOnce() -> bool) -> bool {
     if policy.uses_to() {
-        let to = rules_allow(state, authc, authc_ndn, AUTHZ_TO_OID, authz);
         // `all` needs both; `any` and `to` are decided by a match here.
-        match (to, policy == crate::authz::AuthzPolicy::All) {
+        match (to(), policy == AuthzPolicy::All) {
             (true, false) => return true,
             (false, true) => return false,
             _ => {}
         }
     }
-    policy.uses_from() && rules_allow(state, authc, authz, AUTHZ_FROM_OID, authc_ndn)
+    policy.uses_from() && from()
 }
 
 /// Whether a value of the attribute `oid` of the entry `holder` names `subject`. The values are read
@@ -283,6 +295,46 @@ fn entry_of(state: &State, ndn: &NormDn) -> Option<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each policy against every answer of the two rules, and which rules it asks.
+    #[test]
+    fn policies_combine_the_rules_as_slapd() {
+        use AuthzPolicy::*;
+        // (policy, authzTo matches, authzFrom matches, allowed)
+        let table = [
+            (None, true, true, false),
+            (To, true, false, true),
+            (To, false, true, false),
+            (From, true, false, false),
+            (From, false, true, true),
+            (Any, true, false, true),
+            (Any, false, true, true),
+            (Any, false, false, false),
+            (All, true, false, false),
+            (All, false, true, false),
+            (All, true, true, true),
+        ];
+        for (policy, to, from, allowed) in table {
+            let asked = std::cell::Cell::new((false, false));
+            let got = by_policy(
+                policy,
+                || {
+                    asked.set((true, asked.get().1));
+                    to
+                },
+                || {
+                    asked.set((asked.get().0, true));
+                    from
+                },
+            );
+            assert_eq!(got, allowed, "{policy:?} to={to} from={from}");
+            let (asked_to, asked_from) = asked.get();
+            assert_eq!(asked_to, policy.uses_to(), "{policy:?} asks authzTo");
+            if !policy.uses_from() {
+                assert!(!asked_from, "{policy:?} never asks authzFrom");
+            }
+        }
+    }
 
     #[test]
     fn positions_are_stripped() {
