@@ -221,6 +221,9 @@ fn controls_args(controls: &[Control]) -> String {
             },
             ("1.3.6.1.1.13.1", Some(v)) => format!("preread={}", selection(v)),
             ("1.3.6.1.1.13.2", Some(v)) => format!("postread={}", selection(v)),
+            ("2.16.840.1.113730.3.4.18", Some(v)) if is_safe(v) => {
+                format!("authzid={}", String::from_utf8_lossy(v))
+            }
             (oid, None) => oid.to_string(),
             // ldap-utils take `oid=:value` or `oid=::base64`.
             (oid, Some(v)) => format!("{oid}=::{}", b64(v)),

@@ -20,6 +20,8 @@ pub const ASSERTION: &str = "1.3.6.1.1.12";
 /// RFC 4527 pre-read and post-read controls.
 pub const PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const POST_READ: &str = "1.3.6.1.1.13.2";
+/// RFC 4370 proxied authorization.
+pub const PROXY_AUTHZ: &str = "2.16.840.1.113730.3.4.18";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{origin}: {reason}")]
@@ -319,8 +321,9 @@ fn identity(v: Option<Vec<u8>>, default: Identity) -> Result<Identity, String> {
 
 /// `manage=1` (ManageDsaIT, critical), `assert=(filter)` (RFC 4528, critical),
 /// `preread=a,b` / `postread=a,b` (RFC 4527, critical) and
-/// `sort=KEYS` (RFC 2891, critical), `vlv=B/A/OFFSET/COUNT` or `vlv=B/A:VALUE` (critical) and
-/// `control=OID[!]` for a valueless control (`!` marks it critical).
+/// `sort=KEYS` (RFC 2891, critical), `vlv=B/A/OFFSET/COUNT` or `vlv=B/A:VALUE` (critical),
+/// `control=OID[!]` for a valueless control (`!` marks it critical), and `authzid=ID` for RFC
+/// 4370's proxied authorization (critical, the value as given: `dn:DN`, `u:NAME`, or empty).
 fn controls(kv: &mut Kv) -> Result<Vec<Control>, String> {
     let mut out = Vec::new();
     if let Some(v) = kv.remove("manage") {
@@ -359,6 +362,13 @@ fn controls(kv: &mut Kv) -> Result<Vec<Control>, String> {
     }
     if let Some(v) = kv.remove("vlv") {
         out.push(crate::sorting::vlv_control(&text(v, "vlv")?)?);
+    }
+    if let Some(v) = kv.remove("authzid") {
+        out.push(Control {
+            oid: PROXY_AUTHZ.into(),
+            critical: true,
+            value: Some(v),
+        });
     }
     if let Some(v) = kv.remove("control") {
         let v = text(v, "control")?;

@@ -212,6 +212,32 @@ impl Server {
         server
     }
 
+    /// Starts the target chosen by the environment with global settings (slapd: `slapd` lines in
+    /// slapd.conf's global section; canopy: the TOML `canopy`) and `rules` as the main database's
+    /// access list (empty: Debian's), then loads base.ldif as the root DN.
+    pub fn start_with_globals(slapd: &str, rules: &[&str], canopy: &str) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let conf =
+                    crate::slapd_conf::render_with_globals(dir, &dir.join("data"), slapd, rules);
+                std::fs::write(dir.join("slapd.conf"), conf).unwrap();
+            }
+            Target::Canopy => {
+                let list: Vec<String> = rules.iter().map(|r| format!("'''{r}'''")).collect();
+                server.config = Some(match list.is_empty() {
+                    true => canopy.to_string(),
+                    false => format!("access = [\n{}\n]\n{canopy}", list.join(",\n")),
+                });
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
     /// Starts the target chosen by the environment with `rules` as the main database's access list
     /// (canopy: the `access` key; slapd: `access` lines in place of Debian's), then loads base.ldif
     /// as the root DN. `{ldapi}` in a rule stands for the server's ldapi socket path.

@@ -49,6 +49,21 @@ pub fn render_with_all(
     render_full(dir, data, extra, access, overlays)
 }
 
+/// `render`, with `globals` (slapd.conf lines such as `authz-policy to`) in the global section,
+/// before the first database, and `access` in place of Debian's rules (empty: Debian's).
+pub fn render_with_globals(dir: &Path, data: &Path, globals: &str, access: &[&str]) -> String {
+    let access = if access.is_empty() {
+        &DEBIAN_ACCESS[..]
+    } else {
+        access
+    };
+    render_full(dir, data, &[], access, "").replacen(
+        "\ndatabase mdb\n",
+        &format!("\n{globals}\ndatabase mdb\n"),
+        1,
+    )
+}
+
 /// Debian's default rules for the main database, which canopy's default list reproduces.
 pub const DEBIAN_ACCESS: [&str; 2] = [
     "to attrs=userPassword by self write by anonymous auth by * none",

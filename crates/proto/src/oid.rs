@@ -29,3 +29,6 @@ pub const CONTROL_ACCOUNT_USABILITY: &str = "1.3.6.1.4.1.42.2.27.9.5.8";
 pub const CONTROL_NETSCAPE_PASSWORD_EXPIRED: &str = "2.16.840.1.113730.3.4.4";
 /// Netscape's password expiring control (value: seconds left, as digits).
 pub const CONTROL_NETSCAPE_PASSWORD_EXPIRING: &str = "2.16.840.1.113730.3.4.5";
+
+/// RFC 4370 proxied authorization (the only version slapd 2.5 knows; the older .12 is unrecognized).
+pub const CONTROL_PROXY_AUTHZ: &str = "2.16.840.1.113730.3.4.18";

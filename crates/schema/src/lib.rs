@@ -7,6 +7,7 @@
 //! Owns: the schema model, syntaxes, matching rules, DN normalization. Must never: read the store or the
 //! configuration, or do I/O beyond loading the schema files it is given.
 
+pub mod authz;
 mod certificate;
 mod definition;
 mod dn;

@@ -62,6 +62,8 @@ pub(crate) enum Check {
     MailPreference,
     Uuid,
     Csn,
+    /// OpenLDAP's authz rules (`authzTo`, `authzFrom`): `crate::authz`.
+    Authz,
 }
 
 const PREFIX: &str = "1.3.6.1.4.1.1466.115.121.1.";
@@ -117,6 +119,7 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("1.2.36.79672281.1.5.0", "RDN", Check::Rdn),
     ("1.3.6.1.1.16.1", "UUID", Check::Uuid),
     ("1.3.6.1.4.1.4203.666.11.2.1", "CSN", Check::Csn),
+    (crate::authz::SYNTAX_OID, "OpenLDAP authz", Check::Authz),
     // RFC 4523 §2: assertion syntaxes of the certificate matching rules.
     ("1.3.6.1.1.15.1", "Certificate Exact Assertion", Check::Any),
     ("1.3.6.1.1.15.2", "Certificate Assertion", Check::Any),
@@ -258,6 +261,8 @@ pub(crate) fn validate_with(check: Option<Check>, value: &[u8]) -> bool {
         Check::MailPreference => matches!(value, b"NO-LISTS" | b"ANY-LIST" | b"PROFESSIONAL-LISTS"),
         Check::Uuid => values::uuid(value).is_ok(),
         Check::Csn => values::csn(value).is_ok(),
+        Check::Authz => std::str::from_utf8(value)
+            .is_ok_and(|text| crate::authz::AuthzValue::parse(text).is_ok()),
     }
 }
 

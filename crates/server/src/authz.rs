@@ -16,6 +16,65 @@ pub struct Sasl {
     pub authz_regexp: Vec<AuthzRegexp>,
     /// Who may use an authorization identity other than their own.
     pub proxy: Vec<ProxyRule>,
+    /// slapd's `authz-policy`: which of the `authzTo` and `authzFrom` attributes of entries are
+    /// consulted when an identity asks to act as another (a SASL authzid or the proxied
+    /// authorization control). `[[sasl.proxy]]` rules apply whatever it says.
+    pub authz_policy: AuthzPolicy,
+}
+
+/// slapd's `authz-policy` values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthzPolicy {
+    /// No entry's rules are consulted (slapd's default).
+    #[default]
+    None,
+    /// The target identity's `authzFrom`.
+    From,
+    /// The authenticated identity's `authzTo`.
+    To,
+    /// Either of them.
+    Any,
+    /// Both of them.
+    All,
+}
+
+impl AuthzPolicy {
+    /// The value as slapd writes it (`authz-policy` and `olcAuthzPolicy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthzPolicy::None => "none",
+            AuthzPolicy::From => "from",
+            AuthzPolicy::To => "to",
+            AuthzPolicy::Any => "any",
+            AuthzPolicy::All => "all",
+        }
+    }
+
+    /// slapd's words, without case; `both` is slapd's other name for `any`.
+    pub fn parse(text: &str) -> Option<AuthzPolicy> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "none" => AuthzPolicy::None,
+            "from" => AuthzPolicy::From,
+            "to" => AuthzPolicy::To,
+            "any" | "both" => AuthzPolicy::Any,
+            "all" => AuthzPolicy::All,
+            _ => return None,
+        })
+    }
+
+    /// Whether the authenticated identity's `authzTo` is consulted.
+    pub fn uses_to(self) -> bool {
+        matches!(self, AuthzPolicy::To | AuthzPolicy::Any | AuthzPolicy::All)
+    }
+
+    /// Whether the target identity's `authzFrom` is consulted.
+    pub fn uses_from(self) -> bool {
+        matches!(
+            self,
+            AuthzPolicy::From | AuthzPolicy::Any | AuthzPolicy::All
+        )
+    }
 }
 
 /// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,
@@ -42,6 +101,7 @@ pub struct ProxyRule {
 pub struct Rules {
     regexps: Vec<(Regex, String)>,
     proxy: Vec<(String, String)>,
+    pub policy: AuthzPolicy,
 }
 
 /// Where a mapped name points: one DN, or a search that must find exactly one entry.
@@ -82,13 +142,29 @@ impl Rules {
             }
             proxy.push((rule.from.clone(), rule.to.clone()));
         }
-        Ok(Rules { regexps, proxy })
+        Ok(Rules {
+            regexps,
+            proxy,
+            policy: config.authz_policy,
+        })
     }
 
     /// The target of a plain SASL user name under `mechanism`: the first matching rule, else the
     /// default (the entry whose uid is the name).
     pub fn target(&self, mechanism: &str, name: &str) -> Target {
-        let subject = format!("uid={name},cn={},cn=auth", mechanism.to_ascii_lowercase());
+        self.target_in(Some(mechanism), None, name)
+    }
+
+    /// [`Rules::target`] with slapd's full subject: `uid=NAME[,cn=REALM][,cn=MECH],cn=auth`.
+    pub fn target_in(&self, mechanism: Option<&str>, realm: Option<&str>, name: &str) -> Target {
+        let mut subject = format!("uid={name}");
+        if let Some(realm) = realm {
+            subject.push_str(&format!(",cn={realm}"));
+        }
+        if let Some(mechanism) = mechanism {
+            subject.push_str(&format!(",cn={}", mechanism.to_ascii_lowercase()));
+        }
+        subject.push_str(",cn=auth");
         self.rewrite(&subject).unwrap_or_else(|| Target::Search {
             base: String::new(),
             subtree: true,
@@ -203,6 +279,7 @@ mod tests {
                 replace: replace.into(),
             }],
             proxy: Vec::new(),
+            authz_policy: AuthzPolicy::None,
         })
         .unwrap()
     }
@@ -272,6 +349,7 @@ mod tests {
                     replace: replace.into(),
                 }],
                 proxy: Vec::new(),
+                authz_policy: AuthzPolicy::None,
             })
             .is_err()
         };

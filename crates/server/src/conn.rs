@@ -454,6 +454,23 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
         }
         None => RequestControls::default(),
     };
+    // RFC 4370: the operation runs as the identity the proxied authorization control names.
+    let proxied = match ctl
+        .proxy_authz
+        .as_ref()
+        .map(|proxy| crate::sasl::proxy::assume(state, who, &message.op, proxy))
+    {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(as_who))) => Some(as_who),
+        Some(Err(e)) => {
+            let code = e.code;
+            if let Some(op) = error_response(&message.op, e) {
+                out.send(encode(id, op, Vec::new())).await;
+            }
+            finish(completion, Some(code));
+            return Flow::Continue;
+        }
+    };
     // A session a frontend hook restricted at its bind (pwdReset) asks that hook first.
     let mut lifts_restriction = false;
     let restricted_by = session
@@ -596,17 +613,26 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // next request, an abandon among them, once an inline search has answered): it alone gets a
             // flag of its own, registered; an inline attempt shares one that nothing ever sets.
             let cancel = never_abandoned();
-            let shared_who = session
-                .shared_who
-                .get_or_insert_with(|| Arc::new(who.clone()));
+            // A proxied search shares neither the connection's identity nor its access decisions.
+            let (job_who, job_views) = match proxied {
+                Some(as_who) => (Arc::new(as_who), Default::default()),
+                None => (
+                    Arc::clone(
+                        session
+                            .shared_who
+                            .get_or_insert_with(|| Arc::new(who.clone())),
+                    ),
+                    Arc::clone(session.views.get_or_insert_with(Default::default)),
+                ),
+            };
             // The job lives in this block: an inline answer is sent after it is gone, and a job that
             // must wait is boxed, so that `dispatch`'s future (boxed for every request) keeps no job
             // across a wait.
             let attempt = {
                 let job = ops::search::SearchJob {
                     state: state.clone(),
-                    who: Arc::clone(shared_who),
-                    views: Arc::clone(session.views.get_or_insert_with(Default::default)),
+                    who: job_who,
+                    views: job_views,
                     sorts: Arc::clone(session.sorts),
                     message_id: id,
                     req,
@@ -654,7 +680,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 return Flow::Close;
             };
             let state = state.clone();
-            let who = who.clone();
+            let who = proxied.unwrap_or_else(|| who.clone());
             let tx = out.responses().clone();
             let restricted = session.restricted.clone();
             tokio::spawn(async move {

@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
-    CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -47,6 +47,8 @@ pub struct RequestControls {
     /// RFC 2891 sort and VLV request controls, as sent: decoded by the database that sorts
     /// (`ops/search/sort.rs`), as slapd's overlay decodes them.
     pub sort: Option<Box<crate::sorting::SortControls>>,
+    /// RFC 4370: the authorization identity to run the operation as (`sasl::proxy::assume`).
+    pub proxy_authz: Option<crate::sasl::proxy::ProxyAuthz>,
 }
 
 impl RequestControls {
@@ -82,9 +84,23 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         CONTROL_ACCOUNT_USABILITY => kind == Search,
         CONTROL_SORT_REQUEST | CONTROL_VLV_REQUEST => kind == Search,
+        // slapd: every operation but bind (and unbind and abandon, which carry none here); which
+        // extended operations is decided with the operation's name (`sasl::proxy::assume`).
+        CONTROL_PROXY_AUTHZ => kind != Bind,
         _ => false,
     }
 }
+
+const ALL_KINDS: [RequestKind; 8] = [
+    RequestKind::Bind,
+    RequestKind::Search,
+    RequestKind::Modify,
+    RequestKind::Add,
+    RequestKind::Delete,
+    RequestKind::ModifyDn,
+    RequestKind::Compare,
+    RequestKind::Extended,
+];
 
 fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
@@ -119,9 +135,15 @@ impl RequestControls {
             let oid = control.oid.as_str();
             if !applies(oid, kind) {
                 if control.critical {
+                    // slapd's two texts: a control it knows, not on this operation, and one it
+                    // does not know at all.
+                    let known = ALL_KINDS.iter().any(|k| applies(oid, *k));
                     return Err(LdapError::new(
                         ResultCode::UnavailableCriticalExtension,
-                        "critical extension is unavailable",
+                        match known {
+                            true => "critical extension is unavailable",
+                            false => "critical extension is not recognized",
+                        },
                     ));
                 }
                 continue;
@@ -129,6 +151,11 @@ impl RequestControls {
             if seen.contains(&oid) {
                 if oid == CONTROL_SYNC_REQUEST {
                     return Err(protocol_error("Sync control specified multiple times"));
+                }
+                if oid == CONTROL_PROXY_AUTHZ {
+                    return Err(protocol_error(
+                        "proxy authorization control specified multiple times",
+                    ));
                 }
                 return Err(protocol_error("control specified multiple times"));
             }
@@ -165,6 +192,17 @@ impl RequestControls {
                         CONTROL_SORT_REQUEST => sort.sort = sent,
                         _ => sort.vlv = sent,
                     }
+                }
+                // slapd takes a non-critical one too (its `disallow proxy_authz_non_critical`
+                // is off by default).
+                CONTROL_PROXY_AUTHZ => {
+                    let value = value.ok_or_else(|| {
+                        protocol_error("proxy authorization control value absent")
+                    })?;
+                    out.proxy_authz = Some(crate::sasl::proxy::ProxyAuthz {
+                        authzid: value.to_vec(),
+                        critical: control.critical,
+                    });
                 }
                 CONTROL_PASSWORD_POLICY => {
                     out.password_policy = true;
@@ -345,6 +383,39 @@ mod tests {
             (
                 vec![control(CONTROL_ACCOUNT_USABILITY, true, None)],
                 Compare,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, Some(b"dn:cn=x"))],
+                Modify,
+                None,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, Some(b"dn:cn=x"))],
+                Bind,
+                unavailable,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, false, Some(b""))],
+                Bind,
+                None,
+            ),
+            (
+                vec![control(CONTROL_PROXY_AUTHZ, true, None)],
+                Search,
+                protocol,
+            ),
+            (
+                vec![
+                    control(CONTROL_PROXY_AUTHZ, false, Some(b"")),
+                    control(CONTROL_PROXY_AUTHZ, false, Some(b"")),
+                ],
+                Compare,
+                protocol,
+            ),
+            (
+                vec![control("2.16.840.1.113730.3.4.12", true, Some(b""))],
+                Search,
                 unavailable,
             ),
             (vec![control("1.2.3.4", true, None)], Search, unavailable),

@@ -3,7 +3,7 @@
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
     EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::sync::CONTROL_SYNC_REQUEST;
@@ -63,6 +63,7 @@ fn supported_controls(state: &ServerState) -> Vec<String> {
         CONTROL_VALUES_RETURN,
         CONTROL_RELAX,
         CONTROL_DONT_USE_COPY,
+        CONTROL_PROXY_AUTHZ,
     ]);
     let followed = state.databases.iter().any(|db| {
         state
@@ -143,6 +144,13 @@ fn extensions(state: &ServerState) -> Vec<String> {
     oids
 }
 
+/// slapd publishes neither its authz syntax nor authzTo and authzFrom.
+const AUTHZ_SYNTAX: &str = canopy_schema::authz::SYNTAX_OID;
+const UNPUBLISHED: [&str; 2] = [
+    canopy_schema::authz::AUTHZ_TO_OID,
+    canopy_schema::authz::AUTHZ_FROM_OID,
+];
+
 fn subschema_entry(state: &ServerState) -> Entry {
     let schema = state.databases.schema();
     let dn = Dn::parse(SUBSCHEMA_DN.as_bytes()).unwrap_or_default();
@@ -157,14 +165,23 @@ fn subschema_entry(state: &ServerState) -> Entry {
                 strings(&["top", "subentry", "subschema", "extensibleObject"]),
             ),
             attr("cn", strings(&["Subschema"])),
-            attr("ldapSyntaxes", schema.syntaxes().map(|s| s.definition())),
+            attr(
+                "ldapSyntaxes",
+                schema
+                    .syntaxes()
+                    .filter(|s| s.oid != AUTHZ_SYNTAX)
+                    .map(|s| s.definition()),
+            ),
             attr(
                 "matchingRules",
                 schema.matching_rules().map(|m| m.definition()),
             ),
             attr(
                 "attributeTypes",
-                schema.attribute_types().map(|a| a.definition()),
+                schema
+                    .attribute_types()
+                    .filter(|a| !UNPUBLISHED.contains(&a.oid.as_str()))
+                    .map(|a| a.definition()),
             ),
             attr(
                 "objectClasses",

@@ -46,6 +46,8 @@ mod otp;
 mod overlays;
 #[path = "e2e/ppolicy.rs"]
 mod ppolicy;
+#[path = "e2e/proxyauthz.rs"]
+mod proxyauthz;
 #[path = "e2e/python.rs"]
 mod python;
 #[path = "e2e/robustness.rs"]

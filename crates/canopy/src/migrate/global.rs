@@ -136,6 +136,12 @@ pub(super) fn global_directive(m: &mut Model, d: &Directive, name: &str, section
                 m.leave(d, "no scheme given");
             }
         }
+        "authzpolicy" | "saslauthzpolicy" if single => {
+            match canopy_server::authz::AuthzPolicy::parse(&one) {
+                Some(policy) => m.authz_policy = Some(policy.as_str()),
+                None => m.leave(d, "expected none, from, to, any or all"),
+            }
+        }
         "authzregexp" | "saslregexp" => match d.args.as_slice() {
             [pattern, replace] => m.authz_regexp.push((pattern.clone(), replace.clone())),
             _ => m.leave(d, "expected a pattern and a replacement"),

@@ -198,6 +198,8 @@ struct Model {
     /// slapd's default referral (`referral`).
     referral: Option<String>,
     authz_regexp: Vec<(String, String)>,
+    /// `authz-policy` other than slapd's default `none`.
+    authz_policy: Option<&'static str>,
     tls: Vec<(&'static str, String)>,
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
     tls_verify: Option<Remark>,

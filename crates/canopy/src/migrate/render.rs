@@ -153,6 +153,9 @@ impl Model {
                 let _ = writeln!(out, "{k} = {}", q(v));
             }
         }
+        if let Some(policy) = self.authz_policy {
+            let _ = writeln!(out, "\n[sasl]\nauthz_policy = {}", q(policy));
+        }
         for (pattern, replace) in &self.authz_regexp {
             let _ = writeln!(
                 out,

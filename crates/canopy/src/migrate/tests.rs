@@ -60,6 +60,7 @@ pidfile /run/slapd.pid
 serverID 7
 password-hash {SSHA}
 authz-regexp "uid=([^,]*),cn=[^,]*,cn=auth" "ldap:///dc=example,dc=com??sub?(uid=$1)"
+authz-policy to
 TLSCertificateFile /etc/ssl/c.pem
 TLSCertificateKeyFile /etc/ssl/k.pem
 TLSCACertificateFile /etc/ssl/ca.pem
@@ -149,6 +150,7 @@ fn two_databases_translate_in_canopy_order() {
     );
     assert_eq!(c.password_hash, "{SSHA}");
     assert_eq!(c.sasl.authz_regexp.len(), 1);
+    assert_eq!(c.sasl.authz_policy, canopy_server::authz::AuthzPolicy::To);
     assert_eq!(
         c.sasl.authz_regexp[0].replace,
         "ldap:///dc=example,dc=com??sub?(uid=$1)"
@@ -215,21 +217,21 @@ fn two_databases_translate_in_canopy_order() {
         .collect();
     assert!(
         left.iter()
-            .any(|(o, t)| o.ends_with(":40") && t.starts_with("syncrepl")),
+            .any(|(o, t)| o.ends_with(":41") && t.starts_with("syncrepl")),
         "{left:?}"
     );
     assert!(
         left.iter()
-            .any(|(o, t)| o.ends_with(":48") && *t == "overlay pcache"),
+            .any(|(o, t)| o.ends_with(":49") && *t == "overlay pcache"),
         "{left:?}"
     );
     assert!(
         left.iter()
-            .any(|(o, t)| o.ends_with(":49") && *t == "pcache mdb 100 2 1000 100"),
+            .any(|(o, t)| o.ends_with(":50") && *t == "pcache mdb 100 2 1000 100"),
         "{left:?}"
     );
     assert_eq!(left.len(), 3, "{left:?}");
-    assert!(m.toml.contains("# - slapd.conf:48: overlay pcache\n"));
+    assert!(m.toml.contains("# - slapd.conf:49: overlay pcache\n"));
     // Harmless settings are notes, not omissions.
     assert!(m.notes.iter().any(|n| n.text == "pidfile /run/slapd.pid"));
     assert!(m.notes.iter().any(|n| n.text == "moduleload back_mdb"));

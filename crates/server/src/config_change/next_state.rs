@@ -206,6 +206,11 @@ pub(super) fn next_state(
         next.dummy_hash = crate::dummy_hash(&config)
             .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcPasswordHash> {e}")))?;
     }
+    if config.sasl.authz_policy != state.config.sasl.authz_policy {
+        let rules = crate::authz::Rules::compile(&config.sasl)
+            .map_err(|e| Refusal::new(ResultCode::Other, format!("<olcAuthzPolicy> {e}")))?;
+        next.sasl_rules = Arc::new(rules);
+    }
     next.databases = Databases::new(list);
     next.config = config;
     Ok(next)

@@ -47,6 +47,7 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
             .with("objectClass", one("olcGlobal"))
             .with("cn", one("config"))
             .with("olcServerID", server_id)
+            .with("olcAuthzPolicy", one(config.sasl.authz_policy.as_str()))
             .with("olcLogLevel", config.log_level.clone())
             .with("olcTLSCertificateFile", path(&tls.cert_file))
             .with("olcTLSCertificateKeyFile", path(&tls.key_file))

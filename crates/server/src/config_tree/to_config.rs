@@ -30,6 +30,12 @@ pub fn to_config(base: &Config, tree: &[ConfigEntry]) -> Result<(Config, Vec<u8>
         };
     }
     if let Some(global) = find(SUFFIX) {
+        config.sasl.authz_policy = match global.single("olcAuthzPolicy") {
+            None => crate::authz::AuthzPolicy::None,
+            Some(text) => crate::authz::AuthzPolicy::parse(text).ok_or_else(|| {
+                Refusal::handler("olcAuthzPolicy", format!("unknown policy {text:?}"))
+            })?,
+        };
         config.log_level = global.get("olcLogLevel").to_vec();
         crate::config::log_filter(&config.log_level)
             .map_err(|e| Refusal::handler("olcLogLevel", e))?;

@@ -519,7 +519,13 @@ fn authorize(
             let Some((dn, ndn)) = mapping::resolve_identity(state, mechanism, requested)? else {
                 return Err(sasl::authz_failure());
             };
-            if !sasl::may_authorize(state, &authc.1, &ndn) {
+            let requester = Who {
+                dn: authc.0.clone(),
+                root: state.databases.is_root_dn(&authc.1),
+                ndn: Some(authc.1.clone()),
+                link: link.clone(),
+            };
+            if !sasl::may_authorize(state, &requester, &ndn) {
                 return Err(sasl::authz_failure());
             }
             (dn.to_string(), ndn)

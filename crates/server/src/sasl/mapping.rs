@@ -61,7 +61,10 @@ pub fn map_external(state: &State, ndn: &NormDn) -> Result<Option<(Dn, NormDn)>,
 }
 
 /// The entry a rule's target names: a DN that exists, or the one entry a search finds.
-fn resolve_target(state: &State, target: Target) -> Result<Option<(Dn, NormDn)>, LdapError> {
+pub(super) fn resolve_target(
+    state: &State,
+    target: Target,
+) -> Result<Option<(Dn, NormDn)>, LdapError> {
     match target {
         Target::Dn(text) => {
             let Ok((dn, ndn)) = state.databases.normalize(text.as_bytes()) else {

@@ -3,6 +3,7 @@
 //! failed-bind back-off `crate::backoff`'s.
 
 pub mod mapping;
+pub mod proxy;
 pub mod scram;
 pub mod store;
 
@@ -96,9 +97,13 @@ pub fn authz_failure() -> LdapError {
     )
 }
 
-/// Whether `authc` may act as `authz` (the same identity always may).
-pub fn may_authorize(state: &crate::state::State, authc: &NormDn, authz: &NormDn) -> bool {
-    authc == authz || mapping::may_proxy(state, authc, authz)
+/// Whether `authc` may act as `authz` (the same identity always may): [`proxy::authorizes`].
+pub fn may_authorize(
+    state: &crate::state::State,
+    authc: &crate::access::Who,
+    authz: &NormDn,
+) -> bool {
+    proxy::authorizes(state, authc, authz)
 }
 
 #[cfg(test)]
