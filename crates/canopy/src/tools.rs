@@ -597,7 +597,13 @@ impl Prepare<'_> {
                     .unwrap_or_default(),
             )
         };
-        let partial = group(attrs);
+        let mut partial = group(attrs);
+        // slapadd stores a value given twice as two values; an add would refuse the entry. An
+        // export holding such an entry still loads: the value is stored once, and said so.
+        let repeated = drop_repeated_values(&mut partial);
+        if repeated > 0 {
+            eprintln!("{name}: entry {shown:?}: {repeated} value(s) given twice, stored once");
+        }
         let mut entry =
             entry_from_attributes_with(schema, dn, ndn.clone(), &partial, true).map_err(fail)?;
         check_entry(schema, &entry).map_err(fail)?;
@@ -641,6 +647,19 @@ pub(crate) fn group(attrs: Vec<(String, Vec<u8>)>) -> Vec<PartialAttribute> {
         }
     }
     out
+}
+
+/// Drops every value that repeats an earlier one of its attribute byte for byte; how many were dropped.
+/// (Values equal only under the attribute's matching rule are left for the entry check to refuse.)
+fn drop_repeated_values(attrs: &mut [PartialAttribute]) -> usize {
+    let mut dropped = 0;
+    for attr in attrs.iter_mut() {
+        let before = attr.values.len();
+        let mut seen = std::collections::HashSet::with_capacity(before);
+        attr.values.retain(|v| seen.insert(v.clone()));
+        dropped += before - attr.values.len();
+    }
+    dropped
 }
 
 /// Writes the database of `config` as LDIF, then (`glue`) the databases glued into it, as slapcat does

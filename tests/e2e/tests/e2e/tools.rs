@@ -292,3 +292,58 @@ fn modify_offline_applies_change_records() {
         assert!(by_mail.contains("dn: uid=alice"), "{by_mail}");
     }
 }
+
+/// A value given twice in one entry of an LDIF (slapadd loads it, storing the value twice): the
+/// import loads the entry with the value once and says so; a search shows it once. slapd shows it twice,
+/// so only canopy's answer is checked.
+#[test]
+fn import_stores_a_repeated_value_once() {
+    let dir = tempdir::TempDir::new("repeated");
+    let ldif = dir.path().join("repeated.ldif");
+    std::fs::write(
+        &ldif,
+        format!(
+            "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example\n\n\
+             dn: cn=twice,{SUFFIX}\nobjectClass: person\ncn: twice\nsn: twice\n\
+             userPassword: secret\nuserPassword: secret\ndescription: one\ndescription: one\n"
+        ),
+    )
+    .unwrap();
+    if Target::from_env() == Target::Slapd {
+        println!("skipped for slapd: slapadd stores the value twice");
+        return;
+    }
+    let mut server = Server::unstarted(Target::Canopy);
+    let out = server.import(&ldif);
+    out.expect_code(0, "importing an entry with a repeated value");
+    assert!(
+        out.stderr.contains("2 value(s) given twice, stored once"),
+        "the import says what it did: {}",
+        out.stderr
+    );
+    server.restart();
+    let found = server.search(
+        &Bind::Root,
+        &[
+            "-b",
+            &format!("cn=twice,{SUFFIX}"),
+            "-s",
+            "base",
+            "description",
+            "userPassword",
+        ],
+    );
+    found.expect_code(0, "the imported entry");
+    assert_eq!(
+        found.stdout.matches("description: one").count(),
+        1,
+        "{}",
+        found.stdout
+    );
+    assert_eq!(
+        found.stdout.matches("userPassword").count(),
+        1,
+        "{}",
+        found.stdout
+    );
+}
