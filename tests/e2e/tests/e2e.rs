@@ -70,5 +70,7 @@ mod syncrepl_preload;
 mod tls;
 #[path = "e2e/tools.rs"]
 mod tools;
+#[path = "e2e/txn.rs"]
+mod txn;
 #[path = "e2e/write.rs"]
 mod write;
