@@ -15,6 +15,7 @@ pub mod oid;
 pub mod ppolicy;
 pub mod result;
 pub mod sync;
+pub mod txn;
 pub mod url;
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub mod special;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
+pub mod txn;
 pub mod valsort;
 
 use std::sync::Arc;

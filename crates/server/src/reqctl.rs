@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
-    CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_RELAX, CONTROL_TXN_SPEC, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -43,6 +43,8 @@ pub struct RequestControls {
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
     pub entry_controls: Box<[&'static str]>,
+    /// RFC 5805: the write belongs to the connection's transaction (txn.rs).
+    pub txn: bool,
 }
 
 impl RequestControls {
@@ -77,6 +79,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // RFC 6171 §3: "applicable to the search and compare operations".
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         CONTROL_ACCOUNT_USABILITY => kind == Search,
+        CONTROL_TXN_SPEC => matches!(kind, Add | Delete | Modify | ModifyDn),
         _ => false,
     }
 }
@@ -194,8 +197,15 @@ impl RequestControls {
                         out.post_read = Some(request.attributes);
                     }
                 }
+                CONTROL_TXN_SPEC => {
+                    crate::txn::check_spec(control)?;
+                    out.txn = true;
+                }
                 _ => {}
             }
+        }
+        if out.txn {
+            crate::txn::check_spec_with_reads(&out)?;
         }
         Ok(out)
     }

@@ -597,6 +597,20 @@ impl Database {
         ctl: &WriteControls,
         verdict: Option<LdapError>,
     ) -> Result<Vec<Control>, OpError> {
+        let (request, guard) = self.write_request(op, who, ctl, verdict)?;
+        self.backend.write(request).await?;
+        Ok(guard.read_controls())
+    }
+
+    /// The write `op` by `who` as this database's writer runs it, with the guard that decides access
+    /// and collects the read controls inside the write's transaction.
+    fn write_request(
+        &self,
+        op: WriteOp,
+        who: &Who,
+        ctl: &WriteControls,
+        verdict: Option<LdapError>,
+    ) -> Result<(WriteRequest, Arc<AccessGuard>), OpError> {
         self.check_writable()?;
         let target = match &op {
             WriteOp::Add(entry) => &entry.dn,
@@ -612,13 +626,33 @@ impl Database {
             ctl.clone(),
             verdict,
         ));
+        let request = WriteRequest {
+            op,
+            guard: guard.clone(),
+        };
+        Ok((request, guard))
+    }
+
+    /// Runs the writes `ops` (each with its requester and controls) in one transaction of this
+    /// database: all are stored or, when one fails, none, which the error names by its position.
+    /// `wrap` may put each write's guard inside one of its own (RFC 5805's deferred checks).
+    pub async fn update_all(
+        &self,
+        ops: Vec<(WriteOp, Who, WriteControls)>,
+        wrap: impl Fn(Arc<dyn canopy_directory::Guard>) -> Arc<dyn canopy_directory::Guard>,
+    ) -> Result<(), (Option<usize>, OpError)> {
+        let mut requests = Vec::with_capacity(ops.len());
+        for (index, (op, who, ctl)) in ops.into_iter().enumerate() {
+            let (mut request, _) = self
+                .write_request(op, &who, &ctl, None)
+                .map_err(|e| (Some(index), e))?;
+            request.guard = wrap(request.guard);
+            requests.push(request);
+        }
         self.backend
-            .write(WriteRequest {
-                op,
-                guard: guard.clone(),
-            })
-            .await?;
-        Ok(guard.read_controls())
+            .write_all(requests)
+            .await
+            .map_err(|e| (e.index, e.error))
     }
 }
 
