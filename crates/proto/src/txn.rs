@@ -22,7 +22,9 @@ impl TxnEndRequest {
         };
         let identifier = seq.read_octet_string(tag::OCTET_STRING)?.to_vec();
         if !seq.is_empty() || !outer.is_empty() {
-            return Err(DecodeError::new("unexpected data in end transaction request"));
+            return Err(DecodeError::new(
+                "unexpected data in end transaction request",
+            ));
         }
         Ok(TxnEndRequest { commit, identifier })
     }
@@ -71,7 +73,14 @@ mod tests {
             identifier: Vec::new(),
         };
         assert_eq!(hex(&abort.encode()), "30 05 01 01 00 04 00");
-        for bad in ["", "01 02", "30 00", "30 03 01 01 ff", "30 02 04 00 00", "30 04 04 00 04 00"] {
+        for bad in [
+            "",
+            "01 02",
+            "30 00",
+            "30 03 01 01 ff",
+            "30 02 04 00 00",
+            "30 04 04 00 04 00",
+        ] {
             assert!(TxnEndRequest::decode(&unhex(bad)).is_err(), "{bad}");
         }
     }

@@ -168,7 +168,9 @@ async fn queue(
         }
     };
     let outcome = prepared.map_err(failure_result).and_then(|write| {
-        let txn = slot.as_mut().ok_or_else(|| ops::error_result(invalid_id()))?;
+        let txn = slot
+            .as_mut()
+            .ok_or_else(|| ops::error_result(invalid_id()))?;
         enqueue(state, txn, message_id, write).map_err(ops::error_result)
     });
     respond(outcome.err().unwrap_or_else(LdapResult::success))
@@ -202,11 +204,7 @@ fn enqueue(
 }
 
 /// RFC 5805 §2.3 End Transaction: commit or abort the connection's transaction.
-async fn end(
-    who: &Who,
-    value: Option<&[u8]>,
-    slot: &mut Option<Transaction>,
-) -> ExtendedResponse {
+async fn end(who: &Who, value: Option<&[u8]>, slot: &mut Option<Transaction>) -> ExtendedResponse {
     let request = (|| {
         let value = value.ok_or_else(|| protocol_error("request data expected"))?;
         if value.is_empty() {
@@ -226,7 +224,10 @@ async fn end(
         Err(e) => return extended(Err(e)),
     };
     if !commit {
-        return extended(Ok((LdapResult::new(ResultCode::Success, "transaction aborted"), None)));
+        return extended(Ok((
+            LdapResult::new(ResultCode::Success, "transaction aborted"),
+            None,
+        )));
     }
     let Some(dir) = txn.dir else {
         return extended(Err(LdapError::new(
@@ -309,5 +310,134 @@ impl Guard for Deferred {
 
     fn conceal(&self, dir: &Directory, txn: InWrite<'_>, error: LdapError) -> LdapError {
         self.inner.conceal(dir, txn, error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_TXN_SPEC};
+    use canopy_proto::{DecodeLimits, ReadEntryRequest, RequestKind};
+
+    fn spec(critical: bool, value: Option<&[u8]>) -> Control {
+        Control {
+            oid: CONTROL_TXN_SPEC.into(),
+            critical,
+            value: value.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// slapd's answers to the control, alone and beside the read controls, by operation.
+    #[test]
+    fn specification_control() {
+        let read = ReadEntryRequest {
+            attributes: vec!["cn".into()],
+        }
+        .encode();
+        let reading = |oid: &str| Control {
+            oid: oid.into(),
+            critical: true,
+            value: Some(read.clone()),
+        };
+        use RequestKind::*;
+        let cases: Vec<(Vec<Control>, RequestKind, Option<ResultCode>)> = vec![
+            (vec![spec(true, Some(b""))], Modify, None),
+            (vec![spec(true, Some(b""))], Add, None),
+            (vec![spec(true, Some(b""))], Delete, None),
+            (vec![spec(true, Some(b""))], ModifyDn, None),
+            (
+                vec![spec(true, Some(b""))],
+                Search,
+                Some(ResultCode::UnavailableCriticalExtension),
+            ),
+            (
+                vec![spec(true, Some(b""))],
+                Compare,
+                Some(ResultCode::UnavailableCriticalExtension),
+            ),
+            (vec![spec(false, Some(b""))], Search, None),
+            (
+                vec![spec(false, Some(b""))],
+                Modify,
+                Some(ResultCode::ProtocolError),
+            ),
+            (vec![spec(true, None)], Modify, Some(ResultCode::ProtocolError)),
+            (vec![spec(true, Some(b"x"))], Modify, Some(TXN_ID_INVALID)),
+            (
+                vec![spec(true, Some(b"")), reading(CONTROL_PRE_READ)],
+                Modify,
+                Some(ResultCode::UnwillingToPerform),
+            ),
+            (
+                vec![reading(CONTROL_POST_READ), spec(true, Some(b""))],
+                Add,
+                Some(ResultCode::UnwillingToPerform),
+            ),
+            (
+                vec![spec(true, Some(b"")), spec(true, Some(b""))],
+                Modify,
+                Some(ResultCode::ProtocolError),
+            ),
+        ];
+        for (controls, kind, expected) in cases {
+            let got = RequestControls::parse(&controls, kind, &DecodeLimits::default());
+            assert_eq!(got.as_ref().err().map(|e| e.code), expected, "{controls:?} {kind:?}");
+            if let Ok(ctl) = got {
+                assert_eq!(ctl.txn, kind != Search, "{kind:?}");
+            }
+        }
+        assert_eq!(TXN_ID_INVALID.code(), 16673);
+    }
+
+    #[test]
+    fn start_and_end_without_a_database() {
+        let root = Who {
+            root: true,
+            ..Who::anonymous()
+        };
+        let mut slot = None;
+        let started = start(&root, None, &mut slot);
+        assert_eq!(started.result.code, ResultCode::Success);
+        assert_eq!(started.value, Some(Vec::new()));
+        assert_eq!(start(&root, None, &mut slot).result.code, ResultCode::Busy);
+        assert_eq!(
+            start(&Who::anonymous(), None, &mut None).result.code,
+            ResultCode::StrongerAuthRequired
+        );
+        let end_value = |commit| {
+            TxnEndRequest {
+                commit,
+                identifier: Vec::new(),
+            }
+            .encode()
+        };
+        let ended = |value: Option<&[u8]>, slot: &mut Option<Transaction>| {
+            run_to_end(end(&root, value, slot)).result
+        };
+        assert_eq!(ended(None, &mut slot).code, ResultCode::ProtocolError);
+        assert_eq!(ended(Some(b""), &mut slot).code, ResultCode::ProtocolError);
+        assert_eq!(ended(Some(b"\x01"), &mut slot).code, ResultCode::ProtocolError);
+        assert!(slot.is_some(), "a malformed end leaves the transaction open");
+        let empty = ended(Some(&end_value(true)), &mut slot);
+        assert_eq!(
+            (empty.code, empty.message.as_str()),
+            (ResultCode::OperationsError, "no updates to commit")
+        );
+        assert!(slot.is_none());
+        assert_eq!(ended(Some(&end_value(true)), &mut slot).code, TXN_ID_INVALID);
+        start(&root, None, &mut slot);
+        let aborted = ended(Some(&end_value(false)), &mut slot);
+        assert_eq!(
+            (aborted.code, aborted.message.as_str()),
+            (ResultCode::Success, "transaction aborted")
+        );
+    }
+
+    /// Runs a future that never waits (no database is involved) to its end.
+    fn run_to_end<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(future)
     }
 }

@@ -142,7 +142,10 @@ fn accesslog_sees_each_change() {
     let context = s.read(&Bind::Root, SUFFIX, &["contextCSN"]).records()[0].values("contextCSN");
     assert_eq!(context.last(), added.last());
 
-    t.section("commit, the third write fails", &txn("commit", FAILING_WRITES));
+    t.section(
+        "commit, the third write fails",
+        &txn("commit", FAILING_WRITES),
+    );
     t.section("abort", &txn("abort", FAILING_WRITES));
     t.section(
         "what the directory holds",
