@@ -4,6 +4,10 @@
 use canopy_ber::{tag, Reader, Writer};
 
 use crate::decoding::DecodeError;
+use crate::ResultCode;
+
+/// OpenLDAP's result code for an unknown transaction identifier (LDAP_X_TXN_ID_INVALID).
+pub const TXN_ID_INVALID: ResultCode = ResultCode::Unknown(0x4121);
 
 /// RFC 5805 §2.3 txnEndReq: commit (default TRUE) or abort the transaction `identifier`.
 #[derive(Debug, Clone, PartialEq, Eq)]

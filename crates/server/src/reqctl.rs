@@ -88,6 +88,22 @@ fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
 }
 
+/// RFC 5805's Transaction Specification control: critical, with the identifier Start Transaction
+/// gave (always empty), as slapd checks it.
+fn txn_spec(control: &Control) -> Result<(), LdapError> {
+    if !control.critical {
+        return Err(protocol_error("txnSpec control must be marked critical"));
+    }
+    match control.value.as_deref() {
+        None => Err(protocol_error("no transaction identifier provided")),
+        Some([]) => Ok(()),
+        Some(_) => Err(LdapError::new(
+            canopy_proto::txn::TXN_ID_INVALID,
+            "invalid transaction identifier",
+        )),
+    }
+}
+
 /// The Sync Request control's value, refused with slapd's syncprov texts (`syncprov_parseCtrl`).
 fn sync_request(value: Option<&[u8]>) -> Result<SyncRequest, LdapError> {
     let value = value.ok_or_else(|| protocol_error("Sync control value is absent"))?;
@@ -198,14 +214,26 @@ impl RequestControls {
                     }
                 }
                 CONTROL_TXN_SPEC => {
-                    crate::txn::check_spec(control)?;
+                    txn_spec(control)?;
                     out.txn = true;
                 }
                 _ => {}
             }
         }
+        // A queued write (txn.rs) is answered before it runs: it cannot read its entry.
         if out.txn {
-            crate::txn::check_spec_with_reads(&out)?;
+            let refuse = |which: &str| {
+                LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    format!("{which} control: cannot perform in transaction"),
+                )
+            };
+            if out.pre_read.is_some() {
+                return Err(refuse("preread"));
+            }
+            if out.post_read.is_some() {
+                return Err(refuse("postread"));
+            }
         }
         Ok(out)
     }

@@ -10,7 +10,7 @@ use canopy_core::LdapError;
 use canopy_directory::{Action, Directory, Guard, InWrite};
 use canopy_proto::oid::{EXOP_TXN_END, EXOP_TXN_START};
 use canopy_proto::txn::{encode_txn_end_failed, TxnEndRequest};
-use canopy_proto::{Control, Dn, ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
+use canopy_proto::{Dn, ExtendedResponse, LdapResult, ProtocolOp, ResultCode};
 
 use crate::access::Who;
 use crate::databases::Database;
@@ -18,8 +18,7 @@ use crate::ops::{self, failure_result, Prepared};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 
-/// OpenLDAP's result code for an unknown transaction identifier (LDAP_X_TXN_ID_INVALID).
-pub const TXN_ID_INVALID: ResultCode = ResultCode::Unknown(0x4121);
+pub use canopy_proto::txn::TXN_ID_INVALID;
 
 /// The connection's open transaction, from its Start Transaction to its end.
 #[derive(Default)]
@@ -40,36 +39,6 @@ fn invalid_id() -> LdapError {
 
 fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
-}
-
-/// The Transaction Specification control's own rules: critical, with the identifier Start
-/// Transaction gave (always empty).
-pub fn check_spec(control: &Control) -> Result<(), LdapError> {
-    if !control.critical {
-        return Err(protocol_error("txnSpec control must be marked critical"));
-    }
-    match control.value.as_deref() {
-        None => Err(protocol_error("no transaction identifier provided")),
-        Some([]) => Ok(()),
-        Some(_) => Err(invalid_id()),
-    }
-}
-
-/// A queued write cannot read its entry before or after (its response is sent before it runs).
-pub fn check_spec_with_reads(ctl: &RequestControls) -> Result<(), LdapError> {
-    let refuse = |which: &str| {
-        LdapError::new(
-            ResultCode::UnwillingToPerform,
-            format!("{which} control: cannot perform in transaction"),
-        )
-    };
-    if ctl.pre_read.is_some() {
-        return Err(refuse("preread"));
-    }
-    if ctl.post_read.is_some() {
-        return Err(refuse("postread"));
-    }
-    Ok(())
 }
 
 /// Whether the connection's task answers `op` itself, in order with the requests around it: the
@@ -317,7 +286,7 @@ impl Guard for Deferred {
 mod tests {
     use super::*;
     use canopy_proto::oid::{CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_TXN_SPEC};
-    use canopy_proto::{DecodeLimits, ReadEntryRequest, RequestKind};
+    use canopy_proto::{Control, DecodeLimits, ReadEntryRequest, RequestKind};
 
     fn spec(critical: bool, value: Option<&[u8]>) -> Control {
         Control {
@@ -361,7 +330,11 @@ mod tests {
                 Modify,
                 Some(ResultCode::ProtocolError),
             ),
-            (vec![spec(true, None)], Modify, Some(ResultCode::ProtocolError)),
+            (
+                vec![spec(true, None)],
+                Modify,
+                Some(ResultCode::ProtocolError),
+            ),
             (vec![spec(true, Some(b"x"))], Modify, Some(TXN_ID_INVALID)),
             (
                 vec![spec(true, Some(b"")), reading(CONTROL_PRE_READ)],
@@ -381,7 +354,11 @@ mod tests {
         ];
         for (controls, kind, expected) in cases {
             let got = RequestControls::parse(&controls, kind, &DecodeLimits::default());
-            assert_eq!(got.as_ref().err().map(|e| e.code), expected, "{controls:?} {kind:?}");
+            assert_eq!(
+                got.as_ref().err().map(|e| e.code),
+                expected,
+                "{controls:?} {kind:?}"
+            );
             if let Ok(ctl) = got {
                 assert_eq!(ctl.txn, kind != Search, "{kind:?}");
             }
@@ -416,15 +393,24 @@ mod tests {
         };
         assert_eq!(ended(None, &mut slot).code, ResultCode::ProtocolError);
         assert_eq!(ended(Some(b""), &mut slot).code, ResultCode::ProtocolError);
-        assert_eq!(ended(Some(b"\x01"), &mut slot).code, ResultCode::ProtocolError);
-        assert!(slot.is_some(), "a malformed end leaves the transaction open");
+        assert_eq!(
+            ended(Some(b"\x01"), &mut slot).code,
+            ResultCode::ProtocolError
+        );
+        assert!(
+            slot.is_some(),
+            "a malformed end leaves the transaction open"
+        );
         let empty = ended(Some(&end_value(true)), &mut slot);
         assert_eq!(
             (empty.code, empty.message.as_str()),
             (ResultCode::OperationsError, "no updates to commit")
         );
         assert!(slot.is_none());
-        assert_eq!(ended(Some(&end_value(true)), &mut slot).code, TXN_ID_INVALID);
+        assert_eq!(
+            ended(Some(&end_value(true)), &mut slot).code,
+            TXN_ID_INVALID
+        );
         start(&root, None, &mut slot);
         let aborted = ended(Some(&end_value(false)), &mut slot);
         assert_eq!(
