@@ -167,3 +167,32 @@ fn accesslog_sees_each_change() {
     }
     t.check();
 }
+
+/// A persistent sync search sees each write of a committed transaction as a change of its own, in
+/// order, and (on Canopy) nothing of a transaction that failed or was aborted (py/sync_txn.py).
+#[test]
+fn syncprov_sees_each_change() {
+    let s = super::syncprov::provider(100);
+    let mut out = s.python("sync_txn.py", &[]);
+    assert_eq!(
+        out.code, 0,
+        "sync_txn.py failed:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    let (shared, next) = out
+        .stdout
+        .trim_end()
+        .rsplit_once('\n')
+        .expect("several lines");
+    // slapd 2.5's syncprov passes on the writes of a transaction that failed, though none was
+    // applied; Canopy sends only what it stored (docs/compatibility.md).
+    let expected = match s.target {
+        Target::Canopy => "next notified uid=carol,ou=people,dc=example,dc=com ['after']",
+        Target::Slapd => "next notified uid=bob,ou=people,dc=example,dc=com ['never']",
+    };
+    assert_eq!(next, expected, "{}", out.stdout);
+    out.stdout = format!("{shared}\n");
+    let mut t = Transcript::new("txn_syncprov");
+    t.raw("sync_txn.py", &out);
+    t.check();
+}
