@@ -17,6 +17,7 @@ pub mod conn;
 pub mod databases;
 pub mod dbconfig;
 pub mod dbview;
+pub mod dds;
 pub mod exporter;
 pub mod filter_view;
 pub mod limits;
@@ -287,9 +288,11 @@ pub(crate) fn open_directory_in(
     backend.set_server_id(config.server_id);
     backend.set_multiprovider(config.multiprovider);
     let front_hooks = front_hooks(config, backend.schema()).map_err(StartError::Overlay)?;
+    let dds = overlays::dds_settings(&config.overlay).map_err(StartError::Overlay)?;
     Ok((
         Database::new(backend, acl)
             .with_dynlist(dynlist)
+            .with_dds(dds)
             .with_front_hooks(front_hooks),
         pending,
     ))
@@ -362,6 +365,7 @@ pub(crate) fn with_overlays(db: &Database, config: &Config) -> Result<Database, 
         .clone()
         .with_backend(backend)
         .with_dynlist(dynlist)
+        .with_dds(overlays::dds_settings(&config.overlay)?)
         .with_front_hooks(front_hooks(config, &schema)?))
 }
 

@@ -20,6 +20,8 @@ mod config;
 mod crash;
 #[path = "e2e/databases.rs"]
 mod databases;
+#[path = "e2e/dds.rs"]
+mod dds;
 #[path = "e2e/dynlist.rs"]
 mod dynlist;
 #[path = "e2e/extended.rs"]

@@ -215,6 +215,8 @@ pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
     dynlist: Option<Arc<Dynlist>>,
+    /// The dds overlay's settings: the Refresh operation and the expiry task (crate::dds).
+    dds: Option<Arc<canopy_directory::overlay::dds::Config>>,
     /// The overlays' parts in the frontend, in configuration order.
     front_hooks: Arc<[Arc<dyn FrontHook>]>,
     /// Whether one of them presents search result entries otherwise (asked per entry sent).
@@ -263,6 +265,7 @@ impl Database {
             backend,
             acl: Arc::new(acl),
             dynlist: None,
+            dds: None,
             front_hooks: Arc::new([]),
             presents: false,
             read_only: false,
@@ -458,6 +461,17 @@ impl Database {
     pub fn with_dynlist(mut self, dynlist: Option<Dynlist>) -> Database {
         self.dynlist = dynlist.map(Arc::new);
         self
+    }
+
+    /// This database with the dds overlay's settings.
+    pub fn with_dds(mut self, dds: Option<canopy_directory::overlay::dds::Config>) -> Database {
+        self.dds = dds.map(Arc::new);
+        self
+    }
+
+    /// The dds overlay's settings, when the database has one.
+    pub fn dds(&self) -> Option<&canopy_directory::overlay::dds::Config> {
+        self.dds.as_deref()
     }
 
     /// The read hook a search or compare hands the backend: None with ManageDsaIT, which asks for
