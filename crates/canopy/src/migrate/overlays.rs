@@ -15,7 +15,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 49] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -72,6 +72,18 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 42] = [
     ("retcodesleep", "retcode", "sleep", Kind::Str),
     ("retcodeindir", "retcode", "indir", Kind::Bool),
     ("valsortattr", "valsort", "attr", Kind::Line),
+    ("ddsstate", "dds", "state", Kind::Bool),
+    ("ddsmaxttl", "dds", "max-ttl", Kind::Str),
+    ("ddsminttl", "dds", "min-ttl", Kind::Str),
+    ("ddsdefaultttl", "dds", "default-ttl", Kind::Str),
+    ("ddsinterval", "dds", "interval", Kind::Str),
+    ("ddstolerance", "dds", "tolerance", Kind::Str),
+    (
+        "ddsmaxdynamicobjects",
+        "dds",
+        "max-dynamicObjects",
+        Kind::Str,
+    ),
     (
         "ppolicyforwardupdates",
         "ppolicy",

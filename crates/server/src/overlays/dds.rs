@@ -50,11 +50,14 @@ pub(super) fn dds_config(options: &toml::Table) -> Result<Config, String> {
             "default-ttl" => config.default_ttl = seconds(key, value)?,
             "interval" => config.interval = seconds(key, value)?,
             "tolerance" => config.tolerance = seconds(key, value)?,
+            // A string too: cn=config and `canopy migrate` carry slapd's text.
             "max-dynamicObjects" => {
-                config.max_dynamic_objects = value
-                    .as_integer()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| format!("{key}: expected a number of entries"))?
+                config.max_dynamic_objects = match value {
+                    toml::Value::Integer(n) => u32::try_from(*n).ok(),
+                    toml::Value::String(text) => text.trim().parse().ok(),
+                    _ => None,
+                }
+                .ok_or_else(|| format!("{key}: expected a number of entries"))?
             }
             other => {
                 return Err(format!(
@@ -80,7 +83,7 @@ mod tests {
     fn options() {
         let config = dds_config(&table(
             "max-ttl = \"2d\"\nmin-ttl = 2\ndefault-ttl = \"1h30m\"\ninterval = \"1\"\n\
-             tolerance = 5\nmax-dynamicObjects = 4\nstate = true",
+             tolerance = 5\nmax-dynamicObjects = \"4\"\nstate = true",
         ))
         .unwrap();
         assert_eq!(
