@@ -53,10 +53,11 @@ pub async fn refresh(
     let Some(dir) = state.databases.route(&ndn) else {
         return Err(LdapError::new(ResultCode::NoSuchObject, ""));
     };
-    let Some(config) = dir.dds() else {
+    // A database without the overlay, or with it switched off (`state = false`).
+    let Some(config) = dir.dds().filter(|c| c.state) else {
         return Err(LdapError::new(
             ResultCode::UnwillingToPerform,
-            "refresh operation not supported in this context",
+            "not supported within naming context",
         ));
     };
     let ttl = config.refreshed_ttl(requested)?;
@@ -134,7 +135,7 @@ pub fn start(state: Arc<ServerState>) {
             ticks.tick().await;
             let current = state.current();
             for dir in current.databases.iter() {
-                let Some(config) = dir.dds() else {
+                let Some(config) = dir.dds().filter(|c| c.state) else {
                     continue;
                 };
                 let suffix = dir.suffix().to_string();

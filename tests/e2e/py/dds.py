@@ -1,6 +1,7 @@
 """Dynamic entries (RFC 2589, slapd's dds overlay) over raw sockets: dynamicObject entries, their
 entryTtl and entryExpireTimestamp, the Refresh extended operation and its errors, the limits of
 the overlay's configuration, and expiry."""
+import sys
 import time
 
 from rawldap import children, octets, parse_tlv, present, tlv, integer
@@ -44,8 +45,15 @@ def read(s, dn, attrs):
             return found, describe(raw)
 
 
-s = Session()
 OU = "ou=dyn," + SUFFIX
+if len(sys.argv) > 1 and sys.argv[1] == "disabled":
+    s = Session()
+    s.say("add a static container", entry(OU, ["organizationalUnit"]))
+    s.say("add a dynamic entry", entry("cn=d1," + OU, ["device", "dynamicObject"]))
+    s.say("refresh it", extended(REFRESH, refresh_value("cn=d1," + OU, 100)))
+    sys.exit(0)
+
+s = Session()
 s.say("add a static container", entry(OU, ["organizationalUnit"]))
 s.say("add a dynamic entry", entry("cn=d1," + OU, ["device", "dynamicObject"]))
 found, done = read(s, "cn=d1," + OU, ["entryTtl", "entryExpireTimestamp", "objectClass"])

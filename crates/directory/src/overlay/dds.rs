@@ -38,7 +38,8 @@ const COUNT_KEY: &[u8] = b"dds-count";
 /// number of entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// `dds-state`: off, dynamic entries are refused.
+    /// `dds-state`: off, the overlay does nothing (dynamic entries are stored as any other,
+    /// never expire and cannot be refreshed).
     pub state: bool,
     pub max_ttl: u32,
     pub min_ttl: u32,
@@ -231,6 +232,9 @@ impl WriteHook for Dds {
         txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
+        if !self.config.state {
+            return Ok(());
+        }
         match change.kind {
             Kind::Add => {
                 let Some(new) = change.new.as_deref_mut() else {
@@ -244,12 +248,6 @@ impl WriteHook for Dds {
                         ));
                     }
                     return Ok(());
-                }
-                if !self.config.state {
-                    return Err(LdapError::new(
-                        ResultCode::UnwillingToPerform,
-                        "dynamicObject not allowed: dds is disabled",
-                    ));
                 }
                 let limit = u64::from(self.config.max_dynamic_objects);
                 if limit > 0 && Self::count(dir, txn)? >= limit {

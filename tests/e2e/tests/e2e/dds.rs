@@ -6,21 +6,30 @@ use std::path::Path;
 use canopy_e2e::*;
 
 fn start() -> Server {
+    start_with(
+        "dds-max-ttl 86400\ndds-min-ttl 2\ndds-default-ttl 600\n\
+         dds-interval 1\ndds-tolerance 0\ndds-max-dynamicObjects 4\n",
+        "max-ttl = 86400\nmin-ttl = 2\ndefault-ttl = 600\n\
+         interval = 1\ntolerance = 0\nmax-dynamicObjects = 4\n",
+    )
+}
+
+/// A server whose main database has the dds overlay with `slapd` (directives) or `canopy`
+/// (TOML options) as its settings.
+fn start_with(slapd: &str, canopy: &str) -> Server {
     let target = Target::from_env();
     let server = match target {
         Target::Slapd => {
             let conf = canopy_harness::slapd_conf::render_with_overlays(
                 Path::new("@DIR@"),
                 Path::new("@DIR@/data"),
-                "overlay dds\ndds-max-ttl 86400\ndds-min-ttl 2\ndds-default-ttl 600\n\
-                 dds-interval 1\ndds-tolerance 0\ndds-max-dynamicObjects 4\n",
+                &format!("overlay dds\n{slapd}"),
             );
             Server::start_configured(target, &conf, &["data"], &[])
         }
         Target::Canopy => Server::start_configured(
             target,
-            "[[overlay]]\nname = \"dds\"\nmax-ttl = 86400\nmin-ttl = 2\ndefault-ttl = 600\n\
-             interval = 1\ntolerance = 0\nmax-dynamicObjects = 4\n",
+            &format!("[[overlay]]\nname = \"dds\"\n{canopy}"),
             &[],
             &[],
         ),
@@ -84,5 +93,20 @@ fn dynamic_entries() {
         })
         .collect();
     t.text("schema", &defs.join("\n"));
+    t.check();
+}
+
+/// `dds-state FALSE`: dynamic entries are refused, and so is a Refresh.
+#[test]
+fn disabled() {
+    let s = start_with("dds-state FALSE\n", "state = false\n");
+    let out = s.python("dds.py", &["disabled"]);
+    assert_eq!(
+        out.code, 0,
+        "dds.py failed:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    let mut t = Transcript::new("dds_disabled");
+    t.raw("dds.py disabled", &out);
     t.check();
 }
