@@ -37,6 +37,15 @@ fn encode_response(ttl: u32) -> Vec<u8> {
     out
 }
 
+/// The overlay in a database's frontend hooks: it offers the Refresh operation.
+pub struct DdsHook;
+
+impl crate::databases::FrontHook for DdsHook {
+    fn serves_extended(&self, oid: &str) -> bool {
+        oid == EXOP_REFRESH
+    }
+}
+
 /// Answers a Refresh: the response name and value, or the error slapd gives.
 pub async fn refresh(
     state: &State,

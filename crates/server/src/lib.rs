@@ -19,6 +19,7 @@ pub mod dbconfig;
 pub mod dbview;
 pub mod dds;
 pub mod exporter;
+pub mod extensions;
 pub mod filter_view;
 pub mod limits;
 pub mod listener;
@@ -335,6 +336,9 @@ fn front_hooks(
         let retcode = retcode::Retcode::from_options(&table.options)
             .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
         hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    if config.overlay.iter().any(|o| o.name == "dds") {
+        hooks.push(Arc::new(dds::DdsHook));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

@@ -35,6 +35,11 @@ pub type Pending<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> 
 /// operations call every hook of their database ([`Database::front_hooks`]) and name none. Every
 /// default does nothing.
 pub trait FrontHook: Send + Sync {
+    /// Whether the hook's overlay serves the extended operation `oid` (`crate::extensions` runs it).
+    fn serves_extended(&self, _oid: &str) -> bool {
+        false
+    }
+
     /// Whether the hook serves the request control `oid` (a critical one that no database's hook
     /// serves is an unavailable critical extension).
     fn serves_control(&self, _oid: &str) -> bool {

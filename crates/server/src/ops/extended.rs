@@ -2,7 +2,7 @@
 //! answered by the connection (`conn.rs`), which owns the stream.
 
 use canopy_core::LdapError;
-use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_REFRESH, EXOP_WHO_AM_I};
+use canopy_proto::oid::{EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I};
 use canopy_proto::{
     encode_passwd_modify_response, Change, ExtendedRequest, ExtendedResponse, LdapResult,
     ModifyOperation, PartialAttribute, PasswdModifyRequest, ResultCode,
@@ -37,14 +37,14 @@ pub async fn extended(
         EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref(), ctl)
             .await
             .map(|v| (None, v)),
-        // Served where a dds overlay is configured (slapd's dds registers it).
-        EXOP_REFRESH if state.databases.iter().any(|db| db.dds().is_some()) => {
-            crate::dds::refresh(state, who, req.value.as_deref()).await
-        }
-        other => Err(LdapError::new(
-            ResultCode::ProtocolError,
-            format!("{other} not supported"),
-        )),
+        // An overlay's own operation, where a database has that overlay.
+        other => match crate::extensions::run(state, who, other, req.value.as_deref()).await {
+            Some(outcome) => outcome,
+            None => Err(LdapError::new(
+                ResultCode::ProtocolError,
+                format!("{other} not supported"),
+            )),
+        },
     };
     match outcome {
         Ok((name, value)) => ExtendedResponse {
