@@ -110,3 +110,61 @@ fn disabled() {
     t.raw("dds.py disabled", &out);
     t.check();
 }
+
+/// The overlay added live as slapd's `olcOverlay=dds` entry (`olcDDSConfig`), after its module: a
+/// maximum TTL below a day refused, the settings read back, then a dynamic entry refreshed with
+/// Debian's `ldapexop refresh`.
+#[test]
+fn added_live_through_cn_config() {
+    let s = Server::start_with_config_tree();
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let mut t = Transcript::new("dds_live");
+    s.modify(
+        &Bind::External,
+        "dn: cn=module{0},cn=config\nchangetype: modify\nadd: olcModuleLoad\nolcModuleLoad: dds.la\n",
+    )
+    .expect_code(0, "load the module");
+    let overlay = |settings: &str| {
+        format!(
+            "dn: olcOverlay=dds,olcDatabase={{1}}mdb,cn=config\nobjectClass: olcOverlayConfig\n\
+             objectClass: olcDDSConfig\nolcOverlay: dds\n{settings}"
+        )
+    };
+    t.section(
+        "a maximum TTL below a day",
+        &s.add(&admin, &overlay("olcDDSmaxTtl: 3600\n")),
+    );
+    t.section(
+        "the overlay",
+        &s.add(
+            &admin,
+            &overlay("olcDDSmaxTtl: 86400\nolcDDSminTtl: 10\nolcDDSdefaultTtl: 600\n"),
+        ),
+    );
+    t.section(
+        "its settings",
+        &s.read(
+            &admin,
+            "olcOverlay={0}dds,olcDatabase={1}mdb,cn=config",
+            &["olcDDSmaxTtl", "olcDDSminTtl", "olcDDSdefaultTtl"],
+        ),
+    );
+    let dn = format!("cn=live,{SUFFIX}");
+    t.section(
+        "a dynamic entry",
+        &s.add(
+            &Bind::Root,
+            &format!("dn: {dn}\nobjectClass: device\nobjectClass: dynamicObject\ncn: live\n"),
+        ),
+    );
+    t.section("its TTL", &s.read(&Bind::Root, &dn, &["entryTtl"]));
+    t.raw(
+        "ldapexop refresh",
+        &s.tool("ldapexop", &Bind::Root, &["refresh", &dn, "5"], None),
+    );
+    t.section(
+        "its TTL after the refresh",
+        &s.read(&Bind::Root, &dn, &["entryTtl"]),
+    );
+    t.check();
+}
