@@ -144,7 +144,8 @@ pub fn start(state: Arc<ServerState>) {
             ticks.tick().await;
             let current = state.current();
             for dir in current.databases.iter() {
-                let Some(config) = dir.dds().filter(|c| c.state) else {
+                // A consumer's copy expires with its provider's deletes.
+                let Some(config) = dir.dds().filter(|c| c.state && !dir.is_shadow()) else {
                     continue;
                 };
                 let suffix = dir.suffix().to_string();

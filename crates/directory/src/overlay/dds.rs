@@ -13,7 +13,7 @@ use super::has_class;
 use super::ppolicy::time::Instant;
 use crate::database::Directory;
 use crate::error::store_error;
-use crate::event::{Event, Kind, Proposed};
+use crate::event::{Event, Kind, Origin, Proposed};
 use crate::pipeline::WriteHook;
 use crate::{Unrestricted, WriteOp, WriteRequest};
 
@@ -232,7 +232,9 @@ impl WriteHook for Dds {
         txn: &WriteTxn<'_>,
         change: &mut Proposed<'_>,
     ) -> Result<(), LdapError> {
-        if !self.config.state {
+        // A change received from a provider is stored as the provider made it (a refusal would stop
+        // replication at it); the count below still follows it.
+        if !self.config.state || change.origin == Origin::Replica {
             return Ok(());
         }
         match change.kind {
