@@ -550,6 +550,7 @@ fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Resul
             canopy_server::syncrepl::start_purge(&current, purge);
         }
         canopy_server::logdb::start(&state.accesslog);
+        canopy_server::dds::start(state.clone());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         service::notify(&format!(
             "READY=1\nSTATUS=serving {}\nMAINPID={}",

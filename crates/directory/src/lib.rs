@@ -49,4 +49,6 @@ pub use replica::{Applied, ReplicaBatch, ReplicaChange};
 pub use syncprov::{LogRecord, LogReplay};
 pub use usage::Usage;
 pub use view::{InWrite, Snapshot, View};
-pub use write::{structural, Action, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest};
+pub use write::{
+    structural, Action, BatchError, Guard, ModifyDn, Unrestricted, WriteOp, WriteRequest,
+};

@@ -20,8 +20,11 @@ use crate::opattrs::Stamp;
 use crate::referral::{is_referral, referral_for};
 use crate::view::InWrite;
 
+mod batch;
 mod splice;
 mod steps;
+
+pub use batch::BatchError;
 
 pub(crate) use steps::{By, Check};
 

@@ -907,6 +907,7 @@ const PARTICULAR: &[&str] = &[
     "config_change",
     "config_tree",
     "constraint",
+    "dds",
     "dyngroup",
     "dynlist",
     "homedir",

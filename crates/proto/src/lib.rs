@@ -16,6 +16,7 @@ pub mod ppolicy;
 pub mod result;
 pub mod sort;
 pub mod sync;
+pub mod txn;
 pub mod url;
 
 #[cfg(test)]

@@ -13,6 +13,12 @@ pub const CONTROL_DONT_USE_COPY: &str = "1.3.6.1.1.22";
 pub const EXOP_WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const EXOP_PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 pub const EXOP_START_TLS: &str = "1.3.6.1.4.1.1466.20037";
+/// RFC 5805 transactions: Start and End Transaction, and the Transaction Specification control.
+pub const EXOP_TXN_START: &str = "1.3.6.1.1.21.1";
+pub const EXOP_TXN_END: &str = "1.3.6.1.1.21.3";
+pub const CONTROL_TXN_SPEC: &str = "1.3.6.1.1.21.2";
+/// RFC 2589 Refresh: a dynamic entry's time to live (the dds overlay).
+pub const EXOP_REFRESH: &str = "1.3.6.1.4.1.1466.101.119.1";
 /// RFC 4511 §4.4.1 Notice of Disconnection.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 /// draft-behera-ldap-password-policy-10 §6.1: the password policy request and response control.

@@ -56,6 +56,7 @@ pub async fn serve_transport<S>(
         log.connection(conn.number, "ACCEPT", &conn.peer);
     }
     let mut op_number = 0u64;
+    let mut txn = None;
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let max_pending = state.config.limits.max_pending_per_connection.max(1);
     let permits = Arc::new(Semaphore::new(max_pending));
@@ -143,6 +144,7 @@ pub async fn serve_transport<S>(
                 restricted_by: &mut restricted_by,
                 conn: &conn,
                 op_number: &mut op_number,
+                txn: &mut txn,
             };
             // Boxed: the operation's future lives only while it is dispatched, and an idle connection's
             // task stays small instead of reserving room for the largest operation's state.
@@ -392,6 +394,8 @@ struct Session<'a> {
     /// The connection's record in the monitor and the number of the next operation.
     conn: &'a Arc<ConnInfo>,
     op_number: &'a mut u64,
+    /// The RFC 5805 transaction open on the connection.
+    txn: &'a mut Option<crate::txn::Transaction>,
 }
 
 async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
@@ -509,6 +513,22 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             }
             _ => tokio::time::sleep(answer.delay).await,
         }
+    }
+    // A transaction's requests are answered here, in order with the requests around them.
+    if crate::txn::handles(&message.op, &ctl) {
+        let response = Box::pin(crate::txn::handle(
+            state,
+            who,
+            message.op,
+            &ctl,
+            id,
+            session.txn,
+        ))
+        .await;
+        let code = code_of(&response);
+        out.send(encode(id, response, Vec::new())).await;
+        finish(completion, code);
+        return Flow::Continue;
     }
     match message.op {
         ProtocolOp::BindRequest(req) => {

@@ -18,7 +18,9 @@ pub mod conn;
 pub mod databases;
 pub mod dbconfig;
 pub mod dbview;
+pub mod dds;
 pub mod exporter;
+pub mod extensions;
 pub mod filter_view;
 pub mod hash_gate;
 pub mod limits;
@@ -49,6 +51,7 @@ pub mod sssvlv;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
+pub mod txn;
 pub mod valsort;
 
 use std::sync::Arc;
@@ -291,9 +294,11 @@ pub(crate) fn open_directory_in(
     backend.set_server_id(config.server_id);
     backend.set_multiprovider(config.multiprovider);
     let front_hooks = front_hooks(config, backend.schema()).map_err(StartError::Overlay)?;
+    let dds = overlays::dds_settings(&config.overlay).map_err(StartError::Overlay)?;
     Ok((
         Database::new(backend, acl)
             .with_dynlist(dynlist)
+            .with_dds(dds)
             .with_front_hooks(front_hooks),
         pending,
     ))
@@ -346,6 +351,9 @@ fn front_hooks(
             .map_err(|e| format!("[[overlay]] \"sssvlv\": {e}"))?;
         hooks.push(Arc::new(sssvlv));
     }
+    if config.overlay.iter().any(|o| o.name == "dds") {
+        hooks.push(Arc::new(dds::DdsHook));
+    }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)
             .map_err(|e| format!("[[overlay]] \"valsort\": {e}"))?;
@@ -375,6 +383,7 @@ pub(crate) fn with_overlays(db: &Database, config: &Config) -> Result<Database, 
         .clone()
         .with_backend(backend)
         .with_dynlist(dynlist)
+        .with_dds(overlays::dds_settings(&config.overlay)?)
         .with_front_hooks(front_hooks(config, &schema)?))
 }
 

@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::oid::{
     CONTROL_ACCOUNT_USABILITY, CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT,
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
-    CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_TXN_SPEC, CONTROL_VALUES_RETURN,
 };
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
@@ -49,6 +49,8 @@ pub struct RequestControls {
     pub sort: Option<Box<crate::sorting::SortControls>>,
     /// RFC 4370: the authorization identity to run the operation as (`sasl::proxy::assume`).
     pub proxy_authz: Option<crate::sasl::proxy::ProxyAuthz>,
+    /// RFC 5805: the write belongs to the connection's transaction (txn.rs).
+    pub txn: bool,
 }
 
 impl RequestControls {
@@ -87,6 +89,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // slapd: every operation but bind (and unbind and abandon, which carry none here); which
         // extended operations is decided with the operation's name (`sasl::proxy::assume`).
         CONTROL_PROXY_AUTHZ => kind != Bind,
+        CONTROL_TXN_SPEC => matches!(kind, Add | Delete | Modify | ModifyDn),
         _ => false,
     }
 }
@@ -104,6 +107,22 @@ const ALL_KINDS: [RequestKind; 8] = [
 
 fn protocol_error(text: &str) -> LdapError {
     LdapError::new(ResultCode::ProtocolError, text)
+}
+
+/// RFC 5805's Transaction Specification control: critical, with the identifier Start Transaction
+/// gave (always empty), as slapd checks it.
+fn txn_spec(control: &Control) -> Result<(), LdapError> {
+    if !control.critical {
+        return Err(protocol_error("txnSpec control must be marked critical"));
+    }
+    match control.value.as_deref() {
+        None => Err(protocol_error("no transaction identifier provided")),
+        Some([]) => Ok(()),
+        Some(_) => Err(LdapError::new(
+            canopy_proto::txn::TXN_ID_INVALID,
+            "invalid transaction identifier",
+        )),
+    }
 }
 
 /// The Sync Request control's value, refused with slapd's syncprov texts (`syncprov_parseCtrl`).
@@ -245,7 +264,26 @@ impl RequestControls {
                         out.post_read = Some(request.attributes);
                     }
                 }
+                CONTROL_TXN_SPEC => {
+                    txn_spec(control)?;
+                    out.txn = true;
+                }
                 _ => {}
+            }
+        }
+        // A queued write (txn.rs) is answered before it runs: it cannot read its entry.
+        if out.txn {
+            let refuse = |which: &str| {
+                LdapError::new(
+                    ResultCode::UnwillingToPerform,
+                    format!("{which} control: cannot perform in transaction"),
+                )
+            };
+            if out.pre_read.is_some() {
+                return Err(refuse("preread"));
+            }
+            if out.post_read.is_some() {
+                return Err(refuse("postread"));
             }
         }
         Ok(out)

@@ -4,7 +4,7 @@ use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
     CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
-    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
+    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_TXN_END, EXOP_TXN_START, EXOP_WHO_AM_I,
 };
 use canopy_proto::sync::CONTROL_SYNC_REQUEST;
 use canopy_proto::{Dn, SearchScope};
@@ -140,7 +140,13 @@ fn extensions(state: &ServerState) -> Vec<String> {
     if state.tls.is_some() {
         oids.push(EXOP_START_TLS.to_string());
     }
-    oids.extend(strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I]));
+    // RFC 5805's End and Start Transaction, in slapd's order.
+    oids.extend(strings(&[
+        EXOP_PASSWORD_MODIFY,
+        EXOP_WHO_AM_I,
+        EXOP_TXN_END,
+        EXOP_TXN_START,
+    ]));
     oids
 }
 

@@ -20,6 +20,8 @@ mod config;
 mod crash;
 #[path = "e2e/databases.rs"]
 mod databases;
+#[path = "e2e/dds.rs"]
+mod dds;
 #[path = "e2e/dynlist.rs"]
 mod dynlist;
 #[path = "e2e/extended.rs"]
@@ -78,5 +80,7 @@ mod syncrepl_preload;
 mod tls;
 #[path = "e2e/tools.rs"]
 mod tools;
+#[path = "e2e/txn.rs"]
+mod txn;
 #[path = "e2e/write.rs"]
 mod write;

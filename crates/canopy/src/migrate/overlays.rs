@@ -15,7 +15,7 @@ enum Kind {
     Line,
 }
 
-const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 45] = [
+const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 52] = [
     ("logdb", "accesslog", "logdb", Kind::Str),
     ("logops", "accesslog", "logops", Kind::Words),
     ("logsuccess", "accesslog", "logsuccess", Kind::Bool),
@@ -75,6 +75,18 @@ const OVERLAY_OPTIONS: [(&str, &str, &str, Kind); 45] = [
     ("sssvlvmax", "sssvlv", "max", Kind::Str),
     ("sssvlvmaxkeys", "sssvlv", "maxkeys", Kind::Str),
     ("sssvlvmaxperconn", "sssvlv", "maxperconn", Kind::Str),
+    ("ddsstate", "dds", "state", Kind::Bool),
+    ("ddsmaxttl", "dds", "max-ttl", Kind::Str),
+    ("ddsminttl", "dds", "min-ttl", Kind::Str),
+    ("ddsdefaultttl", "dds", "default-ttl", Kind::Str),
+    ("ddsinterval", "dds", "interval", Kind::Str),
+    ("ddstolerance", "dds", "tolerance", Kind::Str),
+    (
+        "ddsmaxdynamicobjects",
+        "dds",
+        "max-dynamicObjects",
+        Kind::Str,
+    ),
     (
         "ppolicyforwardupdates",
         "ppolicy",

@@ -646,3 +646,27 @@ fn sssvlv_limits_are_translated() {
     }
     canopy_server::sssvlv::SssvlvHook::from_options(&sssvlv.options).unwrap();
 }
+
+/// slapd's dds directives become the `dds` overlay's options, read back by Canopy's checks.
+#[test]
+fn dds_directives() {
+    let text = "database mdb\nsuffix \"dc=example,dc=com\"\ndirectory /var/lib/ldap\n\
+                overlay dds\ndds-max-ttl 1d\ndds-min-ttl 10\ndds-default-ttl 1h\n\
+                dds-interval 60\ndds-tolerance 5\ndds-max-dynamicObjects 100\ndds-state TRUE\n";
+    let m = translate(&directives(text));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    for line in [
+        "name = \"dds\"\n",
+        "max-ttl = \"1d\"\n",
+        "min-ttl = \"10\"\n",
+        "default-ttl = \"1h\"\n",
+        "interval = \"60\"\n",
+        "tolerance = \"5\"\n",
+        "max-dynamicObjects = \"100\"\n",
+        "state = true\n",
+    ] {
+        assert!(m.toml.contains(line), "{line}{}", m.toml);
+    }
+    let config = parse(&m.toml);
+    canopy_server::overlays::check(&config.overlay).unwrap();
+}

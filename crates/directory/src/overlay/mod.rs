@@ -5,6 +5,7 @@
 pub mod accesslog;
 pub mod auditlog;
 pub mod constraint;
+pub mod dds;
 pub mod homedir;
 pub mod memberof;
 pub mod otp;

@@ -33,7 +33,7 @@ enum Kind {
 }
 
 /// (overlay, slapd's attribute, Canopy's option, kind).
-const OPTIONS: [(&str, &str, &str, Kind); 51] = [
+const OPTIONS: [(&str, &str, &str, Kind); 58] = [
     ("memberof", "olcMemberOfDN", "dn", Kind::Dn),
     ("memberof", "olcMemberOfDangling", "dangling", Kind::Str),
     ("memberof", "olcMemberOfRefInt", "refint", Kind::Bool),
@@ -128,13 +128,25 @@ const OPTIONS: [(&str, &str, &str, Kind); 51] = [
     ("sssvlv", "olcSssVlvMax", "max", Kind::Int),
     ("sssvlv", "olcSssVlvMaxKeys", "maxkeys", Kind::Int),
     ("sssvlv", "olcSssVlvMaxPerConn", "maxperconn", Kind::Int),
+    ("dds", "olcDDSstate", "state", Kind::Bool),
+    ("dds", "olcDDSmaxTtl", "max-ttl", Kind::Str),
+    ("dds", "olcDDSminTtl", "min-ttl", Kind::Str),
+    ("dds", "olcDDSdefaultTtl", "default-ttl", Kind::Str),
+    ("dds", "olcDDSinterval", "interval", Kind::Str),
+    ("dds", "olcDDStolerance", "tolerance", Kind::Str),
+    (
+        "dds",
+        "olcDDSmaxDynamicObjects",
+        "max-dynamicObjects",
+        Kind::Int,
+    ),
     // The overlay options without a slapd attribute: none but these two aliases slapd accepts.
     ("dynlist", "olcDlAttrSet", "attrset", Kind::Ordered),
     ("memberof", "olcMemberOfDNAD", "", Kind::Refused),
 ];
 
 /// Each overlay's object class: the name shown first, then the other names slapd gives it.
-const CLASSES: [(&str, &[&str]); 13] = [
+const CLASSES: [(&str, &[&str]); 14] = [
     ("memberof", &["olcMemberOfConfig", "olcMemberOf"]),
     ("refint", &["olcRefintConfig"]),
     ("unique", &["olcUniqueConfig"]),
@@ -148,6 +160,7 @@ const CLASSES: [(&str, &[&str]); 13] = [
     ("retcode", &["olcRetcodeConfig"]),
     ("valsort", &["olcValSortConfig"]),
     ("sssvlv", &["olcSssVlvConfig"]),
+    ("dds", &["olcDDSConfig"]),
 ];
 
 /// The overlays' configuration attribute types and object classes with the OIDs, names and
@@ -219,6 +232,14 @@ objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.1.1 NAME 'olcSyncProvConfig' DESC 'Syn
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.20.1 NAME 'olcRetcodeConfig' DESC 'Retcode configuration' SUP olcOverlayConfig MAY ( olcRetcodeParent $ olcRetcodeItem $ olcRetcodeInDir $ olcRetcodeSleep ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.5.1 NAME 'olcValSortConfig' DESC 'Value Sorting configuration' SUP olcOverlayConfig MUST olcValSortAttr )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.21.1 NAME 'olcSssVlvConfig' DESC 'SSS VLV configuration' SUP olcOverlayConfig STRUCTURAL MAY ( olcSssVlvMax $ olcSssVlvMaxKeys $ olcSssVlvMaxPerConn ) )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.1 NAME 'olcDDSstate' DESC 'RFC2589 Dynamic directory services state' EQUALITY booleanMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.7 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.2 NAME 'olcDDSmaxTtl' DESC 'RFC2589 Dynamic directory services max TTL' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.3 NAME 'olcDDSminTtl' DESC 'RFC2589 Dynamic directory services min TTL' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.4 NAME 'olcDDSdefaultTtl' DESC 'RFC2589 Dynamic directory services default TTL' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.5 NAME 'olcDDSinterval' DESC 'RFC2589 Dynamic directory services expiration task run interval' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.6 NAME 'olcDDStolerance' DESC 'RFC2589 Dynamic directory services additional TTL in expiration scheduling' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.3.6.1.4.1.4203.1.12.2.3.3.9.7 NAME 'olcDDSmaxDynamicObjects' DESC 'RFC2589 Dynamic directory services max number of dynamic objects' EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.3.9.1 NAME 'olcDDSConfig' DESC 'RFC2589 Dynamic directory services configuration' SUP olcOverlayConfig STRUCTURAL MAY ( olcDDSstate $ olcDDSmaxTtl $ olcDDSminTtl $ olcDDSdefaultTtl $ olcDDSinterval $ olcDDStolerance $ olcDDSmaxDynamicObjects ) )
 objectclass ( 1.3.6.1.4.1.4203.1.12.2.4.4.8.1 NAME 'olcHomedirConfig' DESC 'Homedir configuration' SUP olcOverlayConfig MAY ( olcSkeletonPath $ olcMinimumUidNumber $ olcHomedirRegexp $ olcHomedirDeleteStyle $ olcHomedirArchivePath ) )
 ";
 
@@ -784,7 +805,8 @@ mod tests {
              [[overlay]]\nname = \"ppolicy\"\ndefault = \"cn=p,dc=x\"\nuse_lockout = true\n\
              [[overlay]]\nname = \"dynlist\"\nattrset = [\"groupOfURLs memberURL member\"]\n\
              [[overlay]]\nname = \"auditlog\"\nfile = \"/tmp/audit.ldif\"\n\
-             [[overlay]]\nname = \"syncprov\"\ncheckpoint = \"100 10\"\nsessionlog = 500\n",
+             [[overlay]]\nname = \"syncprov\"\ncheckpoint = \"100 10\"\nsessionlog = 500\n\
+             [[overlay]]\nname = \"dds\"\nmax-ttl = \"1d\"\nmax-dynamicObjects = 100\nstate = true\n",
         );
         let memberof = tree
             .iter()
@@ -809,6 +831,13 @@ mod tests {
             .find(|e| e.dn.starts_with("olcOverlay={1}refint"))
             .unwrap();
         assert_eq!(refint.get("olcRefintAttribute"), ["member", "seeAlso"]);
+        let dds = tree
+            .iter()
+            .find(|e| e.dn.starts_with("olcOverlay={8}dds"))
+            .unwrap();
+        assert_eq!(dds.get("objectClass"), ["olcOverlayConfig", "olcDDSConfig"]);
+        assert_eq!(dds.get("olcDDSmaxTtl"), ["1d"]);
+        assert_eq!(dds.get("olcDDSmaxDynamicObjects"), ["100"]);
         let back = overlays_of(&tree, 1, &config.overlay).unwrap();
         assert_eq!(back, config.overlay);
     }

@@ -36,6 +36,11 @@ pub type Pending<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> 
 /// operations call every hook of their database ([`Database::front_hooks`]) and name none. Every
 /// default does nothing.
 pub trait FrontHook: Send + Sync {
+    /// Whether the hook's overlay serves the extended operation `oid` (`crate::extensions` runs it).
+    fn serves_extended(&self, _oid: &str) -> bool {
+        false
+    }
+
     /// Whether the hook serves the request control `oid` (a critical one that no database's hook
     /// serves is an unavailable critical extension).
     fn serves_control(&self, _oid: &str) -> bool {
@@ -239,6 +244,8 @@ pub struct Database {
     backend: Directory,
     acl: Arc<Acl>,
     dynlist: Option<Arc<Dynlist>>,
+    /// The dds overlay's settings: the Refresh operation and the expiry task (crate::dds).
+    dds: Option<Arc<canopy_directory::overlay::dds::Config>>,
     /// The overlays' parts in the frontend, in configuration order.
     front_hooks: Arc<[Arc<dyn FrontHook>]>,
     /// Whether one of them presents search result entries otherwise (asked per entry sent).
@@ -287,6 +294,7 @@ impl Database {
             backend,
             acl: Arc::new(acl),
             dynlist: None,
+            dds: None,
             front_hooks: Arc::new([]),
             presents: false,
             read_only: false,
@@ -484,6 +492,17 @@ impl Database {
         self
     }
 
+    /// This database with the dds overlay's settings.
+    pub fn with_dds(mut self, dds: Option<canopy_directory::overlay::dds::Config>) -> Database {
+        self.dds = dds.map(Arc::new);
+        self
+    }
+
+    /// The dds overlay's settings, when the database has one.
+    pub fn dds(&self) -> Option<&canopy_directory::overlay::dds::Config> {
+        self.dds.as_deref()
+    }
+
     /// The read hook a search or compare hands the backend: None with ManageDsaIT, which asks for
     /// entries as stored (as slapd).
     pub fn read_hook(&self, manage_dsa_it: bool) -> Option<&dyn ReadHook> {
@@ -626,6 +645,20 @@ impl Database {
         ctl: &WriteControls,
         verdict: Option<LdapError>,
     ) -> Result<Vec<Control>, OpError> {
+        let (request, guard) = self.write_request(op, who, ctl, verdict)?;
+        self.backend.write(request).await?;
+        Ok(guard.read_controls())
+    }
+
+    /// The write `op` by `who` as this database's writer runs it, with the guard that decides access
+    /// and collects the read controls inside the write's transaction.
+    fn write_request(
+        &self,
+        op: WriteOp,
+        who: &Who,
+        ctl: &WriteControls,
+        verdict: Option<LdapError>,
+    ) -> Result<(WriteRequest, Arc<AccessGuard>), OpError> {
         self.check_writable()?;
         let target = match &op {
             WriteOp::Add(entry) => &entry.dn,
@@ -641,13 +674,33 @@ impl Database {
             ctl.clone(),
             verdict,
         ));
+        let request = WriteRequest {
+            op,
+            guard: guard.clone(),
+        };
+        Ok((request, guard))
+    }
+
+    /// Runs the writes `ops` (each with its requester and controls) in one transaction of this
+    /// database: all are stored or, when one fails, none, which the error names by its position.
+    /// `wrap` may put each write's guard inside one of its own (RFC 5805's deferred checks).
+    pub async fn update_all(
+        &self,
+        ops: Vec<(WriteOp, Who, WriteControls)>,
+        wrap: impl Fn(Arc<dyn canopy_directory::Guard>) -> Arc<dyn canopy_directory::Guard>,
+    ) -> Result<(), (Option<usize>, OpError)> {
+        let mut requests = Vec::with_capacity(ops.len());
+        for (index, (op, who, ctl)) in ops.into_iter().enumerate() {
+            let (mut request, _) = self
+                .write_request(op, &who, &ctl, None)
+                .map_err(|e| (Some(index), e))?;
+            request.guard = wrap(request.guard);
+            requests.push(request);
+        }
         self.backend
-            .write(WriteRequest {
-                op,
-                guard: guard.clone(),
-            })
-            .await?;
-        Ok(guard.read_controls())
+            .write_all(requests)
+            .await
+            .map_err(|e| (e.index, e.error))
     }
 }
 

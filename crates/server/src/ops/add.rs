@@ -5,7 +5,7 @@ use canopy_core::{Attribute, LdapError};
 use canopy_proto::{AddRequest, Control, PartialAttribute, ResultCode};
 
 use crate::access::Who;
-use crate::ops::OpError;
+use crate::ops::{OpError, Prepared};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::{structural, Stamp, WriteOp};
@@ -16,9 +16,21 @@ use canopy_directory::{structural, Stamp, WriteOp};
 pub async fn add(
     state: &State,
     who: &Who,
-    mut req: AddRequest,
+    req: AddRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
+    prepare(state, who, req, ctl, false).await?.run(state).await
+}
+
+/// The frontend's part of an add. `queued`: the write waits in a transaction, whose end checks the
+/// entry against the schema inside the write (as slapd's back-mdb does), not here.
+pub async fn prepare(
+    state: &State,
+    who: &Who,
+    mut req: AddRequest,
+    ctl: &RequestControls,
+    queued: bool,
+) -> Result<Prepared, OpError> {
     // slapd refuses an empty value set while decoding the request, before the DN.
     if req.attributes.iter().any(|a| a.values.is_empty()) {
         return Err(
@@ -58,13 +70,18 @@ pub async fn add(
     // The overlays' checks see the password as sent, before it is hashed.
     dir.check_add(who, &entry, ctl.password_policy.then_some(&ctl.policy_sink))?;
     hash_passwords(state, &mut entry.attrs).await?;
-    canopy_core::check::check_entry(dir.schema(), &entry)?;
+    if !queued {
+        canopy_core::check::check_entry(dir.schema(), &entry)?;
+    }
     let structural = structural(dir, &entry)?;
     // The time and CSN are stamped on the writer thread (the pipeline's stamping hook).
     Stamp::identify(&mut entry, &who.dn, &structural);
-    state
-        .update(dir, WriteOp::Add(entry), who, &ctl.write())
-        .await
+    Ok(Prepared {
+        dir: dir.clone(),
+        op: WriteOp::Add(entry),
+        who: who.clone(),
+        ctl: ctl.write(),
+    })
 }
 
 /// Cleartext passwords are stored hashed (as slapd with ppolicy's `hash cleartext`), SCRAM secrets beside.

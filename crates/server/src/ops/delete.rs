@@ -4,7 +4,7 @@ use canopy_core::LdapError;
 use canopy_proto::{Control, ResultCode};
 
 use crate::access::Who;
-use crate::ops::OpError;
+use crate::ops::{OpError, Prepared};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::WriteOp;
@@ -15,6 +15,16 @@ pub async fn delete(
     raw_dn: &[u8],
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
+    prepare(state, who, raw_dn, ctl)?.run(state).await
+}
+
+/// The frontend's part of a delete.
+pub fn prepare(
+    state: &State,
+    who: &Who,
+    raw_dn: &[u8],
+    ctl: &RequestControls,
+) -> Result<Prepared, OpError> {
     let (dn, ndn) = state.databases.normalize(raw_dn)?;
     if ndn.is_root() {
         return Err(
@@ -25,7 +35,10 @@ pub async fn delete(
         return Err(state.outside(&dn.to_string(), None, state.outside_naming_context(&ndn)));
     };
     who.require_authenticated()?;
-    state
-        .update(dir, WriteOp::Delete { dn, ndn }, who, &ctl.write())
-        .await
+    Ok(Prepared {
+        dir: dir.clone(),
+        op: WriteOp::Delete { dn, ndn },
+        who: who.clone(),
+        ctl: ctl.write(),
+    })
 }

@@ -37,10 +37,14 @@ pub async fn extended(
         EXOP_PASSWORD_MODIFY => password_modify(state, who, req.value.as_deref(), ctl)
             .await
             .map(|v| (None, v)),
-        other => Err(LdapError::new(
-            ResultCode::ProtocolError,
-            format!("{other} not supported"),
-        )),
+        // An overlay's own operation, where a database has that overlay.
+        other => match crate::extensions::run(state, who, other, req.value.as_deref()).await {
+            Some(outcome) => outcome,
+            None => Err(LdapError::new(
+                ResultCode::ProtocolError,
+                format!("{other} not supported"),
+            )),
+        },
     };
     match outcome {
         Ok((name, value)) => ExtendedResponse {

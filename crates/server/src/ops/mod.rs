@@ -15,6 +15,21 @@ use canopy_proto::{Control, LdapMessage, LdapResult, ProtocolOp};
 
 pub use canopy_directory::OpError;
 
+/// A write the frontend has checked, ready for its database's writer: run at once
+/// ([`Prepared::run`]) or queued in the connection's transaction (txn.rs).
+pub struct Prepared {
+    pub dir: crate::databases::Database,
+    pub op: canopy_directory::WriteOp,
+    pub who: crate::access::Who,
+    pub ctl: crate::databases::WriteControls,
+}
+
+impl Prepared {
+    pub async fn run(self, state: &crate::state::State) -> Result<Vec<Control>, OpError> {
+        state.update(&self.dir, self.op, &self.who, &self.ctl).await
+    }
+}
+
 /// The result and response controls of an update.
 pub fn update_result(outcome: Result<Vec<Control>, OpError>) -> (LdapResult, Vec<Control>) {
     match outcome {

@@ -3,7 +3,7 @@
 use canopy_proto::{Control, ModifyRequest};
 
 use crate::access::Who;
-use crate::ops::OpError;
+use crate::ops::{OpError, Prepared};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 use canopy_directory::WriteOp;
@@ -14,9 +14,19 @@ use canopy_directory::WriteOp;
 pub async fn modify(
     state: &State,
     who: &Who,
-    mut req: ModifyRequest,
+    req: ModifyRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
+    prepare(state, who, req, ctl).await?.run(state).await
+}
+
+/// The frontend's part of a modify.
+pub async fn prepare(
+    state: &State,
+    who: &Who,
+    mut req: ModifyRequest,
+    ctl: &RequestControls,
+) -> Result<Prepared, OpError> {
     let (dn, ndn) = state.databases.normalize(&req.dn)?;
     let schema = state.databases.schema();
     canopy_core::modify::check_changes(schema, &req.changes)?;
@@ -45,5 +55,10 @@ pub async fn modify(
         ndn: ndn.clone(),
         changes: req.changes,
     };
-    state.update(dir, op, who, &ctl.write()).await
+    Ok(Prepared {
+        dir: dir.clone(),
+        op,
+        who: who.clone(),
+        ctl: ctl.write(),
+    })
 }

@@ -6,7 +6,7 @@ use canopy_proto::{Control, Dn, ModifyDnRequest, Rdn, ResultCode};
 use crate::access::Who;
 use canopy_directory::{ModifyDn, WriteOp};
 
-use crate::ops::OpError;
+use crate::ops::{OpError, Prepared};
 use crate::reqctl::RequestControls;
 use crate::state::State;
 
@@ -18,6 +18,16 @@ pub async fn modify_dn(
     req: ModifyDnRequest,
     ctl: &RequestControls,
 ) -> Result<Vec<Control>, OpError> {
+    prepare(state, who, req, ctl)?.run(state).await
+}
+
+/// The frontend's part of a modify DN.
+pub fn prepare(
+    state: &State,
+    who: &Who,
+    req: ModifyDnRequest,
+    ctl: &RequestControls,
+) -> Result<Prepared, OpError> {
     let (dn, ndn) = state.databases.normalize(&req.dn)?;
     let invalid_rdn = || LdapError::new(ResultCode::InvalidDnSyntax, "invalid new RDN");
     let new_rdn = Rdn::parse(&req.new_rdn).map_err(|_| invalid_rdn())?;
@@ -77,9 +87,12 @@ pub async fn modify_dn(
         delete_old_rdn: req.delete_old_rdn,
         new_superior,
     };
-    state
-        .update(dir, WriteOp::ModifyDn(op), who, &ctl.write())
-        .await
+    Ok(Prepared {
+        dir: dir.clone(),
+        op: WriteOp::ModifyDn(op),
+        who: who.clone(),
+        ctl: ctl.write(),
+    })
 }
 
 fn unwilling(text: &str) -> LdapError {

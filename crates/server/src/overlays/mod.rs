@@ -7,6 +7,7 @@
 //! homedir), with the kinds of value they share in `values.rs`.
 
 mod accounts;
+mod dds;
 mod groups;
 mod integrity;
 mod replication;
@@ -46,7 +47,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 14] = [
+pub const KNOWN: [&str; 15] = [
     "syncprov",
     "memberof",
     "refint",
@@ -61,6 +62,7 @@ pub const KNOWN: [&str; 14] = [
     "valsort",
     "otp",
     "sssvlv",
+    "dds",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -160,6 +162,9 @@ pub fn schema(overlays: &[OverlayConfig]) -> Vec<&'static str> {
     }
     if overlays.iter().any(|o| o.name == "otp") {
         schema.push(canopy_directory::overlay::otp::OTP_SCHEMA);
+    }
+    if overlays.iter().any(|o| o.name == "dds") {
+        schema.push(canopy_directory::overlay::dds::DDS_SCHEMA);
     }
     schema
 }
@@ -268,11 +273,26 @@ fn hook(
             Ok(Arc::new(AuditLog::new(file.into())))
         }
         "homedir" => Ok(Arc::new(Homedir::new(homedir_config(&overlay.options)?))),
+        "dds" => Ok(Arc::new(canopy_directory::overlay::dds::Dds::new(
+            dds::dds_config(&overlay.options)?,
+        ))),
         other => Err(format!(
             "unknown overlay {other:?} (known: {})",
             KNOWN.join(", ")
         )),
     }
+}
+
+/// The dds overlay's settings, when one is configured: the Refresh operation and the expiry task
+/// read them.
+pub fn dds_settings(
+    overlays: &[OverlayConfig],
+) -> Result<Option<canopy_directory::overlay::dds::Config>, String> {
+    overlays
+        .iter()
+        .find(|o| o.name == "dds")
+        .map(|o| dds::dds_config(&o.options).map_err(|e| format!("[[overlay]] \"dds\": {e}")))
+        .transpose()
 }
 
 /// The accesslog overlay's settings, when one is configured: the server opens its log database and

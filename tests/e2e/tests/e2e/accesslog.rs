@@ -12,7 +12,7 @@ const LOGDB: &str = "cn=accesslog";
 /// slapd: the log database before the data database, both with syncprov, the data database with
 /// accesslog (the usual delta-syncrepl provider).
 /// Canopy: the overlay table (its log database lives in DATA/accesslog).
-fn start(purge: Option<&str>) -> Server {
+pub(crate) fn start(purge: Option<&str>) -> Server {
     let target = Target::from_env();
     let server = match target {
         Target::Slapd => {
@@ -58,7 +58,7 @@ const VARYING: [&str; 4] = [
 /// The log records about DNs under `under`, in reqStart order, without what varies between runs; and
 /// the checks of what varies: reqStart in the DN, reqEnd after reqStart, reqEntryUUID and entryCSN
 /// agreeing with the change's.
-fn records(s: &Server, under: &str) -> String {
+pub(crate) fn records(s: &Server, under: &str) -> String {
     let out = s.search(
         &Bind::Root,
         &["-b", LOGDB, "-s", "one", "(reqType=*)", "*", "entryCSN"],
@@ -319,7 +319,7 @@ fn the_logs_context_csn_follows_the_data() {
 }
 
 /// Waits (at most ten seconds) until the log's contextCSN equals the data's.
-fn settled(s: &Server) {
+pub(crate) fn settled(s: &Server) {
     let csn = |base: &str| {
         s.read(&Bind::Root, base, &["contextCSN"])
             .records()
