@@ -16,6 +16,15 @@ pub struct Sasl {
     pub authz_regexp: Vec<AuthzRegexp>,
     /// Who may use an authorization identity other than their own.
     pub proxy: Vec<ProxyRule>,
+    /// The Kerberos keytab of the service principal: GSSAPI is offered only with one.
+    pub keytab: Option<std::path::PathBuf>,
+    /// slapd's `sasl-host`: the host of the service principal `ldap/HOST@REALM` (when unset, any
+    /// principal of the keytab is accepted).
+    pub host: Option<String>,
+    /// slapd's `sasl-realm`: GSSAPI authentication names then read `uid=NAME,cn=REALM,cn=gssapi,cn=auth`.
+    pub realm: Option<String>,
+    /// slapd's `sasl-secprops maxssf=N`: the strongest GSSAPI security layer offered; 0 offers none.
+    pub gssapi_max_ssf: Option<u32>,
 }
 
 /// `[[sasl.authz_regexp]]`: a regular expression over `uid=NAME,cn=MECH,cn=auth` and its replacement,

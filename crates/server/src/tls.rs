@@ -451,11 +451,12 @@ impl ClientCertVerifier for AllowAny {
     }
 }
 
-/// A connection's byte stream: clear, or TLS once a handshake has run. One type for both, so the connection
-/// can split it, take it back and wrap it in place for StartTLS.
+/// A connection's byte stream: clear, TLS once a handshake has run, or either under a SASL security layer
+/// (RFC 4752). One type for all, so the connection can split it, take it back and wrap it in place.
 pub enum Transport<S> {
     Plain(S),
     Tls(Box<tokio_rustls::server::TlsStream<S>>),
+    Sasl(Box<crate::sasl::layer::SaslStream<Transport<S>>>),
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Transport<S> {
@@ -467,6 +468,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Transport<S> {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Transport::Sasl(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -480,6 +482,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Transport<S> {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Transport::Sasl(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -487,6 +490,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Transport<S> {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_flush(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Transport::Sasl(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -494,6 +498,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Transport<S> {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Transport::Sasl(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -1,7 +1,10 @@
-//! SASL binds (RFC 4422, RFC 4513 §5.2.1): PLAIN, SCRAM-SHA-256/512 with stored secrets, name mapping,
-//! proxy authorization checks. EXTERNAL stays in `ops/bind.rs`; the rules are `crate::authz`'s, the
+//! SASL binds (RFC 4422, RFC 4513 §5.2.1): PLAIN, SCRAM-SHA-256/512 with stored secrets, GSSAPI with a
+//! keytab and its security layers, name mapping, proxy authorization checks. EXTERNAL stays in `ops/bind.rs`; the rules are `crate::authz`'s, the
 //! failed-bind back-off `crate::backoff`'s.
 
+mod gss_ffi;
+pub mod gssapi;
+pub mod layer;
 pub mod mapping;
 pub mod scram;
 pub mod store;
@@ -14,6 +17,17 @@ use canopy_schema::NormDn;
 /// The mechanisms the root DSE lists; each of them works.
 pub const MECHANISMS: [&str; 4] = ["EXTERNAL", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
+/// The mechanisms offered under `sasl`: GSSAPI too when a keytab is configured.
+pub fn mechanisms(sasl: &crate::config::Sasl) -> Vec<String> {
+    let gssapi = gssapi::Settings::of(sasl).map(|_| "GSSAPI");
+    MECHANISMS
+        .iter()
+        .copied()
+        .chain(gssapi)
+        .map(String::from)
+        .collect()
+}
+
 /// A multi-step exchange waiting for the client's next BindRequest, kept per connection.
 #[derive(Debug)]
 pub enum Exchange {
@@ -22,6 +36,8 @@ pub enum Exchange {
     /// SCRAM started without an initial response: the client's first message comes next.
     ScramStart(ScramHash),
     Scram(Box<scram::Waiting>),
+    /// A GSSAPI exchange after its first step (None: started without an initial token).
+    Gssapi(Option<gssapi::Waiting>),
 }
 
 impl Exchange {
@@ -31,6 +47,7 @@ impl Exchange {
             Exchange::PlainStart => "PLAIN",
             Exchange::ScramStart(hash) => hash.mechanism(),
             Exchange::Scram(w) => w.hash.mechanism(),
+            Exchange::Gssapi(_) => "GSSAPI",
         }
     }
 }
