@@ -212,6 +212,7 @@ mod tests {
                 replace: replace.into(),
             }],
             proxy: Vec::new(),
+            ..Sasl::default()
         })
         .unwrap()
     }
@@ -281,6 +282,7 @@ mod tests {
                     replace: replace.into(),
                 }],
                 proxy: Vec::new(),
+                ..Sasl::default()
             })
             .is_err()
         };

@@ -159,3 +159,76 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for SaslStream<T> {
         Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::gss_ffi::Context;
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A layer whose context was never established: every wrap and unwrap fails, so these tests see
+    /// the framing's own checks (a real context is the e2e suite's, against a KDC).
+    fn unestablished(early: Vec<u8>, from_client: &[u8]) -> SaslStream<tokio::io::DuplexStream> {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let bytes = from_client.to_vec();
+        tokio::spawn(async move {
+            let _ = client.write_all(&bytes).await;
+            // Keeps the client's end open until the test has read what it wanted.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        });
+        let layer = Layer {
+            context: Context::new(),
+            confidential: true,
+            ssf: 256,
+            max_plain_out: 100,
+        };
+        SaslStream::new(server, layer, early)
+    }
+
+    async fn read_error(stream: &mut SaslStream<tokio::io::DuplexStream>) -> io::ErrorKind {
+        let mut buf = [0u8; 64];
+        stream.read(&mut buf).await.err().unwrap().kind()
+    }
+
+    #[tokio::test]
+    async fn oversized_frames_are_refused_before_any_unwrap() {
+        let mut header = (MAX_RECEIVE + 1).to_be_bytes().to_vec();
+        header.extend_from_slice(b"xx");
+        let mut stream = unestablished(header, b"");
+        assert_eq!(read_error(&mut stream).await, io::ErrorKind::InvalidData);
+    }
+
+    #[tokio::test]
+    async fn frames_that_do_not_unwrap_are_errors() {
+        // The frame arrives in two pieces: the early bytes and then the socket.
+        let mut stream = unestablished(vec![0, 0, 0, 4, b'j'], b"unk");
+        assert_ne!(read_error(&mut stream).await, io::ErrorKind::UnexpectedEof);
+    }
+
+    #[tokio::test]
+    async fn end_of_stream_inside_a_frame_is_unexpected_and_between_frames_clean() {
+        let (client, server) = tokio::io::duplex(64);
+        drop(client);
+        let layer = Layer {
+            context: Context::new(),
+            confidential: false,
+            ssf: 1,
+            max_plain_out: 100,
+        };
+        let mut stream = SaslStream::new(server, layer, vec![0, 0, 0, 9, 1]);
+        assert_eq!(read_error(&mut stream).await, io::ErrorKind::UnexpectedEof);
+        let (client, server) = tokio::io::duplex(64);
+        drop(client);
+        let layer = Layer {
+            context: Context::new(),
+            confidential: false,
+            ssf: 1,
+            max_plain_out: 100,
+        };
+        let mut stream = SaslStream::new(server, layer, Vec::new());
+        let mut buf = [0u8; 8];
+        assert_eq!(stream.read(&mut buf).await.unwrap(), 0);
+        // Writing needs the context: the failure is an error, not a panic or a clear-text write.
+        assert!(stream.write_all(b"response").await.is_err());
+    }
+}

@@ -123,6 +123,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gssapi_is_offered_only_with_a_keytab() {
+        let mut sasl = crate::config::Sasl::default();
+        assert!(!mechanisms(&sasl).iter().any(|m| m == "GSSAPI"));
+        sasl.keytab = Some("/etc/ldap.keytab".into());
+        assert!(mechanisms(&sasl).iter().any(|m| m == "GSSAPI"));
+    }
+
+    #[test]
     fn plain_messages() {
         assert_eq!(
             parse_plain(b"\0alice\0secret").unwrap(),

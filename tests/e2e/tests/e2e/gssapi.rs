@@ -134,6 +134,17 @@ impl Kdc {
     /// entries. (Names without a realm map to the entry with their uid: slapd's test configuration has
     /// that rule, canopy has it built in.)
     fn server(&self, realm: bool, mapping: bool, rules: &[&str]) -> Server {
+        self.server_with(realm, mapping, None, rules)
+    }
+
+    /// `server`, with slapd's `sasl-secprops maxssf=N` / canopy's `gssapi_max_ssf = N` when `max_ssf`.
+    fn server_with(
+        &self,
+        realm: bool,
+        mapping: bool,
+        max_ssf: Option<u32>,
+        rules: &[&str],
+    ) -> Server {
         let (config, keytab, rcache) = (
             self.path("krb5.conf").display().to_string(),
             self.path("ldap.keytab").display().to_string(),
@@ -153,6 +164,10 @@ impl Kdc {
         if realm {
             slapd.push_str(&format!("sasl-realm {REALM}\n"));
             canopy.push_str(&format!("realm = \"{REALM}\"\n"));
+        }
+        if let Some(max) = max_ssf {
+            slapd.push_str(&format!("sasl-secprops maxssf={max}\n"));
+            canopy.push_str(&format!("gssapi_max_ssf = {max}\n"));
         }
         if mapping {
             slapd.push_str(&format!("authz-regexp \"{pattern}\" \"{target}\"\n"));
@@ -246,6 +261,18 @@ fn realm_and_authz_regexp_mapping() {
     let out = kdc.run(&s, "ldapwhoami", &[]);
     out.expect_code(0, "ldapwhoami mapped by authz-regexp");
     assert_eq!(out.stdout.trim(), format!("dn:{}", user_dn("alice")));
+}
+
+#[test]
+fn a_server_maximum_limits_the_layers_offered() {
+    let Some(kdc) = Kdc::start() else { return };
+    for (max, ssf) in [(0, 0), (1, 1)] {
+        let s = kdc.server_with(false, false, Some(max), &[]);
+        let out = kdc.run(&s, "ldapwhoami", &[]);
+        out.expect_code(0, &format!("ldapwhoami against maxssf={max}"));
+        assert_eq!(client_ssf(&out), ssf, "{}", out.stderr);
+        assert_eq!(out.stdout.trim(), format!("dn:{}", user_dn("alice")));
+    }
 }
 
 #[test]
