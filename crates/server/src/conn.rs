@@ -27,7 +27,7 @@ use crate::reqctl::RequestControls;
 use crate::sasl::Exchange;
 use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
-use crate::tls::Transport;
+use crate::transport::Transport;
 
 type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 

@@ -46,6 +46,7 @@ pub mod special;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
+pub mod transport;
 pub mod valsort;
 
 use std::sync::Arc;
