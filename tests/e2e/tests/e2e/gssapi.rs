@@ -313,6 +313,64 @@ fn sasl_ssf_in_access_rules() {
 }
 
 #[test]
+fn a_token_that_is_not_kerberos_is_refused() {
+    let Some(kdc) = Kdc::start() else { return };
+    let s = kdc.server(false, false, &[]);
+    let out = s.python("gssapi_raw.py", &[]);
+    out.expect_code(0, "gssapi_raw.py");
+    assert_eq!(
+        out.stdout.trim(),
+        "garbage token: 49 SASL(-13): authentication failure: GSSAPI Failure: gss_accept_sec_context"
+    );
+}
+
+#[test]
+fn large_messages_cross_the_layer_in_several_frames() {
+    let Some(kdc) = Kdc::start() else { return };
+    let s = kdc.server(false, false, &[]);
+    // A response larger than a frame (64 KiB): the server splits it.
+    let big = "y".repeat(200_000);
+    let ldif = format!(
+        "dn: {}\nchangetype: modify\nreplace: description\ndescription: {big}\n",
+        user_dn("alice")
+    );
+    s.modify(&Bind::Root, &ldif)
+        .expect_code(0, "a large description");
+    let alice = user_dn("alice");
+    let args = [
+        "-b",
+        &alice,
+        "-s",
+        "base",
+        "-o",
+        "ldif-wrap=no",
+        "description",
+    ];
+    let out = kdc.run(&s, "ldapsearch", &args);
+    out.expect_code(0, "ldapsearch of a large entry through the layer");
+    assert!(
+        out.stdout.contains(&format!("description: {big}\n")),
+        "{} bytes",
+        out.stdout.len()
+    );
+    assert!(out.stderr.contains("SASL data security layer installed"));
+    // A request larger than a frame: the client splits it, the server joins the frames (a substring
+    // filter of 100 KB: one argument may not exceed 128 KiB).
+    let filter = format!("(description={}*)", &big[..100_000]);
+    let out = kdc.run(
+        &s,
+        "ldapsearch",
+        &["-b", "dc=example,dc=com", &filter, "1.1"],
+    );
+    out.expect_code(0, "a 100 KB filter through the layer");
+    assert!(
+        out.stdout.contains(&format!("dn: {alice}\n")),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn no_ticket_fails_in_the_client() {
     let Some(kdc) = Kdc::start() else { return };
     let s = kdc.server(false, false, &[]);
