@@ -198,6 +198,8 @@ struct Model {
     /// slapd's default referral (`referral`).
     referral: Option<String>,
     authz_regexp: Vec<(String, String)>,
+    /// `[sasl]` keys for GSSAPI (`sasl-host`, `sasl-realm`, `sasl-secprops maxssf`), as TOML values.
+    sasl: Vec<(&'static str, String)>,
     tls: Vec<(&'static str, String)>,
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
     tls_verify: Option<Remark>,

@@ -153,6 +153,12 @@ impl Model {
                 let _ = writeln!(out, "{k} = {}", q(v));
             }
         }
+        if !self.sasl.is_empty() {
+            out.push_str("\n[sasl]\n");
+            for (k, v) in &self.sasl {
+                let _ = writeln!(out, "{k} = {v}");
+            }
+        }
         for (pattern, replace) in &self.authz_regexp {
             let _ = writeln!(
                 out,
