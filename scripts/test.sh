@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Canopy's whole test suite, the one command of README.md and of CI (.ci/run):
-#   1. installs the LDAP clients and Debian's slapd when any is missing (apt, non-interactive);
+#   1. installs the LDAP clients, Debian's slapd and MIT Kerberos (the GSSAPI library to link, a KDC for
+#      the GSSAPI tests) when any is missing (apt, non-interactive);
 #   2. cargo fmt --check and cargo clippy -D warnings over the workspace;
 #   3. builds the canopy binary and runs every test (unit tests and the end-to-end suite);
 #      these include the crate layering and `//!` first-line checks (crates/harness/tests/layering.rs);
@@ -17,7 +18,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
-PACKAGES=(ldap-utils slapd slapd-contrib python3-ldap libsasl2-modules python3-prometheus-client)
+PACKAGES=(ldap-utils slapd slapd-contrib python3-ldap libsasl2-modules python3-prometheus-client
+    libkrb5-dev krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit)
 failed=()
 
 step() {

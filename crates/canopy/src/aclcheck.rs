@@ -118,6 +118,7 @@ fn requester(
     let link = Link {
         peer,
         tls: question.tls.then(TlsFacts::default),
+        sasl_ssf: 0,
     };
     if question.as_dn.is_empty() || question.as_dn.eq_ignore_ascii_case("anonymous") {
         return Ok(Who {

@@ -76,6 +76,8 @@ pub struct Server {
     slapd_d: Option<PathBuf>,
     /// slapd's `-d` level (such as `sync`, to see its replication in the log); `none` when None.
     pub(crate) slapd_debug: Option<String>,
+    /// Environment variables of the server process (such as KRB5_CONFIG).
+    env: Vec<(String, String)>,
 }
 
 pub(crate) enum StartError {
@@ -148,6 +150,48 @@ impl Server {
             Target::Canopy => {
                 let list: Vec<String> = files.iter().map(|f| format!("{f:?}")).collect();
                 server.config = Some(format!("schema_files = [{}]\n", list.join(", ")));
+            }
+        }
+        server.launch();
+        server.load_base();
+        server
+    }
+
+    /// Starts the target chosen by the environment with `env` in the server's environment (such as
+    /// KRB5_CONFIG), `slapd_globals` (slapd.conf lines put before its first database) for slapd and
+    /// `canopy` (TOML) for canopy, `rules` as the main database's access list (empty: Debian's), then
+    /// loads base.ldif as the root DN.
+    pub fn start_with_env(
+        env: &[(&str, &str)],
+        slapd_globals: &str,
+        rules: &[&str],
+        canopy: &str,
+    ) -> Server {
+        let target = Target::from_env();
+        let mut server = Server::prepare(target);
+        server.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match target {
+            Target::Slapd => {
+                let dir = server.dir.path();
+                let path = dir.join("slapd.conf");
+                let rules: Vec<&str> = if rules.is_empty() {
+                    crate::slapd_conf::DEBIAN_ACCESS.to_vec()
+                } else {
+                    rules.to_vec()
+                };
+                let conf =
+                    crate::slapd_conf::render_with_all(dir, &dir.join("data"), &[], &rules, "");
+                let at = conf.find("\ndatabase ").map_or(conf.len(), |i| i + 1);
+                let conf = format!("{}{slapd_globals}\n{}", &conf[..at], &conf[at..]);
+                std::fs::write(&path, conf).unwrap();
+            }
+            Target::Canopy if rules.is_empty() => server.config = Some(canopy.to_string()),
+            Target::Canopy => {
+                let list: Vec<String> = rules.iter().map(|r| format!("'''{r}'''")).collect();
+                server.config = Some(format!("access = [\n{}\n]\n{canopy}", list.join(",\n")));
             }
         }
         server.launch();
@@ -510,6 +554,7 @@ impl Server {
             log_filter: None,
             slapd_d: None,
             slapd_debug: None,
+            env: Vec::new(),
         }
     }
 
@@ -822,6 +867,7 @@ impl Server {
                     self.ldapi_url()
                 ));
                 cmd.args(self.slapd_config_args());
+                cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
                 cmd
             }
             Target::Canopy => {
@@ -843,6 +889,7 @@ impl Server {
                 if let Some(path) = self.write_config() {
                     cmd.arg("--config").arg(path);
                 }
+                cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
                 cmd
             }
         }

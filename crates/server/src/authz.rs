@@ -16,6 +16,15 @@ pub struct Sasl {
     pub authz_regexp: Vec<AuthzRegexp>,
     /// Who may use an authorization identity other than their own.
     pub proxy: Vec<ProxyRule>,
+    /// The Kerberos keytab of the service principal: GSSAPI is offered only with one.
+    pub keytab: Option<std::path::PathBuf>,
+    /// slapd's `sasl-host`: the host of the service principal `ldap/HOST@REALM` (when unset, any
+    /// principal of the keytab is accepted).
+    pub host: Option<String>,
+    /// slapd's `sasl-realm`: GSSAPI authentication names then read `uid=NAME,cn=REALM,cn=gssapi,cn=auth`.
+    pub realm: Option<String>,
+    /// slapd's `sasl-secprops maxssf=N`: the strongest GSSAPI security layer offered; 0 offers none.
+    pub gssapi_max_ssf: Option<u32>,
     /// slapd's `authz-policy`: which of the `authzTo` and `authzFrom` attributes of entries are
     /// consulted when an identity asks to act as another (a SASL authzid or the proxied
     /// authorization control). `[[sasl.proxy]]` rules apply whatever it says.
@@ -280,6 +289,7 @@ mod tests {
             }],
             proxy: Vec::new(),
             authz_policy: AuthzPolicy::None,
+            ..Sasl::default()
         })
         .unwrap()
     }
@@ -350,6 +360,7 @@ mod tests {
                 }],
                 proxy: Vec::new(),
                 authz_policy: AuthzPolicy::None,
+                ..Sasl::default()
             })
             .is_err()
         };

@@ -1,5 +1,6 @@
-//! One client connection: framing with limits, pipelined dispatch, abandon, a bounded response queue, and
-//! StartTLS (the stream is taken back from the reader and writer and wrapped in place).
+//! One client connection: framing with limits, pipelined dispatch, abandon, a bounded response queue,
+//! StartTLS and SASL security layers (the stream is taken back from the reader and writer and wrapped in
+//! place).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +27,7 @@ use crate::reqctl::RequestControls;
 use crate::sasl::Exchange;
 use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
-use crate::tls::Transport;
+use crate::transport::Transport;
 
 type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 
@@ -190,6 +191,21 @@ pub async fn serve_transport<S>(
                     who.link = link.clone();
                     shared_who = None;
                 }
+                Flow::SaslLayer(layer) => {
+                    // Bytes after the bind request already belong to the layer.
+                    let early = buf.data().get(start..).unwrap_or(&[]).to_vec();
+                    buf.take(buf.data().len());
+                    start = 0;
+                    let ssf = layer.ssf;
+                    let Some((r, w)) = Box::pin(install_layer(reader, out, layer, early)).await
+                    else {
+                        return;
+                    };
+                    (reader, out) = (r, w);
+                    link.sasl_ssf = ssf;
+                    who.link = link.clone();
+                    shared_who = None;
+                }
             }
         }
         // The whole requests are taken; an emptied heap buffer is given back (an idle connection
@@ -261,10 +277,30 @@ enum Flow {
         has_value: bool,
         completion: Option<Completion>,
     },
+    /// A bind negotiated a SASL security layer: the connection loop installs it, as it owns the stream.
+    SaslLayer(crate::sasl::gssapi::Layer),
 }
 
 type Half<S> = tokio::io::ReadHalf<Transport<S>>;
 type OutOf<S> = Out<tokio::io::WriteHalf<Transport<S>>>;
+
+/// After a bind that negotiated a SASL security layer, once its response is written in clear: the
+/// stream is taken back and wrapped, with the bytes already read (`early`) as the layer's first input.
+async fn install_layer<S>(
+    reader: Half<S>,
+    out: OutOf<S>,
+    layer: crate::sasl::gssapi::Layer,
+    early: Vec<u8>,
+) -> Option<(Half<S>, OutOf<S>)>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (write_half, handed) = out.hand_over().await?;
+    let stream = reader.unsplit(write_half);
+    let layered = crate::sasl::layer::SaslStream::new(stream, layer, early);
+    let (r, w) = tokio::io::split(Transport::Sasl(Box::new(layered)));
+    Some((r, handed.resume(w)))
+}
 
 /// After a successful StartTLS response: the writer sends it in clear and hands its half back, the stream
 /// is put together, the handshake runs, and the TLS stream is split again. None closes the connection.
@@ -317,6 +353,12 @@ fn start_tls_check(
         return Err(LdapError::new(
             ResultCode::OperationsError,
             "TLS already started",
+        ));
+    }
+    if link.sasl_ssf > 0 {
+        return Err(LdapError::new(
+            ResultCode::OperationsError,
+            "SASL security layer already installed",
         ));
     }
     if outstanding {
@@ -558,10 +600,16 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 *session.restricted_by = Some(hook);
                 session.restricted.store(true, Ordering::Relaxed);
             }
+            let mut layer = None;
             let (result, server_sasl_creds) = match outcome {
                 Ok(Outcome::Done(new, creds)) => {
                     *who = new;
                     (LdapResult::success(), creds)
+                }
+                Ok(Outcome::Secured(new, secured)) => {
+                    *who = new;
+                    layer = Some(secured);
+                    (LdapResult::success(), None)
                 }
                 Ok(Outcome::Continue(exchange, challenge)) => {
                     *session.sasl = Some(exchange);
@@ -585,7 +633,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             .await;
             session.conn.set_authz_dn(&who.dn);
             finish(completion, Some(code));
-            Flow::Continue
+            layer.map_or(Flow::Continue, Flow::SaslLayer)
         }
         ProtocolOp::UnbindRequest => {
             finish(completion, None);

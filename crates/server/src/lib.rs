@@ -52,6 +52,7 @@ pub mod state;
 pub mod syncrepl;
 pub mod tls;
 pub mod txn;
+pub mod transport;
 pub mod valsort;
 
 use std::sync::Arc;

@@ -8,7 +8,7 @@ use tokio::net::{TcpListener, UnixListener};
 use crate::config::ListenUrl;
 use crate::session::Peer;
 use crate::state::State;
-use crate::tls::Transport;
+use crate::transport::Transport;
 use crate::StartError;
 
 /// A bound listener, before it accepts.

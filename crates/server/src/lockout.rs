@@ -41,10 +41,12 @@ pub fn first_administrator(
         Link {
             peer: Some(Peer::Unix { uid: 0, gid: 0 }),
             tls: None,
+            sasl_ssf: 0,
         },
         Link {
             peer: Some(Peer::Tcp(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))),
             tls: Some(TlsFacts::default()),
+            sasl_ssf: 0,
         },
     ];
     for candidate in candidates(schema, acl, data, named_may_bind) {

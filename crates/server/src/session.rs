@@ -28,6 +28,9 @@ pub struct Link {
     /// None only for identities made outside a connection (offline tools, tests).
     pub peer: Option<Peer>,
     pub tls: Option<TlsFacts>,
+    /// The strength of the SASL security layer installed by a bind (RFC 4752): 0 without one, 1 for
+    /// integrity, the key's bits for confidentiality.
+    pub sasl_ssf: u32,
 }
 
 impl Link {
@@ -35,12 +38,13 @@ impl Link {
         Link {
             peer: Some(peer),
             tls: None,
+            sasl_ssf: 0,
         }
     }
 
-    /// Encrypted (TLS) or local (ldapi): safe for passwords.
+    /// Encrypted (TLS or a SASL confidentiality layer) or local (ldapi): safe for passwords.
     pub fn is_protected(&self) -> bool {
-        self.tls.is_some() || matches!(self.peer, Some(Peer::Unix { .. }))
+        self.tls.is_some() || self.sasl_ssf > 1 || matches!(self.peer, Some(Peer::Unix { .. }))
     }
 
     /// A TCP peer on the loopback interface.

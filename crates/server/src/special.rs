@@ -109,7 +109,10 @@ fn root_dse(state: &ServerState) -> Entry {
             attr("supportedExtension", extensions(state)),
             attr("supportedFeatures", strings(FEATURES)),
             attr("supportedLDAPVersion", strings(&["3"])),
-            attr("supportedSASLMechanisms", strings(&crate::sasl::MECHANISMS)),
+            attr(
+                "supportedSASLMechanisms",
+                crate::sasl::mechanisms(&state.config.sasl),
+            ),
             attr("vendorName", strings(&["Canopy"])),
             attr(
                 "vendorVersion",

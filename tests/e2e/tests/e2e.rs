@@ -30,6 +30,8 @@ mod extended;
 mod extra_schema;
 #[path = "e2e/features.rs"]
 mod features;
+#[path = "e2e/gssapi.rs"]
+mod gssapi;
 #[path = "e2e/hostile.rs"]
 mod hostile;
 #[path = "e2e/limits.rs"]

@@ -146,6 +146,28 @@ pub(super) fn global_directive(m: &mut Model, d: &Directive, name: &str, section
             [pattern, replace] => m.authz_regexp.push((pattern.clone(), replace.clone())),
             _ => m.leave(d, "expected a pattern and a replacement"),
         },
+        "saslhost" if single => {
+            // slapd's GSSAPI reads the keytab KRB5_KTNAME names, else MIT's default.
+            let keytab = std::env::var("KRB5_KTNAME").unwrap_or_else(|_| "/etc/krb5.keytab".into());
+            let keytab = keytab.strip_prefix("FILE:").unwrap_or(&keytab).to_string();
+            m.note(d, format!("GSSAPI with the keytab {keytab} (`[sasl] keytab`)"));
+            m.sasl.push(("keytab", super::render::q(&keytab)));
+            m.sasl.push(("host", super::render::q(&one)));
+        }
+        "saslrealm" if single => m.sasl.push(("realm", super::render::q(&one))),
+        "saslsecprops" if single => {
+            let mut rest = Vec::new();
+            for prop in one.split(',').map(str::trim) {
+                match prop.strip_prefix("maxssf=").map(str::parse::<u32>) {
+                    Some(Ok(max)) => m.sasl.push(("gssapi_max_ssf", max.to_string())),
+                    _ if matches!(prop, "noplain" | "noanonymous" | "none" | "") => {}
+                    _ => rest.push(prop),
+                }
+            }
+            if !rest.is_empty() {
+                m.leave(d, format!("Canopy takes only maxssf from sasl-secprops (GSSAPI's `[sasl] gssapi_max_ssf`); not {}", rest.join(",")));
+            }
+        }
         "tlscertificatefile" if single => m.tls.push(("cert_file", one)),
         "tlscertificatekeyfile" if single => m.tls.push(("key_file", one)),
         "tlscacertificatefile" if single => m.tls.push(("ca_file", one)),

@@ -200,6 +200,8 @@ struct Model {
     authz_regexp: Vec<(String, String)>,
     /// `authz-policy` other than slapd's default `none`.
     authz_policy: Option<&'static str>,
+    /// `[sasl]` keys for GSSAPI (`sasl-host`, `sasl-realm`, `sasl-secprops maxssf`), as TOML values.
+    sasl: Vec<(&'static str, String)>,
     tls: Vec<(&'static str, String)>,
     /// Where `TLSVerifyClient` was set: it needs a CA file in Canopy.
     tls_verify: Option<Remark>,

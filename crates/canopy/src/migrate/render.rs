@@ -153,8 +153,14 @@ impl Model {
                 let _ = writeln!(out, "{k} = {}", q(v));
             }
         }
-        if let Some(policy) = self.authz_policy {
-            let _ = writeln!(out, "\n[sasl]\nauthz_policy = {}", q(policy));
+        if self.authz_policy.is_some() || !self.sasl.is_empty() {
+            out.push_str("\n[sasl]\n");
+            if let Some(policy) = self.authz_policy {
+                let _ = writeln!(out, "authz_policy = {}", q(policy));
+            }
+            for (k, v) in &self.sasl {
+                let _ = writeln!(out, "{k} = {v}");
+            }
         }
         for (pattern, replace) in &self.authz_regexp {
             let _ = writeln!(

@@ -670,3 +670,24 @@ fn dds_directives() {
     let config = parse(&m.toml);
     canopy_server::overlays::check(&config.overlay).unwrap();
 }
+
+#[test]
+fn gssapi_settings_translate() {
+    let text = "sasl-host ldap.example.com\nsasl-realm EXAMPLE.COM\n\
+                sasl-secprops noplain,noanonymous,maxssf=0\nauthz-regexp \"uid=(.*),cn=gssapi,cn=auth\" \"uid=$1,dc=x\"\n\
+                database mdb\nsuffix dc=x\ndirectory /d\n";
+    let m = translate(&directives(text));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    let gssapi = canopy_server::sasl::gssapi::Settings::of(&c.sasl).unwrap();
+    assert_eq!(gssapi.host.as_deref(), Some("ldap.example.com"));
+    assert_eq!(gssapi.realm.as_deref(), Some("EXAMPLE.COM"));
+    assert_eq!(gssapi.max_ssf, Some(0));
+    assert!(gssapi.keytab.is_absolute());
+    assert_eq!(c.sasl.authz_regexp.len(), 1);
+    let other = translate(&directives(
+        "sasl-secprops minssf=56\ndatabase mdb\nsuffix dc=x\ndirectory /d\n",
+    ));
+    assert_eq!(other.left_out.len(), 1);
+    assert!(other.left_out[0].reason.contains("minssf=56"));
+}

@@ -686,7 +686,8 @@ impl<'a> Checker<'a> {
 }
 
 impl Who {
-    /// The security strength factor slapd would report: TLS 256, ldapi 71, plain TCP 0 (no SASL layers).
+    /// The security strength factor slapd would report: TLS 256, ldapi 71, plain TCP 0; a SASL layer's
+    /// own (`sasl_ssf`), and the stronger of both for `ssf`.
     pub fn ssf(&self, kind: Ssf) -> u32 {
         let tls = if self.link.tls.is_some() { 256 } else { 0 };
         let local = if matches!(self.link.peer, Some(Peer::Unix { .. })) {
@@ -695,9 +696,10 @@ impl Who {
             0
         };
         match kind {
-            Ssf::Any | Ssf::Transport => tls.max(local),
+            Ssf::Any => tls.max(local).max(self.link.sasl_ssf),
+            Ssf::Transport => tls.max(local),
             Ssf::Tls => tls,
-            Ssf::Sasl => 0,
+            Ssf::Sasl => self.link.sasl_ssf,
         }
     }
 }

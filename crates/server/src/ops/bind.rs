@@ -1,5 +1,5 @@
 //! RFC 4511 §4.2 Bind: anonymous, simple (root DN or an entry's userPassword), SASL EXTERNAL on ldapi,
-//! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512) with failed-bind back-off.
+//! and the SASL mechanisms of `crate::sasl` (PLAIN, SCRAM-SHA-256/512, GSSAPI) with failed-bind back-off.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use crate::acl::{privileges, AttrRef, Target};
 use canopy_directory::{Directory, Snapshot, WriteOp};
 
 use crate::databases::{Database, FrontHook};
-use crate::sasl::{self, mapping, scram, store, Exchange};
+use crate::sasl::{self, gssapi, mapping, scram, store, Exchange};
 use crate::session::Link;
 use crate::state::State;
 
@@ -27,6 +27,8 @@ pub enum Outcome {
     Done(Who, Option<Vec<u8>>),
     /// saslBindInProgress: the exchange to keep and the server's challenge.
     Continue(Exchange, Vec<u8>),
+    /// Bound as this identity with a SASL security layer, installed once the response is out.
+    Secured(Who, gssapi::Layer),
 }
 
 /// What a simple bind adds through its database's frontend hooks: response controls, and the hook
@@ -397,6 +399,15 @@ async fn sasl_bind(
                 .map(|who| Outcome::Done(who, None)),
         };
     }
+    if mechanism.eq_ignore_ascii_case("GSSAPI")
+        && gssapi::Settings::of(&state.config.sasl).is_some()
+    {
+        return match credentials {
+            // No initial token: an empty challenge asks for it.
+            None => Ok(Outcome::Continue(Exchange::Gssapi(None), Vec::new())),
+            Some(token) => gssapi_step(state, None, &token, link),
+        };
+    }
     if let Some(hash) = ScramHash::from_mechanism(mechanism) {
         return match credentials {
             // The client sent no initial response: an empty challenge asks for its first message.
@@ -422,7 +433,59 @@ async fn continue_exchange(
             .map(|who| Outcome::Done(who, None)),
         Exchange::ScramStart(hash) => scram_start(state, hash, &message, link),
         Exchange::Scram(waiting) => scram_finish(state, &waiting, &message, link).await,
+        Exchange::Gssapi(waiting) => gssapi_step(state, waiting, &message, link),
     }
+}
+
+/// One step of a GSSAPI exchange (`crate::sasl::gssapi`); at its end the authentication name goes
+/// through the authz-regexp rules, as EXTERNAL's does, and the client's authorization identity, if any,
+/// through the proxy rules.
+fn gssapi_step(
+    state: &State,
+    waiting: Option<gssapi::Waiting>,
+    message: &[u8],
+    link: &Link,
+) -> Result<Outcome, LdapError> {
+    let Some(settings) = gssapi::Settings::of(&state.config.sasl) else {
+        return Err(LdapError::new(
+            ResultCode::AuthMethodNotSupported,
+            "SASL(-4): no mechanism available: GSSAPI",
+        ));
+    };
+    let done = match gssapi::step(&settings, waiting, message, link.sasl_ssf > 0)? {
+        gssapi::Step::Continue(waiting, challenge) => {
+            return Ok(Outcome::Continue(
+                Exchange::Gssapi(Some(waiting)),
+                challenge,
+            ))
+        }
+        gssapi::Step::Done(done) => done,
+    };
+    let unusable = || LdapError::new(ResultCode::Other, "SASL(-1): unusable GSSAPI name");
+    let dn = Dn::parse(done.auth_dn.as_bytes()).map_err(|_| unusable())?;
+    let ndn = state
+        .databases
+        .schema()
+        .normalize_dn(&dn)
+        .map_err(|_| unusable())?;
+    // Without a realm the name has the shape of the other mechanisms' (`uid=NAME,cn=gssapi,cn=auth`)
+    // and maps as theirs do: a rule, else the entry whose uid is NAME. With one, only a rule maps it.
+    // A name that maps to no entry stays the identity, as in slapd.
+    let mapped = if settings.realm.is_none() {
+        mapping::resolve_user(state, "GSSAPI", &done.name)?
+    } else {
+        mapping::map_external(state, &ndn)?
+    };
+    let ndn = match mapped {
+        Some((_, mapped)) => mapped,
+        None => ndn,
+    };
+    let authc = (ndn.to_string(), ndn);
+    let who = authorize(state, "GSSAPI", authc, done.authzid.as_deref(), link)?;
+    Ok(match done.layer {
+        Some(layer) => Outcome::Secured(who, layer),
+        None => Outcome::Done(who, None),
+    })
 }
 
 fn scram_start(

@@ -1,7 +1,10 @@
-//! SASL binds (RFC 4422, RFC 4513 §5.2.1): PLAIN, SCRAM-SHA-256/512 with stored secrets, name mapping,
-//! proxy authorization checks. EXTERNAL stays in `ops/bind.rs`; the rules are `crate::authz`'s, the
+//! SASL binds (RFC 4422, RFC 4513 §5.2.1): PLAIN, SCRAM-SHA-256/512 with stored secrets, GSSAPI with a
+//! keytab and its security layers, name mapping, proxy authorization checks. EXTERNAL stays in `ops/bind.rs`; the rules are `crate::authz`'s, the
 //! failed-bind back-off `crate::backoff`'s.
 
+mod gss_ffi;
+pub mod gssapi;
+pub mod layer;
 pub mod mapping;
 pub mod proxy;
 pub mod scram;
@@ -15,6 +18,17 @@ use canopy_schema::NormDn;
 /// The mechanisms the root DSE lists; each of them works.
 pub const MECHANISMS: [&str; 4] = ["EXTERNAL", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
+/// The mechanisms offered under `sasl`: GSSAPI too when a keytab is configured.
+pub fn mechanisms(sasl: &crate::config::Sasl) -> Vec<String> {
+    let gssapi = gssapi::Settings::of(sasl).map(|_| "GSSAPI");
+    MECHANISMS
+        .iter()
+        .copied()
+        .chain(gssapi)
+        .map(String::from)
+        .collect()
+}
+
 /// A multi-step exchange waiting for the client's next BindRequest, kept per connection.
 #[derive(Debug)]
 pub enum Exchange {
@@ -23,6 +37,8 @@ pub enum Exchange {
     /// SCRAM started without an initial response: the client's first message comes next.
     ScramStart(ScramHash),
     Scram(Box<scram::Waiting>),
+    /// A GSSAPI exchange after its first step (None: started without an initial token).
+    Gssapi(Option<gssapi::Waiting>),
 }
 
 impl Exchange {
@@ -32,6 +48,7 @@ impl Exchange {
             Exchange::PlainStart => "PLAIN",
             Exchange::ScramStart(hash) => hash.mechanism(),
             Exchange::Scram(w) => w.hash.mechanism(),
+            Exchange::Gssapi(_) => "GSSAPI",
         }
     }
 }
@@ -109,6 +126,14 @@ pub fn may_authorize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gssapi_is_offered_only_with_a_keytab() {
+        let mut sasl = crate::config::Sasl::default();
+        assert!(!mechanisms(&sasl).iter().any(|m| m == "GSSAPI"));
+        sasl.keytab = Some("/etc/ldap.keytab".into());
+        assert!(mechanisms(&sasl).iter().any(|m| m == "GSSAPI"));
+    }
 
     #[test]
     fn plain_messages() {
