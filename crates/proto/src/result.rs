@@ -49,6 +49,8 @@ pub enum ResultCode {
     CannotCancel,
     /// RFC 4528 assertion control failure.
     AssertionFailed,
+    /// OpenLDAP's No-Op control: the write would have succeeded (LDAP_X_NO_OPERATION, 0x410e).
+    NoOperation,
     /// Any other numeric code received from a peer.
     Unknown(u32),
 }
@@ -101,13 +103,14 @@ impl ResultCode {
             TooLate => 120,
             CannotCancel => 121,
             AssertionFailed => 122,
+            NoOperation => 0x410e,
             Unknown(n) => n,
         }
     }
 
     pub fn from_code(code: u32) -> ResultCode {
         use ResultCode::*;
-        const ALL: [ResultCode; 44] = [
+        const ALL: [ResultCode; 45] = [
             Success,
             OperationsError,
             ProtocolError,
@@ -152,6 +155,7 @@ impl ResultCode {
             TooLate,
             CannotCancel,
             AssertionFailed,
+            NoOperation,
         ];
         ALL.iter()
             .copied()

@@ -14,6 +14,7 @@ pub mod config;
 pub mod config_change;
 pub mod config_tree;
 pub mod conn;
+pub mod ctlvalue;
 pub mod databases;
 pub mod dbconfig;
 pub mod dbview;

@@ -6,6 +6,7 @@ use canopy_proto::oid::{
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
     CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
+use canopy_proto::oid::{CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES};
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
     ReadEntryRequest, RequestKind, ResultCode,
@@ -43,6 +44,13 @@ pub struct RequestControls {
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
     pub entry_controls: Box<[&'static str]>,
+    /// OpenLDAP's No-Op control: a write runs every check and answers noOperation.
+    pub no_op: bool,
+    /// The Permissive Modify control.
+    pub permissive: bool,
+    /// RFC 3672 §3: the Subentries control's visibility (None: slapd's default, subentries only
+    /// at the base of a base-scope search).
+    pub subentries: Option<bool>,
 }
 
 impl RequestControls {
@@ -54,6 +62,8 @@ impl RequestControls {
             pre_read: self.pre_read.clone(),
             post_read: self.post_read.clone(),
             relax: self.relax,
+            permissive: self.permissive,
+            no_op: self.no_op,
         }
     }
 }
@@ -77,6 +87,10 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // RFC 6171 §3: "applicable to the search and compare operations".
         CONTROL_DONT_USE_COPY => matches!(kind, Search | Compare),
         CONTROL_ACCOUNT_USABILITY => kind == Search,
+        // slapd takes it on searches and compares too, which it answers as without it.
+        CONTROL_NO_OP => matches!(kind, Search | Compare | Add | Delete | Modify | ModifyDn),
+        CONTROL_PERMISSIVE_MODIFY => kind == Modify,
+        CONTROL_SUBENTRIES => kind == Search,
         _ => false,
     }
 }
@@ -125,6 +139,9 @@ impl RequestControls {
                 if oid == CONTROL_SYNC_REQUEST {
                     return Err(protocol_error("Sync control specified multiple times"));
                 }
+                if let Some(text) = crate::ctlvalue::duplicate_text(oid) {
+                    return Err(protocol_error(text));
+                }
                 return Err(protocol_error("control specified multiple times"));
             }
             seen.push(oid);
@@ -171,6 +188,19 @@ impl RequestControls {
                     }
                     out.relax = true;
                 }
+                CONTROL_NO_OP => {
+                    if value.is_some() {
+                        return Err(protocol_error("noop control value not empty"));
+                    }
+                    out.no_op = true;
+                }
+                CONTROL_PERMISSIVE_MODIFY => {
+                    if value.is_some() {
+                        return Err(protocol_error("permissiveModify control value not absent"));
+                    }
+                    out.permissive = true;
+                }
+                CONTROL_SUBENTRIES => out.subentries = Some(crate::ctlvalue::subentries(value)?),
                 CONTROL_VALUES_RETURN => {
                     let value = value.ok_or_else(|| {
                         protocol_error("valuesReturnFilter control value is absent")

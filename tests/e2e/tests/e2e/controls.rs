@@ -1,0 +1,130 @@
+//! The smaller controls and the Cancel operation as Debian's slapd 2.5 answers them: No-Op
+//! (`ldapmodify -e noop`), Permissive Modify, Subentries (`ldapsearch -E subentries=`), deref
+//! (`ldapsearch -E deref=`), and Cancel (RFC 3909) through python-ldap.
+
+use canopy_e2e::*;
+
+const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
+
+/// Every attribute of `dn`, operational ones included, as the root DN reads it.
+fn everything(s: &Server, dn: &str) -> String {
+    s.read(&Bind::Root, dn, &["*", "+"]).ldif()
+}
+
+/// Every write carrying the No-Op control (critical and not) runs its checks and answers
+/// noOperation (0x410e; ldap-utils exit with its low byte, 14) or the error it would have met,
+/// and stores nothing: the entries read back as before, operational attributes included.
+#[test]
+fn no_op_writes_change_nothing() {
+    let s = Server::start();
+    let mut t = Transcript::new("controls_no_op");
+    let before: Vec<String> = [ALICE, SUFFIX, "uid=bob,ou=people,dc=example,dc=com"]
+        .iter()
+        .map(|dn| everything(&s, dn))
+        .collect();
+    let writes: [(&str, &str, &[&str], &str); 9] = [
+        (
+            "modify, critical",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: sn\nsn: Zed\n",
+        ),
+        (
+            "modify, not critical",
+            "ldapmodify",
+            &["-e", "noop"],
+            "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nadd: description\ndescription: x\n",
+        ),
+        (
+            "add",
+            "ldapadd",
+            &["-e", "!noop"],
+            "dn: uid=zz,ou=people,dc=example,dc=com\nobjectClass: account\nuid: zz\n",
+        ),
+        (
+            "add of an entry that exists",
+            "ldapadd",
+            &["-e", "!noop"],
+            "dn: uid=bob,ou=people,dc=example,dc=com\nobjectClass: account\nuid: bob\n",
+        ),
+        (
+            "delete",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=bob,ou=people,dc=example,dc=com\nchangetype: delete\n",
+        ),
+        (
+            "rename",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=bob,ou=people,dc=example,dc=com\nchangetype: modrdn\nnewrdn: uid=bobby\ndeleteoldrdn: 1\n",
+        ),
+        (
+            "modify of a missing entry",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=nobody,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: sn\nsn: Zed\n",
+        ),
+        (
+            "modify adding a value present",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nadd: sn\nsn: Adams\n",
+        ),
+        (
+            "modify breaking the schema",
+            "ldapmodify",
+            &["-e", "!noop"],
+            "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\ndelete: sn\n",
+        ),
+    ];
+    for (title, tool, args, ldif) in writes {
+        let out = s.tool(tool, &Bind::Root, args, Some(ldif));
+        t.raw(title, &out);
+    }
+    let anonymous = s.tool(
+        "ldapmodify",
+        &Bind::Anonymous,
+        &["-e", "!noop"],
+        Some(
+            "dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nreplace: sn\nsn: Zed\n",
+        ),
+    );
+    t.raw("anonymous modify", &anonymous);
+    let search = s.search(
+        &Bind::Anonymous,
+        &["-e", "!noop", "-b", ALICE, "-s", "base", "sn"],
+    );
+    t.section("search with the control", &search);
+    let after: Vec<String> = [ALICE, SUFFIX, "uid=bob,ou=people,dc=example,dc=com"]
+        .iter()
+        .map(|dn| everything(&s, dn))
+        .collect();
+    assert_eq!(before, after, "a no-op write changed an entry");
+    let added = s.read(&Bind::Root, "uid=zz,ou=people,dc=example,dc=com", &["1.1"]);
+    t.section("the entry a no-op add named", &added);
+    t.check();
+}
+
+/// The Permissive Modify control: adding a value the entry holds and deleting from an absent
+/// attribute succeed (the rest of the change applies); deleting a value a present attribute
+/// lacks is still noSuchAttribute; bad uses are slapd's errors (py/permissive_modify.py).
+#[test]
+fn permissive_modify() {
+    let s = Server::start();
+    let mut t = Transcript::new("controls_permissive");
+    let cli = s.tool(
+        "ldapmodify",
+        &Bind::Root,
+        &["-e", "!1.2.840.113556.1.4.1413"],
+        Some("dn: uid=alice,ou=people,dc=example,dc=com\nchangetype: modify\nadd: sn\nsn: Adams\nsn: Second\n-\ndelete: description\ndescription: none\n"),
+    );
+    t.raw("ldapmodify with the control", &cli);
+    t.section(
+        "alice after it",
+        &s.read(&Bind::Root, ALICE, &["sn", "description"]),
+    );
+    let py = s.python("permissive_modify.py", &[]);
+    t.raw("python-ldap", &py);
+    t.check();
+}
