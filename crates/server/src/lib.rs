@@ -9,6 +9,7 @@ pub mod access;
 pub mod acl;
 pub mod authz;
 pub mod backoff;
+pub mod cancel;
 pub mod completion;
 pub mod config;
 pub mod config_change;

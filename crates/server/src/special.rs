@@ -3,7 +3,7 @@
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN, EXOP_CANCEL,
     EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::sync::CONTROL_SYNC_REQUEST;
@@ -139,7 +139,7 @@ fn extensions(state: &ServerState) -> Vec<String> {
     if state.tls.is_some() {
         oids.push(EXOP_START_TLS.to_string());
     }
-    oids.extend(strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I]));
+    oids.extend(strings(&[EXOP_PASSWORD_MODIFY, EXOP_WHO_AM_I, EXOP_CANCEL]));
     oids
 }
 

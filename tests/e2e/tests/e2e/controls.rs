@@ -128,3 +128,23 @@ fn permissive_modify() {
     t.raw("python-ldap", &py);
     t.check();
 }
+
+/// RFC 3909 Cancel (py/cancel.py): a sync search in its persist phase stops with `canceled` and
+/// its Cancel succeeds; nothing outstanding is noSuchOperation; a bad request is protocolError.
+#[test]
+fn cancel() {
+    let s = Server::start_with_overlays("overlay syncprov", "");
+    let mut t = Transcript::new("controls_cancel");
+    t.raw("python-ldap", &s.python("cancel.py", &[]));
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "supportedExtension"],
+    );
+    let has_cancel = dse.records().first().is_some_and(|r| {
+        r.values("supportedExtension")
+            .iter()
+            .any(|e| e == "1.3.6.1.1.8")
+    });
+    assert!(has_cancel, "{}", dse.stdout);
+    t.check();
+}
