@@ -3,8 +3,8 @@
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_VALUES_RETURN, EXOP_CANCEL,
-    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_RELAX, CONTROL_SUBENTRIES, CONTROL_VALUES_RETURN,
+    EXOP_CANCEL, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_WHO_AM_I,
 };
 use canopy_proto::sync::CONTROL_SYNC_REQUEST;
 use canopy_proto::{Dn, SearchScope};
@@ -63,6 +63,7 @@ fn supported_controls(state: &ServerState) -> Vec<String> {
         CONTROL_VALUES_RETURN,
         CONTROL_RELAX,
         CONTROL_DONT_USE_COPY,
+        CONTROL_SUBENTRIES,
     ]);
     let followed = state.databases.iter().any(|db| {
         state

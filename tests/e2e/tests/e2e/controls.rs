@@ -148,3 +148,158 @@ fn cancel() {
     assert!(has_cancel, "{}", dse.stdout);
     t.check();
 }
+
+/// RFC 3672 subentries: without the control a search shows them only at the base of a
+/// base-scope search, whatever its filter; `-E subentries=true` shows them alone, `=false` hides
+/// them; bad values are slapd's protocolError (py/subentries.py).
+#[test]
+fn subentries() {
+    let s = Server::start();
+    let mut t = Transcript::new("controls_subentries");
+    let add = s.add(
+        &Bind::Root,
+        "dn: cn=sub1,dc=example,dc=com\nobjectClass: subentry\nobjectClass: extensibleObject\ncn: sub1\nsubtreeSpecification: {}\n\n\
+         dn: cn=sub2,ou=people,dc=example,dc=com\nobjectClass: subentry\ncn: sub2\nsubtreeSpecification: {}\n",
+    );
+    t.raw("add two subentries", &add);
+    let searches: [(&str, &[&str]); 17] = [
+        (
+            "cn=sub* in the subtree",
+            &["-b", SUFFIX, "(cn=sub*)", "1.1"],
+        ),
+        (
+            "objectClass=subentry in the subtree",
+            &["-b", SUFFIX, "(objectClass=subentry)", "1.1"],
+        ),
+        (
+            "objectClass=subentry, one level",
+            &[
+                "-b",
+                "ou=people,dc=example,dc=com",
+                "-s",
+                "one",
+                "(objectClass=subentry)",
+                "1.1",
+            ],
+        ),
+        (
+            "objectClass=subentry, children",
+            &[
+                "-b",
+                SUFFIX,
+                "-s",
+                "children",
+                "(objectClass=subentry)",
+                "1.1",
+            ],
+        ),
+        (
+            "not a subentry",
+            &["-b", SUFFIX, "(!(objectClass=subentry))", "1.1"],
+        ),
+        ("one level", &["-b", SUFFIX, "-s", "one", "1.1"]),
+        (
+            "the subentry, base scope",
+            &[
+                "-b",
+                "cn=sub1,dc=example,dc=com",
+                "-s",
+                "base",
+                "cn",
+                "subtreeSpecification",
+            ],
+        ),
+        (
+            "the subentry, base scope, its classes",
+            &[
+                "-b",
+                "cn=sub1,dc=example,dc=com",
+                "-s",
+                "base",
+                "objectClass",
+                "structuralObjectClass",
+            ],
+        ),
+        (
+            "the subentry as a subtree base",
+            &["-b", "cn=sub1,dc=example,dc=com", "1.1"],
+        ),
+        (
+            "subentries=true",
+            &["-E", "subentries=true", "-b", SUFFIX, "1.1"],
+        ),
+        (
+            "subentries=true, one level",
+            &["-E", "!subentries=true", "-b", SUFFIX, "-s", "one", "1.1"],
+        ),
+        (
+            "subentries=true, filter",
+            &["-E", "!subentries=true", "-b", SUFFIX, "(cn=sub2)", "1.1"],
+        ),
+        (
+            "subentries=false",
+            &[
+                "-E",
+                "!subentries=false",
+                "-b",
+                SUFFIX,
+                "(|(cn=sub*)(uid=alice))",
+                "1.1",
+            ],
+        ),
+        (
+            "subentries=false, base scope on a subentry",
+            &[
+                "-E",
+                "!subentries=false",
+                "-b",
+                "cn=sub1,dc=example,dc=com",
+                "-s",
+                "base",
+                "1.1",
+            ],
+        ),
+        (
+            "subentries=true, base scope on a subentry",
+            &[
+                "-E",
+                "!subentries=true",
+                "-b",
+                "cn=sub1,dc=example,dc=com",
+                "-s",
+                "base",
+                "1.1",
+            ],
+        ),
+        (
+            "subentries=true, base scope on an entry",
+            &["-E", "!subentries=true", "-b", ALICE, "-s", "base", "1.1"],
+        ),
+        (
+            "subentries=false, base scope on an entry",
+            &["-E", "!subentries=false", "-b", ALICE, "-s", "base", "1.1"],
+        ),
+    ];
+    for (title, args) in searches {
+        t.section(title, &s.search(&Bind::Anonymous, args));
+    }
+    let compare = s.tool(
+        "ldapcompare",
+        &Bind::Anonymous,
+        &["cn=sub1,dc=example,dc=com", "cn:sub1"],
+        None,
+    );
+    t.raw("compare on a subentry", &compare);
+    t.raw("python-ldap", &s.python("subentries.py", &[]));
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "supportedControl"],
+    );
+    let listed = dse.records().first().is_some_and(|r| {
+        r.values("supportedControl")
+            .iter()
+            .any(|c| c == "1.3.6.1.4.1.4203.1.10.1")
+    });
+    assert!(listed, "{}", dse.stdout);
+    t.check();
+}

@@ -11,7 +11,7 @@ use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, S
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::alias::Base;
 use canopy_directory::search::Scan;
-use canopy_directory::search::{decoded, Query};
+use canopy_directory::search::{decoded, Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, SearchSpec, Searcher, Tested};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
@@ -516,6 +516,7 @@ fn search_part(
             deref: job.req.deref,
             manage_dsa_it: job.ctl.manage_dsa_it,
             filter: &job.req.filter,
+            subentries: Subentries::of_control(job.ctl.subentries),
         },
         schema,
         resume_after: part.resume_after,
