@@ -39,3 +39,6 @@ pub const CONTROL_PERMISSIVE_MODIFY: &str = "1.2.840.113556.1.4.1413";
 pub const CONTROL_SUBENTRIES: &str = "1.3.6.1.4.1.4203.1.10.1";
 /// RFC 3909: the Cancel extended operation.
 pub const EXOP_CANCEL: &str = "1.3.6.1.1.8";
+/// slapd's deref overlay control (draft-masarati-ldap-deref): the entries an attribute's DN values
+/// name, read on each search result entry.
+pub const CONTROL_DEREF: &str = "1.3.6.1.4.1.4203.666.5.16";

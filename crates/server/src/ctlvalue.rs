@@ -3,7 +3,9 @@
 
 use canopy_ber::Reader;
 use canopy_core::LdapError;
-use canopy_proto::oid::{CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES};
+use canopy_proto::oid::{
+    CONTROL_DEREF, CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES,
+};
 use canopy_proto::ResultCode;
 
 const SEQUENCE: u8 = 0x30;
@@ -20,6 +22,7 @@ pub fn duplicate_text(oid: &str) -> Option<&'static str> {
         CONTROL_NO_OP => Some("noop control specified multiple times"),
         CONTROL_PERMISSIVE_MODIFY => Some("permissiveModify control specified multiple times"),
         CONTROL_SUBENTRIES => Some("subentries control specified multiple times"),
+        CONTROL_DEREF => Some("Dereference control specified multiple times"),
         _ => None,
     }
 }
@@ -32,6 +35,16 @@ pub fn subentries(value: Option<&[u8]>) -> Result<bool, LdapError> {
     match value {
         [BOOLEAN, 1, octet] => Ok(*octet != 0),
         _ => Err(bogus()),
+    }
+}
+
+/// The deref control's value as slapd first checks it (present, not empty); its specifications are
+/// decoded against the schema by the search.
+pub fn deref(value: Option<&[u8]>) -> Result<&[u8], LdapError> {
+    match value {
+        None => Err(protocol_error("Dereference control value is absent")),
+        Some([]) => Err(protocol_error("Dereference control value is empty")),
+        Some(value) => Ok(value),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod ctlvalue;
 pub mod databases;
 pub mod dbconfig;
 pub mod dbview;
+pub mod deref;
 pub mod exporter;
 pub mod filter_view;
 pub mod limits;
@@ -333,6 +334,9 @@ fn front_hooks(
         let retcode = retcode::Retcode::from_options(&table.options)
             .map_err(|e| format!("[[overlay]] \"retcode\": {e}"))?;
         hooks.push(Arc::new(retcode::RetcodeHook(retcode)));
+    }
+    if config.overlay.iter().any(|o| o.name == "deref") {
+        hooks.push(Arc::new(deref::DerefHook));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

@@ -6,7 +6,9 @@ use canopy_proto::oid::{
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
     CONTROL_RELAX, CONTROL_VALUES_RETURN,
 };
-use canopy_proto::oid::{CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES};
+use canopy_proto::oid::{
+    CONTROL_DEREF, CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES,
+};
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
     ReadEntryRequest, RequestKind, ResultCode,
@@ -51,6 +53,9 @@ pub struct RequestControls {
     /// RFC 3672 §3: the Subentries control's visibility (None: slapd's default, subentries only
     /// at the base of a base-scope search).
     pub subentries: Option<bool>,
+    /// The deref control's value, decoded against the schema by the search
+    /// (`ops/search/deref.rs`) when a database runs the overlay.
+    pub deref: Option<std::sync::Arc<[u8]>>,
 }
 
 impl RequestControls {
@@ -91,6 +96,7 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         CONTROL_NO_OP => matches!(kind, Search | Compare | Add | Delete | Modify | ModifyDn),
         CONTROL_PERMISSIVE_MODIFY => kind == Modify,
         CONTROL_SUBENTRIES => kind == Search,
+        CONTROL_DEREF => kind == Search,
         _ => false,
     }
 }
@@ -201,6 +207,7 @@ impl RequestControls {
                     out.permissive = true;
                 }
                 CONTROL_SUBENTRIES => out.subentries = Some(crate::ctlvalue::subentries(value)?),
+                CONTROL_DEREF => out.deref = Some(crate::ctlvalue::deref(value)?.into()),
                 CONTROL_VALUES_RETURN => {
                     let value = value.ok_or_else(|| {
                         protocol_error("valuesReturnFilter control value is absent")

@@ -206,7 +206,11 @@ impl ControlSlot {
 }
 
 /// Request controls that only a frontend hook serves.
-const HOOK_CONTROLS: [&str; 2] = [CONTROL_PASSWORD_POLICY, CONTROL_ACCOUNT_USABILITY];
+const HOOK_CONTROLS: [&str; 3] = [
+    CONTROL_PASSWORD_POLICY,
+    CONTROL_ACCOUNT_USABILITY,
+    canopy_proto::oid::CONTROL_DEREF,
+];
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, its read hook
 /// (the dynlist overlay) and the overlays' parts in the frontend.

@@ -46,7 +46,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 12] = [
+pub const KNOWN: [&str; 13] = [
     "syncprov",
     "memberof",
     "refint",
@@ -59,6 +59,7 @@ pub const KNOWN: [&str; 12] = [
     "homedir",
     "retcode",
     "valsort",
+    "deref",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -83,6 +84,10 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
             "retcode" => crate::retcode::Retcode::from_options(&overlay.options).map(|_| ()),
             // valsort's options are checked against the schema when its database opens.
             "valsort" => Ok(()),
+            "deref" => match overlay.options.keys().next() {
+                None => Ok(()),
+                Some(key) => Err(format!("unknown option {key:?} (deref takes none)")),
+            },
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -195,11 +200,11 @@ pub fn pipeline(
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
     // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below);
-    // retcode and valsort are frontend hooks only.
+    // retcode, valsort and deref are frontend hooks only.
     for overlay in overlays.iter().filter(|o| {
         !matches!(
             o.name.as_str(),
-            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort"
+            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "deref"
         )
     }) {
         let hook = hook(overlay, root_dn, Some(target))

@@ -303,3 +303,152 @@ fn subentries() {
     assert!(listed, "{}", dse.stdout);
     t.check();
 }
+
+/// The lines of an ldapsearch run that show the deref control: the entry, the control with its
+/// value (byte for byte), ldapsearch's reading of it, and the result.
+fn deref_lines(out: &Out) -> String {
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with("dn:")
+                || l.starts_with("control:")
+                || l.starts_with("# member:")
+                || l.starts_with("# owner:")
+                || l.starts_with("result:")
+                || l.starts_with("text:")
+        })
+        .collect();
+    format!("# rc: {}\n{}\n", out.code, lines.join("\n"))
+}
+
+/// slapd's deref overlay (`ldapsearch -E deref=member:uid,cn`): each DN value of the named
+/// attribute followed to its entry, the requested attributes as the requester may read them (an
+/// entry it may not read, or a missing one, gives the DN alone); bad specifications are slapd's
+/// protocolError; the control is listed in supportedControl.
+#[test]
+fn deref() {
+    let rules = [
+        "to dn.exact=\"uid=bob,ou=people,dc=example,dc=com\" by self read by * none",
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        "to attrs=mail by users read by * none",
+        "to dn.exact=\"cn=managers,ou=groups,dc=example,dc=com\" attrs=member by users read by * none",
+        "to * by * read",
+    ];
+    let s = Server::start_with_overlays_schema_access(
+        "overlay deref\n",
+        &[],
+        &rules,
+        "[[overlay]]\nname = \"deref\"\n",
+    );
+    let mut t = Transcript::new("controls_deref");
+    let add = s.add(
+        &Bind::Root,
+        "dn: cn=dang,ou=groups,dc=example,dc=com\nobjectClass: groupOfNames\ncn: dang\n\
+         member: uid=ghost,ou=people,dc=example,dc=com\nmember: uid=alice,ou=people,dc=example,dc=com\n\
+         member: ou=people,dc=example,dc=com\nmember: uid=bob,ou=people,dc=example,dc=com\n\
+         owner: uid=carol,ou=people,dc=example,dc=com\n",
+    );
+    t.raw("add a group", &add);
+    let alice = Bind::user("alice");
+    let cases: [(&str, &Bind, &str, &str); 11] = [
+        (
+            "engineering, anonymous",
+            &Bind::Anonymous,
+            "cn=engineering,ou=groups,dc=example,dc=com",
+            "member:uid,cn,mail,userPassword",
+        ),
+        (
+            "engineering, alice",
+            &alice,
+            "cn=engineering,ou=groups,dc=example,dc=com",
+            "member:uid,cn,mail,userPassword",
+        ),
+        // canopy stores a cleartext password of the loaded data hashed: none is asked for here.
+        (
+            "engineering, root",
+            &Bind::Root,
+            "cn=engineering,ou=groups,dc=example,dc=com",
+            "member:uid,cn,mail",
+        ),
+        (
+            "managers' members unreadable, anonymous",
+            &Bind::Anonymous,
+            "cn=managers,ou=groups,dc=example,dc=com",
+            "member:uid",
+        ),
+        (
+            "managers' members, alice",
+            &alice,
+            "cn=managers,ou=groups,dc=example,dc=com",
+            "member:uid",
+        ),
+        (
+            "dangling, hidden and childless members",
+            &Bind::Anonymous,
+            "cn=dang,ou=groups,dc=example,dc=com",
+            "member:UID,commonName,objectClass,2.5.4.4;owner:cn",
+        ),
+        (
+            "members and owner as root",
+            &Bind::Root,
+            "cn=dang,ou=groups,dc=example,dc=com",
+            "member:uid,uid;owner:cn,sn",
+        ),
+        (
+            "a group without the attribute",
+            &Bind::Anonymous,
+            "cn=staff,ou=groups,dc=example,dc=com",
+            "member:uid",
+        ),
+        (
+            "an unknown attribute",
+            &Bind::Anonymous,
+            "cn=dang,ou=groups,dc=example,dc=com",
+            "member:uid,nosuch",
+        ),
+        (
+            "a derefAttr not of DN syntax",
+            &Bind::Anonymous,
+            "cn=dang,ou=groups,dc=example,dc=com",
+            "cn:uid",
+        ),
+        (
+            "the same derefAttr twice",
+            &Bind::Anonymous,
+            "cn=dang,ou=groups,dc=example,dc=com",
+            "member:uid;member:cn",
+        ),
+    ];
+    for (title, bind, base, spec) in cases {
+        let out = s.tool(
+            "ldapsearch",
+            bind,
+            &[
+                "-o",
+                "ldif-wrap=no",
+                "-b",
+                base,
+                "-s",
+                "base",
+                "-E",
+                &format!("!deref={spec}"),
+                "1.1",
+            ],
+            None,
+        );
+        t.text(title, &deref_lines(&out));
+    }
+    t.raw("python-ldap", &s.python("deref.py", &[]));
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "supportedControl"],
+    );
+    let listed = dse.records().first().is_some_and(|r| {
+        r.values("supportedControl")
+            .iter()
+            .any(|c| c == "1.3.6.1.4.1.4203.666.5.16")
+    });
+    assert!(listed, "{}", dse.stdout);
+    t.check();
+}

@@ -14,7 +14,7 @@ use canopy_directory::search::Scan;
 use canopy_directory::search::{decoded, Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, SearchSpec, Searcher, Tested};
 use canopy_directory::{Directory, Referral, Snapshot};
-use canopy_proto::oid::CONTROL_PAGED_RESULTS;
+use canopy_proto::oid::{CONTROL_DEREF, CONTROL_PAGED_RESULTS};
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
     encode_search_result_entry_raw, Control, Filter, LdapMessage, LdapResult, PagedResults,
@@ -37,6 +37,7 @@ use crate::select::Selection;
 use crate::special;
 use crate::state::State;
 
+mod deref;
 mod encode;
 mod reader;
 
@@ -508,6 +509,7 @@ fn search_part(
     });
     let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
+    let deref = deref_specs(job, dir)?;
     let spec = SearchSpec {
         base_dn,
         base,
@@ -545,6 +547,8 @@ fn search_part(
         secret_in_filter: false,
         deadline: None,
         view: None,
+        txn: &txn,
+        deref: deref.as_deref(),
     };
     let Some(ended) = dir.backend().search(&txn, spec, &mut reader)? else {
         return Ok(Flow::Done);
@@ -558,6 +562,26 @@ fn search_part(
     }
     run.sent += ended.sent;
     Ok(Flow::Continue)
+}
+
+/// The deref control's specifications when a database runs the overlay (as slapd decodes the
+/// control once its module is loaded); answered only on the entries of a database that runs it.
+fn deref_specs(
+    job: &SearchJob,
+    dir: &Database,
+) -> Result<Option<Vec<deref::DerefSpec>>, LdapError> {
+    let Some(value) = job.ctl.deref.as_deref() else {
+        return Ok(None);
+    };
+    let databases = &job.state.databases;
+    if !databases.hook_controls().contains(&CONTROL_DEREF) {
+        return Ok(None);
+    }
+    let specs = deref::specs(value, databases.schema())?;
+    let served = dir
+        .front_hooks()
+        .any(|hook| hook.serves_control(CONTROL_DEREF));
+    Ok(served.then_some(specs))
 }
 
 fn unreadable() -> LdapError {

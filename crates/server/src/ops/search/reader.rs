@@ -34,6 +34,11 @@ pub(super) struct SearchReader<'r, 's, 'k, 'u> {
     pub(super) deadline: Option<Instant>,
     /// The access view of the entry judged last (None for the root DN, which sees everything).
     pub(super) view: Option<std::rc::Rc<EntryView>>,
+    /// The search's snapshot, which the deref overlay's lookups read.
+    pub(super) txn: &'r Snapshot,
+    /// The deref control's specifications, when the request carries it and the database runs
+    /// the overlay.
+    pub(super) deref: Option<&'r [super::deref::DerefSpec]>,
 }
 
 impl Requester for SearchReader<'_, '_, '_, '_> {
@@ -316,7 +321,7 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
         };
         let (job, selection) = (self.job, self.run.selection);
         // Response controls on the entry, when the request asked a hook for them (rare: decoded).
-        let controls = match job.ctl.entry_controls.is_empty() {
+        let mut controls = match job.ctl.entry_controls.is_empty() {
             true => Vec::new(),
             false => match shown.to_entry() {
                 Ok(entry) => self
@@ -325,6 +330,17 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
                 Err(_) => Vec::new(),
             },
         };
+        if let Some(specs) = self.deref {
+            let mut deref = super::deref::Deref {
+                specs,
+                dir: self.dir,
+                txn: self.txn,
+                access: self.access,
+                view: self.view.as_deref(),
+                requester: &mut self.requester,
+            };
+            controls.extend(deref.control(shown)?);
+        }
         self.sink.push_encoded(|out| {
             let start = out.len();
             encode_stored(job, selection, &cleared, computed, out);
@@ -368,6 +384,39 @@ impl<'a> SearchRequester<'a> {
         let view = self.access.view(ndn, full.as_ref());
         self.last = Some((ndn.clone(), view.clone()));
         view
+    }
+}
+
+impl SearchRequester<'_> {
+    /// Whether the requester may read the entry at `ndn` (slapd's `entry` pseudo-attribute).
+    pub(super) fn reads_entry(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool {
+        self.root || self.view(ndn, stored).allows_entry(privileges::READ)
+    }
+
+    /// The values of `desc` of the entry at `ndn` the requester may read; None when it may read
+    /// none of them.
+    pub(super) fn readable<'v>(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        desc: &str,
+        values: Vec<&'v [u8]>,
+    ) -> Option<Vec<&'v [u8]>> {
+        if self.root {
+            return Some(values);
+        }
+        let view = self.view(ndn, stored);
+        if !self.access.allows_attr(&view, desc, privileges::READ) {
+            return None;
+        }
+        if !self.access.value_ruled(desc) {
+            return Some(values);
+        }
+        let kept: Vec<&[u8]> = values
+            .into_iter()
+            .filter(|v| self.access.allows_value(&view, desc, v, privileges::READ))
+            .collect();
+        (!kept.is_empty()).then_some(kept)
     }
 }
 
