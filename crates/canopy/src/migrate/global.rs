@@ -10,7 +10,7 @@ use super::{slapdd, Directive, Model, Remark, Section};
 const BUILT_IN_SCHEMA: [&str; 4] = ["core", "cosine", "inetorgperson", "nis"];
 
 /// Modules whose work Canopy does without them.
-const BUILT_IN_MODULES: [&str; 16] = [
+const BUILT_IN_MODULES: [&str; 17] = [
     "back_mdb",
     "accesslog",
     "back_monitor",
@@ -27,6 +27,7 @@ const BUILT_IN_MODULES: [&str; 16] = [
     "argon2",
     "pw-pbkdf2",
     "back_config",
+    "deref",
 ];
 
 /// Settings at slapd's default value that Canopy matches or that change no answer (slapd.d files and

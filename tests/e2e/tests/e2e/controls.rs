@@ -106,6 +106,20 @@ fn no_op_writes_change_nothing() {
     t.check();
 }
 
+/// No-op writes on a database with memberof and syncprov: a sync search in its persist phase sees
+/// none of them, the new member gains no memberOf, the contextCSN does not move
+/// (py/no_op_effects.py).
+#[test]
+fn no_op_writes_publish_nothing() {
+    let s = Server::start_with_overlays(
+        "overlay memberof\nmemberof-refint TRUE\noverlay syncprov\n",
+        "[[overlay]]\nname = \"memberof\"\nrefint = true\n",
+    );
+    let mut t = Transcript::new("controls_no_op_effects");
+    t.raw("python-ldap", &s.python("no_op_effects.py", &[]));
+    t.check();
+}
+
 /// The Permissive Modify control: adding a value the entry holds and deleting from an absent
 /// attribute succeed (the rest of the change applies); deleting a value a present attribute
 /// lacks is still noSuchAttribute; bad uses are slapd's errors (py/permissive_modify.py).
