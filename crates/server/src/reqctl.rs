@@ -436,6 +436,76 @@ mod tests {
     }
 
     #[test]
+    fn smaller_controls() {
+        use RequestKind::*;
+        let protocol = Some(ResultCode::ProtocolError);
+        let unavailable = Some(ResultCode::UnavailableCriticalExtension);
+        let text = |controls: &[Control], kind| {
+            RequestControls::parse(controls, kind, &DecodeLimits::default())
+                .err()
+                .map(|e| e.message)
+        };
+        let noop = control(CONTROL_NO_OP, true, None);
+        let permissive = control(CONTROL_PERMISSIVE_MODIFY, true, None);
+        let subentries = control(CONTROL_SUBENTRIES, true, Some(b"\x01\x01\xff"));
+        let deref = control(CONTROL_DEREF, true, Some(b"\x30\x00"));
+        for (controls, kind, expected) in [
+            (vec![noop.clone()], Modify, None),
+            (vec![noop.clone()], Search, None),
+            (vec![noop.clone()], Bind, unavailable),
+            (vec![noop.clone()], Extended, unavailable),
+            (
+                vec![control(CONTROL_NO_OP, true, Some(b""))],
+                Modify,
+                protocol,
+            ),
+            (vec![noop.clone(), noop.clone()], Add, protocol),
+            (vec![permissive.clone()], Modify, None),
+            (vec![permissive.clone()], Add, unavailable),
+            (
+                vec![permissive.clone(), permissive.clone()],
+                Modify,
+                protocol,
+            ),
+            (vec![subentries.clone()], Search, None),
+            (vec![subentries.clone()], Compare, unavailable),
+            (
+                vec![control(CONTROL_SUBENTRIES, true, None)],
+                Search,
+                protocol,
+            ),
+            (vec![deref.clone()], Search, None),
+            (vec![deref.clone()], Compare, unavailable),
+            (
+                vec![control(CONTROL_DEREF, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+        ] {
+            assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
+        }
+        assert_eq!(
+            text(&[noop.clone(), noop], Modify).as_deref(),
+            Some("noop control specified multiple times")
+        );
+        assert_eq!(
+            text(&[deref.clone(), deref], Search).as_deref(),
+            Some("Dereference control specified multiple times")
+        );
+        let parsed = RequestControls::parse(
+            &[permissive, control(CONTROL_NO_OP, false, None)],
+            Modify,
+            &DecodeLimits::default(),
+        )
+        .unwrap();
+        let write = parsed.write();
+        assert!(write.permissive && write.no_op);
+        let parsed =
+            RequestControls::parse(&[subentries], Search, &DecodeLimits::default()).unwrap();
+        assert_eq!(parsed.subentries, Some(true));
+    }
+
+    #[test]
     fn decoded_values() {
         let filter = Filter::parse("(uid=x)").unwrap();
         let read = ReadEntryRequest {
