@@ -88,7 +88,8 @@ mod tests {
 
     #[test]
     fn cancel_ids() {
-        let cases: [(Option<&[u8]>, Result<i32, &str>); 6] = [
+        type Case<'a> = (Option<&'a [u8]>, Result<i32, &'a str>);
+        let cases: [Case<'_>; 6] = [
             (Some(b"\x30\x03\x02\x01\x05"), Ok(5)),
             (Some(b"\x30\x03\x02\x01\x05\x00"), Ok(5)),
             (Some(b"\x30\x03\x02\x01\x00"), Ok(0)),

@@ -53,9 +53,10 @@ pub struct RequestControls {
     /// RFC 3672 §3: the Subentries control's visibility (None: slapd's default, subentries only
     /// at the base of a base-scope search).
     pub subentries: Option<bool>,
-    /// The deref control's value, decoded against the schema by the search
-    /// (`ops/search/deref.rs`) when a database runs the overlay.
-    pub deref: Option<std::sync::Arc<[u8]>>,
+    /// Request controls with a value that a database's frontend hook answers on each search result
+    /// entry by reading other entries (the deref overlay's), checked by that hook when the search
+    /// starts (`FrontHook::entry_answer`).
+    pub entry_requests: Vec<Control>,
 }
 
 impl RequestControls {
@@ -207,7 +208,10 @@ impl RequestControls {
                     out.permissive = true;
                 }
                 CONTROL_SUBENTRIES => out.subentries = Some(crate::ctlvalue::subentries(value)?),
-                CONTROL_DEREF => out.deref = Some(crate::ctlvalue::deref(value)?.into()),
+                CONTROL_DEREF => {
+                    crate::ctlvalue::deref(value)?;
+                    out.entry_requests.push(control.clone());
+                }
                 CONTROL_VALUES_RETURN => {
                     let value = value.ok_or_else(|| {
                         protocol_error("valuesReturnFilter control value is absent")

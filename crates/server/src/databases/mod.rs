@@ -22,9 +22,11 @@ use crate::acl::{Acl, Guarded};
 use crate::limits::Limits;
 
 mod guard;
+mod reading;
 
 use guard::AccessGuard;
 pub use guard::WriteControls;
+pub use reading::{EntryAnswer, EntryReading, ReadAttributes};
 
 /// A future returned through a trait object (a [`FrontHook`]'s, a `state::Backend`'s).
 pub type Pending<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -51,6 +53,17 @@ pub trait FrontHook: Send + Sync {
         _oid: &str,
     ) -> Option<Control> {
         None
+    }
+
+    /// The answer of this hook to the search request control `control` (one it serves) whose
+    /// response control on each entry reads other entries (slapd's deref overlay), its value checked
+    /// against `dir`'s schema: an error is the search's result. None: nothing to answer.
+    fn entry_answer(
+        &self,
+        _dir: &Database,
+        _control: &Control,
+    ) -> Result<Option<Box<dyn EntryAnswer>>, LdapError> {
+        Ok(None)
     }
 
     /// Whether the hook changes how search result entries are presented ([`FrontHook::present`]).

@@ -14,7 +14,7 @@ use canopy_directory::search::Scan;
 use canopy_directory::search::{decoded, Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, SearchSpec, Searcher, Tested};
 use canopy_directory::{Directory, Referral, Snapshot};
-use canopy_proto::oid::{CONTROL_DEREF, CONTROL_PAGED_RESULTS};
+use canopy_proto::oid::CONTROL_PAGED_RESULTS;
 use canopy_proto::{
     encode_partial_attribute, encode_search_result_done_raw, encode_search_result_entry_parts,
     encode_search_result_entry_raw, Control, Filter, LdapMessage, LdapResult, PagedResults,
@@ -26,7 +26,7 @@ use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
 use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
-use crate::databases::Database;
+use crate::databases::{Database, EntryAnswer};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -37,8 +37,8 @@ use crate::select::Selection;
 use crate::special;
 use crate::state::State;
 
-mod deref;
 mod encode;
+mod following;
 mod reader;
 
 use encode::{encode_stored, send_special};
@@ -509,7 +509,7 @@ fn search_part(
     });
     let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
-    let deref = deref_specs(job, dir)?;
+    let answers = entry_answers(job, dir)?;
     let spec = SearchSpec {
         base_dn,
         base,
@@ -548,7 +548,7 @@ fn search_part(
         deadline: None,
         view: None,
         txn: &txn,
-        deref: deref.as_deref(),
+        answers: &answers,
     };
     let Some(ended) = dir.backend().search(&txn, spec, &mut reader)? else {
         return Ok(Flow::Done);
@@ -564,24 +564,32 @@ fn search_part(
     Ok(Flow::Continue)
 }
 
-/// The deref control's specifications when a database runs the overlay (as slapd decodes the
-/// control once its module is loaded); answered only on the entries of a database that runs it.
-fn deref_specs(
-    job: &SearchJob,
-    dir: &Database,
-) -> Result<Option<Vec<deref::DerefSpec>>, LdapError> {
-    let Some(value) = job.ctl.deref.as_deref() else {
-        return Ok(None);
-    };
-    let databases = &job.state.databases;
-    if !databases.hook_controls().contains(&CONTROL_DEREF) {
-        return Ok(None);
+/// The answers of `dir`'s hooks to the request controls they answer on each entry. A control some
+/// database's hook serves is checked even where this one does not serve it, as slapd checks an
+/// overlay's control once its module is loaded; one no hook serves is left alone.
+fn entry_answers(job: &SearchJob, dir: &Database) -> Result<Vec<Box<dyn EntryAnswer>>, LdapError> {
+    let mut answers = Vec::new();
+    for control in &job.ctl.entry_requests {
+        let oid = control.oid.as_str();
+        let own = dir.front_hooks().find(|hook| hook.serves_control(oid));
+        let checked = match own {
+            Some(hook) => hook.entry_answer(dir, control)?,
+            None => {
+                let databases = &job.state.databases;
+                let other = databases.iter().find_map(|db| {
+                    db.front_hooks()
+                        .find(|hook| hook.serves_control(oid))
+                        .map(|hook| (db, hook))
+                });
+                if let Some((db, hook)) = other {
+                    hook.entry_answer(db, control)?;
+                }
+                None
+            }
+        };
+        answers.extend(checked);
     }
-    let specs = deref::specs(value, databases.schema())?;
-    let served = dir
-        .front_hooks()
-        .any(|hook| hook.serves_control(CONTROL_DEREF));
-    Ok(served.then_some(specs))
+    Ok(answers)
 }
 
 fn unreadable() -> LdapError {

@@ -34,11 +34,10 @@ pub(super) struct SearchReader<'r, 's, 'k, 'u> {
     pub(super) deadline: Option<Instant>,
     /// The access view of the entry judged last (None for the root DN, which sees everything).
     pub(super) view: Option<std::rc::Rc<EntryView>>,
-    /// The search's snapshot, which the deref overlay's lookups read.
+    /// The search's snapshot, which the hooks' answers on each entry read.
     pub(super) txn: &'r Snapshot,
-    /// The deref control's specifications, when the request carries it and the database runs
-    /// the overlay.
-    pub(super) deref: Option<&'r [super::deref::DerefSpec]>,
+    /// The database's hooks' answers to request controls, given on each entry sent.
+    pub(super) answers: &'r [Box<dyn EntryAnswer>],
 }
 
 impl Requester for SearchReader<'_, '_, '_, '_> {
@@ -330,16 +329,15 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
                 Err(_) => Vec::new(),
             },
         };
-        if let Some(specs) = self.deref {
-            let mut deref = super::deref::Deref {
-                specs,
+        for answer in self.answers {
+            let mut following = super::following::Following {
                 dir: self.dir,
                 txn: self.txn,
                 access: self.access,
                 view: self.view.as_deref(),
                 requester: &mut self.requester,
             };
-            controls.extend(deref.control(shown)?);
+            controls.extend(answer.control(shown, &mut following)?);
         }
         self.sink.push_encoded(|out| {
             let start = out.len();
