@@ -466,3 +466,57 @@ fn deref() {
     assert!(listed, "{}", dse.stdout);
     t.check();
 }
+
+/// The deref overlay added and deleted live as `olcOverlay=deref` (class olcOverlayConfig alone,
+/// as slapd's): the control is answered from then on, and critical without it is unavailable.
+#[test]
+fn deref_overlay_changes_live() {
+    if !replicas::canopy_only("a canopy configuration file with cn=config") {
+        return;
+    }
+    let s = Server::start_canopy_with_config(&format!(
+        "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+    ));
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let overlay = "olcOverlay=deref,olcDatabase={1}mdb,cn=config";
+    let search = || {
+        s.tool(
+            "ldapsearch",
+            &Bind::Anonymous,
+            &[
+                "-o",
+                "ldif-wrap=no",
+                "-b",
+                "cn=managers,ou=groups,dc=example,dc=com",
+                "-s",
+                "base",
+                "-E",
+                "!deref=member:uid",
+                "1.1",
+            ],
+            None,
+        )
+    };
+    assert_eq!(search().code, 12, "critical without the overlay");
+    s.add(
+        &admin,
+        &format!("dn: {overlay}\nobjectClass: olcOverlayConfig\nolcOverlay: deref\n"),
+    )
+    .expect_code(0, "add olcOverlay=deref");
+    let out = search();
+    out.expect_code(0, "deref with the overlay added live");
+    assert!(
+        out.stdout
+            .contains("# member: <uid=alice>;uid=alice,ou=people,dc=example,dc=com"),
+        "{}",
+        out.stdout
+    );
+    s.tool(
+        "ldapdelete",
+        &admin,
+        &["olcOverlay={0}deref,olcDatabase={1}mdb,cn=config"],
+        None,
+    )
+    .expect_code(0, "delete the overlay");
+    assert_eq!(search().code, 12, "critical once the overlay is gone");
+}
