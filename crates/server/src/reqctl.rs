@@ -46,8 +46,9 @@ pub struct RequestControls {
     /// Request controls that a database's frontend hook answers on each search result entry (the
     /// password policy's Account Usability), by OID.
     pub entry_controls: Box<[&'static str]>,
-    /// OpenLDAP's No-Op control: a write runs every check and answers noOperation.
-    pub no_op: bool,
+    /// OpenLDAP's No-Op control, with its criticality: a write runs every check and answers
+    /// noOperation.
+    pub no_op: Option<bool>,
     /// The Permissive Modify control.
     pub permissive: bool,
     /// RFC 3672 §3: the Subentries control's visibility (None: slapd's default, subentries only
@@ -199,7 +200,7 @@ impl RequestControls {
                     if value.is_some() {
                         return Err(protocol_error("noop control value not empty"));
                     }
-                    out.no_op = true;
+                    out.no_op = Some(control.critical);
                 }
                 CONTROL_PERMISSIVE_MODIFY => {
                     if value.is_some() {
@@ -503,7 +504,7 @@ mod tests {
         )
         .unwrap();
         let write = parsed.write();
-        assert!(write.permissive && write.no_op);
+        assert!(write.permissive && write.no_op == Some(false));
         let parsed =
             RequestControls::parse(&[subentries], Search, &DecodeLimits::default()).unwrap();
         assert_eq!(parsed.subentries, Some(true));

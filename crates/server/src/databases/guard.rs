@@ -32,8 +32,8 @@ pub struct WriteControls {
     pub relax: bool,
     /// The Permissive Modify control.
     pub permissive: bool,
-    /// The No-Op control: every check runs, nothing is stored.
-    pub no_op: bool,
+    /// The No-Op control, with its criticality: every check runs, nothing is stored.
+    pub no_op: Option<bool>,
 }
 
 impl WriteControls {
@@ -121,7 +121,7 @@ impl Guard for AccessGuard {
     }
 
     fn no_op(&self) -> bool {
-        self.ctl.no_op
+        self.ctl.no_op.is_some()
     }
 
     fn manage_dsa_it(&self) -> bool {

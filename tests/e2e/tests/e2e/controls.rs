@@ -520,3 +520,30 @@ fn deref_overlay_changes_live() {
     .expect_code(0, "delete the overlay");
     assert_eq!(search().code, 12, "critical once the overlay is gone");
 }
+
+/// cn=config has no No-Op, as slapd's back-config: a critical one is unavailableCriticalExtension
+/// and changes nothing; one not critical is ignored and the change made.
+#[test]
+fn no_op_on_the_configuration() {
+    let s = Server::start_with_config_tree();
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let frontend = "olcDatabase={-1}frontend,cn=config";
+    let mut t = Transcript::new("controls_no_op_config");
+    let limit =
+        format!("dn: {frontend}\nchangetype: modify\nreplace: olcSizeLimit\nolcSizeLimit: 3\n");
+    let count = || {
+        let out = s.search(&Bind::Anonymous, &["-b", SUFFIX, "(objectClass=*)", "1.1"]);
+        format!(
+            "# rc: {}\nentries: {}\n",
+            out.code,
+            out.stdout.matches("dn:").count()
+        )
+    };
+    let out = s.tool("ldapmodify", &admin, &["-e", "!noop"], Some(&limit));
+    t.raw("a critical no-op change of olcSizeLimit", &out);
+    t.text("a search after it", &count());
+    let out = s.tool("ldapmodify", &admin, &["-e", "noop"], Some(&limit));
+    t.raw("the change with the control not critical", &out);
+    t.text("a search after that", &count());
+    t.check();
+}
