@@ -101,6 +101,20 @@ fn no_op_writes_change_nothing() {
         .map(|dn| everything(&s, dn))
         .collect();
     assert_eq!(before, after, "a no-op write changed an entry");
+    // slapd lists neither No-Op nor Permissive Modify in the root DSE.
+    let dse = s.search(
+        &Bind::Anonymous,
+        &["-b", "", "-s", "base", "supportedControl"],
+    );
+    let listed = dse
+        .records()
+        .first()
+        .map(|r| r.values("supportedControl"))
+        .unwrap_or_default();
+    assert!(!listed.is_empty(), "{}", dse.stdout);
+    for unlisted in ["1.3.6.1.4.1.4203.666.5.2", "1.2.840.113556.1.4.1413"] {
+        assert!(!listed.iter().any(|c| c == unlisted), "{listed:?}");
+    }
     let added = s.read(&Bind::Root, "uid=zz,ou=people,dc=example,dc=com", &["1.1"]);
     t.section("the entry a no-op add named", &added);
     t.check();
