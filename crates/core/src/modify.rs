@@ -32,6 +32,10 @@ pub struct ModifyOptions {
     /// equality index): their check against every value the entry holds is skipped, so adding one
     /// member to a large group does not normalize the whole group.
     pub absent_adds: Vec<usize>,
+    /// The Permissive Modify control (1.2.840.113556.1.4.1413), as slapd 2.5 answers it: adding a
+    /// value the attribute holds adds nothing, deleting from an attribute the entry lacks deletes
+    /// nothing; deleting a value a present attribute lacks is still noSuchAttribute, without text.
+    pub permissive: bool,
 }
 
 /// Applies all changes atomically to `entry` as a user request: on error the entry is unchanged.
@@ -115,7 +119,13 @@ fn apply_all(
     }
     for (i, (change, (desc, at))) in changes.iter().zip(&resolved).enumerate() {
         let absent = options.absent_adds.contains(&i);
-        apply_one(schema, attrs, change, &desc.to_desc_string(), at, absent)?;
+        let target = Target {
+            desc: &desc.to_desc_string(),
+            at,
+            absent,
+            permissive: options.permissive,
+        };
+        apply_one(schema, attrs, change, &target)?;
     }
     Ok(())
 }
@@ -172,14 +182,22 @@ fn resolve<'s>(
     Ok((desc, at))
 }
 
+/// The attribute one change applies to, and how.
+struct Target<'a> {
+    desc: &'a str,
+    at: &'a AttributeType,
+    /// The change adds values the caller found absent (`ModifyOptions::absent_adds`).
+    absent: bool,
+    permissive: bool,
+}
+
 fn apply_one(
     schema: &Schema,
     attrs: &mut Vec<Attribute>,
     change: &Change,
-    desc: &str,
-    at: &AttributeType,
-    absent: bool,
+    target: &Target<'_>,
 ) -> Result<(), LdapError> {
+    let (desc, at, absent) = (target.desc, target.at, target.absent);
     let given = &change.modification.name;
     let values = &change.modification.values;
     let position = attrs.iter().position(|a| a.desc.eq_ignore_ascii_case(desc));
@@ -207,6 +225,16 @@ fn apply_one(
                 .iter()
                 .map(|v| value_key(schema, at, v))
                 .collect();
+            if target.permissive {
+                // Only the values the attribute lacks (the request holds no two equal ones).
+                let fresh: Vec<Vec<u8>> = values
+                    .iter()
+                    .filter(|v| !existing.contains(&value_key(schema, at, v)))
+                    .cloned()
+                    .collect();
+                attr.values.extend(fresh);
+                return Ok(());
+            }
             for (index, value) in values.iter().enumerate() {
                 if existing.contains(&value_key(schema, at, value)) {
                     return Err(LdapError::new(
@@ -219,6 +247,9 @@ fn apply_one(
         }
         ModifyOperation::Delete => {
             let Some(pos) = position else {
+                if target.permissive {
+                    return Ok(());
+                }
                 return Err(no_such("modify/delete", given));
             };
             if values.is_empty() {
@@ -266,10 +297,12 @@ fn apply_one(
                     }
                 }
                 if !found {
-                    return Err(LdapError::new(
-                        ResultCode::NoSuchAttribute,
-                        format!("modify/delete: {given}: no such value"),
-                    ));
+                    // slapd 2.5 refuses this one under Permissive Modify too, with no text.
+                    let text = match target.permissive {
+                        true => String::new(),
+                        false => format!("modify/delete: {given}: no such value"),
+                    };
+                    return Err(LdapError::new(ResultCode::NoSuchAttribute, text));
                 }
             }
             let mut flags = remove.iter();

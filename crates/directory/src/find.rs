@@ -16,7 +16,7 @@ use crate::alias::Base;
 use crate::database::Directory;
 use crate::error::store_error;
 use crate::referral::is_referral;
-use crate::search::Query;
+use crate::search::{Query, Subentries};
 use crate::search_loop::{Reader, Requester, Room, Tested};
 use crate::View;
 
@@ -95,6 +95,7 @@ impl Find<'_, '_> {
             deref: DerefAliases::Never,
             manage_dsa_it: true,
             filter: self.filter,
+            subentries: Subentries::All,
         };
         let scan = dir.plan_scan_prepared(txn, &query, self.base, self.prepared)?;
         let mut server = Server;

@@ -16,6 +16,7 @@ const ALIAS_OID: &str = "2.5.6.1";
 /// slapd's glue class: a placeholder a slapd consumer makes for a missing parent, or for an entry it
 /// could not delete because children remain; it replicates such entries like any other.
 const GLUE_OID: &str = "1.3.6.1.4.1.4203.666.3.4";
+const SUBENTRY_OID: &str = "2.5.17.0";
 
 /// Whether a stored entry lists `name` (or its OID) among its object classes. Searches ask this of every
 /// candidate, so the scan stops at the objectClass attribute (stored among the first).
@@ -37,6 +38,12 @@ pub fn is_referral(stored: &StoredEntry<'_>) -> bool {
 /// A glue entry (slapd's `glue` class): searches pass over it unless ManageDsaIT asks, as slapd's do.
 pub fn is_glue(stored: &StoredEntry<'_>) -> bool {
     has_class(stored, "glue", GLUE_OID)
+}
+
+/// RFC 3672 §2.4: a subentry, which searches show only as the Subentries control (or slapd's
+/// default without it) says.
+pub fn is_subentry(stored: &StoredEntry<'_>) -> bool {
+    has_class(stored, "subentry", SUBENTRY_OID)
 }
 
 pub fn is_alias(stored: &StoredEntry<'_>) -> bool {

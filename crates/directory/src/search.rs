@@ -17,7 +17,7 @@ use crate::candidates::resolve;
 use crate::database::Directory;
 use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
-use crate::referral::{continuation, is_alias, is_glue, is_referral};
+use crate::referral::{continuation, is_alias, is_glue, is_referral, is_subentry};
 
 /// The DN of the subschema subentry, which every entry names in `subschemaSubentry`.
 pub const SUBSCHEMA_DN: &str = "cn=Subschema";
@@ -31,6 +31,43 @@ pub struct Query<'f> {
     pub manage_dsa_it: bool,
     /// The filter the index plan is made from; the frontend tests it.
     pub filter: &'f Filter,
+    /// Which RFC 3672 subentries the search sees.
+    pub subentries: Subentries,
+}
+
+/// RFC 3672 subentries (entries of the `subentry` class) in a search's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subentries {
+    /// Every entry (the backend's own searches, sync refreshes, identity mapping).
+    All,
+    /// slapd's answer to an LDAP search without the Subentries control: subentries only in a
+    /// base-scope search, whatever the filter says.
+    InBaseScope,
+    /// The Subentries control with TRUE: subentries alone.
+    Only,
+    /// The Subentries control with FALSE: no subentries.
+    Hidden,
+}
+
+impl Subentries {
+    /// From the Subentries control's visibility, if the search carries one.
+    pub fn of_control(visibility: Option<bool>) -> Subentries {
+        match visibility {
+            None => Subentries::InBaseScope,
+            Some(true) => Subentries::Only,
+            Some(false) => Subentries::Hidden,
+        }
+    }
+
+    /// Whether an entry, a subentry or not, is part of the answer of a search of `scope`.
+    fn keeps(self, subentry: bool, scope: SearchScope) -> bool {
+        match self {
+            Subentries::All => true,
+            Subentries::InBaseScope => !subentry || scope == SearchScope::BaseObject,
+            Subentries::Only => subentry,
+            Subentries::Hidden => !subentry,
+        }
+    }
 }
 
 impl Query<'_> {
@@ -79,6 +116,10 @@ pub struct Scan<'b> {
     /// search has ManageDsaIT; by ID from the objectClass index when there is one.
     hide_glue: bool,
     glue: Option<Vec<u64>>,
+    /// Which subentries the search sees, and their IDs from the objectClass index when there is
+    /// one; `Subentries::All` when the scan need not tell.
+    subentries: Subentries,
+    subentry_ids: Option<Vec<u64>>,
 }
 
 /// One examined candidate.
@@ -183,6 +224,14 @@ impl Directory {
         } else {
             None
         };
+        let subentries = match query.subentries {
+            Subentries::InBaseScope if query.scope == SearchScope::BaseObject => Subentries::All,
+            other => other,
+        };
+        let subentry_ids = match subentries {
+            Subentries::All => None,
+            _ => self.class_ids(txn, "subentry")?,
+        };
         Ok(Scan {
             candidates,
             unindexed,
@@ -195,6 +244,8 @@ impl Directory {
             aliases,
             hide_glue,
             glue,
+            subentries,
+            subentry_ids,
         })
     }
 
@@ -375,6 +426,12 @@ impl Scan<'_> {
         }
         if self.hide_glue && is_kind(self.glue.as_deref(), id, &stored, is_glue) {
             return Ok(Candidate::Passed);
+        }
+        if self.subentries != Subentries::All {
+            let subentry = is_kind(self.subentry_ids.as_deref(), id, &stored, is_subentry);
+            if !self.subentries.keeps(subentry, self.scope) {
+                return Ok(Candidate::Passed);
+            }
         }
         // Dereferenced aliases stand for their targets; a base alias not dereferenced when finding stays.
         if self.searching

@@ -87,13 +87,25 @@ pub trait Guard: Send + Sync {
         false
     }
 
-    /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     /// The Relax Rules control: the bookkeeping attributes may be written, the structural class
     /// changed (the guard checks manage access to them).
     fn relax(&self) -> bool {
         false
     }
 
+    /// The Permissive Modify control: a modify adding a value the entry holds, or deleting from
+    /// an attribute it lacks, skips that part (`ModifyOptions::permissive`).
+    fn permissive(&self) -> bool {
+        false
+    }
+
+    /// The No-Op control: the write runs every check and hook, then its transaction is aborted and
+    /// it fails with noOperation, so nothing it did is stored or published.
+    fn no_op(&self) -> bool {
+        false
+    }
+
+    /// A noSuchObject error as the requester may see it (the matched DN only where disclosed).
     fn conceal(&self, dir: &Directory, txn: InWrite<'_>, error: LdapError) -> LdapError {
         let _ = (dir, txn);
         error
@@ -276,7 +288,13 @@ impl Directory {
     pub async fn write(&self, request: WriteRequest) -> Result<(), OpError> {
         self.run_write(move |dir, txn, stamp| {
             let request = request.clone();
-            dir.apply(txn, request.op, &*request.guard, stamp)
+            dir.apply(txn, request.op, &*request.guard, stamp)?;
+            // An error aborts the write's nested transaction and drops what its hooks left to do
+            // after the commit (the feed, the logs): the no-op's answer is one.
+            match request.guard.no_op() {
+                true => Err(LdapError::new(ResultCode::NoOperation, "").into()),
+                false => Ok(()),
+            }
         })
         .await
     }
@@ -617,6 +635,7 @@ impl Directory {
             absent_adds: self.absent_adds(txn, id, &old, changes)?,
             allow_no_user_modification: ctx.guard.server_internal(),
             relax: ctx.guard.relax(),
+            permissive: ctx.guard.permissive(),
         };
         let mut entry = modified(self.schema(), old.clone(), changes, &options)?;
         if options.relax {

@@ -38,3 +38,16 @@ pub const CONTROL_NETSCAPE_PASSWORD_EXPIRING: &str = "2.16.840.1.113730.3.4.5";
 
 /// RFC 4370 proxied authorization (the only version slapd 2.5 knows; the older .12 is unrecognized).
 pub const CONTROL_PROXY_AUTHZ: &str = "2.16.840.1.113730.3.4.18";
+/// OpenLDAP's No-Op control (draft-zeilenga-ldap-noop, the OID slapd and ldap-utils use): a write
+/// runs every check and answers noOperation, changing nothing.
+pub const CONTROL_NO_OP: &str = "1.3.6.1.4.1.4203.666.5.2";
+/// Microsoft's Permissive Modify control: adding a present value or deleting from an absent
+/// attribute is not an error.
+pub const CONTROL_PERMISSIVE_MODIFY: &str = "1.2.840.113556.1.4.1413";
+/// RFC 3672 §3: the Subentries control (a BOOLEAN: whether a search sees subentries or the others).
+pub const CONTROL_SUBENTRIES: &str = "1.3.6.1.4.1.4203.1.10.1";
+/// RFC 3909: the Cancel extended operation.
+pub const EXOP_CANCEL: &str = "1.3.6.1.1.8";
+/// slapd's deref overlay control (draft-masarati-ldap-deref): the entries an attribute's DN values
+/// name, read on each search result entry.
+pub const CONTROL_DEREF: &str = "1.3.6.1.4.1.4203.666.5.16";

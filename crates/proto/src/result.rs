@@ -51,6 +51,8 @@ pub enum ResultCode {
     AssertionFailed,
     /// RFC 4370 §6: the proxied authorization control's identity may not be assumed.
     ProxiedAuthorizationDenied,
+    /// OpenLDAP's No-Op control: the write would have succeeded (LDAP_X_NO_OPERATION, 0x410e).
+    NoOperation,
     /// Any other numeric code received from a peer.
     Unknown(u32),
 }
@@ -104,13 +106,14 @@ impl ResultCode {
             CannotCancel => 121,
             AssertionFailed => 122,
             ProxiedAuthorizationDenied => 123,
+            NoOperation => 0x410e,
             Unknown(n) => n,
         }
     }
 
     pub fn from_code(code: u32) -> ResultCode {
         use ResultCode::*;
-        const ALL: [ResultCode; 45] = [
+        const ALL: [ResultCode; 46] = [
             Success,
             OperationsError,
             ProtocolError,
@@ -156,6 +159,7 @@ impl ResultCode {
             CannotCancel,
             AssertionFailed,
             ProxiedAuthorizationDenied,
+            NoOperation,
         ];
         ALL.iter()
             .copied()

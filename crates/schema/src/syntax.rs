@@ -109,6 +109,8 @@ const SYNTAXES: &[(&str, &str, Check)] = &[
     ("42", "Protocol Information", Check::Any),
     ("43", "Presentation Address", Check::Any),
     ("44", "Printable String", Check::Printable),
+    // RFC 3672's subtree specification; its value is not parsed (docs/compatibility.md).
+    ("45", "SubtreeSpecification", Check::NonEmpty),
     ("49", "Supported Algorithm", Check::Any),
     ("50", "Telephone Number", Check::Telephone),
     ("51", "Teletex Terminal Identifier", Check::NonEmpty),

@@ -2,12 +2,11 @@
 //! StartTLS and SASL security layers (the stream is taken back from the reader and writer and wrapped in
 //! place).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use canopy_core::LdapError;
-use canopy_proto::oid::{EXOP_START_TLS, NOTICE_OF_DISCONNECTION};
+use canopy_proto::oid::{EXOP_CANCEL, EXOP_START_TLS, NOTICE_OF_DISCONNECTION};
 use canopy_proto::{
     frame_len, BindResponse, Control, DecodeError, DecodeLimits, ExtendedResponse, FrameError,
     LdapMessage, LdapResult, ProtocolOp, RequestKind, ResultCode,
@@ -16,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use crate::access::Who;
+use crate::cancel::{Ending, Pending};
 use crate::completion::{code_of, Completion};
 use crate::databases::{FrontHook, Restriction};
 use crate::limits;
@@ -28,8 +28,6 @@ use crate::sasl::Exchange;
 use crate::session::{Link, Peer, TlsFacts};
 use crate::state::State;
 use crate::transport::Transport;
-
-type Pending = Arc<Mutex<HashMap<i32, Arc<AtomicBool>>>>;
 
 /// Serves one connection until the client unbinds or disconnects, or sends something unreadable.
 pub async fn serve<S>(stream: S, state: State, peer: Peer)
@@ -58,7 +56,7 @@ pub async fn serve_transport<S>(
     }
     let mut op_number = 0u64;
     let mut txn = None;
-    let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+    let pending = Pending::default();
     let max_pending = state.config.limits.max_pending_per_connection.max(1);
     let permits = Arc::new(Semaphore::new(max_pending));
     let idle = limits::idle_timeout(&state.config.limits);
@@ -232,9 +230,7 @@ pub async fn serve_transport<S>(
             }
         }
     }
-    for flag in pending.lock().unwrap_or_else(|e| e.into_inner()).values() {
-        flag.store(true, Ordering::Relaxed);
-    }
+    pending.stop_all();
     out.finish().await;
     state.metrics.close_connection(conn.number);
     if let Some(log) = &state.op_log {
@@ -645,14 +641,21 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             completion,
         },
         ProtocolOp::AbandonRequest(target) => {
-            if let Some(flag) = pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&target)
-            {
-                flag.store(true, Ordering::Relaxed);
-            }
+            pending.abandon(target);
             finish(completion, None);
+            Flow::Continue
+        }
+        ProtocolOp::ExtendedRequest(req) if req.name == EXOP_CANCEL => {
+            match crate::ctlvalue::cancel_id(req.value.as_deref()) {
+                Ok(target) => pending.cancel(id, target, out.responses().clone(), completion),
+                Err(e) => {
+                    let code = e.code;
+                    if let Some(op) = error_response(&ProtocolOp::ExtendedRequest(req), e) {
+                        out.send(encode(id, op, Vec::new())).await;
+                    }
+                    finish(completion, Some(code));
+                }
+            }
             Flow::Continue
         }
         ProtocolOp::SearchRequest(req) => {
@@ -751,6 +754,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let who = proxied.unwrap_or_else(|| who.clone());
             let tx = out.responses().clone();
             let restricted = session.restricted.clone();
+            // Outstanding for Cancel, which gets tooLate once it has answered: it is not stopped.
+            let registration = pending.register(id, false);
+            let pending = pending.clone();
             tokio::spawn(async move {
                 if let ProtocolOp::CompareRequest(req) = &op {
                     state.prepare_read(&req.dn).await;
@@ -765,6 +771,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 }
                 controls.extend(ctl.policy_sink.take());
                 let _ = tx.send(encode(id, response, controls)).await;
+                if let Some(registration) = registration {
+                    pending.finish(registration, Ending::Answered);
+                }
                 drop(permit);
                 finish(completion, code);
             });
@@ -789,19 +798,26 @@ fn run_blocking(
 ) {
     let id = job.message_id;
     job.cancel = Arc::new(AtomicBool::new(false));
-    pending
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(id, Arc::clone(&job.cancel));
+    let registration = pending.register_search(id, Arc::clone(&job.cancel));
     let pending = pending.clone();
     tokio::task::spawn_blocking(move || {
         let state = job.state.clone();
-        let outcome = run(job);
+        let tx = job.tx.clone();
+        let mut outcome = run(job);
+        let ending = match outcome.code {
+            Some(_) => Ending::Answered,
+            None => Ending::Stopped,
+        };
+        // A search a Cancel stopped answers `canceled`, queued before the Cancel's own answer,
+        // which `finish` releases.
+        if !matches!(ending, Ending::Answered)
+            && pending.canceling(&registration)
+            && tx.blocking_send(crate::cancel::canceled_search(id)).is_ok()
+        {
+            outcome.code = Some(ResultCode::Canceled);
+        }
+        pending.finish(registration, ending);
         finish_search(&state, completion, outcome);
-        pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
         drop(permit);
     });
 }

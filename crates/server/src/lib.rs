@@ -10,15 +10,18 @@ pub mod acl;
 pub mod authz;
 pub mod backoff;
 pub mod bind_cache;
+pub mod cancel;
 pub mod completion;
 pub mod config;
 pub mod config_change;
 pub mod config_tree;
 pub mod conn;
+pub mod ctlvalue;
 pub mod databases;
 pub mod dbconfig;
 pub mod dbview;
 pub mod dds;
+pub mod deref;
 pub mod exporter;
 pub mod extensions;
 pub mod filter_view;
@@ -354,6 +357,9 @@ fn front_hooks(
     }
     if config.overlay.iter().any(|o| o.name == "dds") {
         hooks.push(Arc::new(dds::DdsHook));
+    }
+    if config.overlay.iter().any(|o| o.name == "deref") {
+        hooks.push(Arc::new(deref::DerefHook));
     }
     for table in config.overlay.iter().filter(|o| o.name == "valsort") {
         let valsort = valsort::Valsort::from_options(&table.options, schema)

@@ -6,6 +6,9 @@ use canopy_proto::oid::{
     CONTROL_PAGED_RESULTS, CONTROL_PASSWORD_POLICY, CONTROL_POST_READ, CONTROL_PRE_READ,
     CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_TXN_SPEC, CONTROL_VALUES_RETURN,
 };
+use canopy_proto::oid::{
+    CONTROL_DEREF, CONTROL_NO_OP, CONTROL_PERMISSIVE_MODIFY, CONTROL_SUBENTRIES,
+};
 use canopy_proto::{
     decode_assertion, decode_values_return, Control, DecodeLimits, Filter, PagedResults,
     ReadEntryRequest, RequestKind, ResultCode,
@@ -51,6 +54,18 @@ pub struct RequestControls {
     pub proxy_authz: Option<crate::sasl::proxy::ProxyAuthz>,
     /// RFC 5805: the write belongs to the connection's transaction (txn.rs).
     pub txn: bool,
+    /// OpenLDAP's No-Op control, with its criticality: a write runs every check and answers
+    /// noOperation.
+    pub no_op: Option<bool>,
+    /// The Permissive Modify control.
+    pub permissive: bool,
+    /// RFC 3672 §3: the Subentries control's visibility (None: slapd's default, subentries only
+    /// at the base of a base-scope search).
+    pub subentries: Option<bool>,
+    /// Request controls with a value that a database's frontend hook answers on each search result
+    /// entry by reading other entries (the deref overlay's), checked by that hook when the search
+    /// starts (`FrontHook::entry_answer`).
+    pub entry_requests: Vec<Control>,
 }
 
 impl RequestControls {
@@ -62,6 +77,8 @@ impl RequestControls {
             pre_read: self.pre_read.clone(),
             post_read: self.post_read.clone(),
             relax: self.relax,
+            permissive: self.permissive,
+            no_op: self.no_op,
         }
     }
 }
@@ -90,6 +107,11 @@ fn applies(oid: &str, kind: RequestKind) -> bool {
         // extended operations is decided with the operation's name (`sasl::proxy::assume`).
         CONTROL_PROXY_AUTHZ => kind != Bind,
         CONTROL_TXN_SPEC => matches!(kind, Add | Delete | Modify | ModifyDn),
+        // slapd takes it on searches and compares too, which it answers as without it.
+        CONTROL_NO_OP => matches!(kind, Search | Compare | Add | Delete | Modify | ModifyDn),
+        CONTROL_PERMISSIVE_MODIFY => kind == Modify,
+        CONTROL_SUBENTRIES => kind == Search,
+        CONTROL_DEREF => kind == Search,
         _ => false,
     }
 }
@@ -176,6 +198,9 @@ impl RequestControls {
                         "proxy authorization control specified multiple times",
                     ));
                 }
+                if let Some(text) = crate::ctlvalue::duplicate_text(oid) {
+                    return Err(protocol_error(text));
+                }
                 return Err(protocol_error("control specified multiple times"));
             }
             seen.push(oid);
@@ -240,6 +265,23 @@ impl RequestControls {
                         return Err(protocol_error("relax control value not absent"));
                     }
                     out.relax = true;
+                }
+                CONTROL_NO_OP => {
+                    if value.is_some() {
+                        return Err(protocol_error("noop control value not empty"));
+                    }
+                    out.no_op = Some(control.critical);
+                }
+                CONTROL_PERMISSIVE_MODIFY => {
+                    if value.is_some() {
+                        return Err(protocol_error("permissiveModify control value not absent"));
+                    }
+                    out.permissive = true;
+                }
+                CONTROL_SUBENTRIES => out.subentries = Some(crate::ctlvalue::subentries(value)?),
+                CONTROL_DEREF => {
+                    crate::ctlvalue::deref(value)?;
+                    out.entry_requests.push(control.clone());
                 }
                 CONTROL_VALUES_RETURN => {
                     let value = value.ok_or_else(|| {
@@ -518,6 +560,76 @@ mod tests {
         ] {
             assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
         }
+    }
+
+    #[test]
+    fn smaller_controls() {
+        use RequestKind::*;
+        let protocol = Some(ResultCode::ProtocolError);
+        let unavailable = Some(ResultCode::UnavailableCriticalExtension);
+        let text = |controls: &[Control], kind| {
+            RequestControls::parse(controls, kind, &DecodeLimits::default())
+                .err()
+                .map(|e| e.message)
+        };
+        let noop = control(CONTROL_NO_OP, true, None);
+        let permissive = control(CONTROL_PERMISSIVE_MODIFY, true, None);
+        let subentries = control(CONTROL_SUBENTRIES, true, Some(b"\x01\x01\xff"));
+        let deref = control(CONTROL_DEREF, true, Some(b"\x30\x00"));
+        for (controls, kind, expected) in [
+            (vec![noop.clone()], Modify, None),
+            (vec![noop.clone()], Search, None),
+            (vec![noop.clone()], Bind, unavailable),
+            (vec![noop.clone()], Extended, unavailable),
+            (
+                vec![control(CONTROL_NO_OP, true, Some(b""))],
+                Modify,
+                protocol,
+            ),
+            (vec![noop.clone(), noop.clone()], Add, protocol),
+            (vec![permissive.clone()], Modify, None),
+            (vec![permissive.clone()], Add, unavailable),
+            (
+                vec![permissive.clone(), permissive.clone()],
+                Modify,
+                protocol,
+            ),
+            (vec![subentries.clone()], Search, None),
+            (vec![subentries.clone()], Compare, unavailable),
+            (
+                vec![control(CONTROL_SUBENTRIES, true, None)],
+                Search,
+                protocol,
+            ),
+            (vec![deref.clone()], Search, None),
+            (vec![deref.clone()], Compare, unavailable),
+            (
+                vec![control(CONTROL_DEREF, true, Some(b""))],
+                Search,
+                protocol,
+            ),
+        ] {
+            assert_eq!(code(&controls, kind), expected, "{controls:?} on {kind:?}");
+        }
+        assert_eq!(
+            text(&[noop.clone(), noop], Modify).as_deref(),
+            Some("noop control specified multiple times")
+        );
+        assert_eq!(
+            text(&[deref.clone(), deref], Search).as_deref(),
+            Some("Dereference control specified multiple times")
+        );
+        let parsed = RequestControls::parse(
+            &[permissive, control(CONTROL_NO_OP, false, None)],
+            Modify,
+            &DecodeLimits::default(),
+        )
+        .unwrap();
+        let write = parsed.write();
+        assert!(write.permissive && write.no_op == Some(false));
+        let parsed =
+            RequestControls::parse(&[subentries], Search, &DecodeLimits::default()).unwrap();
+        assert_eq!(parsed.subentries, Some(true));
     }
 
     #[test]

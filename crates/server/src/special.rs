@@ -3,8 +3,9 @@
 use canopy_core::{Attribute, Entry};
 use canopy_proto::oid::{
     CONTROL_ASSERTION, CONTROL_DONT_USE_COPY, CONTROL_MANAGE_DSA_IT, CONTROL_PAGED_RESULTS,
-    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_VALUES_RETURN,
-    EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_TXN_END, EXOP_TXN_START, EXOP_WHO_AM_I,
+    CONTROL_POST_READ, CONTROL_PRE_READ, CONTROL_PROXY_AUTHZ, CONTROL_RELAX, CONTROL_SUBENTRIES,
+    CONTROL_VALUES_RETURN, EXOP_CANCEL, EXOP_PASSWORD_MODIFY, EXOP_START_TLS, EXOP_TXN_END,
+    EXOP_TXN_START, EXOP_WHO_AM_I,
 };
 use canopy_proto::sync::CONTROL_SYNC_REQUEST;
 use canopy_proto::{Dn, SearchScope};
@@ -64,6 +65,7 @@ fn supported_controls(state: &ServerState) -> Vec<String> {
         CONTROL_RELAX,
         CONTROL_DONT_USE_COPY,
         CONTROL_PROXY_AUTHZ,
+        CONTROL_SUBENTRIES,
     ]);
     let followed = state.databases.iter().any(|db| {
         state
@@ -143,10 +145,11 @@ fn extensions(state: &ServerState) -> Vec<String> {
     if state.tls.is_some() {
         oids.push(EXOP_START_TLS.to_string());
     }
-    // RFC 5805's End and Start Transaction, in slapd's order.
+    // Cancel, and RFC 5805's End and Start Transaction, in slapd's order.
     oids.extend(strings(&[
         EXOP_PASSWORD_MODIFY,
         EXOP_WHO_AM_I,
+        EXOP_CANCEL,
         EXOP_TXN_END,
         EXOP_TXN_START,
     ]));

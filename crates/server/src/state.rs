@@ -11,6 +11,7 @@
 //! frontend's operations call [`ServerState::update`] and [`ServerState::prepare_read`] and never
 //! name a particular database.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use canopy_core::LdapError;
@@ -198,7 +199,25 @@ impl ServerState {
         ctl: &WriteControls,
     ) -> Result<Vec<Control>, OpError> {
         match self.backend(dir) {
-            Some(backend) => backend.update(self, dir, op, who, ctl).await,
+            Some(backend) => {
+                // A backend of its own (cn=config) has no No-Op, as slapd's back-config: critical,
+                // the control is unavailable; else it is ignored and the write made.
+                let ctl = match ctl.no_op {
+                    None => Cow::Borrowed(ctl),
+                    Some(true) => {
+                        return Err(LdapError::new(
+                            ResultCode::UnavailableCriticalExtension,
+                            "critical extension is unavailable",
+                        )
+                        .into())
+                    }
+                    Some(false) => Cow::Owned(WriteControls {
+                        no_op: None,
+                        ..ctl.clone()
+                    }),
+                };
+                backend.update(self, dir, op, who, &ctl).await
+            }
             None => dir.update(op, who, ctl).await,
         }
     }

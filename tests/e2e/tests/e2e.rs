@@ -16,6 +16,8 @@ mod bulk;
 mod canopy_only;
 #[path = "e2e/config.rs"]
 mod config;
+#[path = "e2e/controls.rs"]
+mod controls;
 #[path = "e2e/crash.rs"]
 mod crash;
 #[path = "e2e/databases.rs"]

@@ -691,3 +691,19 @@ fn gssapi_settings_translate() {
     assert_eq!(other.left_out.len(), 1);
     assert!(other.left_out[0].reason.contains("minssf=56"));
 }
+
+/// slapd's deref overlay, which has no options: its module and its `overlay` line.
+#[test]
+fn deref_is_translated() {
+    let conf = "moduleload deref.la\ndatabase mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n\
+                overlay deref\n";
+    let m = translate(&directives(conf));
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    assert!(m.toml.contains("name = \"deref\"\n"), "{}", m.toml);
+    let config = parse(&m.toml);
+    assert!(
+        config.overlay.iter().any(|o| o.name == "deref"),
+        "{}",
+        m.toml
+    );
+}

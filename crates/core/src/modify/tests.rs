@@ -400,3 +400,40 @@ fn adds_known_absent_skip_the_check_against_the_entry() {
         ResultCode::AttributeOrValueExists
     );
 }
+
+/// The Permissive Modify control, as slapd 2.5 answers it.
+#[test]
+fn permissive_modify() {
+    let schema = Schema::builtin();
+    let permissive = ModifyOptions {
+        permissive: true,
+        ..ModifyOptions::default()
+    };
+    let run = |changes: &[Change]| {
+        let mut e = base(&schema);
+        apply_modifications_with(&schema, &mut e, changes, permissive.clone())
+            .map(|()| e)
+            .map_err(|err| (err.code, err.message))
+    };
+    // A present value (in another case) is skipped, the new one added.
+    let e = run(&[change(Add, "sn", &["DOE", "Roe"])]).unwrap();
+    assert_eq!(values(&e, "sn"), ["Doe", "Roe"]);
+    // Deleting from an absent attribute, by value or whole, deletes nothing.
+    let e = run(&[
+        change(Delete, "description", &["x"]),
+        change(Delete, "mail", &[]),
+        change(Replace, "sn", &["Zed"]),
+    ])
+    .unwrap();
+    assert_eq!(values(&e, "sn"), ["Zed"]);
+    // A value a present attribute lacks is still refused, without text.
+    assert_eq!(
+        run(&[change(Delete, "sn", &["Roe"])]).unwrap_err(),
+        (ResultCode::NoSuchAttribute, String::new())
+    );
+    // A value given twice in the request is refused as without the control.
+    assert_eq!(
+        run(&[change(Add, "sn", &["x", "x"])]).unwrap_err().0,
+        ResultCode::AttributeOrValueExists
+    );
+}

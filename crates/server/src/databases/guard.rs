@@ -30,6 +30,10 @@ pub struct WriteControls {
     pub post_read: Option<Vec<String>>,
     /// The Relax Rules control.
     pub relax: bool,
+    /// The Permissive Modify control.
+    pub permissive: bool,
+    /// The No-Op control, with its criticality: every check runs, nothing is stored.
+    pub no_op: Option<bool>,
 }
 
 impl WriteControls {
@@ -110,6 +114,14 @@ impl Guard for AccessGuard {
 
     fn relax(&self) -> bool {
         self.ctl.relax
+    }
+
+    fn permissive(&self) -> bool {
+        self.ctl.permissive
+    }
+
+    fn no_op(&self) -> bool {
+        self.ctl.no_op.is_some()
     }
 
     fn manage_dsa_it(&self) -> bool {

@@ -23,9 +23,11 @@ use crate::acl::{Acl, Guarded};
 use crate::limits::Limits;
 
 mod guard;
+mod reading;
 
 use guard::AccessGuard;
 pub use guard::WriteControls;
+pub use reading::{EntryAnswer, EntryReading, ReadAttributes};
 
 /// A future returned through a trait object (a [`FrontHook`]'s, a `state::Backend`'s).
 pub type Pending<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -57,6 +59,17 @@ pub trait FrontHook: Send + Sync {
         _oid: &str,
     ) -> Option<Control> {
         None
+    }
+
+    /// The answer of this hook to the search request control `control` (one it serves) whose
+    /// response control on each entry reads other entries (slapd's deref overlay), its value checked
+    /// against `dir`'s schema: an error is the search's result. None: nothing to answer.
+    fn entry_answer(
+        &self,
+        _dir: &Database,
+        _control: &Control,
+    ) -> Result<Option<Box<dyn EntryAnswer>>, LdapError> {
+        Ok(None)
     }
 
     /// Whether the hook changes how search result entries are presented ([`FrontHook::present`]).
@@ -230,11 +243,12 @@ impl ControlSlot {
 }
 
 /// Request controls that only a frontend hook serves.
-const HOOK_CONTROLS: [&str; 4] = [
+const HOOK_CONTROLS: [&str; 5] = [
     CONTROL_PASSWORD_POLICY,
     CONTROL_ACCOUNT_USABILITY,
     CONTROL_SORT_REQUEST,
     CONTROL_VLV_REQUEST,
+    canopy_proto::oid::CONTROL_DEREF,
 ];
 
 /// One database as the frontend sees it: the backend, the access rules that guard it, its read hook

@@ -13,7 +13,7 @@ use canopy_core::filter::{evaluate, PreparedFilter, Ternary};
 use canopy_core::wire::StoredEntry;
 use canopy_core::{Entry, LdapError};
 use canopy_directory::feed::{Change, Next, FEED_QUEUE};
-use canopy_directory::search::Query;
+use canopy_directory::search::{Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, Tested};
 use canopy_directory::LogReplay;
 use canopy_directory::{Kind, Origin, Snapshot};
@@ -162,6 +162,7 @@ fn serve(
         deref: job.req.deref,
         manage_dsa_it: true,
         filter: &job.req.filter,
+        subentries: Subentries::All,
     };
     let found = match db.search_base(&txn, base_dn.into(), base.clone().into(), &query) {
         Ok(found) => found,
@@ -701,6 +702,7 @@ impl<'a> Sync<'a> {
             } else {
                 &self.job.req.filter
             },
+            subentries: Subentries::All,
         };
         let db = self.db;
         let scan = db.plan_scan(txn, &query, found)?;

@@ -47,7 +47,7 @@ pub struct OverlayConfig {
 
 /// The overlays Canopy has, by slapd's name. `syncprov` is no hook of its own (every database is a
 /// provider, docs/replication.md): its table, or `olcOverlay` entry, sets the database's session log.
-pub const KNOWN: [&str; 15] = [
+pub const KNOWN: [&str; 16] = [
     "syncprov",
     "memberof",
     "refint",
@@ -63,6 +63,7 @@ pub const KNOWN: [&str; 15] = [
     "otp",
     "sssvlv",
     "dds",
+    "deref",
 ];
 
 /// The database the overlays are built for: what their attribute names and DNs are checked against.
@@ -92,6 +93,10 @@ pub fn check(overlays: &[OverlayConfig]) -> Result<(), String> {
                 Some(key) => Err(format!("unknown option {key:?} (otp takes none)")),
             },
             "sssvlv" => crate::sssvlv::SssvlvHook::from_options(&overlay.options).map(|_| ()),
+            "deref" => match overlay.options.keys().next() {
+                None => Ok(()),
+                Some(key) => Err(format!("unknown option {key:?} (deref takes none)")),
+            },
             _ => hook(overlay, "cn=check", None).map(|_| ()),
         };
         checked.map_err(|e| format!("[[overlay]] {:?}: {e}", overlay.name))?;
@@ -210,11 +215,11 @@ pub fn pipeline(
 ) -> Result<Pipeline, String> {
     let mut pipeline = Pipeline::standard();
     // dynlist is a read-time step; accesslog comes with its log database (`accesslog` below);
-    // retcode, valsort, sssvlv and otp are frontend hooks only.
+    // retcode, valsort, sssvlv, otp and deref are frontend hooks only.
     for overlay in overlays.iter().filter(|o| {
         !matches!(
             o.name.as_str(),
-            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "sssvlv" | "otp"
+            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "sssvlv" | "otp" | "deref"
         )
     }) {
         let hook = hook(overlay, root_dn, Some(target))

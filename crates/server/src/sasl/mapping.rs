@@ -6,7 +6,7 @@ use canopy_core::filter::PreparedFilter;
 use canopy_core::wire::{StoredEntry, StoredView};
 use canopy_core::{Attribute, LdapError};
 use canopy_directory::alias::Base;
-use canopy_directory::search::Query;
+use canopy_directory::search::{Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, Tested};
 use canopy_proto::{DerefAliases, Dn, Filter, ResultCode, SearchScope};
 use canopy_schema::NormDn;
@@ -130,6 +130,7 @@ fn find_unique(
         deref: DerefAliases::Never,
         manage_dsa_it: true,
         filter: &filter,
+        subentries: Subentries::All,
     };
     let base = Base {
         dn: base_dn.into(),

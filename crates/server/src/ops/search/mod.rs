@@ -11,7 +11,7 @@ use canopy_core::wire::{attribute_tlvs, section_of_type, Section, StoredEntry, S
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_directory::alias::Base;
 use canopy_directory::search::Scan;
-use canopy_directory::search::{decoded, Query};
+use canopy_directory::search::{decoded, Query, Subentries};
 use canopy_directory::search_loop::{Reader, Requester, Room, SearchSpec, Searcher, Tested};
 use canopy_directory::{Directory, Referral, Snapshot};
 use canopy_proto::oid::CONTROL_PAGED_RESULTS;
@@ -26,7 +26,7 @@ use crate::access::{is_secret, Who};
 use crate::acl::ops::hide_matched;
 use crate::acl::GroupReader;
 use crate::acl::{privileges, AttrRef, Cleared, EntryView, MemoKey, SearchAccess, Seen, Target};
-use crate::databases::Database;
+use crate::databases::{Database, EntryAnswer};
 use crate::filter_view::{as_slapd_sees, without_attrs};
 use crate::limits::PagedTotal;
 use crate::ops::{encode, error_result, OpError};
@@ -38,6 +38,7 @@ use crate::special;
 use crate::state::State;
 
 mod encode;
+mod following;
 mod reader;
 mod sort;
 
@@ -590,6 +591,7 @@ fn search_part(
     });
     let root = who.root;
     let needs_entry = dir.acl().needs_entry() && !root;
+    let answers = entry_answers(job, dir)?;
     let spec = SearchSpec {
         base_dn,
         base,
@@ -598,6 +600,7 @@ fn search_part(
             deref: job.req.deref,
             manage_dsa_it: job.ctl.manage_dsa_it,
             filter: &job.req.filter,
+            subentries: Subentries::of_control(job.ctl.subentries),
         },
         schema,
         resume_after: part.resume_after,
@@ -627,6 +630,8 @@ fn search_part(
         deadline: None,
         view: None,
         judged: 0,
+        txn: &txn,
+        answers: &answers,
     };
     let Some(ended) = dir.backend().search(&txn, spec, &mut reader)? else {
         return Ok(Flow::Done);
@@ -640,6 +645,34 @@ fn search_part(
     }
     run.sent += ended.sent;
     Ok(Flow::Continue)
+}
+
+/// The answers of `dir`'s hooks to the request controls they answer on each entry. A control some
+/// database's hook serves is checked even where this one does not serve it, as slapd checks an
+/// overlay's control once its module is loaded; one no hook serves is left alone.
+fn entry_answers(job: &SearchJob, dir: &Database) -> Result<Vec<Box<dyn EntryAnswer>>, LdapError> {
+    let mut answers = Vec::new();
+    for control in &job.ctl.entry_requests {
+        let oid = control.oid.as_str();
+        let own = dir.front_hooks().find(|hook| hook.serves_control(oid));
+        let checked = match own {
+            Some(hook) => hook.entry_answer(dir, control)?,
+            None => {
+                let databases = &job.state.databases;
+                let other = databases.iter().find_map(|db| {
+                    db.front_hooks()
+                        .find(|hook| hook.serves_control(oid))
+                        .map(|hook| (db, hook))
+                });
+                if let Some((db, hook)) = other {
+                    hook.entry_answer(db, control)?;
+                }
+                None
+            }
+        };
+        answers.extend(checked);
+    }
+    Ok(answers)
 }
 
 fn unreadable() -> LdapError {

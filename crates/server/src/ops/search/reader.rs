@@ -36,6 +36,10 @@ pub(super) struct SearchReader<'r, 's, 'k, 'u> {
     pub(super) view: Option<std::rc::Rc<EntryView>>,
     /// The ID of the entry judged last.
     pub(super) judged: u64,
+    /// The search's snapshot, which the hooks' answers on each entry read.
+    pub(super) txn: &'r Snapshot,
+    /// The database's hooks' answers to request controls, given on each entry sent.
+    pub(super) answers: &'r [Box<dyn EntryAnswer>],
 }
 
 impl Requester for SearchReader<'_, '_, '_, '_> {
@@ -331,7 +335,7 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
         };
         let (job, selection) = (self.job, self.run.selection);
         // Response controls on the entry, when the request asked a hook for them (rare: decoded).
-        let controls = match job.ctl.entry_controls.is_empty() {
+        let mut controls = match job.ctl.entry_controls.is_empty() {
             true => Vec::new(),
             false => match shown.to_entry() {
                 Ok(entry) => self
@@ -340,6 +344,16 @@ impl Reader for SearchReader<'_, '_, '_, '_> {
                 Err(_) => Vec::new(),
             },
         };
+        for answer in self.answers {
+            let mut following = super::following::Following {
+                dir: self.dir,
+                txn: self.txn,
+                access: self.access,
+                view: self.view.as_deref(),
+                requester: &mut self.requester,
+            };
+            controls.extend(answer.control(shown, &mut following)?);
+        }
         self.sink.push_encoded(|out| {
             let start = out.len();
             encode_stored(job, selection, &cleared, computed, out);
@@ -383,6 +397,39 @@ impl<'a> SearchRequester<'a> {
         let view = self.access.view(ndn, full.as_ref());
         self.last = Some((ndn.clone(), view.clone()));
         view
+    }
+}
+
+impl SearchRequester<'_> {
+    /// Whether the requester may read the entry at `ndn` (slapd's `entry` pseudo-attribute).
+    pub(super) fn reads_entry(&mut self, ndn: &NormDn, stored: &StoredEntry<'_>) -> bool {
+        self.root || self.view(ndn, stored).allows_entry(privileges::READ)
+    }
+
+    /// The values of `desc` of the entry at `ndn` the requester may read; None when it may read
+    /// none of them.
+    pub(super) fn readable<'v>(
+        &mut self,
+        ndn: &NormDn,
+        stored: &StoredEntry<'_>,
+        desc: &str,
+        values: Vec<&'v [u8]>,
+    ) -> Option<Vec<&'v [u8]>> {
+        if self.root {
+            return Some(values);
+        }
+        let view = self.view(ndn, stored);
+        if !self.access.allows_attr(&view, desc, privileges::READ) {
+            return None;
+        }
+        if !self.access.value_ruled(desc) {
+            return Some(values);
+        }
+        let kept: Vec<&[u8]> = values
+            .into_iter()
+            .filter(|v| self.access.allows_value(&view, desc, v, privileges::READ))
+            .collect();
+        (!kept.is_empty()).then_some(kept)
     }
 }
 

@@ -614,6 +614,8 @@ fn send_part(
         sorted: None,
     };
     let need_computed = COMPUTED.iter().any(|name| selection.wants_computed(name));
+    // The hooks' answers on each entry sent (the deref overlay's), as an unsorted search gives them.
+    let answers = super::entry_answers(job, dir)?;
     let mut reader = SearchReader {
         job,
         sink,
@@ -635,6 +637,8 @@ fn send_part(
         deadline: None,
         view: None,
         judged: 0,
+        txn: &txn,
+        answers: &answers,
     };
     let hook = dir.read_hook(job.ctl.manage_dsa_it);
     let asks = |attr: &str| selection.wants(schema, attr);

@@ -241,6 +241,7 @@ fn apply(db: &Database, entry: Entry, changes: &[Change], target: &str) -> Resul
         allow_no_user_modification: true,
         relax: false,
         absent_adds: Vec::new(),
+        permissive: false,
     };
     modified(db.schema(), entry, changes, &options)
         .map_err(|e| format!("replaying the changes of {target}: {}", e.message))
