@@ -11,6 +11,7 @@ pub mod client;
 pub mod consumer_support;
 pub mod ldif;
 pub mod mesh;
+pub mod online;
 pub mod preload;
 pub mod replication;
 pub mod replmodel;
