@@ -54,8 +54,8 @@ pub mod sssvlv;
 pub mod state;
 pub mod syncrepl;
 pub mod tls;
-pub mod txn;
 pub mod transport;
+pub mod txn;
 pub mod valsort;
 
 use std::sync::Arc;

@@ -219,7 +219,14 @@ pub fn pipeline(
     for overlay in overlays.iter().filter(|o| {
         !matches!(
             o.name.as_str(),
-            "dynlist" | "accesslog" | "syncprov" | "retcode" | "valsort" | "sssvlv" | "otp" | "deref"
+            "dynlist"
+                | "accesslog"
+                | "syncprov"
+                | "retcode"
+                | "valsort"
+                | "sssvlv"
+                | "otp"
+                | "deref"
         )
     }) {
         let hook = hook(overlay, root_dn, Some(target))
