@@ -17,6 +17,8 @@ pub const SUFFIX: &str = canopy_harness::SUFFIX;
 pub const MANAGE_DSA_IT: &str = "2.16.840.1.113730.3.4.2";
 /// RFC 4528 assertion control.
 pub const ASSERTION: &str = "1.3.6.1.1.12";
+/// RFC 3876 Matched Values (a values return filter).
+pub const VALUES_RETURN: &str = "1.2.826.0.1.3344810.2.3";
 /// RFC 4527 pre-read and post-read controls.
 pub const PRE_READ: &str = "1.3.6.1.1.13.1";
 pub const POST_READ: &str = "1.3.6.1.1.13.2";
@@ -334,6 +336,19 @@ fn controls(kv: &mut Kv) -> Result<Vec<Control>, String> {
                 value: None,
             });
         }
+    }
+    // RFC 3876 Matched Values: `mv=(item)(item)...`, simple filter items as ldapsearch's `-E mv=`.
+    if let Some(v) = kv.remove("mv") {
+        let v = text(v, "mv")?;
+        let items = match Filter::parse(&format!("(&{v})")).map_err(|e| format!("mv: {e}"))? {
+            Filter::And(items) => items,
+            other => vec![other],
+        };
+        out.push(Control {
+            oid: VALUES_RETURN.into(),
+            critical: true,
+            value: Some(canopy_proto::encode_values_return(&items)),
+        });
     }
     if let Some(v) = kv.remove("assert") {
         let f = Filter::parse(&text(v, "assert")?).map_err(|e| format!("assert: {e}"))?;
