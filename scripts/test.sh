@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(ldap-utils slapd slapd-contrib python3-ldap libsasl2-modules python3-prometheus-client
-    libkrb5-dev krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit)
+    libkrb5-dev krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit sasl2-bin)
 failed=()
 
 step() {

@@ -241,6 +241,9 @@ pub struct Passwords {
     pub bind_cache_secs: u64,
     /// Most DNs remembered.
     pub bind_cache_entries: usize,
+    /// saslauthd's socket, asked about `{SASL}user@realm` passwords (crate::saslauthd); Cyrus SASL's
+    /// default path.
+    pub saslauthd_socket: PathBuf,
 }
 
 impl Default for Passwords {
@@ -254,6 +257,7 @@ impl Default for Passwords {
             max_parallel_hashes: 0,
             bind_cache_secs: 0,
             bind_cache_entries: 10_000,
+            saslauthd_socket: PathBuf::from("/var/run/saslauthd/mux"),
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod redact;
 pub mod reqctl;
 pub mod retcode;
 pub mod sasl;
+pub mod saslauthd;
 pub mod security;
 pub mod select;
 pub mod session;

@@ -62,6 +62,8 @@ mod robustness;
 mod rootdse;
 #[path = "e2e/sasl.rs"]
 mod sasl;
+#[path = "e2e/saslauthd.rs"]
+mod saslauthd;
 #[path = "e2e/search.rs"]
 mod search;
 #[path = "e2e/secrets.rs"]

@@ -258,13 +258,16 @@ async fn verify_values(
     link: &Link,
 ) -> Option<usize> {
     if runs_inline(values, &state.dummy_hash) {
-        return verify_now(values, password, &state.dummy_hash);
+        return verify_now(values, password, &state.dummy_hash, None);
     }
     let (values, password, dummy) = (values.to_vec(), password.to_vec(), state.dummy_hash.clone());
+    let saslauthd = state.config.passwords.saslauthd_socket.clone();
     let source = crate::hash_gate::Source::of(link);
     state
         .hash_gate
-        .run(source, move || verify_now(&values, &password, &dummy))
+        .run(source, move || {
+            verify_now(&values, &password, &dummy, Some(&saslauthd))
+        })
         .await
         .flatten()
 }
@@ -278,7 +281,13 @@ async fn verify_remembered(
     password: &[u8],
     link: &Link,
 ) -> Option<usize> {
-    let cache = (state.bind_cache.as_ref()).filter(|_| !runs_inline(values, &state.dummy_hash));
+    // `{SASL}` values are left out: their password lives elsewhere and may change there.
+    let cache = (state.bind_cache.as_ref()).filter(|_| {
+        !runs_inline(values, &state.dummy_hash)
+            && values
+                .iter()
+                .all(|v| crate::saslauthd::identity(v).is_none())
+    });
     let Some(cache) = cache else {
         return verify_values(state, values, password, link).await;
     };
@@ -299,23 +308,36 @@ fn runs_inline(values: &[Vec<u8>], dummy: &[u8]) -> bool {
     if values.is_empty() {
         return canopy_password::is_cheap(dummy);
     }
-    values.len() <= MAX_INLINE_VALUES && values.iter().all(|value| canopy_password::is_cheap(value))
+    values.len() <= MAX_INLINE_VALUES
+        && values.iter().all(|value| {
+            canopy_password::is_cheap(value) && crate::saslauthd::identity(value).is_none()
+        })
 }
 
-fn verify_now(values: &[Vec<u8>], password: &[u8], dummy: &[u8]) -> Option<usize> {
+/// The index of the value `password` matches. A `{SASL}` value asks saslauthd at `saslauthd` (on a
+/// blocking thread only: None when called inline, where no such value is).
+fn verify_now(
+    values: &[Vec<u8>],
+    password: &[u8],
+    dummy: &[u8],
+    saslauthd: Option<&std::path::Path>,
+) -> Option<usize> {
     if values.is_empty() {
         let _ = canopy_password::verify(dummy, password);
         return None;
     }
-    values
-        .iter()
-        .position(|value| match canopy_password::verify(value, password) {
+    values.iter().position(|value| {
+        if let Some(id) = crate::saslauthd::identity(value) {
+            return saslauthd.is_some_and(|socket| crate::saslauthd::check(socket, id, password));
+        }
+        match canopy_password::verify(value, password) {
             Ok(ok) => ok,
             Err(error) => {
                 tracing::warn!(%error, "unusable userPassword value");
                 false
             }
-        })
+        }
+    })
 }
 
 /// `rehash_on_bind`: replaces a value in another scheme by one in the default scheme, with SCRAM secrets.
@@ -673,8 +695,8 @@ mod tests {
             .unwrap()
             .into_bytes();
         let values = [other, good];
-        assert_eq!(verify_now(&values, b"secret", b"{SSHA}x"), Some(1));
-        assert_eq!(verify_now(&values, b"wrong", b"{SSHA}x"), None);
-        assert_eq!(verify_now(&[], b"secret", b"{SSHA}x"), None);
+        assert_eq!(verify_now(&values, b"secret", b"{SSHA}x", None), Some(1));
+        assert_eq!(verify_now(&values, b"wrong", b"{SSHA}x", None), None);
+        assert_eq!(verify_now(&[], b"secret", b"{SSHA}x", None), None);
     }
 }
