@@ -525,6 +525,9 @@ impl<'a> Checker<'a> {
                 if !self.by_matches(i, j, by, relation) {
                     continue;
                 }
+                if by.self_only && !self.value_is_requester(attr) {
+                    continue;
+                }
                 decision.mask = match by.modifier {
                     Modifier::Set => by.privileges,
                     Modifier::Add => decision.mask | by.privileges,
@@ -607,6 +610,18 @@ impl<'a> Checker<'a> {
             }
         }
         false
+    }
+
+    /// Whether `attr` is one value, and that value the requester's own DN (slapd's `self` access
+    /// modifier: a whole attribute, or an anonymous requester, never is).
+    fn value_is_requester(&self, attr: AttrRef<'_>) -> bool {
+        let (AttrRef::Value(_, value), Some(me)) = (attr, self.who.ndn.as_ref()) else {
+            return false;
+        };
+        canopy_proto::Dn::parse(value)
+            .ok()
+            .and_then(|dn| self.schema.normalize_dn(&dn).ok())
+            .is_some_and(|dn| &dn == me)
     }
 
     fn value_matches(&self, pattern: &ValPattern, desc: &str, value: &[u8]) -> bool {

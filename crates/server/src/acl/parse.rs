@@ -82,6 +82,9 @@ pub struct By {
     pub who: Vec<WhoSpec>,
     pub modifier: Modifier,
     pub privileges: Mask,
+    /// slapd's `self` access modifier (`selfwrite`): the clause applies only to a check of one value
+    /// that is the requester's own DN.
+    pub self_only: bool,
     pub control: Control,
 }
 
@@ -412,11 +415,11 @@ fn parse_by<'w>(
         };
         // `by <who> break` (or continue): the access may be left out; it changes nothing then.
         if !who.is_empty() && control_word(word).is_some() {
-            break (Modifier::Add, 0);
+            break (Modifier::Add, 0, false);
         }
         words.next();
         text.push(word);
-        if let Some(access) = parse_access(word) {
+        if let Some(access) = parse_level(word) {
             if who.is_empty() {
                 return Err((word.into(), "missing <who> before the access level".into()));
             }
@@ -436,12 +439,13 @@ fn parse_by<'w>(
             })?
         }
     };
-    let (modifier, privileges) = access;
+    let (modifier, privileges, self_only) = access;
     Ok(By {
         text: text.join(" "),
         who,
         modifier,
         privileges,
+        self_only,
         control,
     })
 }
@@ -453,6 +457,20 @@ fn control_word(word: &str) -> Option<Control> {
         "break" => Some(Control::Break),
         _ => None,
     }
+}
+
+/// slapd's `<access>`: `[[real]self]{<level>|<priv>}`, with whether the `self` modifier was given
+/// (`selfwrite`: the access holds only for values that are the requester's own DN). `realself` is
+/// `self` on the authentication identity, which is the one `self` sees here (see `WhoSpec::Real`).
+fn parse_level(word: &str) -> Option<(Modifier, Mask, bool)> {
+    let lower = word.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("realself")
+        .or_else(|| lower.strip_prefix("self"));
+    if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+        return parse_access(rest).map(|(m, mask)| (m, mask, true));
+    }
+    parse_access(word).map(|(m, mask)| (m, mask, false))
 }
 
 /// A level word or a `=`/`+`/`-` privilege set; None if the word is neither.

@@ -629,3 +629,73 @@ fn rebinding_changes_what_searches_see() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines, expected, "{}", out.stderr);
 }
+
+/// slapd's `self` access modifier: `selfwrite` on a group's `member` lets a user add and delete their
+/// own DN there, and nothing else (not another DN, not a replace of the whole attribute); `selfadd`
+/// only adds. Every answer is slapd's (the same rules run on both servers).
+#[test]
+fn selfwrite_on_members() {
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.exact="cn=engineering,ou=groups,dc=example,dc=com" attrs=member by dn.exact="uid=carol,ou=people,dc=example,dc=com" selfadd by users selfwrite by * read"#,
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let group = format!("cn=engineering,{GROUPS}");
+    let change = |op: &str, value: &str| {
+        format!("dn: {group}\nchangetype: modify\n{op}: member\nmember: {value}\n")
+    };
+    let mut t = Transcript::new("acl_selfwrite");
+    let dave = user_dn("dave");
+    let erin = user_dn("erin");
+    let carol = user_dn("carol");
+    let bob = user_dn("bob");
+    let steps: Vec<(&str, Bind, String)> = vec![
+        (
+            "dave adds himself",
+            Bind::user("dave"),
+            change("add", &dave),
+        ),
+        ("dave adds erin", Bind::user("dave"), change("add", &erin)),
+        (
+            "dave deletes himself, spelled in capitals",
+            Bind::user("dave"),
+            change("delete", &dave.to_uppercase()),
+        ),
+        (
+            "dave deletes bob",
+            Bind::user("dave"),
+            change("delete", &bob),
+        ),
+        (
+            "bob deletes himself",
+            Bind::user("bob"),
+            change("delete", &bob),
+        ),
+        (
+            "erin replaces every member with herself",
+            Bind::user("erin"),
+            format!("dn: {group}\nchangetype: modify\nreplace: member\nmember: {erin}\n"),
+        ),
+        (
+            "carol adds herself (selfadd)",
+            Bind::user("carol"),
+            change("add", &carol),
+        ),
+        (
+            "carol deletes herself (selfadd)",
+            Bind::user("carol"),
+            change("delete", &carol),
+        ),
+        ("anonymous adds erin", Bind::Anonymous, change("add", &erin)),
+    ];
+    for (title, bind, ldif) in steps {
+        let out = s.modify(&bind, &ldif);
+        t.text(title, &format!("# rc: {}", out.code));
+    }
+    t.section(
+        "members afterwards",
+        &s.read(&Bind::Root, &group, &["member"]),
+    );
+    t.check();
+}
