@@ -106,13 +106,22 @@ impl Guard for Refreshing {
         txn: InWrite<'_>,
         action: Action<'_>,
     ) -> Result<(), LdapError> {
-        if let Action::Modify(entry, _) = action {
+        if let Action::Modify(entry, changes) = action {
             if !is_dynamic(dir, entry) {
                 return Err(LdapError::new(
                     ResultCode::ObjectClassViolation,
                     "refresh operation only applies to dynamic objects",
                 ));
             }
+            // slapd asks for write access to entryTtl alone; entryExpireTimestamp, which follows
+            // from it, is the server's to write (OpenLDAP's test046: a member granted `manage` on
+            // entryTtl refreshes a meeting whose other attributes it may only read).
+            let ttl: Vec<canopy_proto::Change> = changes
+                .iter()
+                .filter(|c| c.modification.name.eq_ignore_ascii_case("entryTtl"))
+                .cloned()
+                .collect();
+            return self.inner.authorize(dir, txn, Action::Modify(entry, &ttl));
         }
         self.inner.authorize(dir, txn, action)
     }

@@ -168,3 +168,54 @@ fn added_live_through_cn_config() {
     );
     t.check();
 }
+
+/// A Refresh needs write access to entryTtl only (OpenLDAP's test046): a member granted `manage` on
+/// a meeting's entryTtl by `dnattr=member` refreshes it though every other attribute of it is
+/// read-only to them, and a non-member may not.
+#[test]
+fn refresh_needs_access_to_entry_ttl_only() {
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.base="ou=groups,dc=example,dc=com" attrs=children by users write"#,
+        r#"to dn.onelevel="ou=groups,dc=example,dc=com" attrs=entryTtl by dnattr=member manage by * read"#,
+        r#"to dn.onelevel="ou=groups,dc=example,dc=com" by dnattr=creatorsName write by * read"#,
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_overlays_schema_access(
+        "overlay dds\ndds-max-ttl 86400\ndds-min-ttl 2\ndds-default-ttl 600\n",
+        &[],
+        &rules,
+        "[[overlay]]\nname = \"dds\"\nmax-ttl = 86400\nmin-ttl = 2\ndefault-ttl = 600\n",
+    );
+    let meeting = "cn=meeting,ou=groups,dc=example,dc=com";
+    let add = format!(
+        "dn: {meeting}\nchangetype: add\nobjectClass: groupOfNames\nobjectClass: dynamicObject\n\
+         cn: meeting\nmember: {}\nmember: {}\n",
+        user_dn("alice"),
+        user_dn("bob")
+    );
+    s.modify(&Bind::user("alice"), &add)
+        .expect_code(0, "alice creates a meeting");
+    let refresh = |who: &str| {
+        s.tool(
+            "ldapexop",
+            &Bind::user(who),
+            &["refresh", meeting, "120"],
+            None,
+        )
+    };
+    refresh("bob").expect_code(0, "bob, a member, refreshes the meeting");
+    // ldapexop exits 1 on any refusal; its message names the code.
+    let carol = refresh("carol");
+    assert!(
+        carol.code != 0 && carol.stderr.contains("Insufficient access (50)"),
+        "carol, no member, may not: {} {}",
+        carol.code,
+        carol.stderr
+    );
+    s.modify(
+        &Bind::user("bob"),
+        &format!("dn: {meeting}\nchangetype: modify\nreplace: cn\ncn: meeting\n"),
+    )
+    .expect_code(50, "bob may not write the meeting's other attributes");
+}
