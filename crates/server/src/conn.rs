@@ -554,9 +554,10 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
     }
     // A transaction's requests are answered here, in order with the requests around them.
     if crate::txn::handles(&message.op, &ctl) {
+        // A write with proxied authorization queues as the proxied identity.
         let response = Box::pin(crate::txn::handle(
             state,
-            who,
+            proxied.as_ref().unwrap_or(who),
             message.op,
             &ctl,
             id,

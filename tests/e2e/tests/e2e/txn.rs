@@ -196,3 +196,40 @@ fn syncprov_sees_each_change() {
     t.raw("sync_txn.py", &out);
     t.check();
 }
+
+/// A transaction's writes sent with proxied authorization run as the proxied identity: the root DN
+/// acting as bob (who may write nothing under Debian's rules) commits nothing, as slapd refuses it.
+#[test]
+fn proxied_writes_in_a_transaction() {
+    let s = Server::start();
+    let alice = user_dn("alice");
+    let bob = user_dn("bob");
+    let change = |value: &str| {
+        format!("dn: {alice}\nchangetype: modify\nreplace: description\ndescription: {value}\n")
+    };
+    let authz = format!("!authzid=dn:{bob}");
+    let as_bob = s.tool(
+        "ldapmodify",
+        &Bind::Root,
+        &["-E", "txn=commit", "-e", &authz],
+        Some(&change("written as bob")),
+    );
+    assert_ne!(
+        as_bob.code, 0,
+        "a write as bob in a transaction: {as_bob:?}"
+    );
+    let as_root = s.tool(
+        "ldapmodify",
+        &Bind::Root,
+        &["-E", "txn=commit"],
+        Some(&change("written as root")),
+    );
+    as_root.expect_code(0, "the same transaction as the root DN itself");
+    let now = s.read(&Bind::Root, &alice, &["description"]);
+    assert!(
+        now.stdout.contains("description: written as root")
+            && !now.stdout.contains("written as bob"),
+        "{}",
+        now.stdout
+    );
+}
