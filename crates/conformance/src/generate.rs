@@ -8,7 +8,8 @@ use crate::corpus::SUFFIX;
 use crate::data::Pool;
 use crate::rng::Rng;
 use canopy_proto::{
-    DerefAliases, Filter, MatchingRuleAssertion, SearchRequest, SearchScope, SubstringFilter,
+    Control, DerefAliases, Filter, MatchingRuleAssertion, SearchRequest, SearchScope,
+    SubstringFilter,
 };
 
 /// Deepest and/or/not nesting generated (the outermost filter is depth 1).
@@ -72,6 +73,9 @@ const RULES: &[&str] = &[
 pub struct Generator<'a> {
     pool: &'a Pool,
     rng: Rng,
+    /// The request controls' own stream, so that adding controls leaves every seed's searches as
+    /// they were.
+    controls_rng: Rng,
     seed: u64,
     count: usize,
     aliases: bool,
@@ -84,6 +88,7 @@ impl<'a> Generator<'a> {
             pool,
             // Mixed so that seeds 1, 2, 3 start far apart.
             rng: Rng::new(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5eed),
+            controls_rng: Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xc0_7e01),
             seed,
             count: 0,
             aliases,
@@ -135,8 +140,36 @@ impl<'a> Generator<'a> {
             },
             _ => Identity::Anonymous,
         };
+        let mut controls = self.controls(&identity);
+        // Server-side sorting (RFC 2891), in one search in ten, by uid among the entries that have
+        // one: uid values differ between entries, so no two entries tie (each server keeps its own
+        // order among equal keys, a documented difference), and half of them with a VLV window.
+        let mut filter = filter;
+        if self.controls_rng.chance(10) {
+            filter = Filter::And(vec![filter, Filter::Present("uid".into())]);
+            let key = if self.controls_rng.chance(50) {
+                "-uid"
+            } else {
+                "uid"
+            };
+            if let Ok(sort) = crate::sorting::sort_control(key) {
+                controls.push(sort);
+            }
+            if self.controls_rng.chance(50) {
+                let window = format!(
+                    "{}/{}/{}/0",
+                    self.controls_rng.below(3),
+                    self.controls_rng.below(4),
+                    1 + self.controls_rng.below(12)
+                );
+                if let Ok(vlv) = crate::sorting::vlv_control(&window) {
+                    controls.push(vlv);
+                }
+            }
+        }
         Case {
             origin: format!("seed {} #{}", self.seed, self.count),
+            controls,
             identity,
             request: Request::Search(SearchRequest {
                 base,
@@ -148,8 +181,59 @@ impl<'a> Generator<'a> {
                 filter,
                 attributes,
             }),
-            controls: Vec::new(),
             deliberate: None,
+        }
+    }
+
+    /// Request controls for some searches, from their own stream: RFC 3876's Matched Values with one
+    /// or two simple items on attribute/value pairs of the data (one search in eight), and RFC 4370's
+    /// proxied authorization by the root DN as alice or as anonymous (one root search in five).
+    fn controls(&mut self, identity: &Identity) -> Vec<Control> {
+        let mut out = Vec::new();
+        if self.controls_rng.chance(12) {
+            let n = 1 + self.controls_rng.below(2);
+            let items: Vec<Filter> = (0..n).map(|_| self.values_item()).collect();
+            out.push(Control {
+                oid: crate::corpus::VALUES_RETURN.into(),
+                critical: true,
+                value: Some(canopy_proto::encode_values_return(&items)),
+            });
+        }
+        if matches!(identity, Identity::Root) && self.controls_rng.chance(20) {
+            let authzid = match self.controls_rng.below(3) {
+                0 => Vec::new(),
+                _ => format!("dn:uid=alice,ou=people,{SUFFIX}").into_bytes(),
+            };
+            out.push(Control {
+                oid: crate::corpus::PROXY_AUTHZ.into(),
+                critical: true,
+                value: Some(authzid),
+            });
+        }
+        out
+    }
+
+    /// A simple filter item of a values return filter on a pair of the data: equality, a prefix or
+    /// suffix substring, an ordering item, or presence.
+    fn values_item(&mut self) -> Filter {
+        let rng = &mut self.controls_rng;
+        let (attr, value) = rng
+            .pick(&self.pool.pairs)
+            .cloned()
+            .unwrap_or_else(|| ("cn".into(), b"x".to_vec()));
+        let text = String::from_utf8_lossy(&value).to_string();
+        let head: String = text.chars().take(2).collect();
+        match rng.below(6) {
+            0 | 1 => Filter::Equality(attr, value),
+            2 if !head.is_empty() => Filter::Substrings(SubstringFilter {
+                attr,
+                initial: Some(head.into_bytes()),
+                any: Vec::new(),
+                final_: None,
+            }),
+            3 => Filter::GreaterOrEqual(attr, value),
+            4 => Filter::LessOrEqual(attr, value),
+            _ => Filter::Present(attr),
         }
     }
 
@@ -363,5 +447,27 @@ mod tests {
             assert_eq!(Filter::parse(&s).unwrap(), r.filter, "{s}");
         }
         assert_eq!(seen.len(), 9, "{seen:?}");
+    }
+
+    /// Some generated searches carry each of the controls the tester generates (Matched Values,
+    /// proxied authorization, sort, VLV).
+    #[test]
+    fn generates_control_cases() {
+        let pool = Pool::from_ldif(LDIF.as_bytes()).unwrap();
+        let mut g = Generator::new(&pool, 3, false);
+        let mut seen = std::collections::BTreeMap::new();
+        for _ in 0..2000 {
+            for c in g.next_case().controls {
+                *seen.entry(c.oid).or_insert(0) += 1;
+            }
+        }
+        for oid in [
+            crate::corpus::VALUES_RETURN,
+            crate::corpus::PROXY_AUTHZ,
+            "1.2.840.113556.1.4.473",
+            "2.16.840.1.113730.3.4.9",
+        ] {
+            assert!(seen.get(oid).is_some_and(|n| *n >= 10), "{oid}: {seen:?}");
+        }
     }
 }

@@ -81,7 +81,11 @@ pub(super) fn encode_stored(
     }
     for attr in computed {
         if selection.wants_computed(&attr.desc) && (plain || reads(&attr.desc)) {
-            if let Some(values) = shown_values(job, attr) {
+            let values = match added_after_matching(&attr.desc) {
+                true => Some(matched_or_none(job, attr)),
+                false => shown_values(job, attr),
+            };
+            if let Some(values) = values {
                 encode_partial_attribute(&mut attrs, &attr.desc, &values);
             }
         }
@@ -120,7 +124,41 @@ fn encode_readable_values(
 /// the answer shows them: none with typesOnly, those the Matched Values control's items match; None
 /// when the control leaves no value, and with it the attribute.
 fn shown_values<'a>(job: &SearchJob, attr: &'a Attribute) -> Option<Vec<&'a [u8]>> {
-    let values: Vec<&[u8]> = match job.ctl.values_return.as_deref() {
+    shown_values_with(job, attr, job.ctl.values_return.as_deref())
+}
+
+/// The attributes slapd computes for each entry sent (`backend_operational`: entryDN,
+/// hasSubordinates, subschemaSubentry). It filters their values by the Matched Values control too, but
+/// sends such an attribute even when no value is left, as a type with no values, where a stored
+/// attribute left without values is not sent (found by the conformance tester's generated Matched
+/// Values cases). contextCSN, stored in slapd, is treated as stored.
+fn added_after_matching(desc: &str) -> bool {
+    ["entryDN", "hasSubordinates", "subschemaSubentry"]
+        .iter()
+        .any(|name| name.eq_ignore_ascii_case(desc))
+}
+
+/// The values of a computed attribute that the Matched Values control's items match (all of them
+/// without the control; none with typesOnly), perhaps none.
+fn matched_or_none<'a>(job: &SearchJob, attr: &'a Attribute) -> Vec<&'a [u8]> {
+    if job.req.types_only {
+        return Vec::new();
+    }
+    let items = job.ctl.values_return.as_deref();
+    attr.values
+        .iter()
+        .map(Vec::as_slice)
+        .filter(|v| items.is_none_or(|items| matches_item(job, items, &attr.desc, v)))
+        .collect()
+}
+
+/// [`shown_values`] with the Matched Values items `matched` (None: every value).
+fn shown_values_with<'a>(
+    job: &SearchJob,
+    attr: &'a Attribute,
+    matched: Option<&[Filter]>,
+) -> Option<Vec<&'a [u8]>> {
+    let values: Vec<&[u8]> = match matched {
         None => attr.values.iter().map(Vec::as_slice).collect(),
         Some(items) => {
             let kept: Vec<&[u8]> = attr
