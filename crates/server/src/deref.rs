@@ -6,13 +6,14 @@
 use std::sync::Arc;
 
 use canopy_ber::{Reader, Writer};
-use canopy_core::wire::{attributes, StoredEntry};
+use canopy_core::wire::StoredEntry;
 use canopy_core::LdapError;
 use canopy_proto::oid::CONTROL_DEREF;
 use canopy_proto::{Control, ResultCode};
 use canopy_schema::Schema;
 
 use crate::databases::{Database, EntryAnswer, EntryReading, FrontHook, ReadAttributes};
+use crate::ops::search::following::held;
 
 const SEQUENCE: u8 = 0x30;
 const SET: u8 = 0x31;
@@ -139,22 +140,6 @@ fn encode(results: &[DerefRes<'_>]) -> Vec<u8> {
         }
     });
     out
-}
-
-/// The values of the attribute `name` (a schema name, no options) that `stored` holds.
-fn held<'a>(schema: &Schema, stored: &StoredEntry<'a>, name: &str) -> Option<Vec<&'a [u8]>> {
-    let wanted = schema.attribute_type(name)?;
-    [stored.user, stored.secret, stored.operational]
-        .into_iter()
-        .flat_map(attributes)
-        .filter_map(Result::ok)
-        .find(|(desc, _)| {
-            !desc.contains(';')
-                && schema
-                    .attribute_type(desc)
-                    .is_some_and(|at| std::ptr::eq(at, wanted))
-        })
-        .map(|(_, values)| values)
 }
 
 /// The overlay's answer to one search's control.

@@ -6,8 +6,17 @@ use canopy_e2e::*;
 
 #[test]
 fn transactions() {
-    let s = Server::start();
-    let out = s.python("txn.py", &[]);
+    // slapd 2.5 now and then closes the connection when ending a transaction whose third write
+    // fails (tests/e2e/py/txn.py's second part); a fresh server then passes.
+    let (s, out) = reference_retry(
+        "connection closed at End Transaction",
+        || {
+            let s = Server::start();
+            let out = s.python("txn.py", &[]);
+            (s, out)
+        },
+        |(_, out)| out.code != 0 && out.stderr.contains("rawldap.Closed"),
+    );
     assert_eq!(
         out.code, 0,
         "txn.py failed:\n{}\n{}",

@@ -38,7 +38,7 @@ use crate::special;
 use crate::state::State;
 
 mod encode;
-mod following;
+pub(crate) mod following;
 mod reader;
 mod sort;
 
