@@ -8,7 +8,7 @@ use canopy_proto::{Dn, ResultCode, SearchScope};
 use canopy_schema::NormDn;
 use std::sync::Arc;
 
-use crate::database::Directory;
+use crate::database::{Checked, Directory};
 use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
 use crate::referral::{is_alias, is_referral, nearest, referral_for, values};
@@ -237,7 +237,7 @@ pub fn reach(
     scope: SearchScope,
 ) -> Result<Reach, LdapError> {
     let subtree = scope != SearchScope::SingleLevel;
-    let indexed = dir.class_ids(txn, "alias")?;
+    let indexed = dir.class_ids(txn, Checked::Alias)?;
     let mut reach = Reach::default();
     let mut pending = vec![(base.clone(), base_id)];
     while let Some((root, root_id)) = pending.pop() {
@@ -274,8 +274,8 @@ pub fn referral_ids(
     base_id: u64,
     subtree: bool,
 ) -> Result<Vec<u64>, LdapError> {
-    if let Some(ids) = dir.class_ids(txn, "referral")? {
-        return Ok(ids);
+    if let Some(ids) = dir.class_ids(txn, Checked::Referral)? {
+        return Ok(ids.to_vec());
     }
     let mut out = Vec::new();
     for id in scope_ids(dir, txn, base, base_id, subtree)? {

@@ -78,8 +78,32 @@ struct Memo {
     snapshot: usize,
     /// Existing entries that are neither aliases nor referral objects, by normalized DN.
     plain: Vec<(NormDn, u64)>,
-    /// Indexed IDs of `(objectClass=alias)` and `(objectClass=referral)`.
-    classes: Vec<(&'static str, Vec<u64>)>,
+    /// Indexed IDs of the classes every search checks, by [`Checked`] (None: not read yet).
+    classes: [Option<Arc<[u64]>>; Checked::COUNT],
+}
+
+/// The object classes a search checks on every candidate it may send: their entries' IDs come from
+/// the objectClass index once per snapshot ([`Directory::class_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    Alias,
+    Referral,
+    Glue,
+    Subentry,
+}
+
+impl Checked {
+    const COUNT: usize = 4;
+
+    /// The class's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Checked::Alias => "alias",
+            Checked::Referral => "referral",
+            Checked::Glue => "glue",
+            Checked::Subentry => "subentry",
+        }
+    }
 }
 
 /// The last DN normalized: the schema it was normalized under, the request's bytes and the result.
@@ -94,7 +118,7 @@ impl Memo {
         if snapshot > self.snapshot {
             self.snapshot = snapshot;
             self.plain.clear();
-            self.classes.clear();
+            self.classes = Default::default();
         }
         (snapshot == self.snapshot).then_some(self)
     }
@@ -388,33 +412,66 @@ impl Directory {
         }
     }
 
-    /// The indexed IDs (ascending) of the entries of object class `class` (`alias` or `referral`, the
-    /// classes every search checks), read once per snapshot; None when objectClass is not indexed.
+    /// The indexed IDs (ascending) of the entries of the checked class `class`, read once per
+    /// snapshot; None when objectClass is not indexed.
     pub fn class_ids(
         &self,
         txn: &impl crate::View,
-        class: &'static str,
-    ) -> Result<Option<Vec<u64>>, LdapError> {
+        class: Checked,
+    ) -> Result<Option<Arc<[u64]>>, LdapError> {
+        let [ids] = self.classes_ids(txn, [Some(class)])?;
+        Ok(ids)
+    }
+
+    /// [`Directory::class_ids`] of each class wanted (None where none is), under one look at the
+    /// snapshot's memo: what every search asks before it scans.
+    pub fn classes_ids<const N: usize>(
+        &self,
+        txn: &impl crate::View,
+        wanted: [Option<Checked>; N],
+    ) -> Result<[Option<Arc<[u64]>>; N], LdapError> {
         // Remembered per snapshot; a write's view, which sees its own changes, asks the index.
         let snapshot = crate::view::committed(txn);
-        let txn = crate::view::txn(txn);
+        let mut out: [Option<Arc<[u64]>>; N] = std::array::from_fn(|_| None);
+        let mut missing = false;
         if let Some(snapshot) = snapshot {
-            if let Some(memo) = self.memo().of(snapshot) {
-                if let Some((_, ids)) = memo.classes.iter().find(|(c, _)| *c == class) {
-                    return Ok(Some(ids.clone()));
+            let mut memo = self.memo();
+            if let Some(memo) = memo.of(snapshot) {
+                for (slot, class) in out.iter_mut().zip(wanted) {
+                    if let Some(class) = class {
+                        *slot = memo.classes[class as usize].clone();
+                        missing |= slot.is_none();
+                    }
+                }
+            } else {
+                missing = true;
+            }
+        } else {
+            missing = true;
+        }
+        if !missing {
+            return Ok(out);
+        }
+        let txn = crate::view::txn(txn);
+        for (slot, class) in out.iter_mut().zip(wanted) {
+            let Some(class) = class.filter(|_| slot.is_none()) else {
+                continue;
+            };
+            let Some(mut ids) =
+                crate::candidates::resolve(txn, &self.class_plan(txn, class.name()))?
+            else {
+                continue;
+            };
+            ids.sort_unstable();
+            let ids: Arc<[u64]> = ids.into();
+            if let Some(snapshot) = snapshot {
+                if let Some(memo) = self.memo().of(snapshot) {
+                    memo.classes[class as usize] = Some(Arc::clone(&ids));
                 }
             }
+            *slot = Some(ids);
         }
-        let Some(mut ids) = crate::candidates::resolve(txn, &self.class_plan(txn, class))? else {
-            return Ok(None);
-        };
-        ids.sort_unstable();
-        if let Some(snapshot) = snapshot {
-            if let Some(memo) = self.memo().of(snapshot) {
-                memo.classes.push((class, ids.clone()));
-            }
-        }
-        Ok(Some(ids))
+        Ok(out)
     }
 
     /// The candidate plan of `(objectClass=CLASS)` with the indexes `txn` may use; `alias` and

@@ -38,7 +38,7 @@ pub mod write;
 
 pub use database::pipeline;
 pub use database::pipeline::{OnReplica, Pipeline, WriteHook};
-pub use database::{Directory, OpenError, OpenOptions};
+pub use database::{Checked, Directory, OpenError, OpenOptions};
 pub use error::{store_error, OpError, Referral};
 pub use event::{after_commit, Event, Kind, Origin, Proposed};
 pub use figures::{Distribution, Figures};

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::alias::{find_base, reach, referral_ids, scope_ids, Base, Reach};
 use crate::candidates::resolve;
-use crate::database::Directory;
+use crate::database::{Checked, Directory};
 use crate::error::{store_error, OpError};
 use crate::keys::dn_key;
 use crate::referral::{continuation, is_alias, is_glue, is_referral, is_subentry};
@@ -110,16 +110,16 @@ pub struct Scan<'b> {
     references: bool,
     searching: bool,
     /// Referral objects and aliases by ID from the objectClass index (once per snapshot), else None.
-    referrals: Option<Vec<u64>>,
-    aliases: Option<Vec<u64>>,
+    referrals: Option<Arc<[u64]>>,
+    aliases: Option<Arc<[u64]>>,
     /// Glue entries (slapd's placeholders, received by replication) are passed over unless the
     /// search has ManageDsaIT; by ID from the objectClass index when there is one.
     hide_glue: bool,
-    glue: Option<Vec<u64>>,
+    glue: Option<Arc<[u64]>>,
     /// Which subentries the search sees, and their IDs from the objectClass index when there is
     /// one; `Subentries::All` when the scan need not tell.
     subentries: Subentries,
-    subentry_ids: Option<Vec<u64>>,
+    subentry_ids: Option<Arc<[u64]>>,
 }
 
 /// One examined candidate.
@@ -208,30 +208,20 @@ impl Directory {
             ids.sort_unstable();
             ids.dedup();
         }
-        let referrals = if references {
-            self.class_ids(txn, "referral")?
-        } else {
-            None
-        };
-        let aliases = if searching {
-            self.class_ids(txn, "alias")?
-        } else {
-            None
-        };
         let hide_glue = !query.manage_dsa_it;
-        let glue = if hide_glue {
-            self.class_ids(txn, "glue")?
-        } else {
-            None
-        };
         let subentries = match query.subentries {
             Subentries::InBaseScope if query.scope == SearchScope::BaseObject => Subentries::All,
             other => other,
         };
-        let subentry_ids = match subentries {
-            Subentries::All => None,
-            _ => self.class_ids(txn, "subentry")?,
-        };
+        let [referrals, aliases, glue, subentry_ids] = self.classes_ids(
+            txn,
+            [
+                references.then_some(Checked::Referral),
+                searching.then_some(Checked::Alias),
+                hide_glue.then_some(Checked::Glue),
+                (subentries != Subentries::All).then_some(Checked::Subentry),
+            ],
+        )?;
         Ok(Scan {
             candidates,
             unindexed,

@@ -671,7 +671,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                 };
                 Some(permit)
             };
-            state.prepare_read(&req.base).await;
+            if state.read_needs_preparing(&req.base) {
+                state.prepare_read(&req.base).await;
+            }
             // A sync search (RFC 4533) holds a permit until it ends: taken before its job is made.
             let (held, sync_permit) = if ctl.sync.is_some() {
                 let Some(permit) = take_permit(held, permits).await else {
@@ -760,7 +762,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let pending = pending.clone();
             tokio::spawn(async move {
                 if let ProtocolOp::CompareRequest(req) = &op {
-                    state.prepare_read(&req.dn).await;
+                    if state.read_needs_preparing(&req.dn) {
+                        state.prepare_read(&req.dn).await;
+                    }
                 }
                 // On the heap: the operations' futures together are tens of kilobytes, which the
                 // task would otherwise copy on each change of its stage (a fifth of a modify's

@@ -180,6 +180,14 @@ impl ServerState {
         self.backends.of(dir.engine())
     }
 
+    /// Whether a read based at `raw_base` needs [`ServerState::prepare_read`] first: a cheap test
+    /// made before every search and compare, so that the usual read awaits nothing.
+    pub fn read_needs_preparing(&self, raw_base: &[u8]) -> bool {
+        self.backends
+            .all()
+            .any(|backend| backend.read_needs_preparing(raw_base))
+    }
+
     /// Brings every database a read based at `raw_base` may find up to date (cn=Monitor's entries).
     pub async fn prepare_read(self: &Arc<Self>, raw_base: &[u8]) {
         for backend in self.backends.all() {

@@ -70,12 +70,12 @@ impl Monitor {
         }
     }
 
-    /// Whether a request's raw base DN may lie in cn=Monitor: a cheap test before any refresh.
+    /// Whether a request's raw base DN may lie in cn=Monitor: a cheap test before any refresh, made
+    /// on every search and compare. Every DN of the tree ends with its suffix's value `Monitor` (in
+    /// any case, perhaps followed by spaces), so the test reads the last bytes only.
     pub fn may_hold(raw_dn: &[u8]) -> bool {
-        // The first byte alone rules out most windows (only M and m become m with 0x20 set).
-        raw_dn.windows(7).any(|w| {
-            w.first().is_some_and(|b| b | 0x20 == b'm') && w.eq_ignore_ascii_case(b"monitor")
-        })
+        let end = raw_dn.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+        end >= 7 && raw_dn[end - 7..end].eq_ignore_ascii_case(b"monitor")
     }
 
     /// Writes the difference between `entries` and what the store holds: new entries added (parents
@@ -218,14 +218,14 @@ mod tests {
     use super::Monitor;
 
     #[test]
-    fn may_hold_finds_monitor_anywhere_in_any_case() {
+    fn may_hold_finds_monitor_at_the_end_in_any_case() {
         for dn in [
             &b"cn=Monitor"[..],
             b"cn=Connections,CN=MONITOR",
             b"cn=x,cn=monitor",
             b"monitor",
             b"mmonitor",
-            b"cn=mOnItOr,dc=example",
+            b"cn=x,cn=mOnItOr  ",
         ] {
             assert!(Monitor::may_hold(dn), "{dn:?}");
         }
@@ -235,6 +235,8 @@ mod tests {
             b"cn=monito",
             b"cn=m,ou=onitor",
             b"uid=mmm",
+            b"cn=mOnItOr,dc=example",
+            b"      ",
         ] {
             assert!(!Monitor::may_hold(dn), "{dn:?}");
         }

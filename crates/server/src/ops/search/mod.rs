@@ -490,11 +490,11 @@ type PartOf<'d> = (
 /// The parts of a search based at `at` in `dir`: the requested database (scope None), then the
 /// glued ones in order, each based at its suffix with the scope its part takes.
 fn parts_of<'d>(
-    job: &'d SearchJob,
     dir: &'d Database,
     at: (Arc<canopy_proto::Dn>, Arc<NormDn>),
+    glued: Vec<(&'d Database, canopy_proto::SearchScope)>,
 ) -> Vec<PartOf<'d>> {
-    let glued = glued_in_order(job.state.databases.glued(dir, &at.1, job.req.scope));
+    let glued = glued_in_order(glued);
     std::iter::once((dir, at.0, at.1, None))
         .chain(glued.into_iter().map(|(db, scope)| {
             let (dn, ndn) = (db.suffix_dn().clone(), db.suffix().clone());
@@ -514,7 +514,20 @@ fn search_parts(
     resume: Option<Cookie>,
 ) -> Result<Flow, Stop> {
     let first_part = resume.map_or(0, |c| c.part);
-    let parts = parts_of(job, dir, at);
+    let glued = job.state.databases.glued(dir, &at.1, job.req.scope);
+    if glued.is_empty() {
+        // The usual search: one database, one part.
+        if first_part > 0 {
+            return Ok(Flow::Continue);
+        }
+        let part = Part {
+            index: 0,
+            scope: None,
+            resume_after: resume.map(|c| c.last),
+        };
+        return search_part(job, sink, done_controls, dir, at.0, at.1, part, run);
+    }
+    let parts = parts_of(dir, at, glued);
     for (index, (db, part_dn, part_ndn, scope)) in parts.into_iter().enumerate().skip(first_part) {
         let part = Part {
             index,

@@ -358,7 +358,11 @@ pub(super) fn execute(
         }
         (None, None) => None,
     };
-    let parts = parts_of(job, dir, at.clone());
+    let parts = parts_of(
+        dir,
+        at.clone(),
+        job.state.databases.glued(dir, &at.1, job.req.scope),
+    );
     // A new sorted search counts against the limits while it runs (given back when this returns),
     // then as the list it keeps open, if it keeps one.
     let mut started = None;
