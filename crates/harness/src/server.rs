@@ -460,8 +460,11 @@ impl Server {
                 server.slapd_d = Some(tree);
             }
             Target::Canopy => {
+                // The built-in schema files slapd's configuration includes, listed as slapd
+                // lists them under cn=schema,cn=config.
                 server.config = Some(format!(
-                    "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n"
+                    "config_root_dn = \"{CONFIG_ROOT_DN}\"\nconfig_root_password = \"{CONFIG_ROOT_PW}\"\n\
+                     builtin_schema = [\"core\", \"cosine\", \"inetorgperson\", \"nis\"]\n"
                 ));
             }
         }

@@ -29,5 +29,5 @@ pub use error::{InvalidValue, SchemaError};
 pub use matching::{MatchKind, MatchingRule};
 pub use model::{AttributeType, ObjectClass, ObjectClassKind, Usage};
 pub use norm_dn::NormDn;
-pub use schema::Schema;
+pub use schema::{Schema, BUILTIN_FILES};
 pub use syntax::Syntax;

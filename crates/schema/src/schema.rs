@@ -33,6 +33,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// The built-in schema files a configuration may name as slapd's `include` of them (its
+/// `cn={N}NAME,cn=schema,cn=config` children): all of them are always loaded.
+pub const BUILTIN_FILES: [&str; 5] = ["core", "cosine", "inetorgperson", "nis", "dyngroup"];
+
 /// userPassword's OID (RFC 4519 §2.41).
 const USER_PASSWORD_OID: &str = "2.5.4.35";
 
@@ -273,6 +277,54 @@ impl Schema {
                 schema
             })
             .clone()
+    }
+
+    /// The attribute types and object classes the built-in file `name` ([`BUILTIN_FILES`]) defines,
+    /// as definitions in the file's order; None for any other name.
+    pub fn builtin_file(name: &str) -> Option<(Vec<String>, Vec<String>)> {
+        if !BUILTIN_FILES.contains(&name) {
+            return None;
+        }
+        let origin = format!("builtin:{name}.schema");
+        let mut schema = Schema::empty();
+        for (file, text) in BUILTIN {
+            let (types, classes) = (schema.attributes.len(), schema.classes.len());
+            schema.load_text(text, file).ok()?;
+            if *file == origin {
+                return Some((
+                    schema.attributes[types..]
+                        .iter()
+                        .map(|a| a.definition())
+                        .collect(),
+                    schema.classes[classes..]
+                        .iter()
+                        .map(|c| c.definition())
+                        .collect(),
+                ));
+            }
+        }
+        None
+    }
+
+    /// Whether `text` is a well-formed definition of the kind `keyword` names (`attributetype`,
+    /// `objectclass` or `objectidentifier`, as in a `.schema` file) whose own OID is numeric or an
+    /// OID macro of this schema, whatever else it refers to; the parser's words otherwise.
+    pub fn check_definition(&self, keyword: &str, text: &str) -> Result<(), String> {
+        let oid = match keyword {
+            "attributetype" => parse::parse_attribute_type(text).map(|raw| raw.oid),
+            "objectclass" => parse::parse_object_class(text).map(|raw| raw.oid),
+            "objectidentifier" => {
+                return parse::parse_object_identifier(text)
+                    .map(drop)
+                    .map_err(|e| format!("{} (at byte {})", e.reason, e.offset))
+            }
+            other => return Err(format!("unknown kind of definition {other:?}")),
+        }
+        .map_err(|e| format!("{} (at byte {})", e.reason, e.offset))?;
+        match self.expand_oid(&oid) {
+            Some(_) => Ok(()),
+            None => Err(format!("invalid or unknown OID \"{oid}\"")),
+        }
     }
 
     /// Loads an OpenLDAP `.schema` file or a `.ldif` schema file. Errors name the file and line.

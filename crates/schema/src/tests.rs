@@ -74,3 +74,32 @@ fn no_panics_on_odd_input() {
             .load_text(&format!("dn: x\nolcObjectClasses:: {text}"), "fuzz");
     }
 }
+
+#[test]
+fn builtin_files_list_their_own_definitions() {
+    let (types, classes) = Schema::builtin_file("core").expect("core");
+    assert!(types.iter().any(|t| t.contains("'dc'")), "{types:?}");
+    assert!(
+        classes.iter().any(|c| c.contains("'person'")),
+        "{classes:?}"
+    );
+    let (types, _) = Schema::builtin_file("inetorgperson").expect("inetorgperson");
+    assert!(types.iter().all(|t| !t.contains("'dc'")), "{types:?}");
+    assert!(types
+        .iter()
+        .any(|t| t.contains("'mail'") || t.contains("'displayName'")));
+    assert!(Schema::builtin_file("operational").is_none());
+    assert!(Schema::builtin_file("local").is_none());
+}
+
+#[test]
+fn definitions_are_checked_for_form_and_oid() {
+    let schema = Schema::builtin();
+    let check = |kind: &str, text: &str| schema.check_definition(kind, text);
+    assert!(check("objectclass", "( rawr )").is_err());
+    assert!(check("attributetype", "( rawr )").is_err());
+    assert!(check("attributetype", "( 1.2.3 NAME 'y' ").is_err());
+    assert!(check("objectclass", "( 1.2.3 NAME 'x' SUP nowhere )").is_ok());
+    assert!(check("attributetype", "( 1.2.3 NAME 'y' )").is_ok());
+    assert!(check("syntax", "( 1.2.3 )").is_err());
+}

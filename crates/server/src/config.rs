@@ -28,6 +28,11 @@ pub struct Config {
     pub root_password: Option<String>,
     /// Attributes to index and the kinds of index each gets.
     pub indexes: Vec<IndexConfig>,
+    /// The built-in schema files the configuration names, as slapd's `include` of `core.schema`,
+    /// `cosine.schema`, ... (`core`, `cosine`, `inetorgperson`, `nis`, `dyngroup`): each is listed as
+    /// a `cn={N}NAME,cn=schema,cn=config` child, numbered before `schema_files`. Every built-in file
+    /// is loaded whether it is named or not.
+    pub builtin_schema: Vec<String>,
     /// Extra schema files (OpenLDAP `.schema` or `.ldif`), loaded after the built-in schema in order.
     pub schema_files: Vec<PathBuf>,
     /// Schema of its own: `[[schema]]` tables (a `cn={N}name,cn=schema,cn=config` child each, numbered
@@ -281,6 +286,7 @@ impl Default for Config {
             root_dn: "cn=admin,dc=example,dc=com".to_string(),
             root_password: None,
             indexes: default_indexes(),
+            builtin_schema: Vec::new(),
             schema_files: Vec::new(),
             schema: Vec::new(),
             limits: Limits::default(),
@@ -453,6 +459,17 @@ impl Config {
             ));
         }
         crate::authz::Rules::compile(&self.sasl)?;
+        for (i, name) in self.builtin_schema.iter().enumerate() {
+            if !canopy_schema::BUILTIN_FILES.contains(&name.as_str()) {
+                return Err(format!(
+                    "builtin_schema: {name:?} is not a built-in schema file (one of {})",
+                    canopy_schema::BUILTIN_FILES.join(", ")
+                ));
+            }
+            if self.builtin_schema[..i].contains(name) {
+                return Err(format!("builtin_schema: {name:?} is named twice"));
+            }
+        }
         log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
         crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         if let Some(url) = &self.referral {

@@ -118,7 +118,13 @@ pub(super) fn global_directive(m: &mut Model, d: &Directive, name: &str, section
             // slapd.d's schema entries are named cn={N}core.
             let stem = slapdd::strip_ordinal(stem.trim_start_matches("cn=")).to_string();
             if BUILT_IN_SCHEMA.contains(&stem.as_str()) {
-                m.note(d, "built into Canopy");
+                m.note(
+                    d,
+                    "built into Canopy; named in builtin_schema, so that cn=schema,cn=config lists it",
+                );
+                if !m.builtin_schema.contains(&stem) {
+                    m.builtin_schema.push(stem);
+                }
             } else if stem == "schema" || stem == "cn=schema" {
                 m.note(d, "the built-in schema");
             } else {

@@ -193,6 +193,8 @@ struct Model {
     frontend_access: Vec<String>,
     frontend_access_origin: Vec<Remark>,
     frontend_limits: Limits,
+    /// The built-in schema files included (`core`, `cosine`, ...), in order.
+    builtin_schema: Vec<String>,
     schema_files: Vec<String>,
     password_hash: Option<String>,
     /// slapd's default referral (`referral`).

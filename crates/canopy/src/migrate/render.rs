@@ -84,6 +84,17 @@ impl Model {
         };
         let _ = writeln!(out, "# {}", first.origin);
         self.database_keys(&mut out, first, true);
+        if !self.builtin_schema.is_empty() {
+            let _ = writeln!(
+                out,
+                "builtin_schema = [{}]",
+                self.builtin_schema
+                    .iter()
+                    .map(|s| q(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         if !self.schema_files.is_empty() {
             let _ = writeln!(
                 out,

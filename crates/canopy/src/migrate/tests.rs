@@ -148,6 +148,7 @@ fn two_databases_translate_in_canopy_order() {
         c.schema_files,
         [std::path::PathBuf::from("/srv/schema/local.schema")]
     );
+    assert_eq!(c.builtin_schema, ["core", "cosine"]);
     assert_eq!(c.password_hash, "{SSHA}");
     assert_eq!(c.sasl.authz_regexp.len(), 1);
     assert_eq!(c.sasl.authz_policy, canopy_server::authz::AuthzPolicy::To);

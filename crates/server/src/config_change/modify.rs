@@ -63,6 +63,9 @@ pub(super) fn modified_tree(
             }
         }
         if file_schema {
+            // A definition that does not parse is refused as slapd refuses it (other); a good
+            // one is still not taken live.
+            check_definitions(&entry, name)?;
             return Err(Refusal::new(
                 ResultCode::UnwillingToPerform,
                 format!(
@@ -256,4 +259,25 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.code, ResultCode::NoSuchAttribute);
     }
+}
+
+/// Each value of the schema attribute `name` of `entry` well formed, its own OID numeric or a
+/// macro: a refusal with slapd's code (other) naming the value otherwise.
+fn check_definitions(entry: &ConfigEntry, name: &str) -> Result<(), Refusal> {
+    let keyword = match name.to_ascii_lowercase().as_str() {
+        "olcattributetypes" => "attributetype",
+        "olcobjectclasses" => "objectclass",
+        "olcobjectidentifier" => "objectidentifier",
+        _ => return Ok(()),
+    };
+    let schema = canopy_schema::Schema::builtin();
+    for (i, value) in entry.ordered(name).iter().enumerate() {
+        if let Err(e) = schema.check_definition(keyword, value) {
+            return Err(Refusal::new(
+                ResultCode::Other,
+                format!("{name}: value #{i} invalid: {e}"),
+            ));
+        }
+    }
+    Ok(())
 }

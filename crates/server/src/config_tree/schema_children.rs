@@ -6,13 +6,19 @@ use super::from_config::one;
 use super::{numbered, split_ordinal, ConfigEntry, Refusal, SCHEMA_DN};
 use crate::config::Config;
 
-/// One `cn={i}NAME,cn=schema,cn=config` entry per file of `schema_files`, named after the file, with
-/// the attribute types and object classes it defines (`olcAttributeTypes`, `olcObjectClasses`, in
-/// `{N}` order), then one per `[[schema]]` table (the file's, then those added live). The built-in
-/// schema is not listed.
+/// One `cn={i}NAME,cn=schema,cn=config` entry per built-in file the configuration names
+/// (`builtin_schema`, as slapd's includes of them), then one per file of `schema_files`, named after
+/// the file, with the attribute types and object classes it defines (`olcAttributeTypes`,
+/// `olcObjectClasses`, in `{N}` order), then one per `[[schema]]` table (the file's, then those
+/// added live). The built-in files not named are not listed.
 pub(super) fn schema_children(config: &Config) -> Vec<ConfigEntry> {
     let names = file_schema_names(config);
     let mut children = Vec::new();
+    for (i, name) in config.builtin_schema.iter().enumerate() {
+        let (types, classes) = canopy_schema::Schema::builtin_file(name).unwrap_or_default();
+        children.push(schema_child(i, name, &[], &types, &classes));
+    }
+    let builtin = config.builtin_schema.len();
     if !config.schema_files.is_empty() {
         let mut without_files = config.clone();
         without_files.schema_files.clear();
@@ -41,11 +47,17 @@ pub(super) fn schema_children(config: &Config) -> Vec<ConfigEntry> {
                 .filter(|c| !classes.contains(&c.oid))
                 .map(|c| c.definition())
                 .collect();
-            let name = names.get(i).cloned().unwrap_or_default();
-            children.push(schema_child(i, &name, &[], &new_types, &new_classes));
+            let name = names.get(builtin + i).cloned().unwrap_or_default();
+            children.push(schema_child(
+                builtin + i,
+                &name,
+                &[],
+                &new_types,
+                &new_classes,
+            ));
         }
     }
-    let offset = config.schema_files.len();
+    let offset = builtin + config.schema_files.len();
     for (i, table) in config.schema.iter().enumerate() {
         children.push(schema_child(
             offset + i,
@@ -73,8 +85,9 @@ fn schema_child(
         .with("olcObjectClasses", numbered(classes))
 }
 
-/// The names of the schema children a configuration file defines, in order: each schema file's
-/// stem (characters a DN would escape replaced by `-`), then each `[[schema]]` table's name.
+/// The names of the schema children a configuration file defines, in order: each built-in file it
+/// names, each schema file's stem (characters a DN would escape replaced by `-`), then each
+/// `[[schema]]` table's name.
 fn file_schema_names(config: &Config) -> Vec<String> {
     let files = config.schema_files.iter().enumerate().map(|(i, path)| {
         let name = path
@@ -91,7 +104,11 @@ fn file_schema_names(config: &Config) -> Vec<String> {
             })
             .collect::<String>()
     });
-    files
+    config
+        .builtin_schema
+        .iter()
+        .cloned()
+        .chain(files)
         .chain(config.schema.iter().map(|t| t.name.clone()))
         .collect()
 }
@@ -120,7 +137,7 @@ pub fn schema_child_of(dn: &str) -> Option<(usize, String)> {
 /// How many schema children the configuration file `base` defines: those numbered below are the
 /// file's (read-only live), those from there on were added live.
 pub fn file_schema_count(base: &Config) -> usize {
-    base.schema_files.len() + base.schema.len()
+    base.builtin_schema.len() + base.schema_files.len() + base.schema.len()
 }
 
 /// A name a schema child may take: letters, digits, `-` and `_` (no character a DN escapes).

@@ -1280,6 +1280,56 @@ fn the_log_level_changes_live() {
     assert_eq!(values(&s, "cn=config", "olcLogLevel"), ["stats"]);
 }
 
+/// The built-in schema files the configuration includes are listed under cn=schema,cn=config as
+/// slapd lists its includes (`cn={0}core` to `cn={3}nis`), with their definitions; a definition that
+/// does not parse is refused there with other (80), as OpenLDAP's test051 checks, and the schema
+/// keeps serving.
+#[test]
+fn builtin_schema_children_refuse_bad_definitions() {
+    let s = Server::start_with_config_tree();
+    let out = s.search(
+        &admin(),
+        &[
+            "-b",
+            "cn=schema,cn=config",
+            "-s",
+            "one",
+            "(objectClass=olcSchemaConfig)",
+            "cn",
+        ],
+    );
+    out.expect_code(0, "the config root reads cn=schema's children");
+    for (n, name) in ["core", "cosine", "inetorgperson", "nis"]
+        .iter()
+        .enumerate()
+    {
+        let dn = format!("dn: cn={{{n}}}{name},cn=schema,cn=config");
+        assert!(out.stdout.contains(&dn), "{dn} in\n{}", out.stdout);
+    }
+    let types = values(&s, "cn={0}core,cn=schema,cn=config", "olcAttributeTypes");
+    assert!(
+        types
+            .iter()
+            .any(|t| t.contains("0.9.2342.19200300.100.1.25 NAME ( 'dc' 'domainComponent' )")),
+        "{types:?}"
+    );
+    for attr in ["olcObjectClasses", "olcAttributeTypes"] {
+        let out = change(
+            &s,
+            &format!(
+                "dn: cn={{0}}core,cn=schema,cn=config\nchangetype: modify\nreplace: {attr}\n\
+                 {attr}: ( rawr )\n-\n"
+            ),
+        );
+        assert_eq!(out.code, 80, "{attr}: ( rawr ): {}", out.stderr);
+    }
+    s.add(
+        &Bind::Root,
+        &format!("dn: ou=after,{SUFFIX}\nobjectClass: organizationalUnit\nou: after\n"),
+    )
+    .expect_code(0, "the core schema still serves");
+}
+
 #[test]
 fn schema_files_appear_under_cn_schema() {
     if !canopy_only("schema children of canopy's schema_files") {
@@ -1617,7 +1667,8 @@ fn schema_deletes_are_refused_while_used_and_accepted_when_unused() {
     )
     .expect_code(0, "a second schema");
     let first = schema_children(&s, "first").remove(0);
-    assert_eq!(first, format!("cn={{0}}first,{SCHEMA_DN}"));
+    // After the four built-in files the configuration includes, as slapd numbers them.
+    assert_eq!(first, format!("cn={{4}}first,{SCHEMA_DN}"));
     change(
         &s,
         &format!(
@@ -1682,7 +1733,7 @@ fn schema_deletes_are_refused_while_used_and_accepted_when_unused() {
     assert!(schema_children(&s, "first").is_empty());
     assert_eq!(
         schema_children(&s, "second"),
-        [format!("cn={{0}}second,{SCHEMA_DN}")]
+        [format!("cn={{4}}second,{SCHEMA_DN}")]
     );
     let out = s.add(
         &Bind::Root,
