@@ -206,6 +206,27 @@ fn apply(entry: &mut ConfigEntry, change: &Change) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// Each value of the schema attribute `name` of `entry` well formed, its own OID numeric or a
+/// macro: a refusal with slapd's code (other) naming the value otherwise.
+fn check_definitions(entry: &ConfigEntry, name: &str) -> Result<(), Refusal> {
+    let keyword = match name.to_ascii_lowercase().as_str() {
+        "olcattributetypes" => "attributetype",
+        "olcobjectclasses" => "objectclass",
+        "olcobjectidentifier" => "objectidentifier",
+        _ => return Ok(()),
+    };
+    let schema = canopy_schema::Schema::builtin();
+    for (i, value) in entry.ordered(name).iter().enumerate() {
+        if let Err(e) = schema.check_definition(keyword, value) {
+            return Err(Refusal::new(
+                ResultCode::Other,
+                format!("{name}: value #{i} invalid: {e}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,25 +280,4 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.code, ResultCode::NoSuchAttribute);
     }
-}
-
-/// Each value of the schema attribute `name` of `entry` well formed, its own OID numeric or a
-/// macro: a refusal with slapd's code (other) naming the value otherwise.
-fn check_definitions(entry: &ConfigEntry, name: &str) -> Result<(), Refusal> {
-    let keyword = match name.to_ascii_lowercase().as_str() {
-        "olcattributetypes" => "attributetype",
-        "olcobjectclasses" => "objectclass",
-        "olcobjectidentifier" => "objectidentifier",
-        _ => return Ok(()),
-    };
-    let schema = canopy_schema::Schema::builtin();
-    for (i, value) in entry.ordered(name).iter().enumerate() {
-        if let Err(e) = schema.check_definition(keyword, value) {
-            return Err(Refusal::new(
-                ResultCode::Other,
-                format!("{name}: value #{i} invalid: {e}"),
-            ));
-        }
-    }
-    Ok(())
 }
