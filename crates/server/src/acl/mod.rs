@@ -523,6 +523,7 @@ impl<'a> Checker<'a> {
     fn set_holds(&self, rule: usize, set: &SetClause, target: Target<'_>) -> bool {
         match self.evaluate_set(rule, set, target) {
             Some(Ok(result)) => !result.is_empty(),
+            Some(Err(SetFailure::Anonymous)) => false,
             Some(Err(failure)) => {
                 tracing::warn!(set = %set.text, %failure, "access rule: a set clause gave up and does not match");
                 false

@@ -89,6 +89,8 @@ pub enum SetFailure {
     Syntax(String),
     TooLarge,
     TooManyReads,
+    /// `user` for an anonymous requester: slapd has no DN to put in the set and gives up.
+    Anonymous,
 }
 
 impl std::fmt::Display for SetFailure {
@@ -97,6 +99,7 @@ impl std::fmt::Display for SetFailure {
             SetFailure::Syntax(why) => write!(f, "the expanded set is no valid expression: {why}"),
             SetFailure::TooLarge => write!(f, "a set grew past {MAX_SET_SIZE} elements"),
             SetFailure::TooManyReads => write!(f, "the set read more than {MAX_READS} entries"),
+            SetFailure::Anonymous => write!(f, "user names no one for an anonymous requester"),
         }
     }
 }
@@ -147,7 +150,8 @@ impl SetClause {
 /// What an evaluation reads: the requester, the entry, and the directory.
 pub struct SetContext<'a> {
     pub schema: &'a Schema,
-    /// The requester's normalized DN; None for anonymous (`user` is then the empty DN, as in slapd).
+    /// The requester's normalized DN; None for anonymous (an expression with `user` then gives up, as
+    /// slapd's does).
     pub user: Option<&'a NormDn>,
     pub this: &'a NormDn,
     /// The entry's attributes, when the caller has them (an entry being added is read from here).
@@ -193,12 +197,10 @@ impl Evaluation<'_, '_> {
     fn run(&mut self, expr: &SetExpr) -> Result<Set, SetFailure> {
         match expr {
             SetExpr::This => Ok(Set::one(self.ctx.this.as_str().as_bytes().to_vec())),
-            SetExpr::User => Ok(Set::one(
-                self.ctx
-                    .user
-                    .map(|u| u.as_str().as_bytes().to_vec())
-                    .unwrap_or_default(),
-            )),
+            SetExpr::User => match self.ctx.user {
+                Some(user) => Ok(Set::one(user.as_str().as_bytes().to_vec())),
+                None => Err(SetFailure::Anonymous),
+            },
             SetExpr::Literal(text) => Ok(Set::one(text.clone())),
             SetExpr::Join(left, op, right) => {
                 let left = self.run(left)?;

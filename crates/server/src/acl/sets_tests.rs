@@ -255,9 +255,23 @@ fn evaluation_follows_slapd() {
         "UID=Alice,OU=People,DC=Example,DC=Com",
         &[ALICE],
     );
-    // Anonymous: `user` is the empty DN, which names no entry.
-    check("user", None, ALICE, &[""]);
-    check("user/uid", None, ALICE, &[]);
+    // Anonymous: slapd has no DN for `user`, and the whole expression gives up.
+    for text in ["user", "user/uid", "this | user"] {
+        let clause = SetClause::new(&schema, "", text).unwrap();
+        let this = ndn(&schema, ALICE);
+        let ctx = SetContext {
+            schema: &schema,
+            user: None,
+            this: &this,
+            this_entry: None,
+            reader: &t,
+        };
+        assert_eq!(
+            clause.evaluate(&ctx, None),
+            Err(SetFailure::Anonymous),
+            "{text}"
+        );
+    }
     // Names that are no DN, and entries that do not exist, give nothing.
     check(
         "[not a dn]/uid | [cn=nobody,dc=example,dc=com]/uid",

@@ -4,6 +4,8 @@
 
 #[path = "acl/matrix.rs"]
 mod matrix;
+#[path = "acl/sets.rs"]
+mod sets;
 
 use canopy_e2e::server::canopy_command;
 use canopy_e2e::*;
