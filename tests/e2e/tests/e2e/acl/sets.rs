@@ -225,3 +225,45 @@ fn acl_check_explains_sets_and_bad_sets_are_refused() {
         );
     }
 }
+
+/// A set rule added live through cn=config takes effect at once on both servers; a set that is no
+/// expression is refused by canopy with `other` (80), as slapd refuses the `olcAccess` values it
+/// cannot read (slapd itself takes this one and never matches it).
+#[test]
+fn set_rules_through_cn_config() {
+    let s = Server::start_with_config_tree();
+    let mdb = "olcDatabase={1}mdb,cn=config";
+    let admin = Bind::Simple(CONFIG_ROOT_DN.into(), CONFIG_ROOT_PW.into());
+    let engineering = "cn=engineering,ou=groups,dc=example,dc=com";
+    let rule = format!(
+        "{{0}}to dn.exact=\"{engineering}\" attrs=description \
+         by set=\"[{engineering}]/member & user\" write by * read"
+    );
+    s.modify(
+        &admin,
+        &format!("dn: {mdb}\nchangetype: modify\nadd: olcAccess\nolcAccess: {rule}\n"),
+    )
+    .expect_code(0, "a set rule is added live");
+    let describe = |uid: &str| {
+        s.modify(&Bind::user(uid), &replace(engineering, "description", uid))
+            .code
+    };
+    assert_eq!(describe("alice"), 0, "a member writes the description");
+    assert_eq!(describe("carol"), 50, "a non-member does not");
+    if Target::from_env() == Target::Slapd {
+        return;
+    }
+    let out = s.modify(
+        &admin,
+        &format!(
+            "dn: {mdb}\nchangetype: modify\nadd: olcAccess\n\
+             olcAccess: to * by set=\"user/uid & & this\" read\n"
+        ),
+    );
+    assert_eq!(out.code, 80, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("olcAccess") && out.stderr.contains("bad set"),
+        "{}",
+        out.stderr
+    );
+}
