@@ -371,7 +371,6 @@ impl Acl {
     }
 
     /// A checker for one identity.
-
     pub fn checker<'a>(
         &'a self,
         schema: &'a Schema,
