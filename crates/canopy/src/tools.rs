@@ -598,8 +598,6 @@ impl Prepare<'_> {
             )
         };
         let mut partial = group(attrs);
-        // slapadd stores values as an add does: DNs pretty, object classes by their schema names.
-        dir.pretty_values(&mut partial);
         // slapadd stores a value given twice as two values; an add would refuse the entry. An
         // export holding such an entry still loads: the value is stored once, and said so.
         let repeated = drop_repeated_values(&mut partial);

@@ -667,4 +667,3 @@ mod tests {
         assert_eq!(begun(), before + 1);
     }
 }
-
