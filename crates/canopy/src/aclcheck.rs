@@ -7,7 +7,7 @@ use canopy_proto::Dn;
 use canopy_server::access::Who;
 use canopy_server::acl::GroupReader;
 use canopy_server::acl::{
-    parse_access, privileges, AttrRef, Checker, Decision, Modifier, Target, WhoSpec,
+    parse_access, privileges, AttrRef, Checker, Decision, Modifier, SetClause, Target, WhoSpec,
 };
 use canopy_server::databases::Database;
 use canopy_server::session::{Link, Peer, TlsFacts};
@@ -170,6 +170,7 @@ fn explain_relation(
                     "self: the requester {} the entry",
                     if relation.is_self { "is" } else { "is not" }
                 ),
+                WhoSpec::Set(set) => explain_set(checker, rule, set, target),
                 WhoSpec::DnAttr(attr) => {
                     let bit = dir.acl().dnattrs().iter().position(|a| a == attr);
                     let holds = bit.is_some_and(|b| relation.dnattrs & (1 << b) != 0);
@@ -197,6 +198,44 @@ fn explain_relation(
     });
     for line in shown {
         println!("  {line}");
+    }
+}
+
+/// What a `set=` clause gave for this entry and requester: its elements (a few), or why it gave up.
+fn explain_set(checker: &Checker<'_>, rule: usize, set: &SetClause, target: Target<'_>) -> String {
+    let style = if set.expand { "set.expand" } else { "set" };
+    match checker.evaluate_set(rule, set, target) {
+        None => format!(
+            "{style}={:?}: the rule's DN pattern does not match the entry",
+            set.text
+        ),
+        Some(Err(failure)) => format!(
+            "{style}={:?}: gave up ({failure}), so it does not match",
+            set.text
+        ),
+        Some(Ok(result)) if result.is_empty() => {
+            format!(
+                "{style}={:?}: the set is empty, so it does not match",
+                set.text
+            )
+        }
+        Some(Ok(result)) => {
+            const SHOWN: usize = 5;
+            let mut elements: Vec<String> = result
+                .iter()
+                .take(SHOWN)
+                .map(|v| format!("{:?}", String::from_utf8_lossy(v)))
+                .collect();
+            if result.len() > SHOWN {
+                elements.push(format!("and {} more", result.len() - SHOWN));
+            }
+            format!(
+                "{style}={:?}: the set holds {} element(s) ({}), so it matches",
+                set.text,
+                result.len(),
+                elements.join(", ")
+            )
+        }
     }
 }
 

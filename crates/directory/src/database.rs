@@ -530,12 +530,14 @@ impl Directory {
             .any(|rdn| rdn.avas.windows(2).any(|w| w[0].attr == w[1].attr))
     }
 
-    /// Rewrites values as slapd stores them: DN syntax in its pretty form (`member: cn=Smith\2C John,...`),
+    /// Rewrites values as slapd stores them: DN syntax (and the name of a name-and-optional-UID value)
+    /// in its pretty form (`member: cn=Smith\2C John,...`),
     /// and an objectClass value that names a known class (in any case, or by OID) as the class's
     /// name in the schema (`groupofnames`, `2.5.6.9`: `groupOfNames`). Values that do not parse, or
     /// name no class, are left alone for the schema check to refuse.
     pub fn pretty_values(&self, attrs: &mut [canopy_proto::PartialAttribute]) {
         const DN_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.12";
+        const NAME_AND_UID_SYNTAX: &str = "1.3.6.1.4.1.1466.115.121.1.34";
         const OBJECT_CLASS: &str = "2.5.4.0";
         for attr in attrs {
             let name = attr.name.split(';').next().unwrap_or(&attr.name);
@@ -553,13 +555,21 @@ impl Directory {
                 }
                 continue;
             }
-            if at.syntax != DN_SYNTAX {
+            let with_uid = at.syntax == NAME_AND_UID_SYNTAX;
+            if at.syntax != DN_SYNTAX && !with_uid {
                 continue;
             }
             for value in &mut attr.values {
-                if let Ok(mut dn) = Dn::parse(value) {
+                // Name and optional UID (uniqueMember): the DN part before a `#'0101'B` UID.
+                let (name, uid) = match with_uid {
+                    true => split_uid(value),
+                    false => (value.as_slice(), &[][..]),
+                };
+                if let Ok(mut dn) = Dn::parse(name) {
                     self.pretty(&mut dn);
-                    *value = dn.to_string().into_bytes();
+                    let mut pretty = dn.to_string().into_bytes();
+                    pretty.extend_from_slice(uid);
+                    *value = pretty;
                 }
             }
         }
@@ -654,6 +664,22 @@ impl Directory {
             tracing::error!(error = %e, "corrupt entry");
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })
+    }
+}
+
+/// A name-and-optional-UID value split into its name and its `#'0101'B` UID (empty when there is
+/// none, or when what follows the last `#` is no bit string).
+fn split_uid(value: &[u8]) -> (&[u8], &[u8]) {
+    let Some(at) = value.iter().rposition(|b| *b == b'#') else {
+        return (value, &[]);
+    };
+    let bits = value[at + 1..]
+        .strip_prefix(b"'")
+        .and_then(|u| u.strip_suffix(b"'B"))
+        .is_some_and(|bits| bits.iter().all(|b| matches!(b, b'0' | b'1')));
+    match bits {
+        true => value.split_at(at),
+        false => (value, &[]),
     }
 }
 

@@ -152,6 +152,7 @@ fn candidates(
                     | WhoSpec::SelfEntry
                     | WhoSpec::PeerIp { .. }
                     | WhoSpec::PeerPath(_)
+                    | WhoSpec::Set(_)
                     | WhoSpec::Ssf(..) => {}
                 }
             }
@@ -239,5 +240,15 @@ impl Groups for RegistryGroups<'_> {
             txn: &txn,
         }
         .is_member(group, class, attr, member)
+    }
+
+    fn entry(&self, ndn: &NormDn) -> Option<canopy_core::Entry> {
+        let db = self
+            .data
+            .iter()
+            .filter(|db| db.holds(ndn))
+            .max_by_key(|db| db.suffix().rdns().len())?;
+        let txn = db.backend().read().ok()?;
+        db.backend().entry_at(&txn, ndn)
     }
 }

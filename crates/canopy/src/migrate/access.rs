@@ -35,7 +35,7 @@ fn unsupported_access(words: &[String]) -> Option<String> {
         }
         if matches!(
             key.split('.').next().unwrap_or(""),
-            "set" | "domain" | "sockurl" | "sockname" | "aci" | "dynacl"
+            "domain" | "sockurl" | "sockname" | "aci" | "dynacl"
         ) {
             return Some(format!("`{key}` clauses"));
         }

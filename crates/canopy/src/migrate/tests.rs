@@ -253,7 +253,7 @@ fn defaults_and_nothing_left_out() {
 #[test]
 fn unsupported_things_are_listed_with_reasons() {
     let text = "moduleload back_sql\ndatabase ldap\nuri ldap://x\ndatabase mdb\nsuffix dc=x\n\
-                access to * by domain=x read\naccess to * by set=\"this/x\" read\nlimits dn.regex=x size=1\n\
+                access to * by domain=x read\naccess to * by sockurl=x read\nlimits dn.regex=x size=1\n\
                 index cn bogus\nsizelimit size.hard=5\nbogus directive\nTLSCipherSuite HIGH\n";
     let m = translate(&directives(text));
     let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
@@ -272,7 +272,7 @@ fn unsupported_things_are_listed_with_reasons() {
         ]
     );
     assert!(m.left_out[3].reason.contains("`domain` clauses"));
-    assert!(m.left_out[4].reason.contains("`set` clauses"));
+    assert!(m.left_out[4].reason.contains("`sockurl` clauses"));
     // The dropped rules stay visible as comments; the rest still parses.
     assert!(m
         .toml
@@ -706,5 +706,26 @@ fn deref_is_translated() {
         config.overlay.iter().any(|o| o.name == "deref"),
         "{}",
         m.toml
+    );
+}
+
+#[test]
+fn set_clauses_are_translated() {
+    let text = "database mdb\nsuffix dc=x\n\
+                access to dn.exact=\"cn=Staff,dc=x\" by set=\"[cn=Staff,dc=x]/member* & user\" write by * read\n\
+                access to dn.regex=\"^uid=([^,]+),dc=x$\" by set.regex=\"[uid=$1,dc=x]/manager & user\" write by * break\n\
+                access to * by set=\"user/uid &\" read\naccess to * by * read\n";
+    let m = translate(&directives(text));
+    let lines: Vec<&str> = m.left_out.iter().map(|r| r.origin.as_str()).collect();
+    assert_eq!(lines, ["slapd.conf:5"], "{:?}", m.left_out);
+    assert!(m.left_out[0].reason.contains("bad set"), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert_eq!(
+        c.access,
+        [
+            "to dn.exact=cn=Staff,dc=x by set=\"[cn=Staff,dc=x]/member* & user\" write by * read",
+            "to dn.regex=^uid=([^,]+),dc=x$ by set.regex=\"[uid=$1,dc=x]/manager & user\" write by * break",
+            "to * by * read"
+        ]
     );
 }

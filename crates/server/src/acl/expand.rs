@@ -94,7 +94,7 @@ impl Expanding {
 
 /// slapd's submatches of a `<what>` DN pattern: a regular expression's groups; `$0` the entry's DN
 /// for the other styles, and `$1` its part the pattern DN matched for one, subtree and children.
-fn submatches(what: &DnPattern, ndn: &NormDn) -> Option<Vec<Option<String>>> {
+pub(super) fn submatches(what: &DnPattern, ndn: &NormDn) -> Option<Vec<Option<String>>> {
     if !dn_matches(what, ndn) {
         return None;
     }
@@ -121,7 +121,7 @@ fn submatches(what: &DnPattern, ndn: &NormDn) -> Option<Vec<Option<String>>> {
 
 /// slapd's `acl_string_expand`: `$N` and `${N}` become submatch N (empty when there is none),
 /// `$$` a `$`; a `$` before anything else is dropped with that character, and a final `$` kept.
-fn substitute(pattern: &str, subs: &[Option<String>]) -> Option<String> {
+pub(super) fn substitute(pattern: &str, subs: &[Option<String>]) -> Option<String> {
     let mut out = String::with_capacity(pattern.len());
     let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {

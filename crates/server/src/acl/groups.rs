@@ -1,4 +1,5 @@
-//! Group membership for `group=` access clauses, read from a database in the operation's transaction.
+//! Group membership for `group=` access clauses, and the entries `set=` clauses read, from a database
+//! in the operation's transaction.
 //!
 //! As slapd's `backend_group`, an attribute that does not hold DNs holds LDAP URLs (a dynamic group:
 //! `group/groupOfURLs/memberURL=...`): the requester is a member when its entry lies within a URL's
@@ -21,6 +22,10 @@ pub struct GroupReader<'t, T: View> {
 }
 
 impl<T: View> Groups for GroupReader<'_, T> {
+    fn entry(&self, ndn: &NormDn) -> Option<Entry> {
+        self.dir.entry_at(self.txn, ndn)
+    }
+
     fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool {
         let Some(entry) = self.dir.entry_at(self.txn, group) else {
             return false;

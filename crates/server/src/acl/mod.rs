@@ -8,6 +8,7 @@ mod expand;
 mod groups;
 pub mod ops;
 mod parse;
+mod sets;
 mod view;
 
 use std::cell::OnceCell;
@@ -26,6 +27,7 @@ pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
+pub use sets::{SetClause, SetContext, SetFailure};
 pub use view::{EntryView, MemoKey, SearchAccess, Snapshot, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
@@ -112,6 +114,9 @@ pub struct Acl {
     /// The `<who>` specifiers with `$N` references, by rule, `by` clause and place in the clause, in
     /// [`Relation::expanded`] order.
     expanding: Vec<(usize, usize, usize)>,
+    /// The `set=` clauses that depend on the entry (`this`, `$N` references), by rule, `by` clause and
+    /// place in the clause, in [`Relation::sets`] order.
+    sets: Vec<(usize, usize, usize)>,
     /// The attribute types (canonical names) some `val=` rule is about.
     value_attrs: Vec<String>,
     /// The ldapi socket paths this server listens on, for `peername.path`.
@@ -139,12 +144,16 @@ pub struct Relation {
     pub dnattrs: u32,
     /// Bit `k`: the requester matches the access list's `k`-th `$N` pattern as expanded for the entry.
     pub expanded: u32,
+    /// Bit `k`: the access list's `k`-th entry-dependent `set=` clause holds for the entry.
+    pub sets: u32,
 }
 
 /// At most this many attribute types in `dnattr=` clauses (one bit each in [`Relation::dnattrs`]), and
 /// this many `<who>` patterns with `$N` references (one bit each in [`Relation::expanded`]).
 const MAX_DNATTRS: usize = 32;
 const MAX_EXPANDING: usize = 32;
+/// At most this many `set=` clauses that depend on the entry (one bit each in [`Relation::sets`]).
+const MAX_SETS: usize = 32;
 
 /// The attribute an access check is about.
 #[derive(Debug, Clone, Copy)]
@@ -170,6 +179,12 @@ pub trait Guarded: std::ops::Deref<Target = canopy_directory::Directory> {
 pub trait Groups {
     /// Whether the entry `group` has object class `class` and `member` among its `attr` values.
     fn is_member(&self, group: &NormDn, class: &str, attr: &str, member: &NormDn) -> bool;
+
+    /// The entry named `ndn`, read without access control, for `set=` clauses; None when there is
+    /// none (or nothing to read from).
+    fn entry(&self, _ndn: &NormDn) -> Option<Entry> {
+        None
+    }
 }
 
 /// For identities that need no group lookups (tests, no group rules).
@@ -223,14 +238,26 @@ impl Acl {
             }
         }
         let mut expanding = Vec::new();
+        let mut sets = Vec::new();
+        let mut reads_this = false;
         for (r, rule) in rules.iter().enumerate() {
             for (b, by) in rule.bys.iter().enumerate() {
                 for (w, who) in by.who.iter().enumerate() {
-                    if matches!(who.unreal(), WhoSpec::DnExpand(_)) {
-                        expanding.push((r, b, w));
+                    match who.unreal() {
+                        WhoSpec::DnExpand(_) => expanding.push((r, b, w)),
+                        WhoSpec::Set(set) if set.per_entry => {
+                            reads_this |= set.reads_this;
+                            sets.push((r, b, w));
+                        }
+                        _ => {}
                     }
                 }
             }
+        }
+        if sets.len() > MAX_SETS {
+            return Err(format!(
+                "access rules: more than {MAX_SETS} set= clauses that depend on the entry"
+            ));
         }
         if expanding.len() > MAX_EXPANDING {
             return Err(format!(
@@ -242,7 +269,8 @@ impl Acl {
                 "access rules: more than {MAX_DNATTRS} attribute types in dnattr= clauses"
             ));
         }
-        let needs_entry = !dnattrs.is_empty() || rules.iter().any(|r| r.what.filter.is_some());
+        let needs_entry =
+            !dnattrs.is_empty() || reads_this || rules.iter().any(|r| r.what.filter.is_some());
         let value_attrs = rules
             .iter()
             .filter(|r| r.what.val.is_some())
@@ -254,6 +282,7 @@ impl Acl {
         let mut acl = Acl::with_rules(rules, needs_entry, value_attrs, ldapi_paths);
         acl.dnattrs = dnattrs;
         acl.expanding = expanding;
+        acl.sets = sets;
         Ok(acl)
     }
 
@@ -274,6 +303,7 @@ impl Acl {
             needs_entry,
             dnattrs: Vec::new(),
             expanding: Vec::new(),
+            sets: Vec::new(),
             value_attrs,
             ldapi_paths,
             by_starts,
@@ -294,10 +324,10 @@ impl Acl {
         &self.rules
     }
 
-    /// Whether some `<who>` pattern has `$N` references: decisions then depend on the entry's DN even
-    /// under `to *`.
+    /// Whether some `<who>` pattern has `$N` references or a `set=` clause names `this`: decisions
+    /// then depend on the entry's DN even under `to *`.
     pub fn has_expansions(&self) -> bool {
-        !self.expanding.is_empty()
+        !self.expanding.is_empty() || !self.sets.is_empty()
     }
 
     /// The attribute types of the `dnattr=` clauses, in [`Relation::dnattrs`] bit order.
@@ -328,17 +358,19 @@ impl Acl {
         })
     }
 
-    /// A checker for one identity.
-    /// Whether a decision may read the directory (a `group=` clause in some `<who>`): its answer can
-    /// then change between two searches of the same requester.
+    /// Whether a decision may read the directory (a `group=` or `set=` clause in some `<who>`): its
+    /// answer can then change between two searches of the same requester.
     pub fn reads_directory(&self) -> bool {
         self.rules.iter().any(|rule| {
-            rule.bys
-                .iter()
-                .any(|by| by.who.iter().any(|w| matches!(w, WhoSpec::Group { .. })))
+            rule.bys.iter().any(|by| {
+                by.who
+                    .iter()
+                    .any(|w| matches!(w.unreal(), WhoSpec::Group { .. } | WhoSpec::Set(_)))
+            })
         })
     }
 
+    /// A checker for one identity.
     pub fn checker<'a>(
         &'a self,
         schema: &'a Schema,
@@ -435,10 +467,67 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        let mut sets = 0;
+        for (bit, (r, b, w)) in self.acl.sets.iter().enumerate() {
+            // Only for rules that apply to the entry: a set may read many entries.
+            if !self.what_entry_matches(*r, target) {
+                continue;
+            }
+            let spec = self
+                .acl
+                .rules
+                .get(*r)
+                .and_then(|rule| rule.bys.get(*b)?.who.get(*w));
+            if let Some(WhoSpec::Set(set)) = spec.map(WhoSpec::unreal) {
+                if self.set_holds(*r, set, target) {
+                    sets |= 1 << bit;
+                }
+            }
+        }
         Relation {
             is_self: me == Some(target.ndn),
             dnattrs,
             expanded,
+            sets,
+        }
+    }
+
+    /// Evaluates a `set=` clause of rule `rule` for the target: the result set, or why the
+    /// evaluation gave up (the clause then does not match). `$N` references are filled in from the
+    /// rule's `<what>` DN match; None when it does not match the entry.
+    pub fn evaluate_set(
+        &self,
+        rule: usize,
+        set: &SetClause,
+        target: Target<'_>,
+    ) -> Option<Result<Vec<Vec<u8>>, SetFailure>> {
+        let expanded = match set.expand {
+            true => {
+                let what = &self.acl.rules.get(rule)?.what.dn;
+                let subs = expand::submatches(what, target.ndn)?;
+                Some(expand::substitute(&set.text, &subs)?)
+            }
+            false => None,
+        };
+        let ctx = SetContext {
+            schema: self.schema,
+            user: self.who.ndn.as_ref(),
+            this: target.ndn,
+            this_entry: target.entry,
+            reader: self.groups,
+        };
+        Some(set.evaluate(&ctx, expanded.as_deref()))
+    }
+
+    fn set_holds(&self, rule: usize, set: &SetClause, target: Target<'_>) -> bool {
+        match self.evaluate_set(rule, set, target) {
+            Some(Ok(result)) => !result.is_empty(),
+            Some(Err(SetFailure::Anonymous)) => false,
+            Some(Err(failure)) => {
+                tracing::warn!(set = %set.text, %failure, "access rule: a set clause gave up and does not match");
+                false
+            }
+            None => false,
         }
     }
 
@@ -645,6 +734,12 @@ impl<'a> Checker<'a> {
                     .position(|at| *at == (rule, index, w))
                     .is_some_and(|bit| relation.expanded & (1 << bit) != 0),
                 WhoSpec::SelfEntry => relation.is_self,
+                WhoSpec::Set(set) if set.per_entry => self
+                    .acl
+                    .sets
+                    .iter()
+                    .position(|at| *at == (rule, index, w))
+                    .is_some_and(|bit| relation.sets & (1 << bit) != 0),
                 WhoSpec::DnAttr(attr) => self
                     .acl
                     .dnattrs
@@ -696,6 +791,17 @@ impl<'a> Checker<'a> {
                     && self.acl.ldapi_paths.iter().any(|p| p == path)
             }
             WhoSpec::Ssf(kind, min) => who.ssf(*kind) >= *min,
+            // Decided per entry by the caller.
+            WhoSpec::Set(set) if set.per_entry => true,
+            // No `this`: the target does not matter; the root DN stands in for it.
+            WhoSpec::Set(set) => {
+                let root = NormDn::root();
+                let target = Target {
+                    ndn: &root,
+                    entry: None,
+                };
+                self.set_holds(0, set, target)
+            }
         }
     }
 }

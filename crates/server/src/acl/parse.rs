@@ -136,6 +136,8 @@ pub enum WhoSpec {
     },
     PeerPath(String),
     Ssf(Ssf, u32),
+    /// `set[.style]=<pattern>`: slapd's set language (`sets.rs`).
+    Set(Box<super::sets::SetClause>),
 }
 
 impl WhoSpec {
@@ -425,7 +427,11 @@ fn parse_by<'w>(
             }
             break access;
         }
-        who.push(parse_who(schema, word).map_err(|why| (word.to_string(), why))?);
+        let spec = parse_who(schema, word).map_err(|why| (word.to_string(), why))?;
+        if matches!(spec, WhoSpec::Set(_)) && who.iter().any(|w| matches!(w, WhoSpec::Set(_))) {
+            return Err((word.into(), "set attribute already specified".into()));
+        }
+        who.push(spec);
     };
     let control = match words.next_if(|w| !w.eq_ignore_ascii_case("by")) {
         None => Control::Stop,
@@ -561,6 +567,9 @@ fn parse_who(schema: &Schema, word: &str) -> Result<WhoSpec, String> {
             Ok(WhoSpec::Dn(dn_pattern(schema, style, value)?))
         }
         "dnattr" if style.is_empty() => dnattr(schema, value),
+        "set" => Ok(WhoSpec::Set(Box::new(super::sets::SetClause::new(
+            schema, style, value,
+        )?))),
         "peername" => peername(style, value),
         "ssf" | "transport_ssf" | "tls_ssf" | "sasl_ssf" => {
             let n = value

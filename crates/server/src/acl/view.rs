@@ -270,6 +270,7 @@ impl<'a> SearchAccess<'a> {
             is_self,
             dnattrs: 0,
             expanded: 0,
+            sets: 0,
         };
         Some(self.shared_view(0, relation))
     }

@@ -4,6 +4,8 @@
 
 #[path = "acl/matrix.rs"]
 mod matrix;
+#[path = "acl/sets.rs"]
+mod sets;
 
 use canopy_e2e::server::canopy_command;
 use canopy_e2e::*;
@@ -407,6 +409,64 @@ fn bad_rules_fail_the_start() {
             out.stderr
         );
     }
+}
+
+/// A value rule that grants read where the whole attribute gets less (OpenLDAP's test006: a value
+/// of `cn` readable by one user, the attribute only searchable): the readable values are sent, as
+/// slapd decides each value it sends.
+#[test]
+fn value_rules_grant_more_than_the_attribute() {
+    let rules = [
+        "to attrs=userPassword by self write by anonymous auth by * none",
+        r#"to dn.exact="uid=alice,ou=people,dc=example,dc=com" attrs=description val="for bob"
+            by dn.exact="uid=bob,ou=people,dc=example,dc=com" read by * break"#,
+        r#"to dn.exact="uid=alice,ou=people,dc=example,dc=com" attrs=description val.regex="^for c"
+            by dn.exact="uid=carol,ou=people,dc=example,dc=com" read by * break"#,
+        r#"to dn.exact="uid=alice,ou=people,dc=example,dc=com" attrs=description by * search"#,
+        "to * by users read by * none",
+    ];
+    let s = Server::start_with_access(&rules);
+    let alice = user_dn("alice");
+    let add = format!(
+        "dn: {alice}\nchangetype: modify\nadd: description\ndescription: for bob\ndescription: for carol\n-\n"
+    );
+    s.modify(&Bind::Root, &add)
+        .expect_code(0, "root adds two descriptions");
+    for (uid, shown, hidden) in [
+        ("bob", Some("for bob"), "for carol"),
+        ("carol", Some("for carol"), "for bob"),
+        ("dave", None, "for"),
+    ] {
+        let out = s.read(&Bind::user(uid), &alice, &["description"]);
+        out.expect_code(0, "a read of alice's descriptions");
+        if let Some(value) = shown {
+            assert!(
+                out.stdout.contains(&format!("description: {value}")),
+                "{uid}: {}",
+                out.stdout
+            );
+        }
+        assert!(
+            !out.stdout.contains(&format!("description: {hidden}")),
+            "{uid}: {}",
+            out.stdout
+        );
+    }
+    // Types only: the attribute as a whole, which nobody reads.
+    let out = s.search(
+        &Bind::user("bob"),
+        &[
+            "-A",
+            "-b",
+            &alice,
+            "-s",
+            "base",
+            "(objectClass=*)",
+            "description",
+        ],
+    );
+    out.expect_code(0, "a types-only read");
+    assert!(!out.stdout.contains("description"), "{}", out.stdout);
 }
 
 #[test]

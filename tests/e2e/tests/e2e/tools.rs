@@ -347,3 +347,70 @@ fn import_stores_a_repeated_value_once() {
         found.stdout
     );
 }
+
+/// Import stores values as written, as slapadd does; a modify stores a uniqueMember's name in its pretty
+/// form (its UID kept), as slapd does for DN values.
+#[test]
+fn import_keeps_values_modify_makes_them_pretty() {
+    let dir = tempdir::TempDir::new("pretty");
+    let ldif = dir.path().join("pretty.ldif");
+    std::fs::write(
+        &ldif,
+        format!(
+            "dn: {SUFFIX}\nobjectclass: dcobject\nobjectClass: organization\ndc: example\no: Example\n\n\
+             dn: cn=names,{SUFFIX}\nobjectclass: GROUPOFUNIQUENAMES\ncn: names\n\
+             uniqueMember: cn=A B, DC=example, dc=com\nuniqueMember: CN=c,dc=example,dc=com#'0101'B\n\
+             seeAlso: CN=x, dc=example,  dc=com\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Server::unstarted(Target::from_env());
+    server.import(&ldif).expect_code(0, "importing");
+    server.restart();
+    let found = server.search(
+        &Bind::Root,
+        &[
+            "-b",
+            SUFFIX,
+            "(objectClass=*)",
+            "objectClass",
+            "uniqueMember",
+            "seeAlso",
+        ],
+    );
+    found.expect_code(0, "the imported entries");
+    for line in [
+        "objectClass: dcobject",
+        "objectClass: GROUPOFUNIQUENAMES",
+        "uniqueMember: cn=A B, DC=example, dc=com",
+        "uniqueMember: CN=c,dc=example,dc=com#'0101'B",
+        "seeAlso: CN=x, dc=example,  dc=com",
+    ] {
+        assert!(
+            found.stdout.contains(line),
+            "missing {line:?} in\n{}",
+            found.stdout
+        );
+    }
+    server
+        .modify(
+            &Bind::Root,
+            &format!(
+                "dn: cn=names,{SUFFIX}\nchangetype: modify\nadd: uniqueMember\n\
+                 uniqueMember: cn=D, DC=Example, dc=com\nuniqueMember: CN=e,dc=com#'1'B\n-\n"
+            ),
+        )
+        .expect_code(0, "adding a uniqueMember");
+    let found = server.read(
+        &Bind::Root,
+        &format!("cn=names,{SUFFIX}"),
+        &["uniqueMember"],
+    );
+    assert!(
+        found
+            .stdout
+            .contains("uniqueMember: cn=D,dc=Example,dc=com"),
+        "{}",
+        found.stdout
+    );
+}

@@ -59,10 +59,15 @@ pub(super) fn encode_stored(
         let Ok((index, desc, tlv, _)) = item else {
             continue;
         };
-        if !selection.wants(schema, desc) || ((index == 1 || !plain) && !reads(desc)) {
+        let ruled = readable.filter(|(access, _)| values_ruled && access.value_ruled(desc));
+        // slapd decides each value it sends, so an attribute under `val=` rules is decided value by
+        // value (a whole-attribute check skips those rules); only a types-only answer asks for the
+        // attribute as a whole.
+        let whole = ruled.is_none() || job.req.types_only;
+        if !selection.wants(schema, desc) || (whole && (index == 1 || !plain) && !reads(desc)) {
             continue;
         }
-        let ruled = readable.filter(|(access, _)| values_ruled && access.value_ruled(desc));
+        let ruled = ruled.filter(|_| !job.req.types_only);
         match (ruled, matched) {
             (Some((access, view)), _) => encode_readable_values(
                 &mut attrs,

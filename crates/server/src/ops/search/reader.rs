@@ -419,11 +419,12 @@ impl SearchRequester<'_> {
             return Some(values);
         }
         let view = self.view(ndn, stored);
-        if !self.access.allows_attr(&view, desc, privileges::READ) {
-            return None;
-        }
+        // Under `val=` rules each value is decided (as slapd sends values), not the whole attribute.
         if !self.access.value_ruled(desc) {
-            return Some(values);
+            return self
+                .access
+                .allows_attr(&view, desc, privileges::READ)
+                .then_some(values);
         }
         let kept: Vec<&[u8]> = values
             .into_iter()

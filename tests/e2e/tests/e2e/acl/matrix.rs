@@ -76,12 +76,12 @@ const LEVELS: [&str; 6] = ["none", "compare", "search", "read", "write", "=rc"];
 
 /// One generated list: passwords stay usable for binds, then 2 or 3 drawn rules, then a last rule
 /// drawn from a few shapes (so that what the drawn rules leave is sometimes visible, sometimes not).
-fn rules(draw: &mut Draw) -> Vec<String> {
+fn rules(draw: &mut Draw, whos: &[&str]) -> Vec<String> {
     let mut list = vec!["to attrs=userPassword by anonymous auth by * none".to_string()];
     for _ in 0..2 + draw.next() % 2 {
         let mut rule = format!("to {}", draw.pick(&WHATS));
         for _ in 0..1 + draw.next() % 3 {
-            rule.push_str(&format!(" by {} {}", draw.pick(&WHOS), draw.pick(&LEVELS)));
+            rule.push_str(&format!(" by {} {}", draw.pick(whos), draw.pick(&LEVELS)));
             if draw.next() % 4 == 0 {
                 rule.push_str(if draw.next() % 2 == 0 {
                     " break"
@@ -124,6 +124,47 @@ fn replace(dn: &str, attr: &str, value: &str) -> String {
 fn generated_rules_decide_as_slapd() {
     let mut draw = Draw(SEED);
     let mut t = Transcript::new("acl_matrix");
+    for case in 0..CASES {
+        let list = rules(&mut draw, &WHOS);
+        exercise(&mut t, case, &list);
+    }
+    t.check();
+}
+
+/// `set=` clauses (slapd's set language) for the same matrix: group and owner lookups, `this`,
+/// `user`, parents, `$N` references, and the three joins.
+const SET_WHOS: [&str; 14] = [
+    r#"set="[cn=engineering,ou=groups,dc=example,dc=com]/member & user""#,
+    r#"set="this/member & user""#,
+    r#"set="this/owner | this/member & user""#,
+    r#"set="this/owner | (this/member & user)""#,
+    r#"set="user/uid & [alice]""#,
+    r#"set="[uid=] + this/uid + [,ou=people,dc=example,dc=com] & user""#,
+    r#"set="this/-1 & [ou=apollo,ou=projects,dc=example,dc=com]""#,
+    r#"set="this & user""#,
+    r#"set="(this/member | this/owner)/uid & [bob]""#,
+    r#"set.expand="[uid=$2,ou=people,dc=example,dc=com] & user""#,
+    r#"set.regex="[$0]/member* & user""#,
+    r#"set="this/entryDN & user/-1""#,
+    r#"set="user/-1 & this/-1""#,
+    r#"set="[cn=engineering,ou=groups,dc=example,dc=com]/member/uid + [x] & [bobx]""#,
+];
+const SET_CASES: usize = 16;
+const SET_SEED: u64 = 0x5e75_0034_ac1d_5e75;
+
+#[test]
+fn generated_set_rules_decide_as_slapd() {
+    let mut draw = Draw(SET_SEED);
+    let mut t = Transcript::new("acl_matrix_sets");
+    for case in 0..SET_CASES {
+        let list = rules(&mut draw, &SET_WHOS);
+        exercise(&mut t, case, &list);
+    }
+    t.check();
+}
+
+/// Runs one rule list: a server with it, the group's owner set, and every requester's requests.
+fn exercise(t: &mut Transcript, case: usize, list: &[String]) {
     let attrs = [
         "cn",
         "description",
@@ -134,59 +175,55 @@ fn generated_rules_decide_as_slapd() {
         "ou",
         "mail",
     ];
-    for case in 0..CASES {
-        let list = rules(&mut draw);
-        let texts: Vec<&str> = list.iter().map(String::as_str).collect();
-        let s = Server::start_with_access(&texts);
-        t.text(&format!("case {case}: rules"), &list.join("\n"));
-        // The group gets an owner (carol): dnattr=owner then lists someone who is no member.
-        s.modify(
-            &Bind::Root,
-            &format!(
-                "dn: {GROUP}\nchangetype: modify\nadd: owner\nowner: {}\n-\n",
-                user_dn("carol")
+    let texts: Vec<&str> = list.iter().map(String::as_str).collect();
+    let s = Server::start_with_access(&texts);
+    t.text(&format!("case {case}: rules"), &list.join("\n"));
+    // The group gets an owner (carol): dnattr=owner then lists someone who is no member.
+    s.modify(
+        &Bind::Root,
+        &format!(
+            "dn: {GROUP}\nchangetype: modify\nadd: owner\nowner: {}\n-\n",
+            user_dn("carol")
+        ),
+    )
+    .expect_code(0, "the root DN adds the group's owner");
+    for (who, bind) in requesters() {
+        let at = |what: &str| format!("case {case}, {who}: {what}");
+        for base in [
+            "ou=groups,dc=example,dc=com",
+            "ou=projects,dc=example,dc=com",
+        ] {
+            let mut args = vec!["-b", base, "(objectClass=*)"];
+            args.extend_from_slice(&attrs);
+            t.section(&at(&format!("search {base}")), &s.search(&bind, &args));
+        }
+        t.section(
+            &at("read bob"),
+            &s.read(&bind, &user_dn("bob"), &["cn", "mail", "description"]),
+        );
+        // A filter on an attribute the rules may hide.
+        t.section(
+            &at("search member=alice"),
+            &s.search(
+                &bind,
+                &[
+                    "-b",
+                    SUFFIX,
+                    &format!("(member={})", user_dn("alice")),
+                    "1.1",
+                ],
             ),
-        )
-        .expect_code(0, "the root DN adds the group's owner");
-        for (who, bind) in requesters() {
-            let at = |what: &str| format!("case {case}, {who}: {what}");
-            for base in [
-                "ou=groups,dc=example,dc=com",
-                "ou=projects,dc=example,dc=com",
-            ] {
-                let mut args = vec!["-b", base, "(objectClass=*)"];
-                args.extend_from_slice(&attrs);
-                t.section(&at(&format!("search {base}")), &s.search(&bind, &args));
-            }
-            t.section(
-                &at("read bob"),
-                &s.read(&bind, &user_dn("bob"), &["cn", "mail", "description"]),
-            );
-            // A filter on an attribute the rules may hide.
-            t.section(
-                &at("search member=alice"),
-                &s.search(
-                    &bind,
-                    &[
-                        "-b",
-                        SUFFIX,
-                        &format!("(member={})", user_dn("alice")),
-                        "1.1",
-                    ],
-                ),
-            );
-            for (dn, assertion) in [(GROUP, "cn:engineering"), (LEAD, "cn:lead")] {
-                let out = s.tool("ldapcompare", &bind, &[dn, assertion], None);
-                t.raw(&at(&format!("compare {assertion}")), &out);
-            }
-            for dn in [GROUP, DOCS, user_dn("bob").as_str()] {
-                let value = format!("c{case}-{}", who.split(' ').next().unwrap_or(who));
-                let out = s.modify(&bind, &replace(dn, "description", &value));
-                t.raw(&at(&format!("modify {dn}")), &out);
-            }
+        );
+        for (dn, assertion) in [(GROUP, "cn:engineering"), (LEAD, "cn:lead")] {
+            let out = s.tool("ldapcompare", &bind, &[dn, assertion], None);
+            t.raw(&at(&format!("compare {assertion}")), &out);
+        }
+        for dn in [GROUP, DOCS, user_dn("bob").as_str()] {
+            let value = format!("c{case}-{}", who.split(' ').next().unwrap_or(who));
+            let out = s.modify(&bind, &replace(dn, "description", &value));
+            t.raw(&at(&format!("modify {dn}")), &out);
         }
     }
-    t.check();
 }
 
 /// `canopy acl-check` says what a `dnattr` clause saw, and which identity a `real...` form tested.

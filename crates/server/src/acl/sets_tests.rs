@@ -1,0 +1,414 @@
+//! Unit tests of the set language: parsing (what slapd's evaluator accepts and refuses) and
+//! evaluation over a small in-memory directory, the access list's use of set clauses included.
+
+use std::collections::HashMap;
+
+use canopy_core::{Attribute, Entry};
+use canopy_proto::Dn;
+use canopy_schema::{NormDn, Schema};
+
+use super::*;
+use crate::access::Who;
+use crate::acl::{privileges, Acl, AttrRef, Groups, Target};
+use crate::session::Link;
+
+fn ndn(schema: &Schema, text: &str) -> NormDn {
+    schema
+        .normalize_dn(&Dn::parse(text.as_bytes()).unwrap())
+        .unwrap()
+}
+
+/// A directory in memory; counts its reads.
+struct Tree {
+    entries: HashMap<NormDn, Entry>,
+    reads: std::cell::Cell<usize>,
+}
+
+impl Groups for Tree {
+    fn is_member(&self, _: &NormDn, _: &str, _: &str, _: &NormDn) -> bool {
+        false
+    }
+
+    fn entry(&self, ndn: &NormDn) -> Option<Entry> {
+        self.reads.set(self.reads.get() + 1);
+        self.entries.get(ndn).cloned()
+    }
+}
+
+fn tree(schema: &Schema, entries: &[(&str, &[(&str, &str)])]) -> Tree {
+    let mut map = HashMap::new();
+    for (dn, attrs) in entries {
+        let mut list: Vec<Attribute> = Vec::new();
+        for (desc, value) in *attrs {
+            match list.iter_mut().find(|a| a.desc == *desc) {
+                Some(a) => a.values.push(value.as_bytes().to_vec()),
+                None => list.push(Attribute {
+                    desc: desc.to_string(),
+                    values: vec![value.as_bytes().to_vec()],
+                }),
+            }
+        }
+        let entry = Entry {
+            dn: Dn::parse(dn.as_bytes()).unwrap(),
+            ndn: ndn(schema, dn),
+            attrs: list,
+        };
+        map.insert(entry.ndn.clone(), entry);
+    }
+    Tree {
+        entries: map,
+        reads: std::cell::Cell::new(0),
+    }
+}
+
+const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
+const BOB: &str = "uid=bob,ou=people,dc=example,dc=com";
+const CAROL: &str = "uid=carol,ou=people,dc=example,dc=com";
+const STAFF: &str = "cn=staff,ou=groups,dc=example,dc=com";
+const INNER: &str = "cn=inner,ou=groups,dc=example,dc=com";
+
+fn sample(schema: &Schema) -> Tree {
+    tree(
+        schema,
+        &[
+            (ALICE, &[("uid", "Alice"), ("manager", BOB)]),
+            (
+                BOB,
+                &[
+                    ("uid", "bob"),
+                    ("manager", "UID=Carol,OU=People,DC=Example,DC=Com"),
+                ],
+            ),
+            (CAROL, &[("uid", "carol"), ("manager", ALICE)]),
+            (
+                STAFF,
+                &[("cn", "staff"), ("member", ALICE), ("member", INNER)],
+            ),
+            // A cycle of groups: inner holds staff.
+            (
+                INNER,
+                &[("cn", "inner"), ("member", CAROL), ("member", STAFF)],
+            ),
+        ],
+    )
+}
+
+/// The result of `text` for `user` on the entry `this`, as sorted strings.
+fn eval(schema: &Schema, tree: &Tree, text: &str, user: Option<&str>, this: &str) -> Vec<String> {
+    let clause = SetClause::new(schema, "", text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let user = user.map(|u| ndn(schema, u));
+    let this = ndn(schema, this);
+    let ctx = SetContext {
+        schema,
+        user: user.as_ref(),
+        this: &this,
+        this_entry: None,
+        reader: tree,
+    };
+    let mut out: Vec<String> = clause
+        .evaluate(&ctx, None)
+        .unwrap()
+        .into_iter()
+        .map(|v| String::from_utf8(v).unwrap())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn parses_what_slapd_evaluates() {
+    let schema = Schema::builtin();
+    let ok = [
+        "user",
+        "this",
+        "[]",
+        "[cn=x, dc=y]/member* & user",
+        "user/manager/manager | this",
+        "this->member->uid",
+        "( user & this ) | ([a] + [b])",
+        "user / uid",
+        "this/-1",
+        "this/-*",
+        "this/-0 & user",
+        "user/member;x-opt",
+        "\tuser\n&\r\nthis ",
+    ];
+    for text in ok {
+        parse(&schema, text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    let bad = [
+        ("", "at the end"),
+        ("user &", "at the end"),
+        ("& user", "offset 0"),
+        ("user this", "operator"),
+        ("user [x]", "operator"),
+        ("uid", "needs a \"/\""),
+        ("user/noSuchAttr", "unknown attribute type \"noSuchAttr\""),
+        ("user/this", "start an expression"),
+        ("(user", "\")\""),
+        ("user)", "without its"),
+        ("[unclosed", "\"]\""),
+        ("user/", "attribute name"),
+        ("user-uid", "needs a \"/\""),
+        ("user - >uid", "operator"),
+        ("user/uid**", "operator"),
+        ("This", "needs a \"/\""),
+        ("user/uid;", "attribute description"),
+    ];
+    for (text, why) in bad {
+        let err = parse(&schema, text).unwrap_err();
+        assert!(err.contains(why), "{text:?}: {err}");
+    }
+    let deep = format!("{}user{}", "(".repeat(40), ")".repeat(40));
+    assert!(parse(&schema, &deep).unwrap_err().contains("nested"));
+    // Left to right, no precedence: a | b & c is (a | b) & c.
+    let expr = parse(&schema, "[a] | [b] & [c]").unwrap();
+    assert!(matches!(
+        expr,
+        SetExpr::Join(ref left, SetOp::Intersection, _) if matches!(**left, SetExpr::Join(_, SetOp::Union, _))
+    ));
+    // A path step binds to the term before it: [a] + [b]/uid chases [b] only.
+    let expr = parse(&schema, "[a] + [b]/uid").unwrap();
+    assert!(
+        matches!(expr, SetExpr::Join(_, SetOp::Concat, ref right) if matches!(**right, SetExpr::Chase { .. }))
+    );
+}
+
+#[test]
+fn clauses_refuse_bad_styles_and_empty_sets() {
+    let schema = Schema::builtin();
+    assert!(SetClause::new(&schema, "sub", "user")
+        .unwrap_err()
+        .contains("style"));
+    assert!(SetClause::new(&schema, "", "")
+        .unwrap_err()
+        .contains("no set"));
+    assert!(SetClause::new(&schema, "", "user &")
+        .unwrap_err()
+        .contains("bad set"));
+    let expand = SetClause::new(&schema, "regex", "[uid=$1,dc=x]/uid & user/uid").unwrap();
+    assert!(expand.expand && expand.per_entry && !expand.reads_this);
+    let fixed = SetClause::new(&schema, "exact", "[cn=g]/member & user").unwrap();
+    assert!(!fixed.per_entry && !fixed.reads_this);
+    let this = SetClause::new(&schema, "", "this/manager & user").unwrap();
+    assert!(this.per_entry && this.reads_this);
+    let only_dn = SetClause::new(&schema, "", "this/-1 & user/-1").unwrap();
+    assert!(only_dn.per_entry && !only_dn.reads_this);
+}
+
+#[test]
+fn evaluation_follows_slapd() {
+    let schema = Schema::builtin();
+    let t = sample(&schema);
+    let check = |text: &str, user: Option<&str>, this: &str, want: &[&str]| {
+        assert_eq!(eval(&schema, &t, text, user, this), want, "{text}");
+    };
+    // Values come out normalized: DNs as normalized DNs, uid lower-cased.
+    check("this/uid", None, ALICE, &["alice"]);
+    check("this/manager", None, BOB, &[CAROL]);
+    check("user/manager/manager", Some(ALICE), STAFF, &[CAROL]);
+    check("this/manager & user", Some(BOB), ALICE, &[BOB]);
+    check("this/manager & user", Some(CAROL), ALICE, &[]);
+    // Closure: members of members, through a cycle, the groups themselves included.
+    check(
+        &format!("[{STAFF}]/member*"),
+        None,
+        ALICE,
+        &[INNER, STAFF, ALICE, CAROL],
+    );
+    check("this/manager*", None, ALICE, &[ALICE, BOB, CAROL]);
+    check(&format!("[{STAFF}]/member"), None, ALICE, &[INNER, ALICE]);
+    check("[a] | [b] & [b]", None, ALICE, &["b"]);
+    check("[a] | ([b] & [b])", None, ALICE, &["a", "b"]);
+    check(
+        "([a] | [b]) + ([1] | [])",
+        None,
+        ALICE,
+        &["a", "a1", "b", "b1"],
+    );
+    check(
+        "[uid=] + this/uid + [,ou=people,dc=example,dc=com] & user",
+        Some(ALICE),
+        ALICE,
+        &[ALICE],
+    );
+    // Literals are compared as written: an upper-case uid is not a normalized value.
+    check("this/uid & [Alice]", None, ALICE, &[]);
+    check("this/uid & [alice]", None, ALICE, &["alice"]);
+    check("this/-1", None, ALICE, &["ou=people,dc=example,dc=com"]);
+    check("this/-3", None, ALICE, &["dc=com"]);
+    check("this/-9", None, ALICE, &[""]);
+    check(
+        "this/-*",
+        None,
+        "ou=people,dc=example,dc=com",
+        &[
+            "",
+            "dc=com",
+            "dc=example,dc=com",
+            "ou=people,dc=example,dc=com",
+        ],
+    );
+    check(
+        "this/entryDN",
+        None,
+        "UID=Alice,OU=People,DC=Example,DC=Com",
+        &[ALICE],
+    );
+    // Anonymous: slapd has no DN for `user`, and the whole expression gives up.
+    for text in ["user", "user/uid", "this | user"] {
+        let clause = SetClause::new(&schema, "", text).unwrap();
+        let this = ndn(&schema, ALICE);
+        let ctx = SetContext {
+            schema: &schema,
+            user: None,
+            this: &this,
+            this_entry: None,
+            reader: &t,
+        };
+        assert_eq!(
+            clause.evaluate(&ctx, None),
+            Err(SetFailure::Anonymous),
+            "{text}"
+        );
+    }
+    // Names that are no DN, and entries that do not exist, give nothing.
+    check(
+        "[not a dn]/uid | [cn=nobody,dc=example,dc=com]/uid",
+        None,
+        ALICE,
+        &[],
+    );
+    check("[]", None, ALICE, &[""]);
+}
+
+#[test]
+fn the_entry_at_hand_is_read_from_the_check() {
+    let schema = Schema::builtin();
+    let t = sample(&schema);
+    let clause = SetClause::new(&schema, "", "this/description").unwrap();
+    let dn = "uid=new,ou=people,dc=example,dc=com";
+    let this = ndn(&schema, dn);
+    let entry = Entry {
+        dn: Dn::parse(dn.as_bytes()).unwrap(),
+        ndn: this.clone(),
+        attrs: vec![Attribute {
+            desc: "description".into(),
+            values: vec![b"Being  Added".to_vec()],
+        }],
+    };
+    let ctx = SetContext {
+        schema: &schema,
+        user: None,
+        this: &this,
+        this_entry: Some(&entry),
+        reader: &t,
+    };
+    assert_eq!(
+        clause.evaluate(&ctx, None).unwrap(),
+        [b"being added".to_vec()]
+    );
+    assert_eq!(t.reads.get(), 0);
+}
+
+#[test]
+fn work_is_bounded() {
+    let schema = Schema::builtin();
+    // A chain longer than the read budget: each group holds the next.
+    let names: Vec<String> = (0..MAX_READS + 10)
+        .map(|i| format!("cn=g{i},dc=example,dc=com"))
+        .collect();
+    let values: Vec<Vec<(&str, &str)>> = names
+        .iter()
+        .enumerate()
+        .map(|(i, _)| match names.get(i + 1) {
+            Some(next) => vec![("member", next.as_str())],
+            None => vec![],
+        })
+        .collect();
+    let entries: Vec<(&str, &[(&str, &str)])> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (n.as_str(), v.as_slice()))
+        .collect();
+    let t = tree(&schema, &entries);
+    let clause = SetClause::new(&schema, "", "[cn=g0,dc=example,dc=com]/member*").unwrap();
+    let root = NormDn::root();
+    let ctx = SetContext {
+        schema: &schema,
+        user: None,
+        this: &root,
+        this_entry: None,
+        reader: &t,
+    };
+    assert_eq!(clause.evaluate(&ctx, None), Err(SetFailure::TooManyReads));
+    assert_eq!(t.reads.get(), MAX_READS);
+    // A concatenation past the size limit.
+    let wide = format!(
+        "({})",
+        (0..70)
+            .map(|i| format!("[{i}]"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let clause = SetClause::new(&schema, "", &format!("{wide} + {wide}")).unwrap();
+    assert_eq!(clause.evaluate(&ctx, None), Err(SetFailure::TooLarge));
+}
+
+fn who(schema: &Schema, dn: &str) -> Who {
+    Who {
+        dn: dn.into(),
+        ndn: Some(ndn(schema, dn)),
+        root: false,
+        link: Link::default(),
+    }
+}
+
+#[test]
+fn access_lists_decide_with_sets() {
+    let schema = Schema::builtin();
+    let t = sample(&schema);
+    let rules = [
+        format!("to dn.exact=\"{STAFF}\" by set=\"[{STAFF}]/member* & user\" write by * read"),
+        "to dn.regex=\"^uid=([^,]+),ou=people,dc=example,dc=com$\" attrs=description \
+         by set.regex=\"[uid=$1,ou=people,dc=example,dc=com]/manager & user\" write by * read"
+            .to_string(),
+        "to dn.subtree=\"ou=people,dc=example,dc=com\" by set=\"this/manager & user\" write \
+         by set=\"user/uid & [bob]\" =rc by * none"
+            .to_string(),
+    ];
+    let acl = Acl::compile(&schema, &rules, Vec::new()).unwrap();
+    assert!(acl.needs_entry() && acl.reads_directory() && acl.has_expansions());
+    let write = privileges::cumulative(privileges::WRITE);
+    let read = privileges::cumulative(privileges::READ);
+    let decide = |me: &str, dn: &str, attr: AttrRef<'_>| {
+        let me = who(&schema, me);
+        let checker = acl.checker(&schema, &me, &t);
+        let this = ndn(&schema, dn);
+        let entry = t.entries.get(&this).cloned();
+        let target = Target {
+            ndn: &this,
+            entry: entry.as_ref(),
+        };
+        checker.decide(target, attr).mask
+    };
+    // Carol is a member through the nested group.
+    assert_eq!(decide(CAROL, STAFF, AttrRef::Entry), write);
+    assert_eq!(decide(BOB, STAFF, AttrRef::Entry), read);
+    // $1 from the <what> match: bob manages alice.
+    assert_eq!(decide(BOB, ALICE, AttrRef::Attr("description")), write);
+    assert_eq!(decide(CAROL, ALICE, AttrRef::Attr("description")), read);
+    // this/manager: carol manages bob; bob's own uid gives him =rc elsewhere.
+    assert_eq!(decide(CAROL, BOB, AttrRef::Attr("cn")), write);
+    assert_eq!(
+        decide(BOB, CAROL, AttrRef::Attr("cn")),
+        privileges::READ | privileges::COMPARE
+    );
+    assert_eq!(decide(ALICE, BOB, AttrRef::Attr("cn")), 0);
+    let two = Acl::compile(
+        &schema,
+        &["to * by set=\"user\" set=\"this\" read".to_string()],
+        Vec::new(),
+    );
+    assert!(two.unwrap_err().contains("set attribute already specified"));
+}
