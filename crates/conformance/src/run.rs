@@ -159,10 +159,9 @@ fn run_one(
     let candidate = canopy.run(case);
     // slapd 2.5's sssvlv may answer busy (51) to a sort that arrives before it has put away the
     // previous one on the connection (a race under load): asked again after a pause, it answers.
-    for _ in 0..3 {
-        if !(busy(&reference) && !busy(&candidate)) {
-            break;
-        }
+    let mut tries = 0;
+    while tries < 3 && busy(&reference) && !busy(&candidate) {
+        tries += 1;
         std::thread::sleep(std::time::Duration::from_millis(100));
         reference = slapd.run(case);
     }
