@@ -272,9 +272,8 @@ fn zulu_time_valid(t: &[u8]) -> Option<bool> {
     let field = |from: usize, len: usize| digits(whole, from, len).unwrap_or(u32::MAX);
     let (year, month, day) = (field(0, 4), field(4, 2), field(6, 2));
     let (hour, minute, second) = (field(8, 2), field(10, 2), field(12, 2));
-    let date_ok = (1..=12).contains(&month)
-        && day >= 1
-        && day <= days_in_month(i64::from(year), month);
+    let date_ok =
+        (1..=12).contains(&month) && day >= 1 && day <= days_in_month(i64::from(year), month);
     Some(date_ok && hour <= 23 && minute <= 59 && second <= 60)
 }
 
@@ -480,7 +479,12 @@ mod zulu_tests {
         // All but the three with a malformed fraction or digit.
         assert_eq!(decided, times.len() - 3);
         // Other forms are left to the full normalization.
-        for t in [&b"202611290716Z"[..], b"20261129071600+0100", b"2026112907Z", b""] {
+        for t in [
+            &b"202611290716Z"[..],
+            b"20261129071600+0100",
+            b"2026112907Z",
+            b"",
+        ] {
             assert_eq!(zulu_time_valid(t), None);
         }
         assert!(csn(b"20261129071600.123456Z#000000#000#000000").is_ok());

@@ -73,14 +73,19 @@ pub fn check_entry_typed(
             )));
         }
     }
-    let structural = structural_of(schema, &classes)?;
+    // Each class's chain of superclasses, built once for the structural class and the lineage.
+    let chains: Vec<Vec<&ObjectClass>> = classes
+        .iter()
+        .map(|class| with_superclasses(schema, class))
+        .collect();
+    let structural = structural_among(&classes, &chains)?;
     check_structural_unchanged(schema, entry, structural)?;
     check_naming(schema, entry)?;
     // Each class with each of its superclasses, and every class once.
     let mut lineage: Vec<(&ObjectClass, &ObjectClass)> = Vec::new();
     let mut all: Vec<&ObjectClass> = Vec::new();
-    for class in &classes {
-        for ancestor in with_superclasses(schema, class) {
+    for (class, chain) in classes.iter().zip(chains) {
+        for ancestor in chain {
             lineage.push((class, ancestor));
             if !all.iter().any(|c| c.oid == ancestor.oid) {
                 all.push(ancestor);
@@ -197,16 +202,35 @@ fn structural_of<'s>(
     schema: &'s Schema,
     classes: &[&'s ObjectClass],
 ) -> Result<&'s ObjectClass, LdapError> {
-    let mut current: Option<&ObjectClass> = None;
-    for class in classes {
+    let chains: Vec<Vec<&ObjectClass>> = classes
+        .iter()
+        .map(|class| with_superclasses(schema, class))
+        .collect();
+    structural_among(classes, &chains)
+}
+
+/// [`structural_of`] with each class's chain of superclasses (`with_superclasses`, in the order
+/// of `classes`).
+fn structural_among<'s>(
+    classes: &[&'s ObjectClass],
+    chains: &[Vec<&'s ObjectClass>],
+) -> Result<&'s ObjectClass, LdapError> {
+    // Whether the class at `a` is `b` or derives from it.
+    let derives = |a: usize, b: &ObjectClass| {
+        chains
+            .get(a)
+            .is_some_and(|chain| chain.iter().any(|c| c.oid == b.oid))
+    };
+    let mut current: Option<(usize, &ObjectClass)> = None;
+    for (i, class) in classes.iter().enumerate() {
         if class.kind != ObjectClassKind::Structural {
             continue;
         }
         current = match current {
-            None => Some(class),
-            Some(best) if is_subclass(schema, class, best) => Some(class),
-            Some(best) if is_subclass(schema, best, class) => Some(best),
-            Some(best) => {
+            None => Some((i, class)),
+            Some((_, best)) if derives(i, best) => Some((i, class)),
+            Some((b, best)) if derives(b, class) => Some((b, best)),
+            Some((_, best)) => {
                 return Err(violation(format!(
                     "invalid structural object class chain ({}/{})",
                     best.name(),
@@ -215,7 +239,9 @@ fn structural_of<'s>(
             }
         };
     }
-    current.ok_or_else(|| violation("no structural object class provided".to_string()))
+    current
+        .map(|(_, class)| class)
+        .ok_or_else(|| violation("no structural object class provided".to_string()))
 }
 
 /// slapd keeps an entry's structural class for life: a modify that would change it is refused.
@@ -303,12 +329,6 @@ fn display_name(schema: &Schema, name: &str) -> String {
         .attribute_type(name)
         .map(|at| at.name().to_string())
         .unwrap_or_else(|| name.to_string())
-}
-
-fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
-    with_superclasses(schema, class)
-        .iter()
-        .any(|c| c.oid == ancestor.oid)
 }
 
 #[cfg(test)]
