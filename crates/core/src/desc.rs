@@ -124,7 +124,7 @@ impl AttrDesc {
 
 /// Splits a stored (canonical) description `type;opt;opt` into its type and its options part (`opt;opt`,
 /// empty without options), without any checks.
-pub(crate) fn split_stored(desc: &str) -> (&str, &str) {
+pub fn split_stored(desc: &str) -> (&str, &str) {
     // A byte loop: descriptions are short, and `split_once`'s searcher costs more than it saves here.
     match desc.bytes().position(|b| b == b';') {
         Some(at) => {

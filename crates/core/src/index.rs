@@ -113,11 +113,17 @@ impl<'a> Resolved<'a> {
     /// The keys of `entry` for each index, in their order ([`entry_keys_all`]).
     pub fn keys(&self, entry: &Entry) -> Vec<Vec<Vec<u8>>> {
         let schema = self.schema;
-        let types: Vec<Option<&AttributeType>> = entry
-            .attrs
-            .iter()
-            .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
-            .collect();
+        // An attribute is of an indexed type without subtypes only when it names that type: its own
+        // type need be looked up only when some indexed type has subtypes.
+        let subtypes = self.types.iter().flatten().any(|at| at.has_subtypes());
+        let types: Vec<Option<&AttributeType>> = match subtypes {
+            true => entry
+                .attrs
+                .iter()
+                .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
+                .collect(),
+            false => Vec::new(),
+        };
         self.specs
             .iter()
             .zip(&self.types)
@@ -137,11 +143,17 @@ fn spec_keys(
     types: &[Option<&AttributeType>],
 ) -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = Vec::new();
-    for (attr, at) in entry.attrs.iter().zip(types) {
-        let Some(at) = at else {
+    for (i, attr) in entry.attrs.iter().enumerate() {
+        if attr.values.is_empty() {
             continue;
+        }
+        // `types` is empty when no indexed type has subtypes (`Resolved::keys`): then the names
+        // decide, as a lookup would.
+        let of_spec = match types.get(i) {
+            Some(at) => at.is_some_and(|at| schema.is_subtype_of(at, spec_at)),
+            None => types.is_empty() && spec_at.is_named(split_stored(&attr.desc).0),
         };
-        if attr.values.is_empty() || !schema.is_subtype_of(at, spec_at) {
+        if !of_spec {
             continue;
         }
         if spec.pres {

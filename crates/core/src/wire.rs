@@ -37,7 +37,7 @@ pub const AUTH_PASSWORD_OID: &str = "1.3.6.1.4.1.4203.1.3.4";
 
 /// Decides the section of an attribute description (canonical form).
 pub fn section_of(schema: &Schema, desc: &str) -> Section {
-    let type_name = desc.split(';').next().unwrap_or(desc);
+    let type_name = crate::desc::split_stored(desc).0;
     match schema.attribute_type(type_name) {
         Some(at) => section_of_type(schema, at),
         None => Section::User,
@@ -65,6 +65,26 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
     encode_entry_spliced(schema, entry, None, out);
 }
 
+/// [`encode_entry`] with the types of the entry's attributes already looked up, in their order
+/// (`crate::check::attribute_types`): a write that checked the entry encodes it without a second
+/// lookup per attribute.
+pub fn encode_entry_typed(
+    schema: &Schema,
+    entry: &Entry,
+    types: &[Option<&canopy_schema::AttributeType>],
+    out: &mut Vec<u8>,
+) {
+    if types.len() != entry.attrs.len() {
+        encode_entry(schema, entry, out);
+        return;
+    }
+    let sections = types
+        .iter()
+        .map(|at| at.map_or(Section::User, |at| section_of_type(schema, at)))
+        .collect();
+    encode_sections(entry, sections, None, out);
+}
+
 /// Encodes an entry as [`encode_entry`] does, but with a hole (docs/design/big-values.md): the values of
 /// the attribute described exactly `splice.0` are preceded by `splice.1` bytes that are not written,
 /// the contents of a stored SET of values. Returns where in `out` those bytes belong; with them inserted
@@ -73,6 +93,21 @@ pub fn encode_entry(schema: &Schema, entry: &Entry, out: &mut Vec<u8>) {
 pub fn encode_entry_spliced(
     schema: &Schema,
     entry: &Entry,
+    splice: Option<(&str, usize)>,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let sections = entry
+        .attrs
+        .iter()
+        .map(|a| section_of(schema, &a.desc))
+        .collect();
+    encode_sections(entry, sections, splice, out)
+}
+
+/// The encoding of [`encode_entry_spliced`], each attribute in the section given in `sections`.
+fn encode_sections(
+    entry: &Entry,
+    sections: Vec<Section>,
     splice: Option<(&str, usize)>,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
@@ -90,11 +125,6 @@ pub fn encode_entry_spliced(
     let lengths_at = out.len();
     out.extend_from_slice(&[0; 8]);
     let mut lengths = [0usize; 2];
-    let sections: Vec<Section> = entry
-        .attrs
-        .iter()
-        .map(|a| section_of(schema, &a.desc))
-        .collect();
     let tags: Vec<u8> = sections.iter().map(|s| section_tag(*s)).collect();
     if tags.is_sorted() {
         put_u16(out, 0);

@@ -425,17 +425,36 @@ impl Directory {
         dn: &Dn,
         ctx: Ctx<'_>,
     ) -> Result<(u64, Entry), OpError> {
-        let Some(id) = txn.get_id(&dn_key(ndn)).map_err(failed)? else {
+        let found = txn.get_id(&dn_key(ndn)).map_err(failed)?;
+        self.load_found(txn, found, ndn, dn, ctx, false)
+    }
+
+    /// [`Directory::load`] of the ID `found` under `ndn` (None: missing), and with `referral`, then
+    /// [`Directory::referral_object`]'s answer, from the one read of the stored entry.
+    fn load_found(
+        &self,
+        txn: &WriteTxn<'_>,
+        found: Option<u64>,
+        ndn: &NormDn,
+        dn: &Dn,
+        ctx: Ctx<'_>,
+        referral: bool,
+    ) -> Result<(u64, Entry), OpError> {
+        let Some(id) = found else {
             return Err(self.missing(txn, ndn, dn, ctx)?);
         };
         let bytes = txn
             .get_entry(id)
             .map_err(failed)?
             .ok_or_else(|| LdapError::new(ResultCode::Other, "dn2id points to a missing entry"))?;
-        let entry = Directory::parse_stored(bytes)?.to_entry().map_err(|e| {
+        let stored = Directory::parse_stored(bytes)?;
+        let entry = stored.to_entry().map_err(|e| {
             tracing::error!(error = %e, "corrupt entry");
             LdapError::new(ResultCode::Other, "stored entry is unreadable")
         })?;
+        if referral && !ctx.guard.manage_dsa_it() && is_referral(&stored) {
+            return Err(referral_for(&stored, dn, 0, None, None).into());
+        }
         Ok((id, entry))
     }
 
@@ -620,13 +639,14 @@ impl Directory {
         ctx: Ctx<'_>,
     ) -> Result<(), OpError> {
         // Values added to a large attribute: spliced into the stored bytes (docs/design/big-values.md).
-        if let Some(id) = txn.get_id(&dn_key(ndn)).map_err(failed)? {
+        let found = txn.get_id(&dn_key(ndn)).map_err(failed)?;
+        if let Some(id) = found {
             if self.modify_spliced(txn, id, dn, changes, ctx)?.is_some() {
                 return Ok(());
             }
         }
-        let (id, old) = self.load(txn, ndn, dn, ctx)?;
-        self.referral_object(txn, id, dn, ctx)?;
+        // The entry, then whether it is a referral object (`referral_object`), from one read.
+        let (id, old) = self.load_found(txn, found, ndn, dn, ctx, true)?;
         ctx.guard
             .before_change(self, InWrite::new(txn), Some(id), &old)?;
         ctx.guard

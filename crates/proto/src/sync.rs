@@ -313,19 +313,32 @@ fn read_uuid(r: &mut Reader<'_>) -> Result<[u8; 16], DecodeError> {
 
 /// A UUID in its text form (`8-4-4-4-12` hex digits, as entryUUID holds it) to its 16 bytes.
 pub fn uuid_from_text(text: &str) -> Option<[u8; 16]> {
-    let hex: Vec<u8> = text.bytes().filter(|b| *b != b'-').collect();
-    if hex.len() != 32 || text.len() != 36 {
+    let bytes = text.as_bytes();
+    if bytes.len() != 36 {
         return None;
     }
-    for (i, b) in text.bytes().enumerate() {
-        if matches!(i, 8 | 13 | 18 | 23) != (b == b'-') {
-            return None;
-        }
-    }
+    let hex = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    };
     let mut out = [0u8; 16];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let s = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(s, 16).ok()?;
+    // Dashes at 8, 13, 18 and 23 and nowhere else; two hex digits per byte in between.
+    let (mut at, mut filled) = (0, 0);
+    while at < bytes.len() {
+        if matches!(at, 8 | 13 | 18 | 23) {
+            if bytes.get(at) != Some(&b'-') {
+                return None;
+            }
+            at += 1;
+            continue;
+        }
+        let high = hex(*bytes.get(at)?)?;
+        let low = hex(*bytes.get(at + 1)?)?;
+        *out.get_mut(filled)? = high << 4 | low;
+        filled += 1;
+        at += 2;
     }
     Some(out)
 }
@@ -697,6 +710,8 @@ mod tests {
             "",
             "0b3b2f0e9d3c103f8b2a0b1fc4b5c1d2",
             "0b3b2f0e-9d3c-103f-8b2a-0b1fc4b5c1dz",
+            "0b3b2f0e9-d3c-103f-8b2a-0b1fc4b5c1d2",
+            "+b3b2f0e-9d3c-103f-8b2a-0b1fc4b5c1d2",
         ] {
             assert_eq!(uuid_from_text(bad), None, "{bad}");
         }

@@ -86,6 +86,9 @@ pub struct AttributeType {
     /// Position of the type in its schema, set when the schema takes it: what
     /// [`ObjectClass::allows`] looks up.
     pub(crate) position: u32,
+    /// Position of the direct supertype in the same schema, resolved when the type is added (a SUP
+    /// must be defined first): [`crate::Schema::is_subtype_of`] walks the chain without name lookups.
+    pub(crate) sup_position: Option<u32>,
 }
 
 impl AttributeType {

@@ -362,6 +362,13 @@ impl Schema {
         self.attributes.get(index)
     }
 
+    /// Whether `at` is this schema's own type (its position names it here), not a copy from another.
+    fn owns(&self, at: &AttributeType) -> bool {
+        self.attributes
+            .get(at.position as usize)
+            .is_some_and(|own| std::ptr::eq(own, at))
+    }
+
     /// userPassword (RFC 4519 §2.41), the type of the secret section, without a lookup by name.
     pub fn user_password(&self) -> Option<&AttributeType> {
         self.attributes.get(self.user_password?)
@@ -398,10 +405,15 @@ impl Schema {
         // A chain cannot be longer than the number of types; the bound guards against cycles.
         for _ in 0..=self.attributes.len() {
             let Some(at) = current else { return false };
-            if at.oid == sup.oid {
+            if std::ptr::eq(at, sup) || at.oid == sup.oid {
                 return true;
             }
-            current = at.sup.as_deref().and_then(|s| self.attribute_type(s));
+            // The SUP's position was resolved when the type was added (a type of another schema
+            // has none here, and is looked up by name).
+            current = match at.sup_position {
+                Some(position) if self.owns(at) => self.attributes.get(position as usize),
+                _ => at.sup.as_deref().and_then(|s| self.attribute_type(s)),
+            };
         }
         false
     }
@@ -557,6 +569,7 @@ impl Schema {
             has_subtypes: false,
             position: u32::try_from(self.attributes.len())
                 .map_err(|_| place.error("too many attribute types"))?,
+            sup_position: None,
         };
         let mut clash = None;
         for key in std::iter::once(&at.oid).chain(at.names.iter()) {
@@ -582,9 +595,11 @@ impl Schema {
         if at.oid == USER_PASSWORD_OID {
             self.user_password = Some(index);
         }
+        let mut at = at;
         if let Some(sup) = at.sup.as_deref().and_then(|s| self.attribute_index.get(s)) {
-            if let Some(sup) = self.attributes.get_mut(sup) {
-                sup.has_subtypes = true;
+            if let Some(sup_type) = self.attributes.get_mut(sup) {
+                sup_type.has_subtypes = true;
+                at.sup_position = Some(sup_type.position);
             }
         }
         self.attributes.push(at);

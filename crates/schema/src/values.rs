@@ -236,18 +236,45 @@ pub(crate) fn uuid(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
 /// CSN (OpenLDAP): `YYYYmmddHHMMSS.ffffffZ#count#sid#mod`, matched as octets.
 pub(crate) fn csn(value: &[u8]) -> Result<Vec<u8>, InvalidValue> {
     let mut parts = value.split(|b| *b == b'#');
-    let time_ok = parts
-        .next()
-        .is_some_and(|t| generalized_time(t).is_ok() && t.ends_with(b"Z"));
-    let rest: Vec<&[u8]> = parts.collect();
-    let hex_ok = rest.len() == 3
-        && rest
-            .iter()
-            .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_hexdigit));
+    let time_ok = parts.next().is_some_and(|t| match zulu_time_valid(t) {
+        Some(valid) => valid,
+        None => generalized_time(t).is_ok() && t.ends_with(b"Z"),
+    });
+    let mut count = 0;
+    let mut hex_ok = true;
+    for part in parts {
+        count += 1;
+        hex_ok &= !part.is_empty() && part.iter().all(u8::is_ascii_hexdigit);
+    }
+    let hex_ok = hex_ok && count == 3;
     if !(time_ok && hex_ok) {
         return Err(InvalidValue::new("not a CSN"));
     }
     Ok(value.to_vec())
+}
+
+/// Whether `t`, a generalized time of the form every CSN has (`YYYYMMDDHHMMSS`, a fraction or none,
+/// `Z`), is valid, without building its normal form: what [`generalized_time`] accepts of that form.
+/// None for any other form, which [`generalized_time`] decides.
+fn zulu_time_valid(t: &[u8]) -> Option<bool> {
+    let body = t.strip_suffix(b"Z")?;
+    let (whole, fraction) = match body.get(14) {
+        None => (body, None),
+        Some(b'.' | b',') => (body.get(..14)?, body.get(15..)),
+        Some(_) => return None,
+    };
+    if whole.len() != 14 || !whole.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if fraction.is_some_and(|f| f.is_empty() || !f.iter().all(u8::is_ascii_digit)) {
+        return None;
+    }
+    let field = |from: usize, len: usize| digits(whole, from, len).unwrap_or(u32::MAX);
+    let (year, month, day) = (field(0, 4), field(4, 2), field(6, 2));
+    let (hour, minute, second) = (field(8, 2), field(10, 2), field(12, 2));
+    let date_ok =
+        (1..=12).contains(&month) && day >= 1 && day <= days_in_month(i64::from(year), month);
+    Some(date_ok && hour <= 23 && minute <= 59 && second <= 60)
 }
 
 fn digits(s: &[u8], from: usize, len: usize) -> Option<u32> {
@@ -415,4 +442,56 @@ pub(crate) fn compare_times(a: &[u8], b: &[u8]) -> Ordering {
     let (a_whole, a_frac) = split(a);
     let (b_whole, b_frac) = split(b);
     a_whole.cmp(b_whole).then_with(|| a_frac.cmp(b_frac))
+}
+
+#[cfg(test)]
+mod zulu_tests {
+    use super::{csn, generalized_time, zulu_time_valid};
+
+    /// The CSN shortcut decides every time of its form as the full normalization does.
+    #[test]
+    fn zulu_shortcut_agrees_with_generalized_time() {
+        let times: &[&[u8]] = &[
+            b"20261129071600.123456Z",
+            b"20261129071600Z",
+            b"20261129071600,5Z",
+            b"20240229000000.000000Z",
+            b"20230229000000.000000Z",
+            b"20261329071600.123456Z",
+            b"20261100071600.123456Z",
+            b"20261129241600.123456Z",
+            b"20261129076000.123456Z",
+            b"20261129071660.123456Z",
+            b"20261129071661.123456Z",
+            b"20261129071600.Z",
+            b"20261129071600.12a456Z",
+            b"2026112907160a.123456Z",
+            b"00000101000000Z",
+        ];
+        let mut decided = 0;
+        for t in times {
+            let full = generalized_time(t).is_ok();
+            if let Some(valid) = zulu_time_valid(t) {
+                assert_eq!(valid, full, "{}", String::from_utf8_lossy(t));
+                decided += 1;
+            }
+        }
+        // All but the three with a malformed fraction or digit.
+        assert_eq!(decided, times.len() - 3);
+        // Other forms are left to the full normalization.
+        for t in [
+            &b"202611290716Z"[..],
+            b"20261129071600+0100",
+            b"2026112907Z",
+            b"",
+        ] {
+            assert_eq!(zulu_time_valid(t), None);
+        }
+        assert!(csn(b"20261129071600.123456Z#000000#000#000000").is_ok());
+        assert!(csn(b"20261129071600.123456Z#000000#000").is_err());
+        assert!(csn(b"20261129071600.123456Z#000000#000#000000#0").is_err());
+        assert!(csn(b"20261129071600.123456Z#000000##000000").is_err());
+        assert!(csn(b"20261329071600.123456Z#000000#000#000000").is_err());
+        assert!(csn(b"202611290716Z#000000#000#000000").is_ok());
+    }
 }

@@ -28,20 +28,38 @@ pub fn structural_class(schema: &Schema, entry: &Entry) -> Result<String, LdapEr
 /// chain, structural class unchanged (against a stored structuralObjectClass), naming attributes, MUST,
 /// MAY.
 pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
-    // Each attribute's type, looked up once for every check below.
-    let types: Vec<Option<&AttributeType>> = entry
+    check_entry_typed(schema, entry, &attribute_types(schema, entry))
+}
+
+/// The type of each attribute of `entry`, in its order (None for a type the schema lacks): looked up
+/// once for the checks and the encoding of one entry ([`check_entry_typed`],
+/// [`crate::wire::encode_entry_typed`]).
+pub fn attribute_types<'s>(schema: &'s Schema, entry: &Entry) -> Vec<Option<&'s AttributeType>> {
+    entry
         .attrs
         .iter()
         .map(|attr| schema.attribute_type(split_stored(&attr.desc).0))
-        .collect();
+        .collect()
+}
+
+/// [`check_entry`] with the types of the entry's attributes already looked up
+/// ([`attribute_types`], for this entry as it is now).
+pub fn check_entry_typed(
+    schema: &Schema,
+    entry: &Entry,
+    types: &[Option<&AttributeType>],
+) -> Result<(), LdapError> {
+    if types.len() != entry.attrs.len() {
+        return check_entry(schema, entry);
+    }
     // slapd's first pass over the attributes: a SINGLE-VALUE type holding several values, before it
     // looks at the object classes.
-    for (attr, at) in entry.attrs.iter().zip(&types) {
+    for (attr, at) in entry.attrs.iter().zip(types) {
         if let Some(at) = at {
             single_value(at, attr.values.len())?;
         }
     }
-    let classes = entry_classes(schema, entry)?;
+    let classes = typed_classes(schema, entry, types)?;
     // slapd refuses `ref` outside a referral object and `aliasedObjectName` outside an alias before it
     // compares structural classes.
     for (attr, class) in [("ref", "referral"), ("aliasedObjectName", "alias")] {
@@ -55,24 +73,36 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
             )));
         }
     }
-    let structural = structural_of(schema, &classes)?;
+    // Each class's chain of superclasses, built once for the structural class and the lineage.
+    let chains: Vec<Vec<&ObjectClass>> = classes
+        .iter()
+        .map(|class| with_superclasses(schema, class))
+        .collect();
+    let structural = structural_among(&classes, &chains)?;
     check_structural_unchanged(schema, entry, structural)?;
     check_naming(schema, entry)?;
     // Each class with each of its superclasses, and every class once.
     let mut lineage: Vec<(&ObjectClass, &ObjectClass)> = Vec::new();
     let mut all: Vec<&ObjectClass> = Vec::new();
-    for class in &classes {
-        for ancestor in with_superclasses(schema, class) {
+    for (class, chain) in classes.iter().zip(chains) {
+        for ancestor in chain {
             lineage.push((class, ancestor));
             if !all.iter().any(|c| c.oid == ancestor.oid) {
                 all.push(ancestor);
             }
         }
     }
+    // An ancestor shared by several classes is checked at its first pair: a later pair of it would
+    // find what the first found.
+    let mut checked: Vec<&ObjectClass> = Vec::new();
     for (class, ancestor) in &lineage {
+        if checked.iter().any(|c| std::ptr::eq(*c, *ancestor)) {
+            continue;
+        }
+        checked.push(ancestor);
         for must in &ancestor.must {
             let present = schema.attribute_type(must).is_some_and(|wanted| {
-                entry.attrs.iter().zip(&types).any(|(attr, at)| {
+                entry.attrs.iter().zip(types).any(|(attr, at)| {
                     !attr.values.is_empty() && at.is_some_and(|at| same(at, wanted))
                 })
             });
@@ -91,7 +121,7 @@ pub fn check_entry(schema: &Schema, entry: &Entry) -> Result<(), LdapError> {
     // authPassword holds the SCRAM secrets of userPassword: allowed wherever userPassword is, so the
     // server need not add RFC 3112's authPasswordObject class to every entry with a password.
     let mut password_allowed = None;
-    for (attr, at) in entry.attrs.iter().zip(&types) {
+    for (attr, at) in entry.attrs.iter().zip(types) {
         let at = at.ok_or_else(|| {
             let (type_name, _) = split_stored(&attr.desc);
             LdapError::new(
@@ -136,11 +166,19 @@ fn violation(text: String) -> LdapError {
 
 /// The classes named by the entry's objectClass values (any options), in stored order.
 fn entry_classes<'s>(schema: &'s Schema, entry: &Entry) -> Result<Vec<&'s ObjectClass>, LdapError> {
+    typed_classes(schema, entry, &attribute_types(schema, entry))
+}
+
+/// [`entry_classes`] with the attributes' types looked up.
+fn typed_classes<'s>(
+    schema: &'s Schema,
+    entry: &Entry,
+    types: &[Option<&AttributeType>],
+) -> Result<Vec<&'s ObjectClass>, LdapError> {
     let mut seen_attr = false;
     let mut classes: Vec<&ObjectClass> = Vec::new();
-    for attr in &entry.attrs {
-        let (type_name, _) = split_stored(&attr.desc);
-        if !is_object_class_type(schema, type_name) {
+    for (attr, at) in entry.attrs.iter().zip(types) {
+        if !at.is_some_and(|at| at.oid == OBJECT_CLASS_OID) {
             continue;
         }
         seen_attr = true;
@@ -160,26 +198,39 @@ fn entry_classes<'s>(schema: &'s Schema, entry: &Entry) -> Result<Vec<&'s Object
     Ok(classes)
 }
 
-fn is_object_class_type(schema: &Schema, type_name: &str) -> bool {
-    schema
-        .attribute_type(type_name)
-        .is_some_and(|at| at.oid == OBJECT_CLASS_OID)
-}
-
 fn structural_of<'s>(
     schema: &'s Schema,
     classes: &[&'s ObjectClass],
 ) -> Result<&'s ObjectClass, LdapError> {
-    let mut current: Option<&ObjectClass> = None;
-    for class in classes {
+    let chains: Vec<Vec<&ObjectClass>> = classes
+        .iter()
+        .map(|class| with_superclasses(schema, class))
+        .collect();
+    structural_among(classes, &chains)
+}
+
+/// [`structural_of`] with each class's chain of superclasses (`with_superclasses`, in the order
+/// of `classes`).
+fn structural_among<'s>(
+    classes: &[&'s ObjectClass],
+    chains: &[Vec<&'s ObjectClass>],
+) -> Result<&'s ObjectClass, LdapError> {
+    // Whether the class at `a` is `b` or derives from it.
+    let derives = |a: usize, b: &ObjectClass| {
+        chains
+            .get(a)
+            .is_some_and(|chain| chain.iter().any(|c| c.oid == b.oid))
+    };
+    let mut current: Option<(usize, &ObjectClass)> = None;
+    for (i, class) in classes.iter().enumerate() {
         if class.kind != ObjectClassKind::Structural {
             continue;
         }
         current = match current {
-            None => Some(class),
-            Some(best) if is_subclass(schema, class, best) => Some(class),
-            Some(best) if is_subclass(schema, best, class) => Some(best),
-            Some(best) => {
+            None => Some((i, class)),
+            Some((_, best)) if derives(i, best) => Some((i, class)),
+            Some((b, best)) if derives(b, class) => Some((b, best)),
+            Some((_, best)) => {
                 return Err(violation(format!(
                     "invalid structural object class chain ({}/{})",
                     best.name(),
@@ -188,7 +239,9 @@ fn structural_of<'s>(
             }
         };
     }
-    current.ok_or_else(|| violation("no structural object class provided".to_string()))
+    current
+        .map(|(_, class)| class)
+        .ok_or_else(|| violation("no structural object class provided".to_string()))
 }
 
 /// slapd keeps an entry's structural class for life: a modify that would change it is refused.
@@ -276,12 +329,6 @@ fn display_name(schema: &Schema, name: &str) -> String {
         .attribute_type(name)
         .map(|at| at.name().to_string())
         .unwrap_or_else(|| name.to_string())
-}
-
-fn is_subclass(schema: &Schema, class: &ObjectClass, ancestor: &ObjectClass) -> bool {
-    with_superclasses(schema, class)
-        .iter()
-        .any(|c| c.oid == ancestor.oid)
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use canopy_core::check::check_entry;
+use canopy_core::check::{attribute_types, check_entry_typed};
+use canopy_core::desc::split_stored;
 use canopy_core::index::{entry_keys, IndexSpec, Resolved};
-use canopy_core::wire::{encode_entry, StoredEntry};
+use canopy_core::wire::{encode_entry, encode_entry_typed, StoredEntry};
 use canopy_core::{Attribute, Entry, LdapError};
 use canopy_mdb::{ReadOps, WriteTxn};
 use canopy_proto::{Change, Dn, ResultCode};
@@ -180,10 +181,14 @@ impl Directory {
         check: Check,
     ) -> Result<(), LdapError> {
         self.hooks_prepare(txn, by, kind, id, Some(old), Some(entry), changes)?;
+        // The attributes' types, looked up once for the check and the encoding.
+        let types = attribute_types(self.schema(), entry);
         if check == Check::AfterHooks {
-            check_entry(self.schema(), entry)?;
+            check_entry_typed(self.schema(), entry, &types)?;
         }
-        self.put(txn, id, entry)?;
+        let mut bytes = Vec::with_capacity(512);
+        encode_entry_typed(self.schema(), entry, &types, &mut bytes);
+        txn.put_entry(id, &bytes).map_err(failed)?;
         self.reindex(txn, id, Some(old), Some(entry))
     }
 
@@ -335,11 +340,13 @@ impl Directory {
             return None;
         }
         // Without subtypes, only descriptions naming the type itself are of it: no lookup needed.
-        let of_type = |desc: &str| at.is_named(desc.split(';').next().unwrap_or(desc));
+        let of_type = |desc: &str| at.is_named(split_stored(desc).0);
         let optioned = |e: &Entry| {
-            e.attrs
-                .iter()
-                .any(|a| of_type(&a.desc) && a.desc.contains(';'))
+            e.attrs.iter().any(|a| {
+                // A description with a ';' (options, even empty ones) of the type.
+                let name = split_stored(&a.desc).0;
+                name.len() < a.desc.len() && at.is_named(name)
+            })
         };
         if optioned(old) || optioned(new) {
             return None;

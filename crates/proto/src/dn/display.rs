@@ -10,7 +10,7 @@ impl fmt::Display for Dn {
             if i > 0 {
                 f.write_char(',')?;
             }
-            write!(f, "{rdn}")?;
+            fmt::Display::fmt(rdn, f)?;
         }
         Ok(())
     }
@@ -22,7 +22,7 @@ impl fmt::Display for Rdn {
             if i > 0 {
                 f.write_char('+')?;
             }
-            write!(f, "{ava}")?;
+            fmt::Display::fmt(ava, f)?;
         }
         Ok(())
     }
@@ -30,7 +30,8 @@ impl fmt::Display for Rdn {
 
 impl fmt::Display for Ava {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}=", self.attr)?;
+        f.write_str(&self.attr)?;
+        f.write_char('=')?;
         let Ok(text) = std::str::from_utf8(&self.value) else {
             // Binary values only survive as a hexstring of a BER OCTET STRING (RFC 4514 §2.4).
             f.write_char('#')?;
@@ -42,18 +43,24 @@ impl fmt::Display for Ava {
             }
             return Ok(());
         };
-        let last = text.chars().count().saturating_sub(1);
         // Specials as hex pairs, the way slapd writes DNs (`cn=Smith\2C John`), so clients see the same text.
-        for (i, c) in text.chars().enumerate() {
-            match c {
-                '"' | '+' | ',' | ';' | '<' | '>' | '\\' | '=' | '\0' => {
-                    write!(f, "\\{:02X}", c as u32)?
-                }
-                ' ' | '#' if i == 0 => write!(f, "\\{:02X}", c as u32)?,
-                ' ' if i == last => f.write_str("\\20")?,
-                _ => f.write_char(c)?,
+        // They are all ASCII, so the text between them goes out in runs, cut at character boundaries;
+        // a space is the last character exactly when it is the last byte.
+        let bytes = text.as_bytes();
+        let last = bytes.len().saturating_sub(1);
+        let mut run = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let special = match b {
+                b'"' | b'+' | b',' | b';' | b'<' | b'>' | b'\\' | b'=' | 0 => true,
+                b' ' | b'#' => i == 0 || (b == b' ' && i == last),
+                _ => false,
+            };
+            if special {
+                f.write_str(text.get(run..i).unwrap_or_default())?;
+                write!(f, "\\{b:02X}")?;
+                run = i + 1;
             }
         }
-        Ok(())
+        f.write_str(text.get(run..).unwrap_or_default())
     }
 }

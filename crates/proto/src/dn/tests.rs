@@ -227,3 +227,21 @@ fn generated_dns_round_trip() {
         );
     }
 }
+
+#[test]
+fn display_escapes_edges_and_keeps_runs() {
+    let one = |value: &[u8]| dn(&[&[("cn", value)]]).to_string();
+    assert_eq!(one(b" a"), "cn=\\20a");
+    assert_eq!(one(b"#a"), "cn=\\23a");
+    assert_eq!(one(b"a "), "cn=a\\20");
+    assert_eq!(one(b" "), "cn=\\20");
+    assert_eq!(one(b"  "), "cn=\\20\\20");
+    assert_eq!(one(b"a#b c"), "cn=a#b c");
+    assert_eq!(one(b"a#"), "cn=a#");
+    assert_eq!(one("é ".as_bytes()), "cn=é\\20");
+    assert_eq!(
+        one("Smith, John é+x".as_bytes()),
+        "cn=Smith\\2C John é\\2Bx"
+    );
+    assert_eq!(one(b"=\\\"<>;"), "cn=\\3D\\5C\\22\\3C\\3E\\3B");
+}
