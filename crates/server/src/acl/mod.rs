@@ -27,7 +27,8 @@ pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use sets::{SetClause, SetContext, SetFailure};
+pub use canopy_core::sets::{SetContext, SetFailure};
+pub use sets::SetClause;
 pub use view::{EntryView, MemoKey, SearchAccess, Snapshot, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
@@ -514,7 +515,7 @@ impl<'a> Checker<'a> {
             user: self.who.ndn.as_ref(),
             this: target.ndn,
             this_entry: target.entry,
-            reader: self.groups,
+            reader: &sets::ViaGroups(self.groups),
         };
         Some(set.evaluate(&ctx, expanded.as_deref()))
     }
