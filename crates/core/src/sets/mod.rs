@@ -104,11 +104,7 @@ pub trait SetReader {
     /// Calls `found` on each entry the search of the `ldap:///` URL `url` finds, until it returns
     /// false. A URL that does not parse, or whose base the reader cannot reach, finds nothing; so does
     /// every URL for a reader that does not search (the default).
-    fn search(
-        &self,
-        url: &str,
-        found: &mut dyn FnMut(&Entry) -> bool,
-    ) -> Result<(), LdapError> {
+    fn search(&self, url: &str, found: &mut dyn FnMut(&Entry) -> bool) -> Result<(), LdapError> {
         let _ = (url, found);
         Ok(())
     }
@@ -385,9 +381,7 @@ fn values_in(
     if is_entry_dn {
         return Ok(vec![entry.ndn.as_str().as_bytes().to_vec()]);
     }
-    let rule = schema
-        .attribute_type(&attr.name)
-        .and_then(|at| at.equality);
+    let rule = schema.attribute_type(&attr.name).and_then(|at| at.equality);
     let mut values = Vec::new();
     for a in &entry.attrs {
         if !describes(schema, &a.desc, attr) {
@@ -406,7 +400,10 @@ fn describes(schema: &Schema, desc: &str, attr: &AttrPath) -> bool {
     let mut parts = desc.split(';');
     let name = parts.next().unwrap_or(desc);
     let same_type = name.eq_ignore_ascii_case(&attr.name)
-        || match (schema.attribute_type(name), schema.attribute_type(&attr.name)) {
+        || match (
+            schema.attribute_type(name),
+            schema.attribute_type(&attr.name),
+        ) {
             (Some(a), Some(b)) => std::ptr::eq(a, b),
             _ => false,
         };

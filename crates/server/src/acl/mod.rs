@@ -21,13 +21,13 @@ use canopy_schema::{NormDn, Schema};
 use crate::access::Who;
 use crate::session::Peer;
 
+pub use canopy_core::sets::{SetContext, SetFailure};
 pub use cleared::{Cleared, Seen};
 pub use expand::Expanding;
 pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use canopy_core::sets::{SetContext, SetFailure};
 pub use sets::SetClause;
 pub use view::{EntryView, MemoKey, SearchAccess, Snapshot, ViewMemo};
 

@@ -131,11 +131,16 @@ fn clauses_evaluate_through_the_group_reader() {
         this_entry: None,
         reader: &reader,
     };
-    assert_eq!(clause.evaluate(&ctx, None).unwrap(), [BOB.as_bytes().to_vec()]);
+    assert_eq!(
+        clause.evaluate(&ctx, None).unwrap(),
+        [BOB.as_bytes().to_vec()]
+    );
     // An expanded pattern is parsed per entry; one that is no expression gives up.
     let expand = SetClause::new(&schema, "expand", "[$1]/manager & user").unwrap();
     assert_eq!(
-        expand.evaluate(&ctx, Some(&format!("[{ALICE}]/manager & user"))).unwrap(),
+        expand
+            .evaluate(&ctx, Some(&format!("[{ALICE}]/manager & user")))
+            .unwrap(),
         [BOB.as_bytes().to_vec()]
     );
     assert!(matches!(
@@ -150,7 +155,10 @@ fn clauses_evaluate_through_the_group_reader() {
     );
     // The group reader searches no URLs: a URL names no entry here.
     let url = SetClause::new(&schema, "", "[ldap:///dc=example,dc=com??sub]/uid").unwrap();
-    assert_eq!(url.evaluate(&anonymous, None).unwrap(), Vec::<Vec<u8>>::new());
+    assert_eq!(
+        url.evaluate(&anonymous, None).unwrap(),
+        Vec::<Vec<u8>>::new()
+    );
 }
 
 #[test]

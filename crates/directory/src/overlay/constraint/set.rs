@@ -33,7 +33,8 @@ impl Expr {
             if let Some(text) = of.filter(|text| sets::is_url(text)) {
                 let text = String::from_utf8_lossy(text);
                 let url = parse::url(&text).map_err(|e| format!("{text:?}: {e}"))?;
-                super::search_base(schema, suffix, &url.dn).map_err(|e| format!("{text:?}: {e}"))?;
+                super::search_base(schema, suffix, &url.dn)
+                    .map_err(|e| format!("{text:?}: {e}"))?;
             }
         }
         self.0.check(schema)
