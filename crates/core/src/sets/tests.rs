@@ -46,30 +46,35 @@ impl SetReader for Tree {
     }
 }
 
-fn tree(schema: &Schema, entries: &[(&str, &[(&str, &str)])]) -> Tree {
-    let mut list = Vec::new();
-    let mut by_dn = HashMap::new();
-    for (dn, attrs) in entries {
-        let mut attributes: Vec<Attribute> = Vec::new();
-        for (desc, value) in *attrs {
-            match attributes.iter_mut().find(|a| a.desc == *desc) {
-                Some(a) => a.values.push(value.as_bytes().to_vec()),
-                None => attributes.push(Attribute {
-                    desc: desc.to_string(),
-                    values: vec![value.as_bytes().to_vec()],
-                }),
-            }
-        }
-        let entry = Entry {
-            dn: Dn::parse(dn.as_bytes()).unwrap(),
-            ndn: ndn(schema, dn),
-            attrs: attributes,
+/// A directory from LDIF-like text: a DN at the start of a line, then ` attr: value` lines.
+fn tree(schema: &Schema, text: &str) -> Tree {
+    let mut entries: Vec<Entry> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Some(pair) = line.strip_prefix(' ') else {
+            entries.push(Entry {
+                dn: Dn::parse(line.as_bytes()).unwrap(),
+                ndn: ndn(schema, line),
+                attrs: Vec::new(),
+            });
+            continue;
         };
-        by_dn.insert(entry.ndn.clone(), list.len());
-        list.push(entry);
+        let (desc, value) = pair.split_once(": ").unwrap();
+        let entry = entries.last_mut().unwrap();
+        match entry.attrs.iter_mut().find(|a| a.desc == desc) {
+            Some(a) => a.values.push(value.as_bytes().to_vec()),
+            None => entry.attrs.push(Attribute {
+                desc: desc.to_string(),
+                values: vec![value.as_bytes().to_vec()],
+            }),
+        }
     }
+    let by_dn = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.ndn.clone(), i))
+        .collect();
     Tree {
-        entries: list,
+        entries,
         by_dn,
         reads: std::cell::Cell::new(0),
         broken: false,
@@ -82,30 +87,29 @@ const CAROL: &str = "uid=carol,ou=people,dc=example,dc=com";
 const STAFF: &str = "cn=staff,ou=groups,dc=example,dc=com";
 const INNER: &str = "cn=inner,ou=groups,dc=example,dc=com";
 
+/// People who manage each other in a ring, and two groups that hold each other (a cycle).
+const SAMPLE: &str = "
+uid=alice,ou=people,dc=example,dc=com
+ uid: Alice
+ manager: uid=bob,ou=people,dc=example,dc=com
+uid=bob,ou=people,dc=example,dc=com
+ uid: bob
+ manager: UID=Carol,OU=People,DC=Example,DC=Com
+uid=carol,ou=people,dc=example,dc=com
+ uid: carol
+ manager: uid=alice,ou=people,dc=example,dc=com
+cn=staff,ou=groups,dc=example,dc=com
+ cn: staff
+ member: uid=alice,ou=people,dc=example,dc=com
+ member: cn=inner,ou=groups,dc=example,dc=com
+cn=inner,ou=groups,dc=example,dc=com
+ cn: inner
+ member: uid=carol,ou=people,dc=example,dc=com
+ member: cn=staff,ou=groups,dc=example,dc=com
+";
+
 fn sample(schema: &Schema) -> Tree {
-    tree(
-        schema,
-        &[
-            (ALICE, &[("uid", "Alice"), ("manager", BOB)]),
-            (
-                BOB,
-                &[
-                    ("uid", "bob"),
-                    ("manager", "UID=Carol,OU=People,DC=Example,DC=Com"),
-                ],
-            ),
-            (CAROL, &[("uid", "carol"), ("manager", ALICE)]),
-            (
-                STAFF,
-                &[("cn", "staff"), ("member", ALICE), ("member", INNER)],
-            ),
-            // A cycle of groups: inner holds staff.
-            (
-                INNER,
-                &[("cn", "inner"), ("member", CAROL), ("member", STAFF)],
-            ),
-        ],
-    )
+    tree(schema, SAMPLE)
 }
 
 fn context<'a>(
@@ -358,23 +362,15 @@ fn the_entry_at_hand_is_read_from_the_caller() {
 fn work_is_bounded_and_read_failures_reported() {
     let schema = Schema::builtin();
     // A chain longer than the read budget: each group holds the next.
-    let names: Vec<String> = (0..MAX_READS + 10)
-        .map(|i| format!("cn=g{i},dc=example,dc=com"))
-        .collect();
-    let values: Vec<Vec<(&str, &str)>> = names
-        .iter()
-        .enumerate()
-        .map(|(i, _)| match names.get(i + 1) {
-            Some(next) => vec![("member", next.as_str())],
-            None => vec![],
+    let chain: String = (0..MAX_READS + 10)
+        .map(|i| {
+            format!(
+                "cn=g{i},dc=example,dc=com\n member: cn=g{},dc=example,dc=com\n",
+                i + 1
+            )
         })
         .collect();
-    let entries: Vec<(&str, &[(&str, &str)])> = names
-        .iter()
-        .zip(&values)
-        .map(|(n, v)| (n.as_str(), v.as_slice()))
-        .collect();
-    let mut t = tree(&schema, &entries);
+    let mut t = tree(&schema, &chain);
     let root = NormDn::root();
     let chain = parse(&schema, "[cn=g0,dc=example,dc=com]/member*").unwrap();
     assert_eq!(
