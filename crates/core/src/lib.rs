@@ -11,6 +11,7 @@ pub mod error;
 pub mod filter;
 pub mod index;
 pub mod modify;
+pub mod sets;
 pub mod wire;
 
 pub use entry::{Attribute, Entry};

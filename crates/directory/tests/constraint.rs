@@ -768,6 +768,55 @@ async fn set_reads_user_other_entries_and_urls() {
     .await;
 }
 
+/// A set that gives up (the language's bounds, shared with access rules' `set=`; `user` for an
+/// anonymous requester, which slapd has no DN for) is not satisfied: the write is refused.
+#[tokio::test]
+async fn sets_that_give_up_are_not_satisfied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wide = format!(
+        "({})",
+        (0..70)
+            .map(|i| format!("[{i}]"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let dir = open(
+        tmp.path(),
+        &[
+            r#"title set "user""#,
+            // 70 x 70 concatenations: past the 4,096 elements a set may hold.
+            &format!(r#"description set "{wide} + {wide}""#),
+            // The same without the overflow holds.
+            &format!(r#"l set "{wide} + [x]""#),
+        ],
+        Vec::new(),
+    )
+    .await;
+    let a = format!("uid=a,{PEOPLE}");
+    accepted("a", add(&dir, &a, &pairs(&person("a")))).await;
+    accepted(
+        "a named requester",
+        modify_as(
+            &dir,
+            &a,
+            &[(Add, "title", &["t"])],
+            "uid=someone,dc=example,dc=com",
+        ),
+    )
+    .await;
+    let error = modify_as(&dir, &a, &[(Replace, "title", &["u"])], "")
+        .await
+        .unwrap_err();
+    assert_eq!(error.message, "modify breaks constraint on title");
+    refused(
+        &dir,
+        "modify breaks constraint on description",
+        modify(&dir, &a, &[(Add, "description", &["d"])]),
+    )
+    .await;
+    accepted("l", modify(&dir, &a, &[(Add, "l", &["here"])])).await;
+}
+
 #[tokio::test]
 async fn increment_results_are_checked() {
     let tmp = tempfile::tempdir().unwrap();

@@ -21,13 +21,14 @@ use canopy_schema::{NormDn, Schema};
 use crate::access::Who;
 use crate::session::Peer;
 
+pub use canopy_core::sets::{SetContext, SetFailure};
 pub use cleared::{Cleared, Seen};
 pub use expand::Expanding;
 pub use groups::GroupReader;
 pub use parse::{
     parse_access, AttrItem, By, Control, DnPattern, Modifier, Rule, Ssf, ValPattern, What, WhoSpec,
 };
-pub use sets::{SetClause, SetContext, SetFailure};
+pub use sets::SetClause;
 pub use view::{EntryView, MemoKey, SearchAccess, Snapshot, ViewMemo};
 
 /// A set of privileges (slapd's `m w a z r s c x d` letters).
@@ -514,7 +515,7 @@ impl<'a> Checker<'a> {
             user: self.who.ndn.as_ref(),
             this: target.ndn,
             this_entry: target.entry,
-            reader: self.groups,
+            reader: &sets::ViaGroups(self.groups),
         };
         Some(set.evaluate(&ctx, expanded.as_deref()))
     }

@@ -394,20 +394,13 @@ impl<'a, 't> Write<'a, 't> {
         Ok(true)
     }
 
-    /// What a set is evaluated against: this entry, and the requester's normalized DN as `user`.
+    /// What a set is evaluated against: this entry, and the requester as `user`.
     fn world(&self) -> set::World<'a, 't> {
-        let user = match self.requester {
-            "" => Vec::new(),
-            dn => self.dir.normalize(dn.as_bytes()).map_or_else(
-                |_| dn.as_bytes().to_vec(),
-                |(_, ndn)| ndn.as_str().as_bytes().to_vec(),
-            ),
-        };
         set::World {
             dir: self.dir,
             txn: self.txn,
             this: self.new,
-            user,
+            user: self.requester,
         }
     }
 }
