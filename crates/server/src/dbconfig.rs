@@ -52,6 +52,18 @@ pub struct DatabaseConfig {
     /// from the outer database, as in slapd without `subordinate`). Required for such a suffix.
     #[serde(default)]
     pub subordinate: Option<bool>,
+    /// This database's syncrepl consumers (`[[database.syncrepl]]`, the keys of `[[syncrepl]]`):
+    /// each feeds this database, with its cookie stored in it (docs/replication.md).
+    #[serde(default)]
+    pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
+    /// The referral this database answers client writes with when it has consumers (slapd's
+    /// per-database `updateref`).
+    #[serde(default)]
+    pub updateref: Option<String>,
+    /// This database takes client writes beside its consumers' changes (slapd's per-database
+    /// `multiprovider on`); needs the server's `server_id`.
+    #[serde(default)]
+    pub multiprovider: bool,
 }
 
 /// The search limits a `[[database]]` may set for itself (slapd's per-database `sizelimit`,
@@ -225,6 +237,8 @@ pub fn check(
         if let Some(dir) = &db.directory {
             check_directory(dir).map_err(|e| at(table, e))?;
         }
+        crate::syncrepl::config::check(&db.syncrepl, db.updateref.as_deref(), &db.suffix)
+            .map_err(|e| at(table, e))?;
         suffixes.push(rdns);
     }
     let dirs: Vec<PathBuf> = std::iter::once(first_directory.to_path_buf())

@@ -196,8 +196,12 @@ fn serve(
     // under entryUUIDs the provider does not know, which its next refresh replaces and deletes
     // (found by the replication harness, seed 97: a slapd consumer below a middle server loaded
     // with other data lost 94 entries). Its consumers retry until the first refresh has ended.
-    if std::ptr::eq(db, state.databases.first()) && !db.multiprovider() {
-        let consumers = &state.syncrepl;
+    if !db.multiprovider() {
+        let consumers: Vec<_> = state
+            .syncrepl
+            .iter()
+            .filter(|h| h.directory == db.directory())
+            .collect();
         let refreshed = consumers.iter().any(|h| h.refreshed())
             || consumers.iter().try_fold(false, |found, h| {
                 Ok::<_, LdapError>(found || db.replica_cookie(&txn, h.consumer.rid)?.is_some())

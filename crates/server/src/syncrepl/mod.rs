@@ -1,6 +1,6 @@
 //! The syncrepl consumer (OpenLDAP's `syncrepl` directive, RFC 4533): one task per `[[syncrepl]]`
-//! table that connects to its provider, runs the refresh and persist phases, applies what arrives
-//! through `Directory::apply_replica` with the cookie in the same transaction, polls by `interval`
+//! (first database) or `[[database.syncrepl]]` table, each feeding its own database, that connects
+//! to its provider, runs the refresh and persist phases, applies what arrives through `Directory::apply_replica` with the cookie in the same transaction, polls by `interval`
 //! in refreshOnly mode and retries per `retry` (docs/replication.md).
 
 pub mod client;
@@ -8,9 +8,11 @@ pub mod config;
 mod delta;
 mod session;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use crate::config::Config;
 use crate::databases::Database;
 
 pub use config::{Consumer, SyncreplConfig};
@@ -54,6 +56,15 @@ pub struct Status {
 /// One consumer: its settings and its status.
 pub struct Handle {
     pub consumer: Consumer,
+    /// The number of the database it feeds (1 for `[[syncrepl]]`, N for a `[[database.syncrepl]]` of
+    /// database N), its suffix and the directory of its LMDB environment, by which a session finds it
+    /// in the snapshot current at its start.
+    pub database: usize,
+    pub suffix: String,
+    pub directory: PathBuf,
+    /// The suffixes of the other databases inside this one's: what the provider sends there (a
+    /// glued subordinate's entries in a search of its superior) belongs to their consumers.
+    pub elsewhere: Vec<String>,
     status: Mutex<Status>,
     /// Counts the schema changes made live (cn=config): each ends the running session, and the
     /// next one works on the database of the snapshot that holds the new schema.
@@ -61,9 +72,30 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn new(consumer: Consumer) -> Handle {
+    /// Another consumer of this one's database (with a status of its own).
+    fn like(&self, consumer: Consumer) -> Handle {
+        Handle::of(
+            consumer,
+            self.database,
+            self.suffix.clone(),
+            self.directory.clone(),
+            self.elsewhere.clone(),
+        )
+    }
+
+    fn of(
+        consumer: Consumer,
+        database: usize,
+        suffix: String,
+        directory: PathBuf,
+        elsewhere: Vec<String>,
+    ) -> Handle {
         Handle {
             consumer,
+            database,
+            suffix,
+            directory,
+            elsewhere,
             status: Mutex::new(Status {
                 state: "starting",
                 ..Status::default()
@@ -98,21 +130,36 @@ impl Handle {
     }
 }
 
-/// Compiles the configuration's `[[syncrepl]]` tables (all of them belong to the first database, whose
-/// suffix is `suffix`), with its `updateref`.
-pub fn handles(
-    tables: &[SyncreplConfig],
-    updateref: Option<&str>,
-    suffix: &str,
-) -> Result<Vec<Arc<Handle>>, String> {
-    config::check(tables, updateref, suffix)?;
-    tables
-        .iter()
-        .map(|table| table.compile(suffix).map(|c| Arc::new(Handle::new(c))))
-        .collect()
+/// Compiles the consumers of every database of `config`: the first database's `[[syncrepl]]` tables
+/// (with its `updateref`), then each `[[database]]`'s `[[database.syncrepl]]` tables, in database
+/// order. Each feeds its own database and keeps its cookie there.
+pub fn handles(config: &Config) -> Result<Vec<Arc<Handle>>, String> {
+    let mut all = Vec::new();
+    for number in 1..=config.database_count() {
+        let Some(view) = config.database_view(number) else {
+            continue;
+        };
+        let at = |e: String| match number {
+            1 => e,
+            n => format!("database {n}: {e}"),
+        };
+        config::check(&view.syncrepl, view.updateref.as_deref(), &view.suffix).map_err(at)?;
+        let elsewhere = view.suffixes_inside();
+        for table in &view.syncrepl {
+            let consumer = table.compile(&view.suffix).map_err(at)?;
+            all.push(Arc::new(Handle::of(
+                consumer,
+                number,
+                view.suffix.clone(),
+                view.data_dir.clone(),
+                elsewhere.clone(),
+            )));
+        }
+    }
+    Ok(all)
 }
 
-/// Starts one task per consumer of the first database on the current runtime.
+/// Starts one task per consumer on the current runtime.
 pub fn start(current: &Current, handles: &[Arc<Handle>]) {
     for handle in handles {
         let (current, handle) = (current.clone(), handle.clone());
@@ -120,46 +167,86 @@ pub fn start(current: &Current, handles: &[Arc<Handle>]) {
     }
 }
 
-/// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
-/// interval) on the current runtime: every interval, in one write, through the first database of the
-/// snapshot current at that moment.
-pub fn start_purge(current: &Current, purge: Option<(std::time::Duration, std::time::Duration)>) {
+/// Starts the purge of the multi-provider databases' old conflict records (`tombstone_purge`: age,
+/// interval) on the current runtime: every interval, in one write per database, through each
+/// database (by its directory, `multi`) of the snapshot current at that moment.
+pub fn start_purge(
+    current: &Current,
+    multi: Vec<PathBuf>,
+    purge: Option<(std::time::Duration, std::time::Duration)>,
+) {
     let Some((age, interval)) = purge else {
         return;
     };
+    if multi.is_empty() {
+        return;
+    }
     let current = current.clone();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         loop {
             ticks.tick().await;
-            // The current snapshot's handle, as the consumers take it (a schema changed live).
-            match current().purge_conflict_records(age).await {
-                Ok(0) => {}
-                Ok(count) => {
-                    tracing::info!(
-                        records = count,
-                        "syncrepl: purged old tombstones and rename records"
-                    )
-                }
-                Err(error) => {
-                    tracing::error!(error = %error.message, "syncrepl: purging old tombstones failed")
+            for directory in &multi {
+                // The current snapshot's handle, as the consumers take it (a schema changed live).
+                let Some(db) = current(directory) else {
+                    continue;
+                };
+                match db.purge_conflict_records(age).await {
+                    Ok(0) => {}
+                    Ok(count) => {
+                        tracing::info!(
+                            records = count,
+                            suffix = %db.suffix_dn(),
+                            "syncrepl: purged old tombstones and rename records"
+                        )
+                    }
+                    Err(error) => {
+                        tracing::error!(error = %error.message, suffix = %db.suffix_dn(),
+                            "syncrepl: purging old tombstones failed")
+                    }
                 }
             }
         }
     });
 }
 
-/// The database a session works on: the first one of the configuration snapshot current when it is
-/// called (the server's `State::current`), so that a session started after a live schema change
-/// replicates under the new schema. A function, since this module does not name the server's state,
-/// which holds the consumers' handles.
-pub type Current = Arc<dyn Fn() -> Database + Send + Sync>;
+/// The directories of the databases of `config` that are multi-provider (`multiprovider = true`):
+/// those whose conflict records `tombstone_purge` ages out.
+pub fn multiprovider_directories(config: &Config) -> Vec<PathBuf> {
+    (1..=config.database_count())
+        .filter_map(|n| config.database_view(n))
+        .filter(|view| view.multiprovider)
+        .map(|view| view.data_dir)
+        .collect()
+}
+
+/// The database a session works on, by the directory of its LMDB environment ([`Handle::directory`]),
+/// in the configuration snapshot current when it is called (the server's `State::current`), so that a
+/// session started after a live schema change replicates under the new schema; None when that
+/// snapshot holds no such database (deleted live). A function, since this module does not name the
+/// server's state, which holds the consumers' handles.
+pub type Current = Arc<dyn Fn(&Path) -> Option<Database> + Send + Sync>;
+
+/// The data database of `databases` kept in `directory`: what [`Current`] answers.
+pub fn database_in<'a>(
+    databases: impl IntoIterator<Item = &'a Database>,
+    directory: &Path,
+) -> Option<Database> {
+    databases
+        .into_iter()
+        .find(|db| !db.is_monitor() && !db.is_config() && db.directory() == directory)
+        .cloned()
+}
 
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
 async fn run(current: Current, handle: Arc<Handle>) {
     let c = &handle.consumer;
     let mut schema = handle.schema.subscribe();
-    if let Err(e) = current().check_replica() {
+    let gone = || format!("database {} ({}) is no longer configured", handle.database, handle.suffix);
+    let checked = current(&handle.directory)
+        .ok_or_else(gone)
+        .and_then(|db| db.check_replica());
+    if let Err(e) = checked {
         tracing::error!(rid = c.rid, provider = %c.provider, error = %e, "syncrepl: cannot start");
         handle.update(|s| {
             s.state = "stopped";
@@ -176,7 +263,15 @@ async fn run(current: Current, handle: Arc<Handle>) {
             s.connects += 1;
         });
         schema.borrow_and_update();
-        let db = current();
+        let Some(db) = current(&handle.directory) else {
+            tracing::error!(rid = c.rid, provider = %c.provider, error = %gone(),
+                "syncrepl: this consumer stops");
+            handle.update(|s| {
+                s.state = "stopped";
+                s.last_error = Some((SystemTime::now(), gone()));
+            });
+            return;
+        };
         // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/). A schema
         // changed live ends the session (what it applied is committed with its cookie); the next
         // one goes on from the stored cookie under the new schema.
@@ -222,6 +317,22 @@ async fn run(current: Current, handle: Arc<Handle>) {
     }
 }
 
+/// The suffixes of the other databases inside `handle`'s, normalized by `db`'s schema: the entries
+/// there are not this consumer's to apply (a suffix that does not normalize is left out, as no entry
+/// can lie below it).
+fn elsewhere(db: &Database, handle: &Handle) -> Vec<canopy_schema::NormDn> {
+    handle
+        .elsewhere
+        .iter()
+        .filter_map(|suffix| db.normalize(suffix.as_bytes()).ok().map(|(_, ndn)| ndn))
+        .collect()
+}
+
+/// Whether `ndn` lies in one of the databases `elsewhere` names.
+fn belongs_elsewhere(elsewhere: &[canopy_schema::NormDn], ndn: &canopy_schema::NormDn) -> bool {
+    elsewhere.iter().any(|suffix| suffix.is_suffix_of(ndn))
+}
+
 /// The next delay of a slapd retry schedule, moving through it.
 fn next_delay(steps: &[config::RetryStep], step: &mut usize, tries: &mut u32) -> Option<Duration> {
     loop {
@@ -251,6 +362,53 @@ pub struct Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(text: &str) -> Result<Config, String> {
+        Config::parse(text, "t").map_err(|e| e.to_string())
+    }
+
+    /// Each database's tables become consumers of that database, with the suffixes of the databases
+    /// inside it; tables are checked per database (a rid twice in one database is refused, in two
+    /// databases allowed, as slapd), and a multi-provider database anywhere needs a server ID.
+    #[test]
+    fn every_database_has_its_own_consumers() {
+        let text = "suffix = \"dc=x\"\n\
+                    [[syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:9\"\n\
+                    [[database]]\nsuffix = \"ou=sub,dc=x\"\nsubordinate = true\n\
+                    [[database.syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:8\"\n\
+                    [[database]]\nsuffix = \"dc=z\"\n";
+        let c = config(text).unwrap();
+        let all = handles(&c).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].database, all[0].suffix.as_str()), (1, "dc=x"));
+        assert_eq!(all[0].elsewhere, vec!["ou=sub,dc=x".to_string()]);
+        assert_eq!(all[0].directory, c.database_directory(1));
+        assert_eq!((all[1].database, all[1].suffix.as_str()), (2, "ou=sub,dc=x"));
+        assert!(all[1].elsewhere.is_empty());
+        assert_eq!(all[1].directory, c.database_directory(2));
+        // The second database's consumer takes its suffix as the default search base.
+        assert_eq!(all[1].consumer.searchbase, "ou=sub,dc=x");
+        let view = c.database_view(3).unwrap();
+        assert!(view.syncrepl.is_empty() && view.updateref.is_none());
+
+        let twice = text.replace(
+            "[[database]]\nsuffix = \"dc=z\"",
+            "[[database.syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:7\"",
+        );
+        assert!(config(&twice).unwrap_err().contains("appears twice"));
+        let bad = text.replace("ldap://127.0.0.1:8", "http://x");
+        assert!(config(&bad).unwrap_err().contains("provider"));
+        let outside = text.replace(
+            "provider = \"ldap://127.0.0.1:8\"\n",
+            "provider = \"ldap://127.0.0.1:8\"\nupdateref = \"x\"\n",
+        );
+        assert!(config(&outside).is_err());
+        let multi = text.replace("subordinate = true\n", "subordinate = true\nmultiprovider = true\n");
+        assert!(config(&multi).unwrap_err().contains("server_id"));
+        let c = config(&format!("server_id = 2\n{multi}")).unwrap();
+        assert_eq!(multiprovider_directories(&c), vec![c.database_directory(2)]);
+        assert!(c.database_view(2).unwrap().multiprovider && !c.multiprovider);
+    }
 
     #[test]
     fn retry_schedule_moves_on() {
