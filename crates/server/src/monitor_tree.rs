@@ -474,12 +474,7 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
             false => format!("cn=Consumer {:03}", c.rid),
             true => format!("cn=Consumer {:03} database {}", c.rid, handle.database),
         };
-        t.add(
-            &name,
-            parent,
-            "monitoredObject",
-            attrs,
-        );
+        t.add(&name, parent, "monitoredObject", attrs);
     }
 }
 

@@ -21,8 +21,7 @@ fn directives(text: &str) -> Vec<Directive> {
 }
 
 fn parse(toml: &str) -> canopy_server::Config {
-    canopy_server::Config::parse(toml, "migrated.toml")
-        .unwrap_or_else(|e| panic!("{e}\n{toml}"))
+    canopy_server::Config::parse(toml, "migrated.toml").unwrap_or_else(|e| panic!("{e}\n{toml}"))
 }
 
 const TWO_DATABASES: &str = r#"

@@ -242,7 +242,12 @@ pub fn database_in<'a>(
 async fn run(current: Current, handle: Arc<Handle>) {
     let c = &handle.consumer;
     let mut schema = handle.schema.subscribe();
-    let gone = || format!("database {} ({}) is no longer configured", handle.database, handle.suffix);
+    let gone = || {
+        format!(
+            "database {} ({}) is no longer configured",
+            handle.database, handle.suffix
+        )
+    };
     let checked = current(&handle.directory)
         .ok_or_else(gone)
         .and_then(|db| db.check_replica());
@@ -383,7 +388,10 @@ mod tests {
         assert_eq!((all[0].database, all[0].suffix.as_str()), (1, "dc=x"));
         assert_eq!(all[0].elsewhere, vec!["ou=sub,dc=x".to_string()]);
         assert_eq!(all[0].directory, c.database_directory(1));
-        assert_eq!((all[1].database, all[1].suffix.as_str()), (2, "ou=sub,dc=x"));
+        assert_eq!(
+            (all[1].database, all[1].suffix.as_str()),
+            (2, "ou=sub,dc=x")
+        );
         assert!(all[1].elsewhere.is_empty());
         assert_eq!(all[1].directory, c.database_directory(2));
         // The second database's consumer takes its suffix as the default search base.
@@ -403,7 +411,10 @@ mod tests {
             "provider = \"ldap://127.0.0.1:8\"\nupdateref = \"x\"\n",
         );
         assert!(config(&outside).is_err());
-        let multi = text.replace("subordinate = true\n", "subordinate = true\nmultiprovider = true\n");
+        let multi = text.replace(
+            "subordinate = true\n",
+            "subordinate = true\nmultiprovider = true\n",
+        );
         assert!(config(&multi).unwrap_err().contains("server_id"));
         let c = config(&format!("server_id = 2\n{multi}")).unwrap();
         assert_eq!(multiprovider_directories(&c), vec![c.database_directory(2)]);

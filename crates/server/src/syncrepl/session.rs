@@ -238,9 +238,7 @@ impl Run<'_> {
             SyncStateKind::Present => {
                 self.present.insert(state.uuid);
             }
-            SyncStateKind::Add | SyncStateKind::Modify
-                if self.outside(&entry.dn) =>
-            {
+            SyncStateKind::Add | SyncStateKind::Modify if self.outside(&entry.dn) => {
                 // Another database's entry (a glued subordinate's, which a search of its
                 // superior's suffix returns on slapd): its own consumer applies it.
                 tracing::trace!(dn = %String::from_utf8_lossy(&entry.dn),

@@ -67,7 +67,10 @@ fn consumer_toml(p: &Server) -> String {
     let first = syncrepl_table(p, 1, PERSIST);
     let second = syncrepl_table(p, 2, PERSIST)
         .replace("[[syncrepl]]", "[[database.syncrepl]]")
-        .replace(&format!("searchbase = \"{SUFFIX}\""), &format!("searchbase = \"{SUB}\""));
+        .replace(
+            &format!("searchbase = \"{SUFFIX}\""),
+            &format!("searchbase = \"{SUB}\""),
+        );
     format!(
         "updateref = \"{url}\"\n{first}\n[[database]]\nsuffix = \"{SUB}\"\nsubordinate = true\n\
          updateref = \"{url}\"\n{second}"
@@ -94,7 +97,10 @@ fn context_of(server: &Server, base: &str) -> Vec<String> {
 #[track_caller]
 fn converged(p: &Server, c: &Server, what: &str) {
     if let Err(diff) = wait_converged(p, c, CONVERGE) {
-        panic!("{what}: no convergence:\n{diff}\nconsumer log:\n{}", c.log());
+        panic!(
+            "{what}: no convergence:\n{diff}\nconsumer log:\n{}",
+            c.log()
+        );
     }
     let deadline = Instant::now() + CONVERGE;
     loop {
@@ -136,9 +142,15 @@ fn in_their_databases(p: &Server, c: &Server) {
         "the main database holds the subordinate's entries: {main_dns:?}"
     );
     assert!(main_dns.contains(&SUFFIX.to_string()), "{main_dns:?}");
-    assert!(sub_dns.iter().all(|dn| dn.ends_with(&suffix)), "{sub_dns:?}");
+    assert!(
+        sub_dns.iter().all(|dn| dn.ends_with(&suffix)),
+        "{sub_dns:?}"
+    );
     let mut provided: Vec<String> = p
-        .search(&Bind::Root, &["-b", SUB, "-s", "sub", "(objectClass=*)", "1.1"])
+        .search(
+            &Bind::Root,
+            &["-b", SUB, "-s", "sub", "(objectClass=*)", "1.1"],
+        )
         .records()
         .iter()
         .map(|r| r.dn().to_ascii_lowercase())
@@ -208,7 +220,10 @@ fn each_database_feeds_its_own(provider_target: Target) {
         &Bind::Root,
         &format!("dn: cn=s0,{SUB}\nchangetype: modify\nreplace: sn\nsn: X\n"),
     );
-    assert_eq!(refused.code, 10, "a write on the consumer's subordinate: {refused:?}");
+    assert_eq!(
+        refused.code, 10,
+        "a write on the consumer's subordinate: {refused:?}"
+    );
 
     // Stopped, written to, started again: each consumer resumes from its own database's cookie.
     c.terminate();
@@ -251,7 +266,10 @@ fn each_database_feeds_its_own_from_canopy() {
 /// How many entries `base`'s subtree holds on `server` (0 when the search fails).
 fn count(server: &Server, base: &str) -> usize {
     server
-        .search(&Bind::Root, &["-b", base, "-s", "sub", "(objectClass=*)", "1.1"])
+        .search(
+            &Bind::Root,
+            &["-b", base, "-s", "sub", "(objectClass=*)", "1.1"],
+        )
         .records()
         .len()
 }

@@ -23,7 +23,11 @@ pub(super) struct Following<'a, 'r> {
 }
 
 /// The values of the attribute `name` (a schema name, no options) that `stored` holds.
-pub(crate) fn held<'a>(schema: &Schema, stored: &StoredEntry<'a>, name: &str) -> Option<Vec<&'a [u8]>> {
+pub(crate) fn held<'a>(
+    schema: &Schema,
+    stored: &StoredEntry<'a>,
+    name: &str,
+) -> Option<Vec<&'a [u8]>> {
     let wanted = schema.attribute_type(name)?;
     [stored.user, stored.secret, stored.operational]
         .into_iter()
