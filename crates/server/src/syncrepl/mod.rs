@@ -1,7 +1,8 @@
 //! The syncrepl consumer (OpenLDAP's `syncrepl` directive, RFC 4533): one task per `[[syncrepl]]`
 //! (first database) or `[[database.syncrepl]]` table, each feeding its own database, that connects
-//! to its provider, runs the refresh and persist phases, applies what arrives through `Directory::apply_replica` with the cookie in the same transaction, polls by `interval`
-//! in refreshOnly mode and retries per `retry` (docs/replication.md).
+//! to its provider, runs the refresh and persist phases, applies what arrives through
+//! `Directory::apply_replica` with the cookie in the same transaction, polls by `interval` in
+//! refreshOnly mode and retries per `retry` (docs/replication.md).
 
 pub mod client;
 pub mod config;

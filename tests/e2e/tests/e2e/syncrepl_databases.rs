@@ -11,12 +11,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use canopy_e2e::consumer_support::{syncrepl_table, wait_converged};
+use canopy_e2e::replication::REPLICA_IGNORES;
 use canopy_e2e::slapd_conf::{render_with_databases, ExtraDatabase};
 use canopy_e2e::*;
 
 const SUB: &str = "ou=sub,dc=example,dc=com";
 const CONVERGE: Duration = Duration::from_secs(60);
 const PERSIST: &str = "type = \"refreshAndPersist\"\n";
+const POLL: &str = "type = \"refreshOnly\"\ninterval = \"00:00:00:01\"\n";
 
 /// The glued subordinate, with syncprov of its own on slapd (Canopy's provider is built in).
 fn sub_database() -> ExtraDatabase {
@@ -60,11 +62,11 @@ fn provider(target: Target) -> Server {
     server
 }
 
-/// The consumer's configuration: one refreshAndPersist consumer per database, each database
-/// referring client writes to the provider.
-fn consumer_toml(p: &Server) -> String {
+/// The consumer's configuration: one consumer per database (the main one's `first_kind`, the
+/// subordinate's refreshAndPersist), each database referring client writes to the provider.
+fn consumer_toml(p: &Server, first_kind: &str) -> String {
     let url = p.ldap_url();
-    let first = syncrepl_table(p, 1, PERSIST);
+    let first = syncrepl_table(p, 1, first_kind);
     let second = syncrepl_table(p, 2, PERSIST)
         .replace("[[syncrepl]]", "[[database.syncrepl]]")
         .replace(
@@ -202,12 +204,12 @@ fn writes(p: &Server, base: &str, tag: &str) {
     }
 }
 
-fn each_database_feeds_its_own(provider_target: Target) {
+fn each_database_feeds_its_own(provider_target: Target, first_kind: &str) {
     if !canopy_e2e::replicas::canopy_only("Canopy is the consumer under test") {
         return;
     }
     let p = provider(provider_target);
-    let mut c = canopy_consumer_server(&consumer_toml(&p));
+    let mut c = canopy_consumer_server(&consumer_toml(&p, first_kind));
     converged(&p, &c, "first refresh");
     in_their_databases(&p, &c);
 
@@ -253,14 +255,21 @@ fn canopy_consumer_server(toml: &str) -> Server {
     canopy_e2e::consumer_support::canopy_consumer(toml)
 }
 
+/// slapd's refreshOnly refresh of the superior sends the glued subordinate's entries too: the main
+/// database's consumer must leave them to the subordinate's.
 #[test]
 fn each_database_feeds_its_own_from_slapd() {
-    each_database_feeds_its_own(Target::Slapd);
+    each_database_feeds_its_own(Target::Slapd, POLL);
+}
+
+#[test]
+fn each_database_feeds_its_own_from_slapd_persisting() {
+    each_database_feeds_its_own(Target::Slapd, PERSIST);
 }
 
 #[test]
 fn each_database_feeds_its_own_from_canopy() {
-    each_database_feeds_its_own(Target::Canopy);
+    each_database_feeds_its_own(Target::Canopy, PERSIST);
 }
 
 /// How many entries `base`'s subtree holds on `server` (0 when the search fails).
@@ -292,7 +301,7 @@ fn a_preloaded_consumer_keeps_its_data() {
     assert!(sub_count > 3, "{sub_count}");
     let c = Server::start_configured(
         Target::Canopy,
-        &consumer_toml(&p),
+        &consumer_toml(&p, PERSIST),
         &[],
         &[(SUFFIX, ldif.as_path())],
     );
@@ -316,4 +325,74 @@ fn a_preloaded_consumer_keeps_its_data() {
     }
     converged(&p, &c, "a preloaded consumer");
     in_their_databases(&p, &c);
+}
+
+/// Debian's slapd as the consumer of a Canopy provider, one consumer per database as OpenLDAP's
+/// test033 has them, loaded with the provider's export and behind it by writes: the refresh of the
+/// main database ends with a present phase (the provider's session log holds one record), after
+/// which slapd deletes what its glued tree holds and the provider did not name. Canopy names the
+/// glued subordinate's entries present in the superior's refresh, as slapd's provider does, so
+/// slapd keeps them.
+#[test]
+fn a_slapd_consumer_of_glued_databases_keeps_the_subordinate() {
+    if !canopy_e2e::replicas::canopy_only("the provider under test is Canopy") {
+        return;
+    }
+    let p = Server::start_configured(
+        Target::Canopy,
+        &format!("syncprov_sessionlog = 1\n{}", sub_database().canopy_table()),
+        &[],
+        &[],
+    );
+    p.load_base();
+    p.add(
+        &Bind::Root,
+        &format!(
+            "dn: {SUB}\nobjectClass: organizationalUnit\nou: sub\n\n\
+             dn: cn=s0,{SUB}\nobjectClass: person\ncn: s0\nsn: S\n"
+        ),
+    )
+    .expect_code(0, "the subordinate's entries");
+    let export = p.export_of(SUFFIX);
+    export.expect_code(0, "the provider's export");
+    let ldif = p.dir().join("provider.ldif");
+    // slapd has no schema for Canopy's per-attribute CSNs nor its SCRAM secrets (with their
+    // continuation lines).
+    let mut text = String::new();
+    let mut skipping = false;
+    for l in export.stdout.lines() {
+        if !l.starts_with(' ') {
+            skipping = l.starts_with("canopyAttrCSN") || l.starts_with("authPassword");
+        }
+        if !skipping {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    assert!(text.contains(&format!("dn: cn=s0,{SUB}")), "{text}");
+    std::fs::write(&ldif, text).unwrap();
+    writes(&p, SUFFIX, "after");
+    let line = |rid: u16, base: &str| {
+        format!(
+            "syncrepl rid={rid:03} provider={} bindmethod=simple binddn=\"{ROOT_DN}\" \
+             credentials={ROOT_PW} searchbase=\"{base}\" type=refreshAndPersist retry=\"1 +\" \
+             timeout=5 network-timeout=5\nupdateref {}\n",
+            p.ldap_url(),
+            p.ldap_url()
+        )
+    };
+    let mut sub = sub_database();
+    sub.overlays = (line(2, SUB), String::new());
+    let conf = render_with_databases(Path::new("@DIR@"), Path::new("@DIR@/data"), &[sub]);
+    let conf = format!("{conf}{}", line(1, SUFFIX));
+    let c = Server::start_configured(
+        Target::Slapd,
+        &conf,
+        &["data", "data/db2"],
+        &[(SUFFIX, ldif.as_path())],
+    );
+    if let Err(diff) = p.converges_with(&c, CONVERGE, REPLICA_IGNORES) {
+        panic!("{diff}\nslapd's log:\n{}", c.log());
+    }
+    assert_eq!(count(&c, SUB), count(&p, SUB), "the subordinate on slapd");
 }
