@@ -409,9 +409,9 @@ mod tests {
         assert!(config(&bad).unwrap_err().contains("provider"));
         let outside = text.replace(
             "provider = \"ldap://127.0.0.1:8\"\n",
-            "provider = \"ldap://127.0.0.1:8\"\nupdateref = \"x\"\n",
+            "provider = \"ldap://127.0.0.1:8\"\nsearchbase = \"dc=x\"\n",
         );
-        assert!(config(&outside).is_err());
+        assert!(config(&outside).unwrap_err().contains("not within"));
         let multi = text.replace(
             "subordinate = true\n",
             "subordinate = true\nmultiprovider = true\n",
