@@ -550,7 +550,7 @@ fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Resul
         canopy_server::syncrepl::start(&current, &state.syncrepl);
         // Checked with the configuration; a failure here cannot happen.
         if let Ok(purge) = state.config.tombstone_purge() {
-            let multi = canopy_server::syncrepl::multiprovider_directories(&state.config);
+            let multi = canopy_server::consumers::multiprovider_directories(&state.config);
             canopy_server::syncrepl::start_purge(&current, multi, purge);
         }
         canopy_server::logdb::start(&state.accesslog);

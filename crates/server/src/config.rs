@@ -454,7 +454,7 @@ impl Config {
         }
         crate::authz::Rules::compile(&self.sasl)?;
         log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
-        crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
+        crate::dbconfig::check_consumers(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         if let Some(url) = &self.referral {
             if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
                 return Err(format!(

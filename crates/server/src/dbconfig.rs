@@ -237,7 +237,7 @@ pub fn check(
         if let Some(dir) = &db.directory {
             check_directory(dir).map_err(|e| at(table, e))?;
         }
-        crate::syncrepl::config::check(&db.syncrepl, db.updateref.as_deref(), &db.suffix)
+        check_consumers(&db.syncrepl, db.updateref.as_deref(), &db.suffix)
             .map_err(|e| at(table, e))?;
         suffixes.push(rdns);
     }
@@ -282,6 +282,32 @@ pub fn check(
                 ))
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The consumer tables of one database (suffix `suffix`) and its `updateref`: each table as
+/// `syncrepl::config::check` checks it, and, as slapd, its `searchbase` inside the suffix (compared
+/// without the schema here; a session compares it normalized again).
+pub fn check_consumers(
+    tables: &[crate::syncrepl::SyncreplConfig],
+    updateref: Option<&str>,
+    suffix: &str,
+) -> Result<(), String> {
+    crate::syncrepl::config::check(tables, updateref, suffix)?;
+    let Ok(own) = rough_rdns(suffix) else {
+        return Ok(());
+    };
+    for table in tables {
+        let Some(base) = &table.searchbase else {
+            continue;
+        };
+        if !rough_rdns(base).is_ok_and(|b| b.ends_with(&own)) {
+            return Err(format!(
+                "syncrepl rid={}: searchbase {base:?} is not within the database's suffix {suffix:?}",
+                table.rid
+            ));
         }
     }
     Ok(())

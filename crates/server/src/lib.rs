@@ -16,6 +16,7 @@ pub mod config;
 pub mod config_change;
 pub mod config_tree;
 pub mod conn;
+pub mod consumers;
 pub mod ctlvalue;
 pub mod databases;
 pub mod dbconfig;
@@ -620,7 +621,7 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
     // Each database's consumers (`[[syncrepl]]` for the first, `[[database.syncrepl]]` for the
     // others) feed it; a database with consumers then refers client writes to its `updateref`,
     // unless it is multi-provider (it takes its clients' writes as well as its peers' changes).
-    let syncrepl = syncrepl::handles(&config).map_err(StartError::Invalid)?;
+    let syncrepl = consumers::handles(&config).map_err(StartError::Invalid)?;
     for number in 1..=config.database_count() {
         let Some(view) = config.database_view(number) else {
             continue;

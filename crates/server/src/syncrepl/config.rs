@@ -446,17 +446,6 @@ pub fn check(
         if !rids.insert(table.rid) {
             return Err(format!("syncrepl rid={} appears twice", table.rid));
         }
-        // As slapd: the base must lie in the database the consumer feeds (compared without the
-        // schema here; a session compares it normalized again).
-        if let (Some(base), Ok(own)) = (&table.searchbase, crate::dbconfig::rough_rdns(suffix)) {
-            let inside = crate::dbconfig::rough_rdns(base).is_ok_and(|b| b.ends_with(&own));
-            if !inside {
-                return Err(format!(
-                    "syncrepl rid={}: searchbase {base:?} is not within the database's suffix {suffix:?}",
-                    table.rid
-                ));
-            }
-        }
     }
     if let Some(url) = updateref {
         if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) || url.len() < 8 {
