@@ -4,8 +4,9 @@
 //! modifies, renames and deletes in both databases must reach the consumer's database that holds
 //! them (checked with offline exports of each database), a restart must resume each consumer from its
 //! own database's cookie, and a consumer loaded with the provider's data before it starts must never
-//! lose an entry while its first refreshes run. Canopy-only (skipped when the target is slapd: the
-//! consumer under test is Canopy's).
+//! lose an entry while its first refreshes run. Then Debian's slapd as the consumer of glued Canopy
+//! databases, which must keep its subordinate's entries through the superior's present phase.
+//! Canopy-only (skipped when the target is slapd: each scenario starts both ends itself).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
