@@ -540,14 +540,18 @@ fn serve(config: Config, log_control: canopy_server::state::LogControl) -> Resul
             }));
         }
         spawn_log_reopener(state.clone())?;
+        // Each consumer finds its own database (by its directory) in the current snapshot.
         let current: canopy_server::syncrepl::Current = {
             let state = state.clone();
-            std::sync::Arc::new(move || state.current().databases.first().clone())
+            std::sync::Arc::new(move |directory| {
+                canopy_server::syncrepl::database_in(state.current().databases.iter(), directory)
+            })
         };
         canopy_server::syncrepl::start(&current, &state.syncrepl);
         // Checked with the configuration; a failure here cannot happen.
         if let Ok(purge) = state.config.tombstone_purge() {
-            canopy_server::syncrepl::start_purge(&current, purge);
+            let multi = canopy_server::consumers::multiprovider_directories(&state.config);
+            canopy_server::syncrepl::start_purge(&current, multi, purge);
         }
         canopy_server::logdb::start(&state.accesslog);
         canopy_server::dds::start(state.clone());

@@ -85,8 +85,8 @@ pub struct Config {
     /// Deletes and renames the replication session log keeps (slapd's `syncprov-sessionlog`); a consumer
     /// whose cookie is older than the log refreshes through the present phase. 0 turns the log off.
     pub syncprov_sessionlog: u64,
-    /// syncrepl consumers of the (first) database: `[[syncrepl]]` tables with slapd's keywords
-    /// (docs/replication.md).
+    /// syncrepl consumers of the first database: `[[syncrepl]]` tables with slapd's keywords
+    /// (docs/replication.md); another database's are its `[[database.syncrepl]]` tables.
     pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
     /// The referral a consumer database answers client writes with (slapd's `updateref`).
     pub updateref: Option<String>,
@@ -471,7 +471,7 @@ impl Config {
             }
         }
         log_filter(&self.log_level).map_err(|e| format!("log_level: {e}"))?;
-        crate::syncrepl::config::check(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
+        crate::dbconfig::check_consumers(&self.syncrepl, self.updateref.as_deref(), &self.suffix)?;
         if let Some(url) = &self.referral {
             if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
                 return Err(format!(
@@ -479,14 +479,15 @@ impl Config {
                 ));
             }
         }
-        if self.multiprovider && self.server_id == 0 {
+        let multiprovider = self.multiprovider || self.database.iter().any(|db| db.multiprovider);
+        if multiprovider && self.server_id == 0 {
             return Err(
                 "multiprovider = true needs a server_id of 1-4095, distinct on every server of the group"
                     .to_string(),
             );
         }
         if self.tombstone_purge.is_some() {
-            if !self.multiprovider {
+            if !multiprovider {
                 return Err(
                     "tombstone_purge: only a multiprovider = true database keeps tombstones".into(),
                 );

@@ -52,6 +52,18 @@ pub struct DatabaseConfig {
     /// from the outer database, as in slapd without `subordinate`). Required for such a suffix.
     #[serde(default)]
     pub subordinate: Option<bool>,
+    /// This database's syncrepl consumers (`[[database.syncrepl]]`, the keys of `[[syncrepl]]`):
+    /// each feeds this database, with its cookie stored in it (docs/replication.md).
+    #[serde(default)]
+    pub syncrepl: Vec<crate::syncrepl::SyncreplConfig>,
+    /// The referral this database answers client writes with when it has consumers (slapd's
+    /// per-database `updateref`).
+    #[serde(default)]
+    pub updateref: Option<String>,
+    /// This database takes client writes beside its consumers' changes (slapd's per-database
+    /// `multiprovider on`); needs the server's `server_id`.
+    #[serde(default)]
+    pub multiprovider: bool,
 }
 
 /// The search limits a `[[database]]` may set for itself (slapd's per-database `sizelimit`,
@@ -225,6 +237,8 @@ pub fn check(
         if let Some(dir) = &db.directory {
             check_directory(dir).map_err(|e| at(table, e))?;
         }
+        check_consumers(&db.syncrepl, db.updateref.as_deref(), &db.suffix)
+            .map_err(|e| at(table, e))?;
         suffixes.push(rdns);
     }
     let dirs: Vec<PathBuf> = std::iter::once(first_directory.to_path_buf())
@@ -268,6 +282,32 @@ pub fn check(
                 ))
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The consumer tables of one database (suffix `suffix`) and its `updateref`: each table as
+/// `syncrepl::config::check` checks it, and, as slapd, its `searchbase` inside the suffix (compared
+/// without the schema here; a session compares it normalized again).
+pub fn check_consumers(
+    tables: &[crate::syncrepl::SyncreplConfig],
+    updateref: Option<&str>,
+    suffix: &str,
+) -> Result<(), String> {
+    crate::syncrepl::config::check(tables, updateref, suffix)?;
+    let Ok(own) = rough_rdns(suffix) else {
+        return Ok(());
+    };
+    for table in tables {
+        let Some(base) = &table.searchbase else {
+            continue;
+        };
+        if !rough_rdns(base).is_ok_and(|b| b.ends_with(&own)) {
+            return Err(format!(
+                "syncrepl rid={}: searchbase {base:?} is not within the database's suffix {suffix:?}",
+                table.rid
+            ));
         }
     }
     Ok(())

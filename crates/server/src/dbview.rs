@@ -35,6 +35,9 @@ impl Config {
         view.overlay = db.overlay.clone();
         view.limits = db.limits.over(&self.limits);
         view.read_only = db.read_only;
+        view.syncrepl = db.syncrepl.clone();
+        view.updateref = db.updateref.clone();
+        view.multiprovider = db.multiprovider;
         view.data_dir = self.database_directory(number);
         view.database = Vec::new();
         view.whole = Some(std::sync::Arc::new(self.clone()));

@@ -16,6 +16,7 @@ pub mod config;
 pub mod config_change;
 pub mod config_tree;
 pub mod conn;
+pub mod consumers;
 pub mod ctlvalue;
 pub mod databases;
 pub mod dbconfig;
@@ -478,18 +479,26 @@ pub fn check_config(config: &Config) -> Result<(), StartError> {
         }
     }
     check_database(config)?;
-    if !config.syncrepl.is_empty() {
+    for number in 1..=config.database_count() {
+        let Some(view) = config.database_view(number) else {
+            continue;
+        };
+        if view.syncrepl.is_empty() {
+            continue;
+        }
         // A consumer finds the entries it receives by entryUUID (docs/replication.md).
-        let schema = load_schema(config)?;
+        let schema = load_schema(&view)?;
         let uuid = schema.attribute_type("entryUUID").map(|at| at.oid.as_str());
-        let indexed = index_specs(&schema, config)?.iter().any(|spec| {
+        let indexed = index_specs(&schema, &view)?.iter().any(|spec| {
             spec.eq && schema.attribute_type(&spec.attr).map(|at| at.oid.as_str()) == uuid
         });
         if !indexed {
-            return Err(StartError::Invalid(
-                "a syncrepl consumer needs an equality index on entryUUID (indexes: entryUUID eq)"
-                    .into(),
-            ));
+            let message =
+                "a syncrepl consumer needs an equality index on entryUUID (indexes: entryUUID eq)";
+            return Err(StartError::Invalid(match number {
+                1 => message.to_string(),
+                n => format!("database {n}: {message}"),
+            }));
         }
     }
     authz::Rules::compile(&config.sasl).map_err(StartError::Sasl)?;
@@ -609,20 +618,25 @@ pub fn build_state(config: Config, root_password: Vec<u8>) -> Result<State, Star
             .map_err(StartError::Open)?;
     }
     let root_ndn = normalize_root(&schema, &config.root_dn)?;
-    // `[[syncrepl]]` consumers feed the first database, which then refers client writes to `updateref`.
-    let syncrepl = syncrepl::handles(
-        &config.syncrepl,
-        config.updateref.as_deref(),
-        &config.suffix,
-    )
-    .map_err(StartError::Invalid)?;
-    if !syncrepl.is_empty() {
-        if let Some(first) = list.first_mut() {
-            // A multi-provider database takes its clients' writes as well as its peers' changes.
-            if !config.multiprovider {
-                *first = first.clone().with_shadow(config.updateref.clone());
+    // Each database's consumers (`[[syncrepl]]` for the first, `[[database.syncrepl]]` for the
+    // others) feed it; a database with consumers then refers client writes to its `updateref`,
+    // unless it is multi-provider (it takes its clients' writes as well as its peers' changes).
+    let syncrepl = consumers::handles(&config).map_err(StartError::Invalid)?;
+    for number in 1..=config.database_count() {
+        let Some(view) = config.database_view(number) else {
+            continue;
+        };
+        if view.syncrepl.is_empty() {
+            continue;
+        }
+        if let Some(db) = list.get_mut(number - 1) {
+            if !view.multiprovider {
+                *db = db.clone().with_shadow(view.updateref.clone());
             }
-            first.check_replica().map_err(StartError::Invalid)?;
+            db.check_replica().map_err(|e| match number {
+                1 => StartError::Invalid(e),
+                n => StartError::Invalid(format!("database {n}: {e}")),
+            })?;
         }
     }
     let tls = Some(Arc::new(tls::Tls::setup(&config)?));

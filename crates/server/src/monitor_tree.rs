@@ -415,8 +415,9 @@ fn build(state: &ServerState) -> Vec<MonitorEntry> {
     t.entries
 }
 
-/// `cn=Consumer <rid>,cn=Replication,cn=Monitor`: a syncrepl consumer's provider, state, cookie, last
-/// success, last error and lag (docs/replication.md, Monitoring).
+/// `cn=Consumer <rid>,cn=Replication,cn=Monitor`: a syncrepl consumer's database, provider, state,
+/// cookie, last success, last error and lag (docs/replication.md, Monitoring); `cn=Consumer <rid>
+/// database <N>` for a rid an earlier database's consumer has too.
 fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
     for handle in &state.syncrepl {
         let c = &handle.consumer;
@@ -424,6 +425,7 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
         let now = SystemTime::now();
         let mut description = vec![
             format!("rid: {:03}", c.rid),
+            format!("database: {} {}", handle.database, handle.suffix),
             format!("state: {}", s.state),
             format!("cookie: {}", s.cookie),
             format!("connects: {}", s.connects),
@@ -463,12 +465,16 @@ fn consumers(t: &mut Tree, state: &ServerState, parent: &str) {
         if let Some(at) = s.last_success {
             attrs.push(("monitorTimestamp", one(generalized(at))));
         }
-        t.add(
-            &format!("cn=Consumer {:03}", c.rid),
-            parent,
-            "monitoredObject",
-            attrs,
-        );
+        // Two databases may use the same rid (as slapd allows): the later ones' names say which.
+        let shared = state
+            .syncrepl
+            .iter()
+            .any(|h| h.consumer.rid == c.rid && h.database < handle.database);
+        let name = match shared {
+            false => format!("cn=Consumer {:03}", c.rid),
+            true => format!("cn=Consumer {:03} database {}", c.rid, handle.database),
+        };
+        t.add(&name, parent, "monitoredObject", attrs);
     }
 }
 

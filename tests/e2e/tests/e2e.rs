@@ -78,6 +78,8 @@ mod syncprov;
 mod syncrepl_canopy;
 #[path = "e2e/syncrepl_consumer.rs"]
 mod syncrepl_consumer;
+#[path = "e2e/syncrepl_databases.rs"]
+mod syncrepl_databases;
 #[path = "e2e/syncrepl_delta.rs"]
 mod syncrepl_delta;
 #[path = "e2e/syncrepl_preload.rs"]

@@ -286,6 +286,9 @@ impl Model {
         }
         if !first {
             let _ = writeln!(out, "subordinate = {}", db.subordinate);
+            if db.multiprovider {
+                out.push_str("multiprovider = true\n");
+            }
         }
         access_list(out, "access", &db.access, &self.frontend_access);
         for r in &db.dropped_access {

@@ -1,6 +1,6 @@
 //! Replication: `syncrepl` lines into `[[syncrepl]]` tables, and what Canopy's consumers need.
 
-use super::{Directive, Model, Remark, Val};
+use super::{Directive, Model, Val};
 
 /// The syncrepl keywords Canopy's `[[syncrepl]]` tables take (issue 11), and whether each is a number.
 const SYNCREPL_KEYS: [(&str, bool); 19] = [
@@ -72,46 +72,17 @@ pub(super) fn syncrepl(m: &mut Model, d: &Directive, db: usize) {
     m.databases[db].syncrepl.push(table);
 }
 
-/// Canopy's consumers feed the first database only, and need an equality index on entryUUID to find
-/// the entries they receive: a consumer of another database is left out (with its `updateref`), and the
-/// first database's index list gains `entryUUID eq` when it names its indexes without it. Runs after
-/// the outermost database has moved to the front.
+/// Canopy's consumers need an equality index on entryUUID to find the entries they receive: the
+/// index list of a database with consumers gains `entryUUID eq` when it names its indexes without
+/// it. Each database keeps its own consumers, `updateref` and `multiprovider` (the first one's as
+/// top-level keys, the others' in their `[[database]]` tables).
 pub(super) fn finish_replication(m: &mut Model) {
-    let mut left = Vec::new();
-    for db in m.databases.iter_mut().skip(1) {
-        if !db.syncrepl.is_empty() {
-            left.push(Remark {
-                origin: db.origin.clone(),
-                text: "syncrepl".into(),
-                reason:
-                    "Canopy's [[syncrepl]] consumers feed the first database only \
-                         (docs/replication.md); this database's consumer and updateref are left out"
-                        .into(),
-            });
-            db.syncrepl.clear();
-            db.updateref = None;
-        }
-        if db.multiprovider {
-            left.push(Remark {
-                origin: db.origin.clone(),
-                text: "multiprovider on".into(),
-                reason: "Canopy's multi-provider replication is the first database's \
-                         (docs/replication.md); this database's is left out"
-                    .into(),
-            });
-            db.multiprovider = false;
-        }
-    }
-    m.left_out.extend(left);
-    if let Some(first) = m.databases.first_mut() {
-        let indexed = |(attr, kinds): &(String, Vec<String>)| {
-            attr.eq_ignore_ascii_case("entryUUID") && kinds.iter().any(|k| k == "eq")
-        };
-        if !first.syncrepl.is_empty()
-            && !first.indexes.is_empty()
-            && !first.indexes.iter().any(indexed)
-        {
-            first.indexes.push(("entryUUID".into(), vec!["eq".into()]));
+    let indexed = |(attr, kinds): &(String, Vec<String>)| {
+        attr.eq_ignore_ascii_case("entryUUID") && kinds.iter().any(|k| k == "eq")
+    };
+    for db in m.databases.iter_mut() {
+        if !db.syncrepl.is_empty() && !db.indexes.is_empty() && !db.indexes.iter().any(indexed) {
+            db.indexes.push(("entryUUID".into(), vec!["eq".into()]));
         }
     }
 }

@@ -20,34 +20,8 @@ fn directives(text: &str) -> Vec<Directive> {
         .collect()
 }
 
-/// The TOML without the replication keys Canopy's configuration does not have yet in this tree.
-fn without_replication(toml: &str) -> String {
-    let mut out = Vec::new();
-    let mut skipping = false;
-    for line in toml.lines() {
-        if line.starts_with("[[syncrepl]]") || line.starts_with("[[database.syncrepl]]") {
-            skipping = true;
-            continue;
-        }
-        if skipping {
-            if line.starts_with('[') {
-                skipping = false;
-            } else {
-                skipping = !line.is_empty();
-                continue;
-            }
-        }
-        if line.starts_with("updateref =") {
-            continue;
-        }
-        out.push(line);
-    }
-    out.join("\n") + "\n"
-}
-
 fn parse(toml: &str) -> canopy_server::Config {
-    canopy_server::Config::parse(&without_replication(toml), "migrated.toml")
-        .unwrap_or_else(|e| panic!("{e}\n{toml}"))
+    canopy_server::Config::parse(toml, "migrated.toml").unwrap_or_else(|e| panic!("{e}\n{toml}"))
 }
 
 const TWO_DATABASES: &str = r#"
@@ -373,10 +347,19 @@ fn slapd_d_tree_translates() {
     std::fs::write(sub.join("olcDatabase={-1}frontend.ldif"), "dn: olcDatabase={-1}frontend\nolcAccess: {0}to dn.exact=\"\" by * read\nolcPasswordHash: {SSHA}\n").unwrap();
     std::fs::write(sub.join("olcDatabase={1}mdb.ldif"), "dn: olcDatabase={1}mdb\nolcDatabase: {1}mdb\nolcSuffix: dc=nodomain\nolcRootDN: cn=admin,dc=nodomain\nolcRootPW:: e1NTSEF9eHl6\nolcDbIndex: cn,uid eq\nolcAccess: {0}to attrs=userPassword by self write by anonymous auth by * none\nolcAccess: {1}to * by * read\nolcLimits: {0}users size=7\nolcDbMaxSize: 1073741824\n").unwrap();
     std::fs::write(sub.join("olcDatabase={1}mdb").join("olcOverlay={0}memberof.ldif"), "dn: olcOverlay={0}memberof\nolcOverlay: {0}memberof\nolcMemberOfDangling: drop\nolcMemberOfRefInt: TRUE\n").unwrap();
+    // A glued subordinate with a consumer of its own (olcSyncrepl of olcDatabase={2}mdb).
+    std::fs::write(sub.join("olcDatabase={2}mdb.ldif"), "dn: olcDatabase={2}mdb\nolcDatabase: {2}mdb\nolcSuffix: ou=sub,dc=nodomain\nolcSubordinate: TRUE\nolcRootDN: cn=admin,dc=nodomain\nolcDbDirectory: /var/lib/ldap/sub\nolcDbIndex: entryUUID eq\nolcSyncrepl: {0}rid=007 provider=ldap://127.0.0.1:9 bindmethod=simple binddn=\"cn=r,dc=nodomain\" credentials=s searchbase=\"ou=sub,dc=nodomain\" type=refreshAndPersist retry=\"5 +\"\nolcUpdateRef: ldap://127.0.0.1:9\n").unwrap();
     let m = from_slapd_d(&dir).unwrap();
     assert!(m.left_out.is_empty(), "{:?}", m.left_out);
     let c = parse(&m.toml);
     assert_eq!(c.suffix, "dc=nodomain");
+    assert!(c.syncrepl.is_empty(), "{}", m.toml);
+    let glued = &c.database[0];
+    assert_eq!(glued.suffix, "ou=sub,dc=nodomain");
+    assert_eq!(glued.syncrepl.len(), 1, "{}", m.toml);
+    assert_eq!(glued.syncrepl[0].rid, 7);
+    assert_eq!(glued.syncrepl[0].kind, "refreshAndPersist");
+    assert_eq!(glued.updateref.as_deref(), Some("ldap://127.0.0.1:9"));
     assert_eq!(c.root_password.as_deref(), Some("{SSHA}xyz"));
     assert_eq!(c.access.len(), 2);
     assert_eq!(c.schema_files.len(), 1);
@@ -426,7 +409,6 @@ fn after_an_overlay_canopy_lacks_known_directives_still_count() {
             "slapd.conf:2",
             "slapd.conf:7",
             "slapd.conf:8",
-            "slapd.conf:10"
         ],
         "{:?}",
         m.left_out
@@ -443,13 +425,16 @@ fn after_an_overlay_canopy_lacks_known_directives_still_count() {
         "{}",
         m.toml
     );
-    // A later database's consumer is left out: Canopy's consumers feed the first database.
-    assert!(!m.toml.contains("\n[[database.syncrepl]]"), "{}", m.toml);
-    assert!(m
-        .left_out
-        .last()
-        .is_some_and(|r| r.reason.contains("first database only")));
-    parse(&m.toml);
+    // A later database's consumer is that database's `[[database.syncrepl]]` table.
+    assert!(
+        m.toml.contains("\n[[database.syncrepl]]\nrid = 2\n"),
+        "{}",
+        m.toml
+    );
+    let c = parse(&m.toml);
+    assert_eq!(c.database.len(), 1, "{}", m.toml);
+    assert_eq!(c.database[0].syncrepl.len(), 1, "{}", m.toml);
+    assert!(c.syncrepl.is_empty());
 }
 
 const DELTA: &str = r#"
@@ -560,8 +545,8 @@ fn default_referral_is_translated() {
 }
 
 /// `multiprovider on` (and its old name `mirrormode on`) on the database with the consumers becomes
-/// Canopy's `multiprovider = true`; on another database, whose consumers Canopy leaves out, it is left
-/// out with them (issue 31: OpenLDAP's delta multi-provider scripts).
+/// Canopy's `multiprovider = true`, in that database's `[[database]]` table for a later one (issue 31:
+/// OpenLDAP's delta multi-provider scripts).
 #[test]
 fn multiprovider_is_translated() {
     let conf = format!("serverID 1\n{DELTA}multiprovider on\n");
@@ -573,15 +558,23 @@ fn multiprovider_is_translated() {
         format!("serverID 2\n{DELTA}").replace("syncrepl rid", "mirrormode TRUE\nsyncrepl rid");
     let m = translate(&directives(&mirror));
     assert!(parse(&m.toml).multiprovider, "{}", m.toml);
-    let apart = "database mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n\
-                 database mdb\nsuffix dc=y\nsyncrepl rid=1 provider=ldap://127.0.0.1:9 searchbase=dc=y\n\
-                 multiprovider on\n";
+    let apart = "serverID 3\ndatabase mdb\nsuffix dc=x\nrootdn cn=admin,dc=x\n\
+                 database mdb\nsuffix dc=y\nindex cn eq\n\
+                 syncrepl rid=1 provider=ldap://127.0.0.1:9 searchbase=dc=y\n\
+                 multiprovider on\nupdateref ldap://127.0.0.1:9\n";
     let m = translate(&directives(apart));
-    assert!(!parse(&m.toml).multiprovider, "{}", m.toml);
+    assert!(m.left_out.is_empty(), "{:?}", m.left_out);
+    let c = parse(&m.toml);
+    assert!(!c.multiprovider, "{}", m.toml);
+    let second = &c.database[0];
+    assert!(second.multiprovider, "{}", m.toml);
+    assert_eq!(second.syncrepl.len(), 1, "{}", m.toml);
+    assert_eq!(second.updateref.as_deref(), Some("ldap://127.0.0.1:9"));
+    // A consumer needs entryUUID eq: the database's own index list gains it.
     assert!(
-        m.left_out.iter().any(|r| r.text == "multiprovider on"),
-        "{:?}",
-        m.left_out
+        second.indexes.iter().any(|i| i.attr == "entryUUID"),
+        "{}",
+        m.toml
     );
 }
 

@@ -114,6 +114,7 @@ impl<'a> Generator<'a> {
     fn movable(&self, w: usize, kind: Kind, dn: &str) -> bool {
         kind != Kind::Suffix
             && kind != Kind::Fixed
+            && self.s.glued.as_deref().map(key) != Some(key(dn))
             && self.in_domain(w, dn)
             && !(self.s.is_mesh() && top_unit(dn).as_deref() == Some(key(dn).as_str()))
     }
@@ -270,6 +271,8 @@ impl<'a> Generator<'a> {
         let targets: Vec<&String> = containers
             .iter()
             .filter(|c| !within(c, dn) && key(c) != key(parent))
+            // No rename crosses databases (both servers refuse it: affectsMultipleDSAs).
+            .filter(|c| self.database_of(c) == self.database_of(dn))
             .filter(|c| c.matches(',').count() < 6)
             .collect();
         let new_superior = if self.rng.chance(40) {
@@ -282,6 +285,14 @@ impl<'a> Generator<'a> {
             new_rdn,
             delete_old: self.rng.chance(85),
             new_superior,
+        }
+    }
+
+    /// Which database holds `dn`: 2 below (or at) the glued unit, else 1.
+    fn database_of(&self, dn: &str) -> usize {
+        match &self.s.glued {
+            Some(glued) if within(dn, glued) => 2,
+            _ => 1,
         }
     }
 

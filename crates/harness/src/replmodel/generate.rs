@@ -94,7 +94,14 @@ pub struct Scenario {
     pub events: Vec<Event>,
     /// Multi-provider: the unit right below the suffix (a key) each server writes in.
     pub owners: Vec<(String, usize)>,
+    /// A unit right below the suffix that is a glued database of its own on every server
+    /// (`[[database]]` with `subordinate = true`, slapd's `subordinate`), fed on every link by a
+    /// consumer of its own (rid + [`GLUED_RID`]); None: one database.
+    pub glued: Option<String>,
 }
+
+/// What a glued database's consumer adds to its link's rid.
+pub const GLUED_RID: usize = 100;
 
 impl Scenario {
     pub fn needs_slapd(&self) -> bool {
@@ -160,6 +167,11 @@ impl Scenario {
                 Load::ExportOfFirst => "s0's export".to_string(),
             };
             out.push_str(&format!("  s{i} loads {what}\n"));
+        }
+        if let Some(glued) = &self.glued {
+            out.push_str(&format!(
+                "glued database {glued} on every server, a consumer of its own on every link\n"
+            ));
         }
         for (unit, owner) in &self.owners {
             out.push_str(&format!("  s{owner} writes under {unit}\n"));
@@ -294,6 +306,22 @@ pub fn generate_for(seed: u64, all_slapd: bool) -> Scenario {
     } else {
         Vec::new()
     };
+    // From a generator of its own, so that the scenarios of one database stay what they were.
+    let glued = {
+        let mut glue = Rng::new(seed ^ 0x676C_7565_6462);
+        let units: Vec<&Entry> = directory
+            .iter()
+            .filter(|e| {
+                e.kind == Kind::Unit
+                    && directory::parent_of(&e.dn) == SUFFIX
+                    && key(&e.dn) != key(directory::SHARED_UNIT)
+            })
+            .collect();
+        match glue.chance(35) {
+            true => glue.pick(&units).map(|e| e.dn.clone()),
+            false => None,
+        }
+    };
     let mut scenario = Scenario {
         seed,
         shape,
@@ -304,6 +332,7 @@ pub fn generate_for(seed: u64, all_slapd: bool) -> Scenario {
         loads,
         events: Vec::new(),
         owners,
+        glued,
     };
     let events = super::events::Generator::new(&scenario, rng, names).events();
     scenario.events = events;

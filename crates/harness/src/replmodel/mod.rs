@@ -172,6 +172,47 @@ mod tests {
         }
     }
 
+    /// Some seeds of every ten glue a database below the suffix; no generated write renames or
+    /// deletes its suffix entry or moves an entry into or out of it (both servers refuse that).
+    #[test]
+    fn some_seeds_glue_a_database_and_no_write_crosses_it() {
+        let mut glued = 0;
+        for seed in 0..60 {
+            let s = generate(seed);
+            let Some(g) = &s.glued else { continue };
+            glued += 1;
+            assert_eq!(directory::parent_of(g), crate::SUFFIX, "seed {seed}");
+            let inside = |dn: &str| directory::within(dn, g);
+            for event in &s.events {
+                let Event::Write { write, .. } = event else {
+                    continue;
+                };
+                match write {
+                    Write::Rename {
+                        dn, new_superior, ..
+                    } => {
+                        assert!(directory::key(dn) != directory::key(g), "seed {seed}");
+                        if let Some(to) = new_superior {
+                            assert_eq!(inside(dn), inside(to), "seed {seed}: {}", write.describe());
+                        }
+                    }
+                    Write::Delete { dn } | Write::DeleteSubtree { dn, .. } => {
+                        assert!(
+                            !directory::within(g, dn),
+                            "seed {seed}: {}",
+                            write.describe()
+                        )
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(
+            (10..50).contains(&glued),
+            "{glued} of 60 seeds glue a database"
+        );
+    }
+
     #[test]
     fn a_rename_moves_the_subtree_and_its_rdn_value() {
         let mut rng = Rng::new(1);

@@ -1,10 +1,10 @@
 //! Starts a scenario's servers: ports chosen first, one loopback [`Proxy`] per replication link, each
 //! server's configuration (canopy TOML or slapd.conf with syncprov, syncrepl lines, serverID and
-//! `multiprovider on`), the offline loads (`canopy import` / `slapadd`, exports between them), then
+//! `multiprovider on`; a glued second database with consumers of its own when the scenario has one), the offline loads (`canopy import` / `slapadd`, exports between them), then
 //! every server launched on its port.
 
 use super::directory::{ldif_of, REPLICATOR_DN, REPLICATOR_PW};
-use super::generate::{Load, Scenario};
+use super::generate::{Load, Scenario, GLUED_RID};
 use crate::base::{ROOT_DN, ROOT_PW, SUFFIX};
 use crate::mesh::Proxy;
 use crate::replication::access_toml;
@@ -44,6 +44,38 @@ fn canopy_toml(s: &Scenario, i: usize, proxies: &[Proxy]) -> String {
     toml.push_str(&format!(
         "\n[[limits.rules]]\nwho = \"dn.exact:{REPLICATOR_DN}\"\nsize = \"unlimited\"\ntime = \"unlimited\"\n"
     ));
+    toml.push_str(&canopy_consumers(s, i, proxies, "syncrepl", SUFFIX, 0));
+    if let Some(glued) = &s.glued {
+        // The glued database: the same rules, the same root DN, a consumer of its own per link.
+        toml.push_str(&format!(
+            "\n[[database]]\nsuffix = \"{glued}\"\nsubordinate = true\nroot_dn = \"{ROOT_DN}\"\n{}",
+            access_toml(&ACCESS)
+        ));
+        if s.is_mesh() {
+            toml.push_str("multiprovider = true\n");
+        }
+        toml.push_str(&canopy_consumers(
+            s,
+            i,
+            proxies,
+            "database.syncrepl",
+            glued,
+            GLUED_RID,
+        ));
+    }
+    toml
+}
+
+/// Server `i`'s consumer tables (`[[table]]`) of `base`, one per link, rids raised by `rid_offset`.
+fn canopy_consumers(
+    s: &Scenario,
+    i: usize,
+    proxies: &[Proxy],
+    table: &str,
+    base: &str,
+    rid_offset: usize,
+) -> String {
+    let mut toml = String::new();
     for (n, l) in s.links.iter().enumerate().filter(|(_, l)| l.consumer == i) {
         let kind = if l.refresh_only {
             "type = \"refreshOnly\"\ninterval = \"00:00:00:01\"\n"
@@ -51,18 +83,25 @@ fn canopy_toml(s: &Scenario, i: usize, proxies: &[Proxy]) -> String {
             "type = \"refreshAndPersist\"\n"
         };
         toml.push_str(&format!(
-            "\n[[syncrepl]]\nrid = {}\nprovider = \"{}\"\nsearchbase = \"{SUFFIX}\"\n{kind}\
+            "\n[[{table}]]\nrid = {}\nprovider = \"{}\"\nsearchbase = \"{base}\"\n{kind}\
              bindmethod = \"simple\"\nbinddn = \"{ROOT_DN}\"\ncredentials = \"{ROOT_PW}\"\n\
              retry = \"1 +\"\ntimeout = 10\nnetwork-timeout = 5\n",
-            l.rid,
+            l.rid + rid_offset,
             proxies[n].url()
         ));
     }
     toml
 }
 
-fn slapd_conf(s: &Scenario, i: usize, server: &Server, proxies: &[Proxy]) -> String {
-    let mut lines = format!("limits dn.exact=\"{REPLICATOR_DN}\" size=unlimited time=unlimited\n");
+/// The `syncrepl` lines of server `i` for `base`, one per link, rids raised by `rid_offset`.
+fn slapd_consumers(
+    s: &Scenario,
+    i: usize,
+    proxies: &[Proxy],
+    base: &str,
+    rid_offset: usize,
+) -> String {
+    let mut lines = String::new();
     for (n, l) in s.links.iter().enumerate().filter(|(_, l)| l.consumer == i) {
         let kind = if l.refresh_only {
             "type=refreshOnly interval=00:00:00:01"
@@ -71,12 +110,19 @@ fn slapd_conf(s: &Scenario, i: usize, server: &Server, proxies: &[Proxy]) -> Str
         };
         lines.push_str(&format!(
             "syncrepl rid={:03} provider={} bindmethod=simple binddn=\"{REPLICATOR_DN}\" \
-             credentials={REPLICATOR_PW} searchbase=\"{SUFFIX}\" scope=sub attrs=\"*,+\" \
+             credentials={REPLICATOR_PW} searchbase=\"{base}\" scope=sub attrs=\"*,+\" \
              {kind} retry=\"1 +\" timeout=5 network-timeout=5\n",
-            l.rid,
+            l.rid + rid_offset,
             proxies[n].url()
         ));
     }
+    lines
+}
+
+fn slapd_conf(s: &Scenario, i: usize, server: &Server, proxies: &[Proxy]) -> String {
+    let limits = format!("limits dn.exact=\"{REPLICATOR_DN}\" size=unlimited time=unlimited\n");
+    let mut lines = limits.clone();
+    lines.push_str(&slapd_consumers(s, i, proxies, SUFFIX, 0));
     if s.is_mesh() {
         lines.push_str("multiprovider on\n");
     }
@@ -86,16 +132,41 @@ fn slapd_conf(s: &Scenario, i: usize, server: &Server, proxies: &[Proxy]) -> Str
     // and the deletes made before the crash never reach that consumer (seed 38: a Canopy peer kept
     // them). A checkpoint after every write makes slapd as crash-safe as Canopy, whose contextCSN
     // commits with the data; docs/testing.md.
-    lines.push_str(&format!(
-        "overlay syncprov\nsyncprov-checkpoint 1 1\nsyncprov-sessionlog {sessionlog}\n"
-    ));
+    let syncprov =
+        format!("overlay syncprov\nsyncprov-checkpoint 1 1\nsyncprov-sessionlog {sessionlog}\n");
+    lines.push_str(&syncprov);
     let dir = server.dir().to_path_buf();
-    let conf = crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], &ACCESS, &lines);
+    let mut conf =
+        crate::slapd_conf::render_with_all(&dir, &dir.join("data"), &[], &ACCESS, &lines);
+    if let Some(glued) = &s.glued {
+        // The glued database's section comes before its superior's (slapd takes the first database
+        // whose suffix holds a DN), with its own syncprov and consumers.
+        let access: String = ACCESS.iter().map(|r| format!("access {r}\n")).collect();
+        let section = format!(
+            "\ndatabase mdb\nsuffix \"{glued}\"\nsubordinate\nrootdn \"{ROOT_DN}\"\n\
+             directory {}\nmaxsize 1073741824\nindex objectClass,entryUUID,entryCSN eq\n\
+             {access}{limits}{}{}{syncprov}",
+            glued_directory(server).display(),
+            slapd_consumers(s, i, proxies, glued, GLUED_RID),
+            if s.is_mesh() {
+                "multiprovider on\n"
+            } else {
+                ""
+            },
+        );
+        let at = conf.find("\ndatabase mdb\n").unwrap_or(conf.len());
+        conf.insert_str(at, &section);
+    }
     if !s.is_mesh() {
         return conf;
     }
     let at = conf.find("\ndatabase").map_or(0, |p| p + 1);
     format!("{}serverID {}\n{}", &conf[..at], i + 1, &conf[at..])
+}
+
+/// Where slapd keeps the glued database (canopy's default `DATA/db2` too).
+fn glued_directory(server: &Server) -> std::path::PathBuf {
+    crate::slapd_conf::ExtraDatabase::directory(&server.data_dir(), 2)
 }
 
 /// An export made for another server: canopy's hidden per-attribute CSNs are dropped for slapd,
@@ -156,6 +227,10 @@ pub fn start(s: &Scenario) -> Result<Cluster, String> {
                 server.set_config(&toml);
             }
             Target::Slapd => {
+                if s.glued.is_some() {
+                    std::fs::create_dir_all(glued_directory(server))
+                        .map_err(|e| format!("creating the glued database's directory: {e}"))?;
+                }
                 let conf = slapd_conf(s, i, server, &proxies);
                 std::fs::write(server.dir().join("slapd.conf"), conf)
                     .map_err(|e| format!("writing slapd.conf: {e}"))?;

@@ -99,6 +99,13 @@ pub(super) fn deleted_tree(
         true => base.database.get(number - 2).cloned(),
         false => None,
     };
+    if file_db.as_ref().is_some_and(|db| !db.syncrepl.is_empty()) {
+        // Its consumers' sessions hold the database; olcSyncrepl does not change live.
+        return unwilling(format!(
+            "{dn}: the database has syncrepl consumers ([[database.syncrepl]]), which do not \
+             change live: remove them from the configuration file and restart first"
+        ));
+    }
     if entries
         .iter()
         .any(|e| normalize_dn(&e.dn).ends_with(&format!(",{target}")))
@@ -138,4 +145,27 @@ fn renamed_child(entry: &ConfigEntry, number: usize, name: &str) -> ConfigEntry 
         }
     }
     moved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database of the file with consumers of its own is not deleted live (its sessions hold it);
+    /// the same database without them is.
+    #[test]
+    fn a_database_with_consumers_stays() {
+        let text = "suffix = \"dc=x\"\n[[database]]\nsuffix = \"dc=y\"\n\
+                    [[database.syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:9\"\n";
+        let with = Config::parse(text, "t").unwrap();
+        let tree = crate::config_tree::from_config(&with, b"");
+        let dn = crate::config_tree::database_dn(2);
+        let refused = deleted_tree(&tree, &dn, &with).err().unwrap();
+        assert_eq!(refused.code, ResultCode::UnwillingToPerform);
+        assert!(refused.message.contains("syncrepl"), "{}", refused.message);
+        let without =
+            Config::parse("suffix = \"dc=x\"\n[[database]]\nsuffix = \"dc=y\"\n", "t").unwrap();
+        let tree = crate::config_tree::from_config(&without, b"");
+        assert!(deleted_tree(&tree, &dn, &without).is_ok());
+    }
 }

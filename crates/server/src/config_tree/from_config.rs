@@ -161,6 +161,10 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
                         .into_iter()
                         .collect(),
                 )
+                .with(
+                    "olcSyncrepl",
+                    numbered(&view.syncrepl.iter().map(syncrepl_text).collect::<Vec<_>>()),
+                )
                 .with("olcUpdateRef", view.updateref.iter().cloned().collect())
                 .with("olcDbIndex", indexes),
         );
@@ -171,6 +175,65 @@ pub fn from_config(config: &Config, first_root_password: &[u8]) -> Vec<ConfigEnt
         ));
     }
     tree
+}
+
+/// A `[[syncrepl]]` (or `[[database.syncrepl]]`) table in slapd's `olcSyncrepl` words, keys in the
+/// order slapd writes them; values with other than plain characters quoted.
+pub(super) fn syncrepl_text(table: &crate::syncrepl::SyncreplConfig) -> String {
+    let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut words = vec![
+        format!("rid={:03}", table.rid),
+        format!("provider={}", table.provider),
+        format!("bindmethod={}", table.bindmethod),
+        format!("timeout={}", table.timeout),
+        format!("network-timeout={}", table.network_timeout),
+    ];
+    let keyed = [
+        ("binddn", &table.binddn),
+        ("credentials", &table.credentials),
+        ("saslmech", &table.saslmech),
+        ("authcid", &table.authcid),
+        ("authzid", &table.authzid),
+    ];
+    for (key, value) in keyed {
+        if let Some(v) = value {
+            words.push(format!("{key}={}", quoted(v)));
+        }
+    }
+    words.push(format!("starttls={}", table.starttls));
+    let paths = [
+        ("tls_cert", &table.tls_cert),
+        ("tls_key", &table.tls_key),
+        ("tls_cacert", &table.tls_cacert),
+    ];
+    for (key, value) in paths {
+        if let Some(v) = value {
+            words.push(format!("{key}={}", quoted(&v.display().to_string())));
+        }
+    }
+    if table.tls_cert.is_some() || table.tls_cacert.is_some() {
+        words.push(format!("tls_reqcert={}", table.tls_reqcert));
+    }
+    words.push(format!("filter={}", quoted(&table.filter)));
+    if let Some(base) = &table.searchbase {
+        words.push(format!("searchbase={}", quoted(base)));
+    }
+    words.push(format!("scope={}", table.scope));
+    words.push(format!("attrs={}", quoted(&table.attrs)));
+    words.push(format!("type={}", table.kind));
+    if table.kind.eq_ignore_ascii_case("refreshOnly") {
+        words.push(format!("interval={}", table.interval));
+    }
+    words.push(format!("retry={}", quoted(&table.retry)));
+    if let Some(data) = &table.syncdata {
+        words.push(format!("syncdata={data}"));
+    }
+    for (key, value) in [("logbase", &table.logbase), ("logfilter", &table.logfilter)] {
+        if let Some(v) = value {
+            words.push(format!("{key}={}", quoted(v)));
+        }
+    }
+    words.join(" ")
 }
 
 /// A `[[limits.rules]]` entry in slapd's `olcLimits` words.

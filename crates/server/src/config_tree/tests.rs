@@ -96,6 +96,9 @@ fn gaps_and_copies_a_crash_leaves_are_closed() {
             overlay: Vec::new(),
             read_only: false,
             subordinate: None,
+            syncrepl: Vec::new(),
+            updateref: None,
+            multiprovider: false,
         });
     }
     live.schema = ["one", "two"]
@@ -283,4 +286,37 @@ fn an_index_default_gives_its_kinds_to_the_indexes_after_it() {
     let refused = parse_indexes(&values(&["default"])).unwrap_err();
     assert_eq!(refused.code, canopy_proto::ResultCode::Other);
     assert!(parse_indexes(&values(&["cn,default eq"])).is_err());
+}
+
+/// Each database's consumers show as its own entry's olcSyncrepl (and its olcUpdateRef), in slapd's
+/// words; a database without consumers has neither.
+#[test]
+fn each_database_shows_its_own_consumers() {
+    let config = Config::parse(
+        "suffix = \"dc=x\"\nroot_dn = \"cn=admin,dc=x\"\n\
+         [[syncrepl]]\nrid = 1\nprovider = \"ldap://127.0.0.1:9\"\n\
+         [[database]]\nsuffix = \"ou=sub,dc=x\"\nsubordinate = true\nupdateref = \"ldap://127.0.0.1:8\"\n\
+         [[database.syncrepl]]\nrid = 2\nprovider = \"ldap://127.0.0.1:8\"\nsearchbase = \"ou=sub,dc=x\"\n\
+         type = \"refreshAndPersist\"\nbinddn = \"cn=r,dc=x\"\ncredentials = \"s\"\n\
+         [[database]]\nsuffix = \"dc=z\"\n",
+        "t",
+    )
+    .unwrap();
+    let tree = from_config(&config, b"secret");
+    let db = |n| tree.iter().find(|e| e.dn == database_dn(n)).unwrap();
+    assert_eq!(
+        db(1).get("olcSyncrepl"),
+        ["{0}rid=001 provider=ldap://127.0.0.1:9 bindmethod=simple timeout=30 network-timeout=10 \
+          starttls=no filter=\"(objectClass=*)\" scope=sub attrs=\"*,+\" type=refreshOnly \
+          interval=01:00:00:00 retry=\"60 +\""]
+    );
+    assert!(db(1).get("olcUpdateRef").is_empty());
+    assert_eq!(
+        db(2).get("olcSyncrepl"),
+        ["{0}rid=002 provider=ldap://127.0.0.1:8 bindmethod=simple timeout=30 network-timeout=10 \
+          binddn=\"cn=r,dc=x\" credentials=\"s\" starttls=no filter=\"(objectClass=*)\" \
+          searchbase=\"ou=sub,dc=x\" scope=sub attrs=\"*,+\" type=refreshAndPersist retry=\"60 +\""]
+    );
+    assert_eq!(db(2).get("olcUpdateRef"), ["ldap://127.0.0.1:8"]);
+    assert!(db(3).get("olcSyncrepl").is_empty() && db(3).get("olcUpdateRef").is_empty());
 }

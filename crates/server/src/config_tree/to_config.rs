@@ -250,6 +250,9 @@ fn added_database(db: &ConfigEntry) -> Result<crate::config::DatabaseConfig, Ref
         overlay: Vec::new(),
         read_only: false,
         subordinate,
+        syncrepl: Vec::new(),
+        updateref: None,
+        multiprovider: false,
     })
 }
 

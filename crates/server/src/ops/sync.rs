@@ -196,8 +196,12 @@ fn serve(
     // under entryUUIDs the provider does not know, which its next refresh replaces and deletes
     // (found by the replication harness, seed 97: a slapd consumer below a middle server loaded
     // with other data lost 94 entries). Its consumers retry until the first refresh has ended.
-    if std::ptr::eq(db, state.databases.first()) && !db.multiprovider() {
-        let consumers = &state.syncrepl;
+    if !db.multiprovider() {
+        let consumers: Vec<_> = state
+            .syncrepl
+            .iter()
+            .filter(|h| h.directory == db.directory())
+            .collect();
         let refreshed = consumers.iter().any(|h| h.refreshed())
             || consumers.iter().try_fold(false, |found, h| {
                 Ok::<_, LdapError>(found || db.replica_cookie(&txn, h.consumer.rid)?.is_some())
@@ -384,6 +388,10 @@ fn serve(
 /// named in the present phase's syncIdSets instead.
 struct Refresh<'r, 'a> {
     sync: &'r mut Sync<'a>,
+    /// The database scanned: the session's, or one glued into it whose entries are only named.
+    db: &'r Database,
+    /// Every matching entry is named present, none sent (a glued database's entries).
+    names_only: bool,
     txn: &'r Snapshot,
     since: &'r CsnSet,
     /// The present phase's entryUUIDs not yet sent, when the refresh has one.
@@ -439,7 +447,7 @@ impl Reader for Refresh<'_, '_> {
         _ndn: Option<&NormDn>,
         _stored: &StoredEntry<'_>,
     ) -> Result<(), Stop> {
-        let db = self.sync.db;
+        let db = self.db;
         self.judged = match db.stored(self.txn, id)? {
             Some(bytes) => Some((load(db, self.txn, &self.sync.job.who, id, bytes)?, None)),
             None => None,
@@ -473,10 +481,11 @@ impl Reader for Refresh<'_, '_> {
             return Ok(false);
         };
         let csn = text_of(&full, "entryCSN").and_then(|t| Csn::parse(&t));
-        let changed = match &csn {
-            Some(csn) => self.since.is_empty() || self.since.is_new_to(csn),
-            None => true,
-        };
+        let changed = !self.names_only
+            && match &csn {
+                Some(csn) => self.since.is_empty() || self.since.is_new_to(csn),
+                None => true,
+            };
         if changed {
             *uuid_of = Some(uuid);
             return Ok(true);
@@ -686,6 +695,9 @@ impl<'a> Sync<'a> {
         // another entryUUID at its DN (rule 2, docs/design/replication.md) is logged as a delete
         // of the old entryUUID, and a consumer that took that delete first would delete the
         // subtree below the DN before the new entry came to take its place.
+        // A refresh that ends with a present phase (a full one included) leaves the consumer to
+        // delete what it holds in scope and was not named.
+        let ends_present = matches!(known, Known::Nothing | Known::Present);
         let (mut present, deleted) = match known {
             Known::Current => return Ok(()),
             Known::Nothing => (None, Vec::new()),
@@ -714,12 +726,17 @@ impl<'a> Sync<'a> {
         };
         let mut reader = Refresh {
             sync: self,
+            db,
+            names_only: false,
             txn,
             since,
             present: &mut present,
             judged: None,
         };
         scan.run(db.backend(), txn, &mut reader, room)?;
+        if ends_present {
+            self.name_glued(&query, found, since, &mut present)?;
+        }
         if let Some(uuids) = present.filter(|l| !l.is_empty()) {
             self.info(&SyncInfo::SyncIdSet {
                 cookie: None,
@@ -751,6 +768,51 @@ impl<'a> Sync<'a> {
                 uuids: set.iter().rev().map(|gone| gone.uuid).collect(),
             })?;
             rest = after;
+        }
+        Ok(())
+    }
+
+    /// Names present the entries of the databases glued into this one within the refresh's scope
+    /// (the consumer may read them and the filter takes them), as slapd's provider names them in a
+    /// superior's present phase: a slapd consumer of the superior deletes, at the end of a present
+    /// phase, what its glued tree holds and the provider did not name, the glued subordinate's
+    /// entries (which that subordinate's own consumer keeps) included. Found by the replication
+    /// harness (seed 7 with a glued database: a slapd consumer of a Canopy provider lost them).
+    fn name_glued(
+        &mut self,
+        query: &Query<'_>,
+        found: &canopy_directory::alias::Base,
+        since: &CsnSet,
+        present: &mut Option<Vec<[u8; 16]>>,
+    ) -> Result<(), Stop> {
+        let state = &self.job.state;
+        let glued = state.databases.glued(self.db, &found.ndn, query.scope);
+        for (part, scope) in glued {
+            let txn = part.read()?;
+            let part_query = Query { scope, ..*query };
+            let dn = std::sync::Arc::new(part.suffix_dn().clone());
+            let ndn = std::sync::Arc::new(part.suffix().clone());
+            // A glued database without its suffix entry names nothing.
+            let Ok(base) = part.search_base(&txn, dn, ndn, &part_query) else {
+                continue;
+            };
+            let scan = part.plan_scan(&txn, &part_query, &base)?;
+            let names = present.get_or_insert_with(Vec::new);
+            let mut reader = Refresh {
+                sync: self,
+                db: part,
+                names_only: true,
+                txn: &txn,
+                since,
+                present: &mut Some(std::mem::take(names)),
+                judged: None,
+            };
+            let room = Room {
+                size: None,
+                page: None,
+            };
+            scan.run(part.backend(), &txn, &mut reader, room)?;
+            *names = reader.present.take().unwrap_or_default();
         }
         Ok(())
     }

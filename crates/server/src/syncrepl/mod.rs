@@ -1,13 +1,15 @@
 //! The syncrepl consumer (OpenLDAP's `syncrepl` directive, RFC 4533): one task per `[[syncrepl]]`
-//! table that connects to its provider, runs the refresh and persist phases, applies what arrives
-//! through `Directory::apply_replica` with the cookie in the same transaction, polls by `interval`
-//! in refreshOnly mode and retries per `retry` (docs/replication.md).
+//! (first database) or `[[database.syncrepl]]` table, each feeding its own database, that connects
+//! to its provider, runs the refresh and persist phases, applies what arrives through
+//! `Directory::apply_replica` with the cookie in the same transaction, polls by `interval` in
+//! refreshOnly mode and retries per `retry` (docs/replication.md).
 
 pub mod client;
 pub mod config;
 mod delta;
 mod session;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -54,6 +56,15 @@ pub struct Status {
 /// One consumer: its settings and its status.
 pub struct Handle {
     pub consumer: Consumer,
+    /// The number of the database it feeds (1 for `[[syncrepl]]`, N for a `[[database.syncrepl]]` of
+    /// database N), its suffix and the directory of its LMDB environment, by which a session finds it
+    /// in the snapshot current at its start.
+    pub database: usize,
+    pub suffix: String,
+    pub directory: PathBuf,
+    /// The suffixes of the other databases inside this one's: what the provider sends there (a
+    /// glued subordinate's entries in a search of its superior) belongs to their consumers.
+    pub elsewhere: Vec<String>,
     status: Mutex<Status>,
     /// Counts the schema changes made live (cn=config): each ends the running session, and the
     /// next one works on the database of the snapshot that holds the new schema.
@@ -61,9 +72,30 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn new(consumer: Consumer) -> Handle {
+    /// Another consumer of this one's database (with a status of its own).
+    fn like(&self, consumer: Consumer) -> Handle {
+        Handle::of(
+            consumer,
+            self.database,
+            self.suffix.clone(),
+            self.directory.clone(),
+            self.elsewhere.clone(),
+        )
+    }
+
+    pub(crate) fn of(
+        consumer: Consumer,
+        database: usize,
+        suffix: String,
+        directory: PathBuf,
+        elsewhere: Vec<String>,
+    ) -> Handle {
         Handle {
             consumer,
+            database,
+            suffix,
+            directory,
+            elsewhere,
             status: Mutex::new(Status {
                 state: "starting",
                 ..Status::default()
@@ -98,21 +130,7 @@ impl Handle {
     }
 }
 
-/// Compiles the configuration's `[[syncrepl]]` tables (all of them belong to the first database, whose
-/// suffix is `suffix`), with its `updateref`.
-pub fn handles(
-    tables: &[SyncreplConfig],
-    updateref: Option<&str>,
-    suffix: &str,
-) -> Result<Vec<Arc<Handle>>, String> {
-    config::check(tables, updateref, suffix)?;
-    tables
-        .iter()
-        .map(|table| table.compile(suffix).map(|c| Arc::new(Handle::new(c))))
-        .collect()
-}
-
-/// Starts one task per consumer of the first database on the current runtime.
+/// Starts one task per consumer on the current runtime.
 pub fn start(current: &Current, handles: &[Arc<Handle>]) {
     for handle in handles {
         let (current, handle) = (current.clone(), handle.clone());
@@ -120,46 +138,81 @@ pub fn start(current: &Current, handles: &[Arc<Handle>]) {
     }
 }
 
-/// Starts the purge of a multi-provider database's old conflict records (`tombstone_purge`: age,
-/// interval) on the current runtime: every interval, in one write, through the first database of the
-/// snapshot current at that moment.
-pub fn start_purge(current: &Current, purge: Option<(std::time::Duration, std::time::Duration)>) {
+/// Starts the purge of the multi-provider databases' old conflict records (`tombstone_purge`: age,
+/// interval) on the current runtime: every interval, in one write per database, through each
+/// database (by its directory, `multi`) of the snapshot current at that moment.
+pub fn start_purge(
+    current: &Current,
+    multi: Vec<PathBuf>,
+    purge: Option<(std::time::Duration, std::time::Duration)>,
+) {
     let Some((age, interval)) = purge else {
         return;
     };
+    if multi.is_empty() {
+        return;
+    }
     let current = current.clone();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         loop {
             ticks.tick().await;
-            // The current snapshot's handle, as the consumers take it (a schema changed live).
-            match current().purge_conflict_records(age).await {
-                Ok(0) => {}
-                Ok(count) => {
-                    tracing::info!(
-                        records = count,
-                        "syncrepl: purged old tombstones and rename records"
-                    )
-                }
-                Err(error) => {
-                    tracing::error!(error = %error.message, "syncrepl: purging old tombstones failed")
+            for directory in &multi {
+                // The current snapshot's handle, as the consumers take it (a schema changed live).
+                let Some(db) = current(directory) else {
+                    continue;
+                };
+                match db.purge_conflict_records(age).await {
+                    Ok(0) => {}
+                    Ok(count) => {
+                        tracing::info!(
+                            records = count,
+                            suffix = %db.suffix_dn(),
+                            "syncrepl: purged old tombstones and rename records"
+                        )
+                    }
+                    Err(error) => {
+                        tracing::error!(error = %error.message, suffix = %db.suffix_dn(),
+                            "syncrepl: purging old tombstones failed")
+                    }
                 }
             }
         }
     });
 }
 
-/// The database a session works on: the first one of the configuration snapshot current when it is
-/// called (the server's `State::current`), so that a session started after a live schema change
-/// replicates under the new schema. A function, since this module does not name the server's state,
-/// which holds the consumers' handles.
-pub type Current = Arc<dyn Fn() -> Database + Send + Sync>;
+/// The database a session works on, by the directory of its LMDB environment ([`Handle::directory`]),
+/// in the configuration snapshot current when it is called (the server's `State::current`), so that a
+/// session started after a live schema change replicates under the new schema; None when that
+/// snapshot holds no such database (deleted live). A function, since this module does not name the
+/// server's state, which holds the consumers' handles.
+pub type Current = Arc<dyn Fn(&Path) -> Option<Database> + Send + Sync>;
+
+/// The data database of `databases` kept in `directory`: what [`Current`] answers.
+pub fn database_in<'a>(
+    databases: impl IntoIterator<Item = &'a Database>,
+    directory: &Path,
+) -> Option<Database> {
+    databases
+        .into_iter()
+        .find(|db| !db.is_monitor() && !db.is_config() && db.directory() == directory)
+        .cloned()
+}
 
 /// A consumer's life: sessions, polls and retries, until its retry schedule runs out.
 async fn run(current: Current, handle: Arc<Handle>) {
     let c = &handle.consumer;
     let mut schema = handle.schema.subscribe();
-    if let Err(e) = current().check_replica() {
+    let gone = || {
+        format!(
+            "database {} ({}) is no longer configured",
+            handle.database, handle.suffix
+        )
+    };
+    let checked = current(&handle.directory)
+        .ok_or_else(gone)
+        .and_then(|db| db.check_replica());
+    if let Err(e) = checked {
         tracing::error!(rid = c.rid, provider = %c.provider, error = %e, "syncrepl: cannot start");
         handle.update(|s| {
             s.state = "stopped";
@@ -176,7 +229,15 @@ async fn run(current: Current, handle: Arc<Handle>) {
             s.connects += 1;
         });
         schema.borrow_and_update();
-        let db = current();
+        let Some(db) = current(&handle.directory) else {
+            tracing::error!(rid = c.rid, provider = %c.provider, error = %gone(),
+                "syncrepl: this consumer stops");
+            handle.update(|s| {
+                s.state = "stopped";
+                s.last_error = Some((SystemTime::now(), gone()));
+            });
+            return;
+        };
         // A delta consumer (`syncdata = "accesslog"`) follows the provider's log (delta/). A schema
         // changed live ends the session (what it applied is committed with its cookie); the next
         // one goes on from the stored cookie under the new schema.
@@ -220,6 +281,22 @@ async fn run(current: Current, handle: Arc<Handle>) {
         tracing::info!(rid = c.rid, provider = %c.provider, delay = delay.as_secs(), "syncrepl: retrying");
         tokio::time::sleep(delay).await;
     }
+}
+
+/// The suffixes of the other databases inside `handle`'s, normalized by `db`'s schema: the entries
+/// there are not this consumer's to apply (a suffix that does not normalize is left out, as no entry
+/// can lie below it).
+fn elsewhere(db: &Database, handle: &Handle) -> Vec<canopy_schema::NormDn> {
+    handle
+        .elsewhere
+        .iter()
+        .filter_map(|suffix| db.normalize(suffix.as_bytes()).ok().map(|(_, ndn)| ndn))
+        .collect()
+}
+
+/// Whether `ndn` lies in one of the databases `elsewhere` names.
+fn belongs_elsewhere(elsewhere: &[canopy_schema::NormDn], ndn: &canopy_schema::NormDn) -> bool {
+    elsewhere.iter().any(|suffix| suffix.is_suffix_of(ndn))
 }
 
 /// The next delay of a slapd retry schedule, moving through it.

@@ -48,6 +48,9 @@ struct Run<'a> {
     db: &'a Database,
     handle: &'a Handle,
     base: NormDn,
+    /// The suffixes of this server's other databases inside this one's, whose entries their own
+    /// consumers apply (`Handle::elsewhere`).
+    elsewhere: Vec<NormDn>,
     /// Changes not yet applied, orphans first.
     batch: Vec<ReplicaChange>,
     /// The UUIDs the provider named during a present phase (sent or present).
@@ -135,6 +138,7 @@ pub async fn run(db: &Database, handle: &Handle, reload: bool) -> Result<End, Fa
         db,
         handle,
         base,
+        elsewhere: super::elsewhere(db, handle),
         batch: Vec::new(),
         present: HashSet::new(),
         refreshing: true,
@@ -234,6 +238,12 @@ impl Run<'_> {
             SyncStateKind::Present => {
                 self.present.insert(state.uuid);
             }
+            SyncStateKind::Add | SyncStateKind::Modify if self.outside(&entry.dn) => {
+                // Another database's entry (a glued subordinate's, which a search of its
+                // superior's suffix returns on slapd): its own consumer applies it.
+                tracing::trace!(dn = %String::from_utf8_lossy(&entry.dn),
+                    "syncrepl: an entry of another database, left to its consumer");
+            }
             SyncStateKind::Add | SyncStateKind::Modify => {
                 let built = self.build(entry)?;
                 self.present.insert(state.uuid);
@@ -259,6 +269,15 @@ impl Run<'_> {
             self.flush(cookie).await?;
         }
         Ok(())
+    }
+
+    /// Whether the DN `raw` lies in another of this server's databases inside this one's suffix.
+    fn outside(&self, raw: &[u8]) -> bool {
+        !self.elsewhere.is_empty()
+            && self
+                .db
+                .normalize(raw)
+                .is_ok_and(|(_, ndn)| super::belongs_elsewhere(&self.elsewhere, &ndn))
     }
 
     /// The received entry as this database stores it.

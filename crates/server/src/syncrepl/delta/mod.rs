@@ -145,7 +145,7 @@ async fn refresh_data(db: &Database, handle: &Handle) -> Result<(), Failure> {
     let mut consumer = handle.consumer.clone();
     consumer.mode = SyncMode::RefreshOnly;
     consumer.delta = None;
-    let plain = Handle::new(consumer);
+    let plain = handle.like(consumer);
     session::run(db, &plain, true).await?;
     let status = plain.status();
     handle.update(|s| {
@@ -416,11 +416,12 @@ impl Follow<'_> {
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort_by(|a, b| a.csn.cmp(&b.csn).then_with(|| a.start.cmp(&b.start)));
         let c = &self.handle.consumer;
+        let elsewhere = super::elsewhere(self.db, self.handle);
         for record in pending {
             if !self.csns.is_new(&record.csn) {
                 continue;
             }
-            let change = match replay::change(self.db, &record) {
+            let change = match replay::change(self.db, &record, &elsewhere) {
                 Ok(change) => change,
                 Err(error) => return self.unappliable(error).map(Some),
             };

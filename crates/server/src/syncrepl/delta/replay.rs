@@ -32,14 +32,19 @@ impl Record {
 }
 
 /// The replica change a record describes, computed against this database's current entry.
-pub(super) fn change(db: &Database, record: &Record) -> Result<Option<ReplicaChange>, String> {
+pub(super) fn change(
+    db: &Database,
+    record: &Record,
+    elsewhere: &[canopy_schema::NormDn],
+) -> Result<Option<ReplicaChange>, String> {
     let kind = record.text("reqType")?;
     let target = record.text("reqDN")?;
     let (dn, ndn) = db
         .normalize(target.as_bytes())
         .map_err(|e| format!("reqDN {target:?}: {}", e.message))?;
-    if !db.holds(&ndn) {
-        // Outside what this consumer keeps (another database of the provider).
+    if !db.holds(&ndn) || crate::syncrepl::belongs_elsewhere(elsewhere, &ndn) {
+        // Outside what this consumer keeps (another database of the provider, or of this server
+        // inside this one's suffix, which its own consumer feeds).
         return Ok(None);
     }
     match kind.as_str() {
