@@ -26,53 +26,9 @@ fn converged(provider: &Server, consumer: &Server, what: &str) {
     canopy_e2e::replicas::assert_converged(provider, consumer, CONVERGE, what);
 }
 
-/// Adds a unit with people and a sub-unit, modifies, renames within the unit and under a new superior,
-/// deletes a leaf and then the sub-unit's subtree. `tag` keeps two runs apart.
+/// The shared sample of writes (`replicas::sample_writes`) under the suffix.
 fn writes(p: &Server, tag: &str) {
-    let ou = format!("ou=u{tag},{SUFFIX}");
-    let mut ldif = format!("dn: {ou}\nobjectClass: organizationalUnit\nou: u{tag}\n\n");
-    for i in 0..4 {
-        ldif.push_str(&format!(
-            "dn: cn=p{i},{ou}\nobjectClass: person\ncn: p{i}\nsn: S{i}\n\n"
-        ));
-    }
-    ldif.push_str(&format!(
-        "dn: ou=sub,{ou}\nobjectClass: organizationalUnit\nou: sub\n\n\
-         dn: cn=deep,ou=sub,{ou}\nobjectClass: person\ncn: deep\nsn: D\n\n"
-    ));
-    p.add(&Bind::Root, &ldif).expect_code(0, "adds");
-    p.modify(
-        &Bind::Root,
-        &format!(
-            "dn: cn=p0,{ou}\nchangetype: modify\nreplace: sn\nsn: Changed\n-\nadd: description\ndescription: {tag}\n"
-        ),
-    )
-    .expect_code(0, "modify");
-    p.modify(
-        &Bind::Root,
-        &format!("dn: cn=p1,{ou}\nchangetype: modrdn\nnewrdn: cn=p1b\ndeleteoldrdn: 1\n"),
-    )
-    .expect_code(0, "rename");
-    p.modify(
-        &Bind::Root,
-        &format!(
-            "dn: cn=p2,{ou}\nchangetype: modrdn\nnewrdn: cn=p2\ndeleteoldrdn: 1\nnewsuperior: ou=sub,{ou}\n"
-        ),
-    )
-    .expect_code(0, "move");
-    p.modify(
-        &Bind::Root,
-        &format!("dn: cn=p3,{ou}\nchangetype: delete\n"),
-    )
-    .expect_code(0, "leaf delete");
-    for dn in [
-        format!("cn=deep,ou=sub,{ou}"),
-        format!("cn=p2,ou=sub,{ou}"),
-        format!("ou=sub,{ou}"),
-    ] {
-        p.modify(&Bind::Root, &format!("dn: {dn}\nchangetype: delete\n"))
-            .expect_code(0, "subtree delete");
-    }
+    canopy_e2e::replicas::sample_writes(p, SUFFIX, tag);
 }
 
 #[test]

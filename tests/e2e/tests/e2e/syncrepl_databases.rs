@@ -164,45 +164,9 @@ fn in_their_databases(p: &Server, c: &Server) {
     assert_eq!(held, provided, "the subordinate's entries");
 }
 
-/// Adds, modifies, renames (in place and under a new superior) and deletes (a leaf, a subtree) under
-/// `base`; `tag` keeps runs apart.
+/// The shared sample of writes (`replicas::sample_writes`) under `base`.
 fn writes(p: &Server, base: &str, tag: &str) {
-    let ou = format!("ou=u{tag},{base}");
-    let mut ldif = format!("dn: {ou}\nobjectClass: organizationalUnit\nou: u{tag}\n\n");
-    for i in 0..4 {
-        ldif.push_str(&format!(
-            "dn: cn=p{i},{ou}\nobjectClass: person\ncn: p{i}\nsn: S{i}\n\n"
-        ));
-    }
-    ldif.push_str(&format!(
-        "dn: ou=deep,{ou}\nobjectClass: organizationalUnit\nou: deep\n\n\
-         dn: cn=d,ou=deep,{ou}\nobjectClass: person\ncn: d\nsn: D\n\n"
-    ));
-    p.add(&Bind::Root, &ldif).expect_code(0, "adds");
-    p.modify(
-        &Bind::Root,
-        &format!(
-            "dn: cn=p0,{ou}\nchangetype: modify\nreplace: sn\nsn: Changed\n-\nadd: description\ndescription: {tag}\n"
-        ),
-    )
-    .expect_code(0, "modify");
-    p.modify(
-        &Bind::Root,
-        &format!(
-            "dn: cn=p1,{ou}\nchangetype: modrdn\nnewrdn: cn=p1b\ndeleteoldrdn: 1\n\n\
-             dn: cn=p2,{ou}\nchangetype: modrdn\nnewrdn: cn=p2\ndeleteoldrdn: 1\nnewsuperior: ou=deep,{ou}\n"
-        ),
-    )
-    .expect_code(0, "renames");
-    for dn in [
-        format!("cn=p3,{ou}"),
-        format!("cn=d,ou=deep,{ou}"),
-        format!("cn=p2,ou=deep,{ou}"),
-        format!("ou=deep,{ou}"),
-    ] {
-        p.modify(&Bind::Root, &format!("dn: {dn}\nchangetype: delete\n"))
-            .expect_code(0, "deletes");
-    }
+    canopy_e2e::replicas::sample_writes(p, base, tag);
 }
 
 fn each_database_feeds_its_own(provider_target: Target, first_kind: &str) {
