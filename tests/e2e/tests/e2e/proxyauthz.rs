@@ -373,3 +373,71 @@ fn policy_changes_live_in_cn_config() {
     assert_eq!(bad.code, 80, "{}", bad.stderr);
     assert_eq!(policy(&s), ["to"]);
 }
+
+/// The `real...` forms of `<who>` test the connection's own identity (the proxy), the plain forms the
+/// identity the operation runs as (the proxied one); without the control both are the bound one.
+#[test]
+fn real_forms_test_the_connection_identity() {
+    let user = |uid: &str| user_dn(uid);
+    let entry_rule =
+        |uid: &str, who: &str| format!("to dn.base=\"{}\" by {who} read by * none", user(uid));
+    let rules = [
+        "to attrs=userPassword,authzTo by * auth".to_string(),
+        format!("to dn.base=\"{PEOPLE}\" by * read"),
+        entry_rule("carol", &format!("realdn.exact=\"{}\"", user("alice"))),
+        entry_rule("dave", &format!("dn.exact=\"{}\"", user("alice"))),
+        entry_rule("erin", &format!("dn.exact=\"{}\"", user("bob"))),
+        entry_rule("frank", &format!("realdn.exact=\"{}\"", user("bob"))),
+        entry_rule("alice", "realself"),
+        entry_rule("bob", "self"),
+        entry_rule("grace", "realusers"),
+        entry_rule("heidi", "users"),
+        entry_rule("ivan", "realanonymous"),
+        entry_rule("judy", "anonymous"),
+        entry_rule("olivia", &format!("realdn.regex=\"^uid=a[^,]*,{PEOPLE}$\"")),
+        format!("to dn.subtree=\"{PEOPLE}\" by * none"),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let s = start_with_access("to", &rules);
+    set_rules(&s, "alice", "authzTo", &[format!("dn.subtree:{PEOPLE}")]);
+    // The uids of the people a search sees, bound as `uid`, acting as `authzid` when given.
+    let visible = |uid: &str, authzid: Option<&str>| {
+        let mut args = vec!["-LLL".to_string()];
+        if let Some(authzid) = authzid {
+            args.extend(["-e".into(), format!("!authzid={authzid}")]);
+        }
+        args.extend(["-b", PEOPLE, "-s", "one", "(objectClass=*)", "1.1"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = s.tool("ldapsearch", &Bind::user(uid), &args, None);
+        out.expect_code(0, &format!("{uid} acting as {authzid:?}"));
+        let mut uids: Vec<String> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("dn: uid="))
+            .filter_map(|l| l.split(',').next())
+            .map(str::to_string)
+            .collect();
+        uids.sort();
+        uids
+    };
+    let bob = format!("dn:{}", user("bob"));
+    // alice acting as bob: realdn/realself/realusers see alice, dn/self/users see bob.
+    assert_eq!(
+        visible("alice", Some(&bob)),
+        ["alice", "bob", "carol", "erin", "grace", "heidi", "olivia"]
+    );
+    // alice acting as anonymous: the real forms still see alice.
+    assert_eq!(
+        visible("alice", Some("dn:")),
+        ["alice", "carol", "grace", "judy", "olivia"]
+    );
+    // Without the control the real forms see the bound identity.
+    assert_eq!(
+        visible("alice", None),
+        ["alice", "carol", "dave", "grace", "heidi", "olivia"]
+    );
+    assert_eq!(
+        visible("bob", None),
+        ["bob", "erin", "frank", "grace", "heidi"]
+    );
+}
