@@ -441,3 +441,46 @@ fn real_forms_test_the_connection_identity() {
         ["bob", "erin", "frank", "grace", "heidi"]
     );
 }
+
+/// The `realself` access modifier (`realselfwrite`) compares a value with the identity the operation
+/// runs as, as `selfwrite` does: slapd 2.5 keeps no separate check for it.
+#[test]
+fn realself_modifier_compares_the_proxied_identity() {
+    let group = "cn=proj,ou=groups,dc=example,dc=com";
+    let rules = [
+        "to attrs=userPassword,authzTo by * auth".to_string(),
+        format!("to dn.base=\"{group}\" attrs=member by users realselfwrite by * read"),
+        "to * by * read".to_string(),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let s = start_with_access("to", &rules);
+    set_rules(&s, "alice", "authzTo", &[format!("dn.subtree:{PEOPLE}")]);
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {group}\nobjectClass: groupOfNames\ncn: proj\nmember: {}\n",
+            user_dn("erin")
+        ),
+    )
+    .expect_code(0, "the group");
+    let add = |uid: &str| {
+        format!(
+            "dn: {group}\nchangetype: modify\nadd: member\nmember: {}\n",
+            user_dn(uid)
+        )
+    };
+    let as_bob = format!("!authzid=dn:{}", user_dn("bob"));
+    let proxied = |uid: &str| {
+        s.tool(
+            "ldapmodify",
+            &Bind::user("alice"),
+            &["-e", &as_bob],
+            Some(&add(uid)),
+        )
+    };
+    assert_eq!(proxied("alice").code, 50, "the proxy's own DN");
+    assert_eq!(proxied("dave").code, 50, "another DN");
+    proxied("bob").expect_code(0, "the proxied identity's DN");
+    s.modify(&Bind::user("alice"), &add("alice"))
+        .expect_code(0, "alice adding herself without the control");
+}
