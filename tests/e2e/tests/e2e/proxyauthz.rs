@@ -395,11 +395,15 @@ fn real_forms_test_the_connection_identity() {
         entry_rule("ivan", "realanonymous"),
         entry_rule("judy", "anonymous"),
         entry_rule("olivia", &format!("realdn.regex=\"^uid=a[^,]*,{PEOPLE}$\"")),
+        entry_rule("mallory", "realdnattr=manager"),
+        entry_rule("niaj", "dnattr=manager"),
         format!("to dn.subtree=\"{PEOPLE}\" by * none"),
     ];
     let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
     let s = start_with_access("to", &rules);
     set_rules(&s, "alice", "authzTo", &[format!("dn.subtree:{PEOPLE}")]);
+    set_rules(&s, "mallory", "manager", &[user("alice")]);
+    set_rules(&s, "niaj", "manager", &[user("alice")]);
     // The uids of the people a search sees, bound as `uid`, acting as `authzid` when given.
     let visible = |uid: &str, authzid: Option<&str>| {
         let mut args = vec!["-LLL".to_string()];
@@ -424,22 +428,43 @@ fn real_forms_test_the_connection_identity() {
     // alice acting as bob: realdn/realself/realusers see alice, dn/self/users see bob.
     assert_eq!(
         visible("alice", Some(&bob)),
-        ["alice", "bob", "carol", "erin", "grace", "heidi", "olivia"]
+        ["alice", "bob", "carol", "erin", "grace", "heidi", "mallory", "olivia"]
     );
     // alice acting as anonymous: the real forms still see alice.
     assert_eq!(
         visible("alice", Some("dn:")),
-        ["alice", "carol", "grace", "judy", "olivia"]
+        ["alice", "carol", "grace", "judy", "mallory", "olivia"]
     );
     // Without the control the real forms see the bound identity.
     assert_eq!(
         visible("alice", None),
-        ["alice", "carol", "dave", "grace", "heidi", "olivia"]
+        ["alice", "carol", "dave", "grace", "heidi", "mallory", "niaj", "olivia"]
     );
     assert_eq!(
         visible("bob", None),
         ["bob", "erin", "frank", "grace", "heidi"]
     );
+    // A compare runs under the same rules: 6 is compareTrue.
+    let compare = |uid: &str| {
+        s.tool(
+            "ldapcompare",
+            &Bind::user("alice"),
+            &[
+                "-e",
+                &format!("!authzid={bob}"),
+                &user(uid),
+                &format!("uid:{uid}"),
+            ],
+            None,
+        )
+        .code
+    };
+    assert_eq!(compare("carol"), 6, "realdn: the proxy");
+    assert_eq!(compare("erin"), 6, "dn: the proxied identity");
+    for hidden in ["dave", "frank"] {
+        let code = compare(hidden);
+        assert!(code != 6 && code != 5, "{hidden}: {code}");
+    }
 }
 
 /// The `realself` access modifier (`realselfwrite`) compares a value with the identity the operation
