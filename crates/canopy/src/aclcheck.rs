@@ -133,6 +133,8 @@ fn requester(
         ndn: Some(ndn),
         root,
         link,
+        // Offline there is no proxied authorization: the `real...` forms test this identity too.
+        real: None,
     })
 }
 
@@ -168,12 +170,20 @@ fn explain_relation(
                 }
                 WhoSpec::SelfEntry if matches!(who, WhoSpec::Real(_)) => format!(
                     "self: the requester {} the entry",
-                    if relation.is_self { "is" } else { "is not" }
+                    if relation.real_is_self {
+                        "is"
+                    } else {
+                        "is not"
+                    }
                 ),
                 WhoSpec::Set(set) => explain_set(checker, rule, set, target),
                 WhoSpec::DnAttr(attr) => {
                     let bit = dir.acl().dnattrs().iter().position(|a| a == attr);
-                    let holds = bit.is_some_and(|b| relation.dnattrs & (1 << b) != 0);
+                    let bits = match who {
+                        WhoSpec::Real(_) => relation.real_dnattrs,
+                        _ => relation.dnattrs,
+                    };
+                    let holds = bit.is_some_and(|b| bits & (1 << b) != 0);
                     format!(
                         "dnattr={attr}: the requester's DN {} a value of {attr} in the entry",
                         if holds { "is" } else { "is not" }
@@ -183,7 +193,7 @@ fn explain_relation(
             };
             if matches!(who, WhoSpec::Real(_)) {
                 shown.push(format!(
-                    "{line} (real: the bound identity, which is the authorization identity too)"
+                    "{line} (real: the bound identity, which offline is the requester: no proxied authorization)"
                 ));
             } else {
                 shown.push(line);

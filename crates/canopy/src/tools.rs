@@ -351,6 +351,7 @@ fn import_one(config: &Config, file: &Path, name: &str, sync: bool) -> Result<()
             ndn: None,
             root: true,
             link: Default::default(),
+            real: None,
         },
         stamp: Stamp::now_for(config.server_id),
         name,

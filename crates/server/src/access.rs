@@ -7,7 +7,8 @@ use canopy_schema::{NormDn, Schema};
 
 use crate::session::Link;
 
-/// Who is asking: the identity a connection is bound as.
+/// Who is asking: the identity a connection is bound as, or the one an operation runs as under the
+/// proxied authorization control (RFC 4370).
 #[derive(Debug, Clone, Default)]
 pub struct Who {
     /// The bound DN in the form the client gave (empty for anonymous).
@@ -18,11 +19,21 @@ pub struct Who {
     pub root: bool,
     /// The connection this identity acts over.
     pub link: Link,
+    /// Under proxied authorization, the normalized DN the connection itself is bound as (slapd's
+    /// `c_ndn`), which the `real...` forms of access rules test; None when the operation runs as the
+    /// connection's own identity (or the connection has no DN).
+    pub real: Option<NormDn>,
 }
 
 impl Who {
     pub fn anonymous() -> Who {
         Who::default()
+    }
+
+    /// The DN the `real...` forms of access rules test: the connection's own under proxied
+    /// authorization, otherwise this identity's (as slapd falls back to the operation's DN).
+    pub fn real_ndn(&self) -> Option<&NormDn> {
+        self.real.as_ref().or(self.ndn.as_ref())
     }
 
     /// slapd refuses every update from an anonymous client before looking at the target.

@@ -61,6 +61,7 @@ pub fn first_administrator(
                 ndn: Some(candidate.ndn.clone()),
                 root: false,
                 link: link.clone(),
+                real: None,
             };
             let checker = acl.checker(schema, &who, &groups);
             let may = |attr| checker.allows(target, AttrRef::Attr(attr), privileges::WRITE);

@@ -147,6 +147,10 @@ pub struct Relation {
     pub expanded: u32,
     /// Bit `k`: the access list's `k`-th entry-dependent `set=` clause holds for the entry.
     pub sets: u32,
+    /// `is_self` and `dnattrs` for the connection's own DN, which the `real...` forms test (the same
+    /// as those outside proxied authorization).
+    pub real_is_self: bool,
+    pub real_dnattrs: u32,
 }
 
 /// At most this many attribute types in `dnattr=` clauses (one bit each in [`Relation::dnattrs`]), and
@@ -452,20 +456,20 @@ impl<'a> Checker<'a> {
     /// matches once filled in from the entry's DN.
     pub fn relation(&self, target: Target<'_>) -> Relation {
         let me = self.who.ndn.as_ref();
-        let mut dnattrs = 0;
-        if let (Some(me), Some(entry)) = (me, target.entry) {
-            for (bit, attr) in self.acl.dnattrs.iter().enumerate() {
-                if holds_dn(self.schema, entry, attr, me) {
-                    dnattrs |= 1 << bit;
-                }
-            }
-        }
+        let real = self.who.real_ndn();
+        let dnattrs = self.dnattrs_holding(target, me);
+        // Outside proxied authorization both identities are one: no second look at the entry.
+        let real_dnattrs = match self.who.real {
+            Some(_) => self.dnattrs_holding(target, real),
+            None => dnattrs,
+        };
         let mut expanded = 0;
-        if let Some(me) = me {
-            for (bit, (r, b, w)) in self.acl.expanding.iter().enumerate() {
-                if self.expansion_matches(*r, *b, *w, target.ndn, me) {
-                    expanded |= 1 << bit;
-                }
+        for (bit, (r, b, w)) in self.acl.expanding.iter().enumerate() {
+            // A `realdn` pattern is filled in for the connection's own DN.
+            let is_real = matches!(self.who_spec(*r, *b, *w), Some(WhoSpec::Real(_)));
+            let identity = if is_real { real } else { me };
+            if identity.is_some_and(|dn| self.expansion_matches(*r, *b, *w, target.ndn, dn)) {
+                expanded |= 1 << bit;
             }
         }
         let mut sets = 0;
@@ -490,7 +494,28 @@ impl<'a> Checker<'a> {
             dnattrs,
             expanded,
             sets,
+            real_is_self: real == Some(target.ndn),
+            real_dnattrs,
         }
+    }
+
+    /// The bits of the access list's `dnattr` attribute types whose values in the target entry hold
+    /// `dn` (none without the entry's attributes, or for no DN).
+    fn dnattrs_holding(&self, target: Target<'_>, dn: Option<&NormDn>) -> u32 {
+        let mut bits = 0;
+        if let (Some(dn), Some(entry)) = (dn, target.entry) {
+            for (bit, attr) in self.acl.dnattrs.iter().enumerate() {
+                if holds_dn(self.schema, entry, attr, dn) {
+                    bits |= 1 << bit;
+                }
+            }
+        }
+        bits
+    }
+
+    /// The `w`-th `<who>` specifier of rule `r`'s `b`-th `by` clause.
+    fn who_spec(&self, r: usize, b: usize, w: usize) -> Option<&'a WhoSpec> {
+        self.acl.rules.get(r)?.bys.get(b)?.who.get(w)
     }
 
     /// Evaluates a `set=` clause of rule `rule` for the target: the result set, or why the
@@ -727,6 +752,7 @@ impl<'a> Checker<'a> {
     fn by_matches(&self, rule: usize, index: usize, by: &By, relation: Relation) -> bool {
         // The parts that depend on the entry; the rest is the same for every entry, and cached.
         for (w, who) in by.who.iter().enumerate() {
+            let real = matches!(who, WhoSpec::Real(_));
             let holds = match who.unreal() {
                 WhoSpec::DnExpand(_) => self
                     .acl
@@ -734,6 +760,7 @@ impl<'a> Checker<'a> {
                     .iter()
                     .position(|at| *at == (rule, index, w))
                     .is_some_and(|bit| relation.expanded & (1 << bit) != 0),
+                WhoSpec::SelfEntry if real => relation.real_is_self,
                 WhoSpec::SelfEntry => relation.is_self,
                 WhoSpec::Set(set) if set.per_entry => self
                     .acl
@@ -741,12 +768,18 @@ impl<'a> Checker<'a> {
                     .iter()
                     .position(|at| *at == (rule, index, w))
                     .is_some_and(|bit| relation.sets & (1 << bit) != 0),
-                WhoSpec::DnAttr(attr) => self
-                    .acl
-                    .dnattrs
-                    .iter()
-                    .position(|a| a == attr)
-                    .is_some_and(|bit| relation.dnattrs & (1 << bit) != 0),
+                WhoSpec::DnAttr(attr) => {
+                    let bits = if real {
+                        relation.real_dnattrs
+                    } else {
+                        relation.dnattrs
+                    };
+                    self.acl
+                        .dnattrs
+                        .iter()
+                        .position(|a| a == attr)
+                        .is_some_and(|bit| bits & (1 << bit) != 0)
+                }
                 _ => true,
             };
             if !holds {
@@ -771,19 +804,23 @@ impl<'a> Checker<'a> {
     /// Whether a `<who>` specifier matches the requester; `self` and `dnattr` are decided per entry by
     /// the caller (`dnattr` never matches an anonymous requester).
     fn who_matches(&self, spec: &WhoSpec) -> bool {
+        self.who_matches_as(spec, self.who.ndn.as_ref())
+    }
+
+    /// [`Checker::who_matches`] with `me` as the requester's DN: the operation's, or for the `real...`
+    /// forms the connection's own (they differ under proxied authorization).
+    fn who_matches_as(&self, spec: &WhoSpec, me: Option<&NormDn>) -> bool {
         let who = self.who;
         match spec {
             WhoSpec::Anyone | WhoSpec::SelfEntry => true,
-            WhoSpec::DnAttr(_) | WhoSpec::DnExpand(_) => who.ndn.is_some(),
-            // The authentication identity is the requester's (see `WhoSpec::Real`).
-            WhoSpec::Real(inner) => self.who_matches(inner),
-            WhoSpec::Anonymous => who.ndn.is_none(),
-            WhoSpec::Users => who.ndn.is_some(),
-            WhoSpec::Dn(pattern) => who.ndn.as_ref().is_some_and(|me| dn_matches(pattern, me)),
-            WhoSpec::Group { dn, class, attr } => who
-                .ndn
-                .as_ref()
-                .is_some_and(|me| self.groups.is_member(dn, class, attr, me)),
+            WhoSpec::DnAttr(_) | WhoSpec::DnExpand(_) => me.is_some(),
+            WhoSpec::Real(inner) => self.who_matches_as(inner, who.real_ndn()),
+            WhoSpec::Anonymous => me.is_none(),
+            WhoSpec::Users => me.is_some(),
+            WhoSpec::Dn(pattern) => me.is_some_and(|me| dn_matches(pattern, me)),
+            WhoSpec::Group { dn, class, attr } => {
+                me.is_some_and(|me| self.groups.is_member(dn, class, attr, me))
+            }
             WhoSpec::PeerIp { addr, mask } => {
                 who.link.ip().is_some_and(|ip| ip_matches(ip, *addr, *mask))
             }

@@ -120,10 +120,11 @@ pub enum WhoSpec {
     /// syntax) in the entry being accessed.
     DnAttr(String),
     /// `realanonymous`, `realusers`, `realself`, `realdn=`, `realdnattr=`: the inner specifier tested
-    /// on the authentication identity instead of the authorization identity. Canopy has no proxied
-    /// authorization control, and a SASL bind with an authzid makes the authorization identity the
-    /// connection's (as slapd sets `c_ndn`): the two identities are one, so the inner specifier
-    /// decides.
+    /// on the identity the connection is bound as (slapd's `c_ndn`, [`Who::real_ndn`]) instead of the
+    /// one the operation runs as. They differ only under the proxied authorization control; a SASL
+    /// bind with an authzid makes the authorization identity the connection's, as slapd does.
+    ///
+    /// [`Who::real_ndn`]: crate::access::Who::real_ndn
     Real(Box<WhoSpec>),
     Group {
         dn: NormDn,
@@ -467,7 +468,7 @@ fn control_word(word: &str) -> Option<Control> {
 
 /// slapd's `<access>`: `[[real]self]{<level>|<priv>}`, with whether the `self` modifier was given
 /// (`selfwrite`: the access holds only for values that are the requester's own DN). `realself` is
-/// `self` on the authentication identity, which is the one `self` sees here (see `WhoSpec::Real`).
+/// taken as `self`: the value is compared with the DN the operation runs as.
 fn parse_level(word: &str) -> Option<(Modifier, Mask, bool)> {
     let lower = word.to_ascii_lowercase();
     let rest = lower

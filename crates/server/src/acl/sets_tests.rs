@@ -196,6 +196,7 @@ fn who(schema: &Schema, dn: &str) -> Who {
         ndn: Some(ndn(schema, dn)),
         root: false,
         link: Link::default(),
+        real: None,
     }
 }
 

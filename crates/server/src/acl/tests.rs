@@ -19,6 +19,7 @@ fn user(schema: &Schema, text: &str) -> Who {
         ndn: Some(ndn(schema, text)),
         root: false,
         link: Link::default(),
+        real: None,
     }
 }
 
@@ -399,6 +400,49 @@ fn real_forms_test_the_bound_identity() {
     // realusers comes first: a listed user still gets read only.
     assert_eq!(mask(&acl, &schema, &me, &b, AttrRef::Entry), READ);
     assert!(Acl::compile(&schema, &["to * by real read".into()], Vec::new()).is_err());
+}
+
+#[test]
+fn real_forms_follow_the_connection_under_proxied_authorization() {
+    let schema = Schema::builtin();
+    let acl = compile(
+        &schema,
+        &[
+            "to dn.base=cn=a,dc=x by realself write by self read by * none",
+            "to dn.base=cn=b,dc=x by realdnattr=member write by dnattr=member read by * none",
+            r#"to dn.regex="^cn=([^,]+),ou=s,dc=x$" by realdn.exact,expand="uid=$1,dc=x" write by dn.exact,expand="uid=$1,dc=x" read by * none"#,
+            "to dn.base=cn=d,dc=x by realanonymous write by anonymous read by * none",
+            "to dn.base=cn=e,dc=x by realdn.subtree=ou=p,dc=x write by users read by * none",
+        ],
+    );
+    // The connection bound as `real`, the operation running as `as_dn` (None: anonymous).
+    let proxied = |real: &str, as_dn: Option<&str>| Who {
+        real: Some(ndn(&schema, real)),
+        ..as_dn.map_or_else(Who::anonymous, |dn| user(&schema, dn))
+    };
+    let write = privileges::cumulative(privileges::WRITE);
+    let check = |who: &Who, target: &Entry| mask(&acl, &schema, who, target, AttrRef::Entry);
+    let a = entry(&schema, "cn=a,dc=x", &["device"]);
+    assert_eq!(check(&proxied("cn=a,dc=x", Some("uid=o,dc=x")), &a), write);
+    assert_eq!(check(&proxied("uid=o,dc=x", Some("cn=a,dc=x")), &a), READ);
+    assert_eq!(check(&user(&schema, "cn=a,dc=x"), &a), write);
+    let b = group(&schema, "cn=b,dc=x", &["cn=a,dc=x"]);
+    assert_eq!(check(&proxied("cn=a,dc=x", Some("uid=o,dc=x")), &b), write);
+    assert_eq!(check(&proxied("uid=o,dc=x", Some("cn=a,dc=x")), &b), READ);
+    assert_eq!(check(&proxied("uid=o,dc=x", Some("uid=p,dc=x")), &b), 0);
+    let r = entry(&schema, "cn=r,ou=s,dc=x", &["device"]);
+    assert_eq!(check(&proxied("uid=r,dc=x", Some("uid=o,dc=x")), &r), write);
+    assert_eq!(check(&proxied("uid=o,dc=x", Some("uid=r,dc=x")), &r), READ);
+    let d = entry(&schema, "cn=d,dc=x", &["device"]);
+    assert_eq!(check(&proxied("uid=o,dc=x", None), &d), READ);
+    assert_eq!(check(&Who::anonymous(), &d), write);
+    let e = entry(&schema, "cn=e,dc=x", &["device"]);
+    assert_eq!(check(&proxied("uid=q,ou=p,dc=x", None), &e), write);
+    assert_eq!(
+        check(&proxied("uid=o,dc=x", Some("uid=q,ou=p,dc=x")), &e),
+        READ
+    );
+    assert_eq!(check(&proxied("uid=o,dc=x", None), &e), 0);
 }
 
 #[test]

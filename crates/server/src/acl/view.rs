@@ -1,6 +1,6 @@
 //! Access decisions for the entries of one search, cached so the common lists cost almost nothing per entry.
 //!
-//! Which rules' `<what>` match an entry and whether the requester is the entry are the only things that
+//! Which rules' `<what>` match an entry and how the requester stands to it are the only things that
 //! vary between entries (the `<who>` parts are fixed for a search); entries that agree on both share one
 //! [`EntryView`], which caches per-attribute decisions.
 
@@ -258,12 +258,14 @@ impl<'a> SearchAccess<'a> {
         if self.needs_ndn() || self.checker.acl().needs_entry() {
             return None;
         }
-        let is_self = self
-            .checker
-            .who()
-            .ndn
-            .as_ref()
-            .is_some_and(|own| stored.below(own.rdns()) == Some(0));
+        let who = self.checker.who();
+        let is_entry =
+            |dn: Option<&NormDn>| dn.is_some_and(|own| stored.below(own.rdns()) == Some(0));
+        let is_self = is_entry(who.ndn.as_ref());
+        let real_is_self = match who.real {
+            Some(_) => is_entry(who.real_ndn()),
+            None => is_self,
+        };
         // No `dnattr` clause: it would need the entry ([`super::Acl::needs_entry`]).
         // No `$N` pattern either: its rule's DN pattern would make the view need the DN.
         let relation = Relation {
@@ -271,6 +273,8 @@ impl<'a> SearchAccess<'a> {
             dnattrs: 0,
             expanded: 0,
             sets: 0,
+            real_is_self,
+            real_dnattrs: 0,
         };
         Some(self.shared_view(0, relation))
     }

@@ -126,6 +126,7 @@ async fn simple(
         ndn: Some(ndn),
         root,
         link: link.clone(),
+        real: None,
     })
 }
 
@@ -375,6 +376,7 @@ async fn rehash(state: &State, ndn: &NormDn, old: Vec<u8>, password: Vec<u8>) {
         ndn: Some(ndn.clone()),
         root: true,
         link: Link::default(),
+        real: None,
     };
     let op = WriteOp::Modify {
         dn,
@@ -609,6 +611,7 @@ fn authorize(
                 root: state.databases.is_root_dn(&authc.1),
                 ndn: Some(authc.1.clone()),
                 link: link.clone(),
+                real: None,
             };
             if !sasl::may_authorize(state, &requester, &ndn) {
                 return Err(sasl::authz_failure());
@@ -621,6 +624,7 @@ fn authorize(
         root: state.databases.is_root_dn(&ndn),
         ndn: Some(ndn),
         link: link.clone(),
+        real: None,
     })
 }
 
@@ -667,6 +671,7 @@ fn external(state: &State, credentials: Option<&[u8]>, link: &Link) -> Result<Wh
         root: state.databases.is_root_dn(&ndn),
         ndn: Some(ndn),
         link: link.clone(),
+        real: None,
     })
 }
 

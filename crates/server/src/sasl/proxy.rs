@@ -56,8 +56,11 @@ pub fn assume(
     if who.ndn.is_none() && !who.root {
         return Err(denied("anonymous proxied authorization not allowed"));
     }
+    // The connection's own DN stays with the proxied identity for the `real...` access rules.
+    let real = who.real_ndn().cloned();
     let anonymous = Who {
         link: who.link.clone(),
+        real: real.clone(),
         ..Who::anonymous()
     };
     let mapping_failed = || denied("authzId mapping failed");
@@ -94,6 +97,7 @@ pub fn assume(
         root: state.databases.is_root_dn(&ndn),
         ndn: Some(ndn),
         link: who.link.clone(),
+        real,
     }))
 }
 

@@ -373,3 +373,139 @@ fn policy_changes_live_in_cn_config() {
     assert_eq!(bad.code, 80, "{}", bad.stderr);
     assert_eq!(policy(&s), ["to"]);
 }
+
+/// The `real...` forms of `<who>` test the connection's own identity (the proxy), the plain forms the
+/// identity the operation runs as (the proxied one); without the control both are the bound one.
+#[test]
+fn real_forms_test_the_connection_identity() {
+    let user = |uid: &str| user_dn(uid);
+    let entry_rule =
+        |uid: &str, who: &str| format!("to dn.base=\"{}\" by {who} read by * none", user(uid));
+    let rules = [
+        "to attrs=userPassword,authzTo by * auth".to_string(),
+        format!("to dn.base=\"{PEOPLE}\" by * read"),
+        entry_rule("carol", &format!("realdn.exact=\"{}\"", user("alice"))),
+        entry_rule("dave", &format!("dn.exact=\"{}\"", user("alice"))),
+        entry_rule("erin", &format!("dn.exact=\"{}\"", user("bob"))),
+        entry_rule("frank", &format!("realdn.exact=\"{}\"", user("bob"))),
+        entry_rule("alice", "realself"),
+        entry_rule("bob", "self"),
+        entry_rule("grace", "realusers"),
+        entry_rule("heidi", "users"),
+        entry_rule("ivan", "realanonymous"),
+        entry_rule("judy", "anonymous"),
+        entry_rule("olivia", &format!("realdn.regex=\"^uid=a[^,]*,{PEOPLE}$\"")),
+        entry_rule("mallory", "realdnattr=manager"),
+        entry_rule("niaj", "dnattr=manager"),
+        format!("to dn.subtree=\"{PEOPLE}\" by * none"),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let s = start_with_access("to", &rules);
+    set_rules(&s, "alice", "authzTo", &[format!("dn.subtree:{PEOPLE}")]);
+    set_rules(&s, "mallory", "manager", &[user("alice")]);
+    set_rules(&s, "niaj", "manager", &[user("alice")]);
+    // The uids of the people a search sees, bound as `uid`, acting as `authzid` when given.
+    let visible = |uid: &str, authzid: Option<&str>| {
+        let mut args = vec!["-LLL".to_string()];
+        if let Some(authzid) = authzid {
+            args.extend(["-e".into(), format!("!authzid={authzid}")]);
+        }
+        args.extend(["-b", PEOPLE, "-s", "one", "(objectClass=*)", "1.1"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = s.tool("ldapsearch", &Bind::user(uid), &args, None);
+        out.expect_code(0, &format!("{uid} acting as {authzid:?}"));
+        let mut uids: Vec<String> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("dn: uid="))
+            .filter_map(|l| l.split(',').next())
+            .map(str::to_string)
+            .collect();
+        uids.sort();
+        uids
+    };
+    let bob = format!("dn:{}", user("bob"));
+    // alice acting as bob: realdn/realself/realusers see alice, dn/self/users see bob.
+    assert_eq!(
+        visible("alice", Some(&bob)),
+        ["alice", "bob", "carol", "erin", "grace", "heidi", "mallory", "olivia"]
+    );
+    // alice acting as anonymous: the real forms still see alice.
+    assert_eq!(
+        visible("alice", Some("dn:")),
+        ["alice", "carol", "grace", "judy", "mallory", "olivia"]
+    );
+    // Without the control the real forms see the bound identity.
+    assert_eq!(
+        visible("alice", None),
+        ["alice", "carol", "dave", "grace", "heidi", "mallory", "niaj", "olivia"]
+    );
+    assert_eq!(
+        visible("bob", None),
+        ["bob", "erin", "frank", "grace", "heidi"]
+    );
+    // A compare runs under the same rules: 6 is compareTrue.
+    let compare = |uid: &str| {
+        s.tool(
+            "ldapcompare",
+            &Bind::user("alice"),
+            &[
+                "-e",
+                &format!("!authzid={bob}"),
+                &user(uid),
+                &format!("uid:{uid}"),
+            ],
+            None,
+        )
+        .code
+    };
+    assert_eq!(compare("carol"), 6, "realdn: the proxy");
+    assert_eq!(compare("erin"), 6, "dn: the proxied identity");
+    for hidden in ["dave", "frank"] {
+        let code = compare(hidden);
+        assert!(code != 6 && code != 5, "{hidden}: {code}");
+    }
+}
+
+/// The `realself` access modifier (`realselfwrite`) compares a value with the identity the operation
+/// runs as, as `selfwrite` does: slapd 2.5 keeps no separate check for it.
+#[test]
+fn realself_modifier_compares_the_proxied_identity() {
+    let group = "cn=proj,ou=groups,dc=example,dc=com";
+    let rules = [
+        "to attrs=userPassword,authzTo by * auth".to_string(),
+        format!("to dn.base=\"{group}\" attrs=member by users realselfwrite by * read"),
+        "to * by * read".to_string(),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let s = start_with_access("to", &rules);
+    set_rules(&s, "alice", "authzTo", &[format!("dn.subtree:{PEOPLE}")]);
+    s.add(
+        &Bind::Root,
+        &format!(
+            "dn: {group}\nobjectClass: groupOfNames\ncn: proj\nmember: {}\n",
+            user_dn("erin")
+        ),
+    )
+    .expect_code(0, "the group");
+    let add = |uid: &str| {
+        format!(
+            "dn: {group}\nchangetype: modify\nadd: member\nmember: {}\n",
+            user_dn(uid)
+        )
+    };
+    let as_bob = format!("!authzid=dn:{}", user_dn("bob"));
+    let proxied = |uid: &str| {
+        s.tool(
+            "ldapmodify",
+            &Bind::user("alice"),
+            &["-e", &as_bob],
+            Some(&add(uid)),
+        )
+    };
+    assert_eq!(proxied("alice").code, 50, "the proxy's own DN");
+    assert_eq!(proxied("dave").code, 50, "another DN");
+    proxied("bob").expect_code(0, "the proxied identity's DN");
+    s.modify(&Bind::user("alice"), &add("alice"))
+        .expect_code(0, "alice adding herself without the control");
+}
