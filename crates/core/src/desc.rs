@@ -141,9 +141,11 @@ fn split_syntax(s: &str) -> Result<(&str, Vec<&str>), LdapError> {
     if s.is_empty() {
         return Err(undefined(s, "empty AttributeDescription"));
     }
-    let mut parts = s.split(';');
-    let type_part = parts.next().unwrap_or("");
-    let options: Vec<&str> = parts.collect();
+    // Most descriptions have no option: one byte loop finds that, and no `Vec` is filled.
+    let (type_part, options): (&str, Vec<&str>) = match s.bytes().position(|b| b == b';') {
+        None => (s, Vec::new()),
+        Some(at) => (&s[..at], s[at + 1..].split(';').collect()),
+    };
     if !is_descr(type_part) && !is_numeric_oid(type_part) {
         return Err(undefined(
             s,

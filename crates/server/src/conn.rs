@@ -703,7 +703,7 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             // must wait is boxed, so that `dispatch`'s future (boxed for every request) keeps no job
             // across a wait.
             let attempt = {
-                let job = ops::search::SearchJob {
+                let mut job = ops::search::SearchJob {
                     state: state.clone(),
                     who: job_who,
                     views: job_views,
@@ -713,12 +713,13 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
                     paged: ctl.paged.clone(),
                     ctl,
                     cancel,
-                    tx: out.responses().clone(),
+                    tx: None,
                     tally: Default::default(),
                 };
                 // A sync search runs on a blocking thread of its own until it ends, is abandoned or
                 // its connection closes (ops/sync.rs).
                 if let (Some(permit), Some(request)) = (sync_permit, job.ctl.sync.clone()) {
+                    job.tx = Some(out.responses().clone());
                     run_blocking(job, permit, pending, completion, move |job| {
                         ops::sync::run(job, request)
                     });
@@ -741,7 +742,9 @@ async fn dispatch<W: AsyncWrite + Send + Unpin + 'static>(
             let Some(permit) = take_permit(held, permits).await else {
                 return Flow::Close;
             };
-            run_blocking(*job, permit, pending, completion, ops::search::run);
+            let mut job = *job;
+            job.tx = Some(out.responses().clone());
+            run_blocking(job, permit, pending, completion, ops::search::run);
             Flow::Continue
         }
         op @ (ProtocolOp::AddRequest(_)
@@ -817,7 +820,9 @@ fn run_blocking(
         // which `finish` releases.
         if !matches!(ending, Ending::Answered)
             && pending.canceling(&registration)
-            && tx.blocking_send(crate::cancel::canceled_search(id)).is_ok()
+            && tx
+                .as_ref()
+                .is_some_and(|tx| tx.blocking_send(crate::cancel::canceled_search(id)).is_ok())
         {
             outcome.code = Some(ResultCode::Canceled);
         }

@@ -124,7 +124,7 @@ pub fn run(job: SearchJob, request: SyncRequest) -> Outcome {
 }
 
 fn send(job: &SearchJob, message: Vec<u8>) -> Option<()> {
-    job.tx.blocking_send(message).ok()
+    job.tx.as_ref()?.blocking_send(message).ok()
 }
 
 /// The search: Some((SearchResultDone, its code)) to send last, None when nothing more is to be sent.
@@ -303,7 +303,7 @@ fn serve(
     // The persist phase: every change after the snapshot, in commit order, each with its cookie.
     let mut running = context.clone();
     loop {
-        if job.cancel.load(Ordering::Relaxed) || job.tx.is_closed() {
+        if job.cancel.load(Ordering::Relaxed) || job.tx.as_ref().is_none_or(|tx| tx.is_closed()) {
             *entries = sync.entries;
             return Ok(None);
         }

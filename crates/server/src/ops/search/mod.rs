@@ -60,7 +60,9 @@ pub struct SearchJob {
     pub paged: Option<PagedResults>,
     pub ctl: RequestControls,
     pub cancel: Arc<AtomicBool>,
-    pub tx: Responses,
+    /// The connection's response queue: None while the search is tried inline (it answers through its
+    /// own buffer), set before it runs on a blocking thread.
+    pub tx: Option<Responses>,
     /// What the search sent, for the counters and the access log.
     pub tally: Tally,
 }
@@ -266,7 +268,10 @@ impl From<OpError> for Stop {
 
 /// Runs the search to its end on a blocking thread and sends SearchResultDone (unless abandoned).
 pub fn run(job: SearchJob) -> Outcome {
-    let mut sink = Sink::queue(&job.tx);
+    let Some(tx) = job.tx.as_ref() else {
+        return job.outcome(None);
+    };
+    let mut sink = Sink::queue(tx);
     // Abandoned or disconnected (None): what is still batched is dropped with the rest.
     if let Some((result, controls)) = finish(&job, &mut sink) {
         let code = result.code;
