@@ -161,6 +161,12 @@ fn permissive_modify() {
 /// its Cancel succeeds; nothing outstanding is noSuchOperation; a bad request is protocolError.
 #[test]
 fn cancel() {
+    // slapd 2.5 may take a Cancel of a search it has not yet abandoned (the Abandon is processed
+    // on another thread) and answer success there.
+    reference_attempts("an abandoned search still cancellable", cancel_once);
+}
+
+fn cancel_once() {
     let s = Server::start_with_overlays("overlay syncprov", "");
     let mut t = Transcript::new("controls_cancel");
     t.raw("python-ldap", &s.python("cancel.py", &[]));

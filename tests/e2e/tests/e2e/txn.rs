@@ -108,6 +108,15 @@ changetype: delete
 /// CSN of its own, and nothing of a transaction that failed or was aborted.
 #[test]
 fn accesslog_sees_each_change() {
+    // slapd 2.5's transactions race under load (see `transactions`): a commit there may apply
+    // nothing, and the log never settles.
+    reference_attempts(
+        "a transaction's commit under load",
+        accesslog_sees_each_change_once,
+    );
+}
+
+fn accesslog_sees_each_change_once() {
     let s = super::accesslog::start(None);
     let mut t = Transcript::new("txn_accesslog");
     let csns = || -> Vec<String> {
